@@ -1,0 +1,38 @@
+"""The ``cpu`` device: NumPy arrays in host memory; work runs synchronously."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mini_infer_core.plugin import Device, Stream
+
+__all__ = ["CpuDevice"]
+
+
+class CpuDevice(Device):
+    name = "cpu"
+
+    def allocate(self, nbytes: int) -> np.ndarray[Any, Any]:
+        # 64 spare bytes let every view start 64-byte aligned
+        raw = np.empty(nbytes + 64, dtype=np.uint8)
+        shift = (-raw.ctypes.data) % 64
+        return raw[shift : shift + nbytes]
+
+    def view(self, buffer: Any, offset: int, dtype: np.dtype[Any], shape: tuple[int, ...]
+             ) -> np.ndarray[Any, Any]:
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return buffer[offset : offset + n].view(dtype).reshape(shape)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+        return np.empty(shape, dtype=dtype)
+
+    def to_device(self, host: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return host
+
+    def to_host(self, array: Any) -> np.ndarray[Any, Any]:
+        return np.asarray(array)
+
+    def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
+        np.copyto(dst, src)

@@ -1,0 +1,26 @@
+"""Entry point of ``mini_infer.plugins``: hands mini-infer this package's creators and device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mini_infer_core.registry import hookimpl
+
+
+@hookimpl
+def mini_infer_plugin_api_version() -> str:
+    return "1"
+
+
+@hookimpl
+def mini_infer_creators() -> list[Any]:
+    from .ops import creators
+
+    return creators()
+
+
+@hookimpl
+def mini_infer_devices() -> list[Any]:
+    from .device import CpuDevice
+
+    return [CpuDevice()]

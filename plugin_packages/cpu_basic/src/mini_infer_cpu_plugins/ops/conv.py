@@ -1,0 +1,141 @@
+"""N-d convolution as im2col + one batched GEMM.
+
+* 1x1, stride 1, unpadded: a plain GEMM on the input, no im2col.
+* otherwise the input is copied once into a zero-bordered buffer (kept per shape), every
+  window is gathered with one strided copy (``as_strided`` view -> ``cols`` buffer, also kept)
+  and ``np.matmul(W, cols, out=...)`` runs the product; groups (and depthwise) are a leading
+  ``group`` axis of that batched matmul, never a Python loop.
+* the batch is processed in chunks whose ``cols`` stay under ``COLS_BUDGET`` bytes.
+
+Steady-state runs with an unchanged shape allocate nothing but views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import DimsExprs
+
+from ..serialization import CpuPlugin
+from ._geometry import (
+    Window,
+    needs_padding,
+    pad_into,
+    padded_extent,
+    resolve,
+    symbolic_out_dims,
+    window_params,
+    windows_view,
+)
+from ._util import FLOATS, IntLike, Scratch
+
+__all__ = ["Conv"]
+
+Array = NDArray[Any]
+
+#: upper bound of the im2col buffer; larger batches are processed in chunks
+COLS_BUDGET = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Plan:
+    window: Window
+    begin: tuple[int, ...]
+    ext: tuple[int, ...]
+    out_dims: tuple[int, ...]
+    pad: bool
+    pointwise: bool
+    chunk: int
+
+
+class Conv(CpuPlugin):
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {
+        "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+        "pads": None, "strides": None}
+
+    def setup(self) -> None:
+        self.scratch = Scratch()
+
+    def _window(self, nd: int, w_spatial: Sequence[Any]) -> Window:
+        a = self.attrs
+        kernel = a["kernel_shape"] if a["kernel_shape"] else tuple(w_spatial)
+        return window_params("Conv", nd, kernel, a["strides"], a["dilations"], a["pads"],
+                             a["auto_pad"])
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        x, w = list(inputs[0]), list(inputs[1])
+        if len(x) < 3 or len(w) != len(x):
+            raise PluginInterfaceError(
+                f"Conv: X (rank {len(x)}) and W (rank {len(w)}) must have the same rank >= 3")
+        group = self.attrs["group"]
+        if x[1].is_constant() and w[1].is_constant() and (
+                x[1].get_constant_value() != w[1].get_constant_value() * group):
+            raise PluginInterfaceError(
+                f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
+        win = self._window(len(x) - 2, w[2:])
+        return [[x[0], w[0], *symbolic_out_dims(x[2:], win)]]
+
+    def _plan(self, x: Array, w: Array, group: int) -> _Plan:
+        key = ("plan", x.shape, w.shape, x.dtype.str)
+        plan: _Plan | None = self.scratch.get(key)
+        if plan is not None:
+            return plan
+        nd = x.ndim - 2
+        c, m = x.shape[1], w.shape[0]
+        if c != w.shape[1] * group or m % group:
+            raise PluginInterfaceError(
+                f"Conv: X {x.shape}, W {w.shape} and group {group} do not match")
+        win = self._window(nd, w.shape[2:])
+        if tuple(int(k) for k in win.kernel) != w.shape[2:]:
+            raise PluginInterfaceError(
+                f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
+        begin, _, out_dims = resolve(x.shape[2:], win)
+        ext = padded_extent(x.shape[2:], win, begin, out_dims)
+        pad = needs_padding(x.shape[2:], begin, ext)
+        pointwise = (all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in win.strides)
+                     and not pad and tuple(out_dims) == x.shape[2:])
+        per_image = c * int(np.prod(w.shape[2:])) * int(np.prod(out_dims)) * x.itemsize
+        chunk = max(1, min(x.shape[0], COLS_BUDGET // max(per_image, 1)))
+        plan = _Plan(win, tuple(begin), tuple(ext), tuple(out_dims), pad, pointwise, chunk)
+        self.scratch.put(key, plan)
+        return plan
+
+    def compute(self, x: Array, w: Array, b: Array | None = None, *, out: Array, group: int,
+                **_: Any) -> None:
+        plan = self._plan(x, w, group)
+        n, c = x.shape[:2]
+        m = w.shape[0]
+        cg, mg = c // group, m // group
+        p = int(np.prod(plan.out_dims))
+        dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
+        if plan.pointwise:
+            xs = x.reshape(n, group, cg, p)
+            np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
+        else:
+            src = x
+            if plan.pad:
+                buf = self.scratch.buffer("pad", x.shape[:2] + plan.ext, x.dtype, fill=0)
+                src = pad_into(buf, x, plan.begin)
+            k = w.shape[2:]
+            ck = cg * int(np.prod(k))
+            cols = self.scratch.buffer("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
+            wg = w.reshape(group, mg, ck)
+            for n0 in range(0, n, plan.chunk):
+                n1 = min(n, n0 + plan.chunk)
+                view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
+                part = cols[: n1 - n0]
+                np.copyto(part, view)
+                np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
+                          out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
+        if b is not None:
+            d3 = dst.reshape(n, m, p)
+            np.add(d3, b.reshape(m, 1), out=d3)
+        if dst is not out:
+            np.copyto(out, dst)

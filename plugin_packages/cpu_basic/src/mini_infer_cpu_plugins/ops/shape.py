@@ -1,0 +1,258 @@
+"""Data-movement operators: Reshape, Flatten, Transpose, Concat, Unsqueeze, Squeeze, Identity.
+
+All of them are dtype-agnostic and copy into the pre-allocated output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, UnaryPlugin
+
+from ..serialization import CpuPlugin
+from ._util import IntLike, const_ints, copy_into, dim_prod, norm_axis, shape_values
+
+__all__ = [
+    "Reshape_1",
+    "Reshape_5",
+    "Flatten",
+    "Transpose",
+    "Concat",
+    "Unsqueeze_1",
+    "Unsqueeze_13",
+    "Squeeze_1",
+    "Squeeze_13",
+    "Identity",
+]
+
+Array = NDArray[Any]
+
+
+def reshape_dims(dims: Sequence[DimExpr], target: Sequence[IntLike], allowzero: int,
+                 op: str = "Reshape") -> list[DimExpr]:
+    """ONNX Reshape's output shape: 0 copies the input dim (unless allowzero), -1 is inferred.
+
+    The inferred dimension cancels factors common to the input and the known target dims, so
+    ``(N, 512, 7, 7) -> (0, -1)`` gives ``N``-free ``25088`` rather than ``(N*25088)//N``.
+    """
+    out: list[DimExpr | None] = []
+    infer_at: int | None = None
+    for i, v in enumerate(DimExpr.wrap(t) for t in target):
+        c = v.get_constant_value() if v.is_constant() else None
+        if c == 0 and not allowzero:
+            if i >= len(dims):
+                raise PluginInterfaceError(
+                    f"{op}: target shape {[str(t) for t in target]} copies dimension {i} "
+                    f"(0) of a rank-{len(dims)} input")
+            out.append(dims[i])
+        elif c == -1:
+            if infer_at is not None:
+                raise PluginInterfaceError(f"{op}: more than one -1 in the target shape")
+            infer_at = i
+            out.append(None)
+        elif c is not None and c < -1:
+            raise PluginInterfaceError(f"{op}: invalid target dimension {c}")
+        else:
+            out.append(v)
+    if infer_at is not None:
+        remaining = list(dims)
+        rest: list[DimExpr] = []
+        for k in out:
+            if k is None:
+                continue
+            j = next((j for j, d in enumerate(remaining) if d.same_as(k)), None)
+            if j is None:
+                rest.append(k)
+            else:
+                remaining.pop(j)
+        total, known = dim_prod(remaining), dim_prod(rest)
+        if total.is_constant() and known.is_constant():
+            t, k = total.get_constant_value(), known.get_constant_value()
+            if k == 0 or t % k:
+                raise PluginInterfaceError(
+                    f"{op}: cannot reshape {[str(d) for d in dims]} to "
+                    f"{[str(t) for t in target]}")
+        out[infer_at] = total // known
+    return [d for d in out if d is not None]
+
+
+class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Reshape before opset 5: the target shape is the ``shape`` attribute."""
+
+    op_type = "Reshape"
+    plugin_version = "1"
+    max_opset = 4
+    attributes: ClassVar[dict[str, Any]] = {"shape": REQUIRED, "consumed_inputs": None}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return [list(reshape_dims(list(inputs[0]), self.attrs["shape"], 0))]
+
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        copy_into(out, x)
+
+
+class Reshape_5(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Reshape from opset 5: the target shape is input 1; ``allowzero`` from opset 14."""
+
+    op_type = "Reshape"
+    plugin_version = "5"
+    min_opset = 5
+    shape_inputs = (1,)
+    attributes: ClassVar[dict[str, Any]] = {"allowzero": 0}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        target = shape_values(inputs, 1, "Reshape", "shape")
+        return [list(reshape_dims(list(inputs[0]), target, self.attrs["allowzero"]))]
+
+    def compute(self, x: Array, shape: Array, *, out: Array, **_: Any) -> None:
+        copy_into(out, x)
+
+
+class Flatten(CpuPlugin, UnaryPlugin):
+    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        dims = list(inputs[0])
+        axis = self.attrs["axis"]
+        a = axis + len(dims) if axis < 0 else axis
+        if not 0 <= a <= len(dims):
+            raise PluginInterfaceError(f"Flatten: axis {axis} out of range for rank {len(dims)}")
+        return [[dim_prod(dims[:a]), dim_prod(dims[a:])]]
+
+    def compute(self, x: Array, *, out: Array, axis: int) -> None:
+        copy_into(out, x)
+
+
+class Transpose(CpuPlugin, UnaryPlugin):
+    attributes: ClassVar[dict[str, Any]] = {"perm": None}
+
+    def _perm(self, rank: int) -> tuple[int, ...]:
+        perm = self.attrs["perm"]
+        if perm is None:
+            return tuple(range(rank - 1, -1, -1))
+        if sorted(perm) != list(range(rank)):
+            raise PluginInterfaceError(f"Transpose: perm {perm} is not a permutation of {rank}")
+        return tuple(perm)
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        dims = list(inputs[0])
+        return [[dims[p] for p in self._perm(len(dims))]]
+
+    def compute(self, x: Array, *, out: Array, perm: tuple[int, ...] | None) -> None:
+        np.copyto(out, x.transpose(self._perm(x.ndim)))
+
+
+class Concat(CpuPlugin):
+    """Concatenation along ``axis`` (negative allowed; opset 1 defaulted it to 1)."""
+
+    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        first = list(inputs[0])
+        a = norm_axis(self.attrs["axis"], len(first), "Concat axis")
+        total = DimExpr.const(0)
+        for dims in inputs:
+            if len(dims) != len(first):
+                raise PluginInterfaceError("Concat: inputs have different ranks")
+            total = total + dims[a]
+        return [first[:a] + [total] + first[a + 1:]]
+
+    def compute(self, *xs: Array, out: Array, axis: int) -> None:
+        np.concatenate(xs, axis=norm_axis(axis, out.ndim), out=out)
+
+
+def _unsqueeze(dims: Sequence[DimExpr], axes: Sequence[int] | int) -> list[DimExpr]:
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    rank = len(dims) + len(axes)
+    norm = sorted(norm_axis(a, rank, "Unsqueeze axis") for a in axes)
+    if len(set(norm)) != len(norm):
+        raise PluginInterfaceError(f"Unsqueeze: repeated axes {list(axes)}")
+    it = iter(dims)
+    return [DimExpr.const(1) if i in norm else next(it) for i in range(rank)]
+
+
+def _squeeze(dims: Sequence[DimExpr], axes: Sequence[int] | int | None) -> list[DimExpr]:
+    axes = (axes,) if isinstance(axes, int) else axes
+    if axes is None:
+        # only dims known to be 1 are removed; a dynamic dim is kept
+        return [d for d in dims if not (d.is_constant() and d.get_constant_value() == 1)]
+    norm = {norm_axis(a, len(dims), "Squeeze axis") for a in axes}
+    for a in norm:
+        if dims[a].is_constant() and dims[a].get_constant_value() != 1:
+            raise PluginInterfaceError(f"Squeeze: dimension {a} is {dims[a]}, not 1")
+    return [d for i, d in enumerate(dims) if i not in norm]
+
+
+class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Unsqueeze before opset 13: ``axes`` attribute."""
+
+    op_type = "Unsqueeze"
+    plugin_version = "1"
+    max_opset = 12
+    attributes: ClassVar[dict[str, Any]] = {"axes": REQUIRED}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return [list(_unsqueeze(list(inputs[0]), self.attrs["axes"]))]
+
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        copy_into(out, x)
+
+
+class Unsqueeze_13(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Unsqueeze from opset 13: ``axes`` is input 1."""
+
+    op_type = "Unsqueeze"
+    plugin_version = "13"
+    min_opset = 13
+    shape_inputs = (1,)
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        axes = const_ints(shape_values(inputs, 1, "Unsqueeze", "axes"), "Unsqueeze", "axes")
+        return [list(_unsqueeze(list(inputs[0]), axes))]
+
+    def compute(self, x: Array, axes: Array, *, out: Array) -> None:
+        copy_into(out, x)
+
+
+class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Squeeze before opset 13: optional ``axes`` attribute (absent: every 1 dim)."""
+
+    op_type = "Squeeze"
+    plugin_version = "1"
+    max_opset = 12
+    attributes: ClassVar[dict[str, Any]] = {"axes": None}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return [list(_squeeze(list(inputs[0]), self.attrs["axes"]))]
+
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        copy_into(out, x)
+
+
+class Squeeze_13(CpuPlugin, UnaryPlugin):  # noqa: N801
+    """Squeeze from opset 13: optional ``axes`` input 1."""
+
+    op_type = "Squeeze"
+    plugin_version = "13"
+    min_opset = 13
+    shape_inputs = (1,)
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        axes: list[int] | None = None
+        absent = len(inputs) < 2 or (inputs[1].values is None and len(inputs[1]) == 0)
+        if not absent:
+            axes = const_ints(shape_values(inputs, 1, "Squeeze", "axes"), "Squeeze", "axes")
+        return [list(_squeeze(list(inputs[0]), axes))]
+
+    def compute(self, x: Array, axes: Array | None = None, *, out: Array) -> None:
+        copy_into(out, x)
+
+
+class Identity(CpuPlugin, UnaryPlugin):
+    def compute(self, x: Array, *, out: Array) -> None:
+        np.copyto(out, x)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Create .venv (if needed) and install the core, the CPU plugins and the test tools into it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install -q --disable-pip-version-check \
+    -e ".[test]" -e plugin_packages/cpu_basic

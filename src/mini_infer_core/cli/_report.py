@@ -1,0 +1,131 @@
+"""Text and JSON views of the registry and of engines, shared by the CLI commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..engine.engine import Engine
+from ..engine.schedule import Schedule
+from ..plugin._adapter import interface_level
+from ..registry import PluginRegistry
+
+__all__ = ["plugins_json", "plugins_text", "header_line", "engine_json", "engine_text",
+           "summary"]
+
+
+def plugins_json(reg: PluginRegistry) -> dict[str, Any]:
+    return {
+        "distributions": [d.to_json() for d in reg.distributions],
+        "devices": [d.to_json() for d in reg.devices],
+        "creators": [c for r in reg.creators for c in r.to_json()],
+        "conflicts": [c.to_json() for c in reg.conflicts()],
+    }
+
+
+def header_line(reg: PluginRegistry) -> str:
+    parts = []
+    for d in reg.distributions:
+        label = f"{d.name}-{d.version}"
+        if d.status != "loaded":
+            label += f" ({d.status})"
+        parts.append(label)
+    unavailable = [f"{r.device.name} unavailable: {r.device.availability()[1]}"
+                   for r in reg.devices if not r.device.availability()[0]]
+    text = "plugins: " + (", ".join(parts) if parts else "none (pip install mini-infer-cpu-plugins)")
+    if unavailable:
+        text += " (" + "; ".join(unavailable) + ")"
+    return text
+
+
+def plugins_text(reg: PluginRegistry) -> str:
+    data = plugins_json(reg)
+    out = ["distributions:"]
+    if not data["distributions"]:
+        out.append("  (none) — install one, e.g. pip install mini-infer-cpu-plugins")
+    for d in data["distributions"]:
+        err = f"  error: {d['error']}" if d["error"] else ""
+        out.append(f"  {d['name']} {d['version']} [{d['status']}] {d['entry_point']}{err}")
+    out.append("devices:")
+    for d in data["devices"]:
+        state = "available" if d["available"] else f"unavailable: {d['reason']}"
+        out.append(f"  {d['name']} ({state}) from {d['distribution']}")
+    out.append(f"creators ({len(data['creators'])}):")
+    for c in data["creators"]:
+        opsets = f"{c['min_opset']}-{c['max_opset'] or ''}"
+        out.append(f"  {c['domain']}::{c['op_type']:<22} v{c['version']:<3} "
+                   f"opsets {opsets:<6} {c['namespace']:<18} {c['device']:<5} "
+                   f"prio {c['priority']:<3} {c['distribution']}")
+    out.append(f"conflicts ({len(data['conflicts'])}):")
+    for c in data["conflicts"]:
+        others = ", ".join(f"{o['namespace']} ({o['distribution']}, prio {o['priority']})"
+                           for o in c["others"])
+        out.append(f"  {c['domain']}::{c['op_type']} on {c['device']}: chose "
+                   f"{c['chosen']['namespace']} ({c['chosen']['distribution']}, prio "
+                   f"{c['chosen']['priority']}) over {others}")
+    return "\n".join(out)
+
+
+def engine_json(engine: Engine, schedule: Schedule | None) -> dict[str, Any]:
+    def shape(n: str) -> list[Any]:
+        if schedule is not None and n in schedule.shapes:
+            return list(schedule.shapes[n])
+        return list(engine.tensors[n].shape)
+    nodes = []
+    for step, nd in enumerate(engine.nodes):
+        nodes.append({
+            "name": nd.name, "op_type": nd.qualified_op, "opset": nd.opset, "device": nd.device,
+            "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}", "plugin_version":
+            nd.plugin_version, "interface": interface_level(nd.plugin),
+            "distribution": nd.distribution, "distribution_version": nd.distribution_version,
+            "inputs": [{"name": n, "shape": shape(n), "dtype": engine.tensors[n].dtype.name}
+                       for n in nd.inputs if n],
+            "outputs": [{"name": n, "shape": shape(n), "dtype": engine.tensors[n].dtype.name}
+                        for n in nd.outputs],
+            "arena_offsets": {n: schedule.offsets[n] for n in nd.outputs
+                              if schedule and n in schedule.offsets},
+            "workspace_bytes": schedule.workspace[step] if schedule else None,
+        })
+    io = {k: [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name} for t in ts]
+          for k, ts in (("inputs", engine.inputs), ("outputs", engine.outputs))}
+    return {"name": engine.name, "device": engine.device_name, **io, "nodes": nodes,
+            "constants": {"count": len(engine.constants),
+                          "bytes": int(sum(a.nbytes for a in engine.constants.values()))},
+            "memory_plan": schedule.memory_summary() if schedule else None,
+            "build_info": {k: v for k, v in engine.build_info.items() if k != "memory_plan"}}
+
+
+def engine_text(engine: Engine, schedule: Schedule | None) -> str:
+    data = engine_json(engine, schedule)
+    out = [f"engine {data['name']!r} on {data['device']}"]
+    for k in ("inputs", "outputs"):
+        for t in data[k]:
+            out.append(f"  {k[:-1]:<6} {t['name']} {t['shape']} {t['dtype']}")
+    out.append(f"nodes ({len(data['nodes'])}):")
+    for n in data["nodes"]:
+        ins = ", ".join(f"{t['shape']}" for t in n["inputs"])
+        outs = ", ".join(f"{t['shape']}" for t in n["outputs"])
+        out.append(f"  {n['name']:<28} {n['op_type']:<18} {n['plugin']} v{n['plugin_version']}"
+                   f" [{n['device']}, {n['distribution']}] ({ins}) -> ({outs})")
+    c = data["constants"]
+    out.append(f"constants: {c['count']} tensors, {c['bytes'] / 2**20:.2f} MiB")
+    mp = data["memory_plan"]
+    if mp:
+        out.append(f"memory plan: peak {mp['planned_peak_bytes'] / 2**20:.2f} MiB for "
+                   f"{mp['tensors']} buffers, naive sum {mp['naive_bytes'] / 2**20:.2f} MiB "
+                   f"({mp['saving']:.0%} saved)")
+    else:
+        out.append("memory plan: made at run time (dynamic input shapes)")
+    return "\n".join(out)
+
+
+def summary(arr: np.ndarray[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
+    if arr.size and arr.dtype.kind in "fiub":
+        a = arr.astype(np.float64)
+        out.update(min=float(a.min()), max=float(a.max()), mean=float(a.mean()),
+                   std=float(a.std()))
+        if arr.ndim >= 1 and arr.shape[-1] > 1 and arr.dtype.kind == "f":
+            out["argmax"] = np.argmax(arr.reshape(-1, arr.shape[-1]), axis=-1)[:8].tolist()
+    return out

@@ -1,0 +1,208 @@
+"""``mini-infer``: plugins, build, run, inspect. See docs/cli.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..builder import Builder, BuilderConfig
+from ..engine.format import is_engine_file
+from ..engine.schedule import Schedule
+from ..errors import InputError, MiniInferError
+from ..importer import parse_onnx
+from ..registry import PluginRegistry, discover, reset_plugin_registry
+from ..runtime import Runtime
+from . import _report
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mini-infer", description=(
+        "Build and run ONNX models with plugin kernels discovered from installed wheels."))
+    p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-p", dest="plugin_opts", action="append", default=[],
+                        metavar="no:NAME", help="block a plugin distribution before it is "
+                        "imported (entry-point or distribution name); repeatable")
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log build steps and each plugin's lifecycle (construct, "
+                        "configure, initialize, enqueue, terminate, destroy)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
+    b = sub.add_parser("build", parents=[common], help="build an engine file from ONNX")
+    b.add_argument("model")
+    b.add_argument("-o", "--output", required=True, help="engine file to write")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
+                   help="use this namespace or distribution for operator OP")
+    r = sub.add_parser("run", parents=[common], help="run an ONNX model or an engine file")
+    r.add_argument("model")
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
+    r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    r.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
+                   help="concrete shape for a dynamic input when inputs are random")
+    i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
+    i.add_argument("model")
+    i.add_argument("--device", default="cpu")
+    return p
+
+
+def _registry(args: argparse.Namespace) -> PluginRegistry:
+    blocked = []
+    for opt in args.plugin_opts:
+        if not opt.startswith("no:"):
+            raise MiniInferError(f"-p {opt}: only -p no:NAME (block a plugin) is supported")
+        blocked.append(opt[3:])
+    reg = discover(block=blocked)
+    reset_plugin_registry(reg)
+    return reg
+
+
+def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
+    if is_engine_file(args.model):
+        return Runtime(reg).load_engine(args.model)
+    return Builder(reg).build_engine(parse_onnx(args.model),
+                                     BuilderConfig(device=getattr(args, "device", "cpu")))
+
+
+def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    pins = {}
+    for item in args.pin:
+        op, _, prov = item.partition("=")
+        if not prov:
+            raise MiniInferError(f"--pin {item!r}: expected OP=PROVIDER")
+        pins[op] = prov
+    t0 = time.perf_counter()
+    engine = Builder(reg).build_engine(parse_onnx(args.model),
+                                       BuilderConfig(device=args.device, pins=pins))
+    t1 = time.perf_counter()
+    engine.save(args.output)
+    size = os.path.getsize(args.output)
+    return {"engine": args.output, "bytes": size, "nodes": len(engine.nodes),
+            "build_seconds": round(t1 - t0, 3), "write_seconds":
+            round(time.perf_counter() - t1, 3), "memory_plan": engine.build_info["memory_plan"],
+            "text": f"wrote {args.output} ({size / 2**20:.1f} MiB, {len(engine.nodes)} nodes, "
+                    f"built in {t1 - t0:.2f}s)"}
+
+
+def _inputs(args: argparse.Namespace, engine: Any) -> dict[str, np.ndarray[Any, Any]]:
+    feeds: dict[str, np.ndarray[Any, Any]] = {}
+    for item in args.input:
+        name, _, path = item.partition("=")
+        if not path:
+            raise InputError(f"--input {item!r}: expected NAME=FILE.npy")
+        feeds[name] = np.load(path, allow_pickle=False)
+    shapes = {}
+    for item in args.shape:
+        name, _, dims = item.partition("=")
+        shapes[name] = tuple(int(d) for d in dims.split(","))
+    rng = np.random.default_rng(args.seed)
+    for spec in engine.inputs:
+        if spec.name in feeds:
+            continue
+        shape = shapes.get(spec.name) or tuple(d if isinstance(d, int) else 1 for d in spec.shape)
+        dt = spec.dtype.numpy
+        feeds[spec.name] = (rng.random(shape, dtype=np.float32).astype(dt) if dt.kind == "f"
+                            else rng.integers(0, 2, shape).astype(dt))
+    return feeds
+
+
+def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    engine = _load(args, reg)
+    t1 = time.perf_counter()
+    feeds = _inputs(args, engine)
+    with engine.create_execution_context() as ctx:
+        t2 = time.perf_counter()
+        outs = ctx.execute(feeds)
+        t3 = time.perf_counter()
+    res: dict[str, Any] = {"model": args.model, "load_seconds": round(t1 - t0, 3),
+                           "run_seconds": round(t3 - t2, 4), "outputs": {}}
+    lines = [f"loaded {args.model} in {t1 - t0:.2f}s, ran in {(t3 - t2) * 1e3:.1f} ms"]
+    if args.output_dir:
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    for name, arr in outs.items():
+        s = _report.summary(arr)
+        res["outputs"][name] = s
+        extra = " ".join(f"{k}={v:.4g}" for k, v in s.items() if isinstance(v, float))
+        lines.append(f"  {name}: shape {tuple(arr.shape)} {arr.dtype} {extra}"
+                     + (f" argmax={s['argmax']}" if "argmax" in s else ""))
+        if args.output_dir:
+            safe = name.replace("/", "_").replace(os.sep, "_")
+            np.save(Path(args.output_dir) / f"{safe}.npy", arr)
+    res["text"] = "\n".join(lines)
+    return res
+
+
+def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    engine = _load(args, reg)
+    static = all(t.dims.is_static() for t in engine.inputs)
+    sched = Schedule(engine, {}) if static else None
+    data = _report.engine_json(engine, sched)
+    data["text"] = _report.engine_text(engine, sched)
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not args.verbose:
+        return _main(args)
+    logger = logging.getLogger("mini_infer")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    old_level, old_debug = logger.level, os.environ.get("MINI_INFER_DEBUG")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    os.environ["MINI_INFER_DEBUG"] = "2"
+    try:
+        return _main(args)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        if old_debug is None:
+            os.environ.pop("MINI_INFER_DEBUG", None)
+        else:
+            os.environ["MINI_INFER_DEBUG"] = old_debug
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
+        reg = _registry(args)
+        if args.command == "plugins":
+            if args.json:
+                print(json.dumps(_report.plugins_json(reg), indent=2))
+            else:
+                print(_report.plugins_text(reg))
+            return 0
+        print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
+        handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect}[args.command]
+        result = handler(args, reg)
+        if args.json:
+            result.pop("text", None)
+            print(json.dumps(result, indent=2, default=str))
+        else:
+            print(result["text"])
+        return 0
+    except MiniInferError as exc:
+        print(f"mini-infer: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"mini-infer: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The immutable Engine: planned nodes with their plugins, tensors, constants and build info."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..plugin import DataType, Device, DimsExprs, IPluginV2
+
+if TYPE_CHECKING:
+    from ..runtime.context import ExecutionContext
+
+__all__ = ["TensorSpec", "EngineNode", "Engine"]
+
+log = logging.getLogger("mini_infer.lifecycle")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor of the engine. kind: input | output | constant | activation | scratch."""
+
+    name: str
+    dtype: DataType
+    dims: DimsExprs
+    kind: str
+
+    @property
+    def shape(self) -> tuple[int | str, ...]:
+        return self.dims.display()
+
+
+@dataclass(frozen=True)
+class EngineNode:
+    name: str
+    op_type: str
+    domain: str
+    opset: int
+    device: str
+    plugin: IPluginV2  # the prototype; execution contexts clone it
+    plugin_name: str
+    plugin_version: str
+    plugin_namespace: str
+    distribution: str | None
+    distribution_version: str | None
+    inputs: tuple[str, ...]  # "" marks an absent optional input
+    outputs: tuple[str, ...]
+
+    @property
+    def qualified_op(self) -> str:
+        return f"{self.domain}::{self.op_type}" if self.domain else self.op_type
+
+    def describe(self) -> str:
+        dist = f", from {self.distribution} {self.distribution_version}" if self.distribution \
+            else ""
+        return (f"node {self.name!r} ({self.qualified_op}, plugin {self.plugin_namespace}::"
+                f"{self.plugin_name} v{self.plugin_version}{dist})")
+
+
+class Engine:
+    """What the builder produces and the runtime loads. Immutable once made."""
+
+    def __init__(self, *, name: str, device: Device, inputs: list[str], outputs: list[str],
+                 tensors: dict[str, TensorSpec], constants: dict[str, np.ndarray[Any, Any]],
+                 nodes: list[EngineNode], build_info: dict[str, Any]) -> None:
+        self.name = name
+        self.device = device
+        self.input_names: tuple[str, ...] = tuple(inputs)
+        self.output_names: tuple[str, ...] = tuple(outputs)
+        self.tensors: Mapping[str, TensorSpec] = MappingProxyType(dict(tensors))
+        for arr in constants.values():
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+        self.constants: Mapping[str, np.ndarray[Any, Any]] = MappingProxyType(dict(constants))
+        self.nodes: tuple[EngineNode, ...] = tuple(nodes)
+        self.build_info: Mapping[str, Any] = MappingProxyType(build_info)
+        self._destroyed = False
+
+    @property
+    def device_name(self) -> str:
+        return self.device.name
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        return [self.tensors[n] for n in self.input_names]
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return [self.tensors[n] for n in self.output_names]
+
+    @property
+    def num_io_tensors(self) -> int:
+        return len(self.input_names) + len(self.output_names)
+
+    def create_execution_context(self) -> ExecutionContext:
+        from ..runtime.context import ExecutionContext
+
+        return ExecutionContext(self)
+
+    def serialize(self) -> bytes:
+        from .format import serialize_engine
+
+        return serialize_engine(self)
+
+    def save(self, path: str) -> None:
+        from .format import write_engine
+
+        write_engine(self, path)
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        for node in self.nodes:
+            log.debug("destroy   %s (prototype)", node.describe())
+            node.plugin.destroy()
+
+    def __repr__(self) -> str:
+        return (f"Engine({self.name!r}, device={self.device_name!r}, nodes={len(self.nodes)}, "
+                f"inputs={list(self.input_names)}, outputs={list(self.output_names)})")

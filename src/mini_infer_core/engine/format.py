@@ -1,0 +1,233 @@
+"""The engine file: no pickle, no eval, no imports named by the file.
+
+Layout (all integers little-endian; see docs/engine-format.md)::
+
+    0   8  magic  b"MINIENG\\0"
+    8   4  format version (u32)
+    12  4  flags (u32, 0)
+    16  8  header offset (u64)      header: UTF-8 JSON
+    24  8  header length (u64)
+    32  8  data offset (u64)        data: 64-byte-aligned blobs (constants, plugin bytes)
+    40  8  data length (u64)
+    48 32  SHA-256 of bytes [0, 48) + [header offset, end of file)
+    80 48  zero padding (the header starts at 128)
+
+The data section can be memory-mapped: constants become read-only NumPy views of the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import struct
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import EngineFormatError, EngineIntegrityError
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["ENGINE_MAGIC", "FORMAT_VERSION", "serialize_engine", "write_engine",
+           "read_engine_file", "EngineFile", "is_engine_file"]
+
+ENGINE_MAGIC = b"MINIENG\0"
+FORMAT_VERSION = 1
+ALIGN = 64
+_PREAMBLE = struct.Struct("<8sIIQQQQ")  # 48 bytes, then 32 bytes of SHA-256
+_HEADER_AT = 128
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.ndarray[Any, Any]]]:
+    blobs: list[bytes | np.ndarray[Any, Any]] = []
+    offset = 0
+
+    def add(blob: bytes | np.ndarray[Any, Any], nbytes: int) -> int:
+        nonlocal offset
+        start = offset
+        blobs.append(blob)
+        offset = _align(offset + nbytes)
+        return start
+
+    constants = []
+    for name, arr in engine.constants.items():
+        arr = np.asarray(arr, order="C")
+        constants.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape),
+                          "offset": add(arr, arr.nbytes), "nbytes": arr.nbytes})
+    nodes = []
+    for node in engine.nodes:
+        data = node.plugin.serialize()
+        nodes.append({
+            "name": node.name, "op_type": node.op_type, "domain": node.domain,
+            "opset": node.opset, "device": node.device,
+            "inputs": list(node.inputs), "outputs": list(node.outputs),
+            "plugin": {"name": node.plugin_name, "version": node.plugin_version,
+                       "namespace": node.plugin_namespace,
+                       "distribution": node.distribution,
+                       "distribution_version": node.distribution_version,
+                       "offset": add(data, len(data)), "nbytes": len(data)},
+        })
+    tensors = {n: {"dtype": t.dtype.name, "shape": [d.to_json() for d in t.dims],
+                   "kind": t.kind} for n, t in engine.tensors.items()}
+    header = {
+        "format": "mini-infer-engine", "producer": f"mini-infer-core {__version__}",
+        "name": engine.name, "device": engine.device_name,
+        "inputs": list(engine.input_names), "outputs": list(engine.output_names),
+        "tensors": tensors, "constants": constants, "nodes": nodes,
+        "build_info": dict(engine.build_info), "data_length": offset,
+    }
+    return header, blobs
+
+
+def _layout(engine: Engine) -> tuple[bytes, list[bytes | np.ndarray[Any, Any]], int, int]:
+    header, blobs = _header_and_blobs(engine)
+    head = json.dumps(header, separators=(",", ":"), default=str).encode()
+    data_off = _align(_HEADER_AT + len(head))
+    return head, blobs, data_off, int(header["data_length"])
+
+
+def _write_to(fh: Any, engine: Engine) -> None:
+    head, blobs, data_off, data_len = _layout(engine)
+    pre = _PREAMBLE.pack(ENGINE_MAGIC, FORMAT_VERSION, 0, _HEADER_AT, len(head), data_off,
+                         data_len)
+    h = hashlib.sha256(pre)
+    body: list[bytes | memoryview] = [head, b"\0" * (data_off - _HEADER_AT - len(head))]
+    pos = 0
+    for blob in blobs:
+        raw = memoryview(blob.reshape(-1).view(np.uint8)) if isinstance(blob, np.ndarray) \
+            else memoryview(blob)
+        body.append(raw)
+        pos += raw.nbytes
+        pad = _align(pos) - pos
+        if pad and pos < data_len:
+            body.append(b"\0" * pad)
+            pos += pad
+    if pos < data_len:
+        body.append(b"\0" * (data_len - pos))
+    for part in body:
+        h.update(part)
+    fh.write(pre + h.digest() + b"\0" * (_HEADER_AT - _PREAMBLE.size - 32))
+    for part in body:
+        fh.write(part)
+
+
+def serialize_engine(engine: Engine) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    _write_to(buf, engine)
+    return buf.getvalue()
+
+
+def write_engine(engine: Engine, path: str | os.PathLike[str]) -> None:
+    """Write atomically: a temporary file in the same folder, renamed when complete."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
+                               dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_to(fh, engine)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class EngineFile:
+    """A verified engine file: its header and a view of its data section."""
+
+    def __init__(self, header: dict[str, Any], data: memoryview, label: str,
+                 keep: Any = None) -> None:
+        self.header = header
+        self.data = data
+        self.label = label
+        self._keep = keep  # the mmap, kept alive while views exist
+
+    def blob(self, offset: int, nbytes: int) -> memoryview:
+        if offset < 0 or offset + nbytes > len(self.data):
+            raise EngineFormatError(f"{self.label}: a blob lies outside the data section")
+        return self.data[offset : offset + nbytes]
+
+    def array(self, entry: dict[str, Any]) -> np.ndarray[Any, Any]:
+        dtype = np.dtype(entry["dtype"])
+        if dtype.hasobject:
+            raise EngineFormatError(f"{self.label}: object arrays are not allowed")
+        raw = self.blob(int(entry["offset"]), int(entry["nbytes"]))
+        return np.frombuffer(raw, dtype=dtype).reshape(entry["shape"])
+
+
+ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
+
+
+def is_engine_file(path: str | os.PathLike[str]) -> bool:
+    """True for a file that starts with the engine magic or is named like an engine."""
+    if str(path).lower().endswith(ENGINE_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(ENGINE_MAGIC)) == ENGINE_MAGIC
+    except OSError:
+        return False
+
+
+def parse_engine_bytes(buf: Any, label: str, keep: Any = None, verify: bool = True
+                       ) -> EngineFile:
+    mv = memoryview(buf)
+    hint = "rebuild it with `mini-infer build` or copy it again"
+    if len(mv) < _HEADER_AT:
+        raise EngineIntegrityError(f"{label}: too short to be an engine file "
+                                   f"({len(mv)} bytes); it is truncated or not an engine; {hint}")
+    magic, version, _flags, h_off, h_len, d_off, d_len = _PREAMBLE.unpack(mv[: _PREAMBLE.size])
+    if magic != ENGINE_MAGIC:
+        raise EngineIntegrityError(
+            f"{label}: not a mini-infer engine file, or its first bytes are corrupt "
+            f"(magic {bytes(magic)!r}); {hint}")
+    if version != FORMAT_VERSION:
+        raise EngineFormatError(
+            f"{label}: engine format version {version}; this mini-infer-core ({__version__}) "
+            f"reads version {FORMAT_VERSION}. Rebuild the engine with this version")
+    if h_off != _HEADER_AT or d_off < h_off + h_len or d_off + d_len != len(mv):
+        raise EngineIntegrityError(
+            f"{label}: section table does not match the file size ({len(mv)} bytes): the file "
+            f"is truncated or corrupt; {hint}")
+    if verify:
+        h = hashlib.sha256(mv[: _PREAMBLE.size])
+        h.update(mv[_HEADER_AT:])
+        if h.digest() != bytes(mv[_PREAMBLE.size : _PREAMBLE.size + 32]):
+            raise EngineIntegrityError(
+                f"{label}: checksum mismatch: the engine file is corrupt; {hint}")
+    try:
+        header = json.loads(bytes(mv[h_off : h_off + h_len]).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EngineIntegrityError(f"{label}: header is not readable: {exc}; {hint}") from exc
+    if not isinstance(header, dict) or header.get("format") != "mini-infer-engine":
+        raise EngineFormatError(f"{label}: header does not describe a mini-infer engine")
+    return EngineFile(header, mv[d_off : d_off + d_len], label, keep)
+
+
+def read_engine_file(path: str | os.PathLike[str], verify: bool = True) -> EngineFile:
+    """Memory-map and verify an engine file."""
+    label = str(path)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise EngineFormatError(f"cannot open engine file {label!r}: {exc.strerror}") from exc
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise EngineIntegrityError(f"{label}: the engine file is empty")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return parse_engine_bytes(mm, label, keep=mm, verify=verify)

@@ -1,0 +1,51 @@
+"""The plugin API: interfaces, descriptors, fields and base classes for plugin authors."""
+
+from ._base import (
+    REQUIRED,
+    BroadcastPlugin,
+    OnnxPlugin,
+    OnnxPluginCreator,
+    UnaryPlugin,
+    broadcast_dims,
+)
+from ._device import Device, Stream
+from ._dims import DimensionOperation, DimExpr, DimsExprs, ExprBuilder
+from ._fields import (
+    PluginField,
+    PluginFieldCollection,
+    PluginFieldType,
+    decode_fields,
+    encode_fields,
+    fields_from_values,
+)
+from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+
+__all__ = [
+    "REQUIRED",
+    "BroadcastPlugin",
+    "DataType",
+    "Device",
+    "DimExpr",
+    "DimensionOperation",
+    "DimsExprs",
+    "DynamicPluginTensorDesc",
+    "ExprBuilder",
+    "IPluginCreator",
+    "IPluginV2",
+    "IPluginV2DynamicExt",
+    "IPluginV2Ext",
+    "OnnxPlugin",
+    "OnnxPluginCreator",
+    "PluginField",
+    "PluginFieldCollection",
+    "PluginFieldType",
+    "PluginTensorDesc",
+    "Stream",
+    "TensorFormat",
+    "UnaryPlugin",
+    "broadcast_dims",
+    "decode_fields",
+    "encode_fields",
+    "fields_from_values",
+]

@@ -1,0 +1,124 @@
+"""How the core talks to the three interface levels, in one place.
+
+TensorRT's rules: an IPluginV2 sees only static shapes and one data type for all tensors; an
+IPluginV2Ext chooses output types; an IPluginV2DynamicExt sees dimension expressions and
+negotiates each position's type and format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import PluginInterfaceError
+from ._dims import DimsExprs, ExprBuilder
+from ._interfaces import IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+
+__all__ = ["interface_level", "infer_outputs", "check_formats", "configure_concrete",
+           "configure_build", "workspace_size"]
+
+_BUILDER = ExprBuilder()
+
+
+def interface_level(plugin: IPluginV2) -> str:
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return "IPluginV2DynamicExt"
+    if isinstance(plugin, IPluginV2Ext):
+        return "IPluginV2Ext"
+    return "IPluginV2"
+
+
+def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
+                  in_types: Sequence[DataType | None], where: str
+                  ) -> tuple[list[DimsExprs], list[DataType]]:
+    n = plugin.num_outputs
+    present = [d for d in in_dims if d is not None]
+    types = [t if t is not None else DataType.FLOAT for t in in_types]
+    if isinstance(plugin, IPluginV2DynamicExt):
+        for idx in plugin.shape_inputs:
+            if idx < len(in_dims) and in_dims[idx] is not None and in_dims[idx].values is None:
+                raise PluginInterfaceError(
+                    f"{where}: input {idx} must be known when the engine is built (the plugin "
+                    "reads its values to compute output shapes), but it is computed at run time")
+        dims = [plugin.get_output_dimensions(i, in_dims, _BUILDER) for i in range(n)]  # type: ignore[arg-type]
+        out_types = [plugin.get_output_data_type(i, types) for i in range(n)]
+        return dims, out_types
+    dynamic = [str(d) for dims in present for d in dims if not d.is_constant()]
+    if dynamic:
+        raise PluginInterfaceError(
+            f"{where}: the plugin implements {interface_level(plugin)}, which supports static "
+            f"shapes only, but its inputs have dynamic dimension(s) {sorted(set(dynamic))}. "
+            "Implement IPluginV2DynamicExt (get_output_dimensions with dimension expressions) "
+            "or build with fixed input shapes")
+    shapes = [d.to_tuple() for d in present]
+    dims = [DimsExprs(plugin.get_output_shape(i, shapes)) for i in range(n)]
+    if isinstance(plugin, IPluginV2Ext):
+        out_types = [plugin.get_output_data_type(i, types) for i in range(n)]
+    else:
+        out_types = [types[0] if types else DataType.FLOAT] * n
+    return dims, out_types
+
+
+def check_formats(plugin: IPluginV2, in_types: Sequence[DataType | None],
+                  out_types: Sequence[DataType], where: str) -> None:
+    if isinstance(plugin, IPluginV2DynamicExt):
+        descs = [PluginTensorDesc((), t if t is not None else DataType.FLOAT)
+                 for t in [*in_types, *out_types]]
+        for pos, t in enumerate([*in_types, *out_types]):
+            if t is None:
+                continue
+            if not plugin.supports_format_combination(pos, descs, len(in_types)):
+                role = f"input {pos}" if pos < len(in_types) else f"output {pos - len(in_types)}"
+                raise PluginInterfaceError(
+                    f"{where}: the plugin does not support {t.name} in linear format at {role}")
+        return
+    for t in [*in_types, *out_types]:
+        if t is not None and not plugin.supports_format(t, TensorFormat.LINEAR):
+            raise PluginInterfaceError(
+                f"{where}: the plugin ({interface_level(plugin)}) does not support {t.name} "
+                "in linear format")
+
+
+def configure_build(plugin: IPluginV2, in_descs: Sequence[tuple[DimsExprs, DataType] | None],
+                    out_descs: Sequence[tuple[DimsExprs, DataType]]) -> None:
+    """Build-time configure with possibly symbolic shapes (only DynamicExt sees them)."""
+    if isinstance(plugin, IPluginV2DynamicExt):
+        def dyn(d: tuple[DimsExprs, DataType]) -> DynamicPluginTensorDesc:
+            shape = tuple(x.get_constant_value() if x.is_constant() else -1 for x in d[0])
+            return DynamicPluginTensorDesc(PluginTensorDesc(shape, d[1]), d[0])
+        plugin.configure_plugin([dyn(d) if d is not None else None for d in in_descs],  # type: ignore[misc]
+                                [dyn(d) for d in out_descs])
+    else:
+        configure_concrete(plugin,
+                           [(d[0].to_tuple(), d[1]) if d is not None else None for d in in_descs],
+                           [(d[0].to_tuple(), d[1]) for d in out_descs])
+
+
+def configure_concrete(plugin: IPluginV2,
+                       in_descs: Sequence[tuple[tuple[int, ...], DataType] | None],
+                       out_descs: Sequence[tuple[tuple[int, ...], DataType]]) -> None:
+    ins = [PluginTensorDesc(d[0], d[1]) if d is not None else None for d in in_descs]
+    outs = [PluginTensorDesc(s, t) for s, t in out_descs]
+    if isinstance(plugin, IPluginV2DynamicExt):
+        plugin.configure_plugin(
+            [DynamicPluginTensorDesc(d, DimsExprs(d.shape), d.shape, d.shape)  # type: ignore[misc]
+             if d is not None else None for d in ins],
+            [DynamicPluginTensorDesc(d, DimsExprs(d.shape), d.shape, d.shape) for d in outs])
+    elif isinstance(plugin, IPluginV2Ext):
+        plugin.configure_plugin([d for d in ins if d is not None], outs)
+    else:
+        present = [d for d in ins if d is not None]
+        dtype = present[0].dtype if present else (outs[0].dtype if outs else DataType.FLOAT)
+        plugin.configure_with_format([d.shape for d in present], [d.shape for d in outs], dtype,
+                                     TensorFormat.LINEAR, 1)
+
+
+def workspace_size(plugin: IPluginV2,
+                   in_descs: Sequence[tuple[tuple[int, ...], DataType] | None],
+                   out_descs: Sequence[tuple[tuple[int, ...], DataType]]) -> int:
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return int(plugin.get_workspace_size(
+            [PluginTensorDesc(d[0], d[1]) if d is not None else None  # type: ignore[misc]
+             for d in in_descs],
+            [PluginTensorDesc(s, t) for s, t in out_descs]))
+    return int(plugin.get_workspace_size(1))

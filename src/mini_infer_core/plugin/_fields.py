@@ -1,0 +1,167 @@
+"""PluginField / PluginFieldType / PluginFieldCollection and their byte encoding.
+
+A field carries an ONNX attribute (or any creation parameter) as a NumPy array: a 0-d array
+for a scalar, 1-d for a list, n-d with ``is_tensor`` for a tensor attribute, and
+``PluginFieldType.CHAR`` for strings. :func:`encode_fields` / :func:`decode_fields` give a
+small, safe binary form (no pickle) that plugin packages can build their serialization on.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "PluginFieldType",
+    "PluginField",
+    "PluginFieldCollection",
+    "encode_fields",
+    "decode_fields",
+    "fields_from_values",
+]
+
+
+class PluginFieldType(enum.Enum):
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    UINT8 = "uint8"
+    BOOL = "bool"
+    CHAR = "char"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def from_numpy(cls, dtype: np.dtype[Any]) -> PluginFieldType:
+        if dtype.kind in "SU":
+            return cls.CHAR
+        try:
+            return cls(np.dtype(dtype).name)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+@dataclass(frozen=True)
+class PluginField:
+    """One named creation parameter. ``data`` is a NumPy array (see module doc)."""
+
+    name: str
+    data: np.ndarray[Any, Any]
+    type: PluginFieldType
+    is_tensor: bool = False
+
+    @property
+    def length(self) -> int:
+        return int(self.data.size)
+
+    @classmethod
+    def from_value(cls, name: str, value: Any, *, is_tensor: bool = False) -> PluginField:
+        if isinstance(value, str):
+            return cls(name, np.array(value.encode()), PluginFieldType.CHAR)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+            arr = np.array([v.encode() for v in value])
+            return cls(name, arr, PluginFieldType.CHAR)
+        arr = np.asarray(value)
+        if arr.dtype == np.float64 and not is_tensor:
+            arr = arr.astype(np.float32)
+        return cls(name, arr, PluginFieldType.from_numpy(arr.dtype), is_tensor)
+
+    def to_value(self) -> Any:
+        """The Python value: scalar, tuple, str, tuple of str, or ndarray for tensors."""
+        if self.type is PluginFieldType.CHAR:
+            if self.data.ndim == 0:
+                return bytes(self.data.item()).decode()
+            return tuple(bytes(v).decode() for v in self.data.tolist())
+        if self.is_tensor:
+            return self.data
+        if self.data.ndim == 0:
+            return self.data.item()
+        return tuple(self.data.tolist())
+
+
+class PluginFieldCollection(Mapping[str, PluginField]):
+    """An ordered, name-indexed set of fields."""
+
+    def __init__(self, fields: Iterable[PluginField] = ()) -> None:
+        self._fields: dict[str, PluginField] = {}
+        for f in fields:
+            self._fields[f.name] = f
+
+    def __getitem__(self, name: str) -> PluginField:
+        return self._fields[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    @property
+    def fields(self) -> list[PluginField]:
+        return list(self._fields.values())
+
+    def values_dict(self) -> dict[str, Any]:
+        return {n: f.to_value() for n, f in self._fields.items()}
+
+    def __repr__(self) -> str:
+        return f"PluginFieldCollection({list(self._fields)})"
+
+
+def fields_from_values(values: Mapping[str, Any]) -> PluginFieldCollection:
+    return PluginFieldCollection(
+        PluginField.from_value(k, v, is_tensor=isinstance(v, np.ndarray)) for k, v in values.items()
+    )
+
+
+_MAGIC = b"MIPF"
+_VERSION = 1
+
+
+def encode_fields(fields: PluginFieldCollection | Iterable[PluginField]) -> bytes:
+    """Fields → bytes: magic, version, a JSON table, then the raw arrays."""
+    table: list[dict[str, Any]] = []
+    blobs: list[bytes] = []
+    offset = 0
+    for f in fields.fields if isinstance(fields, PluginFieldCollection) else fields:
+        data = np.asarray(f.data, order="C")
+        raw = data.tobytes()
+        table.append({
+            "name": f.name, "type": f.type.value, "dtype": data.dtype.str,
+            "shape": list(data.shape), "tensor": f.is_tensor, "offset": offset,
+            "nbytes": len(raw),
+        })
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(table, separators=(",", ":")).encode()
+    return _MAGIC + struct.pack("<HI", _VERSION, len(head)) + head + b"".join(blobs)
+
+
+def decode_fields(data: bytes) -> PluginFieldCollection:
+    """bytes → fields; raises ValueError on anything malformed."""
+    if data[:4] != _MAGIC or len(data) < 10:
+        raise ValueError("not an encoded plugin field collection")
+    version, hlen = struct.unpack("<HI", data[4:10])
+    if version != _VERSION:
+        raise ValueError(f"plugin field encoding version {version} is not supported")
+    table = json.loads(data[10 : 10 + hlen].decode())
+    body = data[10 + hlen :]
+    out: list[PluginField] = []
+    for e in table:
+        dtype = np.dtype(e["dtype"])
+        if dtype.hasobject:
+            raise ValueError("object arrays are not allowed in plugin fields")
+        start, n = int(e["offset"]), int(e["nbytes"])
+        if start + n > len(body):
+            raise ValueError(f"field {e['name']!r} runs past the end of the data")
+        arr = np.frombuffer(body[start : start + n], dtype=dtype).reshape(e["shape"]).copy()
+        out.append(PluginField(e["name"], arr, PluginFieldType(e["type"]), bool(e["tensor"])))
+    return PluginFieldCollection(out)

@@ -1,0 +1,28 @@
+"""Plugin registry and discovery."""
+
+from ._discovery import (
+    ENTRY_POINT_GROUP,
+    discover,
+    get_plugin_registry,
+    load_plugin_module,
+    reset_plugin_registry,
+)
+from ._hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
+from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
+from ._registry import PluginRegistry
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PLUGIN_API_VERSION",
+    "Conflict",
+    "CreatorRecord",
+    "DeviceRecord",
+    "DistributionRecord",
+    "PluginRegistry",
+    "discover",
+    "get_plugin_registry",
+    "hookimpl",
+    "hookspec",
+    "load_plugin_module",
+    "reset_plugin_registry",
+]

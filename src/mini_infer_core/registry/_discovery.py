@@ -1,0 +1,167 @@
+"""Discovery of plugin distributions through the ``mini_infer.plugins`` entry-point group.
+
+Each distribution is loaded in isolation: an import error, an invalid hook or a failing hook
+marks that distribution ``failed`` (with the exception's summary) and the others still load.
+
+Environment switches (pytest-style):
+
+- ``MINI_INFER_DISABLE_PLUGIN_AUTOLOAD=1``: load nothing automatically;
+- ``MINI_INFER_BLOCK_PLUGINS=a,b``: never import these (entry-point or distribution names);
+- ``MINI_INFER_STRICT_PLUGINS=1``: any failure raises :class:`PluginLoadError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+import importlib_metadata
+import pluggy
+
+from ..errors import PluginLoadError
+from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs
+from ._records import DistributionRecord
+from ._registry import PluginRegistry
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "discover",
+    "get_plugin_registry",
+    "reset_plugin_registry",
+    "load_plugin_module",
+]
+
+ENTRY_POINT_GROUP = "mini_infer.plugins"
+
+_lock = threading.Lock()
+_default: PluginRegistry | None = None
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _blocked(extra: Iterable[str] = ()) -> set[str]:
+    names = [n for n in os.environ.get("MINI_INFER_BLOCK_PLUGINS", "").split(",") if n.strip()]
+    return {_normalize(n.strip()) for n in [*names, *extra]}
+
+
+def _summary(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+def _new_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(PluginSpecs)
+    return pm
+
+
+def load_plugin_module(registry: PluginRegistry, module: ModuleType | object, *,
+                       distribution: str | None, version: str | None,
+                       pm: pluggy.PluginManager | None = None) -> tuple[list[str], list[str]]:
+    """Validate and call one distribution's hook module; register what it provides.
+
+    Returns (creator names, device names). Raises on any problem; the caller isolates.
+    """
+    pm = pm or _new_manager()
+    name = distribution or getattr(module, "__name__", repr(module))
+    pm.register(module, name=name)  # validates arguments against the specs
+    try:
+        unknown = [h for h in dir(module)
+                   if h.startswith("mini_infer_") and callable(getattr(module, h))
+                   and not hasattr(PluginSpecs, h)]
+        if unknown:
+            raise PluginLoadError(f"unknown hook(s) {unknown}; known: "
+                                  f"{[h for h in dir(PluginSpecs) if h.startswith('mini_infer_')]}")
+
+        def call(hook: str) -> Any:
+            impls = [i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin is module]
+            return [impl.function() for impl in impls]
+
+        targets = call("mini_infer_plugin_api_version")
+        target = str(targets[0]) if targets else PLUGIN_API_VERSION
+        if target != PLUGIN_API_VERSION:
+            raise _Incompatible(
+                f"targets plugin API {target}, this mini-infer-core provides {PLUGIN_API_VERSION}")
+        creators = [c for res in call("mini_infer_creators") for c in (res or [])]
+        devices = [d for res in call("mini_infer_devices") for d in (res or [])]
+        names: list[str] = []
+        for c in creators:
+            registry.register_creator(c, distribution=distribution, distribution_version=version)
+            names.append(f"{c.plugin_namespace}::{c.name}")
+        for d in devices:
+            registry.register_device(d, distribution=distribution)
+        return names, [d.name for d in devices]
+    finally:
+        pm.unregister(module)
+
+
+class _Incompatible(Exception):
+    pass
+
+
+def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = None,
+             block: Iterable[str] = (), strict: bool | None = None) -> PluginRegistry:
+    """Fill ``registry`` from installed distributions."""
+    registry = registry or PluginRegistry()
+    strict = _flag("MINI_INFER_STRICT_PLUGINS") if strict is None else strict
+    if autoload is None:
+        autoload = not _flag("MINI_INFER_DISABLE_PLUGIN_AUTOLOAD")
+    blocked = _blocked(block)
+    seen: set[str] = set()
+    pm = _new_manager()
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist
+        dname = dist.metadata["Name"] if dist is not None else ep.module
+        dversion = dist.version if dist is not None else "unknown"
+        ident = _normalize(dname)
+        if ident in seen:  # the same distribution found twice on sys.path
+            continue
+        seen.add(ident)
+        rec = DistributionRecord(dname, dversion, f"{ep.name} = {ep.value}")
+        registry.add_distribution(rec)
+        if not autoload:
+            rec.status = "disabled"
+            continue
+        if ident in blocked or _normalize(ep.name) in blocked:
+            rec.status = "blocked"
+            continue
+        try:
+            module = ep.load()
+            rec.creators, rec.devices = load_plugin_module(
+                registry, module, distribution=dname, version=dversion, pm=pm)
+            rec.status = "loaded"
+        except _Incompatible as exc:
+            rec.status, rec.error = "incompatible", str(exc)
+        except Exception as exc:  # noqa: BLE001 - isolate each distribution
+            rec.status, rec.error = "failed", _summary(exc)
+            if strict:
+                raise PluginLoadError(
+                    f"plugin distribution {dname} {dversion} failed to load: {rec.error} "
+                    "(MINI_INFER_STRICT_PLUGINS is set; unset it to skip broken plugins, or "
+                    f"`pip uninstall {dname}`)") from exc
+    return registry
+
+
+def get_plugin_registry() -> PluginRegistry:
+    """The process-wide registry (TensorRT's getPluginRegistry), discovered on first use."""
+    global _default
+    with _lock:
+        if _default is None:
+            _default = discover()
+        return _default
+
+
+def reset_plugin_registry(registry: PluginRegistry | None = None) -> None:
+    """Replace the process-wide registry (None: rediscover on next use)."""
+    global _default
+    with _lock:
+        _default = registry

@@ -1,0 +1,157 @@
+"""The plugin registry: creators by (name, version, namespace) and by (domain, op, device).
+
+Selection order for building, documented in docs/architecture.md: a pinned provider wins;
+otherwise the highest ``priority``; ties go to the creator whose (distribution name,
+namespace, version) sorts first. Creators registered in-process (no distribution) sort after
+every distribution at equal priority.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import PluginLoadError
+from ..plugin import Device, IPluginCreator
+from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
+
+__all__ = ["PluginRegistry"]
+
+
+def _tie_key(r: CreatorRecord) -> tuple[int, str, str, str]:
+    c = r.creator
+    return (-c.priority, r.distribution or "\uffff", c.plugin_namespace, c.plugin_version)
+
+
+def validate_creator(creator: Any, distribution: str | None) -> None:
+    """Check a creator when it registers, not when it is first used."""
+    who = f" from distribution {distribution!r}" if distribution else ""
+    if not isinstance(creator, IPluginCreator):
+        raise PluginLoadError(f"{creator!r}{who} is not an IPluginCreator")
+    problems = []
+    for attr in ("name", "plugin_version", "op_type"):
+        if not isinstance(getattr(creator, attr, None), str) or not getattr(creator, attr):
+            problems.append(f"{attr} must be a non-empty string")
+    if not isinstance(creator.plugin_namespace, str):
+        problems.append("plugin_namespace must be a string")
+    if not creator.devices or not all(isinstance(d, str) for d in creator.devices):
+        problems.append("devices must be a non-empty tuple of device names")
+    if not isinstance(creator.priority, int):
+        problems.append("priority must be an int")
+    try:
+        names = creator.field_names
+        if not all(isinstance(n, str) for n in names):
+            problems.append("field_names must be strings")
+    except Exception as exc:  # noqa: BLE001 - a plugin bug, reported with its origin
+        problems.append(f"field_names raised {exc!r}")
+    if problems:
+        raise PluginLoadError(
+            f"creator {getattr(creator, 'name', creator)!r}{who} is invalid: "
+            + "; ".join(problems))
+
+
+class PluginRegistry:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._by_key: dict[tuple[str, str, str], CreatorRecord] = {}
+        self._devices: dict[str, DeviceRecord] = {}
+        self.distributions: list[DistributionRecord] = []
+
+    # -- registration (TensorRT: registerCreator / deregisterCreator) -----------------------
+    def register_creator(self, creator: IPluginCreator, *, distribution: str | None = None,
+                         distribution_version: str | None = None) -> CreatorRecord:
+        validate_creator(creator, distribution)
+        rec = CreatorRecord(creator, distribution, distribution_version)
+        with self._lock:
+            old = self._by_key.get(rec.key)
+            if old is not None and old.creator is not creator:
+                raise PluginLoadError(
+                    f"plugin {rec.key[0]!r} version {rec.key[1]!r} namespace {rec.key[2]!r} "
+                    f"from {rec.provider} is already registered by {old.provider}; "
+                    "uninstall one of them or give the plugin its own namespace")
+            self._by_key[rec.key] = rec
+        return rec
+
+    def deregister_creator(self, creator: IPluginCreator) -> bool:
+        with self._lock:
+            for key, rec in list(self._by_key.items()):
+                if rec.creator is creator:
+                    del self._by_key[key]
+                    return True
+        return False
+
+    def register_device(self, device: Device, *, distribution: str | None = None) -> None:
+        if not isinstance(device, Device) or not device.name:
+            raise PluginLoadError(
+                f"{device!r} from {distribution or 'in-process'} is not a named Device")
+        with self._lock:
+            old = self._devices.get(device.name)
+            if old is not None and old.device is not device:
+                raise PluginLoadError(
+                    f"device {device.name!r} from {distribution} is already provided by "
+                    f"{old.distribution}")
+            self._devices[device.name] = DeviceRecord(device, distribution)
+
+    # -- look-ups -------------------------------------------------------------------------
+    def get_creator(self, name: str, version: str, namespace: str) -> CreatorRecord | None:
+        """TensorRT's getPluginCreator: by (name, version, namespace)."""
+        return self._by_key.get((name, version, namespace))
+
+    @property
+    def creators(self) -> list[CreatorRecord]:
+        return sorted(self._by_key.values(),
+                      key=lambda r: (r.creator.domain, r.creator.op_type, _tie_key(r)))
+
+    def candidates(self, domain: str, op_type: str, device: str,
+                   opset: int | None = None) -> list[CreatorRecord]:
+        """Creators for an operator on a device, best first."""
+        domain = "" if domain == "ai.onnx" else domain
+        found = [r for r in self._by_key.values()
+                 if r.creator.domain == domain and r.creator.op_type == op_type
+                 and device in r.creator.devices
+                 and (opset is None or r.creator.supports_opset(opset))]
+        return sorted(found, key=_tie_key)
+
+    def providers_of(self, domain: str, op_type: str) -> list[CreatorRecord]:
+        domain = "" if domain == "ai.onnx" else domain
+        return sorted((r for r in self._by_key.values()
+                       if r.creator.domain == domain and r.creator.op_type == op_type),
+                      key=_tie_key)
+
+    def conflicts(self) -> list[Conflict]:
+        groups: dict[tuple[str, str, str], list[CreatorRecord]] = {}
+        for r in self._by_key.values():
+            for dev in r.creator.devices:
+                groups.setdefault((r.creator.domain, r.creator.op_type, dev), []).append(r)
+        out = []
+        for (domain, op, dev), recs in sorted(groups.items()):
+            if len(recs) > 1:
+                recs.sort(key=_tie_key)
+                out.append(Conflict(domain, op, dev, recs[0], tuple(recs[1:])))
+        return out
+
+    @property
+    def devices(self) -> list[DeviceRecord]:
+        return [self._devices[k] for k in sorted(self._devices)]
+
+    def get_device(self, name: str) -> Device | None:
+        rec = self._devices.get(name)
+        return rec.device if rec else None
+
+    def device_names(self) -> list[str]:
+        return sorted(self._devices)
+
+    def add_distribution(self, rec: DistributionRecord) -> None:
+        with self._lock:
+            self.distributions.append(rec)
+
+    def distribution(self, name: str) -> DistributionRecord | None:
+        for d in self.distributions:
+            if d.name == name:
+                return d
+        return None
+
+    def extend(self, creators: Iterable[IPluginCreator]) -> None:
+        for c in creators:
+            self.register_creator(c)

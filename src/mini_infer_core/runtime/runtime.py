@@ -1,0 +1,109 @@
+"""Runtime: engine files → Engine, rebuilding every plugin through its creator."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from ..engine.engine import Engine, EngineNode, TensorSpec
+from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
+from ..errors import DeviceError, EngineFormatError, MiniInferError, PluginNotFoundError
+from ..plugin import DataType, DimExpr, DimsExprs
+from ..registry import PluginRegistry, get_plugin_registry
+
+__all__ = ["Runtime", "load_engine"]
+
+log = logging.getLogger("mini_infer.lifecycle")
+
+
+class Runtime:
+    """TensorRT's IRuntime: ``Runtime().deserialize_engine(data_or_path)``."""
+
+    def __init__(self, registry: PluginRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else get_plugin_registry()
+
+    def deserialize_engine(self, data: bytes | bytearray | memoryview) -> Engine:
+        return self._engine(parse_engine_bytes(data, "<engine bytes>"))
+
+    deserialize_cuda_engine = deserialize_engine  # the familiar TensorRT name
+
+    def load_engine(self, path: str | os.PathLike[str], verify: bool = True) -> Engine:
+        return self._engine(read_engine_file(path, verify=verify))
+
+    def _engine(self, ef: EngineFile) -> Engine:
+        h = ef.header
+        try:
+            return self._build(ef, h)
+        except MiniInferError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EngineFormatError(
+                f"{ef.label}: the header is inconsistent ({type(exc).__name__}: {exc}); "
+                "rebuild the engine") from exc
+
+    def _build(self, ef: EngineFile, h: dict[str, Any]) -> Engine:
+        missing: dict[tuple[str, str, str], tuple[dict[str, Any], list[str]]] = {}
+        for nd in h["nodes"]:
+            p = nd["plugin"]
+            key = (p["name"], p["version"], p["namespace"])
+            if self.registry.get_creator(*key) is None:
+                missing.setdefault(key, (p, []))[1].append(f"{nd['name']} ({nd['op_type']})")
+        if missing:
+            lines = []
+            installs = set()
+            for (name, version, ns), (p, nodes) in sorted(missing.items()):
+                dist = p.get("distribution")
+                dv = p.get("distribution_version")
+                where = (f"provided at build time by distribution {dist} {dv}"
+                         if dist else "registered in-process at build time")
+                lines.append(f"  plugin {name!r} version {version!r} namespace {ns!r}, {where}; "
+                             f"used by {len(nodes)} node(s), e.g. {nodes[0]}")
+                if dist:
+                    installs.add(f"{dist}=={dv}" if dv else dist)
+            todo = (f"install it: pip install {' '.join(sorted(installs))}" if installs else
+                    "register the creators before loading")
+            raise PluginNotFoundError(
+                f"{ef.label}: cannot load the engine: {len(missing)} plugin creator(s) are not "
+                "registered:\n" + "\n".join(lines) + f"\n{todo}")
+        device = self.registry.get_device(h["device"])
+        if device is None:
+            raise DeviceError(
+                f"{ef.label}: the engine targets device {h['device']!r}, which no installed "
+                f"plugin distribution provides (known: {self.registry.device_names()})")
+        constants = {c["name"]: ef.array(c) for c in h["constants"]}
+        tensors = {
+            n: TensorSpec(n, DataType[t["dtype"]],
+                          DimsExprs([DimExpr.from_json(d) for d in t["shape"]]), t["kind"])
+            for n, t in h["tensors"].items()}
+        nodes = []
+        for nd in h["nodes"]:
+            p = nd["plugin"]
+            rec = self.registry.get_creator(p["name"], p["version"], p["namespace"])
+            assert rec is not None
+            data = bytes(ef.blob(int(p["offset"]), int(p["nbytes"])))
+            try:
+                plugin = rec.creator.deserialize_plugin(nd["name"], data)
+            except MiniInferError as exc:
+                raise type(exc)(f"{ef.label}: node {nd['name']!r}: {exc}") from exc
+            except Exception as exc:
+                raise EngineFormatError(
+                    f"{ef.label}: node {nd['name']!r}: plugin {p['namespace']}::{p['name']} "
+                    f"from {rec.provider} failed to deserialize: {type(exc).__name__}: {exc}"
+                ) from exc
+            plugin.plugin_namespace = p["namespace"]
+            node = EngineNode(nd["name"], nd["op_type"], nd["domain"], int(nd["opset"]),
+                              nd["device"], plugin, p["name"], p["version"], p["namespace"],
+                              p.get("distribution"), p.get("distribution_version"),
+                              tuple(nd["inputs"]), tuple(nd["outputs"]))
+            log.debug("construct %s (deserialized)", node.describe())
+            nodes.append(node)
+        info = dict(h.get("build_info", {}))
+        info["loaded_from"] = ef.label
+        return Engine(name=h["name"], device=device, inputs=list(h["inputs"]),
+                      outputs=list(h["outputs"]), tensors=tensors, constants=constants,
+                      nodes=nodes, build_info=info)
+
+
+def load_engine(path: str | os.PathLike[str], registry: PluginRegistry | None = None) -> Engine:
+    return Runtime(registry).load_engine(path)

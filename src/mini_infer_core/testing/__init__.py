@@ -1,0 +1,1 @@
+"""Test helpers for mini-infer and its plugin authors."""

@@ -1,0 +1,670 @@
+"""The small ("light") test CNNs that ship with onnx, made useful for testing an engine.
+
+onnx installs nine small ImageNet CNNs under ``onnx/backend/test/data/light`` (opset 9,
+IR version 3): AlexNet, DenseNet-121, Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet,
+VGG-19 and ZFNet-512.  Their weights are not stored: each weight is produced at run time by
+a ``ConstantOfShape`` node fed by an int64 shape initializer named ``<weight>__SHAPE``, with
+a constant value such as 0.02.  With such weights every class gets (nearly) the same score,
+so the softmax output is near-uniform, and a broken engine can easily reproduce it.
+
+This module holds pure functions on :class:`onnx.ModelProto` (it imports only numpy and
+onnx) to
+
+* locate the models and their expected outputs (:func:`light_model_path`,
+  :func:`expected_output`) and build the input onnx's backend runner uses
+  (:func:`default_inputs`);
+* replace the constant weights by random, well-scaled ones, so that the outputs are
+  discriminative (:func:`randomize_weights`);
+* expose the logits instead of the final softmax (:func:`logits_model`);
+* drop the IR-3 convention of listing initializers as graph inputs
+  (:func:`strip_initializer_inputs`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+
+__all__ = [
+    "LIGHT_MODELS",
+    "default_inputs",
+    "expected_output",
+    "light_model_dir",
+    "light_model_path",
+    "load_light_model",
+    "logits_model",
+    "randomize_weights",
+    "strip_initializer_inputs",
+]
+
+LIGHT_MODELS: tuple[str, ...] = (
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+)
+"""Names of the light models, as in ``light_<name>.onnx``."""
+
+_ONNX_DOMAINS = ("", "ai.onnx")
+
+# Ops a weight may flow through (as input 0) before reaching the op that gives it its role.
+_PASS_THROUGH_OPS = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity"})
+_MULTIPLICATIVE_OPS = frozenset({"Mul", "Div"})
+_ADDITIVE_OPS = frozenset({"Add", "Sub", "Sum"})
+_MAX_PASS_THROUGH = 16
+_FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+
+Shape = tuple[int, ...]
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def light_model_dir() -> Path:
+    """Return the directory in the installed onnx package holding the light models."""
+    return Path(onnx.__file__).resolve().parent / "backend" / "test" / "data" / "light"
+
+
+def _canonical_name(name: str) -> str:
+    short = name.removesuffix(".onnx").removeprefix("light_")
+    if short not in LIGHT_MODELS:
+        raise ValueError(f"unknown light model {name!r}; expected one of {', '.join(LIGHT_MODELS)}")
+    return short
+
+
+def light_model_path(name: str) -> Path:
+    """Return the path of ``light_<name>.onnx``; ``name`` is one of :data:`LIGHT_MODELS`.
+
+    A leading ``light_`` and a trailing ``.onnx`` are accepted and ignored.
+    """
+    return light_model_dir() / f"light_{_canonical_name(name)}.onnx"
+
+
+def load_light_model(name: str) -> ModelProto:
+    """Load the light model ``name`` (one of :data:`LIGHT_MODELS`)."""
+    return onnx.load(str(light_model_path(name)))
+
+
+def expected_output(name: str) -> np.ndarray:
+    """Return the expected output stored beside the model (``light_<name>_output_0.pb``).
+
+    It is the output of the original model (constant weights, final softmax) on
+    :func:`default_inputs`.
+    """
+    path = light_model_dir() / f"light_{_canonical_name(name)}_output_0.pb"
+    tensor = TensorProto()
+    tensor.ParseFromString(path.read_bytes())
+    return numpy_helper.to_array(tensor)
+
+
+def default_inputs(model: ModelProto) -> dict[str, np.ndarray]:
+    """Build the input onnx's backend test runner feeds a model (``random=False``).
+
+    For every graph input that is not an initializer: ``np.arange(n).reshape(shape) / n`` as
+    float32, where dimensions without a ``dim_value`` count as 1 (see
+    ``onnx.backend.test.runner.Runner.generate_dummy_data``).
+    """
+    initializers = {init.name for init in model.graph.initializer}
+    feeds: dict[str, np.ndarray] = {}
+    for value_info in model.graph.input:
+        if value_info.name in initializers:
+            continue
+        tensor_type = value_info.type.tensor_type
+        if not value_info.type.HasField("tensor_type") or tensor_type.elem_type != TensorProto.FLOAT:
+            raise NotImplementedError(
+                f"input {value_info.name!r}: only float tensor inputs are supported"
+            )
+        shape = tuple(d.dim_value if d.HasField("dim_value") else 1 for d in tensor_type.shape.dim)
+        n = int(np.prod(shape, dtype=np.int64))
+        feeds[value_info.name] = (np.arange(n).reshape(shape) / n).astype(np.float32)
+    return feeds
+
+
+# --------------------------------------------------------------------------- graph helpers
+
+
+def _copy(model: ModelProto) -> ModelProto:
+    out = ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def _constant_tensors(graph: onnx.GraphProto) -> dict[str, TensorProto]:
+    """Initializers and ``Constant`` node values (with a ``value`` attribute), by name."""
+    constants = {init.name: init for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in _ONNX_DOMAINS:
+            for attr in node.attribute:
+                if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+                    constants[node.output[0]] = attr.t
+    return constants
+
+
+def _consumers(nodes: Sequence[NodeProto]) -> dict[str, list[tuple[int, int]]]:
+    """For each value name: the (node index, input position) pairs that use it."""
+    consumers: dict[str, list[tuple[int, int]]] = {}
+    for index, node in enumerate(nodes):
+        for position, name in enumerate(node.input):
+            if name:
+                consumers.setdefault(name, []).append((index, position))
+    return consumers
+
+
+def _subgraph_names(node: NodeProto) -> Iterator[str]:
+    """Names used inside the subgraphs of ``node`` (If/Loop/Scan bodies), recursively."""
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
+        for sub in graphs:
+            for sub_node in sub.node:
+                yield from sub_node.input
+                yield from _subgraph_names(sub_node)
+            for value_info in sub.output:
+                yield value_info.name
+
+
+def _used_names(graph: onnx.GraphProto) -> set[str]:
+    used = {value_info.name for value_info in graph.output}
+    for node in graph.node:
+        used.update(node.input)
+        used.update(_subgraph_names(node))
+    return used
+
+
+def _attr(node: NodeProto, name: str, default: Any = None) -> Any:
+    for attr in node.attribute:
+        if attr.name == name:
+            return helper.get_attribute_value(attr)
+    return default
+
+
+def _int_list(
+    node: NodeProto, attr_name: str, input_position: int, constants: dict[str, TensorProto]
+) -> list[int] | None:
+    """An int list given as attribute (older opsets) or as constant input (newer opsets)."""
+    value = _attr(node, attr_name)
+    if value is not None:
+        return [int(v) for v in value]
+    if len(node.input) > input_position and node.input[input_position]:
+        tensor = constants.get(node.input[input_position])
+        if tensor is None:
+            return None
+        return [int(v) for v in numpy_helper.to_array(tensor).reshape(-1)]
+    return None
+
+
+def _propagate_shape(
+    node: NodeProto, shape: Shape, constants: dict[str, TensorProto]
+) -> Shape | None:
+    """Output shape of a pass-through op whose input 0 has ``shape`` (None if unknown)."""
+    op = node.op_type
+    if op == "Identity":
+        return shape
+    if op == "Flatten":
+        axis = int(_attr(node, "axis", 1))
+        axis = axis + len(shape) if axis < 0 else axis
+        return (math.prod(shape[:axis]), math.prod(shape[axis:]))
+    if op == "Unsqueeze":
+        axes = _int_list(node, "axes", 1, constants)
+        if axes is None:
+            return None
+        rank = len(shape) + len(axes)
+        dims = list(shape)
+        for axis in sorted(a + rank if a < 0 else a for a in axes):
+            dims.insert(axis, 1)
+        return tuple(dims)
+    if op == "Squeeze":
+        axes = _int_list(node, "axes", 1, constants)
+        if axes is None:
+            return tuple(d for d in shape if d != 1)
+        drop = {a + len(shape) if a < 0 else a for a in axes}
+        return tuple(d for i, d in enumerate(shape) if i not in drop)
+    if op == "Reshape":
+        target_tensor = constants.get(node.input[1]) if len(node.input) > 1 else None
+        if target_tensor is None:
+            return None
+        target = [int(v) for v in numpy_helper.to_array(target_tensor).reshape(-1)]
+        allow_zero = bool(_attr(node, "allowzero", 0))
+        dims = [
+            shape[i] if d == 0 and not allow_zero and i < len(shape) else d
+            for i, d in enumerate(target)
+        ]
+        if dims.count(-1) == 1:
+            known = math.prod(d for d in dims if d != -1)
+            dims[dims.index(-1)] = math.prod(shape) // known if known else 0
+        return tuple(dims)
+    return None
+
+
+@dataclass
+class _Weight:
+    """A weight to draw: where it comes from and how it is used."""
+
+    name: str
+    shape: Shape
+    user: int  # index of the node that uses it (-1: unused)
+    position: int  # input position there
+    seen_name: str  # its name there (differs when it flows through Unsqueeze/Reshape...)
+    seen_shape: Shape  # its shape there (the original shape when it could not be tracked)
+
+
+def _trace_weight(
+    name: str,
+    shape: Shape,
+    nodes: Sequence[NodeProto],
+    consumers: dict[str, list[tuple[int, int]]],
+    constants: dict[str, TensorProto],
+) -> _Weight:
+    """Follow ``name`` through pass-through ops (as input 0) to the node that uses it."""
+    current, current_shape = name, shape
+    for _ in range(_MAX_PASS_THROUGH):
+        uses = consumers.get(current, [])
+        if not uses:
+            break
+        index, position = uses[0]
+        node = nodes[index]
+        if node.op_type in _PASS_THROUGH_OPS and node.domain in _ONNX_DOMAINS and position == 0:
+            next_shape = _propagate_shape(node, current_shape, constants)
+            current = node.output[0]
+            current_shape = next_shape if next_shape is not None else current_shape
+            continue
+        return _Weight(name, shape, index, position, current, current_shape)
+    return _Weight(name, shape, -1, -1, current, current_shape)
+
+
+def _is_parameter_slot(node: NodeProto, position: int) -> bool:
+    """Whether input ``position`` of ``node`` is a trainable parameter of a known op."""
+    if node.domain not in _ONNX_DOMAINS:
+        return False
+    op = node.op_type
+    if op in ("Conv", "ConvTranspose", "Gemm"):
+        return position in (1, 2)
+    if op == "BatchNormalization":
+        return position in (1, 2, 3, 4)
+    if op in ("InstanceNormalization", "PRelu"):
+        return position in (1, 2)
+    return op == "MatMul" or op in _MULTIPLICATIVE_OPS or op in _ADDITIVE_OPS
+
+
+def _op(node: NodeProto) -> str:
+    return node.op_type if node.domain in _ONNX_DOMAINS else ""
+
+
+def _he_normal(rng: np.random.Generator, shape: Shape, fan_in: int) -> np.ndarray:
+    return rng.normal(0.0, math.sqrt(2.0 / max(fan_in, 1)), size=shape)
+
+
+def _draw(
+    rng: np.random.Generator, node: NodeProto | None, weight: _Weight, data_ms: float
+) -> np.ndarray:
+    """Random values for ``weight``; ``data_ms`` estimates the mean square of the data
+    it is applied to (the activation entering the BatchNormalization, Add...)."""
+    shape, seen, position = weight.shape, weight.seen_shape, weight.position
+    op = _op(node) if node is not None else ""
+    data_rms = math.sqrt(max(data_ms, 1e-12))
+    if op in ("Conv", "ConvTranspose"):
+        if position == 1 and len(seen) >= 2:
+            return _he_normal(rng, shape, math.prod(seen[1:]))
+        if position == 2:
+            return rng.normal(0.0, 0.01, size=shape)
+    elif op == "Gemm" and node is not None:
+        if position in (0, 1) and len(seen) == 2:
+            transposed = bool(_attr(node, "transA" if position == 0 else "transB", 0))
+            # A is [M, K] (or [K, M] transposed), B is [K, N] (or [N, K]): fan-in is K.
+            k_axis = (0 if transposed else 1) if position == 0 else (1 if transposed else 0)
+            return _he_normal(rng, shape, seen[k_axis])
+        if position == 2:
+            return rng.normal(0.0, 0.01, size=shape)
+    elif op == "MatMul":
+        if len(seen) >= 2:
+            return _he_normal(rng, shape, seen[-2] if position == 1 else seen[-1])
+    elif op == "BatchNormalization":
+        # Mean and variance are given the scale of the incoming activation so that the
+        # layer really normalizes it (the constant-weight statistics cannot).
+        if position == 1:  # scale
+            return rng.uniform(0.5, 1.5, size=shape)
+        if position == 2:  # bias
+            return rng.normal(0.0, 0.1, size=shape)
+        if position == 3:  # mean
+            return rng.normal(0.0, 0.1 * data_rms, size=shape)
+        if position == 4:  # variance, positive
+            return rng.uniform(0.5, 1.5, size=shape) * max(data_ms, 1e-12)
+    elif op == "InstanceNormalization":
+        if position == 1:
+            return rng.uniform(0.5, 1.5, size=shape)
+    elif op == "PRelu":
+        return rng.uniform(0.0, 0.25, size=shape)
+    elif op in _MULTIPLICATIVE_OPS:
+        return rng.uniform(0.5, 1.5, size=shape)
+    elif op in _ADDITIVE_OPS:
+        return rng.normal(0.0, 0.1 * data_rms, size=shape)
+    return rng.normal(0.0, 0.1, size=shape)
+
+
+def _mean_square(array: np.ndarray | None) -> float:
+    if array is None or array.size == 0:
+        return 0.0
+    return float(np.mean(np.square(array, dtype=np.float64)))
+
+
+def _propagate_mean_square(
+    node: NodeProto, inputs_ms: list[float | None], params: list[np.ndarray | None]
+) -> float | None:
+    """Estimate the mean square of ``node``'s output from its inputs'.
+
+    ``inputs_ms[i]`` is the estimate for input ``i`` when it is an activation (None when it
+    is a parameter or unknown) and ``params[i]`` its value when it is a parameter.  The
+    rules assume independent, zero-mean weights; they are rough, but they let the
+    BatchNormalization statistics follow the real scale of the activations, so the scale
+    does not drift geometrically with depth.
+    """
+    op = _op(node)
+    operand_ms = [
+        ms if ms is not None else (_mean_square(p) if p is not None else None)
+        for ms, p in zip(inputs_ms, params, strict=True)
+    ]
+    known = [ms for ms in inputs_ms if ms is not None]
+    if not known:
+        return None
+    x = inputs_ms[0] if inputs_ms and inputs_ms[0] is not None else known[0]
+
+    def param(position: int) -> np.ndarray | None:
+        return params[position] if position < len(params) else None
+
+    if op in ("Conv", "ConvTranspose"):
+        weight, bias = param(1), param(2)
+        if weight is None or weight.ndim < 2:
+            return x
+        fan_in = math.prod(weight.shape[1:])
+        return x * fan_in * _mean_square(weight) + _mean_square(bias)
+    if op in ("Gemm", "MatMul"):
+        a = operand_ms[0] if operand_ms[0] is not None else x
+        b = operand_ms[1] if len(operand_ms) > 1 and operand_ms[1] is not None else 1.0
+        k = 1
+        if op == "Gemm":
+            for position, attr in ((0, "transA"), (1, "transB")):
+                array = param(position)
+                if array is not None and array.ndim == 2:
+                    transposed = bool(_attr(node, attr, 0))
+                    k = array.shape[(0 if transposed else 1) if position == 0 else
+                                    (1 if transposed else 0)]
+            alpha, beta = float(_attr(node, "alpha", 1.0)), float(_attr(node, "beta", 1.0))
+            return alpha**2 * k * a * b + beta**2 * _mean_square(param(2))
+        if (array := param(1)) is not None and array.ndim >= 2:
+            k = array.shape[-2]
+        elif (array := param(0)) is not None and array.ndim >= 1:
+            k = array.shape[-1]
+        return k * a * b
+    if op == "BatchNormalization":
+        scale, bias, mean, var = (param(i) for i in (1, 2, 3, 4))
+        if scale is None or bias is None or mean is None or var is None:
+            return x
+        eps = float(_attr(node, "epsilon", 1e-5))
+        s, b, m, v = (np.asarray(p, dtype=np.float64).reshape(-1) for p in (scale, bias, mean, var))
+        if not s.size == b.size == m.size == v.size:
+            return x
+        return float(np.mean(s**2 * (x + m**2) / (v + eps) + b**2))
+    if op == "InstanceNormalization":
+        return _mean_square(param(1)) + _mean_square(param(2))
+    if op == "Relu":
+        return x / 2
+    if op in ("LeakyRelu", "PRelu"):
+        slope = float(_attr(node, "alpha", 0.01)) if op == "LeakyRelu" else 0.0
+        if op == "PRelu":
+            slope = math.sqrt(_mean_square(param(1)))
+        return x * (1 + slope**2) / 2
+    if op == "Mul":
+        return math.prod(ms if ms is not None else 1.0 for ms in operand_ms)
+    if op == "Div":
+        divisor = param(1)
+        if divisor is not None and np.all(divisor != 0):
+            return x * _mean_square(1.0 / np.asarray(divisor, dtype=np.float64))
+        return x
+    if op in _ADDITIVE_OPS:
+        return sum(ms for ms in operand_ms if ms is not None)
+    if op == "Concat":
+        return sum(known) / len(known)
+    return x
+
+
+def _fills_float(node: NodeProto) -> bool:
+    """Whether a ConstantOfShape node produces float32 (its ``value`` defaults to 0.0f)."""
+    for attr in node.attribute:
+        if attr.name == "value":
+            return attr.t.data_type == TensorProto.FLOAT
+    return True
+
+
+def _tensor_value_info(name: str, shape: Shape) -> ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+# --------------------------------------------------------------------------- transforms
+
+
+def randomize_weights(
+    model: ModelProto, seed: int = 0, *, redraw_initializers: bool = True
+) -> ModelProto:
+    """Return a copy whose constant ``ConstantOfShape`` weights are random initializers.
+
+    Every ``ConstantOfShape`` node with a constant shape input and a float32 fill value is
+    replaced by a float32 initializer of the same name and shape.  With
+    ``redraw_initializers`` (the default), float32 initializers used as parameters (Conv,
+    Gemm, BatchNormalization... inputs) are redrawn too: a few light models mix such stored
+    BatchNormalization statistics, made for other weights and 0-255 images, with the
+    constant weights, and they would crush or blow up the activations.
+
+    The values depend on how a weight is used, found by following it (through
+    Unsqueeze/Reshape/...) to the node that consumes it, and keep activations O(1):
+
+    * Conv/ConvTranspose/Gemm/MatMul weights: He normal, std ``sqrt(2 / fan_in)`` (for Conv
+      ``fan_in = prod(shape[1:])``; for Gemm it respects ``transA``/``transB``);
+      their biases: N(0, 0.01);
+    * BatchNormalization: scale U(0.5, 1.5), bias N(0, 0.1), mean N(0, 0.1) and variance
+      U(0.5, 1.5) (positive), mean and variance in units of the activation entering the
+      layer, whose scale is estimated by propagating mean squares through the graph;
+    * multiplicative parameters (Mul, Div, InstanceNormalization scale): U(0.5, 1.5);
+      additive ones (Add, Sub, Sum): N(0, 0.1) in units of the activation; anything
+      else N(0, 0.1).
+
+    Shape initializers left unused are removed, with their graph inputs; when such an
+    initializer was listed as a graph input (IR version 3 requires it), the new weight is
+    listed in its place.  The result is deterministic for a given ``seed``.
+    """
+    out = _copy(model)
+    graph = out.graph
+    rng = np.random.default_rng(seed)
+    nodes = list(graph.node)
+    constants = _constant_tensors(graph)
+    consumers = _consumers(nodes)
+    initializer_names = {init.name for init in graph.initializer}
+    output_names = {value_info.name for value_info in graph.output}
+
+    removed: set[int] = set()
+    new_weights: list[_Weight] = []  # from ConstantOfShape nodes
+    shape_inputs: dict[str, list[str]] = {}  # shape initializer -> weights it shaped
+    for index, node in enumerate(nodes):
+        shape_tensor = constants.get(node.input[0]) if node.input else None
+        if (
+            node.op_type != "ConstantOfShape"
+            or node.domain not in _ONNX_DOMAINS
+            or shape_tensor is None
+            or not _fills_float(node)
+        ):
+            continue
+        shape = tuple(int(d) for d in numpy_helper.to_array(shape_tensor).reshape(-1))
+        new_weights.append(_trace_weight(node.output[0], shape, nodes, consumers, constants))
+        shape_inputs.setdefault(node.input[0], []).append(node.output[0])
+        removed.add(index)
+
+    redrawn: list[_Weight] = []  # existing initializers
+    if redraw_initializers:
+        for init in graph.initializer:
+            if init.data_type != TensorProto.FLOAT or init.name in output_names:
+                continue
+            weight = _trace_weight(init.name, tuple(init.dims), nodes, consumers, constants)
+            if weight.user >= 0 and _is_parameter_slot(nodes[weight.user], weight.position):
+                redrawn.append(weight)
+
+    by_user: dict[int, list[_Weight]] = {}
+    for weight in new_weights + redrawn:
+        by_user.setdefault(weight.user, []).append(weight)
+
+    # Walk the (topologically sorted) graph, drawing each weight when its user is reached,
+    # with the estimated mean square of the activations seen so far.
+    drawn: dict[str, np.ndarray] = {}
+    seen_as: dict[str, _Weight] = {}
+    constant_arrays: dict[str, np.ndarray] = {}
+    activation_ms: dict[str, float] = {
+        vi.name: 1.0 / 3.0 for vi in graph.input if vi.name not in initializer_names
+    }
+
+    def parameter(name: str) -> np.ndarray | None:
+        if name in seen_as:
+            weight = seen_as[name]
+            array = drawn[weight.name]
+            fits = math.prod(weight.seen_shape) == array.size
+            return array.reshape(weight.seen_shape) if fits else array
+        tensor = constants.get(name)
+        if tensor is None or tensor.data_type not in _FLOAT_TYPES:
+            return None
+        if name not in constant_arrays:
+            constant_arrays[name] = numpy_helper.to_array(tensor)
+        return constant_arrays[name]
+
+    for index, node in enumerate(nodes):
+        if index in removed:
+            continue
+        weights = sorted(by_user.get(index, []), key=lambda w: w.position)
+        if weights:
+            positions = {w.position for w in weights}
+            data = [
+                activation_ms[name]
+                for position, name in enumerate(node.input)
+                if position not in positions and name in activation_ms
+            ]
+            data_ms = data[0] if data else 1.0
+            for weight in weights:
+                drawn[weight.name] = _draw(rng, node, weight, data_ms).astype(np.float32)
+                seen_as[weight.seen_name] = weight
+        inputs_ms = [activation_ms.get(name) if name else None for name in node.input]
+        params = [
+            parameter(name) if name and name not in activation_ms else None
+            for name in node.input
+        ]
+        ms = _propagate_mean_square(node, inputs_ms, params)
+        if ms is not None:
+            for name in node.output:
+                if name:
+                    activation_ms[name] = ms if math.isfinite(ms) else 1.0
+    for weight in by_user.get(-1, []):
+        drawn[weight.name] = _draw(rng, None, weight, 1.0).astype(np.float32)
+
+    # Rewrite the graph.
+    kept_nodes = [node for index, node in enumerate(nodes) if index not in removed]
+    del graph.node[:]
+    graph.node.extend(kept_nodes)
+
+    used = _used_names(graph)
+    obsolete = {name for name in shape_inputs if name not in used}
+    kept_initializers: list[TensorProto] = []
+    for init in graph.initializer:
+        if init.name in obsolete:
+            continue
+        if init.name in drawn:
+            kept_initializers.append(numpy_helper.from_array(drawn[init.name], name=init.name))
+        else:
+            kept_initializers.append(init)
+    new_initializers = [numpy_helper.from_array(drawn[w.name], name=w.name) for w in new_weights]
+    del graph.initializer[:]
+    graph.initializer.extend(kept_initializers + new_initializers)
+
+    shapes = {w.name: w.shape for w in new_weights}
+    new_inputs: list[ValueInfoProto] = []
+    listed: set[str] = set()
+    for value_info in graph.input:
+        if value_info.name not in obsolete:
+            new_inputs.append(value_info)
+            listed.add(value_info.name)
+        for name in shape_inputs.get(value_info.name, []):
+            if name not in listed:
+                new_inputs.append(_tensor_value_info(name, shapes[name]))
+                listed.add(name)
+    if out.ir_version < 4:  # every initializer must also be a graph input
+        for name, shape in shapes.items():
+            if name not in listed:
+                new_inputs.append(_tensor_value_info(name, shape))
+                listed.add(name)
+    del graph.input[:]
+    graph.input.extend(new_inputs)
+
+    kept_value_info = [vi for vi in graph.value_info if vi.name not in listed]
+    del graph.value_info[:]
+    graph.value_info.extend(kept_value_info)
+    return out
+
+
+def logits_model(model: ModelProto) -> ModelProto:
+    """Return a copy whose outputs are the logits instead of the final softmax.
+
+    Every graph output produced by a ``Softmax`` node is replaced by that node's input
+    (with the same float32 type and shape, as softmax keeps them), and the Softmax node is
+    removed unless something else uses its result.  Graph outputs not produced by a Softmax
+    are left alone: DenseNet-121, for instance, has no final softmax, so its output already
+    is the logits and the copy is unchanged.
+    """
+    out = _copy(model)
+    graph = out.graph
+    nodes = list(graph.node)
+    producers = {name: index for index, node in enumerate(nodes) for name in node.output}
+    consumers = _consumers(nodes)
+    output_names = [value_info.name for value_info in graph.output]
+    removed: set[int] = set()
+    logits_names: set[str] = set()
+    for value_info in graph.output:
+        index = producers.get(value_info.name)
+        if index is None or _op(nodes[index]) != "Softmax":
+            continue
+        softmax = nodes[index]
+        value_info.name = softmax.input[0]
+        if not value_info.type.HasField("tensor_type"):
+            value_info.type.tensor_type.elem_type = TensorProto.FLOAT
+        logits_names.add(softmax.input[0])
+        if not consumers.get(softmax.output[0]) and output_names.count(softmax.output[0]) == 1:
+            removed.add(index)
+    if removed:
+        del graph.node[:]
+        graph.node.extend(node for index, node in enumerate(nodes) if index not in removed)
+    if logits_names:
+        kept_value_info = [vi for vi in graph.value_info if vi.name not in logits_names]
+        del graph.value_info[:]
+        graph.value_info.extend(kept_value_info)
+    return out
+
+
+def strip_initializer_inputs(model: ModelProto) -> ModelProto:
+    """Return a copy whose graph inputs no longer list the initializers.
+
+    IR version 3 required every initializer to be a graph input too; since IR version 4 an
+    initializer that is also an input is an overridable default.  The copy has only the real
+    inputs, and its IR version is raised to at least 4, so the initializers are constants.
+    """
+    out = _copy(model)
+    graph = out.graph
+    initializers = {init.name for init in graph.initializer}
+    real_inputs = [vi for vi in graph.input if vi.name not in initializers]
+    del graph.input[:]
+    graph.input.extend(real_inputs)
+    out.ir_version = max(out.ir_version, 4)
+    return out

@@ -1,0 +1,64 @@
+"""Shared fixtures: tiny ONNX models, wheels installed in a fresh venv."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from helpers import CPU_PKG, ROOT, Venv, make_model
+from onnx import TensorProto, helper
+
+
+@pytest.fixture
+def small_cnn() -> onnx.ModelProto:
+    """Conv → Relu → MaxPool → Flatten → Gemm → Softmax with a dynamic batch dimension."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3
+    b = rng.standard_normal(8).astype(np.float32) * 0.1
+    fc = rng.standard_normal((10, 8 * 4 * 4)).astype(np.float32) * 0.1
+    fcb = np.zeros(10, np.float32)
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in
+             ((w, "w"), (b, "b"), (fc, "fc"), (fcb, "fcb"))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                         name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["logits"], transB=1, name="fc"),
+        helper.make_node("Softmax", ["logits"], ["y"], axis=1, name="softmax"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])
+    return make_model(nodes, [x], [y], inits)
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real wheels of the core and the CPU plugins, built from this checkout."""
+    out = tmp_path_factory.mktemp("wheels")
+    found = {}
+    for src in (ROOT, CPU_PKG):
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                        "--no-build-isolation", "-q", "-w", str(out), str(src)], check=True)
+    for whl in out.glob("*.whl"):
+        found["core" if whl.name.startswith("mini_infer_core") else "cpu"] = whl
+    assert set(found) == {"core", "cpu"}, found
+    return found
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory,
+               wheels: dict[str, Path]) -> Iterator[Venv]:
+    """A new virtual environment with the core and cpu_basic wheels installed."""
+    path = tmp_path_factory.mktemp("venv") / "env"
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    env = Venv(path)
+    env.pip("install", str(wheels["core"]), str(wheels["cpu"]))
+    yield env

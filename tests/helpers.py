@@ -1,0 +1,60 @@
+"""Helpers shared by the tests (importable as ``helpers`` thanks to pytest's pythonpath)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_PKG = ROOT / "plugin_packages" / "cpu_basic"
+
+
+def make_model(nodes: list[Any], inputs: list[Any], outputs: list[Any],
+               initializers: list[Any] | None = None, opset: int = 17) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "test", inputs, outputs, initializers or [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def run_cli(*args: str, python: str = sys.executable, env: dict[str, str] | None = None,
+            check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``mini-infer`` in another process."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([python, "-m", "mini_infer_core.cli.main", *args],
+                          capture_output=True, text=True, env=full_env, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mini-infer {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+class Venv:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.python = str(path / "bin" / "python")
+
+    def pip(self, *args: str) -> None:
+        subprocess.run([self.python, "-m", "pip", "-q", "--disable-pip-version-check", *args],
+                       check=True, timeout=900)
+
+    def cli(self, *args: str, check: bool = True, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, python=self.python, check=check, env=env)

@@ -1,0 +1,97 @@
+"""The mini-infer CLI, in process: plugins, inspect, run, build, verbose lifecycle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from mini_infer_core.cli.main import main
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:  # type: ignore[type-arg]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_plugins_json_lists_distributions_devices_creators(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(capsys, ["plugins", "--json"])
+    assert {"distributions", "devices", "creators", "conflicts"} <= set(data)
+    dist = {d["name"]: d for d in data["distributions"]}["mini-infer-cpu-plugins"]
+    assert dist["status"] == "loaded" and dist["version"] == "0.1.0"
+    cpu = {d["name"]: d for d in data["devices"]}["cpu"]
+    assert cpu["available"] is True
+    conv = [c for c in data["creators"] if c["op_type"] == "Conv"]
+    assert conv and conv[0]["distribution"] == "mini-infer-cpu-plugins"
+    assert {"name", "version", "namespace", "domain", "device", "priority"} <= set(conv[0])
+
+
+def test_blocking_a_plugin_with_dash_p(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(capsys, ["plugins", "--json", "-p", "no:cpu_basic"])
+    dist = {d["name"]: d for d in data["distributions"]}["mini-infer-cpu-plugins"]
+    assert dist["status"] == "blocked" and data["creators"] == []
+
+
+def test_inspect_shows_plugins_devices_shapes_and_memory_plan(
+        small_cnn: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "m.onnx"
+    small_cnn.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2
+    onnx.save(small_cnn, str(path))
+    data = _json(capsys, ["inspect", str(path), "--json"])
+    conv = data["nodes"][0]
+    assert conv["plugin"] == "mini_infer.cpu::Conv" and conv["device"] == "cpu"
+    assert conv["outputs"][0]["shape"] == [2, 8, 8, 8]
+    assert conv["distribution"] == "mini-infer-cpu-plugins"
+    plan = data["memory_plan"]
+    assert 0 < plan["planned_peak_bytes"] <= plan["naive_bytes"]
+    assert main(["inspect", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("plugins: mini-infer-cpu-plugins-0.1.0")
+    assert "memory plan: peak" in text and "naive sum" in text
+
+
+def test_build_then_run_with_inputs_and_output_dir(small_cnn: onnx.ModelProto, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    model_path, engine_path = tmp_path / "m.onnx", tmp_path / "m.engine"
+    onnx.save(small_cnn, str(model_path))
+    assert main(["build", str(model_path), "-o", str(engine_path)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    data = _json(capsys, ["run", str(engine_path), "--input", f"x={tmp_path / 'x.npy'}",
+                          "--output-dir", str(tmp_path / "out"), "--json"])
+    assert data["outputs"]["y"]["shape"] == [2, 10]
+    y = np.load(tmp_path / "out" / "y.npy")
+    np.testing.assert_allclose(y.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_run_with_random_inputs_prints_summary(small_cnn: onnx.ModelProto, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(small_cnn, str(path))
+    assert main(["run", str(path), "--shape", "x=3,3,8,8"]) == 0
+    out = capsys.readouterr().out
+    assert "y: shape (3, 10) float32" in out
+
+
+def test_verbose_shows_every_lifecycle_stage(small_cnn: onnx.ModelProto, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(small_cnn, str(path))
+    monkeypatch.delenv("MINI_INFER_DEBUG", raising=False)
+    assert main(["run", str(path), "--verbose"]) == 0
+    err = capsys.readouterr().err
+    for stage in ("construct", "configure", "initialize", "enqueue", "terminate", "destroy"):
+        assert stage in err, f"{stage} missing from verbose log"
+
+
+def test_errors_are_one_line_for_people(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "missing.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "ModelImportError" in err and "does not exist" in err
