@@ -8,4 +8,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[test]" -e plugin_packages/cpu_basic
+    -e ".[test]" -e plugin_packages/cpu_basic -e plugin_packages/cuda_basic \
+    -e examples/plugins/l2norm

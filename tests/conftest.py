@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from helpers import CPU_PKG, ROOT, Venv, make_model
+from helpers import CPU_PKG, ROOT, Venv, make_model, make_venv
 from onnx import TensorProto, helper
 
 
@@ -39,17 +38,25 @@ def small_cnn() -> onnx.ModelProto:
     return make_model(nodes, [x], [y], inits)
 
 
+WHEEL_SOURCES = {
+    "core": ROOT,
+    "cpu": CPU_PKG,
+    "cuda": ROOT / "plugin_packages" / "cuda_basic",
+    "l2norm": ROOT / "examples" / "plugins" / "l2norm",
+    **{name: ROOT / "tests" / "data" / "plugins" / name
+       for name in ("broken", "oldapi", "marker", "badhook")},
+}
+
+
 @pytest.fixture(scope="session")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Real wheels of the core and the CPU plugins, built from this checkout."""
-    out = tmp_path_factory.mktemp("wheels")
+    """Real wheels of every distribution the tests install, built from this checkout."""
     found = {}
-    for src in (ROOT, CPU_PKG):
+    for key, src in WHEEL_SOURCES.items():
+        out = tmp_path_factory.mktemp(f"wheel-{key}")
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                         "--no-build-isolation", "-q", "-w", str(out), str(src)], check=True)
-    for whl in out.glob("*.whl"):
-        found["core" if whl.name.startswith("mini_infer_core") else "cpu"] = whl
-    assert set(found) == {"core", "cpu"}, found
+        (found[key],) = out.glob("*.whl")
     return found
 
 
@@ -57,8 +64,4 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def fresh_venv(tmp_path_factory: pytest.TempPathFactory,
                wheels: dict[str, Path]) -> Iterator[Venv]:
     """A new virtual environment with the core and cpu_basic wheels installed."""
-    path = tmp_path_factory.mktemp("venv") / "env"
-    venv.EnvBuilder(with_pip=True, clear=True).create(path)
-    env = Venv(path)
-    env.pip("install", str(wheels["core"]), str(wheels["cpu"]))
-    yield env
+    yield make_venv(tmp_path_factory, wheels, "core", "cpu")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import venv
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from onnx import helper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +60,12 @@ class Venv:
     def cli(self, *args: str, check: bool = True, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
         return run_cli(*args, python=self.python, check=check, env=env)
+
+
+def make_venv(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path],
+              *keys: str) -> Venv:
+    path = tmp_path_factory.mktemp("venv") / "env"
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    env = Venv(path)
+    env.pip("install", *(str(wheels[k]) for k in keys))
+    return env

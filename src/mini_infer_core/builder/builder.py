@@ -171,8 +171,8 @@ class Builder:
             outs = [node.outputs[k] if k < len(node.outputs) and node.outputs[k]
                     else f"{node.name}:scratch{k}"
                     for k in range(plugin.num_outputs)]
-            for o, d, t in zip(outs, out_dims, out_types, strict=True):
-                dims[o], types[o] = d, t
+            for o, od, ot in zip(outs, out_dims, out_types, strict=True):
+                dims[o], types[o] = od, ot
             inputs_const = all(n == "" or n in constants for n in node.inputs)
             if config.fold_constants and inputs_const and all(d.is_static() for d in out_dims):
                 values = self._fold(plugin, node, device, constants, dims, types, outs, where)
@@ -200,7 +200,7 @@ class Builder:
         for n in input_names:
             tensors[n] = TensorSpec(n, types[n], dims[n], "input")
         kept_consts = {n: np.asarray(constants[n], order="C") for n in used if n in constants}
-        for n, arr in kept_consts.items():
+        for n in kept_consts:
             tensors[n] = TensorSpec(n, types[n], dims[n], "constant")
         consumed = {x for nd in nodes for x in nd.inputs if x}
         for nd in nodes:

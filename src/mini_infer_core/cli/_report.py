@@ -33,7 +33,8 @@ def header_line(reg: PluginRegistry) -> str:
         parts.append(label)
     unavailable = [f"{r.device.name} unavailable: {r.device.availability()[1]}"
                    for r in reg.devices if not r.device.availability()[0]]
-    text = "plugins: " + (", ".join(parts) if parts else "none (pip install mini-infer-cpu-plugins)")
+    listed = ", ".join(parts) if parts else "none (pip install mini-infer-cpu-plugins)"
+    text = "plugins: " + listed
     if unavailable:
         text += " (" + "; ".join(unavailable) + ")"
     return text

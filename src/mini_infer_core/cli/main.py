@@ -32,8 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-p", dest="plugin_opts", action="append", default=[],
-                        metavar="no:NAME", help="block a plugin distribution before it is "
-                        "imported (entry-point or distribution name); repeatable")
+                        metavar="[no:]NAME", help="-p no:NAME blocks a plugin distribution "
+                        "before it is imported; -p NAME loads it even when autoload is off "
+                        "(entry-point or distribution name); repeatable")
     common.add_argument("-v", "--verbose", action="count", default=0,
                         help="log build steps and each plugin's lifecycle (construct, "
                         "configure, initialize, enqueue, terminate, destroy)")
@@ -61,12 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
-    blocked = []
+    blocked, load = [], []
     for opt in args.plugin_opts:
-        if not opt.startswith("no:"):
-            raise MiniInferError(f"-p {opt}: only -p no:NAME (block a plugin) is supported")
-        blocked.append(opt[3:])
-    reg = discover(block=blocked)
+        (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
+    reg = discover(block=blocked, load=load)
     reset_plugin_registry(reg)
     return reg
 

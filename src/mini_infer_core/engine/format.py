@@ -104,7 +104,7 @@ def _write_to(fh: Any, engine: Engine) -> None:
     body: list[bytes | memoryview] = [head, b"\0" * (data_off - _HEADER_AT - len(head))]
     pos = 0
     for blob in blobs:
-        raw = memoryview(blob.reshape(-1).view(np.uint8)) if isinstance(blob, np.ndarray) \
+        raw = memoryview(blob.reshape(-1).view(np.uint8).data) if isinstance(blob, np.ndarray) \
             else memoryview(blob)
         body.append(raw)
         pos += raw.nbytes

@@ -19,6 +19,7 @@ from ._fields import (
     fields_from_values,
 )
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._lazy import LazyPluginCreator
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "IPluginV2",
     "IPluginV2DynamicExt",
     "IPluginV2Ext",
+    "LazyPluginCreator",
     "OnnxPlugin",
     "OnnxPluginCreator",
     "PluginField",

@@ -36,7 +36,8 @@ def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
     types = [t if t is not None else DataType.FLOAT for t in in_types]
     if isinstance(plugin, IPluginV2DynamicExt):
         for idx in plugin.shape_inputs:
-            if idx < len(in_dims) and in_dims[idx] is not None and in_dims[idx].values is None:
+            shape_in = in_dims[idx] if idx < len(in_dims) else None
+            if shape_in is not None and shape_in.values is None:
                 raise PluginInterfaceError(
                     f"{where}: input {idx} must be known when the engine is built (the plugin "
                     "reads its values to compute output shapes), but it is computed at run time")

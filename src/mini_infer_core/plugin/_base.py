@@ -161,7 +161,7 @@ class OnnxPlugin(IPluginV2DynamicExt):
 
     def configure_plugin(self, inputs: Sequence[DynamicPluginTensorDesc],  # type: ignore[override]
                          outputs: Sequence[DynamicPluginTensorDesc]) -> None:
-        self.input_descs = [d.desc if d is not None else None for d in inputs]  # type: ignore[misc]
+        self.input_descs = [d.desc if d is not None else None for d in inputs]
         self.output_descs = [d.desc for d in outputs]
 
     # -- execution ------------------------------------------------------------------------

@@ -220,7 +220,7 @@ class DimsExprs(Sequence[DimExpr]):
     def __len__(self) -> int:
         return len(self._dims)
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
         if isinstance(i, slice):
             return list(self._dims[i])
         return self._dims[i]

@@ -109,16 +109,26 @@ class _Incompatible(Exception):
 
 
 def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = None,
-             block: Iterable[str] = (), strict: bool | None = None) -> PluginRegistry:
-    """Fill ``registry`` from installed distributions."""
+             block: Iterable[str] = (), load: Iterable[str] = (),
+             strict: bool | None = None) -> PluginRegistry:
+    """Fill ``registry`` from installed distributions.
+
+    ``load`` names distributions (or entry points) to load even when autoload is off, as
+    ``MINI_INFER_PLUGINS=a,b`` and the CLI's ``-p NAME`` do (pytest's ``-p``/``PYTEST_PLUGINS``).
+    """
     registry = registry or PluginRegistry()
     strict = _flag("MINI_INFER_STRICT_PLUGINS") if strict is None else strict
     if autoload is None:
         autoload = not _flag("MINI_INFER_DISABLE_PLUGIN_AUTOLOAD")
     blocked = _blocked(block)
+    env_load = [n for n in os.environ.get("MINI_INFER_PLUGINS", "").split(",") if n.strip()]
+    wanted = {_normalize(n.strip()) for n in [*load, *env_load]}
     seen: set[str] = set()
     pm = _new_manager()
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    eps = sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
+                 key=lambda e: (_normalize(e.dist.metadata["Name"]) if e.dist else e.module,
+                                e.name))
+    for ep in eps:
         dist = ep.dist
         dname = dist.metadata["Name"] if dist is not None else ep.module
         dversion = dist.version if dist is not None else "unknown"
@@ -128,11 +138,11 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
         seen.add(ident)
         rec = DistributionRecord(dname, dversion, f"{ep.name} = {ep.value}")
         registry.add_distribution(rec)
-        if not autoload:
-            rec.status = "disabled"
-            continue
         if ident in blocked or _normalize(ep.name) in blocked:
             rec.status = "blocked"
+            continue
+        if not autoload and ident not in wanted and _normalize(ep.name) not in wanted:
+            rec.status = "disabled"
             continue
         try:
             module = ep.load()

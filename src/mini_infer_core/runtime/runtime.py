@@ -52,13 +52,13 @@ class Runtime:
         if missing:
             lines = []
             installs = set()
-            for (name, version, ns), (p, nodes) in sorted(missing.items()):
+            for (name, version, ns), (p, users) in sorted(missing.items()):
                 dist = p.get("distribution")
                 dv = p.get("distribution_version")
                 where = (f"provided at build time by distribution {dist} {dv}"
                          if dist else "registered in-process at build time")
                 lines.append(f"  plugin {name!r} version {version!r} namespace {ns!r}, {where}; "
-                             f"used by {len(nodes)} node(s), e.g. {nodes[0]}")
+                             f"used by {len(users)} node(s), e.g. {users[0]}")
                 if dist:
                     installs.add(f"{dist}=={dv}" if dv else dist)
             todo = (f"install it: pip install {' '.join(sorted(installs))}" if installs else
@@ -92,12 +92,12 @@ class Runtime:
                     f"from {rec.provider} failed to deserialize: {type(exc).__name__}: {exc}"
                 ) from exc
             plugin.plugin_namespace = p["namespace"]
-            node = EngineNode(nd["name"], nd["op_type"], nd["domain"], int(nd["opset"]),
+            enode = EngineNode(nd["name"], nd["op_type"], nd["domain"], int(nd["opset"]),
                               nd["device"], plugin, p["name"], p["version"], p["namespace"],
                               p.get("distribution"), p.get("distribution_version"),
                               tuple(nd["inputs"]), tuple(nd["outputs"]))
-            log.debug("construct %s (deserialized)", node.describe())
-            nodes.append(node)
+            log.debug("construct %s (deserialized)", enode.describe())
+            nodes.append(enode)
         info = dict(h.get("build_info", {}))
         info["loaded_from"] = ef.label
         return Engine(name=h["name"], device=device, inputs=list(h["inputs"]),

@@ -31,7 +31,8 @@ class NodeArg:
 
 
 def _type_string(spec: TensorSpec) -> str:
-    return f"tensor({onnx.helper.tensor_dtype_to_string(spec.dtype.value)[len('TensorProto.'):].lower()})"
+    name = onnx.helper.tensor_dtype_to_string(spec.dtype.value).split(".")[-1].lower()
+    return f"tensor({name})"
 
 
 def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,

@@ -64,6 +64,7 @@ _PASS_THROUGH_OPS = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Id
 _MULTIPLICATIVE_OPS = frozenset({"Mul", "Div"})
 _ADDITIVE_OPS = frozenset({"Add", "Sub", "Sum"})
 _MAX_PASS_THROUGH = 16
+_MOMENT_SAMPLE = 1 << 16
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
 
 Shape = tuple[int, ...]
@@ -122,7 +123,8 @@ def default_inputs(model: ModelProto) -> dict[str, np.ndarray]:
         if value_info.name in initializers:
             continue
         tensor_type = value_info.type.tensor_type
-        if not value_info.type.HasField("tensor_type") or tensor_type.elem_type != TensorProto.FLOAT:
+        is_tensor = value_info.type.HasField("tensor_type")
+        if not is_tensor or tensor_type.elem_type != TensorProto.FLOAT:
             raise NotImplementedError(
                 f"input {value_info.name!r}: only float tensor inputs are supported"
             )
@@ -301,23 +303,57 @@ def _op(node: NodeProto) -> str:
     return node.op_type if node.domain in _ONNX_DOMAINS else ""
 
 
+def _normal(rng: np.random.Generator, shape: Shape, std: float, mean: float = 0.0) -> np.ndarray:
+    values = rng.standard_normal(size=shape, dtype=np.float32)
+    values *= np.float32(std)
+    values += np.float32(mean)
+    return values
+
+
+def _uniform(rng: np.random.Generator, shape: Shape, low: float, high: float) -> np.ndarray:
+    values = rng.random(size=shape, dtype=np.float32)
+    values *= np.float32(high - low)
+    values += np.float32(low)
+    return values
+
+
 def _he_normal(rng: np.random.Generator, shape: Shape, fan_in: int) -> np.ndarray:
-    return rng.normal(0.0, math.sqrt(2.0 / max(fan_in, 1)), size=shape)
+    return _normal(rng, shape, math.sqrt(2.0 / max(fan_in, 1)))
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """Estimated mean and mean square of an activation (over its elements)."""
+
+    mean: float
+    square: float
+
+    @property
+    def variance(self) -> float:
+        return max(self.square - self.mean**2, 0.0)
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.variance)
+
+
+_INPUT_MOMENTS = _Moments(0.5, 1.0 / 3.0)  # of U[0, 1), like the runner's arange input
+_UNIT_MOMENTS = _Moments(0.0, 1.0)
 
 
 def _draw(
-    rng: np.random.Generator, node: NodeProto | None, weight: _Weight, data_ms: float
+    rng: np.random.Generator, node: NodeProto | None, weight: _Weight, data: _Moments
 ) -> np.ndarray:
-    """Random values for ``weight``; ``data_ms`` estimates the mean square of the data
-    it is applied to (the activation entering the BatchNormalization, Add...)."""
+    """Random values for ``weight``; ``data`` estimates the moments of the activation it
+    is applied to (the input of the BatchNormalization, Add...)."""
     shape, seen, position = weight.shape, weight.seen_shape, weight.position
     op = _op(node) if node is not None else ""
-    data_rms = math.sqrt(max(data_ms, 1e-12))
+    std = max(data.std, 1e-6)
     if op in ("Conv", "ConvTranspose"):
         if position == 1 and len(seen) >= 2:
             return _he_normal(rng, shape, math.prod(seen[1:]))
         if position == 2:
-            return rng.normal(0.0, 0.01, size=shape)
+            return _normal(rng, shape, 0.01)
     elif op == "Gemm" and node is not None:
         if position in (0, 1) and len(seen) == 2:
             transposed = bool(_attr(node, "transA" if position == 0 else "transB", 0))
@@ -325,116 +361,147 @@ def _draw(
             k_axis = (0 if transposed else 1) if position == 0 else (1 if transposed else 0)
             return _he_normal(rng, shape, seen[k_axis])
         if position == 2:
-            return rng.normal(0.0, 0.01, size=shape)
+            return _normal(rng, shape, 0.01)
     elif op == "MatMul":
         if len(seen) >= 2:
             return _he_normal(rng, shape, seen[-2] if position == 1 else seen[-1])
     elif op == "BatchNormalization":
-        # Mean and variance are given the scale of the incoming activation so that the
-        # layer really normalizes it (the constant-weight statistics cannot).
+        # Mean and variance follow the estimated statistics of the incoming activation, so
+        # that the layer really normalizes it, as a trained one does.
         if position == 1:  # scale
-            return rng.uniform(0.5, 1.5, size=shape)
+            return _uniform(rng, shape, 0.5, 1.5)
         if position == 2:  # bias
-            return rng.normal(0.0, 0.1, size=shape)
+            return _normal(rng, shape, 0.1)
         if position == 3:  # mean
-            return rng.normal(0.0, 0.1 * data_rms, size=shape)
+            return _normal(rng, shape, 0.1 * std, mean=data.mean)
         if position == 4:  # variance, positive
-            return rng.uniform(0.5, 1.5, size=shape) * max(data_ms, 1e-12)
+            return _uniform(rng, shape, 0.5, 1.5) * std**2
     elif op == "InstanceNormalization":
         if position == 1:
-            return rng.uniform(0.5, 1.5, size=shape)
+            return _uniform(rng, shape, 0.5, 1.5)
     elif op == "PRelu":
-        return rng.uniform(0.0, 0.25, size=shape)
+        return _uniform(rng, shape, 0.0, 0.25)
     elif op in _MULTIPLICATIVE_OPS:
-        return rng.uniform(0.5, 1.5, size=shape)
+        return _uniform(rng, shape, 0.5, 1.5)
     elif op in _ADDITIVE_OPS:
-        return rng.normal(0.0, 0.1 * data_rms, size=shape)
-    return rng.normal(0.0, 0.1, size=shape)
+        return _normal(rng, shape, 0.1 * std)
+    return _normal(rng, shape, 0.1)
 
 
-def _mean_square(array: np.ndarray | None) -> float:
-    if array is None or array.size == 0:
-        return 0.0
-    return float(np.mean(np.square(array, dtype=np.float64)))
+def _array_moments(array: np.ndarray) -> _Moments:
+    """Moments of a parameter (estimated on a subsample of large ones)."""
+    values = np.asarray(array).reshape(-1)
+    if values.size == 0:
+        return _Moments(0.0, 0.0)
+    if values.size > _MOMENT_SAMPLE:
+        values = values[:: values.size // _MOMENT_SAMPLE]
+    values = values.astype(np.float64)
+    return _Moments(float(values.mean()), float(np.mean(values**2)))
 
 
-def _propagate_mean_square(
-    node: NodeProto, inputs_ms: list[float | None], params: list[np.ndarray | None]
-) -> float | None:
-    """Estimate the mean square of ``node``'s output from its inputs'.
+def _relu_moments(x: _Moments) -> _Moments:
+    """Moments of relu(x) for a Gaussian x with x's mean and variance."""
+    mu, sigma = x.mean, x.std
+    if sigma < 1e-12 * max(abs(mu), 1.0):
+        return _Moments(max(mu, 0.0), max(mu, 0.0) ** 2)
+    z = mu / sigma
+    cdf = 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+    pdf = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return _Moments(mu * cdf + sigma * pdf, (mu**2 + sigma**2) * cdf + mu * sigma * pdf)
 
-    ``inputs_ms[i]`` is the estimate for input ``i`` when it is an activation (None when it
-    is a parameter or unknown) and ``params[i]`` its value when it is a parameter.  The
-    rules assume independent, zero-mean weights; they are rough, but they let the
-    BatchNormalization statistics follow the real scale of the activations, so the scale
-    does not drift geometrically with depth.
+
+def _propagate_moments(
+    node: NodeProto, inputs: list[_Moments | None], params: list[np.ndarray | None]
+) -> _Moments | None:
+    """Estimate the moments of ``node``'s output from those of its inputs.
+
+    ``inputs[i]`` is the estimate for input ``i`` when it is an activation (None when it is
+    a parameter or unknown) and ``params[i]`` its value when it is a parameter.  The rules
+    assume independent, zero-mean weights and treat activations as Gaussian; they are
+    rough, but they let the BatchNormalization statistics follow the real scale of the
+    activations, so that the scale does not drift geometrically with depth.
     """
     op = _op(node)
-    operand_ms = [
-        ms if ms is not None else (_mean_square(p) if p is not None else None)
-        for ms, p in zip(inputs_ms, params, strict=True)
-    ]
-    known = [ms for ms in inputs_ms if ms is not None]
+    known = [m for m in inputs if m is not None]
     if not known:
         return None
-    x = inputs_ms[0] if inputs_ms and inputs_ms[0] is not None else known[0]
+    x = inputs[0] if inputs and inputs[0] is not None else known[0]
+    operands = [
+        m if m is not None else (_array_moments(p) if p is not None else None)
+        for m, p in zip(inputs, params, strict=True)
+    ]
 
     def param(position: int) -> np.ndarray | None:
         return params[position] if position < len(params) else None
 
+    def bias_moments(position: int) -> _Moments:
+        bias = param(position)
+        return _array_moments(bias) if bias is not None else _Moments(0.0, 0.0)
+
     if op in ("Conv", "ConvTranspose"):
-        weight, bias = param(1), param(2)
+        weight = param(1)
         if weight is None or weight.ndim < 2:
             return x
         fan_in = math.prod(weight.shape[1:])
-        return x * fan_in * _mean_square(weight) + _mean_square(bias)
+        w, b = _array_moments(weight), bias_moments(2)
+        return _Moments(b.mean, x.square * fan_in * w.square + b.square)
     if op in ("Gemm", "MatMul"):
-        a = operand_ms[0] if operand_ms[0] is not None else x
-        b = operand_ms[1] if len(operand_ms) > 1 and operand_ms[1] is not None else 1.0
+        a = operands[0] if operands[0] is not None else x
+        b = operands[1] if len(operands) > 1 and operands[1] is not None else _UNIT_MOMENTS
         k = 1
-        if op == "Gemm":
-            for position, attr in ((0, "transA"), (1, "transB")):
-                array = param(position)
-                if array is not None and array.ndim == 2:
-                    transposed = bool(_attr(node, attr, 0))
-                    k = array.shape[(0 if transposed else 1) if position == 0 else
-                                    (1 if transposed else 0)]
-            alpha, beta = float(_attr(node, "alpha", 1.0)), float(_attr(node, "beta", 1.0))
-            return alpha**2 * k * a * b + beta**2 * _mean_square(param(2))
-        if (array := param(1)) is not None and array.ndim >= 2:
-            k = array.shape[-2]
-        elif (array := param(0)) is not None and array.ndim >= 1:
-            k = array.shape[-1]
-        return k * a * b
+        if op == "MatMul":
+            if (array := param(1)) is not None and array.ndim >= 2:
+                k = array.shape[-2]
+            elif (array := param(0)) is not None and array.ndim >= 1:
+                k = array.shape[-1]
+            return _Moments(0.0, k * a.square * b.square)
+        for position, attr in ((0, "transA"), (1, "transB")):
+            array = param(position)
+            if array is not None and array.ndim == 2:
+                transposed = bool(_attr(node, attr, 0))
+                axis = (0 if transposed else 1) if position == 0 else (1 if transposed else 0)
+                k = array.shape[axis]
+        alpha, beta = float(_attr(node, "alpha", 1.0)), float(_attr(node, "beta", 1.0))
+        c = bias_moments(2)
+        return _Moments(beta * c.mean, alpha**2 * k * a.square * b.square + beta**2 * c.square)
     if op == "BatchNormalization":
-        scale, bias, mean, var = (param(i) for i in (1, 2, 3, 4))
-        if scale is None or bias is None or mean is None or var is None:
+        arrays = [param(i) for i in (1, 2, 3, 4)]
+        if any(a is None for a in arrays):
             return x
-        eps = float(_attr(node, "epsilon", 1e-5))
-        s, b, m, v = (np.asarray(p, dtype=np.float64).reshape(-1) for p in (scale, bias, mean, var))
-        if not s.size == b.size == m.size == v.size:
+        scale, bias, mean, var = (
+            np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays if a is not None
+        )
+        if not scale.size == bias.size == mean.size == var.size:
             return x
-        return float(np.mean(s**2 * (x + m**2) / (v + eps) + b**2))
+        gain = scale / np.sqrt(var + float(_attr(node, "epsilon", 1e-5)))
+        shift = gain * (x.mean - mean) + bias  # per-channel output mean
+        return _Moments(float(shift.mean()), float(np.mean(gain**2 * x.variance + shift**2)))
     if op == "InstanceNormalization":
-        return _mean_square(param(1)) + _mean_square(param(2))
+        scale_moments, shift_moments = bias_moments(1), bias_moments(2)
+        return _Moments(shift_moments.mean, scale_moments.square + shift_moments.square)
     if op == "Relu":
-        return x / 2
-    if op in ("LeakyRelu", "PRelu"):
-        slope = float(_attr(node, "alpha", 0.01)) if op == "LeakyRelu" else 0.0
-        if op == "PRelu":
-            slope = math.sqrt(_mean_square(param(1)))
-        return x * (1 + slope**2) / 2
+        return _relu_moments(x)
     if op == "Mul":
-        return math.prod(ms if ms is not None else 1.0 for ms in operand_ms)
+        product = _Moments(1.0, 1.0)
+        for factor in operands:
+            if factor is not None:
+                product = _Moments(product.mean * factor.mean, product.square * factor.square)
+        return product
     if op == "Div":
         divisor = param(1)
         if divisor is not None and np.all(divisor != 0):
-            return x * _mean_square(1.0 / np.asarray(divisor, dtype=np.float64))
+            inverse = _array_moments(1.0 / np.asarray(divisor, dtype=np.float64))
+            return _Moments(x.mean * inverse.mean, x.square * inverse.square)
         return x
     if op in _ADDITIVE_OPS:
-        return sum(ms for ms in operand_ms if ms is not None)
+        terms = [t for t in operands if t is not None]
+        signs = [1.0] + [(-1.0 if op == "Sub" else 1.0)] * (len(terms) - 1)
+        total = sum(sign * t.mean for sign, t in zip(signs, terms, strict=True))
+        return _Moments(total, sum(t.variance for t in terms) + total**2)
     if op == "Concat":
-        return sum(known) / len(known)
+        return _Moments(
+            sum(k.mean for k in known) / len(known), sum(k.square for k in known) / len(known)
+        )
     return x
 
 
@@ -442,8 +509,18 @@ def _fills_float(node: NodeProto) -> bool:
     """Whether a ConstantOfShape node produces float32 (its ``value`` defaults to 0.0f)."""
     for attr in node.attribute:
         if attr.name == "value":
-            return attr.t.data_type == TensorProto.FLOAT
+            return bool(attr.t.data_type == TensorProto.FLOAT)
     return True
+
+
+def _fill_tensor(tensor: TensorProto, name: str, array: np.ndarray) -> None:
+    """Make ``tensor`` a float32 tensor holding ``array`` (in place: big weights are not
+    copied from message to message)."""
+    tensor.Clear()
+    tensor.name = name
+    tensor.data_type = TensorProto.FLOAT
+    tensor.dims.extend(array.shape)
+    tensor.raw_data = np.ascontiguousarray(array, dtype="<f4").tobytes()
 
 
 def _tensor_value_info(name: str, shape: Shape) -> ValueInfoProto:
@@ -466,17 +543,21 @@ def randomize_weights(
     constant weights, and they would crush or blow up the activations.
 
     The values depend on how a weight is used, found by following it (through
-    Unsqueeze/Reshape/...) to the node that consumes it, and keep activations O(1):
+    Unsqueeze/Reshape/...) to the node that consumes it, and keep activations O(1) through
+    the deep networks:
 
     * Conv/ConvTranspose/Gemm/MatMul weights: He normal, std ``sqrt(2 / fan_in)`` (for Conv
-      ``fan_in = prod(shape[1:])``; for Gemm it respects ``transA``/``transB``);
-      their biases: N(0, 0.01);
-    * BatchNormalization: scale U(0.5, 1.5), bias N(0, 0.1), mean N(0, 0.1) and variance
-      U(0.5, 1.5) (positive), mean and variance in units of the activation entering the
-      layer, whose scale is estimated by propagating mean squares through the graph;
+      ``fan_in = prod(shape[1:])``; for Gemm it respects ``transA``/``transB``); their
+      biases: N(0, 0.01);
+    * BatchNormalization: scale U(0.5, 1.5), bias N(0, 0.1), and statistics that fit the
+      activation entering the layer, as trained ones do: mean ``mu + N(0, 0.1) * sigma``
+      and variance ``U(0.5, 1.5) * sigma**2``, where ``mu`` and ``sigma`` are its mean and
+      standard deviation as estimated by propagating first and second moments from the
+      inputs (assumed to be in [0, 1), like :func:`default_inputs`) through the graph.
+      Without this, ResNet-50 and ShuffleNet logits grow to ~1e5 (the scale drifts
+      geometrically with depth);
     * multiplicative parameters (Mul, Div, InstanceNormalization scale): U(0.5, 1.5);
-      additive ones (Add, Sub, Sum): N(0, 0.1) in units of the activation; anything
-      else N(0, 0.1).
+      additive ones (Add, Sub, Sum): ``N(0, 0.1) * sigma``; anything else N(0, 0.1).
 
     Shape initializers left unused are removed, with their graph inputs; when such an
     initializer was listed as a graph input (IR version 3 requires it), the new weight is
@@ -522,12 +603,12 @@ def randomize_weights(
         by_user.setdefault(weight.user, []).append(weight)
 
     # Walk the (topologically sorted) graph, drawing each weight when its user is reached,
-    # with the estimated mean square of the activations seen so far.
+    # with the estimated moments of the activations seen so far.
     drawn: dict[str, np.ndarray] = {}
     seen_as: dict[str, _Weight] = {}
     constant_arrays: dict[str, np.ndarray] = {}
-    activation_ms: dict[str, float] = {
-        vi.name: 1.0 / 3.0 for vi in graph.input if vi.name not in initializer_names
+    activations: dict[str, _Moments] = {
+        vi.name: _INPUT_MOMENTS for vi in graph.input if vi.name not in initializer_names
     }
 
     def parameter(name: str) -> np.ndarray | None:
@@ -550,26 +631,26 @@ def randomize_weights(
         if weights:
             positions = {w.position for w in weights}
             data = [
-                activation_ms[name]
+                activations[name]
                 for position, name in enumerate(node.input)
-                if position not in positions and name in activation_ms
+                if position not in positions and name in activations
             ]
-            data_ms = data[0] if data else 1.0
             for weight in weights:
-                drawn[weight.name] = _draw(rng, node, weight, data_ms).astype(np.float32)
+                values = _draw(rng, node, weight, data[0] if data else _UNIT_MOMENTS)
+                drawn[weight.name] = values.astype(np.float32, copy=False)
                 seen_as[weight.seen_name] = weight
-        inputs_ms = [activation_ms.get(name) if name else None for name in node.input]
-        params = [
-            parameter(name) if name and name not in activation_ms else None
-            for name in node.input
-        ]
-        ms = _propagate_mean_square(node, inputs_ms, params)
-        if ms is not None:
+        moments = _propagate_moments(
+            node,
+            [activations.get(name) if name else None for name in node.input],
+            [parameter(name) if name and name not in activations else None for name in node.input],
+        )
+        if moments is not None and math.isfinite(moments.mean) and math.isfinite(moments.square):
             for name in node.output:
                 if name:
-                    activation_ms[name] = ms if math.isfinite(ms) else 1.0
+                    activations[name] = moments
     for weight in by_user.get(-1, []):
-        drawn[weight.name] = _draw(rng, None, weight, 1.0).astype(np.float32)
+        values = _draw(rng, None, weight, _UNIT_MOMENTS)
+        drawn[weight.name] = values.astype(np.float32, copy=False)
 
     # Rewrite the graph.
     kept_nodes = [node for index, node in enumerate(nodes) if index not in removed]
@@ -578,17 +659,14 @@ def randomize_weights(
 
     used = _used_names(graph)
     obsolete = {name for name in shape_inputs if name not in used}
-    kept_initializers: list[TensorProto] = []
-    for init in graph.initializer:
+    for position in reversed(range(len(graph.initializer))):
+        init = graph.initializer[position]
         if init.name in obsolete:
-            continue
-        if init.name in drawn:
-            kept_initializers.append(numpy_helper.from_array(drawn[init.name], name=init.name))
-        else:
-            kept_initializers.append(init)
-    new_initializers = [numpy_helper.from_array(drawn[w.name], name=w.name) for w in new_weights]
-    del graph.initializer[:]
-    graph.initializer.extend(kept_initializers + new_initializers)
+            del graph.initializer[position]
+        elif init.name in drawn:
+            _fill_tensor(init, init.name, drawn[init.name])
+    for weight in new_weights:
+        _fill_tensor(graph.initializer.add(), weight.name, drawn[weight.name])
 
     shapes = {w.name: w.shape for w in new_weights}
     new_inputs: list[ValueInfoProto] = []

@@ -14,9 +14,9 @@ def mini_infer_plugin_api_version() -> str:
 
 @hookimpl
 def mini_infer_creators() -> list[Any]:
-    from .ops import creators
+    from .catalog import lazy_creators
 
-    return creators()
+    return lazy_creators()
 
 
 @hookimpl

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import (
     OnnxPlugin,
     OnnxPluginCreator,
@@ -17,7 +18,6 @@ from mini_infer_core.plugin import (
     encode_fields,
     fields_from_values,
 )
-from mini_infer_core.errors import PluginInterfaceError
 
 __all__ = ["FORMAT_TAG", "CpuPlugin", "CpuCreator"]
 

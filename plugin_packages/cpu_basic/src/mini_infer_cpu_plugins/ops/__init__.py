@@ -7,7 +7,7 @@ from mini_infer_core.plugin import IPluginCreator
 from .. import NAMESPACE
 from ..serialization import CpuCreator, CpuPlugin
 
-__all__ = ["creators", "plugin_classes"]
+__all__ = ["catalog_entries", "creators", "plugin_classes"]
 
 
 def plugin_classes() -> list[type[CpuPlugin]]:
@@ -31,3 +31,12 @@ def plugin_classes() -> list[type[CpuPlugin]]:
 
 def creators() -> list[IPluginCreator]:
     return [CpuCreator(cls, namespace=NAMESPACE, devices=("cpu",)) for cls in plugin_classes()]
+
+
+def catalog_entries() -> list[dict[str, object]]:
+    """What ``catalog.py`` must hold, computed from the classes (see ``python -m
+    mini_infer_cpu_plugins.catalog --write``)."""
+    return [{"target": f"{cls.__module__}:{cls.__name__}", "name": cls.plugin_type,
+             "op_type": cls.op_type, "version": cls.plugin_version,
+             "min_opset": cls.min_opset, "max_opset": cls.max_opset,
+             "fields": tuple(cls.attributes)} for cls in plugin_classes()]

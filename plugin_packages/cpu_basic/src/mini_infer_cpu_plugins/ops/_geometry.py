@@ -75,10 +75,16 @@ def symbolic_out_dims(spatial: Sequence[IntLike], w: Window) -> list[DimExpr]:
         else:
             pb, pe = w.pads[i], w.pads[i + nd]
             span = h + (pb + pe) - dk
+            if dk.is_constant():  # one folded constant: ``h - 1`` rather than ``(h + 2) - 3``
+                c = pb + pe - dk.get_constant_value()
+                span = h + c if c >= 0 else h - (-c)
             if w.ceil_mode:
-                o = span.ceil_div(s) + 1
-                # the last window must start inside the input or the left padding
-                o = o - DimExpr.operation(DimensionOperation.LESS, h + pb, (o - 1) * s + 1)
+                last = span.ceil_div(s)  # index of the last window
+                o = last + 1
+                # the last window must start inside the input or the left padding; it can
+                # only start past them when the end padding + stride exceeds the window
+                if not dk.is_constant() or pe + s > dk.get_constant_value():
+                    o = o - DimExpr.operation(DimensionOperation.LESS, h + pb, last * s + 1)
             else:
                 o = span // s + 1
         out.append(o)

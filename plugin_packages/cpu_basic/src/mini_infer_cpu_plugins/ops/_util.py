@@ -15,6 +15,7 @@ __all__ = [
     "FLOATS",
     "IntLike",
     "Scratch",
+    "absent",
     "const_ints",
     "copy_into",
     "dim_prod",
@@ -35,7 +36,7 @@ class Scratch:
     ``capacity`` keys are kept (dynamic shapes would otherwise grow it without bound).
     """
 
-    def __init__(self, capacity: int = 4) -> None:
+    def __init__(self, capacity: int = 12) -> None:
         self.capacity = capacity
         self._items: dict[Hashable, Any] = {}
 
@@ -59,7 +60,19 @@ class Scratch:
             else:
                 buf = np.full(shape, fill, dtype)
             self.put(key, buf)
-        return buf  # type: ignore[no-any-return]
+        return buf
+
+
+    def flat(self, tag: str, shape: Sequence[int], dtype: Any) -> NDArray[Any]:
+        """An uninitialised array of ``shape`` carved from one growable buffer per ``tag``:
+        every shape shares it (no fill: the caller overwrites it all on every run)."""
+        dt = np.dtype(dtype)
+        size = int(np.prod(shape, dtype=np.int64))
+        key = ("flat", tag, dt.str)
+        buf = self._items.get(key)
+        if buf is None or buf.size < size:
+            buf = self.put(key, np.empty(size, dt))
+        return buf[:size].reshape(shape)  # type: ignore[no-any-return]
 
 
 def dim_prod(dims: Sequence[IntLike]) -> DimExpr:
@@ -78,16 +91,21 @@ def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     return a
 
 
-def shape_values(inputs: Sequence[DimsExprs], index: int, op: str, what: str
+def absent(inputs: Sequence[DimsExprs | None], index: int) -> bool:
+    """Whether optional input ``index`` is missing (the builder passes None for it, or a
+    shorter list)."""
+    return index >= len(inputs) or inputs[index] is None
+
+
+def shape_values(inputs: Sequence[DimsExprs | None], index: int, op: str, what: str
                  ) -> tuple[DimExpr, ...]:
     """The build-time values of shape input ``index``; raises when they are unknown."""
-    if index >= len(inputs) or inputs[index].values is None:
+    dims = None if absent(inputs, index) else inputs[index]
+    if dims is None or dims.values is None:
         raise PluginInterfaceError(
             f"{op}: the values of its {what} input (input {index}) must be known when the "
             "engine is built (a constant or computed from shapes only)")
-    values = inputs[index].values
-    assert values is not None
-    return values
+    return dims.values
 
 
 def const_ints(values: Sequence[DimExpr], op: str, what: str) -> list[int]:

@@ -179,8 +179,6 @@ class LogSoftmax_13(Softmax_13):  # noqa: N801
 
 class _Dropout(CpuPlugin, UnaryPlugin):
     n_outputs = 2
-    attributes: ClassVar[dict[str, Any]] = {
-        "ratio": 0.5, "is_test": 0, "consumed_inputs": None, "seed": None}
 
     def compute(self, x: Array, *_inputs: Array | None, out: Any, **_: Any) -> None:
         # optional inputs ratio / training_mode (opset 12) are not used in inference
@@ -199,6 +197,10 @@ class Dropout_1(_Dropout):  # noqa: N801
     op_type = "Dropout"
     plugin_version = "1"
     max_opset = 9
+    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "is_test": 0, "consumed_inputs": None}
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0], input_types[0]]
 
 
 class Dropout_10(_Dropout):  # noqa: N801
@@ -211,6 +213,7 @@ class Dropout_10(_Dropout):  # noqa: N801
     op_type = "Dropout"
     plugin_version = "10"
     min_opset = 10
+    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "seed": None}
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [input_types[0], DataType.BOOL]

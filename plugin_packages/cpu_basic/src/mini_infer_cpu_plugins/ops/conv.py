@@ -2,7 +2,8 @@
 
 * 1x1, stride 1, unpadded: a plain GEMM on the input, no im2col.
 * otherwise the input is copied once into a zero-bordered buffer (kept per shape), every
-  window is gathered with one strided copy (``as_strided`` view -> ``cols`` buffer, also kept)
+  window is gathered with one strided copy (``as_strided`` view -> ``cols``, a buffer kept
+  on the instance and shared by all shapes, grown when a larger one comes)
   and ``np.matmul(W, cols, out=...)`` runs the product; groups (and depthwise) are a leading
   ``group`` axis of that batched matmul, never a Python loop.
 * the batch is processed in chunks whose ``cols`` stay under ``COLS_BUDGET`` bytes.
@@ -125,7 +126,7 @@ class Conv(CpuPlugin):
                 src = pad_into(buf, x, plan.begin)
             k = w.shape[2:]
             ck = cg * int(np.prod(k))
-            cols = self.scratch.buffer("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
+            cols = self.scratch.flat("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
             wg = w.reshape(group, mg, ck)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)

@@ -33,7 +33,7 @@ class _Binary(CpuPlugin, BroadcastPlugin):
         "broadcast": 0, "axis": None, "consumed_inputs": None}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        a, b = inputs[0], list(inputs[1])
+        a, b = inputs[0], list[IntLike](inputs[1])
         b = b + [1] * _legacy_align(len(b), len(a), self.attrs["broadcast"], self.attrs["axis"])
         return [list(broadcast_dims(a, b))]
 

@@ -15,7 +15,7 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, UnaryPlugin
 
 from ..serialization import CpuPlugin
-from ._util import IntLike, const_ints, copy_into, dim_prod, norm_axis, shape_values
+from ._util import IntLike, absent, const_ints, copy_into, dim_prod, norm_axis, shape_values
 
 __all__ = [
     "Reshape_1",
@@ -37,8 +37,9 @@ def reshape_dims(dims: Sequence[DimExpr], target: Sequence[IntLike], allowzero: 
                  op: str = "Reshape") -> list[DimExpr]:
     """ONNX Reshape's output shape: 0 copies the input dim (unless allowzero), -1 is inferred.
 
-    The inferred dimension cancels factors common to the input and the known target dims, so
-    ``(N, 512, 7, 7) -> (0, -1)`` gives ``N``-free ``25088`` rather than ``(N*25088)//N``.
+    The inferred dimension cancels symbolic factors common to the input and the known target
+    dims and folds the constant ones, so ``(N, 512, 7, 7) -> (0, -1)`` infers ``25088`` and
+    ``(N, 2, 3, 4) -> (-1, 12)`` infers ``N * 2``, not ``(N * 24) // 12``.
     """
     out: list[DimExpr | None] = []
     infer_at: int | None = None
@@ -60,25 +61,41 @@ def reshape_dims(dims: Sequence[DimExpr], target: Sequence[IntLike], allowzero: 
         else:
             out.append(v)
     if infer_at is not None:
-        remaining = list(dims)
+        # cancel symbolic factors common to both sides, fold the constant ones
+        remaining = [d for d in dims if not d.is_constant()]
+        c_total = int(np.prod([d.get_constant_value() for d in dims if d.is_constant()]))
         rest: list[DimExpr] = []
+        c_known = 1
         for k in out:
             if k is None:
+                continue
+            if k.is_constant():
+                c_known *= k.get_constant_value()
                 continue
             j = next((j for j, d in enumerate(remaining) if d.same_as(k)), None)
             if j is None:
                 rest.append(k)
             else:
                 remaining.pop(j)
-        total, known = dim_prod(remaining), dim_prod(rest)
+        if not rest and c_known and c_total % c_known == 0:
+            total, known = dim_prod(remaining) * (c_total // c_known), DimExpr.const(1)
+        else:
+            total, known = dim_prod(remaining) * c_total, dim_prod(rest) * c_known
         if total.is_constant() and known.is_constant():
-            t, k = total.get_constant_value(), known.get_constant_value()
-            if k == 0 or t % k:
+            tv, kv = total.get_constant_value(), known.get_constant_value()
+            if kv == 0 or tv % kv:
                 raise PluginInterfaceError(
                     f"{op}: cannot reshape {[str(d) for d in dims]} to "
                     f"{[str(t) for t in target]}")
         out[infer_at] = total // known
-    return [d for d in out if d is not None]
+    result = [d for d in out if d is not None]
+    before, after = dim_prod(dims), dim_prod(result)
+    if before.is_constant() and after.is_constant() and (
+            before.get_constant_value() != after.get_constant_value()):
+        raise PluginInterfaceError(
+            f"{op}: cannot reshape {[str(d) for d in dims]} ({before} elements) to "
+            f"{[str(t) for t in target]} ({after} elements)")
+    return result
 
 
 class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
@@ -153,7 +170,7 @@ class Concat(CpuPlugin):
     attributes: ClassVar[dict[str, Any]] = {"axis": 1}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        first = list(inputs[0])
+        first: list[IntLike] = list(inputs[0])
         a = norm_axis(self.attrs["axis"], len(first), "Concat axis")
         total = DimExpr.const(0)
         for dims in inputs:
@@ -244,8 +261,7 @@ class Squeeze_13(CpuPlugin, UnaryPlugin):  # noqa: N801
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         axes: list[int] | None = None
-        absent = len(inputs) < 2 or (inputs[1].values is None and len(inputs[1]) == 0)
-        if not absent:
+        if not absent(inputs, 1):
             axes = const_ints(shape_values(inputs, 1, "Squeeze", "axes"), "Squeeze", "axes")
         return [list(_squeeze(list(inputs[0]), axes))]
 

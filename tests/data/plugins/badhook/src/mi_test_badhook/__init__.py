@@ -1,0 +1,1 @@
+"""A plugin distribution with a misspelt hook (tests validation)."""

@@ -1,0 +1,1 @@
+"""A plugin distribution that fails at import (tests isolation)."""

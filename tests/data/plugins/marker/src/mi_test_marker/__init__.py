@@ -1,0 +1,1 @@
+"""A plugin distribution with an import-time side effect (tests blocking)."""

@@ -1,0 +1,1 @@
+"""A plugin distribution targeting another plugin API version."""
