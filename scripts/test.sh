@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Set up, then run every test (core, cpu_basic, wheels in a fresh venv, the nine light models).
+# Set up, lint and type-check, then run every test (core, plugins, the example, wheels in fresh
+# virtual environments, the nine light models). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/mypy src plugin_packages/cpu_basic/src plugin_packages/cuda_basic/src \
+    examples/plugins/l2norm/src
 exec .venv/bin/python -m pytest "$@"

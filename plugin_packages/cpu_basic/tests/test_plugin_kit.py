@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from mini_infer_cpu_plugins.catalog import lazy_creators
 
 rng = np.random.default_rng(7)

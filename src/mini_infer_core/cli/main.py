@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
-    blocked, load = [], []
+    blocked: list[str] = []
+    load: list[str] = []
     for opt in args.plugin_opts:
         (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
     reg = discover(block=blocked, load=load)

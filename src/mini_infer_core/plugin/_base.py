@@ -16,7 +16,7 @@ and type inference in ``output_types``; both default to "same as the first input
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,6 +97,9 @@ class OnnxPlugin(IPluginV2DynamicExt):
     n_outputs: ClassVar[int] = 1
     #: input dtypes accepted (None: any)
     dtypes: ClassVar[tuple[DataType, ...] | None] = None
+    #: the kernel: ``compute(*inputs, out=..., **attributes)`` (declared, not defined, so
+    #: subclasses may name their inputs and attributes precisely)
+    compute: Callable[..., None]
     #: ONNX opset range this kernel implements (max None: up to the newest)
     min_opset: ClassVar[int] = 1
     max_opset: ClassVar[int | None] = None
@@ -171,8 +174,6 @@ class OnnxPlugin(IPluginV2DynamicExt):
         out = outputs[0] if len(outputs) == 1 else tuple(outputs)
         self.compute(*inputs, out=out, **self.attrs)
 
-    def compute(self, *inputs: Any, out: Any, **attrs: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__}.compute")
 
     # -- serialization --------------------------------------------------------------------
     def serialize(self) -> bytes:
@@ -205,6 +206,11 @@ class OnnxPluginCreator(IPluginCreator):
     def __init__(self, plugin_cls: type[OnnxPlugin], *, namespace: str,
                  devices: tuple[str, ...] = ("cpu",), priority: int = 0,
                  min_opset: int | None = None, max_opset: int | None = None) -> None:
+        if not callable(getattr(plugin_cls, "compute", None)) and \
+                plugin_cls.enqueue is OnnxPlugin.enqueue:
+            raise PluginInterfaceError(
+                f"{plugin_cls.__module__}.{plugin_cls.__name__} defines neither compute() nor "
+                "enqueue()")
         self.plugin_cls = plugin_cls
         self.name = plugin_cls.plugin_type
         self.plugin_version = plugin_cls.plugin_version

@@ -23,7 +23,8 @@ class CpuDevice(Device):
     def view(self, buffer: Any, offset: int, dtype: np.dtype[Any], shape: tuple[int, ...]
              ) -> np.ndarray[Any, Any]:
         n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return buffer[offset : offset + n].view(dtype).reshape(shape)
+        view: np.ndarray[Any, Any] = buffer[offset : offset + n].view(dtype).reshape(shape)
+        return view
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
         return np.empty(shape, dtype=dtype)

@@ -77,7 +77,8 @@ class CudaDevice(Device):
         return self._cp().asarray(host)
 
     def to_host(self, array: Any) -> np.ndarray[Any, Any]:
-        return self._cp().asnumpy(array)
+        host: np.ndarray[Any, Any] = self._cp().asnumpy(array)
+        return host
 
     def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
         self._cp().copyto(dst, src)
