@@ -24,6 +24,12 @@ def _tie_key(r: CreatorRecord) -> tuple[int, str, str, str]:
     return (-c.priority, r.distribution or "\uffff", c.plugin_namespace, c.plugin_version)
 
 
+def _overlap(a: CreatorRecord, b: CreatorRecord) -> bool:
+    hi_a = a.creator.max_opset if a.creator.max_opset is not None else 10**9
+    hi_b = b.creator.max_opset if b.creator.max_opset is not None else 10**9
+    return a.creator.min_opset <= hi_b and b.creator.min_opset <= hi_a
+
+
 def validate_creator(creator: Any, distribution: str | None) -> None:
     """Check a creator when it registers, not when it is first used."""
     who = f" from distribution {distribution!r}" if distribution else ""
@@ -126,9 +132,12 @@ class PluginRegistry:
                 groups.setdefault((r.creator.domain, r.creator.op_type, dev), []).append(r)
         out = []
         for (domain, op, dev), recs in sorted(groups.items()):
-            if len(recs) > 1:
-                recs.sort(key=_tie_key)
-                out.append(Conflict(domain, op, dev, recs[0], tuple(recs[1:])))
+            recs.sort(key=_tie_key)
+            # creators for disjoint opset ranges (Softmax-1 and Softmax-13) do not compete
+            for k, rec in enumerate(recs):
+                rivals = tuple(o for o in recs[k + 1:] if _overlap(rec, o))
+                if rivals and not any(_overlap(rec, w) for w in recs[:k]):
+                    out.append(Conflict(domain, op, dev, rec, rivals))
         return out
 
     @property

@@ -1,0 +1,86 @@
+"""Registry rules: priority, deterministic ties, conflicts, pins, opset ranges, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import make_model
+from onnx import TensorProto, helper
+
+import mini_infer_core as mi
+from mini_infer_core.errors import BuildError, PluginLoadError
+from mini_infer_core.plugin import OnnxPluginCreator, UnaryPlugin
+from mini_infer_core.registry import discover
+
+
+class FastRelu(UnaryPlugin):
+    op_type = "Relu"
+
+    def compute(self, x: Any, *, out: Any) -> None:
+        np.maximum(x, 0, out=out)
+
+
+def _relu_model() -> Any:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    return make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y])
+
+
+def test_higher_priority_wins_and_the_conflict_is_listed() -> None:
+    reg = discover()
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="fast", priority=10))
+    engine = mi.load(_relu_model(), registry=reg)
+    assert engine.nodes[0].plugin_namespace == "fast"
+    (conflict,) = [c for c in reg.conflicts() if c.op_type == "Relu"]
+    assert conflict.chosen.creator.plugin_namespace == "fast"
+    assert [o.creator.plugin_namespace for o in conflict.others] == ["mini_infer.cpu"]
+
+
+def test_ties_are_broken_by_distribution_then_namespace_and_in_process_last() -> None:
+    reg = discover()
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aaa"))  # priority 0, in-process
+    engine = mi.load(_relu_model(), registry=reg)
+    assert engine.nodes[0].plugin_namespace == "mini_infer.cpu"  # a distribution sorts first
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aab"))
+    cands = reg.candidates("", "Relu", "cpu", 14)
+    assert [c.creator.plugin_namespace for c in cands] == ["mini_infer.cpu", "aaa", "aab"]
+
+
+def test_pin_chooses_the_provider() -> None:
+    reg = discover()
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="fast", priority=10))
+    pinned = mi.BuilderConfig(pins={"Relu": "mini-infer-cpu-plugins"})
+    engine = mi.Builder(reg).build_engine(mi.parse_onnx(_relu_model()), pinned)
+    assert engine.nodes[0].plugin_namespace == "mini_infer.cpu"
+    with pytest.raises(BuildError, match="pinned provider 'nobody'"):
+        mi.Builder(reg).build_engine(mi.parse_onnx(_relu_model()),
+                                     mi.BuilderConfig(pins={"Relu": "nobody"}))
+
+
+def test_opset_ranges_select_and_do_not_conflict() -> None:
+    reg = discover()
+    softmax = reg.candidates("", "Softmax", "cpu", 11)
+    assert softmax[0].creator.max_opset == 12
+    assert reg.candidates("", "Softmax", "cpu", 13)[0].creator.min_opset == 13
+    assert not [c for c in reg.conflicts() if c.op_type == "Softmax"]
+
+
+def test_same_identity_twice_is_refused_and_deregistering_works() -> None:
+    reg = discover()
+    c1 = OnnxPluginCreator(FastRelu, namespace="dup")
+    reg.register_creator(c1)
+    with pytest.raises(PluginLoadError, match="already registered"):
+        reg.register_creator(OnnxPluginCreator(FastRelu, namespace="dup"))
+    assert reg.deregister_creator(c1)
+    assert reg.get_creator("Relu", "1", "dup") is None
+
+
+def test_invalid_creator_is_refused_at_registration() -> None:
+    class NoName(OnnxPluginCreator):
+        pass
+
+    bad = NoName(FastRelu, namespace="x", devices=())
+    with pytest.raises(PluginLoadError, match="devices"):
+        discover().register_creator(bad)
