@@ -100,6 +100,11 @@ class OnnxPlugin(IPluginV2DynamicExt):
     #: the kernel: ``compute(*inputs, out=..., **attributes)`` (declared, not defined, so
     #: subclasses may name their inputs and attributes precisely)
     compute: Callable[..., None]
+    #: True when output shapes depend on input *values* known only at run time (NonZero,
+    #: Unique, If, Loop): ``output_shapes`` uses ``self.dynamic_dim(label)`` for the unknown
+    #: dimensions, and ``compute(*inputs, **attributes)`` is called WITHOUT ``out`` and returns
+    #: the output array (a tuple of arrays for several outputs).
+    data_dependent: ClassVar[bool] = False
     #: ONNX opset range this kernel implements (max None: up to the newest)
     min_opset: ClassVar[int] = 1
     max_opset: ClassVar[int | None] = None
@@ -147,6 +152,20 @@ class OnnxPlugin(IPluginV2DynamicExt):
 
     def output_types(self, input_types: Sequence[DataType]) -> Sequence[DataType]:
         return [input_types[0]] * self.num_outputs
+
+    def output_values(self, inputs: Sequence[DimsExprs]
+                      ) -> Sequence[Sequence[IntLike] | None] | None:
+        """Build-time *values* of small integer outputs (flattened), for shape computations.
+
+        Shape returns its input's dims, Gather/Concat/Slice/Unsqueeze/Cast/Add/Mul... combine
+        ``inputs[i].values``. Return None (or None per output) when unknown. Values that are
+        all constants let the builder fold the node without running it.
+        """
+        return None
+
+    def dynamic_dim(self, label: str) -> DimExpr:
+        """A dimension known only once this node has run (see ``data_dependent``)."""
+        return DimExpr.sym(f"{self.name}#{label}")
 
     def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
                               expr_builder: ExprBuilder) -> DimsExprs:

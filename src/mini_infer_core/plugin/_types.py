@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,10 +29,23 @@ class DataType(enum.Enum):
     DOUBLE = 11
     UINT32 = 12
     UINT64 = 13
+    COMPLEX64 = 14
+    COMPLEX128 = 15
+    BFLOAT16 = 16
+    FLOAT8E4M3FN = 17
+    FLOAT8E4M3FNUZ = 18
+    FLOAT8E5M2 = 19
+    FLOAT8E5M2FNUZ = 20
+    UINT4 = 21
+    INT4 = 22
+    FLOAT4E2M1 = 23
+    FLOAT8E8M0 = 24
+    UINT2 = 25
+    INT2 = 26
 
     @property
     def numpy(self) -> np.dtype[np.generic]:
-        return np.dtype(_TO_NUMPY[self])
+        return _numpy_dtype(self)
 
     @property
     def itemsize(self) -> int:
@@ -40,8 +54,10 @@ class DataType(enum.Enum):
     @classmethod
     def from_numpy(cls, dtype: np.dtype[np.generic] | type | str) -> DataType:
         dt = np.dtype(dtype)
-        for member, name in _TO_NUMPY.items():
-            if np.dtype(name) == dt:
+        if dt.kind in "SU":
+            return cls.STRING
+        for member in cls:
+            if member.numpy == dt:
                 return member
         raise ValueError(f"no mini-infer DataType for numpy dtype {dt}")
 
@@ -64,7 +80,31 @@ _TO_NUMPY: dict[DataType, str] = {
     DataType.DOUBLE: "float64",
     DataType.UINT32: "uint32",
     DataType.UINT64: "uint64",
+    DataType.COMPLEX64: "complex64",
+    DataType.COMPLEX128: "complex128",
+    # the narrow floats and ints onnx itself represents with ml_dtypes
+    DataType.BFLOAT16: "ml_dtypes.bfloat16",
+    DataType.FLOAT8E4M3FN: "ml_dtypes.float8_e4m3fn",
+    DataType.FLOAT8E4M3FNUZ: "ml_dtypes.float8_e4m3fnuz",
+    DataType.FLOAT8E5M2: "ml_dtypes.float8_e5m2",
+    DataType.FLOAT8E5M2FNUZ: "ml_dtypes.float8_e5m2fnuz",
+    DataType.UINT4: "ml_dtypes.uint4",
+    DataType.INT4: "ml_dtypes.int4",
+    DataType.FLOAT4E2M1: "ml_dtypes.float4_e2m1fn",
+    DataType.FLOAT8E8M0: "ml_dtypes.float8_e8m0fnu",
+    DataType.UINT2: "ml_dtypes.uint2",
+    DataType.INT2: "ml_dtypes.int2",
 }
+
+
+@functools.cache
+def _numpy_dtype(t: DataType) -> np.dtype[np.generic]:
+    name = _TO_NUMPY[t]
+    if name.startswith("ml_dtypes."):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name.removeprefix("ml_dtypes.")))
+    return np.dtype(name)
 
 
 class TensorFormat(enum.Enum):

@@ -11,20 +11,15 @@ __all__ = ["catalog_entries", "creators", "plugin_classes"]
 
 
 def plugin_classes() -> list[type[CpuPlugin]]:
-    from . import (
-        activation,
-        conv,
-        elementwise,
-        gemm,
-        generator,
-        normalization,
-        pool,
-        shape,
-    )
+    """Every class listed in ``__all__`` of every public module of this package."""
+    import importlib
+    import pkgutil
 
-    modules = [elementwise, activation, conv, pool, normalization, gemm, shape, generator]
     classes: list[type[CpuPlugin]] = []
-    for mod in modules:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
         classes.extend(getattr(mod, name) for name in mod.__all__)
     return classes
 
