@@ -9,7 +9,7 @@ Three lines::
 
 __version__ = "0.1.0"
 
-from .builder import Builder, BuilderConfig, build_engine  # noqa: E402
+from .builder import Builder, BuilderConfig, OptimizationProfile, build_engine  # noqa: E402
 from .engine import Engine  # noqa: E402
 from .errors import *  # noqa: E402,F403
 from .errors import __all__ as _errors_all  # noqa: E402
@@ -30,6 +30,7 @@ __all__ = [
     "ExecutionContext",
     "InferenceSession",
     "Network",
+    "OptimizationProfile",
     "PluginRegistry",
     "Runtime",
     "__version__",

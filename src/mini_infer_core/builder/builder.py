@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +22,9 @@ from ..network import Network, Node
 from ..plugin import DataType, Device, DimExpr, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
 from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
+from ._values import constant_values, output_values
 
-__all__ = ["BuilderConfig", "Builder", "build_engine"]
+__all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
 
 log = logging.getLogger("mini_infer.lifecycle")
 blog = logging.getLogger("mini_infer.builder")
@@ -32,13 +33,39 @@ _MAX_VALUES = 64  # small integer constants carry their values for shape computa
 
 
 @dataclass
+class OptimizationProfile:
+    """Allowed input shapes (TensorRT's IOptimizationProfile): min / opt / max per input."""
+
+    shapes: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict)
+
+    def set_shape(self, name: str, min: Sequence[int], opt: Sequence[int],
+                  max: Sequence[int]) -> None:
+        lo, mid, hi = tuple(min), tuple(opt), tuple(max)
+        if not (len(lo) == len(mid) == len(hi)) or any(
+                not (a <= b <= c) for a, b, c in zip(lo, mid, hi, strict=True)):
+            raise BuildError(f"profile for {name!r}: need min <= opt <= max of one rank, got "
+                             f"{lo}, {mid}, {hi}")
+        self.shapes[name] = (lo, mid, hi)
+
+    def to_json(self) -> dict[str, dict[str, list[int]]]:
+        return {n: {"min": list(a), "opt": list(b), "max": list(c)}
+                for n, (a, b, c) in self.shapes.items()}
+
+
+@dataclass
 class BuilderConfig:
     """How to build. ``pins`` maps an operator ("Conv", "com.example::L2Norm") to the plugin
-    namespace or distribution that must provide it."""
+    namespace or distribution that must provide it; ``profiles`` bound dynamic inputs."""
 
     device: str = "cpu"
     fold_constants: bool = True
     pins: dict[str, str] = field(default_factory=dict)
+    profiles: list[OptimizationProfile] = field(default_factory=list)
+
+    def add_optimization_profile(self, profile: OptimizationProfile) -> int:
+        self.profiles.append(profile)
+        return len(self.profiles) - 1
 
 
 def _values_of(arr: np.ndarray[Any, Any]) -> tuple[int, ...] | None:
@@ -171,10 +198,21 @@ class Builder:
             outs = [node.outputs[k] if k < len(node.outputs) and node.outputs[k]
                     else f"{node.name}:scratch{k}"
                     for k in range(plugin.num_outputs)]
-            for o, od, ot in zip(outs, out_dims, out_types, strict=True):
-                dims[o], types[o] = od, ot
+            known = output_values(plugin, in_dims, out_dims, out_types)
+            for o, od, ot, kv in zip(outs, out_dims, out_types, known, strict=True):
+                dims[o], types[o] = (od if kv is None else DimsExprs(list(od), values=kv)), ot
+            if config.fold_constants and all(constant_values(kv) for kv in known):
+                for o, kv in zip(outs, known, strict=True):
+                    constants[o] = np.array([v.get_constant_value() for v in kv or ()],
+                                            dtype=types[o].numpy).reshape(dims[o].to_tuple())
+                    dims[o] = _dims_of_const(constants[o])
+                folded += 1
+                plugin.destroy()
+                continue
             inputs_const = all(n == "" or n in constants for n in node.inputs)
-            if config.fold_constants and inputs_const and all(d.is_static() for d in out_dims):
+            runnable = getattr(plugin, "data_dependent", False) or \
+                all(d.is_static() for d in out_dims)
+            if config.fold_constants and inputs_const and runnable:
                 values = self._fold(plugin, node, device, constants, dims, types, outs, where)
                 for o, v in zip(outs, values, strict=True):
                     constants[o] = v
@@ -223,11 +261,17 @@ class Builder:
         engine = Engine(name=network.name, device=device, inputs=input_names,
                         outputs=output_names, tensors=tensors, constants=kept_consts,
                         nodes=nodes, build_info=info)
-        if all(tensors[n].dims.is_static() for n in input_names):
+        dynamic = any(getattr(nd.plugin, "data_dependent", False) for nd in nodes)
+        info["profiles"] = _check_profiles(config.profiles, tensors, input_names)
+        if all(tensors[n].dims.is_static() for n in input_names) and not dynamic:
             sched = Schedule(engine, {})
             info["memory_plan"] = sched.memory_summary()
+        elif info["profiles"] and not dynamic:
+            opt = {n: tuple(p["opt"]) for n, p in info["profiles"][0].items()}
+            sched = Schedule(engine, _bindings(tensors, input_names, opt))
+            info["memory_plan"] = {**sched.memory_summary(), "at": "opt shapes of profile 0"}
         else:
-            info["memory_plan"] = None  # planned at run time, per input shapes
+            info["memory_plan"] = None  # made at run time (dynamic or data-dependent shapes)
         info["build_seconds"] = round(time.perf_counter() - t0, 4)
         blog.info("built %r: %d nodes (%d folded) on %s in %.3fs", network.name, len(nodes),
                   folded, device.name, info["build_seconds"])
@@ -238,6 +282,19 @@ class Builder:
               types: dict[str, DataType], outs: list[str], where: str
               ) -> list[np.ndarray[Any, Any]]:
         in_descs = [(tuple(constants[n].shape), types[n]) if n else None for n in node.inputs]
+        if getattr(plugin, "data_dependent", False):
+            try:
+                plugin.initialize()
+                results = list(plugin.enqueue_dynamic(  # type: ignore[attr-defined]
+                    [constants[n] if n else None for n in node.inputs], None,
+                    device.create_stream()))
+                plugin.terminate()
+            except MiniInferError:
+                raise
+            except Exception as exc:
+                raise BuildError(f"{where}: constant folding failed: {type(exc).__name__}: "
+                                 f"{exc}") from exc
+            return [np.asarray(device.to_host(r)) for r in results]
         out_descs = [(dims[o].to_tuple(), types[o]) for o in outs]
         try:
             adapter.configure_concrete(plugin, in_descs, out_descs)
@@ -256,6 +313,36 @@ class Builder:
                              ) from exc
         blog.debug("folded %s", where)
         return [np.asarray(device.to_host(r)) for r in results]
+
+
+def _check_profiles(profiles: list[OptimizationProfile], tensors: Mapping[str, TensorSpec],
+                    inputs: list[str]) -> list[dict[str, dict[str, list[int]]]]:
+    out = []
+    for k, prof in enumerate(profiles):
+        unknown = sorted(set(prof.shapes) - set(inputs))
+        if unknown:
+            raise BuildError(f"optimization profile {k} names unknown input(s) {unknown}; "
+                             f"inputs are {inputs}")
+        for name, shapes in prof.shapes.items():
+            dims = tensors[name].dims
+            for shape in shapes:
+                if len(shape) != len(dims) or any(
+                        d.is_constant() and d.get_constant_value() != x
+                        for d, x in zip(dims, shape, strict=False)):
+                    raise BuildError(f"optimization profile {k}: shape {shape} does not fit "
+                                     f"input {name!r} of shape {tensors[name].shape}")
+        out.append(prof.to_json())
+    return out
+
+
+def _bindings(tensors: Mapping[str, TensorSpec], inputs: list[str],
+              shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    bindings: dict[str, int] = {}
+    for name in inputs:
+        for d, x in zip(tensors[name].dims, shapes.get(name, ()), strict=False):
+            if not d.is_constant():
+                bindings.setdefault(str(d), x)
+    return bindings
 
 
 def _prune(nodes: list[EngineNode], outputs: list[str]) -> tuple[list[EngineNode], set[str]]:

@@ -149,7 +149,8 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
 def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     engine = _load(args, reg)
-    static = all(t.dims.is_static() for t in engine.inputs)
+    static = all(t.dims.is_static() for t in engine.inputs) and \
+        engine.build_info.get("memory_plan") is not None
     sched = Schedule(engine, {}) if static else None
     data = _report.engine_json(engine, sched)
     data["text"] = _report.engine_text(engine, sched)

@@ -9,7 +9,7 @@ from ._base import (
     broadcast_dims,
 )
 from ._device import Device, Stream
-from ._dims import DimensionOperation, DimExpr, DimsExprs, ExprBuilder
+from ._dims import DimensionOperation, DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import (
     PluginField,
     PluginFieldCollection,
@@ -36,6 +36,7 @@ __all__ = [
     "IPluginV2",
     "IPluginV2DynamicExt",
     "IPluginV2Ext",
+    "IntLike",
     "LazyPluginCreator",
     "OnnxPlugin",
     "OnnxPluginCreator",

@@ -194,6 +194,13 @@ class OnnxPlugin(IPluginV2DynamicExt):
         self.compute(*inputs, out=out, **self.attrs)
 
 
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        """For ``data_dependent`` plugins: compute and return the outputs."""
+        self.workspace = workspace
+        result = self.compute(*inputs, **self.attrs)  # type: ignore[call-arg]
+        return list(result) if isinstance(result, (tuple, list)) else [result]
+
     # -- serialization --------------------------------------------------------------------
     def serialize(self) -> bytes:
         return encode_fields(fields_from_values(

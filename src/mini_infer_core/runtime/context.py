@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine.schedule import Schedule
+from ._dynamic import run_dynamic
 from ..errors import ExecutionError, InputError, MiniInferError
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
@@ -34,6 +35,15 @@ def _debug_level() -> int:
         return int(os.environ.get("MINI_INFER_DEBUG", "0"))
     except ValueError:
         return 0
+
+
+def _fits(profile: Mapping[str, Any], feeds: Mapping[str, Any]) -> bool:
+    for name, r in profile.items():
+        shape = tuple(feeds[name].shape)
+        if len(shape) != len(r["min"]) or any(
+                not (lo <= x <= hi) for lo, x, hi in zip(r["min"], shape, r["max"], strict=True)):
+            return False
+    return True
 
 
 class ExecutionContext:
@@ -57,6 +67,8 @@ class ExecutionContext:
         self._initialized = False
         self._closed = False
         self._debug = _debug_level()
+        self._dynamic = any(getattr(p, "data_dependent", False) for p in self.plugins)
+        self._configured: dict[int, Any] = {}
 
     # -- inputs ---------------------------------------------------------------------------
     def _bind(self, feeds: Mapping[str, Any]) -> dict[str, int]:
@@ -93,6 +105,14 @@ class ExecutionContext:
                         raise InputError(
                             f"input {name!r} axis {axis} is {actual}, but dimension {sym!r} "
                             f"is {bindings[sym]} in another input")
+        profiles = eng.build_info.get("profiles") or []
+        if profiles and not any(_fits(p, feeds) for p in profiles):
+            ranges = "; ".join(", ".join(f"{n}: min {tuple(r['min'])} max {tuple(r['max'])}"
+                                         for n, r in p.items()) for p in profiles)
+            got = ", ".join(f"{n} {tuple(feeds[n].shape)}" for n in eng.input_names)
+            raise InputError(f"input shapes ({got}) are outside every optimization profile of "
+                             f"engine {eng.name!r} ({ranges}); rebuild with a profile that "
+                             "covers them")
         return bindings
 
     # -- planning -------------------------------------------------------------------------
@@ -143,6 +163,8 @@ class ExecutionContext:
             raise MiniInferError("this execution context has been closed")
         with self._lock:
             bindings = self._bind(feeds)
+            if self._dynamic:
+                return self._execute_dynamic(feeds, bindings)
             signature = tuple(tuple(feeds[n].shape) for n in self.engine.input_names)
             if signature != self._signature:
                 self._prepare(bindings)
@@ -180,6 +202,19 @@ class ExecutionContext:
                     result[n] = np.array(self.device.to_host(src if src is not None
                                                              else bound[n]))
             return result
+
+    def _execute_dynamic(self, feeds: Mapping[str, Any], bindings: dict[str, int]
+                         ) -> dict[str, np.ndarray[Any, Any]]:
+        if not self._initialized:
+            for step, plugin in enumerate(self.plugins):
+                plugin.initialize()
+                log.debug("initialize %s", self.engine.nodes[step].describe())
+            self._initialized = True
+        inputs = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
+                  for n in self.engine.input_names}
+        values = run_dynamic(self.engine, self.plugins, self.device, self.stream,
+                             self._constants, inputs, bindings, self._configured, self._debug)
+        return {n: np.array(self.device.to_host(values[n])) for n in self.engine.output_names}
 
     def close(self) -> None:
         if self._closed:

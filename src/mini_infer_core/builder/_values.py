@@ -1,0 +1,49 @@
+"""Build-time values of small integer tensors (shape computations).
+
+A plugin may implement ``output_values(inputs)``; what it returns is checked here (one entry
+per output, flattened, as many values as the output has elements) and kept in the tensor's
+``DimsExprs.values``, where consumers that declared the input in ``shape_inputs`` read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+
+__all__ = ["output_values", "constant_values"]
+
+_INT_TYPES = {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
+              DataType.UINT16, DataType.UINT32, DataType.UINT64, DataType.BOOL}
+_MAX = 64
+
+
+def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
+                  out_dims: Sequence[DimsExprs], out_types: Sequence[DataType]
+                  ) -> list[tuple[DimExpr, ...] | None]:
+    none: list[tuple[DimExpr, ...] | None] = [None] * len(out_dims)
+    fn = getattr(plugin, "output_values", None)
+    if fn is None:
+        return none
+    try:
+        got = fn(in_dims)
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+        return none  # a value inference that does not apply is simply unknown
+    if not got:
+        return none
+    out: list[tuple[DimExpr, ...] | None] = []
+    for vals, d, t in zip(list(got) + [None] * len(out_dims), out_dims, out_types,
+                          strict=False):
+        if vals is None or t not in _INT_TYPES or not d.is_static():
+            out.append(None)
+            continue
+        exprs = tuple(DimExpr.wrap(v) for v in vals)
+        n = 1
+        for x in d.to_tuple():
+            n *= x
+        out.append(exprs if len(exprs) == n and n <= _MAX else None)
+    return out
+
+
+def constant_values(values: tuple[DimExpr, ...] | None) -> bool:
+    return values is not None and all(v.is_constant() for v in values)

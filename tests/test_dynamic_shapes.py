@@ -1,0 +1,161 @@
+"""Symbolic shapes, build-time values of shape tensors, and data-dependent output shapes,
+with plugins defined here so the core mechanisms are tested on their own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from helpers import ort_run
+from onnx import TensorProto, helper
+
+import mini_infer_core as mi
+from mini_infer_core.plugin import (
+    DataType,
+    DimsExprs,
+    IntLike,
+    OnnxPlugin,
+    OnnxPluginCreator,
+)
+from mini_infer_core.registry import discover
+
+
+class ShapeOf(OnnxPlugin):
+    """Like ONNX Shape, with value inference."""
+
+    domain = "com.test"
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Any:
+        return [[len(inputs[0])]]
+
+    def output_types(self, input_types: Sequence[DataType]) -> Any:
+        return [DataType.INT64]
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Any:
+        return [list(inputs[0])]
+
+    def compute(self, x: Any, *, out: Any) -> None:
+        out[...] = x.shape
+
+
+class Positives(OnnxPlugin):
+    """The positive elements of x, flattened: an output shape known only at run time."""
+
+    domain = "com.test"
+    data_dependent = True
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return [[self.dynamic_dim("count")]]
+
+    def compute(self, x: Any) -> Any:
+        return x[x > 0].reshape(-1)
+
+
+def _registry() -> Any:
+    reg = discover()
+    for cls in (ShapeOf, Positives):
+        reg.register_creator(OnnxPluginCreator(cls, namespace="test"))
+    return reg
+
+
+def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any],
+           inits: list[Any] | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("com.test", 1)])
+
+
+def test_shape_values_fold_for_static_inputs_and_stay_symbolic_for_dynamic_ones() -> None:
+    reg = _registry()
+    nodes = [helper.make_node("ShapeOf", ["x"], ["s"], domain="com.test"),
+             helper.make_node("Reshape", ["x", "s"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    static = mi.load(_model(nodes, [x], [y]), registry=reg)
+    assert [n.op_type for n in static.nodes] == ["Reshape"]  # ShapeOf folded from its values
+    xd = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    dyn = mi.load(_model(nodes, [xd], [y]), registry=reg)
+    assert dyn.tensors["y"].shape == ("N", 3)  # Reshape saw symbolic values
+    out = mi.InferenceSession(dyn).run(None, {"x": np.ones((4, 3), np.float32)})[0]
+    assert out.shape == (4, 3)
+
+
+def test_data_dependent_output_feeds_later_nodes() -> None:
+    reg = _registry()
+    nodes = [helper.make_node("Positives", ["x"], ["p"], domain="com.test"),
+             helper.make_node("Relu", ["p"], ["r"]),
+             helper.make_node("Add", ["r", "r"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    engine = mi.load(_model(nodes, [x], [y]), registry=reg)
+    assert engine.build_info["memory_plan"] is None
+    ctx = engine.create_execution_context()
+    for xv in ([1, -2, 3, -4, 5], [-1, -1, -1, -1, 2], [-1] * 5):
+        arr = np.array(xv, np.float32)
+        out = ctx.execute({"x": arr})["y"]
+        np.testing.assert_array_equal(out, 2 * arr[arr > 0])
+
+
+def test_data_dependent_node_with_constant_input_is_folded() -> None:
+    reg = _registry()
+    c = onnx.numpy_helper.from_array(np.array([1, -1, 2], np.float32), "c")
+    nodes = [helper.make_node("Positives", ["c"], ["p"], domain="com.test"),
+             helper.make_node("Add", ["p", "x"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    engine = mi.load(_model(nodes, [x], [y], [c]), registry=reg)
+    assert [n.op_type for n in engine.nodes] == ["Add"]
+    out = mi.InferenceSession(engine).run(None, {"x": np.zeros(2, np.float32)})[0]
+    np.testing.assert_array_equal(out, [1, 2])
+
+
+def test_dynamic_batch_and_spatial_dims_at_three_shapes(small_cnn: onnx.ModelProto) -> None:
+    small_cnn.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "H"
+    small_cnn.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "W"
+    # global pooling instead of Flatten→Gemm so any H, W works
+    g = small_cnn.graph
+    del g.node[3:]
+    g.node.append(helper.make_node("GlobalAveragePool", ["p"], ["y"]))
+    g.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    sess = mi.InferenceSession(small_cnn)
+    rng = np.random.default_rng(0)
+    for shape in ((1, 3, 8, 8), (2, 3, 12, 6), (3, 3, 17, 9)):
+        xv = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": xv})[0],
+                                   ort_run(small_cnn, {"x": xv})[0], rtol=1e-3, atol=1e-4)
+
+
+def test_optimization_profile_bounds_runs_and_plans_at_opt(small_cnn: onnx.ModelProto,
+                                                          tmp_path: Any) -> None:
+    import pytest
+
+    from mini_infer_core.errors import BuildError, InputError
+
+    profile = mi.OptimizationProfile()
+    profile.set_shape("x", (1, 3, 8, 8), (4, 3, 8, 8), (8, 3, 8, 8))
+    config = mi.BuilderConfig()
+    config.add_optimization_profile(profile)
+    engine = mi.Builder().build_engine(mi.parse_onnx(small_cnn), config)
+    assert engine.build_info["memory_plan"]["bindings"] == {"N": 4}
+    engine.save(str(tmp_path / "p.engine"))
+    sess = mi.InferenceSession(str(tmp_path / "p.engine"))
+    assert sess.run(None, {"x": np.zeros((8, 3, 8, 8), np.float32)})[0].shape == (8, 10)
+    with pytest.raises(InputError, match="outside every optimization profile"):
+        sess.run(None, {"x": np.zeros((9, 3, 8, 8), np.float32)})
+    bad = mi.OptimizationProfile()
+    bad.set_shape("x", (1, 4, 8, 8), (1, 4, 8, 8), (1, 4, 8, 8))
+    with pytest.raises(BuildError, match="does not fit"):
+        mi.Builder().build_engine(mi.parse_onnx(small_cnn), mi.BuilderConfig(profiles=[bad]))
+
+
+def test_context_keeps_its_plan_while_shapes_repeat(small_cnn: onnx.ModelProto) -> None:
+    ctx = mi.load(small_cnn).create_execution_context()
+    ctx.execute({"x": np.zeros((2, 3, 8, 8), np.float32)})
+    first = ctx.schedule
+    ctx.execute({"x": np.ones((2, 3, 8, 8), np.float32)})
+    assert ctx.schedule is first
+    ctx.execute({"x": np.ones((3, 3, 8, 8), np.float32)})
+    assert ctx.schedule is not first and ctx.schedule is not None
+    assert ctx.schedule.bindings == {"N": 3}
