@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..errors import ModelImportError, UnsafeModelPathError
 from ..network import Network, Node, TensorInfo
 from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldType
 
-__all__ = ["parse_onnx", "load_onnx_model"]
+__all__ = ["parse_onnx", "load_onnx_model", "free_names"]
 
 _AT = onnx.AttributeProto
 
@@ -99,9 +100,12 @@ def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField
     if a.type == _AT.TENSOR:
         arr = _tensor(a.t, base, where)
         return PluginField(a.name, arr, PluginFieldType.from_numpy(arr.dtype), is_tensor=True)
+    if a.type == _AT.GRAPH:
+        raw = np.frombuffer(a.g.SerializeToString(), dtype=np.uint8)
+        return PluginField(a.name, raw, PluginFieldType.GRAPH)
     raise ModelImportError(
         f"{where}: attribute {a.name!r} has type {_AT.AttributeType.Name(a.type)}, which this "
-        "version of mini-infer cannot import (subgraphs and sparse tensors come later)")
+        "version of mini-infer cannot import (lists of graphs and sparse tensors)")
 
 
 def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
@@ -136,6 +140,25 @@ def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
     return TensorInfo(vi.name, dtype, shape)
 
 
+def _ordered_unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def free_names(graph: onnx.GraphProto) -> list[str]:
+    """Names a (sub)graph reads without defining them: its outer-scope references."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {
+        t.values.name for t in graph.sparse_initializer}
+    used: list[str] = []
+    for node in graph.node:
+        used += [x for x in node.input if x and x not in defined]
+        for a in node.attribute:
+            subs = [a.g] if a.type == _AT.GRAPH else list(a.graphs)
+            for sub in subs:
+                used += [x for x in free_names(sub) if x not in defined]
+        defined.update(node.output)
+    return _ordered_unique(used)
+
+
 def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
     """Import an ONNX model (path, bytes or ModelProto) into a Network."""
     model, base = load_onnx_model(source)
@@ -162,6 +185,17 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
         if domain not in opsets:
             raise ModelImportError(f"{where}: domain {domain!r} has no opset_import entry")
         fields = PluginFieldCollection(_field(a, base, where) for a in n.attribute)
-        nodes.append(Node(name, n.op_type, domain, list(n.input), list(n.output), fields,
+        node_inputs = list(n.input)
+        graphs = [a.g for a in n.attribute if a.type == _AT.GRAPH]
+        if graphs:
+            # names the subgraphs read from enclosing scopes become extra (implicit) inputs
+            outer = _ordered_unique(x for g in graphs for x in free_names(g))
+            extra = [PluginField.from_value("__opset_imports__", ";".join(
+                f"{d}:{v}" for d, v in sorted(opsets.items())))]
+            if outer:
+                extra.append(PluginField.from_value("__outer_scope__", list(outer)))
+                node_inputs += outer
+            fields = PluginFieldCollection([*fields.fields, *extra])
+        nodes.append(Node(name, n.op_type, domain, node_inputs, list(n.output), fields,
                           opsets[domain]))
     return Network(g.name or "model", inputs, outputs, nodes, constants, opsets, label)

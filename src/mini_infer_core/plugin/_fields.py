@@ -38,6 +38,7 @@ class PluginFieldType(enum.Enum):
     UINT8 = "uint8"
     BOOL = "bool"
     CHAR = "char"
+    GRAPH = "graph"  # a serialized onnx.GraphProto (uint8 data), for control-flow operators
     UNKNOWN = "unknown"
 
     @classmethod
@@ -65,6 +66,9 @@ class PluginField:
 
     @classmethod
     def from_value(cls, name: str, value: Any, *, is_tensor: bool = False) -> PluginField:
+        if isinstance(value, (bytes, bytearray)):  # raw bytes: serialized subgraphs
+            return cls(name, np.frombuffer(bytes(value), dtype=np.uint8).copy(),
+                       PluginFieldType.GRAPH)
         if isinstance(value, str):
             return cls(name, np.array(value.encode()), PluginFieldType.CHAR)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
@@ -77,6 +81,8 @@ class PluginField:
 
     def to_value(self) -> Any:
         """The Python value: scalar, tuple, str, tuple of str, or ndarray for tensors."""
+        if self.type is PluginFieldType.GRAPH:
+            return self.data.tobytes()
         if self.type is PluginFieldType.CHAR:
             if self.data.ndim == 0:
                 return bytes(self.data.item()).decode()

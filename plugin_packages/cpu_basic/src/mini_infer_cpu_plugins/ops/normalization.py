@@ -1,19 +1,21 @@
-"""Normalisation: BatchNormalization (inference) and LRN."""
+"""Normalisation: BatchNormalization, InstanceNormalization and LRN."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, Scratch
+from ._nn_util import NN_FLOATS, acc_dtype
+from ._util import FLOATS, IntLike, Scratch
 
-__all__ = ["BatchNormalization", "LRN"]
+__all__ = ["BatchNormalization", "InstanceNormalization", "LRN"]
 
 Array = NDArray[Any]
 
@@ -23,22 +25,37 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
 
     Legacy attributes (``spatial``, ``is_test``, ``consumed_inputs``, ``momentum``) are
     accepted; ``spatial=0`` takes per-activation parameters shaped as ``x.shape[1:]``.
-    Training mode (``training_mode=1``) is not supported: it is an inference kernel.
+    ``training_mode=1`` (opset 14+) normalises with the batch statistics and also outputs
+    running_mean and running_var (input_mean * momentum + batch_mean * (1 - momentum)).
     """
 
-    dtypes = FLOATS
+    dtypes = NN_FLOATS
     attributes: ClassVar[dict[str, Any]] = {
         "epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "is_test": 0, "consumed_inputs": None,
         "training_mode": 0}
 
     def setup(self) -> None:
-        if self.attrs["training_mode"]:
-            raise PluginInterfaceError(
-                "BatchNormalization: training_mode=1 is not supported (inference only)")
         self.scratch = Scratch()
 
+    @property
+    def num_outputs(self) -> int:
+        return 3 if self.attrs["training_mode"] else 1
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        x = list(inputs[0])
+        if not self.attrs["training_mode"]:
+            return [x]
+        return [x, list(inputs[3]), list(inputs[4])]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0], input_types[3], input_types[4]][:self.num_outputs]
+
     def compute(self, x: Array, scale: Array, bias: Array, mean: Array, var: Array, *,
-                out: Array, epsilon: float, **_: Any) -> None:
+                out: Any, epsilon: float, momentum: float, training_mode: int,
+                **_: Any) -> None:
+        if training_mode:
+            self._train(x, scale, bias, mean, var, out, epsilon, momentum)
+            return
         c = x.shape[1] if x.ndim > 1 else 1
         if scale.size == c:
             pshape: tuple[int, ...] = (c,) + (1,) * (x.ndim - 2)
@@ -53,6 +70,45 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
         np.subtract(bias, b, out=b)
         np.multiply(x, a.reshape(pshape), out=out)
         np.add(out, b.reshape(pshape), out=out)
+
+    @staticmethod
+    def _train(x: Array, scale: Array, bias: Array, mean: Array, var: Array, out: Any,
+               epsilon: float, momentum: float) -> None:
+        dt = acc_dtype(x.dtype)
+        axes = (0, *range(2, x.ndim))
+        xa = x.astype(dt)
+        bm = xa.mean(axis=axes)
+        bv = xa.var(axis=axes)
+        pshape = (-1,) + (1,) * (x.ndim - 2)
+        y = (xa - bm.reshape(pshape)) / np.sqrt(bv.reshape(pshape) + dt.type(epsilon))
+        y = y * scale.astype(dt).reshape(pshape) + bias.astype(dt).reshape(pshape)
+        outs = out if isinstance(out, tuple) else (out,)
+        np.copyto(outs[0], y, casting="unsafe")
+        if len(outs) > 1:
+            np.copyto(outs[1], mean.astype(dt) * momentum + bm * (1 - momentum),
+                      casting="unsafe")
+            np.copyto(outs[2], var.astype(dt) * momentum + bv * (1 - momentum),
+                      casting="unsafe")
+
+
+class InstanceNormalization(CpuPlugin, UnaryPlugin):
+    """y = scale * (x - mean) / sqrt(var + epsilon) + B, statistics per (n, c) over the
+    spatial axes."""
+
+    dtypes = NN_FLOATS
+    attributes: ClassVar[dict[str, Any]] = {"epsilon": 1e-5, "consumed_inputs": None}
+
+    def compute(self, x: Array, scale: Array, bias: Array, *, out: Array, epsilon: float,
+                **_: Any) -> None:
+        dt = acc_dtype(x.dtype)
+        n, c = x.shape[:2]
+        xm = x.reshape(n, c, -1).astype(dt)
+        mean = xm.mean(axis=2, keepdims=True)
+        d = xm - mean
+        var = np.mean(d * d, axis=2, keepdims=True)
+        d *= (scale.astype(dt).reshape(1, c, 1) / np.sqrt(var + dt.type(epsilon)))
+        d += bias.astype(dt).reshape(1, c, 1)
+        np.copyto(out, d.reshape(x.shape), casting="unsafe")
 
 
 class LRN(CpuPlugin, UnaryPlugin):

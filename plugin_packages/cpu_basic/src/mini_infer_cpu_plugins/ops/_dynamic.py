@@ -1,0 +1,117 @@
+"""Kernels whose output shapes depend on the *values* of some inputs (axes, pads, K, ...).
+
+``ValuePlugin`` reads those values at build time when they are known (constants, or computed
+from shapes); the output shapes are then exact. When they are not known (a tensor computed at
+run time), instead of refusing the model the plugin turns *data-dependent*: the dimensions it
+cannot tell become fresh symbols (``self.dynamic_dim``), and the engine calls
+``compute(*inputs, **attributes)`` without ``out`` and takes the arrays it returns.
+
+The value inputs are named in ``value_inputs``, not ``shape_inputs`` (the engine refuses a
+``shape_inputs`` input computed at run time). Whether a plugin instance became data-dependent
+survives ``clone()`` and ``serialize()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import DimExpr, DimsExprs, IPluginV2, encode_fields, fields_from_values
+
+from ..serialization import FORMAT_TAG, CpuPlugin
+from ._util import absent
+
+__all__ = ["ValuePlugin", "emit", "as_ints"]
+
+Array = NDArray[Any]
+
+#: serialized field marking an instance that turned data-dependent at build time
+_FLAG = "__data_dependent"
+
+
+class ValuePlugin(CpuPlugin):
+    """A plugin whose output shapes read the values of the inputs in ``value_inputs``."""
+
+    #: inputs whose values the output shapes need; known ones arrive in ``DimsExprs.values``
+    value_inputs: ClassVar[tuple[int, ...]] = ()
+
+    def __init__(self, name: str = "", **attrs: Any) -> None:
+        dynamic = bool(attrs.pop(_FLAG, 0))
+        super().__init__(name, **attrs)
+        if dynamic:
+            self.data_dependent = True  # type: ignore[misc]
+
+    # -- values ---------------------------------------------------------------------------
+    def values(self, inputs: Sequence[DimsExprs | None], index: int
+               ) -> tuple[DimExpr, ...] | None:
+        """The build-time values of input ``index`` (``()`` for an empty one), else None."""
+        if absent(inputs, index):
+            return None
+        dims = inputs[index]
+        assert dims is not None
+        if dims.values is not None:
+            return dims.values
+        if any(d.is_constant() and d.get_constant_value() == 0 for d in dims):
+            return ()
+        return None
+
+    def ints(self, inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
+        """The values of input ``index`` when they are all build-time constants, else None."""
+        vals = self.values(inputs, index)
+        if vals is None or not all(v.is_constant() for v in vals):
+            return None
+        return [v.get_constant_value() for v in vals]
+
+    def runtime(self, dynamic: bool = True) -> bool:
+        """Record whether the output shapes are known only at run time; returns ``dynamic``."""
+        if not type(self).data_dependent:
+            self.data_dependent = dynamic  # type: ignore[misc]
+        return dynamic
+
+    def unknown_dims(self, rank: int, label: str = "d") -> list[DimExpr]:
+        """``rank`` dimensions known only once the node has run."""
+        return [self.dynamic_dim(f"{label}{i}") for i in range(rank)]
+
+    # -- persistence of the data-dependent decision ---------------------------------------
+    def serialize(self) -> bytes:
+        attrs: dict[str, Any] = {k: v for k, v in self.attrs.items() if v is not None}
+        if self.data_dependent and not type(self).data_dependent:
+            attrs[_FLAG] = 1
+        return FORMAT_TAG + encode_fields(fields_from_values(attrs))
+
+    def clone(self) -> IPluginV2:
+        twin = super().clone()
+        if self.data_dependent:
+            twin.data_dependent = True  # type: ignore[attr-defined]
+        return twin
+
+
+def as_ints(x: Array | None) -> list[int]:
+    """An integer input tensor as a list of Python ints (empty for an absent input)."""
+    if x is None:
+        return []
+    return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+def emit(result: Any, out: Any) -> Any:
+    """Write ``result`` into ``out``; with no ``out`` (a data-dependent call) return it.
+
+    Several outputs are tuples on both sides."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        for o, r in zip(out, result, strict=True):
+            _copy(o, r)
+    else:
+        _copy(out, result)
+    return None
+
+
+def _copy(out: Array, r: Any) -> None:
+    r = np.asarray(r)
+    if r.shape != out.shape and r.size == out.size:
+        r = r.reshape(out.shape)
+    np.copyto(out, r, casting="unsafe")

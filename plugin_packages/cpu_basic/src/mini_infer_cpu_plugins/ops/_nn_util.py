@@ -1,0 +1,58 @@
+"""Helpers shared by the neural-network kernels (normalisation, attention, RNNs, resize...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+
+__all__ = [
+    "NN_FLOATS",
+    "acc_dtype",
+    "known_ints",
+    "put",
+    "to_str",
+]
+
+Array = NDArray[Any]
+
+#: float types the NN kernels accept (bfloat16 computes in float32)
+NN_FLOATS: tuple[DataType, ...] = (DataType.FLOAT, DataType.HALF, DataType.DOUBLE,
+                                   DataType.BFLOAT16)
+
+
+def acc_dtype(dtype: Any) -> np.dtype[Any]:
+    """The dtype to compute in: float64 for float64, float32 for every narrower float."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def to_str(value: Any) -> str:
+    """A string attribute (bytes from the importer, str from Python)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def known_ints(inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
+    """The build-time constant integer values of input ``index``, None when unknown."""
+    if index >= len(inputs):
+        return None
+    dims = inputs[index]
+    if dims is None or dims.values is None:
+        return None
+    vals: Sequence[DimExpr] = dims.values
+    if not all(v.is_constant() for v in vals):
+        return None
+    return [v.get_constant_value() for v in vals]
+
+
+def put(out: Any, index: int, value: Array) -> None:
+    """Write ``value`` into output ``index`` of ``out`` (a tuple or, for one output, an array);
+    an output the caller did not pass is skipped."""
+    if isinstance(out, tuple):
+        if index < len(out) and out[index] is not None:
+            np.copyto(out[index], value.reshape(out[index].shape), casting="unsafe")
+    elif index == 0 and out is not None:
+        np.copyto(out, value.reshape(out.shape), casting="unsafe")

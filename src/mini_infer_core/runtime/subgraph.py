@@ -1,0 +1,102 @@
+"""Subgraphs of control-flow operators (If, Loop, Scan), built and run as engines.
+
+Control-flow plugins receive their bodies as serialized ``onnx.GraphProto`` fields and the
+values the bodies read from enclosing scopes as extra inputs (the importer adds them and names
+them in the ``__outer_scope__`` field). A :class:`SubgraphRunner` turns a body into an engine
+for the element types and ranks it is called with (dimensions stay symbolic, so one engine
+serves every shape), caches it, and runs it in its own execution context.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ..errors import BuildError
+from ..plugin import DataType
+
+__all__ = ["SubgraphRunner"]
+
+
+def _opset_imports(text: str) -> list[onnx.OperatorSetIdProto]:
+    out = []
+    for item in filter(None, text.split(";")):
+        domain, _, version = item.rpartition(":")
+        out.append(onnx.helper.make_opsetid(domain, int(version)))
+    return out or [onnx.helper.make_opsetid("", onnx.defs.onnx_opset_version())]
+
+
+class SubgraphRunner:
+    def __init__(self, graph: bytes, opset_imports: str, outer_names: Sequence[str],
+                 device: str = "cpu", label: str = "subgraph") -> None:
+        self.graph = onnx.GraphProto()
+        self.graph.ParseFromString(graph)
+        self.opsets = _opset_imports(opset_imports)
+        self.outer_names = list(outer_names)
+        self.input_names = [i.name for i in self.graph.input]
+        self.output_names = [o.name for o in self.graph.output]
+        self.device = device
+        self.label = label
+        self._contexts: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    # -- declared types of the body's outputs (for build-time type inference) ---------------
+    def output_types(self) -> list[DataType | None]:
+        out: list[DataType | None] = []
+        for o in self.graph.output:
+            code = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
+            out.append(DataType(code) if code else None)
+        return out
+
+    def output_ranks(self) -> list[int | None]:
+        out: list[int | None] = []
+        for o in self.graph.output:
+            tt = o.type.tensor_type
+            out.append(len(tt.shape.dim) if o.type.HasField("tensor_type")
+                       and tt.HasField("shape") else None)
+        return out
+
+    # -- running --------------------------------------------------------------------------
+    def _build(self, arrays: Sequence[np.ndarray[Any, Any]]) -> Any:
+        from .session import load
+
+        g = onnx.GraphProto()
+        g.CopyFrom(self.graph)
+        del g.input[:]
+        names = [*self.input_names, *self.outer_names]
+        for k, (name, arr) in enumerate(zip(names, arrays, strict=True)):
+            dims = [f"{self.label}_in{k}_d{i}" for i in range(arr.ndim)]
+            g.input.append(onnx.helper.make_tensor_value_info(
+                name, DataType.from_numpy(arr.dtype).value, dims))
+        for o in g.output:  # shapes inside a body may differ per call: keep only the type
+            if o.type.HasField("tensor_type"):
+                o.type.tensor_type.ClearField("shape")
+        model = onnx.helper.make_model(g, opset_imports=self.opsets)
+        try:
+            engine = load(model, self.device)
+        except BuildError as exc:
+            raise BuildError(f"{self.label}: {exc}") from exc
+        return engine.create_execution_context()
+
+    def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
+        arrays = [np.asarray(a) for a in [*formal, *outer]]
+        if len(formal) != len(self.input_names):
+            raise BuildError(f"{self.label}: body takes {len(self.input_names)} inputs, "
+                             f"got {len(formal)}")
+        sig = tuple((a.dtype.str, a.ndim) for a in arrays)
+        with self._lock:
+            ctx = self._contexts.get(sig)
+            if ctx is None:
+                ctx = self._contexts[sig] = self._build(arrays)
+        names = [*self.input_names, *self.outer_names]
+        result = ctx.execute(dict(zip(names, arrays, strict=True)))
+        return [result[n] for n in self.output_names]
+
+    def close(self) -> None:
+        for ctx in self._contexts.values():
+            ctx.close()
+        self._contexts.clear()
