@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
                         "configure, initialize, enqueue, terminate, destroy)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
+    pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
+    pl.add_argument("--markdown", action="store_true",
+                    help="print the operator table (docs/operators.md)")
     b = sub.add_parser("build", parents=[common], help="build an engine file from ONNX")
     b.add_argument("model")
     b.add_argument("-o", "--output", required=True, help="engine file to write")
@@ -183,7 +185,11 @@ def _main(args: argparse.Namespace) -> int:
     try:
         reg = _registry(args)
         if args.command == "plugins":
-            if args.json:
+            if args.markdown:
+                from ._operators import operators_markdown
+
+                print(operators_markdown(reg), end="")
+            elif args.json:
                 print(json.dumps(_report.plugins_json(reg), indent=2))
             else:
                 print(_report.plugins_text(reg))

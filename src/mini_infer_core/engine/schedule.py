@@ -56,7 +56,10 @@ class Schedule:
             for n in node.inputs:
                 if n:
                     last[n] = step
-        self.arena_tensors = [n for n in first if t[n].kind in ("activation", "scratch")]
+        planned = [n for n in first if t[n].kind in ("activation", "scratch")]
+        # object arrays (strings) cannot live in a byte arena: the context allocates them
+        self.arena_tensors = [n for n in planned if t[n].dtype is not DataType.STRING]
+        self.separate_tensors = [n for n in planned if t[n].dtype is DataType.STRING]
         sizes = [self.nbytes(n, t[n].dtype) for n in self.arena_tensors]
         lifetimes = [(first[n], last[n]) for n in self.arena_tensors]
         self.workspace_steps = [s for s, w in enumerate(self.workspace) if w > 0]

@@ -133,6 +133,8 @@ class ExecutionContext:
         for name, off in sched.offsets.items():
             views[name] = self.device.view(arena, off, tensors[name].dtype.numpy,
                                            sched.shapes[name])
+        for name in sched.separate_tensors:
+            views[name] = self.device.empty(sched.shapes[name], tensors[name].dtype.numpy)
         self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any]] = []
         self._patches: list[tuple[str, list[Any], int]] = []
         io = set(self.engine.input_names) | {

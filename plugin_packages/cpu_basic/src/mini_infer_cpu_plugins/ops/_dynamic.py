@@ -6,9 +6,13 @@ run time), instead of refusing the model the plugin turns *data-dependent*: the 
 cannot tell become fresh symbols (``self.dynamic_dim``), and the engine calls
 ``compute(*inputs, **attributes)`` without ``out`` and takes the arrays it returns.
 
-The value inputs are named in ``value_inputs``, not ``shape_inputs`` (the engine refuses a
-``shape_inputs`` input computed at run time). Whether a plugin instance became data-dependent
-survives ``clone()`` and ``serialize()``.
+The value inputs are named in ``value_inputs``. An index also in ``shape_inputs`` stays
+required at build time (the engine refuses a ``shape_inputs`` input computed at run time, and
+``values`` raises), which keeps the older contract of Reshape, Unsqueeze and ConstantOfShape.
+Whether a plugin instance became data-dependent survives ``clone()`` and ``serialize()``.
+
+``value_array`` / ``flat`` help ``output_values``: build-time values as an object array of
+dimension expressions, shaped as the tensor, so NumPy does the indexing.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DimExpr, DimsExprs, IPluginV2, encode_fields, fields_from_values
 
 from ..serialization import FORMAT_TAG, CpuPlugin
 from ._util import absent
 
-__all__ = ["ValuePlugin", "emit", "as_ints"]
+__all__ = ["ValuePlugin", "emit", "as_ints", "value_array", "flat"]
 
 Array = NDArray[Any]
 
@@ -56,6 +61,10 @@ class ValuePlugin(CpuPlugin):
             return dims.values
         if any(d.is_constant() and d.get_constant_value() == 0 for d in dims):
             return ()
+        if index in self.shape_inputs:
+            raise PluginInterfaceError(
+                f"{self.op_type}: the values of input {index} must be known when the engine "
+                "is built (a constant or computed from shapes only)")
         return None
 
     def ints(self, inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
@@ -94,6 +103,23 @@ def as_ints(x: Array | None) -> list[int]:
     if x is None:
         return []
     return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+def value_array(dims: DimsExprs | None) -> NDArray[np.object_] | None:
+    """The build-time values of a tensor as an object array of its (static) shape, or None."""
+    if dims is None or dims.values is None or not dims.is_static():
+        return None
+    shape = dims.to_tuple()
+    if int(np.prod(shape, dtype=np.int64)) != len(dims.values):
+        return None
+    arr = np.empty(len(dims.values), dtype=object)
+    arr[:] = list(dims.values)
+    return arr.reshape(shape)
+
+
+def flat(arr: Any) -> list[DimExpr]:
+    """An object array (or scalar) of values as the flat list ``output_values`` returns."""
+    return [DimExpr.wrap(v) for v in np.asarray(arr, dtype=object).reshape(-1)]
 
 
 def emit(result: Any, out: Any) -> Any:

@@ -52,6 +52,12 @@ class _ControlFlow(CpuPlugin):
                                        "has no element type in the model")
         return t
 
+    def _empty_scan(self, k: int) -> Any:
+        """A scan output of zero iterations: shape (0, *declared dims of the body output)."""
+        out = self.runners["body"].graph.output[k].type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in out.shape.dim]
+        return np.zeros((0, *dims), self._typed("body", k).numpy)
+
     def _rank(self, body: str, k: int) -> int:
         r = self.runners[body].output_ranks()[k]
         if r is None:
@@ -126,12 +132,8 @@ class Loop(_ControlFlow):
             i += 1
         stacked = []
         for k, s in enumerate(scans):
-            if s:
-                stacked.append(np.stack(s))
-            else:
-                t = self._typed("body", 1 + self.n_carried + k).numpy
-                rank = self._rank("body", 1 + self.n_carried + k)
-                stacked.append(np.zeros((0,) * (rank + 1), t))
+            stacked.append(np.stack(s) if s else
+                           self._empty_scan(1 + self.n_carried + k))
         return (*[np.asarray(c) for c in carried], *stacked)
 
 
@@ -185,8 +187,7 @@ class Scan(_ControlFlow):
         out_dirs = list(scan_output_directions or [0] * n_out)
         results = []
         for k, y in enumerate(ys):
-            stacked = np.stack(y) if y else np.zeros(
-                (0,) * (1 + self._rank("body", n + k)), self._typed("body", n + k).numpy)
+            stacked = np.stack(y) if y else self._empty_scan(n + k)
             if out_dirs[k]:
                 stacked = stacked[::-1]
             results.append(np.ascontiguousarray(np.moveaxis(stacked, 0,

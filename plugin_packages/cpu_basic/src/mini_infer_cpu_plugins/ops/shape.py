@@ -1,6 +1,8 @@
 """Data-movement operators: Reshape, Flatten, Transpose, Concat, Unsqueeze, Squeeze, Identity.
 
-All of them are dtype-agnostic and copy into the pre-allocated output.
+All of them are dtype-agnostic and copy into the pre-allocated output. Each also passes the
+build-time values of small integer tensors through (``output_values``), so shape computations
+(``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``) stay known when the engine is built.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, UnaryPlugin
 
 from ..serialization import CpuPlugin
+from ._dynamic import ValuePlugin, as_ints, emit, flat, value_array
 from ._util import IntLike, absent, const_ints, copy_into, dim_prod, norm_axis, shape_values
 
 __all__ = [
@@ -31,6 +34,23 @@ __all__ = [
 ]
 
 Array = NDArray[Any]
+Values = list[list[IntLike] | None] | None
+
+
+def same_values(inputs: Sequence[DimsExprs | None]) -> Values:
+    """``output_values`` of an operator that keeps its input's elements in order."""
+    first = inputs[0] if inputs else None
+    return None if first is None or first.values is None else [list(first.values)]
+
+
+def reshape_target(shape: Sequence[int], target: Sequence[int], allowzero: int) -> list[int]:
+    """Reshape's concrete output shape (0 copies the input dim unless allowzero, -1 infers)."""
+    out = [shape[i] if t == 0 and not allowzero else t for i, t in enumerate(target)]
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        total = int(np.prod(shape, dtype=np.int64))
+        out[out.index(-1)] = total // known if known else 0
+    return out
 
 
 def reshape_dims(dims: Sequence[DimExpr], target: Sequence[IntLike], allowzero: int,
@@ -109,25 +129,43 @@ class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         return [list(reshape_dims(list(inputs[0]), self.attrs["shape"], 0))]
 
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         copy_into(out, x)
 
 
-class Reshape_5(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Reshape from opset 5: the target shape is input 1; ``allowzero`` from opset 14."""
+class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
+    """Reshape from opset 5: the target shape is input 1; ``allowzero`` from opset 14.
+
+    The target must be known when the engine is built (``shape_inputs``); without that line a
+    run-time target would make the node data-dependent instead."""
 
     op_type = "Reshape"
     plugin_version = "5"
     min_opset = 5
+    value_inputs = (1,)
     shape_inputs = (1,)
     attributes: ClassVar[dict[str, Any]] = {"allowzero": 0}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        target = shape_values(inputs, 1, "Reshape", "shape")
+        target = self.values(inputs, 1)
+        if self.runtime(target is None):
+            n = inputs[1][0] if len(inputs[1]) else DimExpr.const(1)
+            return [list(self.unknown_dims(const_ints([n], "Reshape", "the target rank")[0]))]
+        assert target is not None
         return [list(reshape_dims(list(inputs[0]), target, self.attrs["allowzero"]))]
 
-    def compute(self, x: Array, shape: Array, *, out: Array, **_: Any) -> None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
+    def compute(self, x: Array, shape: Array, *, out: Array | None = None,
+                allowzero: int = 0) -> Any:
+        if out is None:
+            return x.reshape(reshape_target(x.shape, as_ints(shape), allowzero)).copy()
         copy_into(out, x)
+        return None
 
 
 class Flatten(CpuPlugin, UnaryPlugin):
@@ -140,6 +178,9 @@ class Flatten(CpuPlugin, UnaryPlugin):
         if not 0 <= a <= len(dims):
             raise PluginInterfaceError(f"Flatten: axis {axis} out of range for rank {len(dims)}")
         return [[dim_prod(dims[:a]), dim_prod(dims[a:])]]
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
 
     def compute(self, x: Array, *, out: Array, axis: int) -> None:
         copy_into(out, x)
@@ -160,6 +201,10 @@ class Transpose(CpuPlugin, UnaryPlugin):
         dims = list(inputs[0])
         return [[dims[p] for p in self._perm(len(dims))]]
 
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        arr = value_array(inputs[0])
+        return None if arr is None else [flat(arr.transpose(self._perm(arr.ndim)))]
+
     def compute(self, x: Array, *, out: Array, perm: tuple[int, ...] | None) -> None:
         np.copyto(out, x.transpose(self._perm(x.ndim)))
 
@@ -178,6 +223,13 @@ class Concat(CpuPlugin):
                 raise PluginInterfaceError("Concat: inputs have different ranks")
             total = total + dims[a]
         return [first[:a] + [total] + first[a + 1:]]
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        arrs = [value_array(d) for d in inputs]
+        if not arrs or any(a is None for a in arrs):
+            return None
+        axis = norm_axis(self.attrs["axis"], arrs[0].ndim)  # type: ignore[union-attr]
+        return [flat(np.concatenate(arrs, axis=axis))]  # type: ignore[arg-type]
 
     def compute(self, *xs: Array, out: Array, axis: int) -> None:
         np.concatenate(xs, axis=norm_axis(axis, out.ndim), out=out)
@@ -216,24 +268,41 @@ class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         return [list(_unsqueeze(list(inputs[0]), self.attrs["axes"]))]
 
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         copy_into(out, x)
 
 
-class Unsqueeze_13(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Unsqueeze from opset 13: ``axes`` is input 1."""
+class Unsqueeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
+    """Unsqueeze from opset 13: ``axes`` is input 1 (required at build time while it is in
+    ``shape_inputs``; a run-time one would make the node data-dependent)."""
 
     op_type = "Unsqueeze"
     plugin_version = "13"
     min_opset = 13
+    value_inputs = (1,)
     shape_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        axes = const_ints(shape_values(inputs, 1, "Unsqueeze", "axes"), "Unsqueeze", "axes")
+        vals = self.values(inputs, 1)
+        if self.runtime(vals is None):
+            n = const_ints([inputs[1][0] if len(inputs[1]) else DimExpr.const(1)],
+                           "Unsqueeze", "the number of axes")[0]
+            return [list(self.unknown_dims(len(inputs[0]) + n))]
+        assert vals is not None
+        axes = const_ints(vals, "Unsqueeze", "axes")
         return [list(_unsqueeze(list(inputs[0]), axes))]
 
-    def compute(self, x: Array, axes: Array, *, out: Array) -> None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
+    def compute(self, x: Array, axes: Array, *, out: Array | None = None) -> Any:
+        if out is None:
+            return np.expand_dims(x, tuple(as_ints(axes))).copy()
         copy_into(out, x)
+        return None
 
 
 class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
@@ -247,28 +316,50 @@ class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         return [list(_squeeze(list(inputs[0]), self.attrs["axes"]))]
 
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         copy_into(out, x)
 
 
-class Squeeze_13(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Squeeze from opset 13: optional ``axes`` input 1."""
+class Squeeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
+    """Squeeze from opset 13: optional ``axes`` input 1 (a run-time one makes the node
+    data-dependent)."""
 
     op_type = "Squeeze"
     plugin_version = "13"
     min_opset = 13
-    shape_inputs = (1,)
+    value_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         axes: list[int] | None = None
         if not absent(inputs, 1):
-            axes = const_ints(shape_values(inputs, 1, "Squeeze", "axes"), "Squeeze", "axes")
+            vals = self.values(inputs, 1)
+            if self.runtime(vals is None):
+                n = const_ints([inputs[1][0] if len(inputs[1]) else DimExpr.const(1)],
+                               "Squeeze", "the number of axes")[0]
+                return [list(self.unknown_dims(len(inputs[0]) - n))]
+            assert vals is not None
+            axes = const_ints(vals, "Squeeze", "axes")
+        else:
+            self.runtime(False)
         return [list(_squeeze(list(inputs[0]), axes))]
 
-    def compute(self, x: Array, axes: Array | None = None, *, out: Array) -> None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
+    def compute(self, x: Array, axes: Array | None = None, *, out: Array | None = None) -> Any:
+        if out is None:
+            ax = tuple(as_ints(axes)) if axes is not None else None
+            return np.squeeze(x, ax).copy()
         copy_into(out, x)
+        return None
 
 
 class Identity(CpuPlugin, UnaryPlugin):
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return same_values(inputs)
+
     def compute(self, x: Array, *, out: Array) -> None:
         np.copyto(out, x)
