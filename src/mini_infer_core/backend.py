@@ -41,7 +41,7 @@ class MiniInferBackendRep(BackendRep):
                 inputs = [inputs]
             feeds = dict(zip(self.input_names, inputs, strict=False))
         outs = self.session.run(None, feeds)
-        return namedtupledict("Outputs", self.output_names)(*outs)  # type: ignore[no-any-return]
+        return namedtupledict("Outputs", self.output_names)(*outs)
 
 
 class MiniInferBackend(Backend):
@@ -50,7 +50,7 @@ class MiniInferBackend(Backend):
         return cls.supports_device(device)
 
     @classmethod
-    def prepare(cls, model: onnx.ModelProto, device: str = "CPU",  # type: ignore[override]
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU",
                 **kwargs: Any) -> MiniInferBackendRep:
         config = BuilderConfig(device=_device_name(device))
         return MiniInferBackendRep(InferenceSession(model, config=config))

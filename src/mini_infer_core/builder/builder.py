@@ -17,12 +17,15 @@ import numpy as np
 
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.schedule import Schedule
-from ..errors import BuildError, DeviceError, MiniInferError, UnsupportedOperatorError
+from ..errors import BuildError, MiniInferError
 from ..network import Network, Node
 from ..plugin import DataType, Device, DimExpr, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
-from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
+from ..registry import PluginRegistry, get_plugin_registry
 from ._values import constant_values, output_values
+from .folding import fold_node
+from .placement import insert_copies
+from .selection import Selector
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
 
@@ -62,6 +65,10 @@ class BuilderConfig:
     fold_constants: bool = True
     pins: dict[str, str] = field(default_factory=dict)
     profiles: list[OptimizationProfile] = field(default_factory=list)
+    #: where nodes without a plugin for ``device`` run (None: nowhere, an error)
+    fallback_device: str | None = "cpu"
+    #: forbid any fallback: every node must run on ``device``
+    strict_device: bool = False
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -88,68 +95,28 @@ class Builder:
         return BuilderConfig(**kw)
 
     # -- selection ------------------------------------------------------------------------
-    def _device(self, name: str) -> Device:
-        dev = self.registry.get_device(name)
-        if dev is None:
-            known = self.registry.device_names()
-            hint = ("no plugin distribution provides any device: "
-                    "pip install mini-infer-cpu-plugins" if not known
-                    else f"devices provided by installed plugins: {', '.join(known)}")
-            raise DeviceError(f"unknown device {name!r}; {hint}")
-        return dev
-
-    def _select(self, node: Node, device: str, pins: Mapping[str, str]) -> CreatorRecord | None:
-        cands = self.registry.candidates(node.domain, node.op_type, device, node.opset)
-        pin = pins.get(node.qualified_op) or pins.get(node.op_type)
-        if pin is not None:
-            cands = [c for c in cands if pin in (c.creator.plugin_namespace, c.distribution)]
-            if not cands:
-                raise BuildError(
-                    f"node {node.name!r} ({node.qualified_op}): pinned provider {pin!r} has no "
-                    f"plugin for it on device {device!r}; providers: "
-                    f"{self._providers_text(node)}")
-        return cands[0] if cands else None
-
-    def _providers_text(self, node: Node) -> str:
-        recs = self.registry.providers_of(node.domain, node.op_type)
-        if not recs:
-            return "none installed"
-        return "; ".join(
-            f"{r.creator.plugin_namespace}::{r.creator.name} v{r.creator.plugin_version} "
-            f"(devices {','.join(r.creator.devices)}, opsets {r.creator.min_opset}-"
-            f"{r.creator.max_opset or 'latest'}, from {r.provider})" for r in recs)
-
-    def _unsupported_error(self, missing: dict[tuple[str, int], list[Node]], device: str
-                           ) -> UnsupportedOperatorError:
-        lines = []
-        for (op, opset), nodes in sorted(missing.items()):
-            names = ", ".join(repr(n.name) for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
-            lines.append(f"  {op} (opset {opset}) at {len(nodes)} node(s) [{names}]; "
-                         f"installed providers: {self._providers_text(nodes[0])}")
-        dists = [d.name for d in self.registry.distributions if d.status == "loaded"]
-        hint = ("no plugin distribution is loaded: pip install mini-infer-cpu-plugins"
-                if not dists else
-                "install a plugin distribution that provides them, or choose another device")
-        return UnsupportedOperatorError(
-            f"{sum(len(v) for v in missing.values())} node(s) have no plugin for device "
-            f"{device!r}:\n" + "\n".join(lines) + f"\n{hint}")
+    def _folder(self, plugin: IPluginV2, node: Node, device: Device, selector: Selector,
+                host: str | None) -> tuple[IPluginV2, Device] | None:
+        """What folds a node: its own plugin, or a host plugin when its device is absent
+        (cross-building for a GPU on a machine without one)."""
+        if device.availability()[0]:
+            return plugin, device
+        return _host_folder(self.registry, selector, node, host)
 
     # -- build ----------------------------------------------------------------------------
     def build_engine(self, network: Network, config: BuilderConfig | None = None) -> Engine:
         config = config or BuilderConfig()
         t0 = time.perf_counter()
-        device = self._device(config.device)
+        selector = Selector(self.registry, config.pins)
+        device = selector.device(config.device)
         ok, reason = device.availability()
-        selected: dict[int, CreatorRecord] = {}
-        missing: dict[tuple[str, int], list[Node]] = {}
-        for i, node in enumerate(network.nodes):
-            rec = self._select(node, device.name, config.pins)
-            if rec is None:
-                missing.setdefault((node.qualified_op, node.opset), []).append(node)
-            else:
-                selected[i] = rec
-        if missing:
-            raise self._unsupported_error(missing, device.name)
+        fallback = config.fallback_device
+        if fallback is not None and self.registry.get_device(fallback) is None:
+            fallback = None
+        selected = selector.select(network.nodes, device.name, fallback, config.strict_device)
+        devices = {device.name: device}
+        for _, dev_name in selected:
+            devices.setdefault(dev_name, selector.device(dev_name))
 
         dims: dict[str, DimsExprs] = {}
         types: dict[str, DataType] = {}
@@ -169,10 +136,10 @@ class Builder:
 
         nodes: list[EngineNode] = []
         folded = 0
-        for i, node in enumerate(network.nodes):
-            rec = selected[i]
+        for node, (rec, node_device) in zip(network.nodes, selected, strict=True):
             where = (f"node {node.name!r} ({node.qualified_op}, plugin "
-                     f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider})")
+                     f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
+                     f"{'' if node_device == device.name else ', fallback to ' + node_device})")
             for name in node.inputs:
                 if name and name not in dims:
                     raise BuildError(f"{where}: input {name!r} is not produced by any earlier "
@@ -212,8 +179,12 @@ class Builder:
             inputs_const = all(n == "" or n in constants for n in node.inputs)
             runnable = getattr(plugin, "data_dependent", False) or \
                 all(d.is_static() for d in out_dims)
-            if config.fold_constants and inputs_const and runnable:
-                values = self._fold(plugin, node, device, constants, dims, types, outs, where)
+            folder = self._folder(plugin, node, devices[node_device], selector, fallback)
+            if config.fold_constants and inputs_const and runnable and folder is not None:
+                values = fold_node(folder[0], node.inputs, folder[1], constants, dims, types,
+                                   outs, where)
+                if folder[0] is not plugin:
+                    folder[0].destroy()
                 for o, v in zip(outs, values, strict=True):
                     constants[o] = v
                     dims[o] = _dims_of_const(v)
@@ -225,7 +196,7 @@ class Builder:
                 [(dims[o], types[o]) for o in outs])
             log.debug("configure %s", where)
             nodes.append(EngineNode(
-                node.name, node.op_type, node.domain, node.opset, device.name, plugin,
+                node.name, node.op_type, node.domain, node.opset, node_device, plugin,
                 rec.creator.name, rec.creator.plugin_version, rec.creator.plugin_namespace,
                 rec.distribution, rec.distribution_version, tuple(node.inputs), tuple(outs)))
 
@@ -234,6 +205,8 @@ class Builder:
             if o not in dims:
                 raise BuildError(f"graph output {o!r} is not produced by any node")
         nodes, used = _prune(nodes, output_names)
+        nodes = insert_copies(nodes, device.name, input_names, constants, dims, types, devices)
+        used |= {o for nd in nodes for o in nd.outputs}
         tensors: dict[str, TensorSpec] = {}
         for n in input_names:
             tensors[n] = TensorSpec(n, types[n], dims[n], "input")
@@ -257,13 +230,18 @@ class Builder:
             "nodes_imported": len(network.nodes), "nodes_folded": folded,
             "nodes_pruned": len(network.nodes) - folded - len(nodes),
             "device_available": ok, "device_reason": reason,
+            "placement": {d: sum(1 for nd in nodes if nd.device == d and nd.op_type != "Copy")
+                          for d in devices},
+            "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
         }
         engine = Engine(name=network.name, device=device, inputs=input_names,
                         outputs=output_names, tensors=tensors, constants=kept_consts,
-                        nodes=nodes, build_info=info)
+                        nodes=nodes, build_info=info, devices=devices)
         dynamic = any(getattr(nd.plugin, "data_dependent", False) for nd in nodes)
         info["profiles"] = _check_profiles(config.profiles, tensors, input_names)
-        if all(tensors[n].dims.is_static() for n in input_names) and not dynamic:
+        if not ok:
+            info["memory_plan"] = None  # the device is not here: plan where the engine runs
+        elif all(tensors[n].dims.is_static() for n in input_names) and not dynamic:
             sched = Schedule(engine, {})
             info["memory_plan"] = sched.memory_summary()
         elif info["profiles"] and not dynamic:
@@ -277,42 +255,15 @@ class Builder:
                   folded, device.name, info["build_seconds"])
         return engine
 
-    def _fold(self, plugin: IPluginV2, node: Node, device: Device,
-              constants: dict[str, np.ndarray[Any, Any]], dims: dict[str, DimsExprs],
-              types: dict[str, DataType], outs: list[str], where: str
-              ) -> list[np.ndarray[Any, Any]]:
-        in_descs = [(tuple(constants[n].shape), types[n]) if n else None for n in node.inputs]
-        if getattr(plugin, "data_dependent", False):
-            try:
-                plugin.initialize()
-                results = list(plugin.enqueue_dynamic(  # type: ignore[attr-defined]
-                    [constants[n] if n else None for n in node.inputs], None,
-                    device.create_stream()))
-                plugin.terminate()
-            except MiniInferError:
-                raise
-            except Exception as exc:
-                raise BuildError(f"{where}: constant folding failed: {type(exc).__name__}: "
-                                 f"{exc}") from exc
-            return [np.asarray(device.to_host(r)) for r in results]
-        out_descs = [(dims[o].to_tuple(), types[o]) for o in outs]
-        try:
-            adapter.configure_concrete(plugin, in_descs, out_descs)
-            plugin.initialize()
-            ws_size = adapter.workspace_size(plugin, in_descs, out_descs)
-            ws = device.allocate(ws_size) if ws_size else None
-            ins = [device.to_device(constants[n]) if n else None for n in node.inputs]
-            results = [device.empty(s, t.numpy) for s, t in out_descs]
-            plugin.enqueue(ins, results, ws, device.create_stream())
-            device.synchronize()
-            plugin.terminate()
-        except MiniInferError:
-            raise
-        except Exception as exc:
-            raise BuildError(f"{where}: constant folding failed: {type(exc).__name__}: {exc}"
-                             ) from exc
-        blog.debug("folded %s", where)
-        return [np.asarray(device.to_host(r)) for r in results]
+
+def _host_folder(registry: PluginRegistry, selector: Selector, node: Node,
+                 host: str | None) -> tuple[IPluginV2, Device] | None:
+    for name in ([host] if host else []) + ["cpu"]:
+        dev = registry.get_device(name)
+        rec = selector.candidate(node, name) if dev is not None else None
+        if rec is not None and dev is not None and dev.availability()[0]:
+            return rec.creator.create_plugin(node.name, node.fields), dev
+    return None
 
 
 def _check_profiles(profiles: list[OptimizationProfile], tensors: Mapping[str, TensorSpec],

@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cpu")
     b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
                    help="use this namespace or distribution for operator OP")
+    b.add_argument("--strict-device", action="store_true",
+                   help="fail instead of falling back to the CPU for nodes the device lacks")
     r = sub.add_parser("run", parents=[common], help="run an ONNX model or an engine file")
     r.add_argument("model")
     r.add_argument("--device", default="cpu")
@@ -88,8 +90,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
             raise MiniInferError(f"--pin {item!r}: expected OP=PROVIDER")
         pins[op] = prov
     t0 = time.perf_counter()
-    engine = Builder(reg).build_engine(parse_onnx(args.model),
-                                       BuilderConfig(device=args.device, pins=pins))
+    engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
+        device=args.device, pins=pins, strict_device=args.strict_device))
     t1 = time.perf_counter()
     engine.save(args.output)
     size = os.path.getsize(args.output)
@@ -182,6 +184,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from ..registry import _discovery
+
+    previous = _discovery._default  # the CLI's registry is process-wide only while it runs
+    try:
+        return _run(args)
+    finally:
+        reset_plugin_registry(previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         reg = _registry(args)
         if args.command == "plugins":

@@ -66,9 +66,13 @@ class Engine:
 
     def __init__(self, *, name: str, device: Device, inputs: list[str], outputs: list[str],
                  tensors: dict[str, TensorSpec], constants: dict[str, np.ndarray[Any, Any]],
-                 nodes: list[EngineNode], build_info: dict[str, Any]) -> None:
+                 nodes: list[EngineNode], build_info: dict[str, Any],
+                 devices: dict[str, Device] | None = None) -> None:
         self.name = name
         self.device = device
+        #: every device a node runs on (the engine's own, and any fallback)
+        self.devices: Mapping[str, Device] = MappingProxyType(
+            {device.name: device, **(devices or {})})
         self.input_names: tuple[str, ...] = tuple(inputs)
         self.output_names: tuple[str, ...] = tuple(outputs)
         self.tensors: Mapping[str, TensorSpec] = MappingProxyType(dict(tensors))

@@ -1,8 +1,8 @@
 """A schedule: an engine's tensors made concrete for one set of input shapes.
 
-It evaluates every tensor's dimension expressions, sizes each node's workspace and plans the
-arena (activations, scratch outputs and workspaces share it by lifetime). Graph inputs,
-outputs and constants live outside the arena.
+It evaluates every tensor's dimension expressions, sizes each node's workspace and plans one
+arena per device (activations, scratch outputs and workspaces share it by lifetime). Graph
+inputs, outputs, constants and string tensors live outside the arenas.
 """
 
 from __future__ import annotations
@@ -46,30 +46,41 @@ class Schedule:
             self.in_descs.append(ins)
             self.out_descs.append(outs)
             self.workspace.append(adapter.workspace_size(plugin, ins, outs))
-        # lifetimes over node steps
         first: dict[str, int] = {}
         last: dict[str, int] = {}
+        self.home: dict[str, str] = {}
         for step, node in enumerate(engine.nodes):
             for o in node.outputs:
                 first.setdefault(o, step)
                 last[o] = max(last.get(o, step), step)
+                self.home[o] = node.device
             for n in node.inputs:
                 if n:
                     last[n] = step
         planned = [n for n in first if t[n].kind in ("activation", "scratch")]
         # object arrays (strings) cannot live in a byte arena: the context allocates them
-        self.arena_tensors = [n for n in planned if t[n].dtype is not DataType.STRING]
         self.separate_tensors = [n for n in planned if t[n].dtype is DataType.STRING]
-        sizes = [self.nbytes(n, t[n].dtype) for n in self.arena_tensors]
-        lifetimes = [(first[n], last[n]) for n in self.arena_tensors]
+        self.arena_tensors = [n for n in planned if t[n].dtype is not DataType.STRING]
         self.workspace_steps = [s for s, w in enumerate(self.workspace) if w > 0]
-        sizes += [self.workspace[s] for s in self.workspace_steps]
-        lifetimes += [(s, s) for s in self.workspace_steps]
-        self.plan: MemoryPlan = plan_memory(sizes, lifetimes)
-        k = len(self.arena_tensors)
-        self.offsets = dict(zip(self.arena_tensors, self.plan.offsets[:k], strict=True))
-        self.workspace_offsets = dict(zip(self.workspace_steps, self.plan.offsets[k:],
-                                          strict=True))
+        self.offsets: dict[str, int] = {}
+        self.workspace_offsets: dict[int, int] = {}
+        self.plans: dict[str, MemoryPlan] = {}
+        for dev in dict.fromkeys(n.device for n in engine.nodes):
+            names = [n for n in self.arena_tensors if self.home[n] == dev]
+            steps = [s for s in self.workspace_steps if engine.nodes[s].device == dev]
+            sizes = [self.nbytes(n, t[n].dtype) for n in names] + \
+                [self.workspace[s] for s in steps]
+            lifetimes = [(first[n], last[n]) for n in names] + [(s, s) for s in steps]
+            plan = plan_memory(sizes, lifetimes)
+            self.plans[dev] = plan
+            self.offsets.update(zip(names, plan.offsets[: len(names)], strict=True))
+            self.workspace_offsets.update(zip(steps, plan.offsets[len(names):], strict=True))
+
+    @property
+    def plan(self) -> MemoryPlan:
+        """All arenas together (offsets are per device; see ``plans``)."""
+        return MemoryPlan((), sum(p.peak_bytes for p in self.plans.values()),
+                          sum(p.naive_bytes for p in self.plans.values()))
 
     def nbytes(self, name: str, dtype: DataType) -> int:
         n = dtype.itemsize
@@ -78,7 +89,13 @@ class Schedule:
         return n
 
     def memory_summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.plan.to_json())
-        out["workspaces"] = len(self.workspace_steps)
-        out["bindings"] = dict(self.bindings)
+        total = self.plan
+        out: dict[str, Any] = {
+            "planned_peak_bytes": total.peak_bytes, "naive_bytes": total.naive_bytes,
+            "tensors": len(self.arena_tensors),
+            "saving": round(1 - total.peak_bytes / total.naive_bytes, 4)
+            if total.naive_bytes else 0.0,
+            "workspaces": len(self.workspace_steps), "bindings": dict(self.bindings)}
+        if len(self.plans) > 1:
+            out["per_device"] = {d: p.to_json() for d, p in self.plans.items()}
         return out

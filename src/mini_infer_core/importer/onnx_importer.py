@@ -7,8 +7,8 @@ a location that escapes it (``../``, an absolute path, a symlink out) is rejecte
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -198,7 +198,7 @@ class OnnxPlugin(IPluginV2DynamicExt):
                         ) -> list[Any]:
         """For ``data_dependent`` plugins: compute and return the outputs."""
         self.workspace = workspace
-        result = self.compute(*inputs, **self.attrs)  # type: ignore[call-arg]
+        result = self.compute(*inputs, **self.attrs)  # type: ignore[func-returns-value]
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
     # -- serialization --------------------------------------------------------------------

@@ -103,7 +103,8 @@ def _numpy_dtype(t: DataType) -> np.dtype[np.generic]:
     if name.startswith("ml_dtypes."):
         import ml_dtypes
 
-        return np.dtype(getattr(ml_dtypes, name.removeprefix("ml_dtypes.")))
+        narrow: np.dtype[np.generic] = np.dtype(getattr(ml_dtypes, name.removeprefix("ml_dtypes.")))
+        return narrow
     return np.dtype(name)
 
 

@@ -25,15 +25,17 @@ __all__ = ["run_dynamic"]
 log = logging.getLogger("mini_infer.lifecycle")
 
 
-def run_dynamic(engine: Engine, plugins: list[IPluginV2], device: Device, stream: Stream,
-                constants: Mapping[str, Any], inputs: Mapping[str, Any],
-                bindings: dict[str, int], configured: dict[int, Any], debug: int
-                ) -> dict[str, Any]:
-    values: dict[str, Any] = dict(constants)
-    values.update(inputs)
+def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, Device],
+                streams: Mapping[str, Stream], constants: Mapping[str, Mapping[str, Any]],
+                inputs: Mapping[str, Any], bindings: dict[str, int],
+                configured: dict[int, Any], debug: int) -> tuple[dict[str, Any], dict[str, str]]:
+    values: dict[str, Any] = dict(inputs)
+    home = {n: engine.device.name for n in inputs}
     tensors = engine.tensors
     for step, (node, plugin) in enumerate(zip(engine.nodes, plugins, strict=True)):
-        ins = [values[n] if n else None for n in node.inputs]
+        device, stream = devices[node.device], streams[node.device]
+        local = constants[node.device]
+        ins = [(local[n] if n in local else values[n]) if n else None for n in node.inputs]
         if debug >= 2:
             log.debug("enqueue   %s in=%s", node.describe(),
                       [getattr(x, "shape", None) for x in ins])
@@ -75,8 +77,10 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], device: Device, stream
                                  ) from exc
         for o, arr in zip(node.outputs, outs, strict=False):
             values[o] = arr
-    stream.synchronize()
-    return values
+            home[o] = node.device
+    for stream in streams.values():
+        stream.synchronize()
+    return values, home
 
 
 def _bind(dims: Any, shape: tuple[int, ...], bindings: dict[str, int]) -> None:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine.schedule import Schedule
-from ._dynamic import run_dynamic
 from ..errors import ExecutionError, InputError, MiniInferError
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
+from ._dynamic import run_dynamic
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -50,18 +50,28 @@ class ExecutionContext:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.device = engine.device
-        ok, reason = self.device.availability()
-        if not ok:
-            raise MiniInferError(
-                f"engine {engine.name!r} was built for device {self.device.name!r}, which is "
-                f"unavailable here: {reason}")
-        self.stream = self.device.create_stream()
+        self.devices = dict(engine.devices)
+        for dev in self.devices.values():
+            ok, reason = dev.availability()
+            if not ok:
+                raise MiniInferError(
+                    f"engine {engine.name!r} runs nodes on device {dev.name!r}, which is "
+                    f"unavailable here: {reason}. The engine can be inspected here; run it "
+                    "on a machine with that device")
+        self.streams = {name: dev.create_stream() for name, dev in self.devices.items()}
+        self.stream = self.streams[self.device.name]
         self._lock = threading.Lock()
         self.plugins: list[IPluginV2] = []
         for node in engine.nodes:
             self.plugins.append(node.plugin.clone())
             log.debug("construct %s (clone for context)", node.describe())
-        self._constants = {n: self.device.to_device(a) for n, a in engine.constants.items()}
+        # constants live on every device that reads them
+        self._constants: dict[str, dict[str, Any]] = {d: {} for d in self.devices}
+        for node in engine.nodes:
+            for n in node.inputs:
+                if n in engine.constants and n not in self._constants[node.device]:
+                    self._constants[node.device][n] = \
+                        self.devices[node.device].to_device(engine.constants[n])
         self._schedule: Schedule | None = None
         self._signature: tuple[tuple[int, ...], ...] | None = None
         self._initialized = False
@@ -127,31 +137,40 @@ class ExecutionContext:
                 plugin.initialize()
                 log.debug("initialize %s", self.engine.nodes[step].describe())
             self._initialized = True
-        arena = self.device.allocate(max(sched.plan.peak_bytes, 1))
-        views: dict[str, Any] = dict(self._constants)
         tensors = self.engine.tensors
+        arenas = {d: self.devices[d].allocate(max(p.peak_bytes, 1))
+                  for d, p in sched.plans.items()}
+        views: dict[str, dict[str, Any]] = {d: dict(c) for d, c in self._constants.items()}
         for name, off in sched.offsets.items():
-            views[name] = self.device.view(arena, off, tensors[name].dtype.numpy,
-                                           sched.shapes[name])
+            dev = sched.home[name]
+            arr = self.devices[dev].view(arenas[dev], off, tensors[name].dtype.numpy,
+                                         sched.shapes[name])
+            for d in views:  # a tensor is read on its home device (copies make it so)
+                views[d][name] = arr
         for name in sched.separate_tensors:
-            views[name] = self.device.empty(sched.shapes[name], tensors[name].dtype.numpy)
-        self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any]] = []
+            arr = self.devices[sched.home[name]].empty(sched.shapes[name],
+                                                       tensors[name].dtype.numpy)
+            for d in views:
+                views[d][name] = arr
+        self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any, Any]] = []
         self._patches: list[tuple[str, list[Any], int]] = []
         io = set(self.engine.input_names) | {
             n for n in self.engine.output_names if tensors[n].kind == "output"}
         for step, (node, plugin) in enumerate(zip(self.engine.nodes, self.plugins, strict=True)):
-            ins = [views.get(n) if n else None for n in node.inputs]
-            outs = [views.get(o) for o in node.outputs]
+            local = views[node.device]
+            ins = [local.get(n) if n else None for n in node.inputs]
+            outs = [local.get(o) for o in node.outputs]
             for lst, names in ((ins, node.inputs), (outs, node.outputs)):
                 for k, n in enumerate(names):
                     if n in io:
                         self._patches.append((n, lst, k))
             ws = None
             if step in sched.workspace_offsets:
-                ws = self.device.view(arena, sched.workspace_offsets[step], np.dtype(np.uint8),
-                                      (sched.workspace[step],))
-            self._steps.append((plugin, ins, outs, ws))
-        self._arena = arena
+                ws = self.devices[node.device].view(
+                    arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
+                    (sched.workspace[step],))
+            self._steps.append((plugin, ins, outs, ws, self.streams[node.device]))
+        self._arenas = arenas
         self._schedule = sched
 
     @property
@@ -178,32 +197,38 @@ class ExecutionContext:
             tensors = self.engine.tensors
             for n in self.engine.output_names:
                 if tensors[n].kind == "output":
-                    bound[n] = self.device.empty(sched.shapes[n], tensors[n].dtype.numpy)
+                    dev = self.devices[sched.home[n]]
+                    bound[n] = dev.empty(sched.shapes[n], tensors[n].dtype.numpy)
             for name, lst, k in self._patches:
                 lst[k] = bound[name]
             nodes = self.engine.nodes
-            for step, (plugin, ins, outs, ws) in enumerate(self._steps):
+            for step, (plugin, ins, outs, ws, stream) in enumerate(self._steps):
                 if self._debug >= 2:
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in ins])
                 try:
-                    plugin.enqueue(ins, outs, ws, self.stream)
+                    plugin.enqueue(ins, outs, ws, stream)
                 except MiniInferError:
                     raise
                 except Exception as exc:
                     raise ExecutionError(
                         f"{nodes[step].describe()} failed: {type(exc).__name__}: {exc}"
                     ) from exc
-            self.stream.synchronize()
-            result: dict[str, np.ndarray[Any, Any]] = {}
-            for n in self.engine.output_names:
-                if n in bound:
-                    result[n] = self.device.to_host(bound[n])
-                else:  # an output that is a constant or a graph input
-                    src = self._constants.get(n)
-                    result[n] = np.array(self.device.to_host(src if src is not None
-                                                             else bound[n]))
-            return result
+            for stream in self.streams.values():
+                stream.synchronize()
+            return self._results(bound, sched.home)
+
+    def _results(self, values: Mapping[str, Any], home: Mapping[str, str]
+                 ) -> dict[str, np.ndarray[Any, Any]]:
+        result: dict[str, np.ndarray[Any, Any]] = {}
+        for n in self.engine.output_names:
+            if n in self.engine.constants:
+                result[n] = np.array(self.engine.constants[n])
+            elif n in self.engine.input_names:
+                result[n] = np.array(self.device.to_host(values[n]))
+            else:
+                result[n] = self.devices[home.get(n, self.device.name)].to_host(values[n])
+        return result
 
     def _execute_dynamic(self, feeds: Mapping[str, Any], bindings: dict[str, int]
                          ) -> dict[str, np.ndarray[Any, Any]]:
@@ -214,9 +239,10 @@ class ExecutionContext:
             self._initialized = True
         inputs = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
                   for n in self.engine.input_names}
-        values = run_dynamic(self.engine, self.plugins, self.device, self.stream,
-                             self._constants, inputs, bindings, self._configured, self._debug)
-        return {n: np.array(self.device.to_host(values[n])) for n in self.engine.output_names}
+        values, home = run_dynamic(self.engine, self.plugins, self.devices, self.streams,
+                                   self._constants, inputs, bindings, self._configured,
+                                   self._debug)
+        return self._results(values, home)
 
     def close(self) -> None:
         if self._closed:

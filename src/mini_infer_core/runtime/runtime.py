@@ -6,10 +6,11 @@ import logging
 import os
 from typing import Any
 
+from ..engine.copy import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
 from ..errors import DeviceError, EngineFormatError, MiniInferError, PluginNotFoundError
-from ..plugin import DataType, DimExpr, DimsExprs
+from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
 from ..registry import PluginRegistry, get_plugin_registry
 
 __all__ = ["Runtime", "load_engine"]
@@ -47,7 +48,7 @@ class Runtime:
         for nd in h["nodes"]:
             p = nd["plugin"]
             key = (p["name"], p["version"], p["namespace"])
-            if self.registry.get_creator(*key) is None:
+            if p["namespace"] != CORE_NAMESPACE and self.registry.get_creator(*key) is None:
                 missing.setdefault(key, (p, []))[1].append(f"{nd['name']} ({nd['op_type']})")
         if missing:
             lines = []
@@ -66,11 +67,16 @@ class Runtime:
             raise PluginNotFoundError(
                 f"{ef.label}: cannot load the engine: {len(missing)} plugin creator(s) are not "
                 "registered:\n" + "\n".join(lines) + f"\n{todo}")
-        device = self.registry.get_device(h["device"])
-        if device is None:
-            raise DeviceError(
-                f"{ef.label}: the engine targets device {h['device']!r}, which no installed "
-                f"plugin distribution provides (known: {self.registry.device_names()})")
+        devices = {}
+        for name in dict.fromkeys([h["device"], *(nd["device"] for nd in h["nodes"])]):
+            dev = self.registry.get_device(name)
+            if dev is None:
+                raise DeviceError(
+                    f"{ef.label}: the engine runs nodes on device {name!r}, which no installed "
+                    f"plugin distribution provides (known: {self.registry.device_names()}); "
+                    "install the plugin distribution that provides it")
+            devices[name] = dev
+        device = devices[h["device"]]
         constants = {c["name"]: ef.array(c) for c in h["constants"]}
         tensors = {
             n: TensorSpec(n, DataType[t["dtype"]],
@@ -79,9 +85,15 @@ class Runtime:
         nodes = []
         for nd in h["nodes"]:
             p = nd["plugin"]
+            data = bytes(ef.blob(int(p["offset"]), int(p["nbytes"])))
+            if p["namespace"] == CORE_NAMESPACE:
+                plugin = deserialize_builtin(p["name"], p["version"], data)
+                if isinstance(plugin, CopyPlugin):
+                    plugin.bind(devices)
+                nodes.append(self._node(nd, p, plugin))
+                continue
             rec = self.registry.get_creator(p["name"], p["version"], p["namespace"])
             assert rec is not None
-            data = bytes(ef.blob(int(p["offset"]), int(p["nbytes"])))
             try:
                 plugin = rec.creator.deserialize_plugin(nd["name"], data)
             except MiniInferError as exc:
@@ -92,17 +104,21 @@ class Runtime:
                     f"from {rec.provider} failed to deserialize: {type(exc).__name__}: {exc}"
                 ) from exc
             plugin.plugin_namespace = p["namespace"]
-            enode = EngineNode(nd["name"], nd["op_type"], nd["domain"], int(nd["opset"]),
-                              nd["device"], plugin, p["name"], p["version"], p["namespace"],
-                              p.get("distribution"), p.get("distribution_version"),
-                              tuple(nd["inputs"]), tuple(nd["outputs"]))
-            log.debug("construct %s (deserialized)", enode.describe())
-            nodes.append(enode)
+            nodes.append(self._node(nd, p, plugin))
         info = dict(h.get("build_info", {}))
         info["loaded_from"] = ef.label
         return Engine(name=h["name"], device=device, inputs=list(h["inputs"]),
                       outputs=list(h["outputs"]), tensors=tensors, constants=constants,
-                      nodes=nodes, build_info=info)
+                      nodes=nodes, build_info=info, devices=devices)
+
+    @staticmethod
+    def _node(nd: dict[str, Any], p: dict[str, Any], plugin: IPluginV2) -> EngineNode:
+        enode = EngineNode(nd["name"], nd["op_type"], nd["domain"], int(nd["opset"]),
+                           nd["device"], plugin, p["name"], p["version"], p["namespace"],
+                           p.get("distribution"), p.get("distribution_version"),
+                           tuple(nd["inputs"]), tuple(nd["outputs"]))
+        log.debug("construct %s (deserialized)", enode.describe())
+        return enode
 
 
 def load_engine(path: str | os.PathLike[str], registry: PluginRegistry | None = None) -> Engine:

@@ -1,0 +1,78 @@
+"""The copy step between devices, inserted by the builder where a node runs on another
+device than the producer of its input (CPU fallback of a CUDA engine, for example).
+
+It is core machinery, not an operator kernel: namespace ``mini_infer.core``, rebuilt by the
+runtime without the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import EngineFormatError
+from ..plugin import (
+    Device,
+    DimsExprs,
+    ExprBuilder,
+    IPluginV2,
+    IPluginV2DynamicExt,
+    decode_fields,
+    encode_fields,
+    fields_from_values,
+)
+
+__all__ = ["CORE_NAMESPACE", "CopyPlugin", "deserialize_builtin"]
+
+CORE_NAMESPACE = "mini_infer.core"
+
+
+class CopyPlugin(IPluginV2DynamicExt):
+    plugin_type = "Copy"
+    plugin_version = "1"
+    plugin_namespace = CORE_NAMESPACE
+
+    def __init__(self, src: str, dst: str) -> None:
+        self.src_name, self.dst_name = src, dst
+        self.src: Device | None = None
+        self.dst: Device | None = None
+
+    def bind(self, devices: dict[str, Device]) -> None:
+        self.src, self.dst = devices[self.src_name], devices[self.dst_name]
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
+                              expr_builder: ExprBuilder) -> DimsExprs:
+        return DimsExprs(list(inputs[0]))
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
+                                    num_inputs: int) -> bool:
+        return True
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        assert self.src is not None and self.dst is not None, "devices not bound"
+        host = self.src.to_host(inputs[0])
+        self.dst.copy(outputs[0], self.dst.to_device(host), stream)
+
+    def serialize(self) -> bytes:
+        return encode_fields(fields_from_values({"src": self.src_name, "dst": self.dst_name}))
+
+    def clone(self) -> IPluginV2:
+        twin = CopyPlugin(self.src_name, self.dst_name)
+        twin.src, twin.dst = self.src, self.dst
+        return twin
+
+    def __repr__(self) -> str:
+        return f"CopyPlugin({self.src_name} -> {self.dst_name})"
+
+
+def deserialize_builtin(name: str, version: str, data: bytes) -> IPluginV2:
+    if name == "Copy" and version == "1":
+        values = decode_fields(data).values_dict()
+        return CopyPlugin(str(values["src"]), str(values["dst"]))
+    raise EngineFormatError(f"unknown core plugin {name!r} version {version!r}; the engine was "
+                            "built by a newer mini-infer-core")
