@@ -152,3 +152,80 @@ def test_a_missing_copy_would_be_caught_by_the_fake_device() -> None:
     dev = FakeGpu()
     with pytest.raises(TypeError, match="mixed"):
         np.add(dev.to_device(np.ones(3)), np.ones(3))
+
+
+class HalfAdd(BroadcastPlugin):
+    """A fakegpu Add that also runs in HALF when the builder asks for fp16."""
+
+    op_type = "Add"
+
+    def compute(self, a: Any, b: Any, *, out: Any) -> None:
+        _check_device(a, b, out)
+        seen_dtypes.add(str(np.asarray(out).dtype))
+        np.add(a, b, out=out)
+
+
+seen_dtypes: set[str] = set()
+
+
+def test_fp16_build_casts_at_the_boundaries_and_stays_close() -> None:
+    reg = discover()
+    reg.register_device(FakeGpu())
+    reg.register_creator(OnnxPluginCreator(GpuRelu, namespace="fakegpu", devices=("fakegpu",)))
+    reg.register_creator(OnnxPluginCreator(HalfAdd, namespace="fakegpu", devices=("fakegpu",)))
+    config = mi.BuilderConfig(device="fakegpu", fp16=True)
+    engine = mi.Builder(reg).build_engine(mi.parse_onnx(_model()), config)
+    assert engine.build_info["fp16_nodes"] == 3  # relu, add, residual; conv fell back
+    casts = [n for n in engine.nodes if n.op_type == "Cast"]
+    assert casts, "fp16 nodes need Cast steps at their boundaries"
+    assert engine.tensors["y"].dtype.name == "FLOAT"  # the graph output keeps its type
+    x = np.random.default_rng(3).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    seen_dtypes.clear()
+    ours = mi.InferenceSession(engine).run(None, {"x": x})[0]
+    assert ours.dtype == np.float32 and "float16" in seen_dtypes
+    ref = ort_run(_model(), {"x": x})[0]
+    np.testing.assert_allclose(ours, ref, rtol=2e-2, atol=2e-2)
+    assert np.abs(ours - ref).max() > 0  # it really ran in reduced precision
+
+
+class GraphGpu(FakeGpu):
+    """Records a run as a replayable 'graph' the way CUDA graphs do: capture queues, launch
+    runs."""
+
+    captures = 0
+    launches = 0
+
+    def supports_graphs(self) -> bool:
+        return True
+
+    def capture_graph(self, fn: Any, stream: Stream) -> Any:
+        GraphGpu.captures += 1
+        return fn
+
+    def launch_graph(self, graph: Any, stream: Stream) -> None:
+        GraphGpu.launches += 1
+        graph()
+
+
+def test_graph_capture_replays_while_shapes_repeat() -> None:
+    reg = discover()
+    reg.register_device(GraphGpu())
+    for cls in (GpuRelu, GpuAdd):
+        reg.register_creator(OnnxPluginCreator(cls, namespace="fakegpu", devices=("fakegpu",)))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
+    model = make_model([helper.make_node("Relu", ["x"], ["r"]),
+                        helper.make_node("Add", ["r", "x"], ["y"])], [x], [y])
+    ctx = mi.load(model, device="fakegpu", registry=reg).create_execution_context()
+    assert ctx.enable_graphs()
+    GraphGpu.captures = GraphGpu.launches = 0
+    rng = np.random.default_rng(0)
+    for n in (2, 2, 2, 3, 3):
+        xv = rng.standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(ctx.execute({"x": xv})["y"], np.maximum(xv, 0) + xv)
+    assert (GraphGpu.captures, GraphGpu.launches) == (2, 5)
+
+
+def test_graphs_are_refused_where_the_device_cannot() -> None:
+    ctx = mi.load(_model()).create_execution_context()
+    assert ctx.enable_graphs() is False

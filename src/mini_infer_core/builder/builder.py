@@ -25,6 +25,7 @@ from ..registry import PluginRegistry, get_plugin_registry
 from ._values import constant_values, output_values
 from .folding import fold_node
 from .placement import insert_copies
+from .precision import Precision
 from .selection import Selector
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
@@ -69,6 +70,8 @@ class BuilderConfig:
     fallback_device: str | None = "cpu"
     #: forbid any fallback: every node must run on ``device``
     strict_device: bool = False
+    #: run nodes on ``device`` in HALF where their plugins accept it, casting at boundaries
+    fp16: bool = False
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -136,6 +139,7 @@ class Builder:
 
         nodes: list[EngineNode] = []
         folded = 0
+        precision = Precision(config.fp16, device.name, dims, types, constants)
         for node, (rec, node_device) in zip(network.nodes, selected, strict=True):
             where = (f"node {node.name!r} ({node.qualified_op}, plugin "
                      f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
@@ -191,19 +195,31 @@ class Builder:
                 folded += 1
                 plugin.destroy()
                 continue
+            half = precision.wants_half(plugin, node_device, in_types, out_types)
+            node_inputs, casts = precision.resolve_inputs(node.inputs, half, node_device)
+            nodes.extend(casts)
+            if half:
+                h_dims = [dims[n] if n else None for n in node_inputs]
+                h_types = [types[n] if n else None for n in node_inputs]
+                out_dims, out_types = adapter.infer_outputs(plugin, h_dims, h_types, where)
+                adapter.check_formats(plugin, h_types, out_types, where)
+                outs = precision.rename_outputs(outs)
+                for o, od, ot in zip(outs, out_dims, out_types, strict=True):
+                    dims[o], types[o] = od, ot
             adapter.configure_build(
-                plugin, [(dims[n], types[n]) if n else None for n in node.inputs],
+                plugin, [(dims[n], types[n]) if n else None for n in node_inputs],
                 [(dims[o], types[o]) for o in outs])
             log.debug("configure %s", where)
             nodes.append(EngineNode(
                 node.name, node.op_type, node.domain, node.opset, node_device, plugin,
                 rec.creator.name, rec.creator.plugin_version, rec.creator.plugin_namespace,
-                rec.distribution, rec.distribution_version, tuple(node.inputs), tuple(outs)))
+                rec.distribution, rec.distribution_version, tuple(node_inputs), tuple(outs)))
 
         output_names = [t.name for t in network.outputs]
         for o in output_names:
             if o not in dims:
                 raise BuildError(f"graph output {o!r} is not produced by any node")
+        nodes.extend(precision.finish(output_names, device.name))
         nodes, used = _prune(nodes, output_names)
         nodes = insert_copies(nodes, device.name, input_names, constants, dims, types, devices)
         used |= {o for nd in nodes for o in nd.outputs}
@@ -233,6 +249,7 @@ class Builder:
             "placement": {d: sum(1 for nd in nodes if nd.device == d and nd.op_type != "Copy")
                           for d in devices},
             "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
+            "fp16_nodes": precision.half_nodes,
         }
         engine = Engine(name=network.name, device=device, inputs=input_names,
                         outputs=output_names, tensors=tensors, constants=kept_consts,

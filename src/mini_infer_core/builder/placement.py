@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from .. import __version__
-from ..engine.copy import CORE_NAMESPACE, CopyPlugin
+from ..engine.builtins import CORE_NAMESPACE, CopyPlugin
 from ..engine.engine import EngineNode
 from ..plugin import DataType, Device, DimsExprs
 

@@ -8,6 +8,7 @@ module (NumPy for ``cpu``, CuPy for ``cuda``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,28 @@ class Device(ABC):
 
     def create_stream(self) -> Stream:
         return Stream()
+
+    # -- graphs (CUDA graphs): record a whole run once, replay it cheaply ------------------
+    def supports_graphs(self) -> bool:
+        return False
+
+    def capture_graph(self, fn: Callable[[], None], stream: Stream) -> Any:
+        """Record the work ``fn`` queues on ``stream`` without running it; returns a graph."""
+        self.begin_capture(stream)
+        try:
+            fn()
+        finally:
+            graph = self.end_capture(stream)
+        return graph
+
+    def begin_capture(self, stream: Stream) -> None:
+        raise NotImplementedError(f"device {self.name!r} cannot capture graphs")
+
+    def end_capture(self, stream: Stream) -> Any:
+        raise NotImplementedError(f"device {self.name!r} cannot capture graphs")
+
+    def launch_graph(self, graph: Any, stream: Stream) -> None:
+        raise NotImplementedError(f"device {self.name!r} cannot launch graphs")
 
     def synchronize(self) -> None:
         """Wait for all work on the device."""

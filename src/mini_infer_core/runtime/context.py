@@ -79,6 +79,25 @@ class ExecutionContext:
         self._debug = _debug_level()
         self._dynamic = any(getattr(p, "data_dependent", False) for p in self.plugins)
         self._configured: dict[int, Any] = {}
+        self._use_graphs = False
+        self._graph: Any = None
+        self._io: dict[str, Any] = {}
+
+    # -- graphs ---------------------------------------------------------------------------
+    @property
+    def graphs_possible(self) -> bool:
+        """One device that can capture graphs, and no data-dependent shapes."""
+        return (len(self.devices) == 1 and not self._dynamic
+                and self.device.supports_graphs())
+
+    def enable_graphs(self, enabled: bool = True) -> bool:
+        """Capture the whole run as a device graph and replay it while input shapes repeat
+        (CUDA graphs). Returns whether graphs are in use (False where the engine or device
+        cannot). Inputs and outputs then go through buffers owned by the context."""
+        self._use_graphs = bool(enabled) and self.graphs_possible
+        self._graph = None
+        self._signature = None
+        return self._use_graphs
 
     # -- inputs ---------------------------------------------------------------------------
     def _bind(self, feeds: Mapping[str, Any]) -> dict[str, int]:
@@ -190,8 +209,11 @@ class ExecutionContext:
             if signature != self._signature:
                 self._prepare(bindings)
                 self._signature = signature
+                self._graph = None
             sched = self._schedule
             assert sched is not None
+            if self._use_graphs:
+                return self._execute_graph(feeds, sched)
             bound: dict[str, Any] = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
                                      for n in self.engine.input_names}
             tensors = self.engine.tensors
@@ -201,22 +223,47 @@ class ExecutionContext:
                     bound[n] = dev.empty(sched.shapes[n], tensors[n].dtype.numpy)
             for name, lst, k in self._patches:
                 lst[k] = bound[name]
-            nodes = self.engine.nodes
-            for step, (plugin, ins, outs, ws, stream) in enumerate(self._steps):
-                if self._debug >= 2:
-                    log.debug("enqueue   %s in=%s", nodes[step].describe(),
-                              [getattr(x, "shape", None) for x in ins])
-                try:
-                    plugin.enqueue(ins, outs, ws, stream)
-                except MiniInferError:
-                    raise
-                except Exception as exc:
-                    raise ExecutionError(
-                        f"{nodes[step].describe()} failed: {type(exc).__name__}: {exc}"
-                    ) from exc
+            self._enqueue_all()
+            return self._results(bound, sched.home)
+
+    def _execute_graph(self, feeds: Mapping[str, Any], sched: Schedule
+                       ) -> dict[str, np.ndarray[Any, Any]]:
+        tensors = self.engine.tensors
+        if self._graph is None:  # new shapes: fixed IO buffers, then capture
+            self._io = {n: self.device.empty(sched.shapes[n], tensors[n].dtype.numpy)
+                        for n in (*self.engine.input_names, *self.engine.output_names)
+                        if n in self.engine.input_names or tensors[n].kind == "output"}
+            for name, lst, k in self._patches:
+                lst[k] = self._io[name]
+        for n in self.engine.input_names:
+            self.device.copy(self._io[n], self.device.to_device(np.asarray(feeds[n], order="C")),
+                             self.stream)
+        if self._graph is None:
+            self._graph = self.device.capture_graph(self._enqueue_all_async, self.stream)
+            log.debug("captured a graph of %d steps", len(self._steps))
+        self.device.launch_graph(self._graph, self.stream)
+        self.stream.synchronize()
+        return self._results(self._io, sched.home)
+
+    def _enqueue_all_async(self) -> None:
+        self._enqueue_all(sync=False)
+
+    def _enqueue_all(self, sync: bool = True) -> None:
+        nodes = self.engine.nodes
+        for step, (plugin, ins, outs, ws, stream) in enumerate(self._steps):
+            if self._debug >= 2:
+                log.debug("enqueue   %s in=%s", nodes[step].describe(),
+                          [getattr(x, "shape", None) for x in ins])
+            try:
+                plugin.enqueue(ins, outs, ws, stream)
+            except MiniInferError:
+                raise
+            except Exception as exc:
+                raise ExecutionError(
+                    f"{nodes[step].describe()} failed: {type(exc).__name__}: {exc}") from exc
+        if sync:
             for stream in self.streams.values():
                 stream.synchronize()
-            return self._results(bound, sched.home)
 
     def _results(self, values: Mapping[str, Any], home: Mapping[str, str]
                  ) -> dict[str, np.ndarray[Any, Any]]:

@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Any
 
-from ..engine.copy import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
+from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
 from ..errors import DeviceError, EngineFormatError, MiniInferError, PluginNotFoundError

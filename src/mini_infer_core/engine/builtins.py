@@ -1,8 +1,9 @@
-"""The copy step between devices, inserted by the builder where a node runs on another
-device than the producer of its input (CPU fallback of a CUDA engine, for example).
+"""Steps the builder inserts itself, rebuilt by the runtime without the registry
+(namespace ``mini_infer.core``; core machinery, not operator kernels):
 
-It is core machinery, not an operator kernel: namespace ``mini_infer.core``, rebuilt by the
-runtime without the registry.
+- ``Copy``: between devices, where a node runs on another device than the producer of its
+  input (CPU fallback of a CUDA engine, for example);
+- ``Cast``: between FLOAT and HALF at the boundaries of nodes that run in fp16.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..errors import EngineFormatError
 from ..plugin import (
+    DataType,
     Device,
     DimsExprs,
     ExprBuilder,
@@ -22,7 +24,7 @@ from ..plugin import (
     fields_from_values,
 )
 
-__all__ = ["CORE_NAMESPACE", "CopyPlugin", "deserialize_builtin"]
+__all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "deserialize_builtin"]
 
 CORE_NAMESPACE = "mini_infer.core"
 
@@ -70,9 +72,50 @@ class CopyPlugin(IPluginV2DynamicExt):
         return f"CopyPlugin({self.src_name} -> {self.dst_name})"
 
 
+class CastPlugin(IPluginV2DynamicExt):
+    """Element-type conversion (FLOAT <-> HALF) on whatever device holds the tensor."""
+
+    plugin_type = "Cast"
+    plugin_version = "1"
+    plugin_namespace = CORE_NAMESPACE
+
+    def __init__(self, to: DataType) -> None:
+        self.to = to
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
+                              expr_builder: ExprBuilder) -> DimsExprs:
+        return DimsExprs(list(inputs[0]))
+
+    def get_output_data_type(self, index: int, input_types: Sequence[DataType]) -> DataType:
+        return self.to
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
+                                    num_inputs: int) -> bool:
+        return True
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        outputs[0][...] = inputs[0]  # works for NumPy and CuPy arrays alike
+
+    def serialize(self) -> bytes:
+        return encode_fields(fields_from_values({"to": self.to.name}))
+
+    def clone(self) -> IPluginV2:
+        return CastPlugin(self.to)
+
+    def __repr__(self) -> str:
+        return f"CastPlugin(to {self.to.name})"
+
+
 def deserialize_builtin(name: str, version: str, data: bytes) -> IPluginV2:
+    values = decode_fields(data).values_dict()
     if name == "Copy" and version == "1":
-        values = decode_fields(data).values_dict()
         return CopyPlugin(str(values["src"]), str(values["dst"]))
+    if name == "Cast" and version == "1":
+        return CastPlugin(DataType[str(values["to"])])
     raise EngineFormatError(f"unknown core plugin {name!r} version {version!r}; the engine was "
                             "built by a newer mini-infer-core")
