@@ -24,6 +24,7 @@ from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 from ._values import constant_values, output_values
 from .folding import fold_node
+from .fusion import Fuser
 from .placement import insert_copies
 from .precision import Precision
 from .selection import Selector
@@ -72,6 +73,8 @@ class BuilderConfig:
     strict_device: bool = False
     #: run nodes on ``device`` in HALF where their plugins accept it, casting at boundaries
     fp16: bool = False
+    #: let plugins absorb the nodes that consume their outputs (see builder/fusion.py)
+    fuse: bool = True
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -140,7 +143,11 @@ class Builder:
         nodes: list[EngineNode] = []
         folded = 0
         precision = Precision(config.fp16, device.name, dims, types, constants)
-        for node, (rec, node_device) in zip(network.nodes, selected, strict=True):
+        fuser = Fuser(network, [d for _, d in selected], config.fuse, constants, dims, types)
+        for index, (node, (rec, node_device)) in enumerate(zip(network.nodes, selected,
+                                                               strict=True)):
+            if index in fuser.skipped:
+                continue
             where = (f"node {node.name!r} ({node.qualified_op}, plugin "
                      f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
                      f"{'' if node_device == device.name else ', fallback to ' + node_device})")
@@ -195,8 +202,11 @@ class Builder:
                 folded += 1
                 plugin.destroy()
                 continue
+            fused_inputs, outs = fuser.absorb(plugin, index, list(node.inputs), outs)
+            if fused_inputs != list(node.inputs):
+                in_types = [types[n] if n else None for n in fused_inputs]
             half = precision.wants_half(plugin, node_device, in_types, out_types)
-            node_inputs, casts = precision.resolve_inputs(node.inputs, half, node_device)
+            node_inputs, casts = precision.resolve_inputs(fused_inputs, half, node_device)
             nodes.extend(casts)
             if half:
                 h_dims = [dims[n] if n else None for n in node_inputs]
@@ -244,12 +254,14 @@ class Builder:
         info: dict[str, Any] = {
             "source": network.source, "opsets": dict(network.opsets),
             "nodes_imported": len(network.nodes), "nodes_folded": folded,
-            "nodes_pruned": len(network.nodes) - folded - len(nodes),
+            "nodes_pruned": len(network.nodes) - folded - len(fuser.skipped) - sum(
+                1 for nd in nodes if nd.domain != "mini_infer.core"),
             "device_available": ok, "device_reason": reason,
             "placement": {d: sum(1 for nd in nodes if nd.device == d and nd.op_type != "Copy")
                           for d in devices},
             "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
             "fp16_nodes": precision.half_nodes,
+            "fused": list(fuser.fused),
         }
         engine = Engine(name=network.name, device=device, inputs=input_names,
                         outputs=output_names, tensors=tensors, constants=kept_consts,

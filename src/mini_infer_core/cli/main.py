@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="use this namespace or distribution for operator OP")
     b.add_argument("--strict-device", action="store_true",
                    help="fail instead of falling back to the CPU for nodes the device lacks")
+    b.add_argument("--fp16", action="store_true",
+                   help="run nodes in half precision where the device's plugins accept it")
     r = sub.add_parser("run", parents=[common], help="run an ONNX model or an engine file")
     r.add_argument("model")
     r.add_argument("--device", default="cpu")
@@ -91,7 +93,7 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
         pins[op] = prov
     t0 = time.perf_counter()
     engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
-        device=args.device, pins=pins, strict_device=args.strict_device))
+        device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16))
     t1 = time.perf_counter()
     engine.save(args.output)
     size = os.path.getsize(args.output)

@@ -18,6 +18,7 @@ from ._fields import (
     encode_fields,
     fields_from_values,
 )
+from ._fusion import Fusion
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._lazy import LazyPluginCreator
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
@@ -32,6 +33,7 @@ __all__ = [
     "DimsExprs",
     "DynamicPluginTensorDesc",
     "ExprBuilder",
+    "Fusion",
     "IPluginCreator",
     "IPluginV2",
     "IPluginV2DynamicExt",

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ._dims import DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import PluginFieldCollection, decode_fields, encode_fields, fields_from_values
+from ._fusion import Fusion
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
@@ -105,6 +106,8 @@ class OnnxPlugin(IPluginV2DynamicExt):
     #: dimensions, and ``compute(*inputs, **attributes)`` is called WITHOUT ``out`` and returns
     #: the output array (a tuple of arrays for several outputs).
     data_dependent: ClassVar[bool] = False
+    #: operators this plugin can absorb when they consume its output (see ``fuse``)
+    fusable: ClassVar[frozenset[str]] = frozenset()
     #: ONNX opset range this kernel implements (max None: up to the newest)
     min_opset: ClassVar[int] = 1
     max_opset: ClassVar[int | None] = None
@@ -161,6 +164,14 @@ class OnnxPlugin(IPluginV2DynamicExt):
         ``inputs[i].values``. Return None (or None per output) when unknown. Values that are
         all constants let the builder fold the node without running it.
         """
+        return None
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             position: int, own_constants: Sequence[Any]) -> Fusion | None:
+        """Absorb the consumer (an ``op_type`` in ``fusable``) of this plugin's output, or
+        return None. ``consumer_constants``/``own_constants`` hold the constant inputs' values
+        (None for runtime inputs); ``position`` is where this output enters the consumer.
+        Record the fusion in ``self.attrs`` so it survives serialization."""
         return None
 
     def dynamic_dim(self, label: str) -> DimExpr:
