@@ -61,6 +61,18 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     r.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
                    help="concrete shape for a dynamic input when inputs are random")
+    bn = sub.add_parser("bench", parents=[common], help="time a model or engine (trtexec-style)")
+    bn.add_argument("model")
+    bn.add_argument("--device", default="cpu")
+    bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
+                    help="also time onnxruntime or reference (onnx ReferenceEvaluator)")
+    bn.add_argument("--warmup", type=int, default=3)
+    bn.add_argument("--iterations", type=int, default=20)
+    bn.add_argument("--threads", type=int, default=None,
+                    help="BLAS/native threads (default: all cores)")
+    bn.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    bn.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..")
+    bn.add_argument("--seed", type=int, default=0)
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
@@ -163,6 +175,16 @@ def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any
     return data
 
 
+def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from .bench import bench, bench_text
+
+    result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
+                   warmup=args.warmup, iterations=args.iterations, compare=args.compare,
+                   threads=args.threads)
+    result["text"] = bench_text(result)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not args.verbose:
@@ -209,7 +231,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(_report.plugins_text(reg))
             return 0
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
-        handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect}[args.command]
+        handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
+                   "bench": _cmd_bench}[args.command]
         result = handler(args, reg)
         if args.json:
             result.pop("text", None)

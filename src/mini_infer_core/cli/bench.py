@@ -1,0 +1,129 @@
+"""``mini-infer bench``: trtexec-style timing of a model or engine, optionally side by side with
+onnxruntime or onnx's ReferenceEvaluator on the same inputs, runs interleaved."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..builder import Builder, BuilderConfig
+from ..engine.format import is_engine_file
+from ..importer import parse_onnx
+from ..registry import PluginRegistry
+from ..runtime import Runtime
+from ..runtime.threads import blas_info, get_num_threads, set_num_threads
+
+__all__ = ["bench", "bench_text"]
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    med = statistics.median(ordered)
+    return {"median_ms": med * 1e3, "p90_ms": p90 * 1e3, "mean_ms": statistics.fmean(ordered)
+            * 1e3, "min_ms": ordered[0] * 1e3, "throughput_per_s": 1.0 / med if med else 0.0}
+
+
+def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str:
+    if name == "onnxruntime":
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            return "onnxruntime is not installed (pip install onnxruntime)"
+        sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+        return lambda feeds: sess.run(None, feeds)
+    if name == "reference":
+        from onnx.reference import ReferenceEvaluator
+
+        ref = ReferenceEvaluator(model_path)
+        return lambda feeds: ref.run(None, feeds)
+    return f"unknown comparison target {name!r} (onnxruntime, reference)"
+
+
+def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
+          device: str = "cpu", warmup: int = 3, iterations: int = 20,
+          compare: list[str] | None = None, threads: int | None = None) -> dict[str, Any]:
+    set_num_threads(threads)
+    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
+                           "blas": blas_info()}
+    is_engine = is_engine_file(model)
+    if is_engine:
+        t0 = time.perf_counter()
+        engine = Runtime(registry).load_engine(model)
+        out["load_seconds"] = time.perf_counter() - t0
+    else:
+        t0 = time.perf_counter()
+        built = Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device))
+        out["build_seconds"] = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "bench.engine"
+            built.save(str(path))
+            out["engine_bytes"] = os.path.getsize(path)
+            t0 = time.perf_counter()
+            engine = Runtime(registry).load_engine(path)
+            out["load_seconds"] = time.perf_counter() - t0
+            # the loaded engine keeps its file mapped; on Linux the mapping outlives the name
+    feeds = feeds_for(engine)
+    ctx = engine.create_execution_context()
+    t0 = time.perf_counter()
+    ctx.execute(feeds)
+    out["first_run_seconds"] = time.perf_counter() - t0
+    if "load_seconds" in out:
+        out["load_plus_first_run_seconds"] = out["load_seconds"] + out["first_run_seconds"]
+    runners: dict[str, Callable[[dict[str, Any]], Any]] = {"mini-infer": ctx.execute}
+    notes: dict[str, str] = {}
+    for name in compare or []:
+        if is_engine:
+            notes[name] = "needs the ONNX model, not an engine file"
+            continue
+        anchor = _anchor(name, model)
+        if isinstance(anchor, str):
+            notes[name] = anchor
+        else:
+            runners[name] = anchor
+    for run in runners.values():
+        for _ in range(warmup):
+            run(feeds)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(iterations):
+        for name, run in runners.items():  # interleaved: drift hits every engine alike
+            t0 = time.perf_counter()
+            run(feeds)
+            times[name].append(time.perf_counter() - t0)
+    out["results"] = {k: _stats(v) for k, v in times.items()}
+    base = out["results"]["mini-infer"]["median_ms"]
+    out["ratios"] = {f"mini-infer/{k}": base / v["median_ms"]
+                     for k, v in out["results"].items() if k != "mini-infer"}
+    out["notes"] = notes
+    sched = ctx.schedule
+    out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["iterations"], out["warmup"] = iterations, warmup
+    ctx.close()
+    return out
+
+
+def bench_text(r: dict[str, Any]) -> str:
+    lines = [f"model {r['model']} on {r['device']}, {r['threads']} thread(s), BLAS "
+             + ", ".join(f"{b['internal_api']} {b['version']}" for b in r["blas"])]
+    for key in ("build_seconds", "load_seconds", "first_run_seconds"):
+        if key in r:
+            lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
+    lines.append(f"  {'engine':<12} {'median ms':>10} {'p90 ms':>10} {'per s':>8}")
+    for name, s in r["results"].items():
+        lines.append(f"  {name:<12} {s['median_ms']:>10.2f} {s['p90_ms']:>10.2f} "
+                     f"{s['throughput_per_s']:>8.1f}")
+    for k, v in r["ratios"].items():
+        lines.append(f"  {k}: {v:.2f}")
+    for k, v in r["notes"].items():
+        lines.append(f"  {k}: skipped: {v}")
+    if r.get("arena_bytes") is not None:
+        lines.append(f"  arena {r['arena_bytes'] / 2**20:.1f} MiB, peak RSS "
+                     f"{r['peak_rss_mib']:.0f} MiB")
+    return "\n".join(lines)
