@@ -19,9 +19,17 @@ from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.schedule import Schedule
 from ..errors import BuildError, MiniInferError
 from ..network import Network, Node
-from ..plugin import DataType, Device, DimExpr, DimsExprs, IPluginV2
+from ..plugin import (
+    DataType,
+    Device,
+    DimExpr,
+    DimsExprs,
+    IPluginV2,
+    PluginField,
+    PluginFieldCollection,
+)
 from ..plugin import _adapter as adapter
-from ..registry import PluginRegistry, get_plugin_registry
+from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
 from ._values import constant_values, output_values
 from .folding import fold_node
 from .fusion import Fuser
@@ -156,7 +164,7 @@ class Builder:
                     raise BuildError(f"{where}: input {name!r} is not produced by any earlier "
                                      "node, initializer or graph input (is the graph sorted?)")
             try:
-                plugin = rec.creator.create_plugin(node.name, node.fields)
+                plugin = rec.creator.create_plugin(node.name, _fields_for(rec, node))
                 plugin.plugin_namespace = rec.creator.plugin_namespace
                 log.debug("construct %s", where)
                 in_dims = [dims[n] if n else None for n in node.inputs]
@@ -285,13 +293,22 @@ class Builder:
         return engine
 
 
+def _fields_for(rec: CreatorRecord, node: Node) -> PluginFieldCollection:
+    """The node's fields, plus ``__num_outputs__`` for creators that declare it (a plugin
+    whose work depends on how many outputs the node uses, e.g. Split, MaxPool's Indices)."""
+    if "__num_outputs__" in rec.creator.field_names and "__num_outputs__" not in node.fields:
+        return PluginFieldCollection([*node.fields.fields, PluginField.from_value(
+            "__num_outputs__", len(node.outputs))])
+    return node.fields
+
+
 def _host_folder(registry: PluginRegistry, selector: Selector, node: Node,
                  host: str | None) -> tuple[IPluginV2, Device] | None:
     for name in ([host] if host else []) + ["cpu"]:
         dev = registry.get_device(name)
         rec = selector.candidate(node, name) if dev is not None else None
         if rec is not None and dev is not None and dev.availability()[0]:
-            return rec.creator.create_plugin(node.name, node.fields), dev
+            return rec.creator.create_plugin(node.name, _fields_for(rec, node)), dev
     return None
 
 

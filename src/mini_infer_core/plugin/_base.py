@@ -261,7 +261,9 @@ class OnnxPluginCreator(IPluginCreator):
 
     @property
     def field_names(self) -> tuple[str, ...]:
-        return tuple(self.plugin_cls.attributes)
+        """The ONNX attributes, plus any extra fields the class accepts (``hidden_fields``,
+        e.g. ``__num_outputs__``, which the builder then provides)."""
+        return (*self.plugin_cls.attributes, *getattr(self.plugin_cls, "hidden_fields", ()))
 
     def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
         plugin = self.plugin_cls(name, **fields.values_dict())

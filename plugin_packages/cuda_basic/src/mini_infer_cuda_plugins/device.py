@@ -1,4 +1,15 @@
-"""The ``cuda`` device on CuPy. CuPy is imported only when the device is used."""
+"""The ``cuda`` device on CuPy. CuPy is imported only when the device is used.
+
+Streams: a context's work runs on its own non-blocking ``cupy.cuda.Stream`` (a
+:class:`CudaStream`; kernels enter it with ``with stream.stream:``, see :func:`on_stream`).
+Host-to-device copies complete before ``to_device`` returns, so work on any stream may read
+them; ``copy`` runs on the stream it is given.
+
+CUDA graphs (for the engine): ``supports_graphs``, ``begin_capture(stream)``,
+``end_capture(stream) -> graph`` and ``launch_graph(graph, stream)`` wrap CuPy's stream
+capture. Capture after one eager run with the same shapes: plugins allocate their scratch
+buffers on their first run and reuse them afterwards (``CudaPlugin.graph_safe``).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +23,9 @@ import numpy as np
 from mini_infer_core.errors import DeviceError
 from mini_infer_core.plugin import Device, Stream
 
-__all__ = ["CudaDevice", "probe_cuda"]
+from ._stream import on_stream
+
+__all__ = ["CudaDevice", "CudaStream", "on_stream", "probe_cuda"]
 
 _INSTALL = ('pip install "mini-infer-cuda-plugins[cuda12]" (CUDA 12) or '
             '"mini-infer-cuda-plugins[cuda13]" (CUDA 13)')
@@ -41,11 +54,19 @@ def probe_cuda() -> tuple[bool, str]:
 
 
 class CudaStream(Stream):
+    """A mini-infer stream around a ``cupy.cuda.Stream`` (``.stream``)."""
+
     def __init__(self, stream: Any) -> None:
         self.stream = stream
 
     def synchronize(self) -> None:
         self.stream.synchronize()
+
+    def __enter__(self) -> Any:
+        return self.stream.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.__exit__(*exc)
 
 
 class CudaDevice(Device):
@@ -74,17 +95,57 @@ class CudaDevice(Device):
         return self._cp().empty(shape, dtype=dtype)
 
     def to_device(self, host: np.ndarray[Any, Any]) -> Any:
-        return self._cp().asarray(host)
+        cp = self._cp()
+        array = cp.asarray(host)
+        # from pageable memory the copy may still be in flight: finish it, so that kernels
+        # on other (non-blocking) streams read the data
+        cp.cuda.get_current_stream().synchronize()
+        return array
 
     def to_host(self, array: Any) -> np.ndarray[Any, Any]:
         host: np.ndarray[Any, Any] = self._cp().asnumpy(array)
         return host
 
     def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
-        self._cp().copyto(dst, src)
+        cp = self._cp()
+        with on_stream(stream):
+            cp.copyto(dst, src)
 
     def create_stream(self) -> Stream:
         return CudaStream(self._cp().cuda.Stream(non_blocking=True))
 
     def synchronize(self) -> None:
         self._cp().cuda.Device().synchronize()
+
+    # -- CUDA graphs ------------------------------------------------------------------------
+    def supports_graphs(self) -> bool:
+        """Whether streams of this device can be captured into CUDA graphs (a GPU, and a
+        CuPy with stream capture, not on ROCm)."""
+        if not self.availability()[0]:
+            return False
+        try:
+            cp = self._cp()
+            return hasattr(cp.cuda.Stream, "begin_capture") and \
+                not getattr(cp.cuda.runtime, "is_hip", False)
+        except Exception:  # noqa: BLE001 - a capability probe answers, never raises
+            return False
+
+    def begin_capture(self, stream: Stream) -> None:
+        """Start capturing the work enqueued on ``stream`` (nothing runs until the graph is
+        launched). Relaxed mode: CuPy's memory pool may still grow during the capture."""
+        _raw_stream(stream).begin_capture()
+
+    def end_capture(self, stream: Stream) -> Any:
+        """Stop capturing; returns the instantiated graph (a ``cupy.cuda.Graph``)."""
+        return _raw_stream(stream).end_capture()
+
+    def launch_graph(self, graph: Any, stream: Stream) -> None:
+        """Replay ``graph`` on ``stream`` (asynchronously, as any enqueue)."""
+        graph.launch(stream=_raw_stream(stream))
+
+
+def _raw_stream(stream: Any) -> Any:
+    inner = getattr(stream, "stream", None)
+    if inner is None:
+        raise DeviceError(f"{stream!r} is not a stream of the cuda device")
+    return inner

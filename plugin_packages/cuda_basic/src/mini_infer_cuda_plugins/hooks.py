@@ -1,4 +1,5 @@
-"""Entry point of ``mini_infer.plugins``. Imports neither CuPy nor kernels."""
+"""Entry point of ``mini_infer.plugins``: hands mini-infer this package's lazy creators and the
+``cuda`` device. Imports neither CuPy nor any kernel module."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ def mini_infer_plugin_api_version() -> str:
 
 @hookimpl
 def mini_infer_creators() -> list[Any]:
-    return []  # CUDA kernels arrive with the CUDA backend
+    from .catalog import lazy_creators
+
+    return lazy_creators()
 
 
 @hookimpl

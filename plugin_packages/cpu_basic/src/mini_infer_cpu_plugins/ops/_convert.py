@@ -36,7 +36,8 @@ def float_info(dtype: np.dtype[Any]) -> Any:
     """``finfo`` for native and ml_dtypes floats."""
     import ml_dtypes
 
-    return ml_dtypes.finfo(dtype)
+    finfo: Any = ml_dtypes.finfo
+    return finfo(dtype)
 
 
 def _parse_strings(x: Array, dtype: np.dtype[Any]) -> Array:
@@ -96,8 +97,10 @@ def cast_array(x: Array, to: DataType, saturate: bool = True, round_mode: str = 
         info = float_info(dst)
         src = x if x.dtype.kind == "f" or not is_native(x.dtype) else x.astype(np.float64)
         if x.dtype.kind in "iub":
-            return np.clip(src, float(info.min), float(info.max)).astype(dst)
-        return np.clip(src, src.dtype.type(info.min), src.dtype.type(info.max)).astype(dst)
+            lo, hi = float(info.min), float(info.max)
+        else:
+            lo, hi = src.dtype.type(info.min), src.dtype.type(info.max)
+        return np.asarray(np.clip(src, lo, hi)).astype(dst)
     if to is DataType.FLOAT8E8M0:
         return to_e8m0(x, saturate, round_mode)
     return x.astype(dst)
@@ -105,7 +108,13 @@ def cast_array(x: Array, to: DataType, saturate: bool = True, round_mode: str = 
 
 def cast_into(out: Array, x: Array, to: DataType, saturate: bool = True,
               round_mode: str = "up") -> None:
-    """Cast ``x`` into the preallocated ``out`` (of type ``to``)."""
+    """Cast ``x`` into the preallocated ``out`` (of type ``to``); overflow gives inf (or the
+    target's wrapped value), as C casts do, without warnings."""
+    with np.errstate(all="ignore"):
+        _cast_into(out, x, to, saturate, round_mode)
+
+
+def _cast_into(out: Array, x: Array, to: DataType, saturate: bool, round_mode: str) -> None:
     if to is DataType.STRING or x.dtype.kind in "OSU" or to in FLOAT8 or \
             to is DataType.FLOAT8E8M0:
         out[...] = cast_array(x, to, saturate, round_mode)

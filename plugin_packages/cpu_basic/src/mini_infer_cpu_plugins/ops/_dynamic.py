@@ -24,17 +24,28 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimExpr, DimsExprs, IPluginV2, encode_fields, fields_from_values
+from mini_infer_core.plugin import (
+    DimExpr,
+    DimsExprs,
+    IntLike,
+    IPluginV2,
+    encode_fields,
+    fields_from_values,
+)
 
 from ..serialization import FORMAT_TAG, CpuPlugin
 from ._util import absent
 
-__all__ = ["ValuePlugin", "emit", "as_ints", "value_array", "flat"]
+__all__ = ["ValuePlugin", "Shapes", "Values", "emit", "as_ints", "value_array", "flat"]
 
 Array = NDArray[Any]
+#: what ``output_shapes`` returns: one shape per output
+Shapes = Sequence[Sequence[IntLike]]
+#: what ``output_values`` returns: flattened values per output (None: unknown)
+Values = Sequence[Sequence[IntLike] | None] | None
 
 #: serialized field marking an instance that turned data-dependent at build time
-_FLAG = "__data_dependent"
+_FLAG = "__data_dependent__"
 
 
 class ValuePlugin(CpuPlugin):
@@ -42,11 +53,15 @@ class ValuePlugin(CpuPlugin):
 
     #: inputs whose values the output shapes need; known ones arrive in ``DimsExprs.values``
     value_inputs: ClassVar[tuple[int, ...]] = ()
+    #: fields that are not ONNX attributes (an importer's or our own ``__name__`` fields),
+    #: accepted besides ``attributes`` and kept through clone/serialize
+    hidden_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, name: str = "", **attrs: Any) -> None:
-        dynamic = bool(attrs.pop(_FLAG, 0))
+        known = (_FLAG, *self.hidden_fields)
+        self.hidden: dict[str, Any] = {k: attrs.pop(k) for k in list(attrs) if k in known}
         super().__init__(name, **attrs)
-        if dynamic:
+        if self.hidden.pop(_FLAG, 0):
             self.data_dependent = True  # type: ignore[misc]
 
     # -- values ---------------------------------------------------------------------------
@@ -85,16 +100,19 @@ class ValuePlugin(CpuPlugin):
         return [self.dynamic_dim(f"{label}{i}") for i in range(rank)]
 
     # -- persistence of the data-dependent decision ---------------------------------------
-    def serialize(self) -> bytes:
-        attrs: dict[str, Any] = {k: v for k, v in self.attrs.items() if v is not None}
+    def _fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {k: v for k, v in self.attrs.items() if v is not None}
+        fields.update(self.hidden)
         if self.data_dependent and not type(self).data_dependent:
-            attrs[_FLAG] = 1
-        return FORMAT_TAG + encode_fields(fields_from_values(attrs))
+            fields[_FLAG] = 1
+        return fields
+
+    def serialize(self) -> bytes:
+        return FORMAT_TAG + encode_fields(fields_from_values(self._fields()))
 
     def clone(self) -> IPluginV2:
-        twin = super().clone()
-        if self.data_dependent:
-            twin.data_dependent = True  # type: ignore[attr-defined]
+        twin = type(self)(self.name, **self._fields())
+        twin.plugin_namespace = self.plugin_namespace
         return twin
 
 
@@ -125,15 +143,22 @@ def flat(arr: Any) -> list[DimExpr]:
 def emit(result: Any, out: Any) -> Any:
     """Write ``result`` into ``out``; with no ``out`` (a data-dependent call) return it.
 
-    Several outputs are tuples on both sides."""
+    Several outputs are tuples on both sides. Returned arrays never alias an input."""
     if out is None:
-        return result
+        if isinstance(result, tuple):
+            return tuple(_own(r) for r in result)
+        return _own(result)
     if isinstance(out, tuple):
         for o, r in zip(out, result, strict=True):
             _copy(o, r)
     else:
         _copy(out, result)
     return None
+
+
+def _own(r: Any) -> Any:
+    r = np.asarray(r)
+    return r.copy() if r.base is not None else r
 
 
 def _copy(out: Array, r: Any) -> None:

@@ -23,7 +23,7 @@ Array = NDArray[Any]
 
 
 def _interpolate(f: Any, lo: float, hi: float, deg: int) -> Array:
-    return cheb.chebinterpolate(  # type: ignore[no-any-return]
+    return cheb.chebinterpolate(
         np.vectorize(lambda u: f(lo + (u + 1.0) * (hi - lo) / 2.0)), deg)
 
 
@@ -45,7 +45,7 @@ def _series(coef: Array, v: Array, lo: float, hi: float) -> Array:
 def erf(x: Array, out: Array) -> None:
     """``out[...] = erf(x)``; computed in float64 for float64 input, else in float32."""
     wd = np.float64 if x.dtype == np.float64 else np.float32
-    a = np.abs(x).astype(wd)
+    a: Array = np.abs(x).astype(wd)
     res = np.ones_like(a)
     m = a < 1.0
     if m.any():

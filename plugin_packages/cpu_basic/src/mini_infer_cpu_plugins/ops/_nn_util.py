@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin import DataType
 
 __all__ = [
     "NN_FLOATS",
     "acc_dtype",
-    "known_ints",
     "put",
     "to_str",
 ]
@@ -33,19 +31,6 @@ def acc_dtype(dtype: Any) -> np.dtype[Any]:
 def to_str(value: Any) -> str:
     """A string attribute (bytes from the importer, str from Python)."""
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def known_ints(inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
-    """The build-time constant integer values of input ``index``, None when unknown."""
-    if index >= len(inputs):
-        return None
-    dims = inputs[index]
-    if dims is None or dims.values is None:
-        return None
-    vals: Sequence[DimExpr] = dims.values
-    if not all(v.is_constant() for v in vals):
-        return None
-    return [v.get_constant_value() for v in vals]
 
 
 def put(out: Any, index: int, value: Array) -> None:

@@ -30,6 +30,9 @@ __all__ = [
 
 Array = NDArray[Any]
 
+#: float types of the activations (bfloat16 from opset 13/14)
+_FLOATS = (*FLOATS, DataType.BFLOAT16)
+
 
 class Relu(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
@@ -40,7 +43,7 @@ class Relu(CpuPlugin, UnaryPlugin):
 
 class LeakyRelu(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01, "consumed_inputs": None}
-    dtypes = FLOATS
+    dtypes = _FLOATS
 
     def compute(self, x: Array, *, out: Array, alpha: float, **_: Any) -> None:
         # alpha <= 1: max(x, alpha*x); alpha > 1: min(x, alpha*x) -- no temporary needed
@@ -53,7 +56,7 @@ class LeakyRelu(CpuPlugin, UnaryPlugin):
 
 class Sigmoid(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    dtypes = FLOATS
+    dtypes = _FLOATS
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         # 1 / (1 + exp(-x)); exp overflows to inf for x << 0, giving the right limit 0
@@ -66,7 +69,7 @@ class Sigmoid(CpuPlugin, UnaryPlugin):
 
 class Tanh(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    dtypes = FLOATS
+    dtypes = _FLOATS
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         np.tanh(x, out=out)
@@ -110,7 +113,7 @@ class Clip_11(CpuPlugin, UnaryPlugin):  # noqa: N801
 
 
 class _SoftmaxBase(CpuPlugin, UnaryPlugin):
-    dtypes = FLOATS
+    dtypes = _FLOATS
     coerce_2d: ClassVar[bool] = False
     log: ClassVar[bool] = False
 

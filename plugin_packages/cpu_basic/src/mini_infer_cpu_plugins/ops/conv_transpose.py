@@ -140,10 +140,11 @@ class ConvTranspose(CpuPlugin):
                                                               strict=True)]
         buf = np.zeros((n, group * mg, *ext), dt)
         for tap in itertools.product(*(range(k) for k in k_sp)):
-            dst = (Ellipsis, *(slice(o + t * d, o + t * d + s * (h - 1) + 1, s) for o, t, d, s, h
-                               in zip(lo, tap, dil, strides, in_sp, strict=True)))
+            dst: tuple[Any, ...] = (Ellipsis, *(
+                slice(o + t * d, o + t * d + s * (h - 1) + 1, s)
+                for o, t, d, s, h in zip(lo, tap, dil, strides, in_sp, strict=True)))
             buf[dst] += cols[(slice(None), slice(None), *tap)]
-        crop = (Ellipsis, *(slice(o + pb, o + pb + od) for o, pb, od in
+        crop: tuple[Any, ...] = (Ellipsis, *(slice(o + pb, o + pb + od) for o, pb, od in
                             zip(lo, begin, out_dims, strict=True)))
         res = buf[crop]
         if b is not None:

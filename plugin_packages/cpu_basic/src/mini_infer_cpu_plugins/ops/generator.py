@@ -1,7 +1,8 @@
-"""Generators: ConstantOfShape."""
+"""Generators: ConstantOfShape, Range, EyeLike."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -9,12 +10,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimsExprs
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
 
 from ..serialization import CpuPlugin
+from ._dynamic import Shapes, ValuePlugin, Values, emit
 from ._util import IntLike, shape_values
 
-__all__ = ["ConstantOfShape"]
+__all__ = ["ConstantOfShape", "Range_11", "Range", "EyeLike"]
+
+Array = NDArray[Any]
 
 
 class ConstantOfShape(CpuPlugin):
@@ -38,11 +42,119 @@ class ConstantOfShape(CpuPlugin):
                     f"ConstantOfShape: 'value' must hold one element, it has {arr.size}")
             self.fill = arr.reshape(())
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(shape_values(inputs, 0, "ConstantOfShape", "shape"))]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [DataType.from_numpy(self.fill.dtype)]
 
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        shape = inputs[0].values
+        if shape is None or self.fill.dtype.kind not in "iub" or not all(
+                d.is_constant() for d in shape):
+            return None
+        n = math.prod(d.get_constant_value() for d in shape)
+        return [[int(self.fill)] * n] if n <= 64 else None
+
     def compute(self, shape: NDArray[Any], *, out: NDArray[Any], **_: Any) -> None:
         np.copyto(out, self.fill)
+
+
+def range_length(start: IntLike, limit: IntLike, delta: IntLike) -> DimExpr:
+    """max(ceil((limit - start) / delta), 0) over dimension expressions (delta constant)."""
+    d = DimExpr.wrap(delta)
+    if not d.is_constant() or d.get_constant_value() == 0:
+        raise PluginInterfaceError("Range: delta must be a non-zero build-time constant")
+    dv = d.get_constant_value()
+    span = DimExpr.wrap(limit) - start if dv > 0 else DimExpr.wrap(start) - limit
+    n = span.ceil_div(abs(dv))
+    return DimExpr.const(max(n.get_constant_value(), 0)) if n.is_constant() else n.max(0)
+
+
+def _arange(start: Array, limit: Array, delta: Array, stash: np.dtype[Any] | None) -> Array:
+    dtype = np.asarray(start).dtype
+    s, lim, d = (np.asarray(v).reshape(-1)[0].item() for v in (start, limit, delta))
+    n = max(math.ceil((float(lim) - float(s)) / float(d)), 0)
+    if dtype.kind in "iu":
+        return (int(s) + np.arange(n, dtype=np.int64) * int(d)).astype(dtype)
+    work = stash if stash is not None else np.dtype(np.float64)
+    vals = np.asarray(s, work) + np.arange(n, dtype=work) * np.asarray(d, work)
+    return vals.astype(dtype)  # type: ignore[no-any-return]
+
+
+class _Range(ValuePlugin):
+    """start + i * delta for i < max(ceil((limit - start) / delta), 0). Float inputs (whose
+    values the engine does not carry) or run-time ones make the node data-dependent."""
+
+    value_inputs = (0, 1, 2)
+
+    def _length(self, inputs: Sequence[DimsExprs | None]) -> DimExpr | None:
+        vals = [self.values(inputs, i) for i in range(3)]
+        if any(v is None or len(v) != 1 for v in vals):
+            return None
+        delta = vals[2][0]  # type: ignore[index]
+        if not delta.is_constant() or delta.get_constant_value() == 0:
+            return None
+        return range_length(vals[0][0], vals[1][0], delta)  # type: ignore[index]
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        n = self._length(inputs)
+        if self.runtime(n is None):
+            n = self.dynamic_dim("length")
+        assert n is not None
+        return [[n]]
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        n = self._length(inputs)
+        if n is None or not n.is_constant():
+            return None
+        start, delta = inputs[0].values, inputs[2].values
+        assert start is not None and delta is not None
+        return [[start[0] + i * delta[0] for i in range(n.get_constant_value())]]
+
+    def compute(self, start: Array, limit: Array, delta: Array, *, out: Array | None = None,
+                stash_type: int = 1) -> Any:
+        dtype = np.asarray(start).dtype
+        stash = None
+        if dtype == np.float16 or dtype == DataType.BFLOAT16.numpy:
+            stash = np.dtype(np.float64 if stash_type == 11 else np.float32)
+        return emit(_arange(start, limit, delta, stash), out)
+
+
+class Range_11(_Range):  # noqa: N801
+    """Range of opsets 11-26."""
+
+    op_type = "Range"
+    plugin_version = "11"
+    min_opset = 11
+    max_opset = 26
+
+
+class Range(_Range):
+    """Range from opset 27: ``stash_type`` is the precision float16/bfloat16 ranges are
+    computed in (float by default)."""
+
+    plugin_version = "27"
+    min_opset = 27
+    attributes: ClassVar[dict[str, Any]] = {"stash_type": 1}
+
+
+class EyeLike(CpuPlugin):
+    """A 2-D tensor shaped as the input with ones on diagonal ``k``; type ``dtype`` (default:
+    the input's)."""
+
+    min_opset = 9
+    attributes: ClassVar[dict[str, Any]] = {"dtype": None, "k": 0}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        if len(inputs[0]) != 2:
+            raise PluginInterfaceError(f"EyeLike: input must be 2-D, it has rank "
+                                       f"{len(inputs[0])}")
+        return [list(inputs[0])]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        dtype = self.attrs["dtype"]
+        return [input_types[0] if dtype is None else DataType(dtype)]
+
+    def compute(self, x: Array, *, out: Array, dtype: int | None, k: int) -> None:
+        out[...] = np.eye(out.shape[0], out.shape[1], k, dtype=out.dtype)

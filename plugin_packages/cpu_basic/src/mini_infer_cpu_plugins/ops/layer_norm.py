@@ -16,7 +16,7 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs
 
 from ..serialization import CpuPlugin
-from ._nn_util import NN_FLOATS, acc_dtype, put
+from ._nn_util import NN_FLOATS, put
 from ._util import IntLike, norm_axis
 
 __all__ = ["LayerNormalization", "GroupNormalization_18", "GroupNormalization",
@@ -36,11 +36,12 @@ class LayerNormalization(CpuPlugin):
     outputs Mean and InvStdDev (type ``stash_type``) shaped as X with 1s from ``axis`` on."""
 
     dtypes = NN_FLOATS
+    min_opset = 17
     n_outputs = 3
     attributes: ClassVar[dict[str, Any]] = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x = list(inputs[0])
+        x: list[IntLike] = list(inputs[0])
         a = norm_axis(self.attrs["axis"], len(x))
         stat: list[IntLike] = [*x[:a], *([1] * (len(x) - a))]
         return [x, stat, stat]
@@ -119,6 +120,7 @@ class RMSNormalization(CpuPlugin):
     """Y = X / sqrt(mean(X^2 over axes [axis, rank)) + epsilon) * scale."""
 
     dtypes = NN_FLOATS
+    plugin_version = "23"
     min_opset = 23
     attributes: ClassVar[dict[str, Any]] = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
 

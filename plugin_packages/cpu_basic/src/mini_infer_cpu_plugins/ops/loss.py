@@ -39,7 +39,7 @@ def _nll(logp: Array, target: Array, weight: Array | None, ignore_index: int | N
     w = np.where(keep, w, lp.dtype.type(0))
     loss = -picked * w
     if reduction == "none":
-        return loss.reshape(target.shape)
+        return loss.reshape(target.shape)  # type: ignore[no-any-return]
     if reduction == "sum":
         return np.asarray(loss.sum())
     return np.asarray(loss.sum() / w.sum())

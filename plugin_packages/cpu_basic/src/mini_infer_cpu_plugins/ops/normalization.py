@@ -42,7 +42,7 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
         return 3 if self.attrs["training_mode"] else 1
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x = list(inputs[0])
+        x: list[IntLike] = list(inputs[0])
         if not self.attrs["training_mode"]:
             return [x]
         return [x, list(inputs[3]), list(inputs[4])]

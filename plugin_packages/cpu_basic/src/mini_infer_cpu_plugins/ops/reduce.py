@@ -9,6 +9,7 @@ operation's identity (0, 1, -inf for Max/LogSum/LogSumExp, +inf for Min).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -16,9 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, IntLike
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
 
-from ._dynamic import ValuePlugin, as_ints, emit
+from ._dynamic import Shapes, ValuePlugin, as_ints, emit
 from ._util import norm_axis
 
 __all__ = [
@@ -53,14 +54,12 @@ class _Reduce(ValuePlugin):
     """Axes from the ``axes`` attribute (opsets before the input version)."""
 
     attributes: ClassVar[dict[str, Any]] = {"axes": None, "keepdims": 1}
-    #: ``kernel(x, axes, keepdims)``: the reduction (axes None: all, (): none)
-    kernel: ClassVar[Callable[[Array, Axes, bool], Array]]
 
     def axes_of(self, inputs: Sequence[DimsExprs | None]) -> Axes:
         axes = self.attrs.get("axes")
         return None if axes is None else tuple(axes)
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
         axes = self.axes_of(inputs)
         return [list(reduced_dims(dims, axes, bool(self.attrs["keepdims"])))]
@@ -75,7 +74,7 @@ class _Reduce(ValuePlugin):
         if sel is not None:
             sel = tuple(sorted(norm_axis(a, x.ndim, "axis") for a in sel))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = type(self).kernel(x, sel, bool(keepdims))
+            r = _KERNELS[self.op_type](x, sel, bool(keepdims))
         return emit(np.asarray(r).astype(x.dtype, copy=False), out)
 
 
@@ -86,7 +85,7 @@ class _ReduceInput(_Reduce):
     value_inputs = (1,)
     attributes: ClassVar[dict[str, Any]] = {"keepdims": 1, "noop_with_empty_axes": 0}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
         keep = bool(self.attrs["keepdims"])
         noop = bool(self.attrs["noop_with_empty_axes"])
@@ -109,11 +108,14 @@ class _ReduceInput(_Reduce):
 
 
 def _sum(x: Array, axes: Axes, k: bool) -> Array:
-    return np.sum(x, axis=axes, keepdims=k, dtype=x.dtype)  # type: ignore[no-any-return]
+    return np.sum(x, axis=axes, keepdims=k, dtype=x.dtype)
 
 
 def _mean(x: Array, axes: Axes, k: bool) -> Array:
-    return np.mean(x, axis=axes, keepdims=k, dtype=x.dtype)  # type: ignore[no-any-return]
+    count = x.size if axes is None else math.prod(x.shape[a] for a in axes)
+    if count == 0:  # the mean of nothing is NaN (without NumPy's warning)
+        return np.full(reduced_dims_shape(x.shape, axes, k), np.nan, x.dtype)
+    return np.mean(x, axis=axes, keepdims=k, dtype=x.dtype)
 
 
 def _extreme_reduce(ufunc: Any, low: bool) -> Any:
@@ -131,7 +133,7 @@ def _prod(x: Array, axes: Axes, k: bool) -> Array:
 
 
 def _l1(x: Array, axes: Axes, k: bool) -> Array:
-    return np.sum(np.abs(x), axis=axes, keepdims=k, dtype=x.dtype)  # type: ignore[no-any-return]
+    return np.sum(np.abs(x), axis=axes, keepdims=k, dtype=x.dtype)
 
 
 def _l2(x: Array, axes: Axes, k: bool) -> Array:
@@ -155,147 +157,133 @@ def _log_sum_exp(x: Array, axes: Axes, k: bool) -> Array:
     return r  # type: ignore[no-any-return]
 
 
-def reduced_dims_shape(shape: tuple[int, ...], axes: Axes) -> tuple[int, ...]:
-    dims = reduced_dims([DimExpr.const(d) for d in shape], axes, False)
+def reduced_dims_shape(shape: tuple[int, ...], axes: Axes, keepdims: bool = False
+                       ) -> tuple[int, ...]:
+    dims = reduced_dims([DimExpr.const(d) for d in shape], axes, keepdims)
     return tuple(d.get_constant_value() for d in dims)
 
 
 def _sum_square(x: Array, axes: Axes, k: bool) -> Array:
-    return np.sum(np.square(x), axis=axes, keepdims=k, dtype=x.dtype)  # type: ignore[no-any-return]
+    return np.sum(np.square(x), axis=axes, keepdims=k, dtype=x.dtype)
 
 
-_max = _extreme_reduce(np.maximum, True)
-_min = _extreme_reduce(np.minimum, False)
+#: ``kernel(x, axes, keepdims)`` of each reduction (axes None: all, (): none)
+_KERNELS: dict[str, Callable[[Array, Axes, bool], Array]] = {
+    "ReduceSum": _sum, "ReduceMean": _mean, "ReduceMax": _extreme_reduce(np.maximum, True),
+    "ReduceMin": _extreme_reduce(np.minimum, False), "ReduceProd": _prod, "ReduceL1": _l1,
+    "ReduceL2": _l2, "ReduceLogSum": _log_sum, "ReduceLogSumExp": _log_sum_exp,
+    "ReduceSumSquare": _sum_square,
+}
 
 
 class ReduceSum_1(_Reduce):  # noqa: N801
     op_type = "ReduceSum"
     plugin_version = "1"
     max_opset = 12
-    kernel = staticmethod(_sum)
 
 
 class ReduceSum(_ReduceInput):
     plugin_version = "13"
     min_opset = 13
-    kernel = staticmethod(_sum)
 
 
 class ReduceMean_1(_Reduce):  # noqa: N801
     op_type = "ReduceMean"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_mean)
 
 
 class ReduceMean(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_mean)
 
 
 class ReduceMax_1(_Reduce):  # noqa: N801
     op_type = "ReduceMax"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_max)
 
 
 class ReduceMax(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_max)
 
 
 class ReduceMin_1(_Reduce):  # noqa: N801
     op_type = "ReduceMin"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_min)
 
 
 class ReduceMin(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_min)
 
 
 class ReduceProd_1(_Reduce):  # noqa: N801
     op_type = "ReduceProd"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_prod)
 
 
 class ReduceProd(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_prod)
 
 
 class ReduceL1_1(_Reduce):  # noqa: N801
     op_type = "ReduceL1"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_l1)
 
 
 class ReduceL1(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_l1)
 
 
 class ReduceL2_1(_Reduce):  # noqa: N801
     op_type = "ReduceL2"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_l2)
 
 
 class ReduceL2(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_l2)
 
 
 class ReduceLogSum_1(_Reduce):  # noqa: N801
     op_type = "ReduceLogSum"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_log_sum)
 
 
 class ReduceLogSum(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_log_sum)
 
 
 class ReduceLogSumExp_1(_Reduce):  # noqa: N801
     op_type = "ReduceLogSumExp"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_log_sum_exp)
 
 
 class ReduceLogSumExp(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_log_sum_exp)
 
 
 class ReduceSumSquare_1(_Reduce):  # noqa: N801
     op_type = "ReduceSumSquare"
     plugin_version = "1"
     max_opset = 17
-    kernel = staticmethod(_sum_square)
 
 
 class ReduceSumSquare(_ReduceInput):
     plugin_version = "18"
     min_opset = 18
-    kernel = staticmethod(_sum_square)
 
 
 class _Arg(ValuePlugin):
@@ -305,7 +293,7 @@ class _Arg(ValuePlugin):
     attributes: ClassVar[dict[str, Any]] = {"axis": 0, "keepdims": 1, "select_last_index": 0}
     find: ClassVar[Any] = np.argmax
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
         a = norm_axis(self.attrs["axis"], len(dims), f"{self.op_type} axis")
         return [list(reduced_dims(dims, (a,), bool(self.attrs["keepdims"])))]

@@ -17,8 +17,8 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, UnaryPlugin
 
 from ..serialization import CpuPlugin
-from ._dynamic import ValuePlugin, as_ints, emit, flat, value_array
-from ._util import IntLike, absent, const_ints, copy_into, dim_prod, norm_axis, shape_values
+from ._dynamic import Shapes, ValuePlugin, Values, as_ints, flat, value_array
+from ._util import IntLike, absent, const_ints, copy_into, dim_prod, norm_axis
 
 __all__ = [
     "Reshape_1",
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 Array = NDArray[Any]
-Values = list[list[IntLike] | None] | None
 
 
 def same_values(inputs: Sequence[DimsExprs | None]) -> Values:
@@ -126,7 +125,7 @@ class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     max_opset = 4
     attributes: ClassVar[dict[str, Any]] = {"shape": REQUIRED, "consumed_inputs": None}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(reshape_dims(list(inputs[0]), self.attrs["shape"], 0))]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
@@ -149,7 +148,7 @@ class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
     shape_inputs = (1,)
     attributes: ClassVar[dict[str, Any]] = {"allowzero": 0}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         target = self.values(inputs, 1)
         if self.runtime(target is None):
             n = inputs[1][0] if len(inputs[1]) else DimExpr.const(1)
@@ -171,7 +170,7 @@ class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
 class Flatten(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"axis": 1}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
         axis = self.attrs["axis"]
         a = axis + len(dims) if axis < 0 else axis
@@ -197,7 +196,7 @@ class Transpose(CpuPlugin, UnaryPlugin):
             raise PluginInterfaceError(f"Transpose: perm {perm} is not a permutation of {rank}")
         return tuple(perm)
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
         return [[dims[p] for p in self._perm(len(dims))]]
 
@@ -214,7 +213,7 @@ class Concat(CpuPlugin):
 
     attributes: ClassVar[dict[str, Any]] = {"axis": 1}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         first: list[IntLike] = list(inputs[0])
         a = norm_axis(self.attrs["axis"], len(first), "Concat axis")
         total = DimExpr.const(0)
@@ -265,7 +264,7 @@ class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     max_opset = 12
     attributes: ClassVar[dict[str, Any]] = {"axes": REQUIRED}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(_unsqueeze(list(inputs[0]), self.attrs["axes"]))]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
@@ -285,7 +284,7 @@ class Unsqueeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
     value_inputs = (1,)
     shape_inputs = (1,)
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         vals = self.values(inputs, 1)
         if self.runtime(vals is None):
             n = const_ints([inputs[1][0] if len(inputs[1]) else DimExpr.const(1)],
@@ -313,7 +312,7 @@ class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
     max_opset = 12
     attributes: ClassVar[dict[str, Any]] = {"axes": None}
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(_squeeze(list(inputs[0]), self.attrs["axes"]))]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
@@ -324,15 +323,16 @@ class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
 
 
 class Squeeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
-    """Squeeze from opset 13: optional ``axes`` input 1 (a run-time one makes the node
-    data-dependent)."""
+    """Squeeze from opset 13: optional ``axes`` input 1 (required at build time while it is
+    in ``shape_inputs``; a run-time one would make the node data-dependent)."""
 
     op_type = "Squeeze"
     plugin_version = "13"
     min_opset = 13
     value_inputs = (1,)
+    shape_inputs = (1,)
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         axes: list[int] | None = None
         if not absent(inputs, 1):
             vals = self.values(inputs, 1)

@@ -1,0 +1,207 @@
+"""Recurrent layers: RNN, GRU, LSTM (all opsets; ``layout`` from 14).
+
+The input projection of every time step is one matmul ((T*B, I) @ W^T) before the loop;
+each step then does one (B, H) @ R^T product and the gate arithmetic. Directions forward,
+reverse and bidirectional; ``sequence_lens`` stops a batch entry after its length (its state
+is kept, its Y rows are 0; the reverse direction starts at its last valid step); ``clip``
+bounds the inputs of the activations; activations (and their alpha/beta) as attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import DimsExprs
+
+from ..serialization import CpuPlugin
+from ._nn_util import acc_dtype, put
+from ._rnn_util import Act, activations, directions, rnn_output_shapes
+from ._util import IntLike
+
+__all__ = ["RNN", "GRU_1", "GRU", "LSTM"]
+
+Array = NDArray[Any]
+
+_COMMON: dict[str, Any] = {
+    "activation_alpha": None, "activation_beta": None, "activations": None, "clip": None,
+    "direction": "forward", "hidden_size": None, "layout": 0}
+
+
+class _Recurrent(CpuPlugin):
+    gates: ClassVar[int] = 1
+    n_state: ClassVar[int] = 1
+    default_acts: ClassVar[tuple[str, ...]] = ("tanh",)
+
+    def setup(self) -> None:
+        a = self.attrs
+        self.reverse = directions(a["direction"])
+        self.acts = activations(a["activations"], self.default_acts, len(self.reverse),
+                                a["activation_alpha"], a["activation_beta"])
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
+                                    num_inputs: int) -> bool:
+        return True
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return rnn_output_shapes(inputs, self.attrs, self.n_state)
+
+    def _clip(self, x: Array) -> Array:
+        c = self.attrs["clip"]
+        return x if c is None else np.clip(x, -c, c)
+
+    def _run(self, x: Array, w: Array, r: Array, b: Array | None, lens: Array | None,
+             states: list[Array | None], extra: Array | None, out: Any) -> None:
+        layout = self.attrs.get("layout", 0)
+        dt = acc_dtype(x.dtype)
+        if layout:
+            x = x.transpose(1, 0, 2)
+            states = [None if s is None else s.transpose(1, 0, 2) for s in states]
+        t_len, batch, _ = x.shape
+        nd, hid = len(self.reverse), r.shape[-1]
+        if w.shape[0] != nd:
+            raise PluginInterfaceError(f"{self.op_type}: W has {w.shape[0]} directions")
+        g = self.gates
+        y = np.zeros((t_len, nd, batch, hid), dt)
+        finals: list[Array] = [np.zeros((nd, batch, hid), dt) for _ in range(self.n_state)]
+        steps = np.arange(t_len)
+        valid = (steps[:, None] < lens.reshape(1, -1)) if lens is not None else None
+        xa = x.astype(dt)
+        for d, rev in enumerate(self.reverse):
+            bias = np.zeros(2 * g * hid, dt) if b is None else b[d].astype(dt)
+            xw = (xa.reshape(t_len * batch, -1) @ w[d].astype(dt).T).reshape(
+                t_len, batch, g * hid) + bias[:g * hid]
+            st = [np.zeros((batch, hid), dt) if s is None else s[d].astype(dt)
+                  for s in states]
+            ex = None if extra is None else extra[d].astype(dt)
+            acts = self.acts[d * len(self.default_acts):(d + 1) * len(self.default_acts)]
+            for t in (steps[::-1] if rev else steps):
+                new = self._step(xw[t], st, r[d].astype(dt), bias[g * hid:], ex, acts)
+                if valid is not None:
+                    m = valid[t][:, None]
+                    new = [np.where(m, n, s) for n, s in zip(new, st, strict=True)]
+                    y[t, d] = np.where(m, new[0], 0)
+                else:
+                    y[t, d] = new[0]
+                st = new
+            for k in range(self.n_state):
+                finals[k][d] = st[k]
+        if layout:
+            put(out, 0, y.transpose(2, 0, 1, 3))
+            for k, f in enumerate(finals):
+                put(out, 1 + k, f.transpose(1, 0, 2))
+        else:
+            put(out, 0, y)
+            for k, f in enumerate(finals):
+                put(out, 1 + k, f)
+
+    def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
+              acts: list[Act]) -> list[Array]:
+        raise NotImplementedError
+
+
+class RNN(_Recurrent):
+    """H = f(X W^T + H R^T + Wb + Rb)."""
+
+    n_outputs = 2
+    attributes: ClassVar[dict[str, Any]] = {
+        **_COMMON, "activations": ["Tanh", "Tanh"], "output_sequence": 0}
+
+    def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
+                lens: Array | None = None, h0: Array | None = None, *, out: Any,
+                **_: Any) -> None:
+        self._run(x, w, r, b, lens, [h0], None, out)
+
+    def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
+              acts: list[Act]) -> list[Array]:
+        return [acts[0](self._clip(xw + st[0] @ r.T + rb))]
+
+
+class _GRU(_Recurrent):
+    """Gates z, r, h: z = f(...), r = f(...), h~ = g(X Wh^T + (r * H) Rh^T + Rbh + Wbh)
+    (with linear_before_reset: g(X Wh^T + r * (H Rh^T + Rbh) + Wbh)),
+    H = (1 - z) * h~ + z * H."""
+
+    op_type = "GRU"
+    gates = 3
+    n_outputs = 2
+    default_acts = ("sigmoid", "tanh")
+
+    def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
+                lens: Array | None = None, h0: Array | None = None, *, out: Any,
+                **_: Any) -> None:
+        self._run(x, w, r, b, lens, [h0], None, out)
+
+    def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
+              acts: list[Act]) -> list[Array]:
+        h = st[0]
+        hid = h.shape[1]
+        f, g = acts
+        zr = xw[:, :2 * hid] + h @ r[:2 * hid].T + rb[:2 * hid]
+        z = f(self._clip(zr[:, :hid]))
+        rg = f(self._clip(zr[:, hid:]))
+        rh, rbh = r[2 * hid:], rb[2 * hid:]
+        if self.attrs.get("linear_before_reset", 0):
+            cand = g(self._clip(xw[:, 2 * hid:] + rg * (h @ rh.T + rbh)))
+        else:
+            cand = g(self._clip(xw[:, 2 * hid:] + (rg * h) @ rh.T + rbh))
+        return [(1 - z) * cand + z * h]
+
+
+class GRU_1(_GRU):  # noqa: N801
+    """Opsets 1-2 (the schema spells the default direction 'foward')."""
+
+    op_type = "GRU"
+    max_opset = 2
+    attributes: ClassVar[dict[str, Any]] = {
+        **{k: v for k, v in _COMMON.items() if k != "layout"}, "direction": "foward",
+        "output_sequence": 0}
+
+
+class GRU(_GRU):
+    """Opset 3+: linear_before_reset."""
+
+    plugin_version = "3"
+    min_opset = 3
+    attributes: ClassVar[dict[str, Any]] = {
+        **_COMMON, "linear_before_reset": 0, "output_sequence": 0}
+
+
+class LSTM(_Recurrent):
+    """Gates i, o, f, c with optional peepholes P = (p_i, p_o, p_f):
+    C = f * C + i * g(c), H = o * h(C); ``input_forget`` couples f = 1 - i."""
+
+    gates = 4
+    n_state = 2
+    n_outputs = 3
+    default_acts = ("sigmoid", "tanh", "tanh")
+    attributes: ClassVar[dict[str, Any]] = {
+        **_COMMON, "input_forget": 0, "output_sequence": 0}
+
+    def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
+                lens: Array | None = None, h0: Array | None = None,
+                c0: Array | None = None, p: Array | None = None, *, out: Any,
+                **_: Any) -> None:
+        self._run(x, w, r, b, lens, [h0, c0], p, out)
+
+    def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
+              acts: list[Act]) -> list[Array]:
+        h, c = st
+        hid = h.shape[1]
+        f, g, hf = acts
+        gates = xw + h @ r.T + rb
+        gi, go, gf, gc = (gates[:, k * hid:(k + 1) * hid] for k in range(4))
+        pi, po, pf = (0, 0, 0) if extra is None else (
+            extra[:hid], extra[hid:2 * hid], extra[2 * hid:])
+        i = f(self._clip(gi + pi * c))
+        if self.attrs["input_forget"]:
+            fg = 1 - i
+        else:
+            fg = f(self._clip(gf + pf * c))
+        c_new = fg * c + i * g(self._clip(gc))
+        o = f(self._clip(go + po * c_new))
+        return [o * hf(c_new), c_new]

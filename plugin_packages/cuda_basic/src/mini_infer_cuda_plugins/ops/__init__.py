@@ -1,0 +1,44 @@
+"""Every mini-infer-cuda-plugins operator kernel, one small module per family.
+
+Importing this package imports the kernel modules, but not CuPy: CuPy is imported by a kernel
+the first time it receives a CuPy array.
+"""
+
+from __future__ import annotations
+
+from mini_infer_core.plugin import IPluginCreator
+
+from .. import NAMESPACE
+from ..serialization import CudaCreator, CudaPlugin
+
+__all__ = ["DEVICES", "catalog_entries", "creators", "plugin_classes"]
+
+#: the devices every creator of this package serves
+DEVICES = ("cuda",)
+
+
+def plugin_classes() -> list[type[CudaPlugin]]:
+    """Every class listed in ``__all__`` of every public module of this package."""
+    import importlib
+    import pkgutil
+
+    classes: list[type[CudaPlugin]] = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        classes.extend(getattr(mod, name) for name in mod.__all__)
+    return classes
+
+
+def creators() -> list[IPluginCreator]:
+    return [CudaCreator(cls, namespace=NAMESPACE, devices=DEVICES) for cls in plugin_classes()]
+
+
+def catalog_entries() -> list[dict[str, object]]:
+    """What ``catalog.py`` must hold, computed from the classes (see ``python -m
+    mini_infer_cuda_plugins.catalog --write``)."""
+    return [{"target": f"{cls.__module__}:{cls.__name__}", "name": cls.plugin_type,
+             "op_type": cls.op_type, "version": cls.plugin_version,
+             "min_opset": cls.min_opset, "max_opset": cls.max_opset,
+             "fields": tuple(cls.attributes)} for cls in plugin_classes()]

@@ -1,0 +1,180 @@
+"""Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (opsets 1 and 11), Erf, Gelu, Dropout
+(inference: a copy).
+
+CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are RawKernels
+(``kernels/activation.cu``) on the GPU and float64 ``math.erf`` on NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import DataType, UnaryPlugin
+
+from ..serialization import CudaPlugin
+from . import _raw
+from ._common import FLOATS, array_module
+
+__all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11", "Erf", "Gelu",
+           "Dropout_1", "Dropout_10"]
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+class Relu(CudaPlugin, UnaryPlugin):
+    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        array_module(x, out).maximum(x, 0, out=out)
+
+
+class LeakyRelu(CudaPlugin, UnaryPlugin):
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01, "consumed_inputs": None}
+
+    def compute(self, x: Any, *, out: Any, alpha: float, **_: Any) -> None:
+        xp = array_module(x, out)
+        # alpha <= 1: max(x, alpha x); alpha > 1: min(x, alpha x)
+        xp.multiply(x, alpha, out=out)
+        (xp.maximum if alpha <= 1.0 else xp.minimum)(out, x, out=out)
+
+
+class Sigmoid(CudaPlugin, UnaryPlugin):
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        xp = array_module(x, out)
+        with np.errstate(over="ignore"):  # exp(-x) = inf for x << 0: the limit 0 is right
+            xp.negative(x, out=out)
+            xp.exp(out, out=out)
+        xp.add(out, 1, out=out)
+        xp.reciprocal(out, out=out)
+
+
+class Tanh(CudaPlugin, UnaryPlugin):
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        array_module(x, out).tanh(x, out=out)
+
+
+def _clip(xp: Any, x: Any, lo: Any, hi: Any, out: Any) -> None:
+    if lo is None and hi is None:
+        xp.copyto(out, x)
+    elif hi is None:
+        xp.maximum(x, lo, out=out, casting="unsafe")
+    elif lo is None:
+        xp.minimum(x, hi, out=out, casting="unsafe")
+    else:
+        xp.maximum(x, lo, out=out, casting="unsafe")
+        xp.minimum(out, hi, out=out, casting="unsafe")
+
+
+class Clip_1(CudaPlugin, UnaryPlugin):  # noqa: N801
+    """Clip before opset 11: ``min``/``max`` attributes (absent: unbounded)."""
+
+    op_type = "Clip"
+    plugin_version = "1"
+    max_opset = 10
+    attributes: ClassVar[dict[str, Any]] = {"min": None, "max": None, "consumed_inputs": None}
+
+    def compute(self, x: Any, *, out: Any, min: float | None = None,  # noqa: A002
+                max: float | None = None, **_: Any) -> None:  # noqa: A002
+        _clip(array_module(x, out), x, min, max, out)
+
+
+class Clip_11(CudaPlugin, UnaryPlugin):  # noqa: N801
+    """Clip from opset 11: optional 0-d ``min``/``max`` inputs, used on the device as they
+    are (never read back to the host)."""
+
+    op_type = "Clip"
+    plugin_version = "11"
+    min_opset = 11
+
+    def compute(self, x: Any, lo: Any | None = None, hi: Any | None = None, *,
+                out: Any) -> None:
+        _clip(array_module(x, out), x, lo, hi, out)
+
+
+class Erf(CudaPlugin, UnaryPlugin):
+    min_opset = 9
+    dtypes = FLOATS
+
+    def compute(self, x: Any, *, out: Any) -> None:
+        xp = array_module(x, out)
+        if xp is np:
+            np.copyto(out, _erf64(x.astype(np.float64)), casting="same_kind")
+            return
+        _raw.elementwise(xp, "activation", "erf", x, out)
+
+
+class Gelu(CudaPlugin, UnaryPlugin):
+    """``0.5 x (1 + erf(x / sqrt 2))``, or with ``approximate="tanh"``
+    ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``."""
+
+    min_opset = 20
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {"approximate": "none"}
+
+    def setup(self) -> None:
+        if self.attrs["approximate"] not in ("none", "tanh"):
+            raise PluginInterfaceError(
+                f"Gelu: approximate must be 'none' or 'tanh', got {self.attrs['approximate']!r}")
+
+    def compute(self, x: Any, *, out: Any, approximate: str) -> None:
+        xp = array_module(x, out)
+        tanh = approximate == "tanh"
+        if xp is not np:
+            _raw.elementwise(xp, "activation", "gelu", x, out, np.int32(tanh))
+            return
+        v = x.astype(np.float64)
+        if tanh:
+            t = np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3))
+        else:
+            t = _erf64(v / math.sqrt(2.0))
+        np.copyto(out, 0.5 * v * (1.0 + t), casting="same_kind")
+
+
+class _Dropout(CudaPlugin, UnaryPlugin):
+    n_outputs = 2
+
+    def compute(self, x: Any, *_inputs: Any, out: Any, **_: Any) -> None:
+        # inference: the optional ratio / training_mode inputs (opset 12) change nothing
+        xp = array_module(x)
+        if isinstance(out, tuple):
+            xp.copyto(out[0], x)
+            for mask in out[1:]:
+                mask.fill(True)
+        else:
+            xp.copyto(out, x)
+
+
+class Dropout_1(_Dropout):  # noqa: N801
+    """Inference Dropout before opset 10: a copy; the mask has the input's type."""
+
+    op_type = "Dropout"
+    plugin_version = "1"
+    max_opset = 9
+    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "is_test": 0, "consumed_inputs": None}
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0], input_types[0]]
+
+
+class Dropout_10(_Dropout):  # noqa: N801
+    """Inference Dropout from opset 10: a copy, and a bool mask all True."""
+
+    op_type = "Dropout"
+    plugin_version = "10"
+    min_opset = 10
+    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "seed": None}
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0], DataType.BOOL]

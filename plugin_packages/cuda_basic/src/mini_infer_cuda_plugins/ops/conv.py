@@ -1,0 +1,218 @@
+"""Convolution: im2col + cuBLAS GEMM, with a direct kernel for depthwise convolutions.
+
+* 1x1, stride 1, unpadded: a GEMM straight on the input (per image; groups are the batch of
+  a batched GEMM), no im2col.
+* depthwise (group == C, one input channel per filter), 1-D or 2-D, on the GPU: one direct
+  RawKernel (``dwconv_2d``) with the bias fused.
+* otherwise im2col into an instance-owned ``cols`` buffer -- the ``im2col_2d`` RawKernel for
+  1-D/2-D on the GPU; a padded copy and a strided window view elsewhere (N-d, NumPy) -- then
+  one GEMM per image (``xp.matmul(W, cols, out=...)``), the batch in chunks whose ``cols``
+  stay under ``COLS_BUDGET`` bytes.
+* the bias is added by the ``bias_act`` RawKernel on the GPU (a broadcast add on NumPy).
+
+Steady-state runs of one shape allocate nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import DimsExprs
+
+from ..serialization import CudaPlugin
+from . import _raw
+from ._common import FLOATS, Scratch, Shapes, array_module, matmul_into
+from ._geometry import (
+    Geometry,
+    Window,
+    make_window,
+    out_dims_expr,
+    padded_shape,
+    resolve,
+    window_view,
+)
+
+__all__ = ["Conv"]
+
+
+#: upper bound of the im2col buffer; larger batches are processed in chunks
+COLS_BUDGET = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Plan:
+    window: Window
+    geometry: Geometry
+    #: 1x1, stride 1, no padding: GEMM on the input itself
+    pointwise: bool
+    #: group == C with one input channel per filter
+    depthwise: bool
+    #: images per im2col chunk
+    chunk: int
+
+
+def as_2d(w: Window, g: Geometry, spatial: Sequence[int]) -> tuple[list[int], ...]:
+    """(in sizes, kernel, strides, begin pads, end pads, dilations, out sizes) of a 1-D or
+    2-D window as 2-D (a 1-D one gets a leading axis of size 1)."""
+    lead = [1] * (2 - w.nd)
+    zero = [0] * (2 - w.nd)
+    return (lead + list(spatial), lead + list(w.kernel), lead + list(w.strides),
+            zero + list(g.begin), zero + list(g.end), lead + list(w.dilations),
+            lead + list(g.out))
+
+
+class Conv(CudaPlugin):
+    dtypes = FLOATS
+    attributes: ClassVar[dict[str, Any]] = {
+        "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+        "pads": None, "strides": None}
+
+    def setup(self) -> None:
+        self.scratch = Scratch()
+
+    def _window(self, nd: int, w_spatial: Sequence[Any]) -> Window:
+        a = self.attrs
+        kernel = a["kernel_shape"] if a["kernel_shape"] else tuple(w_spatial)
+        if not all(isinstance(k, int) for k in kernel):
+            raise PluginInterfaceError("Conv: the kernel size must be known when the engine "
+                                       "is built (kernel_shape or a constant W)")
+        return make_window("Conv", nd, kernel, a["strides"], a["dilations"], a["pads"],
+                           a["auto_pad"])
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        x, w = list(inputs[0]), list(inputs[1])
+        if len(x) < 3 or len(w) != len(x):
+            raise PluginInterfaceError(
+                f"Conv: X (rank {len(x)}) and W (rank {len(w)}) must have the same rank >= 3")
+        group = self.attrs["group"]
+        if x[1].is_constant() and w[1].is_constant() and \
+                x[1].get_constant_value() != w[1].get_constant_value() * group:
+            raise PluginInterfaceError(
+                f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
+        ws = [d.get_constant_value() if d.is_constant() else d for d in w[2:]]
+        win = self._window(len(x) - 2, ws)
+        return [[x[0], w[0], *out_dims_expr(x[2:], win)]]
+
+    def _plan(self, x: Any, w: Any, group: int) -> _Plan:
+        key = ("plan", x.shape, w.shape, x.dtype.str)
+        plan: _Plan | None = self.scratch.get(key)
+        if plan is not None:
+            return plan
+        n, c = x.shape[:2]
+        m = w.shape[0]
+        if c != w.shape[1] * group or m % group:
+            raise PluginInterfaceError(
+                f"Conv: X {x.shape}, W {w.shape} and group {group} do not match")
+        win = self._window(x.ndim - 2, w.shape[2:])
+        if win.kernel != tuple(w.shape[2:]):
+            raise PluginInterfaceError(
+                f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
+        geo = resolve(x.shape[2:], win)
+        pointwise = (all(k == 1 for k in win.kernel) and all(s == 1 for s in win.strides)
+                     and geo.out == tuple(x.shape[2:]))
+        depthwise = group == c and w.shape[1] == 1 and group > 1
+        per_image = c * int(np.prod(win.kernel)) * int(np.prod(geo.out)) * x.itemsize
+        chunk = max(1, min(n, COLS_BUDGET // max(per_image, 1)))
+        plan = _Plan(win, geo, pointwise, depthwise, chunk)
+        self.scratch.put(key, plan)
+        return plan
+
+    def compute(self, x: Any, w: Any, b: Any | None = None, *, out: Any, group: int,
+                **_: Any) -> None:
+        xp = array_module(x, w, out)
+        plan = self._plan(x, w, group)
+        gpu = xp is not np
+        if gpu:
+            x, w = xp.ascontiguousarray(x), xp.ascontiguousarray(w)
+        dst = out if out.flags.c_contiguous else \
+            self.scratch.buffer(xp, "dst", out.shape, out.dtype)
+        if gpu and plan.depthwise and plan.window.nd <= 2:
+            self._depthwise(xp, x, w, b, dst, plan)
+        else:
+            if plan.pointwise:
+                self._pointwise(xp, x, w, dst, group)
+            else:
+                self._im2col_gemm(xp, x, w, dst, group, plan)
+            if b is not None:
+                self._add_bias(xp, dst, b)
+        if dst is not out:
+            xp.copyto(out, dst)
+
+    @staticmethod
+    def _pointwise(xp: Any, x: Any, w: Any, dst: Any, group: int) -> None:
+        n, c = x.shape[:2]
+        m = w.shape[0]
+        p = int(np.prod(x.shape[2:]))
+        wg = w.reshape(group, m // group, c // group)
+        for i in range(n):
+            matmul_into(xp, wg, x[i].reshape(group, c // group, p),
+                        dst[i].reshape(group, m // group, p))
+
+    def _im2col_gemm(self, xp: Any, x: Any, w: Any, dst: Any, group: int, plan: _Plan) -> None:
+        n, c = x.shape[:2]
+        m = w.shape[0]
+        win, geo = plan.window, plan.geometry
+        k = int(np.prod(win.kernel))
+        p = int(np.prod(geo.out))
+        ck = (c // group) * k
+        cols = self.scratch.buffer(xp, "cols", (plan.chunk, c, *win.kernel, *geo.out),
+                                   x.dtype)
+        wg = w.reshape(group, m // group, ck)
+        for n0 in range(0, n, plan.chunk):
+            n1 = min(n, n0 + plan.chunk)
+            part = cols[: n1 - n0]
+            self._im2col(xp, x[n0:n1], part, plan)
+            for i in range(n1 - n0):
+                matmul_into(xp, wg, part[i].reshape(group, ck, p),
+                            dst[n0 + i].reshape(group, m // group, p))
+
+    def _im2col(self, xp: Any, x: Any, cols: Any, plan: _Plan) -> None:
+        """``cols[n, c, *kernel, *out]`` = the input under each window tap (0 in padding)."""
+        win, geo = plan.window, plan.geometry
+        if xp is not np and win.nd <= 2:
+            (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = \
+                as_2d(win, geo, x.shape[2:])
+            i32 = np.int32
+            _raw.launch("conv", "im2col_2d", x.dtype, cols.size, (
+                x, cols, i32(h), i32(wd), i32(kh), i32(kw), i32(oh), i32(ow), i32(sh),
+                i32(sw), i32(ph), i32(pw), i32(dh), i32(dw), np.int64(cols.size)))
+            return
+        src = x
+        ext = padded_shape(x.shape[2:], win, geo)
+        if ext != tuple(x.shape[2:]) or any(geo.begin):
+            # zero border filled once, when the buffer is made; the interior is rewritten
+            src = self.scratch.buffer(xp, "pad", (*x.shape[:2], *ext), x.dtype, fill=0)
+            inner = (slice(None), slice(None), *(slice(b, b + s) for b, s in
+                                                 zip(geo.begin, x.shape[2:], strict=True)))
+            xp.copyto(src[inner], x)
+        xp.copyto(cols, window_view(xp, src, 2, win, geo.out))
+
+    @staticmethod
+    def _add_bias(xp: Any, dst: Any, b: Any) -> None:
+        n, m = dst.shape[:2]
+        p = dst.size // max(n * m, 1)
+        if xp is np:
+            d3 = dst.reshape(n, m, p)
+            np.add(d3, b.reshape(m, 1), out=d3)
+            return
+        _raw.launch("epilogue", "bias_act", dst.dtype, dst.size, (
+            dst, xp.ascontiguousarray(b), np.int64(p), np.int32(m), np.int32(_raw.ACT_NONE),
+            np.int64(dst.size)))
+
+    def _depthwise(self, xp: Any, x: Any, w: Any, b: Any | None, dst: Any, plan: _Plan
+                   ) -> None:
+        c, m = x.shape[1], w.shape[0]
+        (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = \
+            as_2d(plan.window, plan.geometry, x.shape[2:])
+        bias = xp.ascontiguousarray(b) if b is not None else \
+            self.scratch.buffer(xp, "zero_bias", (m,), x.dtype, fill=0)
+        i32 = np.int32
+        _raw.launch("conv", "dwconv_2d", x.dtype, dst.size, (
+            x, w, bias, dst, i32(c), i32(h), i32(wd), i32(m), i32(kh), i32(kw), i32(oh),
+            i32(ow), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw),
+            i32(_raw.ACT_NONE), np.int64(dst.size)))

@@ -1,0 +1,181 @@
+"""Elementwise arithmetic: the broadcasting binary operators Add, Sub, Mul, Div, Pow, the
+variadic Sum, and Exp, Log, Sqrt, Neg, Abs -- CuPy (or NumPy) ufuncs writing into ``out``.
+
+Integer operators also give their build-time values (``output_values``) so shape arithmetic
+folds while the engine is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mini_infer_core.plugin import (
+    BroadcastPlugin,
+    DimExpr,
+    DimsExprs,
+    IntLike,
+    UnaryPlugin,
+    broadcast_dims,
+)
+
+from ..serialization import CudaPlugin
+from ._common import FLOATS, Shapes, array_module
+from ._values import Values, const, elementwise_values, trunc_div
+
+__all__ = ["Add", "Sub", "Mul", "Div", "Pow", "Sum", "Exp", "Log", "Sqrt", "Neg", "Abs"]
+
+
+
+def legacy_trailing(b_rank: int, a_rank: int, broadcast: int, axis: int | None) -> int:
+    """How many trailing 1-dims B needs for the opset<7 ``broadcast=1, axis=k`` form."""
+    if not broadcast or axis is None:
+        return 0
+    k = axis + a_rank if axis < 0 else axis
+    return max(0, a_rank - k - b_rank)
+
+
+class Binary(CudaPlugin, BroadcastPlugin):
+    """A broadcasting two-input operator; opset<7 ``broadcast``/``axis`` supported."""
+
+    attributes: ClassVar[dict[str, Any]] = {
+        "broadcast": 0, "axis": None, "consumed_inputs": None}
+    #: the operation on build-time values; None: values are not propagated
+    value_fn: ClassVar[Callable[..., Any] | None] = None
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        fn = type(self).value_fn
+        if fn is None or self.attrs.get("broadcast"):
+            return None
+        return elementwise_values(inputs[:2], fn)
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        a, b = list(inputs[0]), list[IntLike](inputs[1])
+        b += [1] * legacy_trailing(len(b), len(a), self.attrs.get("broadcast", 0),
+                                   self.attrs.get("axis"))
+        return [list(broadcast_dims(a, b))]
+
+    def compute(self, a: Any, b: Any, *, out: Any, broadcast: int = 0,
+                axis: int | None = None, **_: Any) -> None:
+        extra = legacy_trailing(b.ndim, a.ndim, broadcast, axis)
+        if extra:
+            b = b.reshape(b.shape + (1,) * extra)
+        with np.errstate(all="ignore"):
+            self.apply(array_module(a, b, out), a, b, out)
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        raise NotImplementedError
+
+
+class Add(Binary):
+    value_fn = staticmethod(lambda a, b: a + b)
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        xp.add(a, b, out=out)
+
+
+class Sub(Binary):
+    value_fn = staticmethod(lambda a, b: a - b)
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        xp.subtract(a, b, out=out)
+
+
+class Mul(Binary):
+    value_fn = staticmethod(lambda a, b: a * b)
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        xp.multiply(a, b, out=out)
+
+
+class Div(Binary):
+    """Division; integer division truncates toward zero (ONNX, C)."""
+
+    value_fn = staticmethod(trunc_div)
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        if out.dtype.kind == "u":
+            xp.floor_divide(a, b, out=out)
+        elif out.dtype.kind == "i":
+            xp.floor_divide(a, b, out=out)
+            # floor differs from truncation where the signs differ and b does not divide a
+            fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+            xp.add(out, fix, out=out, casting="unsafe")
+        else:
+            xp.divide(a, b, out=out)
+
+
+class Pow(Binary):
+    """X ** Y with X's type (Y may have another type from opset 12)."""
+
+    mixed_floats = True
+    attributes: ClassVar[dict[str, Any]] = {"broadcast": 0, "axis": None}
+
+    def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
+        xp.power(a, b, out=out, casting="unsafe")
+
+
+class Sum(CudaPlugin, BroadcastPlugin):
+    """Variadic elementwise sum, inputs broadcast together."""
+
+    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        def total(*vals: DimExpr) -> DimExpr:
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = acc + v
+            return acc
+
+        return elementwise_values(inputs, total)
+
+    def compute(self, *xs: Any, out: Any, **_: Any) -> None:
+        xp = array_module(*xs, out)
+        if len(xs) == 1:
+            xp.copyto(out, xs[0])
+            return
+        xp.add(xs[0], xs[1], out=out)
+        for x in xs[2:]:
+            xp.add(out, x, out=out)
+
+
+class _Unary(CudaPlugin, UnaryPlugin):
+    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
+    #: the ufunc's name in NumPy and CuPy
+    ufunc: ClassVar[str] = ""
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        xp = array_module(x, out)
+        with np.errstate(all="ignore"):  # ONNX (IEEE) defines the results: inf, NaN
+            getattr(xp, type(self).ufunc)(x, out=out)
+
+
+class Exp(_Unary):
+    dtypes = FLOATS
+    ufunc = "exp"
+
+
+class Log(_Unary):
+    dtypes = FLOATS
+    ufunc = "log"
+
+
+class Sqrt(_Unary):
+    dtypes = FLOATS
+    ufunc = "sqrt"
+
+
+class Neg(_Unary):
+    ufunc = "negative"
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return elementwise_values(inputs[:1], lambda a: 0 - a)
+
+
+class Abs(_Unary):
+    ufunc = "absolute"
+
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return elementwise_values(inputs[:1], lambda a: abs(const(a)))
