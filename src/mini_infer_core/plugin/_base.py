@@ -100,7 +100,7 @@ class OnnxPlugin(IPluginV2DynamicExt):
     dtypes: ClassVar[tuple[DataType, ...] | None] = None
     #: the kernel: ``compute(*inputs, out=..., **attributes)`` (declared, not defined, so
     #: subclasses may name their inputs and attributes precisely)
-    compute: Callable[..., None]
+    compute: Callable[..., Any]
     #: True when output shapes depend on input *values* known only at run time (NonZero,
     #: Unique, If, Loop): ``output_shapes`` uses ``self.dynamic_dim(label)`` for the unknown
     #: dimensions, and ``compute(*inputs, **attributes)`` is called WITHOUT ``out`` and returns
@@ -209,7 +209,7 @@ class OnnxPlugin(IPluginV2DynamicExt):
                         ) -> list[Any]:
         """For ``data_dependent`` plugins: compute and return the outputs."""
         self.workspace = workspace
-        result = self.compute(*inputs, **self.attrs)  # type: ignore[func-returns-value]
+        result = self.compute(*inputs, **self.attrs)
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
     # -- serialization --------------------------------------------------------------------
