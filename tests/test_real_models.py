@@ -206,3 +206,26 @@ def test_one_engine_many_shapes_matches_onnxruntime(shape: tuple[int, ...],
                    [helper.make_tensor_value_info("y", F, ["N", 5])],
                    [_init("w", _rand(5, 3, 3, 3))])
     _check(model, [{"x": _rand(*shape)}], tmp_path)
+
+
+def test_data_dependent_shapes_nonzero_and_topk_with_runtime_k(tmp_path: Path) -> None:
+    """NonZero's output length and TopK's K come from the data; later nodes use them."""
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["idx"]),
+        helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "idx_t"], ["pos"]),
+        helper.make_node("Shape", ["pos"], ["npos"]),
+        helper.make_node("Min", ["npos", "three"], ["k"]),
+        helper.make_node("TopK", ["pos", "k"], ["top", "top_i"], largest=1),
+        helper.make_node("Mul", ["top", "two"], ["y"]),
+    ]
+    inits = [_init("zero", np.zeros((), np.float32)), _init("two", np.array(2, np.float32)),
+             _init("three", np.array([3], np.int64))]
+    model = _model(nodes, [helper.make_tensor_value_info("x", F, [2, 4])],
+                   [helper.make_tensor_value_info("y", F, [None]),
+                    helper.make_tensor_value_info("top_i", TensorProto.INT64, [None])], inits)
+    feeds = [{"x": v.astype(np.float32)} for v in (
+        np.array([[1, -1, 2, 5], [0, 3, -2, 4]]), np.array([[-1, -1, -1, 2], [-1] * 4]),
+        np.array([[-1] * 4, [-2] * 4]))]
+    _check(model, feeds, tmp_path)
