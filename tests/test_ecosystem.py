@@ -166,3 +166,21 @@ def test_third_party_op_builds_and_runs_from_an_engine_in_another_process(
     l2 = next(n for n in info["nodes"] if n["name"] == "l2")
     assert l2["distribution"] == "mini-infer-example-l2norm"
     assert l2["plugin"] == "com.example::L2Norm"
+
+
+def test_scaffolded_plugin_passes_its_own_tests(tmp_path_factory: pytest.TempPathFactory,
+                                                wheels: dict[str, Path]) -> None:
+    import subprocess
+
+    env = make_venv(tmp_path_factory, wheels, "core", "cpu")
+    where = tmp_path_factory.mktemp("scaffold")
+    env.cli("plugins", "new", "acme-scale", "--dir", str(where))
+    pkg = where / "acme-scale"
+    env.pip("install", f"{pkg}[test]")
+    listing = json.loads(env.cli("plugins", "--json").stdout)
+    assert [c["op_type"] for c in listing["creators"]
+            if c["distribution"] == "acme-scale"] == ["Scale"]
+    proc = subprocess.run([env.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(pkg / "tests")], capture_output=True, text=True, cwd=pkg)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout

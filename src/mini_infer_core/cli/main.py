@@ -43,6 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
     pl.add_argument("--markdown", action="store_true",
                     help="print the operator table (docs/operators.md)")
+    pl.add_argument("action", nargs="?", choices=["new"],
+                    help="new NAME: scaffold a plugin distribution in --dir (default: .)")
+    pl.add_argument("name", nargs="?")
+    pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
     b = sub.add_parser("build", parents=[common], help="build an engine file from ONNX")
     b.add_argument("model")
     b.add_argument("-o", "--output", required=True, help="engine file to write")
@@ -221,7 +225,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         reg = _registry(args)
         if args.command == "plugins":
-            if args.markdown:
+            if args.action == "new":
+                from ._scaffold import scaffold
+
+                if not args.name:
+                    raise MiniInferError("usage: mini-infer plugins new NAME [--dir DIR]")
+                target = scaffold(args.name, Path(args.dir))
+                print(f"created {target}: pip install -e '{target}[test]' && pytest {target}")
+            elif args.markdown:
                 from ._operators import operators_markdown
 
                 print(operators_markdown(reg), end="")

@@ -1,0 +1,149 @@
+"""``mini-infer plugins new NAME``: a plugin distribution that passes its own tests as made."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .. import __version__
+from ..errors import MiniInferError
+
+__all__ = ["scaffold"]
+
+_PYPROJECT = '''[build-system]
+requires = ["hatchling>=1.20"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{dist}"
+version = "0.1.0"
+description = "A mini-infer plugin: {domain}::Scale"
+readme = "README.md"
+requires-python = ">=3.11"
+# the cpu device comes from mini-infer-cpu-plugins
+dependencies = ["mini-infer-core>={core}", "mini-infer-cpu-plugins>={core}", "numpy>=1.24"]
+
+[project.optional-dependencies]
+test = ["pytest>=8", "onnx>=1.15"]
+
+[project.entry-points."mini_infer.plugins"]
+{entry} = "{pkg}.hooks"
+
+[tool.hatch.build.targets.wheel]
+packages = ["src/{pkg}"]
+'''
+
+_README = '''# {dist}
+
+A mini-infer plugin distribution, made by `mini-infer plugins new`. It provides the operator
+`{domain}::Scale` (`y = alpha * x`) on the `cpu` device. Replace it with your own kernels;
+docs/plugin-authoring.md in mini-infer explains every part.
+
+```bash
+pip install -e ".[test]"
+mini-infer plugins          # lists {dist} and {domain}::Scale
+pytest
+```
+'''
+
+_HOOKS = '''"""Entry point of ``mini_infer.plugins``: cheap to import (no kernels here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+
+
+@hookimpl
+def mini_infer_plugin_api_version() -> str:
+    return "{api}"
+
+
+@hookimpl
+def mini_infer_creators() -> list[Any]:
+    return [LazyPluginCreator("{pkg}.plugin:Scale", name="Scale", op_type="Scale",
+                              domain="{domain}", plugin_version="1", namespace="{domain}",
+                              field_names=("alpha",), devices=("cpu",))]
+'''
+
+_PLUGIN = '''"""The kernels of {dist}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mini_infer_core.plugin import UnaryPlugin
+
+__all__ = ["Scale"]
+
+
+class Scale(UnaryPlugin):
+    """y = alpha * x"""
+
+    domain = "{domain}"
+    attributes = {{"alpha": 1.0}}
+
+    def compute(self, x: Any, *, out: Any, alpha: float) -> None:
+        np.multiply(x, np.asarray(alpha, dtype=x.dtype), out=out)
+'''
+
+_TEST = '''"""{dist} checked by mini-infer's plugin test kit, and end to end through an engine."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto, helper
+
+import mini_infer_core as mi
+
+
+def test_scale_passes_the_plugin_kit(plugin_kit: ModuleType, creator_for: Any) -> None:
+    creator = creator_for("Scale", domain="{domain}", distribution="{dist}")
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    report = plugin_kit.check_plugin(creator, {{"alpha": 2.5}}, [x])
+    np.testing.assert_allclose(report.outputs[0], 2.5 * x, rtol=1e-6)
+
+
+def test_scale_in_a_model_through_an_engine_file(tmp_path: Any) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+    node = helper.make_node("Scale", ["x"], ["y"], domain="{domain}", alpha=-2.0)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("{domain}", 1)])
+    mi.load(model).save(str(tmp_path / "m.engine"))
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (out,) = mi.InferenceSession(str(tmp_path / "m.engine")).run(None, {{"x": xv}})
+    np.testing.assert_allclose(out, -2.0 * xv)
+'''
+
+
+def scaffold(name: str, where: Path) -> Path:
+    dist = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
+    if not dist:
+        raise MiniInferError(f"plugin name {name!r} has no letters or digits")
+    pkg = dist.replace("-", "_")
+    target = where / dist
+    if target.exists():
+        raise MiniInferError(f"{str(target)!r} already exists; choose another name or --dir")
+    from ..registry import PLUGIN_API_VERSION
+
+    values = {"dist": dist, "pkg": pkg, "entry": pkg, "domain": f"com.{pkg}",
+              "core": __version__, "api": PLUGIN_API_VERSION}
+    files = {
+        "pyproject.toml": _PYPROJECT, "README.md": _README,
+        f"src/{pkg}/__init__.py": '"""{dist}: a mini-infer plugin distribution."""\n',
+        f"src/{pkg}/py.typed": "", f"src/{pkg}/hooks.py": _HOOKS,
+        f"src/{pkg}/plugin.py": _PLUGIN, "tests/test_plugin.py": _TEST,
+    }
+    for rel, template in files.items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(template.format(**values))
+    return target
