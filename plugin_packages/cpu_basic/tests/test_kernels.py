@@ -39,11 +39,16 @@ def make_plugin(op: str, attrs: dict[str, Any], opset: int) -> Any:
     return creator_for(op, opset).create_plugin("node", fields_from_values(attrs))
 
 
+def _reads(plugin: Any) -> set[int]:
+    """Inputs whose values the plugin reads at build time."""
+    return set(plugin.shape_inputs) | set(getattr(plugin, "value_inputs", ()))
+
+
 def in_dims(plugin: Any, inputs: Sequence[Any]) -> list[DimsExprs | None]:
     """Input shapes as the builder passes them: None for an absent optional input."""
     return [None if x is None else
             DimsExprs(x.shape, values=(np.asarray(x).reshape(-1).tolist()
-                                       if i in plugin.shape_inputs else None))
+                                       if i in _reads(plugin) else None))
             for i, x in enumerate(inputs)]
 
 
@@ -710,7 +715,7 @@ def test_symbolic_shapes(op: str, attrs: dict[str, Any], shapes: list[tuple[Any,
     plugin = make_plugin(op, attrs, opset)
     dims = []
     for i, s in enumerate(shapes):
-        if i in plugin.shape_inputs:  # a shape input: ``s`` are its (symbolic) values
+        if i in _reads(plugin):  # a shape input: ``s`` are its (symbolic) values
             dims.append(DimsExprs((len(s),), values=s))
         else:
             dims.append(DimsExprs(s))
@@ -719,7 +724,7 @@ def test_symbolic_shapes(op: str, attrs: dict[str, Any], shapes: list[tuple[Any,
     for n in (3, 4, 5):
         inputs = []
         for i, s in enumerate(shapes):
-            if i in plugin.shape_inputs:
+            if i in _reads(plugin):
                 inputs.append(np.array(_bind(s, n), np.int64))
             else:
                 inputs.append(rand(*_bind(s, n)))
@@ -785,11 +790,12 @@ def test_unknown_attribute_rejected() -> None:
     ("ConstantOfShape", 9, [(2,)]),
     ("Unsqueeze", 13, [(2, 3), (1,)]),
 ])
-def test_unknown_shape_values_rejected(op: str, opset: int,
-                                       shapes: list[tuple[int, ...]]) -> None:
+def test_unknown_shape_values_make_the_node_data_dependent(
+        op: str, opset: int, shapes: list[tuple[int, ...]]) -> None:
     plugin = make_plugin(op, {}, opset)
-    with pytest.raises(PluginInterfaceError, match="must be known"):
-        plugin.get_output_dimensions(0, [DimsExprs(s) for s in shapes], ExprBuilder())
+    assert not plugin.data_dependent
+    out = plugin.get_output_dimensions(0, [DimsExprs(s) for s in shapes], ExprBuilder())
+    assert plugin.data_dependent and not out.is_static()
 
 
 def test_bad_reshape_rejected() -> None:

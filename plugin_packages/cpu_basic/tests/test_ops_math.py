@@ -40,10 +40,15 @@ def make_plugin(op: str, attrs: dict[str, Any], opset: int) -> Any:
     return creator.create_plugin("node", fields_from_values(attrs))
 
 
+def _reads(plugin: Any) -> set[int]:
+    """Inputs whose values the plugin reads at build time."""
+    return set(plugin.shape_inputs) | set(getattr(plugin, "value_inputs", ()))
+
+
 def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
     dims = [None if x is None else
             DimsExprs(x.shape, values=(np.asarray(x).reshape(-1).tolist()
-                                       if i in plugin.shape_inputs else None))
+                                       if i in _reads(plugin) else None))
             for i, x in enumerate(inputs)]
     types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
     outs = [np.empty(plugin.get_output_dimensions(i, dims, ExprBuilder()).to_tuple(),

@@ -88,10 +88,11 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
     also has are the caller's business).
     """
     device = device or default_device()
-    shape_inputs = getattr(plugin, "shape_inputs", ())
+    # as the builder does for constants: small integer inputs carry their values
     in_dims = [None if x is None else
-               DimsExprs(x.shape, values=(x.reshape(-1).tolist() if k in shape_inputs else None))
-               for k, x in enumerate(inputs)]
+               DimsExprs(x.shape, values=(x.reshape(-1).tolist() if x.dtype.kind in "iu"
+                                          and x.ndim <= 1 and x.size <= 64 else None))
+               for x in inputs]
     in_types = [None if x is None else DataType.from_numpy(x.dtype) for x in inputs]
     where = f"plugin {plugin.plugin_namespace}::{plugin.plugin_type}"
     out_dims, out_types = adapter.infer_outputs(plugin, in_dims, in_types, where)

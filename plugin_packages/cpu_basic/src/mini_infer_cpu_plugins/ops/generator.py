@@ -13,22 +13,24 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
 
 from ..serialization import CpuPlugin
-from ._dynamic import Shapes, ValuePlugin, Values, emit
-from ._util import IntLike, shape_values
+from ._dynamic import Shapes, ValuePlugin, Values, as_ints, emit
+from ._util import IntLike
 
 __all__ = ["ConstantOfShape", "Range_11", "Range", "EyeLike"]
 
 Array = NDArray[Any]
 
 
-class ConstantOfShape(CpuPlugin):
+class ConstantOfShape(ValuePlugin):
     """A tensor of the shape given by input 0's values, filled with ``value`` (default 0.0f).
 
-    The output type is the type of the one-element ``value`` tensor attribute.
+    The output type is the type of the one-element ``value`` tensor attribute. A shape known
+    when the engine is built gives an exact output shape; a run-time one makes the node
+    data-dependent.
     """
 
     min_opset = 9
-    shape_inputs = (0,)
+    value_inputs = (0,)
     attributes: ClassVar[dict[str, Any]] = {"value": None}
 
     def setup(self) -> None:
@@ -43,7 +45,14 @@ class ConstantOfShape(CpuPlugin):
             self.fill = arr.reshape(())
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [list(shape_values(inputs, 0, "ConstantOfShape", "shape"))]
+        shape = self.values(inputs, 0)
+        if self.runtime(shape is None):
+            n = inputs[0][0] if len(inputs[0]) else DimExpr.const(1)
+            if not n.is_constant():
+                raise PluginInterfaceError("ConstantOfShape: the rank must be static")
+            return [list(self.unknown_dims(n.get_constant_value()))]
+        assert shape is not None
+        return [list(shape)]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [DataType.from_numpy(self.fill.dtype)]
@@ -56,8 +65,11 @@ class ConstantOfShape(CpuPlugin):
         n = math.prod(d.get_constant_value() for d in shape)
         return [[int(self.fill)] * n] if n <= 64 else None
 
-    def compute(self, shape: NDArray[Any], *, out: NDArray[Any], **_: Any) -> None:
+    def compute(self, shape: Array, *, out: Array | None = None, **_: Any) -> Any:
+        if out is None:
+            return np.full(as_ints(shape), self.fill, self.fill.dtype)
         np.copyto(out, self.fill)
+        return None
 
 
 def range_length(start: IntLike, limit: IntLike, delta: IntLike) -> DimExpr:

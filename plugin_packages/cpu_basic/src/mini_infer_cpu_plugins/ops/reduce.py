@@ -78,7 +78,6 @@ class _Reduce(ValuePlugin):
         return emit(np.asarray(r).astype(x.dtype, copy=False), out)
 
 
-
 class _ReduceInput(_Reduce):
     """Axes from the optional input 1 (a run-time tensor makes the shapes data-dependent)."""
 

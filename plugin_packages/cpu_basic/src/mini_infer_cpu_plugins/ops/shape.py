@@ -138,14 +138,13 @@ class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
 class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
     """Reshape from opset 5: the target shape is input 1; ``allowzero`` from opset 14.
 
-    The target must be known when the engine is built (``shape_inputs``); without that line a
-    run-time target would make the node data-dependent instead."""
+    A target known when the engine is built gives exact shapes; a run-time target makes the
+    node data-dependent."""
 
     op_type = "Reshape"
     plugin_version = "5"
     min_opset = 5
     value_inputs = (1,)
-    shape_inputs = (1,)
     attributes: ClassVar[dict[str, Any]] = {"allowzero": 0}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
@@ -275,14 +274,13 @@ class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
 
 
 class Unsqueeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
-    """Unsqueeze from opset 13: ``axes`` is input 1 (required at build time while it is in
-    ``shape_inputs``; a run-time one would make the node data-dependent)."""
+    """Unsqueeze from opset 13: ``axes`` is input 1 (a run-time one makes the node
+    data-dependent)."""
 
     op_type = "Unsqueeze"
     plugin_version = "13"
     min_opset = 13
     value_inputs = (1,)
-    shape_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         vals = self.values(inputs, 1)
@@ -323,14 +321,13 @@ class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
 
 
 class Squeeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
-    """Squeeze from opset 13: optional ``axes`` input 1 (required at build time while it is
-    in ``shape_inputs``; a run-time one would make the node data-dependent)."""
+    """Squeeze from opset 13: optional ``axes`` input 1 (a run-time one makes the
+    node data-dependent)."""
 
     op_type = "Squeeze"
     plugin_version = "13"
     min_opset = 13
     value_inputs = (1,)
-    shape_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         axes: list[int] | None = None

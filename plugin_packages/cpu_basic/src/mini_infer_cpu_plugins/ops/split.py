@@ -2,8 +2,9 @@
 parts (opset 18: ``num_outputs`` parts, the last one smaller when they do not divide).
 
 The number of outputs must be known when the node is created: from ``num_outputs``, from the
-``split`` attribute, or from the ``__num_outputs__`` field an importer may add (the node's
-output count). Split sizes computed at run time make the node data-dependent.
+``split`` attribute, or from the ``__num_outputs__`` field (the node's output count, which the
+builder adds for creators that declare it in ``hidden_fields``). Split sizes computed at run
+time make the node data-dependent.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class _Split(ValuePlugin):
             return int(self.hidden["__num_outputs__"])
         raise PluginInterfaceError(
             "Split: the number of outputs is not known from the node's attributes (no "
-            "'num_outputs', no 'split' attribute); the importer must pass the node's output "
-            "count as field '__num_outputs__'")
+            "'num_outputs', no 'split' attribute) and no '__num_outputs__' field gives the "
+            "node's output count")
 
     def _axis(self, rank: int) -> int:
         axis = self.attrs.get("axis")
