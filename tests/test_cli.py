@@ -97,3 +97,23 @@ def test_errors_are_one_line_for_people(tmp_path: Path,
     assert main(["run", str(tmp_path / "missing.onnx")]) == 2
     err = capsys.readouterr().err
     assert "ModelImportError" in err and "does not exist" in err
+
+
+def test_cross_build_for_cuda_without_a_gpu(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from mini_infer_core.registry import discover
+    from mini_infer_core.testing.light_models import light_model_path
+
+    cuda = discover().get_device("cuda")
+    if cuda is None or cuda.availability()[0]:
+        pytest.skip("needs mini-infer-cuda-plugins installed and no usable GPU")
+    engine = tmp_path / "sq.engine"
+    assert main(["build", str(light_model_path("squeezenet")), "-o", str(engine),
+                 "--device", "cuda", "--strict-device"]) == 0
+    capsys.readouterr()
+    data = _json(capsys, ["inspect", str(engine), "--json"])
+    assert data["device"] == "cuda" and {n["device"] for n in data["nodes"]} == {"cuda"}
+    assert {n["distribution"] for n in data["nodes"]} == {"mini-infer-cuda-plugins"}
+    assert main(["run", str(engine)]) == 2
+    err = capsys.readouterr().err
+    assert "cuda" in err and "unavailable" in err

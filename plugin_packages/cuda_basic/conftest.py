@@ -81,7 +81,6 @@ def host_launch(libs: Any) -> Any:
     import ctypes
 
     import numpy as np
-
     from mini_infer_cuda_plugins.ops import _raw
 
     def launch(source_name: str, function: str, dtype: Any, total: int,
@@ -120,7 +119,6 @@ def emulated_gpu(host_kernels: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     import types
 
     import numpy as np
-
     from mini_infer_cuda_plugins import ops
     from mini_infer_cuda_plugins.ops import _raw
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,7 +100,9 @@ class CastPlugin(IPluginV2DynamicExt):
 
     def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
                 stream: Any) -> None:
-        outputs[0][...] = inputs[0]  # works for NumPy and CuPy arrays alike
+        scope = getattr(stream, "stream", None)  # a device stream to queue on (CuPy's)
+        with scope if scope is not None else contextlib.nullcontext():
+            outputs[0][...] = inputs[0]  # works for NumPy and CuPy arrays alike
 
     def serialize(self) -> bytes:
         return encode_fields(fields_from_values({"to": self.to.name}))

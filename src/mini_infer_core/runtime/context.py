@@ -88,7 +88,8 @@ class ExecutionContext:
     def graphs_possible(self) -> bool:
         """One device that can capture graphs, and no data-dependent shapes."""
         return (len(self.devices) == 1 and not self._dynamic
-                and self.device.supports_graphs())
+                and self.device.supports_graphs()
+                and all(getattr(p, "graph_safe", True) for p in self.plugins))
 
     def enable_graphs(self, enabled: bool = True) -> bool:
         """Capture the whole run as a device graph and replay it while input shapes repeat

@@ -1,20 +1,22 @@
 """The ``cuda`` device on CuPy. CuPy is imported only when the device is used.
 
-Streams: a context's work runs on its own non-blocking ``cupy.cuda.Stream`` (a
-:class:`CudaStream`; kernels enter it with ``with stream.stream:``, see :func:`on_stream`).
-Host-to-device copies complete before ``to_device`` returns, so work on any stream may read
-them; ``copy`` runs on the stream it is given.
+Streams: a context's work runs on its own ``cupy.cuda.Stream`` (a :class:`CudaStream`;
+kernels enter it with ``with stream.stream:``, see :func:`on_stream`). The stream is a
+*blocking* one, ordered with CuPy's default (legacy) stream, so that work a plugin queues
+without entering the stream (CuPy's default) is still ordered with the rest. Host-to-device
+copies complete before ``to_device`` returns; ``copy`` runs on the stream it is given.
 
-CUDA graphs (for the engine): ``supports_graphs``, ``begin_capture(stream)``,
-``end_capture(stream) -> graph`` and ``launch_graph(graph, stream)`` wrap CuPy's stream
-capture. Capture after one eager run with the same shapes: plugins allocate their scratch
-buffers on their first run and reuse them afterwards (``CudaPlugin.graph_safe``).
+CUDA graphs (for the engine): ``supports_graphs``, ``capture_graph(fn, stream)`` (which runs
+``fn`` once eagerly first: kernels compile, plugins allocate their buffers and cuBLAS its
+workspace outside the capture, see ``CudaPlugin.graph_safe``), ``begin_capture(stream)``,
+``end_capture(stream) -> graph`` and ``launch_graph(graph, stream)`` wrap CuPy's stream capture.
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib.util
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -112,7 +114,7 @@ class CudaDevice(Device):
             cp.copyto(dst, src)
 
     def create_stream(self) -> Stream:
-        return CudaStream(self._cp().cuda.Stream(non_blocking=True))
+        return CudaStream(self._cp().cuda.Stream(non_blocking=False))
 
     def synchronize(self) -> None:
         self._cp().cuda.Device().synchronize()
@@ -129,6 +131,20 @@ class CudaDevice(Device):
                 not getattr(cp.cuda.runtime, "is_hip", False)
         except Exception:  # noqa: BLE001 - a capability probe answers, never raises
             return False
+
+    def capture_graph(self, fn: Callable[[], None], stream: Stream) -> Any:
+        """Run ``fn`` (which queues work on ``stream``) once eagerly, then capture it into a
+        graph. The eager run does what must not happen during a capture: compiling kernels,
+        first allocations of plugin buffers, library handles and workspaces."""
+        fn()
+        stream.synchronize()
+        self.begin_capture(stream)
+        try:
+            fn()
+        except BaseException:
+            self.end_capture(stream)  # leave the stream usable; the partial graph is dropped
+            raise
+        return self.end_capture(stream)
 
     def begin_capture(self, stream: Stream) -> None:
         """Start capturing the work enqueued on ``stream`` (nothing runs until the graph is

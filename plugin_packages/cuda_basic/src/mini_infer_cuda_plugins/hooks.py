@@ -7,6 +7,8 @@ from typing import Any
 
 from mini_infer_core.registry import hookimpl
 
+__all__ = ["mini_infer_creators", "mini_infer_devices", "mini_infer_plugin_api_version"]
+
 
 @hookimpl
 def mini_infer_plugin_api_version() -> str:

@@ -60,8 +60,6 @@ class CudaPlugin(OnnxPlugin):
     mixed_floats: ClassVar[bool] = False
     #: recorded build-time fields (``__name__``), serialized and cloned with the attributes
     recorded_fields: ClassVar[tuple[str, ...]] = ()
-    #: see ``graph_safe``
-    allocates: ClassVar[bool] = False
 
     def __init__(self, name: str = "", **attrs: Any) -> None:
         #: recorded fields (see the module doc); absent ones are simply unknown
@@ -73,8 +71,10 @@ class CudaPlugin(OnnxPlugin):
     def graph_safe(self) -> bool:
         """Whether ``enqueue`` allocates nothing on the device after its first run with a
         given shape (every temporary is an output or an instance-owned buffer), so that a
-        CUDA graph captured after one eager run can be replayed safely."""
-        return not self.allocates
+        CUDA graph captured after one eager run can be replayed safely. Kernels that allocate
+        temporaries in some configurations say so here (Slice with symbolic starts, signed
+        integer Div, training-mode BatchNormalization)."""
+        return True
 
     def record(self, key: str, value: Any | None) -> None:
         """Remember (or, with None, forget) a build-time fact; ``key`` must be declared."""
@@ -82,8 +82,8 @@ class CudaPlugin(OnnxPlugin):
             raise PluginInterfaceError(f"{self.plugin_type}: {key!r} is not a recorded field")
         if value is None:
             self.recorded.pop(key, None)
-        else:
-            self.recorded[key] = value
+        else:  # as decoding gives it back: sequences as tuples
+            self.recorded[key] = tuple(value) if isinstance(value, list) else value
 
     def _fields(self) -> dict[str, Any]:
         fields = {k: v for k, v in self.attrs.items() if v is not None}

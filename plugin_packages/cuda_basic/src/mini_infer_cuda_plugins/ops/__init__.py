@@ -41,4 +41,5 @@ def catalog_entries() -> list[dict[str, object]]:
     return [{"target": f"{cls.__module__}:{cls.__name__}", "name": cls.plugin_type,
              "op_type": cls.op_type, "version": cls.plugin_version,
              "min_opset": cls.min_opset, "max_opset": cls.max_opset,
-             "fields": tuple(cls.attributes)} for cls in plugin_classes()]
+             "fields": tuple(CudaCreator(cls, namespace=NAMESPACE).field_names)}
+            for cls in plugin_classes()]

@@ -65,6 +65,11 @@ def _module(name: str, device_id: int) -> Any:
     return cupy.RawModule(code=source(name), options=("--std=c++14",))
 
 
+@functools.cache
+def _function(name: str, device_id: int, function: str) -> Any:
+    return _module(name, device_id).get_function(function)
+
+
 def launch(source_name: str, function: str, dtype: Any, total: int, args: tuple[Any, ...]
            ) -> None:
     """Launch ``<function>_<suffix of dtype>`` of ``kernels/<source_name>.cu`` on CuPy's
@@ -73,8 +78,8 @@ def launch(source_name: str, function: str, dtype: Any, total: int, args: tuple[
         return
     import cupy
 
-    kernel = _module(source_name, cupy.cuda.Device().id).get_function(
-        f"{function}_{SUFFIX[np.dtype(dtype)]}")
+    kernel = _function(source_name, cupy.cuda.Device().id,
+                       f"{function}_{SUFFIX[np.dtype(dtype)]}")
     blocks = min((total + _THREADS - 1) // _THREADS, _MAX_BLOCKS)
     kernel((blocks,), (_THREADS,), args)
 

@@ -95,6 +95,11 @@ class Div(Binary):
 
     value_fn = staticmethod(trunc_div)
 
+    @property
+    def graph_safe(self) -> bool:
+        """Signed integer division allocates its rounding correction."""
+        return not any(d.dtype.numpy.kind == "i" for d in self.output_descs)
+
     def apply(self, xp: Any, a: Any, b: Any, out: Any) -> None:
         if out.dtype.kind == "u":
             xp.floor_divide(a, b, out=out)

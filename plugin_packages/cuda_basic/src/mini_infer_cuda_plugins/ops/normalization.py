@@ -46,6 +46,11 @@ class BatchNormalization(CudaPlugin, UnaryPlugin):
     def num_outputs(self) -> int:
         return 3 if self.attrs["training_mode"] else 1
 
+    @property
+    def graph_safe(self) -> bool:
+        """The training-mode statistics allocate temporaries."""
+        return not self.attrs["training_mode"]
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         x = list(inputs[0])
         if not self.attrs["training_mode"]:

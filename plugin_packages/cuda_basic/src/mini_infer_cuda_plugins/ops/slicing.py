@@ -195,13 +195,14 @@ class Slice_1(CudaPlugin):  # noqa: N801
 class Slice(CudaPlugin):
     """Slice from opset 10: ``starts``, ``ends``, optional ``axes`` and ``steps`` inputs, all
     known when the engine is built (``shape_inputs``; starts/ends may be symbolic, computed
-    from dynamic shapes). Constant ones are recorded with the plugin; symbolic starts are
-    read on the device (a gather whose indices the GPU computes; that path allocates)."""
+    from dynamic shapes). At run time only the starts matter (the output shape gives each
+    length): constant ones are recorded with the plugin, symbolic ones are read on the device
+    (a gather whose indices the GPU computes; that path allocates)."""
 
     plugin_version = "10"
     min_opset = 10
     shape_inputs = (1, 2, 3, 4)
-    recorded_fields = ("__starts__", "__ends__", "__axes__", "__steps__")
+    recorded_fields = ("__starts__", "__axes__", "__steps__")
 
     @property
     def graph_safe(self) -> bool:
@@ -215,9 +216,8 @@ class Slice(CudaPlugin):
         steps = None if absent(inputs, 4) else \
             const_ints(shape_values(inputs, 4, "Slice", "steps"), "Slice", "steps")
         dims = _sliced(list(inputs[0]), starts, ends, axes, steps)
-        known = all(v.is_constant() for v in (*starts, *ends))
+        known = all(v.is_constant() for v in starts)
         self.record("__starts__", [v.get_constant_value() for v in starts] if known else None)
-        self.record("__ends__", [v.get_constant_value() for v in ends] if known else None)
         self.record("__axes__", axes)
         self.record("__steps__", steps)
         return [list(dims)]
@@ -240,10 +240,16 @@ class Slice(CudaPlugin):
         rec = self.recorded
         ax = rec.get("__axes__", None if axes is None else host_ints(axes))
         st = rec.get("__steps__", None if steps is None else host_ints(steps))
-        if "__starts__" in rec or xp is np:
-            first = rec["__starts__"] if "__starts__" in rec else host_ints(starts)
-            last = rec["__ends__"] if "__ends__" in rec else host_ints(ends)
-            xp.copyto(out, x[_index(x.ndim, first, last, ax, st)])
+        first = rec.get("__starts__", host_ints(starts) if xp is np else None)
+        if first is not None:
+            ax, st = _normalized(x.ndim, len(first), ax, st)
+            index = [slice(None)] * x.ndim
+            for s, a, k in zip(first, ax, st, strict=True):
+                n = x.shape[a]
+                s = min(max(s + n if s < 0 else s, 0), n if k > 0 else n - 1)
+                stop = s + out.shape[a] * k
+                index[a] = slice(s, None if stop < 0 else stop, k)
+            xp.copyto(out, x[tuple(index)])
             return
         ax, st = _normalized(x.ndim, starts.size, ax, st)
         picked = x

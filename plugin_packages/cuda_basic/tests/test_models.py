@@ -1,0 +1,122 @@
+"""Whole models through the cuda plugins without a GPU.
+
+* Cross-building: the nine light models build for device ``cuda`` with ``strict_device``
+  (every node on a cuda plugin: shape/type inference, formats, build-time values), constant
+  folding done by the host plugins; the engine round-trips through its serialized form.
+* Running: a NumPy-backed stand-in of the ``cuda`` device runs engines of randomized light
+  models through the cuda plugins (the NumPy paths, or, with ``emulated_gpu``, the GPU
+  branch with the CUDA kernels compiled for the host), compared with the cpu plugins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+import mini_infer_core as mi
+from mini_infer_core.plugin import Device, Stream
+from mini_infer_core.registry import PluginRegistry
+from mini_infer_core.testing.light_models import (
+    LIGHT_MODELS,
+    default_inputs,
+    load_light_model,
+    logits_model,
+    randomize_weights,
+)
+
+cpu_catalog = pytest.importorskip("mini_infer_cpu_plugins.catalog",
+                                  reason="the host plugins fold constants and give references")
+
+
+class NumpyCuda(Device):
+    """The ``cuda`` device played by NumPy: same name, host memory."""
+
+    name = "cuda"
+
+    def allocate(self, nbytes: int) -> Any:
+        return np.empty(nbytes, np.uint8)
+
+    def view(self, buffer: Any, offset: int, dtype: Any, shape: tuple[int, ...]) -> Any:
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        return buffer[offset:offset + n].view(dtype).reshape(shape)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return np.empty(shape, dtype)
+
+    def to_device(self, host: Any) -> Any:
+        return np.array(host)
+
+    def to_host(self, array: Any) -> Any:
+        return np.array(array)
+
+    def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
+        np.copyto(dst, src)
+
+
+def _registry(cuda: Device | None) -> PluginRegistry:
+    from mini_infer_cpu_plugins.device import CpuDevice
+    from mini_infer_cuda_plugins.catalog import lazy_creators
+    from mini_infer_cuda_plugins.device import CudaDevice
+
+    reg = PluginRegistry()
+    reg.register_device(CpuDevice())
+    reg.register_device(cuda if cuda is not None else CudaDevice())
+    for creator in [*cpu_catalog.lazy_creators(), *lazy_creators()]:
+        reg.register_creator(creator)
+    return reg
+
+
+def _model(name: str) -> onnx.ModelProto:
+    return logits_model(randomize_weights(load_light_model(name), seed=3))
+
+
+@pytest.mark.parametrize("name", LIGHT_MODELS)
+def test_light_model_cross_builds_for_cuda_with_every_node_on_a_cuda_plugin(name: str
+                                                                           ) -> None:
+    reg = _registry(None)
+    if reg.get_device("cuda").availability()[0]:  # type: ignore[union-attr]
+        pytest.skip("a GPU is present: cross-building is for machines without one")
+    config = mi.BuilderConfig(device="cuda", strict_device=True)
+    engine = mi.load(load_light_model(name), config=config, registry=reg)
+    assert engine.nodes and {n.device for n in engine.nodes} == {"cuda"}
+    assert {n.plugin.plugin_namespace for n in engine.nodes} == {"mini_infer.cuda"}
+    again = mi.Runtime(reg).deserialize_engine(engine.serialize())
+    assert [(n.name, n.plugin.serialize()) for n in again.nodes] == \
+        [(n.name, n.plugin.serialize()) for n in engine.nodes]
+
+
+def _compare(name: str, emulate: bool, request: pytest.FixtureRequest) -> None:
+    model = _model(name)
+    feeds = default_inputs(model)
+    want = mi.InferenceSession(model, "cpu", registry=_registry(None)).run(None, feeds)[0]
+    if emulate:
+        request.getfixturevalue("emulated_gpu")
+    config = mi.BuilderConfig(device="cuda", strict_device=True)
+    sess = mi.InferenceSession(model, config=config, registry=_registry(NumpyCuda()))
+    assert {n.device for n in sess.engine.nodes} == {"cuda"}
+    got = sess.run(None, feeds)[0]
+    err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    assert got.shape == want.shape and err < 1e-5, f"{name}: relative L2 error {err:.3g}"
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v1"])
+def test_light_model_runs_on_the_numpy_paths_like_the_cpu_plugins(
+        name: str, request: pytest.FixtureRequest) -> None:
+    _compare(name, False, request)
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v1"])
+def test_light_model_runs_on_the_gpu_branch_with_host_compiled_kernels(
+        name: str, request: pytest.FixtureRequest) -> None:
+    _compare(name, True, request)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [m for m in LIGHT_MODELS
+                                  if m not in ("squeezenet", "shufflenet", "inception_v1")])
+def test_other_light_models_run_on_the_gpu_branch_with_host_compiled_kernels(
+        name: str, request: pytest.FixtureRequest) -> None:
+    _compare(name, True, request)
