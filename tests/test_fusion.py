@@ -23,7 +23,8 @@ class Scale(OnnxPlugin):
     fusable = frozenset({"Mul", "Add", "Relu"})
 
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             position: int, own_constants: Sequence[Any]) -> Fusion | None:
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
         other = consumer_constants[1 - position] if op_type != "Relu" else None
         if self.attrs["__relu__"]:
             return None

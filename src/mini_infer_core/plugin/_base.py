@@ -167,11 +167,13 @@ class OnnxPlugin(IPluginV2DynamicExt):
         return None
 
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             position: int, own_constants: Sequence[Any]) -> Fusion | None:
+             consumer_dims: Sequence[DimsExprs | None], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
         """Absorb the consumer (an ``op_type`` in ``fusable``) of this plugin's output, or
         return None. ``consumer_constants``/``own_constants`` hold the constant inputs' values
-        (None for runtime inputs); ``position`` is where this output enters the consumer.
-        Record the fusion in ``self.attrs`` so it survives serialization."""
+        (None for runtime inputs), ``consumer_dims`` the consumer's input shapes; ``position``
+        is where this output enters the consumer. Record the fusion in ``self.attrs`` so it
+        survives serialization."""
         return None
 
     def dynamic_dim(self, label: str) -> DimExpr:
