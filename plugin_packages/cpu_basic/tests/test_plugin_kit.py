@@ -30,6 +30,9 @@ CASES: list[tuple[str, int, dict[str, Any], list[Any]]] = [
     ("Conv", 11, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, [f32(1, 3, 7, 7), f32(4, 3, 3, 3),
                                                            f32(4)]),
     ("Conv", 11, {"group": 2, "dilations": [2, 2]}, [f32(2, 4, 9, 9), f32(6, 2, 3, 3)]),
+    # depthwise with a channel multiplier, dilation and asymmetric pads (the direct path)
+    ("Conv", 11, {"group": 4, "pads": [1, 2, 2, 1], "dilations": [2, 1]},
+     [f32(2, 4, 9, 8), f32(8, 1, 3, 3), f32(8)]),
     ("MaxPool", 12, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
      [f32(1, 2, 8, 8)]),
     ("AveragePool", 19, {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1],

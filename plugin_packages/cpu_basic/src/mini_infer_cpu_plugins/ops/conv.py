@@ -170,6 +170,36 @@ class Conv(CpuPlugin):
         self.scratch.put(key, plan)
         return plan
 
+    def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan) -> None:
+        """2-D, stride 1, one channel per group: a sum over kernel taps of the padded input,
+        shifted, times a per-channel weight. Rows are kept padded so every tap reads one
+        contiguous run per channel (long inner loops instead of a batch of tiny GEMMs)."""
+        n, c = x.shape[:2]
+        mult = w.shape[0] // c
+        (kh, kw), (h, wd) = w.shape[2:], x.shape[2:]
+        (dh, dw), (oh, ow) = plan.window.dilations, plan.out_dims
+        hp, wp = plan.ext
+        flat = self.scratch.buffer("dwpad", (n, c, hp * wp + (kw - 1) * dw + 1), x.dtype, fill=0)
+        grid = flat[:, :, : hp * wp].reshape(n, c, hp, wp)
+        grid[:, :, plan.begin[0]: plan.begin[0] + h, plan.begin[1]: plan.begin[1] + wd] = x
+        acc = self.scratch.buffer("dwacc", (n, c, mult, oh * wp), x.dtype)
+        tmp = self.scratch.buffer("dwtmp", (n, c, mult, oh * wp), x.dtype)
+        cached = getattr(self, "_taps", None)
+        if cached is None or cached[0] is not w:  # per-tap weights, laid out once
+            taps = np.ascontiguousarray(np.moveaxis(w.reshape(c, mult, kh * kw), 2, 0))
+            cached = self._taps = (w, taps.reshape(kh * kw, 1, c, mult, 1))
+        taps = cached[1]
+        for t in range(kh * kw):
+            i, j = divmod(t, kw)
+            start = i * dh * wp + j * dw
+            xs = flat[:, :, None, start: start + oh * wp]
+            if t == 0:
+                np.multiply(xs, taps[t], out=acc)
+            else:
+                np.multiply(xs, taps[t], out=tmp)
+                np.add(acc, tmp, out=acc)
+        np.copyto(dst.reshape(n, c, mult, oh, ow), acc.reshape(n, c, mult, oh, wp)[..., :ow])
+
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None, *,
                 out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **_: Any) -> None:
@@ -182,6 +212,9 @@ class Conv(CpuPlugin):
         if plan.pointwise:
             xs = x.reshape(n, group, cg, p)
             np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
+        elif (cg == 1 and group > 1 and x.ndim == 4 and plan.window.strides == (1, 1)
+              and x.dtype in (np.float32, np.float64)):
+            self._depthwise(x, w, dst, plan)
         else:
             src = x
             if plan.pad:
