@@ -7,6 +7,7 @@ fold the node if all its inputs are constants. Then drop dead nodes and plan mem
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,7 @@ from ..plugin import (
     IPluginV2,
     PluginField,
     PluginFieldCollection,
+    PluginFieldType,
 )
 from ..plugin import _adapter as adapter
 from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
@@ -121,6 +123,7 @@ class Builder:
     def build_engine(self, network: Network, config: BuilderConfig | None = None) -> Engine:
         config = config or BuilderConfig()
         t0 = time.perf_counter()
+        network = _constants_first(network)
         selector = Selector(self.registry, config.pins)
         device = selector.device(config.device)
         ok, reason = device.availability()
@@ -291,6 +294,23 @@ class Builder:
         blog.info("built %r: %d nodes (%d folded) on %s in %.3fs", network.name, len(nodes),
                   folded, device.name, info["build_seconds"])
         return engine
+
+
+def _constants_first(network: Network) -> Network:
+    """The same graph with every node computable from constants alone moved to the front
+    (order otherwise kept), so that folding has happened before fusion looks at consumers."""
+    known = set(network.constants)
+    early, late = [], []
+    for node in network.nodes:
+        if not any(g.type is PluginFieldType.GRAPH for g in node.fields.values()) and all(
+                not x or x in known for x in node.inputs):
+            early.append(node)
+            known.update(o for o in node.outputs if o)
+        else:
+            late.append(node)
+    if not early or len(early) == len(network.nodes):
+        return network
+    return dataclasses.replace(network, nodes=early + late)
 
 
 def _fields_for(rec: CreatorRecord, node: Node) -> PluginFieldCollection:

@@ -137,7 +137,7 @@ CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cpu_plugins.ops.math_unary:Erf', 'name': 'Erf', 'op_type': 'Erf', 'version': '1', 'min_opset': 9, 'max_opset': None, 'fields': ()},
     {'target': 'mini_infer_cpu_plugins.ops.math_unary:IsNaN', 'name': 'IsNaN', 'op_type': 'IsNaN', 'version': '1', 'min_opset': 9, 'max_opset': None, 'fields': ()},
     {'target': 'mini_infer_cpu_plugins.ops.math_unary:IsInf', 'name': 'IsInf', 'op_type': 'IsInf', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('detect_negative', 'detect_positive')},
-    {'target': 'mini_infer_cpu_plugins.ops.normalization:BatchNormalization', 'name': 'BatchNormalization', 'op_type': 'BatchNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('epsilon', 'momentum', 'spatial', 'is_test', 'consumed_inputs', 'training_mode')},
+    {'target': 'mini_infer_cpu_plugins.ops.normalization:BatchNormalization', 'name': 'BatchNormalization', 'op_type': 'BatchNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('epsilon', 'momentum', 'spatial', 'is_test', 'consumed_inputs', 'training_mode', '__relu__')},
     {'target': 'mini_infer_cpu_plugins.ops.normalization:InstanceNormalization', 'name': 'InstanceNormalization', 'op_type': 'InstanceNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('epsilon', 'consumed_inputs')},
     {'target': 'mini_infer_cpu_plugins.ops.normalization:LRN', 'name': 'LRN', 'op_type': 'LRN', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'bias', 'size')},
     {'target': 'mini_infer_cpu_plugins.ops.norms:Hardmax_1', 'name': 'Hardmax', 'op_type': 'Hardmax', 'version': '1', 'min_opset': 1, 'max_opset': 12, 'fields': ('axis',)},

@@ -24,6 +24,7 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DimsExprs, Fusion
 
 from ..serialization import CpuPlugin
+from ._fusing import per_channel
 from ._geometry import (
     Window,
     needs_padding,
@@ -37,6 +38,24 @@ from ._geometry import (
 from ._util import FLOATS, IntLike, Scratch
 
 __all__ = ["Conv"]
+
+
+def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
+    """conv(x) * k or conv(x) + d, with k, d constant per output channel."""
+    w = own[1]
+    b = own[2] if len(own) > 2 else None
+    if w is None or (len(own) > 2 and own[2] is None):
+        return None  # runtime weights or bias
+    k = per_channel(c, w.shape[0], w.ndim)
+    if k is None or (op_type == "Mul" and residual):
+        return None  # a Mul after the residual would scale it too
+    f64 = np.float64
+    bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
+    if op_type == "Add":
+        return Fusion(constants={2: (bias + k.astype(f64)).astype(w.dtype)})
+    scale = k.astype(f64)
+    new_w = (np.asarray(w, f64) * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
+    return Fusion(constants={1: new_w, 2: (bias * scale).astype(w.dtype)})
 
 
 def _fold_bn(attrs: dict[str, Any], bn: Sequence[Any], own: Sequence[Any]) -> Fusion | None:
@@ -85,7 +104,7 @@ class Conv(CpuPlugin):
     attributes: ClassVar[dict[str, Any]] = {
         "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
         "pads": None, "strides": None, "__residual__": 0, "__relu__": 0, "__clip__": None}
-    fusable = frozenset({"BatchNormalization", "Add", "Sum", "Relu", "Clip"})
+    fusable = frozenset({"BatchNormalization", "Mul", "Add", "Sum", "Relu", "Clip"})
 
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
              consumer_dims: Sequence[Any], position: int,
@@ -96,6 +115,10 @@ class Conv(CpuPlugin):
         if op_type == "BatchNormalization":
             return None if a["__residual__"] else _fold_bn(attrs, consumer_constants,
                                                          own_constants)
+        if op_type in ("Mul", "Add") and len(consumer_constants) == 2 and \
+                consumer_constants[1 - position] is not None and not attrs.get("broadcast"):
+            return _fold_affine(op_type, consumer_constants[1 - position], own_constants,
+                                residual=bool(a["__residual__"]))
         if op_type in ("Add", "Sum"):
             if a["__residual__"] or len(consumer_dims) != 2 or attrs.get("broadcast"):
                 return None

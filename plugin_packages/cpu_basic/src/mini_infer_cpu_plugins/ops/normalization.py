@@ -9,9 +9,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, Fusion, UnaryPlugin
 
 from ..serialization import CpuPlugin
+from ._fusing import per_channel
 from ._nn_util import NN_FLOATS, acc_dtype
 from ._util import FLOATS, IntLike, Scratch
 
@@ -32,7 +33,31 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
     dtypes = NN_FLOATS
     attributes: ClassVar[dict[str, Any]] = {
         "epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "is_test": 0, "consumed_inputs": None,
-        "training_mode": 0}
+        "training_mode": 0, "__relu__": 0}
+    #: a following per-channel Mul/Add folds into scale and bias; a Relu runs in place
+    fusable = frozenset({"Mul", "Add", "Relu"})
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        a = self.attrs
+        if a["training_mode"] or a["spatial"] != 1 or a["__relu__"] or attrs.get("broadcast"):
+            return None
+        if op_type == "Relu":
+            a["__relu__"] = 1
+            return Fusion()
+        scale, bias = own_constants[1], own_constants[2]
+        dims = consumer_dims[position]
+        if scale is None or bias is None or dims is None or len(consumer_constants) != 2:
+            return None
+        k = per_channel(consumer_constants[1 - position], scale.size, len(dims))
+        if k is None:
+            return None
+        f64 = np.float64
+        if op_type == "Add":
+            return Fusion(constants={2: (np.asarray(bias, f64) + k).astype(bias.dtype)})
+        return Fusion(constants={1: (np.asarray(scale, f64) * k).astype(scale.dtype),
+                                 2: (np.asarray(bias, f64) * k).astype(bias.dtype)})
 
     def setup(self) -> None:
         self.scratch = Scratch()
@@ -52,7 +77,7 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
 
     def compute(self, x: Array, scale: Array, bias: Array, mean: Array, var: Array, *,
                 out: Any, epsilon: float, momentum: float, training_mode: int,
-                **_: Any) -> None:
+                __relu__: int = 0, **_: Any) -> None:
         if training_mode:
             self._train(x, scale, bias, mean, var, out, epsilon, momentum)
             return
@@ -70,6 +95,8 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
         np.subtract(bias, b, out=b)
         np.multiply(x, a.reshape(pshape), out=out)
         np.add(out, b.reshape(pshape), out=out)
+        if __relu__:
+            np.maximum(out, 0, out=out)
 
     @staticmethod
     def _train(x: Array, scale: Array, bias: Array, mean: Array, var: Array, out: Any,

@@ -56,6 +56,8 @@ class _Plan:
     #: MaxPool Indices: per-tap offset and per-output base of the flat input position
     #: (row-major or column-major spatial strides)
     tap_offsets: tuple[Array, Array] | None
+    #: per spatial dim: (kernel, stride, dilation, out) for the separable reduction
+    axes: tuple[tuple[int, int, int, int], ...] = ()
 
 
 def _per_dim_counts(h: int, k: int, s: int, d: int, pb: int, pe: int, o: int,
@@ -141,8 +143,10 @@ class _Pool(ValuePlugin, UnaryPlugin):
         if self.kind == "max":
             tables = _index_tables(spatial, win, begin, out_dims,
                                    bool(self.attrs.get("storage_order", 0)))
+        axes = tuple((int(k), s, d, o) for k, s, d, o in zip(
+            win.kernel, win.strides, win.dilations, out_dims, strict=True))
         plan = _Plan(tuple(begin), tuple(ext), needs_padding(spatial, begin, ext), taps,
-                     divisor, tables)
+                     divisor, tables, axes)
         self.scratch.put(key, plan)
         return plan
 
@@ -167,16 +171,21 @@ class _Pool(ValuePlugin, UnaryPlugin):
             x = np.abs(x) if p == 1 else np.abs(x) ** p
         src = self._source(x, plan)
         taps = plan.taps
-        np.copyto(y, src[taps[0]])
-        if self.kind == "max":
-            if idx is not None:
-                self._max_with_indices(src, x.shape, y, idx, plan)
-            else:
-                for t in taps[1:]:
-                    np.maximum(y, src[t], out=y)
-            return
-        for t in taps[1:]:
-            np.add(y, src[t], out=y)
+        if idx is None and y.flags.c_contiguous:
+            self._separable(src, y, plan)
+            if self.kind == "max":
+                return
+        else:
+            np.copyto(y, src[taps[0]])
+            if self.kind == "max":
+                if idx is not None:
+                    self._max_with_indices(src, x.shape, y, idx, plan)
+                else:
+                    for t in taps[1:]:
+                        np.maximum(y, src[t], out=y)
+                return
+            for t in taps[1:]:
+                np.add(y, src[t], out=y)
         if self.kind == "lp":
             p = attrs["p"]
             np.power(y, 1.0 / p, out=y)
@@ -184,6 +193,26 @@ class _Pool(ValuePlugin, UnaryPlugin):
             np.multiply(y, 1.0 / len(taps), out=y)
         else:
             np.divide(y, plan.divisor, out=y)
+
+    def _separable(self, src: Array, y: Array, plan: _Plan) -> None:
+        """Max and sum reduce one spatial dim at a time: 2(k-1) passes for a k x k window
+        instead of k*k - 1, each on a smaller array than the last."""
+        op = np.maximum if self.kind == "max" else np.add
+        cur = src
+        last = len(plan.axes) - 1
+        for dim, (k, s, d, o) in enumerate(plan.axes):
+            axis = 2 + dim
+            shape = cur.shape[:axis] + (o,) + cur.shape[axis + 1:]
+            dst = y if dim == last else self.scratch.buffer(f"sep{dim}", shape, y.dtype)
+
+            def tap(t: int, cur: Array = cur, axis: int = axis, s: int = s, d: int = d,
+                    o: int = o) -> Array:
+                return cur[(slice(None),) * axis + (slice(t * d, t * d + s * (o - 1) + 1, s),)]
+
+            np.copyto(dst, tap(0))
+            for t in range(1, k):
+                op(dst, tap(t), out=dst)
+            cur = dst
 
     def _max_with_indices(self, src: Array, shape: tuple[int, ...], y: Array, idx: Array,
                           plan: _Plan) -> None:
