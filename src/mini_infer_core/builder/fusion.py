@@ -1,8 +1,8 @@
 """Fusion: a plugin absorbs the node that consumes its output, as the plugin declares.
 
-A plugin lists the operators it can absorb in ``fusable`` (e.g. Conv: BatchNormalization,
-Relu, Clip, Add) and implements ``fuse(op_type, attrs, consumer_constants, consumer_dims,
-position, own_constants)``; returning a :class:`Fusion` means it took the consumer's work on (new values
+A plugin lists the operators it can absorb in ``fusable`` (e.g. Conv: BatchNormalization, Relu,
+Clip, Add) and implements ``fuse(op_type, attrs, consumer_constants, consumer_dims, position,
+own_constants)``; returning a :class:`Fusion` means it took the consumer's work on (new values
 for its own constant inputs, extra runtime inputs, and whatever it records in its attributes so
 that the fusion survives serialization). The builder then skips the consumer and the plugin
 writes the consumer's output. Only a single-consumer output that is not a graph output, with
