@@ -135,6 +135,7 @@ def bench_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
         start = time.perf_counter()
         mini = mini_infer_core.InferenceSession(model, device="cpu")
         result["mini_build_s"] = time.perf_counter() - start
+        result["gflop"] = model_gflop(mini.engine)
         runners["mini"] = lambda: mini.run(None, feeds)
     except Exception as exc:  # reported in the table
         errors["mini"] = _short_error(exc)
@@ -241,13 +242,43 @@ def bench_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def model_gflop(engine: Any) -> float:
+    """Multiply-adds of Conv, Gemm and MatMul nodes, x2, from the engine's static shapes."""
+    total = 0
+    for node in engine.nodes:
+        if node.op_type not in ("Conv", "Gemm", "MatMul"):
+            continue
+        out = [int(d) for d in engine.tensors[node.outputs[0]].shape]
+        w = engine.tensors[node.inputs[1]].shape
+        if node.op_type == "Conv":
+            total += int(np.prod(out)) * int(np.prod([int(d) for d in w[1:]]))
+        else:
+            a = [int(d) for d in engine.tensors[node.inputs[0]].shape]
+            k = a[0] if node.plugin.attrs.get("transA") else a[-1]
+            total += int(np.prod(out)) * k
+    return 2 * total / 1e9
+
+
+def matmul_gflops(n: int = 1024, repeat: int = 10) -> float:
+    """The machine's own float32 GEMM rate through NumPy's BLAS: the physical ceiling."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    c = np.empty_like(a)
+    np.matmul(a, a, out=c)
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.matmul(a, a, out=c)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e9
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
 def print_table(results: list[dict[str, Any]], file: Any = sys.stdout) -> None:
     header = ("model", "mini ms", "ort ms", "ref ms", "mini/ort", "ref/mini", "rel L2",
-              "build s")
+              "build s", "GFLOP/s")
     rows = []
     for r in results:
         if r["ref_ms"] is not None:
@@ -263,6 +294,8 @@ def print_table(results: list[dict[str, Any]], file: Any = sys.stdout) -> None:
             _fmt(r["ref_over_mini"], ".1f"),
             _fmt(r["rel_l2_mini_vs_ort"], ".1e"),
             _fmt(r.get("mini_build_s"), ".2f"),
+            _fmt(r["gflop"] / r["mini_ms"] * 1e3 if r.get("gflop") and r["mini_ms"] else None,
+                 ".0f"),
         ))
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
     line = "  ".join(f"{h:<{w}}" if i == 0 else f"{h:>{w}}" for i, (h, w) in
@@ -321,6 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat must be at least 1")
     args.warmup = max(args.warmup, 1)  # the warm-up also fetches the logits to compare
 
+    rate = matmul_gflops()
+    from mini_infer_core.runtime.threads import blas_info
+
+    blas = ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
+                     for b in blas_info())
+    print(f"machine float32 GEMM rate (NumPy BLAS: {blas}): {rate:.0f} GFLOP/s",
+          file=sys.stderr, flush=True)
     results = []
     for name in args.models:
         print(f"[{name}] ...", file=sys.stderr, flush=True)
@@ -338,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print_table(results)
+        print(f"machine float32 GEMM rate: {rate:.0f} GFLOP/s (GFLOP/s column: mini-infer's "
+              "conv/gemm rate on that model)")
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(results, f, indent=2)
