@@ -123,8 +123,13 @@ def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.n
 
 
 def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
-    if not vi.type.HasField("tensor_type"):
-        raise ModelImportError(f"{where}: {vi.name!r} is not a tensor; only tensors are supported")
+    kind = vi.type.WhichOneof("value")
+    if kind is None:  # no type given (allowed for outputs): the builder infers it
+        return TensorInfo(vi.name, None, None)
+    if kind != "tensor_type":
+        raise ModelImportError(
+            f"{where}: {vi.name!r} is a {kind.replace('_type', '')}; mini-infer supports tensor "
+            "inputs and outputs only (sequence, optional and map types are not supported yet)")
     tt = vi.type.tensor_type
     dtype = DataType.from_onnx(tt.elem_type) if tt.elem_type else None
     shape: list[int | str | None] | None = None
