@@ -113,3 +113,23 @@ def test_missing_plugin_distribution_is_named(engine_path: Path) -> None:
     msg = str(err.value)
     assert "pip install mini-infer-cpu-plugins==0.1.0" in msg
     assert "'Conv'" in msg and "mini_infer.cpu" in msg and "version '1'" in msg
+
+
+def test_flip_in_a_later_checksum_chunk_is_caught(tmp_path: Path) -> None:
+    from helpers import make_model
+    from onnx import TensorProto, helper
+
+    big = np.random.default_rng(0).standard_normal((3, 1_000_000)).astype(np.float32)  # 12 MB
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1_000_000])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1_000_000])
+    model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [x], [y],
+                       [onnx.numpy_helper.from_array(big, "w")])
+    path = tmp_path / "big.engine"
+    mi.load(model).save(str(path))
+    assert path.stat().st_size > 9 * 2**20
+    mi.Runtime().load_engine(path)  # intact: loads
+    raw = bytearray(path.read_bytes())
+    raw[10 * 2**20] ^= 1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(EngineIntegrityError, match="checksum"):
+        mi.Runtime().load_engine(path)
