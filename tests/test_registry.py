@@ -84,3 +84,26 @@ def test_invalid_creator_is_refused_at_registration() -> None:
     bad = NoName(FastRelu, namespace="x", devices=())
     with pytest.raises(PluginLoadError, match="devices"):
         discover().register_creator(bad)
+
+
+def _fake_distribution(root: Any, version: str) -> None:
+    """A plugin distribution installed into ``root`` (a sys.path entry): metadata + module."""
+    info = root / f"mi_test_dupe-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mi-test-dupe\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text("[mini_infer.plugins]\ndupe = mi_test_dupe_hooks\n")
+    (root / "mi_test_dupe_hooks.py").write_text(
+        "from mini_infer_core.registry import hookimpl\n\n"
+        "@hookimpl\ndef mini_infer_creators():\n    return []\n")
+
+
+def test_a_distribution_found_twice_on_sys_path_counts_once(tmp_path: Any,
+                                                            monkeypatch: Any) -> None:
+    first, second = tmp_path / "site_a", tmp_path / "site_b"
+    _fake_distribution(first, "1.0")
+    _fake_distribution(second, "1.0")  # e.g. an editable and a regular install
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    reg = discover()
+    dupes = [d for d in reg.distributions if d.name == "mi-test-dupe"]
+    assert len(dupes) == 1 and dupes[0].status == "loaded"
