@@ -90,7 +90,8 @@ def _fake_distribution(root: Any, version: str) -> None:
     """A plugin distribution installed into ``root`` (a sys.path entry): metadata + module."""
     info = root / f"mi_test_dupe-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mi-test-dupe\nVersion: {version}\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: mi-test-dupe\nVersion: {version}\n")
     (info / "entry_points.txt").write_text("[mini_infer.plugins]\ndupe = mi_test_dupe_hooks\n")
     (root / "mi_test_dupe_hooks.py").write_text(
         "from mini_infer_core.registry import hookimpl\n\n"
