@@ -1,5 +1,11 @@
-"""The plugin API: interfaces, descriptors, fields and base classes for plugin authors."""
+"""The plugin API: interfaces, descriptors, fields and base classes for plugin authors.
 
+:mod:`mini_infer_core.plugin.shapes` holds the shape, type and value inference helpers that
+plugin packages share (axes, build-time values, window geometry, output shapes of common
+operators): ``from mini_infer_core.plugin import shapes``.
+"""
+
+from . import shapes
 from ._base import (
     REQUIRED,
     BroadcastPlugin,
@@ -53,4 +59,5 @@ __all__ = [
     "decode_fields",
     "encode_fields",
     "fields_from_values",
+    "shapes",
 ]

@@ -11,8 +11,8 @@ required at build time (the engine refuses a ``shape_inputs`` input computed at 
 ``values`` raises), which keeps the older contract of Reshape, Unsqueeze and ConstantOfShape.
 Whether a plugin instance became data-dependent survives ``clone()`` and ``serialize()``.
 
-``value_array`` / ``flat`` help ``output_values``: build-time values as an object array of
-dimension expressions, shaped as the tensor, so NumPy does the indexing.
+The device-independent shape and value helpers (``value_array``, ``flat``...) are in
+:mod:`mini_infer_core.plugin.shapes`.
 """
 
 from __future__ import annotations
@@ -24,25 +24,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import (
-    DimExpr,
-    DimsExprs,
-    IntLike,
-    IPluginV2,
-    encode_fields,
-    fields_from_values,
-)
+from mini_infer_core.plugin import DimExpr, DimsExprs, IPluginV2, encode_fields, fields_from_values
+from mini_infer_core.plugin.shapes import absent, input_values
 
 from ..serialization import FORMAT_TAG, CpuPlugin
-from ._util import absent
 
-__all__ = ["ValuePlugin", "Shapes", "Values", "emit", "as_ints", "value_array", "flat"]
+__all__ = ["ValuePlugin", "emit", "as_ints"]
 
 Array = NDArray[Any]
-#: what ``output_shapes`` returns: one shape per output
-Shapes = Sequence[Sequence[IntLike]]
-#: what ``output_values`` returns: flattened values per output (None: unknown)
-Values = Sequence[Sequence[IntLike] | None] | None
 
 #: serialized field marking an instance that turned data-dependent at build time
 _FLAG = "__data_dependent__"
@@ -70,17 +59,12 @@ class ValuePlugin(CpuPlugin):
         """The build-time values of input ``index`` (``()`` for an empty one), else None."""
         if absent(inputs, index):
             return None
-        dims = inputs[index]
-        assert dims is not None
-        if dims.values is not None:
-            return dims.values
-        if any(d.is_constant() and d.get_constant_value() == 0 for d in dims):
-            return ()
-        if index in self.shape_inputs:
+        vals = input_values(inputs, index)
+        if vals is None and index in self.shape_inputs:
             raise PluginInterfaceError(
                 f"{self.op_type}: the values of input {index} must be known when the engine "
                 "is built (a constant or computed from shapes only)")
-        return None
+        return vals
 
     def ints(self, inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
         """The values of input ``index`` when they are all build-time constants, else None."""
@@ -121,23 +105,6 @@ def as_ints(x: Array | None) -> list[int]:
     if x is None:
         return []
     return [int(v) for v in np.asarray(x).reshape(-1)]
-
-
-def value_array(dims: DimsExprs | None) -> NDArray[np.object_] | None:
-    """The build-time values of a tensor as an object array of its (static) shape, or None."""
-    if dims is None or dims.values is None or not dims.is_static():
-        return None
-    shape = dims.to_tuple()
-    if int(np.prod(shape, dtype=np.int64)) != len(dims.values):
-        return None
-    arr = np.empty(len(dims.values), dtype=object)
-    arr[:] = list(dims.values)
-    return arr.reshape(shape)
-
-
-def flat(arr: Any) -> list[DimExpr]:
-    """An object array (or scalar) of values as the flat list ``output_values`` returns."""
-    return [DimExpr.wrap(v) for v in np.asarray(arr, dtype=object).reshape(-1)]
 
 
 def emit(result: Any, out: Any) -> Any:

@@ -9,10 +9,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin import DimsExprs, IntLike
 
 from ._nn_util import to_str
-from ._util import IntLike
 
 __all__ = ["Act", "activations", "directions", "rnn_output_shapes"]
 

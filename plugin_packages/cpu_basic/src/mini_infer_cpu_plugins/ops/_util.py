@@ -1,4 +1,5 @@
-"""Helpers shared by the kernels: scratch buffers, dimension products, shape-input access."""
+"""Helpers shared by the kernels: scratch buffers, copies. Shape, type and value inference
+helpers live in :mod:`mini_infer_core.plugin.shapes`."""
 
 from __future__ import annotations
 
@@ -8,25 +9,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
-__all__ = [
-    "FLOATS",
-    "IntLike",
-    "Scratch",
-    "absent",
-    "const_ints",
-    "copy_into",
-    "dim_prod",
-    "norm_axis",
-    "shape_values",
-]
-
-IntLike = int | DimExpr
+__all__ = ["FLOATS", "Scratch", "copy_into"]
 
 #: dtypes of kernels that only make sense on floating point data
-FLOATS: tuple[DataType, ...] = (DataType.FLOAT, DataType.HALF, DataType.DOUBLE)
+FLOATS = FLOAT_TYPES
 
 
 class Scratch:
@@ -73,47 +61,6 @@ class Scratch:
         if buf is None or buf.size < size:
             buf = self.put(key, np.empty(size, dt))
         return buf[:size].reshape(shape)  # type: ignore[no-any-return]
-
-
-def dim_prod(dims: Sequence[IntLike]) -> DimExpr:
-    """The product of dimension expressions (1 for none)."""
-    out = DimExpr.const(1)
-    for d in dims:
-        out = out * d
-    return out
-
-
-def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
-    """A possibly negative axis as a non-negative one, checked against ``rank``."""
-    a = axis + rank if axis < 0 else axis
-    if not 0 <= a < max(rank, 1):
-        raise PluginInterfaceError(f"{what} {axis} is out of range for rank {rank}")
-    return a
-
-
-def absent(inputs: Sequence[DimsExprs | None], index: int) -> bool:
-    """Whether optional input ``index`` is missing (the builder passes None for it, or a
-    shorter list)."""
-    return index >= len(inputs) or inputs[index] is None
-
-
-def shape_values(inputs: Sequence[DimsExprs | None], index: int, op: str, what: str
-                 ) -> tuple[DimExpr, ...]:
-    """The build-time values of shape input ``index``; raises when they are unknown."""
-    dims = None if absent(inputs, index) else inputs[index]
-    if dims is None or dims.values is None:
-        raise PluginInterfaceError(
-            f"{op}: the values of its {what} input (input {index}) must be known when the "
-            "engine is built (a constant or computed from shapes only)")
-    return dims.values
-
-
-def const_ints(values: Sequence[DimExpr], op: str, what: str) -> list[int]:
-    """Build-time constant integers from dimension expressions."""
-    if not all(v.is_constant() for v in values):
-        raise PluginInterfaceError(
-            f"{op}: {what} must be build-time constants, got {[str(v) for v in values]}")
-    return [v.get_constant_value() for v in values]
 
 
 def copy_into(out: NDArray[Any], x: NDArray[Any]) -> None:

@@ -9,9 +9,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, UnaryPlugin
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, Scratch, norm_axis
+from ._util import FLOATS, Scratch
 
 __all__ = [
     "Relu",

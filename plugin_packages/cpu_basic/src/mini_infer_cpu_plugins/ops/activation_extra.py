@@ -15,11 +15,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import BroadcastPlugin, DimsExprs, UnaryPlugin, broadcast_dims
+from mini_infer_core.plugin import BroadcastPlugin, DimsExprs, IntLike, UnaryPlugin, broadcast_dims
 
 from ..serialization import CpuPlugin
 from ._erf import erf
-from ._util import IntLike
 
 __all__ = [
     "Elu", "Selu_1", "Selu", "Celu", "HardSigmoid", "HardSwish", "PRelu", "Softplus", "Softsign",

@@ -25,11 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, IntLike
 
 from ..serialization import CpuPlugin
 from ._nn_util import put
-from ._util import IntLike
 
 __all__ = ["Attention_23", "Attention", "RotaryEmbedding"]
 

@@ -8,19 +8,15 @@ from typing import Any, ClassVar
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike, UnaryPlugin
+from mini_infer_core.plugin.shapes import Values, cast_values
 
 from ..serialization import CpuPlugin
 from ._convert import cast_into
-from ._util import IntLike
 
 __all__ = ["Cast", "CastLike"]
 
 Array = NDArray[Any]
-
-_INTS = {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
-         DataType.UINT16, DataType.UINT32, DataType.UINT64}
-
 
 #: ONNX TensorProto type names, code 1 first
 _ONNX_NAMES = [
@@ -45,19 +41,6 @@ def _target(to: Any) -> DataType:
         raise PluginInterfaceError(f"Cast: unknown target type {to!r}") from exc
 
 
-def _pass_values(inputs: Sequence[DimsExprs], to: DataType
-                 ) -> list[Sequence[IntLike] | None] | None:
-    """Integer shape values survive a cast between integer types (and to bool)."""
-    vals = inputs[0].values
-    if vals is None:
-        return None
-    if to in _INTS:
-        return [list(vals)]
-    if to is DataType.BOOL and all(v.is_constant() for v in vals):
-        return [[int(v.get_constant_value() != 0) for v in vals]]
-    return None
-
-
 class Cast(CpuPlugin, UnaryPlugin):
     """Cast (opset 1: ``to`` is a type name; 6+: a type code; 19+: ``saturate`` for float8;
     24+: ``round_mode`` for float8e8m0)."""
@@ -70,9 +53,8 @@ class Cast(CpuPlugin, UnaryPlugin):
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [self.target]
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
-        return _pass_values(inputs, self.target)
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return cast_values(inputs[0].values, self.target)
 
     def compute(self, x: Array, *, out: Array, saturate: int, round_mode: str,
                 **_: Any) -> None:

@@ -21,21 +21,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, Fusion
+from mini_infer_core.plugin import DimsExprs, Fusion, IntLike, shapes
 
 from ..serialization import CpuPlugin
 from ._fusing import per_channel
-from ._geometry import (
-    Window,
-    needs_padding,
-    pad_into,
-    padded_extent,
-    resolve,
-    symbolic_out_dims,
-    window_params,
-    windows_view,
-)
-from ._util import FLOATS, IntLike, Scratch
+from ._geometry import pad_into, windows_view
+from ._util import FLOATS, Scratch
 
 __all__ = ["Conv"]
 
@@ -86,7 +77,7 @@ COLS_BUDGET = 128 * 1024 * 1024
 
 @dataclass(frozen=True)
 class _Plan:
-    window: Window
+    window: shapes.Window
     begin: tuple[int, ...]
     ext: tuple[int, ...]
     out_dims: tuple[int, ...]
@@ -149,11 +140,8 @@ class Conv(CpuPlugin):
     def setup(self) -> None:
         self.scratch = Scratch()
 
-    def _window(self, nd: int, w_spatial: Sequence[Any]) -> Window:
-        a = self.attrs
-        kernel = a["kernel_shape"] if a["kernel_shape"] else tuple(w_spatial)
-        return window_params("Conv", nd, kernel, a["strides"], a["dilations"], a["pads"],
-                             a["auto_pad"])
+    def _window(self, nd: int, w_spatial: Sequence[Any]) -> shapes.Window:
+        return shapes.window_from_attrs("Conv", nd, self.attrs, w_spatial)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         x, w = list(inputs[0]), list(inputs[1])
@@ -166,7 +154,7 @@ class Conv(CpuPlugin):
             raise PluginInterfaceError(
                 f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
         win = self._window(len(x) - 2, w[2:])
-        return [[x[0], w[0], *symbolic_out_dims(x[2:], win)]]
+        return [[x[0], w[0], *shapes.symbolic_out_dims(x[2:], win)]]
 
     def _plan(self, x: Array, w: Array, group: int) -> _Plan:
         key = ("plan", x.shape, w.shape, x.dtype.str)
@@ -182,9 +170,10 @@ class Conv(CpuPlugin):
         if tuple(int(k) for k in win.kernel) != w.shape[2:]:
             raise PluginInterfaceError(
                 f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
-        begin, _, out_dims = resolve(x.shape[2:], win)
-        ext = padded_extent(x.shape[2:], win, begin, out_dims)
-        pad = needs_padding(x.shape[2:], begin, ext)
+        geo = shapes.resolve(x.shape[2:], win)
+        begin, out_dims = geo.begin, geo.out
+        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        pad = shapes.needs_padding(x.shape[2:], begin, ext)
         pointwise = (all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in win.strides)
                      and not pad and tuple(out_dims) == x.shape[2:])
         per_image = c * int(np.prod(w.shape[2:])) * int(np.prod(out_dims)) * x.itemsize

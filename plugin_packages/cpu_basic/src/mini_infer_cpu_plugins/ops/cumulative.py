@@ -8,9 +8,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import norm_axis
 
 __all__ = ["CumSum", "CumProd", "Trilu"]
 

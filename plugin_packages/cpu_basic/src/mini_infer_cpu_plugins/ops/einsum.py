@@ -9,11 +9,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, OnnxPlugin, broadcast_dims
+from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, IntLike, OnnxPlugin, broadcast_dims
 
 from ..serialization import CpuPlugin
 from ._convert import is_native
-from ._util import IntLike
 
 __all__ = ["Einsum"]
 

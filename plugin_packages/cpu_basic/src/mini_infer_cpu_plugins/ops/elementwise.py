@@ -19,25 +19,17 @@ from mini_infer_core.plugin import (
     DimExpr,
     DimsExprs,
     UnaryPlugin,
-    broadcast_dims,
+    shapes,
 )
+from mini_infer_core.plugin.shapes import Shapes, Values
 
 from ..serialization import CpuPlugin
-from ._shapevals import const, elementwise_values, trunc_div
-from ._util import FLOATS, IntLike
+from ._util import FLOATS
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Pow", "Mod", "Sum", "Max", "Min", "Mean", "Exp", "Log",
            "Sqrt", "Neg", "Abs"]
 
 Array = NDArray[Any]
-
-
-def _legacy_align(b_rank: int, a_rank: int, broadcast: int, axis: int | None) -> int:
-    """Trailing singleton dims to append to B for opset<7 ``broadcast=1, axis=k``."""
-    if not broadcast or axis is None:
-        return 0
-    k = axis + a_rank if axis < 0 else axis
-    return max(0, a_rank - k - b_rank)
 
 
 class _Binary(CpuPlugin, BroadcastPlugin):
@@ -48,22 +40,19 @@ class _Binary(CpuPlugin, BroadcastPlugin):
     #: the operation on build-time values (DimExpr); None: values are not propagated
     value_fn: ClassVar[Callable[..., Any] | None] = None
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         fn = type(self).value_fn
         if fn is None or self.attrs.get("broadcast"):
             return None
-        return elementwise_values(inputs[:2], fn)
+        return shapes.elementwise_values(inputs[:2], fn)
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        a, b = inputs[0], list[IntLike](inputs[1])
-        b = b + [1] * _legacy_align(len(b), len(a), self.attrs.get("broadcast", 0),
-                                    self.attrs.get("axis"))
-        return [list(broadcast_dims(a, b))]
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        return [shapes.binary_dims(inputs[0], inputs[1], self.attrs.get("broadcast", 0),
+                                   self.attrs.get("axis"))]
 
     def compute(self, a: Array, b: Array, *, out: Array, broadcast: int = 0,
                 axis: int | None = None, **_: Any) -> None:
-        extra = _legacy_align(b.ndim, a.ndim, broadcast, axis)
+        extra = shapes.legacy_broadcast_rank(b.ndim, a.ndim, broadcast, axis)
         if extra:
             b = b.reshape(b.shape + (1,) * extra)
         self.apply(a, b, out)
@@ -94,7 +83,7 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
-    value_fn = staticmethod(trunc_div)
+    value_fn = staticmethod(shapes.trunc_div)
 
     def apply(self, a: Array, b: Array, out: Array) -> None:
         if out.dtype.kind in "iu":
@@ -116,7 +105,7 @@ class Pow(_Binary):
 
 
 def _mod_value(a: DimExpr, b: DimExpr, fmod: int) -> int:
-    x, y = const(a), const(b)
+    x, y = shapes.const(a), shapes.const(b)
     if y == 0:
         raise ValueError("modulo by zero")
     if fmod:
@@ -132,10 +121,9 @@ class Mod(_Binary):
     min_opset = 10
     attributes: ClassVar[dict[str, Any]] = {"fmod": 0}
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         fmod = self.attrs["fmod"]
-        return elementwise_values(inputs[:2], lambda a, b: _mod_value(a, b, fmod))
+        return shapes.elementwise_values(inputs[:2], lambda a, b: _mod_value(a, b, fmod))
 
     def compute(self, a: Array, b: Array, *, out: Array, broadcast: int = 0,
                 axis: int | None = None, fmod: int = 0, **_: Any) -> None:
@@ -153,19 +141,9 @@ class _Variadic(CpuPlugin, BroadcastPlugin):
     ufunc: ClassVar[Any] = None
     value_fn: ClassVar[Callable[..., Any] | None] = None
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         fn = type(self).value_fn
-        if fn is None:
-            return None
-
-        def fold(*vals: DimExpr) -> DimExpr:
-            acc = vals[0]
-            for v in vals[1:]:
-                acc = fn(acc, v)
-            return acc
-
-        return elementwise_values(inputs, fold)
+        return None if fn is None else shapes.variadic_values(inputs, fn)
 
     def compute(self, *xs: Array, out: Array, **_: Any) -> None:
         if len(xs) == 1:
@@ -242,18 +220,16 @@ class Sqrt(_Unary):
 
 
 class Neg(_Unary):
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
-        return elementwise_values(inputs[:1], lambda a: 0 - a)
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return shapes.elementwise_values(inputs[:1], lambda a: 0 - a)
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         np.negative(x, out=out)
 
 
 class Abs(_Unary):
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
-        return elementwise_values(inputs[:1], lambda a: abs(const(a)))
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
+        return shapes.elementwise_values(inputs[:1], lambda a: abs(shapes.const(a)))
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         np.abs(x, out=out)

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, broadcast_dims
+from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, gemm_dims, matmul_dims
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, IntLike, Scratch
+from ._util import FLOATS, Scratch
 
 __all__ = ["Gemm", "MatMul"]
 
@@ -29,13 +29,8 @@ class Gemm(CpuPlugin):
     def setup(self) -> None:
         self.scratch = Scratch()
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        a, b = inputs[0], inputs[1]
-        if len(a) != 2 or len(b) != 2:
-            raise PluginInterfaceError("Gemm: A and B must be 2-D")
-        m = a[1] if self.attrs["transA"] else a[0]
-        n = b[0] if self.attrs["transB"] else b[1]
-        return [[m, n]]
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        return [gemm_dims(inputs[0], inputs[1], self.attrs["transA"], self.attrs["transB"])]
 
     def compute(self, a: Array, b: Array, c: Array | None = None, *, out: Array, alpha: float,
                 beta: float, transA: int, transB: int, **_: Any) -> None:  # noqa: N803
@@ -54,16 +49,8 @@ class Gemm(CpuPlugin):
 class MatMul(CpuPlugin):
     """NumPy matmul semantics: 1-D operands promoted, batch dims broadcast."""
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        a, b = list(inputs[0]), list(inputs[1])
-        if not a or not b:
-            raise PluginInterfaceError("MatMul: operands must have rank >= 1")
-        shape: list[IntLike] = list(broadcast_dims(a[:-2], b[:-2]))
-        if len(a) >= 2:
-            shape.append(a[-2])
-        if len(b) >= 2:
-            shape.append(b[-1])
-        return [shape]
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        return [matmul_dims(list(inputs[0]), list(inputs[1]))]
 
     def compute(self, a: Array, b: Array, *, out: Array) -> None:
         np.matmul(a, b, out=out)

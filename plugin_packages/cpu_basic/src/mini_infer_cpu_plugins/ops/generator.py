@@ -10,11 +10,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, IntLike
+from mini_infer_core.plugin.shapes import Shapes, Values, filled_values
 
 from ..serialization import CpuPlugin
-from ._dynamic import Shapes, ValuePlugin, Values, as_ints, emit
-from ._util import IntLike
+from ._dynamic import ValuePlugin, as_ints, emit
 
 __all__ = ["ConstantOfShape", "Range_11", "Range", "EyeLike"]
 
@@ -58,12 +58,7 @@ class ConstantOfShape(ValuePlugin):
         return [DataType.from_numpy(self.fill.dtype)]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        shape = inputs[0].values
-        if shape is None or self.fill.dtype.kind not in "iub" or not all(
-                d.is_constant() for d in shape):
-            return None
-        n = math.prod(d.get_constant_value() for d in shape)
-        return [[int(self.fill)] * n] if n <= 64 else None
+        return filled_values(inputs[0].values, self.fill)
 
     def compute(self, shape: Array, *, out: Array | None = None, **_: Any) -> Any:
         if out is None:

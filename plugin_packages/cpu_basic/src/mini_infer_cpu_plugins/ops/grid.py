@@ -18,12 +18,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin import DimsExprs, IntLike
 
 from ..serialization import CpuPlugin
 from ._dynamic import ValuePlugin
 from ._nn_util import to_str
-from ._util import IntLike
 
 __all__ = ["GridSample_16", "GridSample", "AffineGrid"]
 

@@ -14,10 +14,10 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, Values, gather_dims, gather_values, norm_axis
 
 from ..serialization import CpuPlugin
-from ._dynamic import Shapes, ValuePlugin, Values, emit, flat, value_array
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, emit
 
 __all__ = ["Gather", "GatherElements", "GatherND", "OneHot"]
 
@@ -35,17 +35,10 @@ class Gather(CpuPlugin):
     attributes: ClassVar[dict[str, Any]] = {"axis": 0}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        data, idx = list(inputs[0]), list(inputs[1])
-        a = norm_axis(self.attrs["axis"], len(data), "Gather axis")
-        return [data[:a] + idx + data[a + 1:]]
+        return [gather_dims(inputs[0], inputs[1], self.attrs["axis"])]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        data, idx = value_array(inputs[0]), value_array(inputs[1])
-        if data is None or idx is None or not all(v.is_constant() for v in idx.reshape(-1)):
-            return None
-        a = norm_axis(self.attrs["axis"], data.ndim)
-        ints = np.array([v.get_constant_value() for v in idx.reshape(-1)], np.int64)
-        return [flat(np.take(data, _wrap(ints.reshape(idx.shape), data.shape[a]), axis=a))]
+        return gather_values(inputs[0], inputs[1], self.attrs["axis"])
 
     def compute(self, data: Array, indices: Array, *, out: Array, axis: int) -> None:
         a = norm_axis(axis, data.ndim)

@@ -13,11 +13,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
 from ._nn_util import NN_FLOATS, put
-from ._util import IntLike, norm_axis
 
 __all__ = ["LayerNormalization", "GroupNormalization_18", "GroupNormalization",
            "RMSNormalization"]

@@ -10,10 +10,10 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, broadcast_dims
+from mini_infer_core.plugin.shapes import Shapes, Values, flat, norm_axis, value_array
 
 from ..serialization import CpuPlugin
-from ._dynamic import Shapes, ValuePlugin, Values, as_ints, emit, flat, value_array
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, as_ints, emit
 
 __all__ = ["Expand", "Tile_1", "Tile", "DepthToSpace", "SpaceToDepth_1", "SpaceToDepth",
            "ReverseSequence"]

@@ -18,10 +18,9 @@ from mini_infer_core.plugin import (
     UnaryPlugin,
     broadcast_dims,
 )
+from mini_infer_core.plugin.shapes import Shapes, Values, const, elementwise_values
 
 from ..serialization import CpuPlugin
-from ._shapevals import const, elementwise_values
-from ._util import IntLike
 from .elementwise import _Binary
 
 __all__ = ["Not", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
@@ -34,8 +33,7 @@ class Not(CpuPlugin, UnaryPlugin):
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [DataType.BOOL]
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return elementwise_values(inputs[:1], lambda a: int(not const(a)))
 
     def compute(self, x: Array, *, out: Array) -> None:
@@ -126,14 +124,13 @@ class Where(CpuPlugin, BroadcastPlugin):
 
     min_opset = 9
 
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(broadcast_dims(*inputs[:3]))]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [input_types[1]]
 
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> list[Sequence[IntLike] | None] | None:
+    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return elementwise_values(inputs[:3], _where_value)
 
     def compute(self, condition: Array, x: Array, y: Array, *, out: Array) -> None:

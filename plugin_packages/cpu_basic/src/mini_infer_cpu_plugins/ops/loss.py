@@ -14,11 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimsExprs
+from mini_infer_core.plugin import DataType, DimsExprs, IntLike
 
 from ..serialization import CpuPlugin
 from ._nn_util import NN_FLOATS, acc_dtype, put, to_str
-from ._util import IntLike
 
 __all__ = ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"]
 

@@ -11,9 +11,10 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, norm_axis
+from ._util import FLOATS
 
 __all__ = ["Hardmax_1", "Hardmax", "LpNormalization", "MeanVarianceNormalization"]
 

@@ -16,10 +16,10 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, IntLike
+from mini_infer_core.plugin.shapes import Shapes, norm_axis
 
 from ..serialization import CpuPlugin
-from ._dynamic import Shapes, ValuePlugin, as_ints, emit
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, as_ints, emit
 
 __all__ = ["Pad_1", "Pad_2", "Pad_11", "Pad", "CenterCropPad", "Col2Im"]
 

@@ -23,21 +23,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike, UnaryPlugin, shapes
 
 from ..serialization import CpuPlugin
 from ._dynamic import ValuePlugin
-from ._geometry import (
-    Window,
-    needs_padding,
-    pad_into,
-    padded_extent,
-    resolve,
-    symbolic_out_dims,
-    window_params,
-)
+from ._geometry import pad_into
 from ._nn_util import NN_FLOATS
-from ._util import IntLike, Scratch
+from ._util import Scratch
 
 __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "LpPool_1", "LpPool", "GlobalAveragePool",
            "GlobalMaxPool", "GlobalLpPool_1", "GlobalLpPool"]
@@ -68,7 +60,7 @@ def _per_dim_counts(h: int, k: int, s: int, d: int, pb: int, pe: int, o: int,
     return ((pos >= lo) & (pos < hi)).sum(axis=1)  # type: ignore[no-any-return]
 
 
-def _index_tables(spatial: Sequence[int], win: Window, begin: Sequence[int],
+def _index_tables(spatial: Sequence[int], win: shapes.Window, begin: Sequence[int],
                   out_dims: Sequence[int], column_major: bool) -> tuple[Array, Array]:
     """(offset per tap, base per output position) of flat spatial input indices."""
     nd = len(spatial)
@@ -96,20 +88,14 @@ class _Pool(ValuePlugin, UnaryPlugin):
     def setup(self) -> None:
         self.scratch = Scratch()
 
-    def _window(self, nd: int) -> Window:
-        a = self.attrs
-        kernel = a.get("kernel_shape")
-        if not kernel:
-            raise PluginInterfaceError(f"{self.op_type}: kernel_shape is required")
-        return window_params(self.op_type, nd, kernel, a.get("strides"),
-                             a.get("dilations"), a.get("pads"), a["auto_pad"],
-                             a.get("ceil_mode", 0))
+    def _window(self, nd: int) -> shapes.Window:
+        return shapes.window_from_attrs(self.op_type, nd, self.attrs)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         x = list(inputs[0])
         if len(x) < 3:
             raise PluginInterfaceError(f"{self.op_type}: input rank {len(x)} < 3")
-        return [[x[0], x[1], *symbolic_out_dims(x[2:], self._window(len(x) - 2))]
+        return [[x[0], x[1], *shapes.symbolic_out_dims(x[2:], self._window(len(x) - 2))]
                 ] * self.num_outputs
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
@@ -122,8 +108,9 @@ class _Pool(ValuePlugin, UnaryPlugin):
             return plan
         spatial = x.shape[2:]
         win = self._window(len(spatial))
-        begin, end, out_dims = resolve(spatial, win)
-        ext = padded_extent(spatial, win, begin, out_dims)
+        geo = shapes.resolve(spatial, win)
+        begin, end, out_dims = geo
+        ext = shapes.padded_extent(spatial, win, geo)
         taps = tuple(
             (Ellipsis, *(slice(t * d, t * d + s * (o - 1) + 1, s) for t, d, s, o in
                          zip(tap, win.dilations, win.strides, out_dims, strict=True)))
@@ -145,7 +132,7 @@ class _Pool(ValuePlugin, UnaryPlugin):
                                    bool(self.attrs.get("storage_order", 0)))
         axes = tuple((int(k), s, d, o) for k, s, d, o in zip(
             win.kernel, win.strides, win.dilations, out_dims, strict=True))
-        plan = _Plan(tuple(begin), tuple(ext), needs_padding(spatial, begin, ext), taps,
+        plan = _Plan(tuple(begin), tuple(ext), shapes.needs_padding(spatial, begin, ext), taps,
                      divisor, tables, axes)
         self.scratch.put(key, plan)
         return plan

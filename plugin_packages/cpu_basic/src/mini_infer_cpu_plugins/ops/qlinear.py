@@ -13,28 +13,16 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimsExprs, OnnxPlugin, broadcast_dims
+from mini_infer_core.plugin import DataType, DimsExprs, IntLike, OnnxPlugin
+from mini_infer_core.plugin.shapes import matmul_dims
 
 from ..serialization import CpuPlugin
 from ._quant import requantize
-from ._util import IntLike
 from .conv import Conv
 
 __all__ = ["MatMulInteger", "QLinearMatMul", "ConvInteger", "QLinearConv"]
 
 Array = NDArray[Any]
-
-
-def _matmul_dims(a: Sequence[IntLike], b: Sequence[IntLike], op: str) -> list[IntLike]:
-    if not a or not b:
-        raise PluginInterfaceError(f"{op}: operands must have rank >= 1")
-    shape: list[IntLike] = list(broadcast_dims(a[:-2], b[:-2]))
-    if len(a) >= 2:
-        shape.append(a[-2])
-    if len(b) >= 2:
-        shape.append(b[-1])
-    return shape
 
 
 def _shift_rows(a: Array, zp: Array | None) -> Array:
@@ -61,7 +49,7 @@ class MatMulInteger(CpuPlugin, OnnxPlugin):
     min_opset = 10
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [_matmul_dims(list(inputs[0]), list(inputs[1]), "MatMulInteger")]
+        return [matmul_dims(list(inputs[0]), list(inputs[1]), "MatMulInteger")]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [DataType.INT32]
@@ -83,7 +71,7 @@ class QLinearMatMul(CpuPlugin, OnnxPlugin):
     min_opset = 10
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [_matmul_dims(list(inputs[0]), list(inputs[3]), "QLinearMatMul")]
+        return [matmul_dims(list(inputs[0]), list(inputs[3]), "QLinearMatMul")]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [input_types[7] if len(input_types) > 7 else input_types[0]]

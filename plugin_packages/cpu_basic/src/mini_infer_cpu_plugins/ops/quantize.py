@@ -10,11 +10,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimsExprs, OnnxPlugin
+from mini_infer_core.plugin import DataType, DimsExprs, IntLike, OnnxPlugin
 
 from ..serialization import CpuPlugin
 from ._quant import QUANT_TYPES, dequantize, expand_param, quantize
-from ._util import IntLike
 
 __all__ = ["QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"]
 

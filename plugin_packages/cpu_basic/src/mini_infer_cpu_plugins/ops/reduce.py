@@ -18,9 +18,9 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, norm_axis, reduced_dims
 
-from ._dynamic import Shapes, ValuePlugin, as_ints, emit
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, as_ints, emit
 
 __all__ = [
     "ReduceSum_1", "ReduceSum", "ReduceMean_1", "ReduceMean", "ReduceMax_1", "ReduceMax",
@@ -31,14 +31,6 @@ __all__ = [
 
 Array = NDArray[Any]
 Axes = tuple[int, ...] | None  # None: every axis; (): none (noop)
-
-
-def reduced_dims(dims: Sequence[DimExpr], axes: Axes, keepdims: bool) -> list[DimExpr]:
-    rank = len(dims)
-    which = set(range(rank)) if axes is None else {norm_axis(a, rank, "axis") for a in axes}
-    one = DimExpr.const(1)
-    return [one if i in which else d for i, d in enumerate(dims)
-            if keepdims or i not in which]
 
 
 def _extreme(dtype: np.dtype[Any], low: bool) -> Any:

@@ -22,11 +22,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimsExprs
+from mini_infer_core.plugin import REQUIRED, DimsExprs, IntLike
 
 from ._dynamic import ValuePlugin
 from ._nn_util import to_str
-from ._util import IntLike
 
 __all__ = ["Resize_10", "Resize_11", "Resize", "Upsample_7", "Upsample_9"]
 

@@ -16,12 +16,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin import DimsExprs, IntLike
 
 from ..serialization import CpuPlugin
 from ._nn_util import acc_dtype, put
 from ._rnn_util import Act, activations, directions, rnn_output_shapes
-from ._util import IntLike
 
 __all__ = ["RNN", "GRU_1", "GRU", "LSTM"]
 

@@ -10,12 +10,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimsExprs
+from mini_infer_core.plugin import REQUIRED, DimsExprs, IntLike
 
 from ..serialization import CpuPlugin
 from ._dynamic import ValuePlugin
 from ._nn_util import NN_FLOATS, acc_dtype, to_str
-from ._util import IntLike
 
 __all__ = ["MaxUnpool", "MaxRoiPool", "RoiAlign_10", "RoiAlign"]
 

@@ -13,9 +13,9 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import norm_axis
 
 __all__ = ["ScatterElements", "Scatter", "ScatterND"]
 

@@ -15,9 +15,9 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DataType, DimExpr, DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, norm_axis
 
-from ._dynamic import Shapes, ValuePlugin, emit
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, emit
 
 __all__ = ["TopK_1", "TopK_10", "TopK", "NonZero", "Unique", "Compress"]
 

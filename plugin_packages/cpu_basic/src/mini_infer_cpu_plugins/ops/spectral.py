@@ -16,10 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin import DimsExprs, IntLike
 
 from ._dynamic import ValuePlugin
-from ._util import IntLike
 
 __all__ = ["DFT_17", "DFT", "STFT"]
 

@@ -17,9 +17,9 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DimExpr, DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, Values, flat, norm_axis, value_array
 
-from ._dynamic import Shapes, ValuePlugin, Values, as_ints, emit, flat, value_array
-from ._util import norm_axis
+from ._dynamic import ValuePlugin, as_ints, emit
 
 __all__ = ["Split_1", "Split_2", "Split_13", "Split"]
 

@@ -1,7 +1,8 @@
-"""Helpers shared by the kernels: instance-owned buffers, axes, shape-input values, dtypes.
+"""Helpers shared by the kernels: instance-owned buffers, host copies of small inputs, dtypes.
 
 Every helper takes the array module ``xp`` (NumPy or CuPy) so one kernel body serves both:
-CuPy on the GPU, NumPy in the tests of a machine without one.
+CuPy on the GPU, NumPy in the tests of a machine without one. Shape, type and value inference
+helpers live in :mod:`mini_infer_core.plugin.shapes`.
 """
 
 from __future__ import annotations
@@ -11,32 +12,23 @@ from typing import Any
 
 import numpy as np
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, IntLike
+from mini_infer_core.plugin import DimExpr, DimsExprs, shapes
 
 from .._stream import array_module, is_cupy
 
 __all__ = [
     "FLOATS",
     "Scratch",
-    "Shapes",
-    "absent",
     "acc_dtype",
     "array_module",
-    "const_ints",
     "copy_into",
-    "dim_prod",
     "host_ints",
     "matmul_into",
-    "norm_axis",
     "shape_values",
 ]
 
-#: output shapes, as ``output_shapes`` returns them
-Shapes = Sequence[Sequence[IntLike]]
-
 #: input types of the kernels that only make sense on floating-point data
-FLOATS: tuple[DataType, ...] = (DataType.FLOAT, DataType.HALF, DataType.DOUBLE)
+FLOATS = shapes.FLOAT_TYPES
 
 
 class Scratch:
@@ -94,49 +86,11 @@ def matmul_into(xp: Any, a: Any, b: Any, out: Any) -> None:
         xp.matmul(a, b, out=out)
 
 
-def dim_prod(dims: Sequence[IntLike]) -> DimExpr:
-    """The product of dimension expressions (1 for none)."""
-    out = DimExpr.const(1)
-    for d in dims:
-        out = out * d
-    return out
-
-
-def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
-    """A possibly negative axis as a non-negative one, checked against ``rank``."""
-    a = axis + rank if axis < 0 else axis
-    if not 0 <= a < max(rank, 1):
-        raise PluginInterfaceError(f"{what} {axis} is out of range for rank {rank}")
-    return a
-
-
-def absent(inputs: Sequence[DimsExprs | None], index: int) -> bool:
-    """Whether optional input ``index`` is missing."""
-    return index >= len(inputs) or inputs[index] is None
-
-
 def shape_values(inputs: Sequence[DimsExprs | None], index: int, op: str, what: str
                  ) -> tuple[DimExpr, ...]:
-    """The build-time values of input ``index``; raises when they are unknown."""
-    dims = None if absent(inputs, index) else inputs[index]
-    if dims is None:
-        raise PluginInterfaceError(f"{op}: its {what} input (input {index}) is missing")
-    if dims.values is None:
-        if any(d.is_constant() and d.get_constant_value() == 0 for d in dims):
-            return ()
-        raise PluginInterfaceError(
-            f"{op}: the values of its {what} input (input {index}) must be known when the "
-            "engine is built (a constant or computed from shapes only) for the cuda device")
-    return tuple(dims.values)
-
-
-def const_ints(values: Sequence[IntLike], op: str, what: str) -> list[int]:
-    """Build-time constant integers from dimension expressions."""
-    exprs = [DimExpr.wrap(v) for v in values]
-    if not all(v.is_constant() for v in exprs):
-        raise PluginInterfaceError(
-            f"{op}: {what} must be build-time constants, got {[str(v) for v in exprs]}")
-    return [v.get_constant_value() for v in exprs]
+    """:func:`mini_infer_core.plugin.shapes.shape_values` for this device: the kernels never
+    read a shape input back from the GPU, so its values must be known at build time."""
+    return shapes.shape_values(inputs, index, op, what, device="cuda")
 
 
 def host_ints(x: Any) -> list[int]:

@@ -10,16 +10,14 @@ import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin.shapes import Shapes, Values, cast_values, filled_values
 
 from ..serialization import DEVICE_TYPES, CudaPlugin
-from ._common import Shapes, array_module, shape_values
-from ._values import Values
+from ._common import array_module, shape_values
 
 __all__ = ["Cast", "ConstantOfShape"]
 
 
-_INTS = {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
-         DataType.UINT16, DataType.UINT32, DataType.UINT64}
 #: Cast-1 names its target type (TensorProto names)
 _ALIASES = {"FLOAT32": "FLOAT", "FLOAT64": "DOUBLE", "FLOAT16": "HALF"}
 
@@ -56,14 +54,7 @@ class Cast(CudaPlugin, UnaryPlugin):
         return [self.target]
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        vals = inputs[0].values
-        if vals is None:
-            return None
-        if self.target in _INTS:
-            return [list(vals)]
-        if self.target is DataType.BOOL and all(v.is_constant() for v in vals):
-            return [[int(v.get_constant_value() != 0) for v in vals]]
-        return None
+        return cast_values(inputs[0].values, self.target)
 
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         with np.errstate(all="ignore"):
@@ -99,12 +90,7 @@ class ConstantOfShape(CudaPlugin):
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         if self.fill.dtype.kind not in "iub":
             return None
-        n = 1
-        for d in shape_values(inputs, 0, "ConstantOfShape", "shape"):
-            if not d.is_constant():
-                return None
-            n *= d.get_constant_value()
-        return [[int(self.fill)] * n] if n <= 64 else None
+        return filled_values(shape_values(inputs, 0, "ConstantOfShape", "shape"), self.fill)
 
     def compute(self, shape: Any, *, out: Any, **_: Any) -> None:
         out.fill(self.fill.item())

@@ -22,20 +22,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin import DimsExprs, shapes
+from mini_infer_core.plugin.shapes import Shapes
 
 from ..serialization import CudaPlugin
 from . import _raw
-from ._common import FLOATS, Scratch, Shapes, array_module, matmul_into
-from ._geometry import (
-    Geometry,
-    Window,
-    make_window,
-    out_dims_expr,
-    padded_shape,
-    resolve,
-    window_view,
-)
+from ._common import FLOATS, Scratch, array_module, matmul_into
 
 __all__ = ["Conv"]
 
@@ -46,8 +38,8 @@ COLS_BUDGET = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class _Plan:
-    window: Window
-    geometry: Geometry
+    window: shapes.Window
+    geometry: shapes.Geometry
     #: 1x1, stride 1, no padding: GEMM on the input itself
     pointwise: bool
     #: group == C with one input channel per filter
@@ -56,7 +48,17 @@ class _Plan:
     chunk: int
 
 
-def as_2d(w: Window, g: Geometry, spatial: Sequence[int]) -> tuple[list[int], ...]:
+def window_view(xp: Any, padded: Any, lead: int, w: shapes.Window, out: Sequence[int]) -> Any:
+    """A strided view of every window of ``padded`` (its first ``lead`` axes kept), shaped
+    ``lead axes + kernel + out`` (im2col order)."""
+    sp = padded.strides[lead:]
+    shape = padded.shape[:lead] + w.kernel + tuple(out)
+    strides = (padded.strides[:lead] + tuple(sp[i] * w.dilations[i] for i in range(w.nd))
+               + tuple(sp[i] * w.strides[i] for i in range(w.nd)))
+    return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
+
+
+def as_2d(w: shapes.Window, g: shapes.Geometry, spatial: Sequence[int]) -> tuple[list[int], ...]:
     """(in sizes, kernel, strides, begin pads, end pads, dilations, out sizes) of a 1-D or
     2-D window as 2-D (a 1-D one gets a leading axis of size 1)."""
     lead = [1] * (2 - w.nd)
@@ -75,14 +77,12 @@ class Conv(CudaPlugin):
     def setup(self) -> None:
         self.scratch = Scratch()
 
-    def _window(self, nd: int, w_spatial: Sequence[Any]) -> Window:
-        a = self.attrs
-        kernel = a["kernel_shape"] if a["kernel_shape"] else tuple(w_spatial)
-        if not all(isinstance(k, int) for k in kernel):
+    def _window(self, nd: int, w_spatial: Sequence[Any]) -> shapes.Window:
+        win = shapes.window_from_attrs("Conv", nd, self.attrs, w_spatial)
+        if not all(isinstance(k, int) for k in win.kernel):
             raise PluginInterfaceError("Conv: the kernel size must be known when the engine "
                                        "is built (kernel_shape or a constant W)")
-        return make_window("Conv", nd, kernel, a["strides"], a["dilations"], a["pads"],
-                           a["auto_pad"])
+        return win
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         x, w = list(inputs[0]), list(inputs[1])
@@ -94,9 +94,8 @@ class Conv(CudaPlugin):
                 x[1].get_constant_value() != w[1].get_constant_value() * group:
             raise PluginInterfaceError(
                 f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
-        ws = [d.get_constant_value() if d.is_constant() else d for d in w[2:]]
-        win = self._window(len(x) - 2, ws)
-        return [[x[0], w[0], *out_dims_expr(x[2:], win)]]
+        win = self._window(len(x) - 2, w[2:])
+        return [[x[0], w[0], *shapes.symbolic_out_dims(x[2:], win)]]
 
     def _plan(self, x: Any, w: Any, group: int) -> _Plan:
         key = ("plan", x.shape, w.shape, x.dtype.str)
@@ -112,7 +111,7 @@ class Conv(CudaPlugin):
         if win.kernel != tuple(w.shape[2:]):
             raise PluginInterfaceError(
                 f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
-        geo = resolve(x.shape[2:], win)
+        geo = shapes.resolve(x.shape[2:], win)
         pointwise = (all(k == 1 for k in win.kernel) and all(s == 1 for s in win.strides)
                      and geo.out == tuple(x.shape[2:]))
         depthwise = group == c and w.shape[1] == 1 and group > 1
@@ -183,8 +182,8 @@ class Conv(CudaPlugin):
                 i32(sw), i32(ph), i32(pw), i32(dh), i32(dw), np.int64(cols.size)))
             return
         src = x
-        ext = padded_shape(x.shape[2:], win, geo)
-        if ext != tuple(x.shape[2:]) or any(geo.begin):
+        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        if shapes.needs_padding(x.shape[2:], geo.begin, ext):
             # zero border filled once, when the buffer is made; the interior is rewritten
             src = self.scratch.buffer(xp, "pad", (*x.shape[:2], *ext), x.dtype, fill=0)
             inner = (slice(None), slice(None), *(slice(b, b + s) for b, s in

@@ -14,27 +14,17 @@ import numpy as np
 
 from mini_infer_core.plugin import (
     BroadcastPlugin,
-    DimExpr,
     DimsExprs,
-    IntLike,
     UnaryPlugin,
-    broadcast_dims,
+    shapes,
 )
+from mini_infer_core.plugin.shapes import Shapes, Values
 
 from ..serialization import CudaPlugin
-from ._common import FLOATS, Shapes, array_module
-from ._values import Values, const, elementwise_values, trunc_div
+from ._common import FLOATS, array_module
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Pow", "Sum", "Exp", "Log", "Sqrt", "Neg", "Abs"]
 
-
-
-def legacy_trailing(b_rank: int, a_rank: int, broadcast: int, axis: int | None) -> int:
-    """How many trailing 1-dims B needs for the opset<7 ``broadcast=1, axis=k`` form."""
-    if not broadcast or axis is None:
-        return 0
-    k = axis + a_rank if axis < 0 else axis
-    return max(0, a_rank - k - b_rank)
 
 
 class Binary(CudaPlugin, BroadcastPlugin):
@@ -49,17 +39,15 @@ class Binary(CudaPlugin, BroadcastPlugin):
         fn = type(self).value_fn
         if fn is None or self.attrs.get("broadcast"):
             return None
-        return elementwise_values(inputs[:2], fn)
+        return shapes.elementwise_values(inputs[:2], fn)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        a, b = list(inputs[0]), list[IntLike](inputs[1])
-        b += [1] * legacy_trailing(len(b), len(a), self.attrs.get("broadcast", 0),
-                                   self.attrs.get("axis"))
-        return [list(broadcast_dims(a, b))]
+        return [shapes.binary_dims(inputs[0], inputs[1], self.attrs.get("broadcast", 0),
+                                   self.attrs.get("axis"))]
 
     def compute(self, a: Any, b: Any, *, out: Any, broadcast: int = 0,
                 axis: int | None = None, **_: Any) -> None:
-        extra = legacy_trailing(b.ndim, a.ndim, broadcast, axis)
+        extra = shapes.legacy_broadcast_rank(b.ndim, a.ndim, broadcast, axis)
         if extra:
             b = b.reshape(b.shape + (1,) * extra)
         with np.errstate(all="ignore"):
@@ -93,7 +81,7 @@ class Mul(Binary):
 class Div(Binary):
     """Division; integer division truncates toward zero (ONNX, C)."""
 
-    value_fn = staticmethod(trunc_div)
+    value_fn = staticmethod(shapes.trunc_div)
 
     @property
     def graph_safe(self) -> bool:
@@ -128,13 +116,7 @@ class Sum(CudaPlugin, BroadcastPlugin):
     attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        def total(*vals: DimExpr) -> DimExpr:
-            acc = vals[0]
-            for v in vals[1:]:
-                acc = acc + v
-            return acc
-
-        return elementwise_values(inputs, total)
+        return shapes.variadic_values(inputs, lambda a, b: a + b)
 
     def compute(self, *xs: Any, out: Any, **_: Any) -> None:
         xp = array_module(*xs, out)
@@ -176,11 +158,11 @@ class Neg(_Unary):
     ufunc = "negative"
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        return elementwise_values(inputs[:1], lambda a: 0 - a)
+        return shapes.elementwise_values(inputs[:1], lambda a: 0 - a)
 
 
 class Abs(_Unary):
     ufunc = "absolute"
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        return elementwise_values(inputs[:1], lambda a: abs(const(a)))
+        return shapes.elementwise_values(inputs[:1], lambda a: abs(shapes.const(a)))

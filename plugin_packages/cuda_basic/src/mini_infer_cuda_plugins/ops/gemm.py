@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, IntLike, broadcast_dims
+from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin.shapes import Shapes, gemm_dims, matmul_dims
 
 from ..serialization import CudaPlugin
 from . import _raw
-from ._common import FLOATS, Scratch, Shapes, array_module, matmul_into
+from ._common import FLOATS, Scratch, array_module, matmul_into
 
 __all__ = ["Gemm", "MatMul"]
 
@@ -31,12 +31,7 @@ class Gemm(CudaPlugin):
         self.scratch = Scratch()
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        a, b = inputs[0], inputs[1]
-        if len(a) != 2 or len(b) != 2:
-            raise PluginInterfaceError("Gemm: A and B must be 2-D")
-        m = a[1] if self.attrs["transA"] else a[0]
-        n = b[0] if self.attrs["transB"] else b[1]
-        return [[m, n]]
+        return [gemm_dims(inputs[0], inputs[1], self.attrs["transA"], self.attrs["transB"])]
 
     def compute(self, a: Any, b: Any, c: Any | None = None, *, out: Any, alpha: float,
                 beta: float, transA: int, transB: int, **_: Any) -> None:  # noqa: N803
@@ -70,15 +65,7 @@ class MatMul(CudaPlugin):
     """NumPy matmul semantics: 1-D operands promoted, batch dimensions broadcast."""
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        a, b = list(inputs[0]), list(inputs[1])
-        if not a or not b:
-            raise PluginInterfaceError("MatMul: operands must have rank >= 1")
-        shape: list[IntLike] = list(broadcast_dims(a[:-2], b[:-2]))
-        if len(a) >= 2:
-            shape.append(a[-2])
-        if len(b) >= 2:
-            shape.append(b[-1])
-        return [shape]
+        return [matmul_dims(list(inputs[0]), list(inputs[1]))]
 
     def compute(self, a: Any, b: Any, *, out: Any) -> None:
         matmul_into(array_module(a, b, out), a, b, out)

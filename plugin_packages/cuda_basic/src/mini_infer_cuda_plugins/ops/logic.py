@@ -13,10 +13,10 @@ from mini_infer_core.plugin import (
     DimsExprs,
     broadcast_dims,
 )
+from mini_infer_core.plugin.shapes import Shapes, Values, const, elementwise_values
 
 from ..serialization import CudaPlugin
-from ._common import Shapes, array_module
-from ._values import Values, const, elementwise_values
+from ._common import array_module
 from .elementwise import Binary
 
 __all__ = ["Equal", "Less", "Greater", "Where"]

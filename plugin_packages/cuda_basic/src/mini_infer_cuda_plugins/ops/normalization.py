@@ -15,10 +15,11 @@ import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin.shapes import Shapes
 
 from ..serialization import CudaPlugin
 from . import _raw
-from ._common import FLOATS, Scratch, Shapes, acc_dtype, array_module
+from ._common import FLOATS, Scratch, acc_dtype, array_module
 
 __all__ = ["BatchNormalization", "LRN"]
 

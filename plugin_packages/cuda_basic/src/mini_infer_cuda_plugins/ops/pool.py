@@ -21,12 +21,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin, shapes
+from mini_infer_core.plugin.shapes import Shapes
 
 from ..serialization import CudaPlugin
 from . import _raw
-from ._common import FLOATS, Scratch, Shapes, acc_dtype, array_module
-from ._geometry import Geometry, Window, make_window, out_dims_expr, padded_shape, resolve
+from ._common import FLOATS, Scratch, acc_dtype, array_module
 from .conv import as_2d
 
 __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "GlobalAveragePool"]
@@ -35,8 +35,8 @@ __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "GlobalAveragePool"]
 
 @dataclass(frozen=True)
 class _Plan:
-    window: Window
-    geometry: Geometry
+    window: shapes.Window
+    geometry: shapes.Geometry
     ext: tuple[int, ...]
     taps: tuple[tuple[Any, ...], ...]
     #: AveragePool's per-output divisor (host), None where it is the kernel size everywhere
@@ -58,17 +58,14 @@ class _Pool(CudaPlugin, UnaryPlugin):
     def setup(self) -> None:
         self.scratch = Scratch()
 
-    def _window(self, nd: int) -> Window:
-        a = self.attrs
-        return make_window(self.op_type, nd, a.get("kernel_shape"), a.get("strides"),
-                           a.get("dilations"), a.get("pads"), a["auto_pad"],
-                           a.get("ceil_mode", 0))
+    def _window(self, nd: int) -> shapes.Window:
+        return shapes.window_from_attrs(self.op_type, nd, self.attrs)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         x = list(inputs[0])
         if len(x) < 3:
             raise PluginInterfaceError(f"{self.op_type}: input rank {len(x)} < 3")
-        return [[x[0], x[1], *out_dims_expr(x[2:], self._window(len(x) - 2))]]
+        return [[x[0], x[1], *shapes.symbolic_out_dims(x[2:], self._window(len(x) - 2))]]
 
     def _plan(self, x: Any) -> _Plan:
         key = ("plan", x.shape, x.dtype.str)
@@ -77,7 +74,7 @@ class _Pool(CudaPlugin, UnaryPlugin):
             return plan
         spatial = x.shape[2:]
         win = self._window(len(spatial))
-        geo = resolve(spatial, win)
+        geo = shapes.resolve(spatial, win)
         taps = tuple(
             (Ellipsis, *(slice(t * d, t * d + s * (o - 1) + 1, s) for t, d, s, o in
                          zip(tap, win.dilations, win.strides, geo.out, strict=True)))
@@ -92,7 +89,7 @@ class _Pool(CudaPlugin, UnaryPlugin):
                     geo.end[i], geo.out[i], include))
             if np.any(full != len(taps)):
                 divisor = full.astype(acc_dtype(x.dtype))
-        plan = _Plan(win, geo, padded_shape(spatial, win, geo), taps, divisor)
+        plan = _Plan(win, geo, shapes.padded_extent(spatial, win, geo), taps, divisor)
         self.scratch.put(key, plan)
         return plan
 
@@ -126,7 +123,7 @@ class _Pool(CudaPlugin, UnaryPlugin):
     def _taps(self, xp: Any, x: Any, y: Any, plan: _Plan) -> None:
         geo = plan.geometry
         src = x
-        if plan.ext != tuple(x.shape[2:]) or any(geo.begin):
+        if shapes.needs_padding(x.shape[2:], geo.begin, plan.ext):
             if self.kind == "max":
                 fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
             else:

@@ -14,33 +14,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mini_infer_core.plugin import DimExpr, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import DimsExprs, UnaryPlugin
+from mini_infer_core.plugin.shapes import Shapes, absent, const_ints, norm_axis, reduced_dims
 
 from ..serialization import CudaPlugin
-from ._common import (
-    Scratch,
-    Shapes,
-    absent,
-    acc_dtype,
-    array_module,
-    const_ints,
-    host_ints,
-    norm_axis,
-    shape_values,
-)
+from ._common import Scratch, acc_dtype, array_module, host_ints, shape_values
 
 __all__ = ["ReduceSum_1", "ReduceSum", "ReduceMean_1", "ReduceMean", "ReduceMax_1",
            "ReduceMax"]
 
 
 Axes = tuple[int, ...] | None  # None: every axis; (): none (a copy)
-
-
-def reduced_dims(dims: Sequence[DimExpr], axes: Axes, keepdims: bool) -> list[DimExpr]:
-    rank = len(dims)
-    which = set(range(rank)) if axes is None else {norm_axis(a, rank, "axis") for a in axes}
-    one = DimExpr.const(1)
-    return [one if i in which else d for i, d in enumerate(dims) if keepdims or i not in which]
 
 
 class _Reduce(CudaPlugin, UnaryPlugin):

@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CudaPlugin
-from ._common import FLOATS, Scratch, acc_dtype, array_module, norm_axis
+from ._common import FLOATS, Scratch, acc_dtype, array_module
 
 __all__ = ["Softmax_1", "Softmax_13"]
 
