@@ -85,3 +85,20 @@ def test_the_kit_catches_a_wrong_kernel(plugin_kit: ModuleType) -> None:
     with pytest.raises(plugin_kit.PluginCheckError, match="ReferenceEvaluator"):
         plugin_kit.check_plugin(OnnxPluginCreator(Wrong, namespace="test"), {}, [f32(4)],
                                 opset=14)
+
+
+@pytest.mark.parametrize("attrs, wshape", [
+    ({"pads": [1, 1, 1, 1]}, (5, 3, 3, 3)),
+    ({"strides": [2, 1], "dilations": [1, 2], "pads": [0, 2, 1, 0]}, (4, 3, 3, 2)),
+    ({"group": 3, "pads": [1, 0, 1, 0]}, (6, 1, 2, 3)),
+])
+def test_conv_in_bands_of_rows_matches_the_reference(
+        plugin_kit: ModuleType, monkeypatch: pytest.MonkeyPatch, attrs: dict[str, Any],
+        wshape: tuple[int, ...]) -> None:
+    """Images whose im2col exceeds ROW_BUDGET are processed a band of output rows at a time."""
+    from mini_infer_cpu_plugins.ops import conv
+
+    monkeypatch.setattr(conv, "ROW_BUDGET", 256)  # a few rows per band
+    creator = next(c for c in lazy_creators() if c.op_type == "Conv")
+    report = plugin_kit.check_plugin(creator, attrs, [f32(2, 3, 11, 9), f32(*wshape)], opset=11)
+    assert report.checks[-1].startswith("agrees with ReferenceEvaluator")

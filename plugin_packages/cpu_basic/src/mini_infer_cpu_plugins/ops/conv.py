@@ -73,6 +73,8 @@ Array = NDArray[Any]
 
 #: upper bound of the im2col buffer; larger batches are processed in chunks
 COLS_BUDGET = 128 * 1024 * 1024
+#: an image whose im2col exceeds this is processed in bands of output rows (cache-sized)
+ROW_BUDGET = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -234,8 +236,12 @@ class Conv(CpuPlugin):
                 src = pad_into(buf, x, plan.begin)
             k = w.shape[2:]
             ck = cg * int(np.prod(k))
-            cols = self.scratch.flat("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
             wg = w.reshape(group, mg, ck)
+            rows = self._row_block(c * int(np.prod(k)), plan, x.itemsize)
+            if rows < plan.out_dims[0]:
+                self._blocked(src, wg, dst, plan, rows, group, ck)
+                return self._epilogue(dst, out, b, r, __relu__, __clip__)
+            cols = self.scratch.flat("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
                 view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
@@ -243,14 +249,52 @@ class Conv(CpuPlugin):
                 np.copyto(part, view)
                 np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
                           out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
+        self._epilogue(dst, out, b, r, __relu__, __clip__)
+
+    @staticmethod
+    def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, relu: int,
+                  clip: Any) -> None:
+        n, m = dst.shape[:2]
         if b is not None:
-            d3 = dst.reshape(n, m, p)
+            d3 = dst.reshape(n, m, -1)
             np.add(d3, b.reshape(m, 1), out=d3)
         if r is not None:
             np.add(dst, r.reshape(dst.shape), out=dst)
-        if __relu__:
+        if relu:
             np.maximum(dst, 0, out=dst)
-        elif __clip__ is not None:
-            np.clip(dst, __clip__[0], __clip__[1], out=dst)
+        elif clip is not None:
+            np.clip(dst, clip[0], clip[1], out=dst)
         if dst is not out:
             np.copyto(out, dst)
+
+    @staticmethod
+    def _row_block(ck_total: int, plan: _Plan, itemsize: int) -> int:
+        """Output rows per im2col block, so that the block stays cache-sized."""
+        per_row = ck_total * int(np.prod(plan.out_dims[1:])) * itemsize
+        return max(1, min(plan.out_dims[0], ROW_BUDGET // max(per_row, 1)))
+
+    def _blocked(self, src: Array, wg: Array, dst: Array, plan: _Plan, rows: int, group: int,
+                 ck: int) -> None:
+        """im2col and GEMM a band of output rows at a time: the columns of a band stay in
+        cache between the copy that writes them and the GEMM that reads them."""
+        n, c = src.shape[:2]
+        rest = tuple(plan.out_dims[1:])
+        inner = int(np.prod(rest))
+        mg = wg.shape[1]
+        stride0, dil0 = plan.window.strides[0], plan.window.dilations[0]
+        kernel = tuple(int(v) for v in plan.window.kernel)
+        cols = self.scratch.flat("band", (c, *kernel, rows, *rest), src.dtype)
+        res = self.scratch.flat("bandout", (group, mg, rows * inner), dst.dtype)
+        for i in range(n):
+            for r0 in range(0, plan.out_dims[0], rows):
+                r1 = min(plan.out_dims[0], r0 + rows)
+                span = (r1 - r0 - 1) * stride0 + (kernel[0] - 1) * dil0 + 1
+                band = src[i:i + 1, :, r0 * stride0: r0 * stride0 + span]
+                view = windows_view(band, 2, plan.window, (r1 - r0, *rest))
+                part = cols.reshape(-1)[: c * int(np.prod(kernel)) * (r1 - r0) * inner]
+                part = part.reshape(1, c, *kernel, r1 - r0, *rest)
+                np.copyto(part, view)
+                got = res.reshape(-1)[: group * mg * (r1 - r0) * inner].reshape(
+                    1, group, mg, (r1 - r0) * inner)
+                np.matmul(wg, part.reshape(1, group, ck, (r1 - r0) * inner), out=got)
+                np.copyto(dst[i:i + 1, :, r0:r1], got.reshape(1, group * mg, r1 - r0, *rest))
