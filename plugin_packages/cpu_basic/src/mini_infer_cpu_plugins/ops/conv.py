@@ -74,7 +74,7 @@ Array = NDArray[Any]
 #: upper bound of the im2col buffer; larger batches are processed in chunks
 COLS_BUDGET = 128 * 1024 * 1024
 #: an image whose im2col exceeds this is processed in bands of output rows (cache-sized)
-ROW_BUDGET = 4 * 1024 * 1024
+ROW_BUDGET = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
