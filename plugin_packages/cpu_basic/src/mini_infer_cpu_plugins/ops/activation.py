@@ -208,11 +208,27 @@ class Dropout_1(_Dropout):  # noqa: N801
 
 
 class Dropout_10(_Dropout):  # noqa: N801
-    """Inference Dropout from opset 10: output = input, a bool mask all True.
-
-    The ``ratio`` attribute (10-11) and the ``ratio``/``training_mode`` inputs (from 12) are
-    accepted; training-mode dropout is not applied (an inference engine).
+    """Dropout from opset 10: in inference (the default) output = input and the mask is all
+    True. With ``training_mode`` (input 2, from opset 12) true and a ratio above 0, elements
+    are dropped with a Mersenne-Twister stream seeded by ``seed`` (0 when absent, so runs are
+    reproducible) and the rest scaled by 1 / (1 - ratio), as onnx's reference does.
     """
+
+    def compute(self, x: Array, *inputs: Array | None, out: Any, **attrs: Any) -> None:
+        training = len(inputs) > 1 and inputs[1] is not None and bool(np.asarray(inputs[1]))
+        ratio = float(np.asarray(inputs[0])) if inputs and inputs[0] is not None \
+            else float(attrs.get("ratio", 0.5))
+        if not training or ratio == 0:
+            super().compute(x, *inputs, out=out)
+            return
+        seed = attrs.get("seed")
+        rng = np.random.RandomState(0 if seed is None else int(seed))
+        mask = rng.uniform(0.0, 1.0, x.shape) >= ratio
+        y = out[0] if isinstance(out, tuple) else out
+        np.multiply(x, mask, out=y)
+        np.multiply(y, np.asarray(1.0 / (1.0 - ratio), dtype=y.dtype), out=y)
+        if isinstance(out, tuple) and len(out) > 1:
+            np.copyto(out[1], mask)
 
     op_type = "Dropout"
     plugin_version = "10"
