@@ -136,6 +136,9 @@ def test_detector_head_with_shape_computed_reshape(tmp_path: Path) -> None:
     _check(model, feeds, tmp_path)
     engine = mi.load(model)
     assert engine.tensors["box_out"].shape[0] == "N"  # the Reshape target stayed symbolic
+    # constant float scales give Resize exact symbolic output dims: nothing data-dependent
+    assert not any(getattr(n.plugin, "data_dependent", False) for n in engine.nodes)
+    assert str(engine.tensors["up"].dims[2]).endswith("* 2)")  # H after conv, times 2
 
 
 def test_transformer_encoder_block(tmp_path: Path) -> None:

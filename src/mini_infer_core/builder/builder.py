@@ -98,7 +98,11 @@ def _values_of(arr: np.ndarray[Any, Any]) -> tuple[int, ...] | None:
 
 
 def _dims_of_const(arr: np.ndarray[Any, Any]) -> DimsExprs:
-    return DimsExprs(arr.shape, values=_values_of(arr))
+    view = None
+    if arr.size <= _MAX_VALUES and not arr.dtype.hasobject:
+        view = arr.view()
+        view.flags.writeable = False
+    return DimsExprs(arr.shape, values=_values_of(arr), array=view)
 
 
 class Builder:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Union
+from typing import Any, Union
 
 __all__ = ["DimensionOperation", "DimExpr", "DimsExprs", "ExprBuilder", "IntLike"]
 
@@ -202,16 +202,21 @@ class DimsExprs(Sequence[DimExpr]):
 
     ``values`` is set for small integer tensors whose *contents* are known at build time
     (constants such as Reshape's target shape): a plugin declaring the input in its
-    ``shape_inputs`` receives them here.
+    ``shape_inputs`` receives them here. ``array`` holds the contents of a small constant of
+    any element type.
     """
 
-    __slots__ = ("_dims", "values")
+    __slots__ = ("_dims", "values", "array")
 
-    def __init__(self, dims: Sequence[IntLike], values: Sequence[IntLike] | None = None) -> None:
+    def __init__(self, dims: Sequence[IntLike], values: Sequence[IntLike] | None = None,
+                 array: Any = None) -> None:
         self._dims = tuple(DimExpr.wrap(d) for d in dims)
         self.values: tuple[DimExpr, ...] | None = (
             None if values is None else tuple(DimExpr.wrap(v) for v in values)
         )
+        #: the contents of a small constant tensor of any type (e.g. Resize's float scales),
+        #: as a read-only NumPy array; None when the tensor is not a build-time constant
+        self.array = array
 
     @property
     def nb_dims(self) -> int:

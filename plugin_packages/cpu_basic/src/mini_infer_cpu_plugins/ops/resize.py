@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimsExprs, IntLike
+from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, IntLike
 
 from ._dynamic import ValuePlugin
 from ._nn_util import to_str
@@ -217,10 +217,34 @@ class _ResizeBase(ValuePlugin):
             for a, v in zip(axes, n, strict=True):
                 out[a] = v
             return [out]
+        scaled = self._scaled(inputs, out, axes)
+        if scaled is not None:
+            return [scaled]
         self.runtime(True)
         for a in axes:
             out[a] = self.dynamic_dim(f"d{a}")
         return [out]
+
+    def _scaled(self, inputs: Sequence[DimsExprs | None], out: list[IntLike],
+                axes: Sequence[int]) -> list[IntLike] | None:
+        """Output dims from constant float ``scales`` (floor(dim * scale)): exact at build time
+        for constant dims, and for symbolic ones when the scale is a whole number."""
+        k = self.slots[1]
+        scales = inputs[k] if k is not None and k < len(inputs) else None
+        arr = getattr(scales, "array", None)
+        if arr is None or arr.size != len(axes) or \
+                self.attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+            return None
+        dims = list(out)
+        for a, s in zip(axes, (float(v) for v in np.asarray(arr).reshape(-1)), strict=True):
+            d = DimExpr.wrap(dims[a])
+            if s > 0 and s == int(s):
+                dims[a] = d * int(s)
+            elif d.is_constant():
+                dims[a] = int(np.floor(d.get_constant_value() * s))
+            else:
+                return None
+        return dims
 
     def _inputs(self, ins: Sequence[Array | None]) -> tuple[Array | None, ...]:
         return tuple(None if k is None or k >= len(ins) else ins[k] for k in self.slots)
