@@ -1,0 +1,224 @@
+"""Dimensions, axes and build-time values (part of :mod:`mini_infer_core.plugin.shapes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import PluginInterfaceError
+from ._dims import DimExpr, DimsExprs, IntLike
+from ._types import DataType
+
+__all__ = [
+    "FLOAT_TYPES",
+    "INT_TYPES",
+    "MAX_VALUES",
+    "Shapes",
+    "Values",
+    "absent",
+    "cast_values",
+    "const",
+    "const_ints",
+    "dim_prod",
+    "elementwise_values",
+    "filled_values",
+    "flat",
+    "input_values",
+    "norm_axis",
+    "same_values",
+    "shape_values",
+    "trunc_div",
+    "value_array",
+    "variadic_values",
+]
+
+#: what ``output_shapes`` returns: one shape per output
+Shapes = Sequence[Sequence[IntLike]]
+#: what ``output_values`` returns: flattened values per output (None: unknown)
+Values = Sequence[Sequence[IntLike] | None] | None
+
+#: the builder keeps the values of tensors of at most this many elements
+MAX_VALUES = 64
+
+#: input types of kernels that only make sense on floating-point data
+FLOAT_TYPES: tuple[DataType, ...] = (DataType.FLOAT, DataType.HALF, DataType.DOUBLE)
+#: integer types: a cast between them keeps (shape) values
+INT_TYPES: frozenset[DataType] = frozenset({
+    DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
+    DataType.UINT16, DataType.UINT32, DataType.UINT64})
+
+
+# -- dimensions and axes ----------------------------------------------------------------------
+def dim_prod(dims: Sequence[IntLike]) -> DimExpr:
+    """The product of dimension expressions (1 for none)."""
+    out = DimExpr.const(1)
+    for d in dims:
+        out = out * d
+    return out
+
+
+def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """A possibly negative axis as a non-negative one, checked against ``rank`` (a scalar,
+    rank 0, takes axis 0)."""
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < max(rank, 1):
+        raise PluginInterfaceError(f"{what} {axis} is out of range for rank {rank}")
+    return a
+
+
+def _int_product(values: Sequence[int]) -> int:
+    return int(np.prod(values, dtype=np.int64)) if values else 1
+
+
+# -- build-time values of inputs --------------------------------------------------------------
+def absent(inputs: Sequence[DimsExprs | None], index: int) -> bool:
+    """Whether optional input ``index`` is missing (the builder passes None for it, or a
+    shorter list)."""
+    return index >= len(inputs) or inputs[index] is None
+
+
+def input_values(inputs: Sequence[DimsExprs | None], index: int
+                 ) -> tuple[DimExpr, ...] | None:
+    """The build-time values of input ``index`` (``()`` for an empty tensor); None when the
+    input is absent or its values are unknown (computed at run time)."""
+    dims = None if absent(inputs, index) else inputs[index]
+    if dims is None:
+        return None
+    if dims.values is not None:
+        return tuple(dims.values)
+    if any(d.is_constant() and d.get_constant_value() == 0 for d in dims):
+        return ()
+    return None
+
+
+def shape_values(inputs: Sequence[DimsExprs | None], index: int, op: str, what: str, *,
+                 device: str = "") -> tuple[DimExpr, ...]:
+    """The build-time values of input ``index`` (``()`` for an empty tensor); raises when the
+    input is missing or its values are unknown. ``device`` names the device that needs them
+    in the message."""
+    if absent(inputs, index):
+        raise PluginInterfaceError(f"{op}: its {what} input (input {index}) is missing")
+    vals = input_values(inputs, index)
+    if vals is None:
+        where = f" for the {device} device" if device else ""
+        raise PluginInterfaceError(
+            f"{op}: the values of its {what} input (input {index}) must be known when the "
+            f"engine is built (a constant or computed from shapes only){where}")
+    return vals
+
+
+def const_ints(values: Sequence[IntLike], op: str, what: str) -> list[int]:
+    """Build-time constant integers from dimension expressions; raises for a symbolic one."""
+    exprs = [DimExpr.wrap(v) for v in values]
+    if not all(v.is_constant() for v in exprs):
+        raise PluginInterfaceError(
+            f"{op}: {what} must be build-time constants, got {[str(v) for v in exprs]}")
+    return [v.get_constant_value() for v in exprs]
+
+
+def const(v: IntLike) -> int:
+    """The constant value of ``v``; ``ValueError`` when it is symbolic (for value functions:
+    the result is then unknown)."""
+    e = DimExpr.wrap(v)
+    if not e.is_constant():
+        raise ValueError(f"{e} is not a build-time constant")
+    return e.get_constant_value()
+
+
+# -- value inference --------------------------------------------------------------------------
+def value_array(dims: DimsExprs | None) -> np.ndarray[Any, np.dtype[np.object_]] | None:
+    """A tensor's build-time values as an object array of :class:`DimExpr` shaped as the
+    (static) tensor, or None when they are unknown."""
+    if dims is None or dims.values is None or not dims.is_static():
+        return None
+    shape = dims.to_tuple()
+    if _int_product(shape) != len(dims.values):
+        return None
+    arr = np.empty(len(dims.values), dtype=object)
+    arr[:] = list(dims.values)
+    return arr.reshape(shape)
+
+
+def flat(arr: Any) -> list[DimExpr]:
+    """An object array (or scalar) of values as the flat list ``output_values`` returns."""
+    return [DimExpr.wrap(v) for v in np.asarray(arr, dtype=object).reshape(-1)]
+
+
+def same_values(inputs: Sequence[DimsExprs | None]) -> Values:
+    """``output_values`` of an operator that keeps its input's elements in order (Reshape,
+    Flatten, Squeeze, Unsqueeze, Identity)."""
+    first = inputs[0] if inputs else None
+    return None if first is None or first.values is None else [list(first.values)]
+
+
+def elementwise_values(inputs: Sequence[DimsExprs | None], fn: Callable[..., Any]) -> Values:
+    """``output_values`` of a broadcasting elementwise operator: ``fn`` applied to every
+    tuple of (broadcast) input values; None when an input's values are unknown, the result
+    is large, or ``fn`` raises ``ValueError`` (symbolic), ``ZeroDivisionError`` or
+    ``TypeError``."""
+    arrays = [value_array(d) for d in inputs]
+    if not arrays or any(a is None for a in arrays):
+        return None
+    known = [a for a in arrays if a is not None]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in known))
+    except ValueError:
+        return None
+    if _int_product(shape) > MAX_VALUES:
+        return None
+    columns = [np.broadcast_to(a, shape).reshape(-1) for a in known]
+    try:
+        return [[fn(*row) for row in zip(*columns, strict=True)]]
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+
+
+def variadic_values(inputs: Sequence[DimsExprs | None], fn: Callable[[Any, Any], Any]
+                    ) -> Values:
+    """:func:`elementwise_values` of a variadic operator (Sum, Max, Min) folding the binary
+    ``fn`` over its inputs, left to right."""
+    def fold(*vals: Any) -> Any:
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = fn(acc, v)
+        return acc
+
+    return elementwise_values(inputs, fold)
+
+
+def trunc_div(a: DimExpr, b: DimExpr) -> IntLike:
+    """Integer division rounding toward zero (ONNX, C). Symbolic only for a positive constant
+    divisor (dimensions are never negative); ``ValueError`` otherwise and for a zero one."""
+    if b.is_constant() and const(b) == 0:
+        raise ValueError("division by zero")
+    if a.is_constant() and b.is_constant():
+        x, y = const(a), const(b)
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y >= 0) else -q
+    if b.is_constant() and const(b) > 0:
+        return a // b
+    raise ValueError("symbolic division")
+
+
+def cast_values(values: Sequence[DimExpr] | None, to: DataType) -> Values:
+    """``output_values`` of Cast: integer (shape) values survive a cast to an integer type
+    (:data:`INT_TYPES`), and constant ones a cast to bool; other targets lose them."""
+    if values is None:
+        return None
+    if to in INT_TYPES:
+        return [list(values)]
+    if to is DataType.BOOL and all(v.is_constant() for v in values):
+        return [[int(v.get_constant_value() != 0) for v in values]]
+    return None
+
+
+def filled_values(shape: Sequence[DimExpr] | None, fill: np.ndarray[Any, Any]) -> Values:
+    """``output_values`` of ConstantOfShape: ``fill`` (one integer or bool element) repeated
+    over a constant ``shape`` of at most :data:`MAX_VALUES` elements, else None."""
+    if shape is None or fill.dtype.kind not in "iub" or not all(
+            d.is_constant() for d in shape):
+        return None
+    n = _int_product([d.get_constant_value() for d in shape])
+    return [[int(fill)] * n] if n <= MAX_VALUES else None
