@@ -29,7 +29,8 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from mini_infer_core.testing.random_weights import _consumers, _copy, _op, randomize_weights
+from ._onnx_graph import _consumers, _copy, _op
+from .random_weights import randomize_weights
 
 __all__ = [
     "LIGHT_MODELS",
