@@ -117,3 +117,20 @@ def test_cross_build_for_cuda_without_a_gpu(tmp_path: Path,
     assert main(["run", str(engine)]) == 2
     err = capsys.readouterr().err
     assert "cuda" in err and "unavailable" in err
+
+
+def test_run_time_plugin_errors_name_the_node_and_random_dims_are_explained(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                                kernel_shape=[2, 2])], "g", [x], [y])
+    path = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "--shape x=" in err and "node 'pool'" in err and "MaxPool" in err
+    assert main(["run", str(path), "--shape", "x=1,2,4,4"]) == 0
+    assert "y: shape (1, 2, 3, 3)" in capsys.readouterr().out

@@ -132,10 +132,19 @@ def _inputs(args: argparse.Namespace, engine: Any) -> dict[str, np.ndarray[Any, 
         name, _, dims = item.partition("=")
         shapes[name] = tuple(int(d) for d in dims.split(","))
     rng = np.random.default_rng(args.seed)
+    profiles = engine.build_info.get("profiles") or []
     for spec in engine.inputs:
         if spec.name in feeds:
             continue
-        shape = shapes.get(spec.name) or tuple(d if isinstance(d, int) else 1 for d in spec.shape)
+        shape = shapes.get(spec.name)
+        if shape is None and profiles and spec.name in profiles[0]:
+            shape = tuple(profiles[0][spec.name]["opt"])
+        if shape is None:
+            shape = tuple(d if isinstance(d, int) else 1 for d in spec.shape)
+            if any(not isinstance(d, int) for d in spec.shape):
+                print(f"note: random input {spec.name!r}: dynamic dimensions set to 1 "
+                      f"{shape}; choose them with --shape {spec.name}=D0,D1,...",
+                      file=sys.stderr)
         dt = spec.dtype.numpy
         feeds[spec.name] = (rng.random(shape, dtype=np.float32).astype(dt) if dt.kind == "f"
                             else rng.integers(0, 2, shape).astype(dt))

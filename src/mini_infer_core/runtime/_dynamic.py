@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..engine.engine import Engine
     from ..plugin import Device, Stream
 
-__all__ = ["run_dynamic"]
+__all__ = ["run_dynamic", "with_node"]
 
 log = logging.getLogger("mini_infer.lifecycle")
 
@@ -67,8 +67,8 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, 
                     ws = device.allocate(size)
                 outs = [device.empty(s, t.numpy) for s, t in out_descs]
                 plugin.enqueue(ins, outs, ws, stream)
-        except MiniInferError:
-            raise
+        except MiniInferError as exc:
+            raise with_node(exc, node.describe()) from exc
         except KeyError as exc:
             raise ExecutionError(f"{node.describe()}: shape depends on {exc} which is not "
                                  "known yet") from exc
@@ -81,6 +81,13 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, 
     for stream in streams.values():
         stream.synchronize()
     return values, home
+
+
+def with_node(exc: MiniInferError, where: str) -> MiniInferError:
+    """The same error, its message prefixed with the node it came from (once)."""
+    if where in str(exc):
+        return exc
+    return type(exc)(f"{where}: {exc}")
 
 
 def _bind(dims: Any, shape: tuple[int, ...], bindings: dict[str, int]) -> None:

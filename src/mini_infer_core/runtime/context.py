@@ -20,7 +20,7 @@ from ..engine.schedule import Schedule
 from ..errors import ExecutionError, InputError, MiniInferError
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
-from ._dynamic import run_dynamic
+from ._dynamic import run_dynamic, with_node
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -257,8 +257,8 @@ class ExecutionContext:
                           [getattr(x, "shape", None) for x in ins])
             try:
                 plugin.enqueue(ins, outs, ws, stream)
-            except MiniInferError:
-                raise
+            except MiniInferError as exc:
+                raise with_node(exc, nodes[step].describe()) from exc
             except Exception as exc:
                 raise ExecutionError(
                     f"{nodes[step].describe()} failed: {type(exc).__name__}: {exc}") from exc
