@@ -6,8 +6,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from mini_infer_cuda_plugins import NAMESPACE
-from mini_infer_cuda_plugins.catalog import CATALOG, lazy_creators, render
+from mini_infer_cuda_plugins.catalog import CATALOG, lazy_creators
 from mini_infer_cuda_plugins.ops import catalog_entries
+
+from mini_infer_core.plugin.catalog import render_catalog as render
 
 #: the operators of onnx's nine light models, then the others this package must serve
 LIGHT_MODEL_OPS = {"Conv", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",

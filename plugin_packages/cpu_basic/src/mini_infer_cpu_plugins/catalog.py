@@ -8,12 +8,11 @@ Regenerate after adding or changing a kernel::
 
 from __future__ import annotations
 
-import pprint
 import sys
-from pathlib import Path
 from typing import Any
 
-from mini_infer_core.plugin import IPluginCreator, LazyPluginCreator
+from mini_infer_core.plugin import IPluginCreator
+from mini_infer_core.plugin import catalog as _catalog
 
 from . import NAMESPACE
 
@@ -239,24 +238,11 @@ CATALOG: list[dict[str, Any]] = [
 def lazy_creators() -> list[IPluginCreator]:
     from .serialization import CpuCreator
 
-    return [LazyPluginCreator(e["target"], name=e["name"], op_type=e["op_type"],
-                              plugin_version=e["version"], namespace=NAMESPACE,
-                              field_names=tuple(e["fields"]), devices=("cpu",),
-                              min_opset=e["min_opset"], max_opset=e["max_opset"],
-                              creator_class=CpuCreator) for e in CATALOG]
-
-
-def _write() -> None:
-    from .ops import catalog_entries
-
-    path = Path(__file__)
-    text = path.read_text()
-    start = text.index("# BEGIN GENERATED\n") + len("# BEGIN GENERATED\n")
-    end = text.index("# END GENERATED")
-    lines = [f"    {pprint.pformat(e, width=1000, sort_dicts=False)}," for e in catalog_entries()]
-    body = "CATALOG: list[dict[str, Any]] = [\n" + "\n".join(lines) + "\n]\n"
-    path.write_text(text[:start] + body + text[end:])
+    return _catalog.lazy_creators(CATALOG, namespace=NAMESPACE, devices=("cpu",),
+                                  creator_class=CpuCreator)
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
-    _write()
+    from .ops import catalog_entries
+
+    _catalog.write_catalog(__file__, catalog_entries())

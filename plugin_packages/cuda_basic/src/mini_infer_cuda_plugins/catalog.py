@@ -9,12 +9,11 @@ Regenerate after adding or changing a kernel::
 
 from __future__ import annotations
 
-import pprint
 import sys
-from pathlib import Path
 from typing import Any
 
-from mini_infer_core.plugin import IPluginCreator, LazyPluginCreator
+from mini_infer_core.plugin import IPluginCreator
+from mini_infer_core.plugin import catalog as _catalog
 
 from . import NAMESPACE
 
@@ -90,28 +89,11 @@ def lazy_creators() -> list[IPluginCreator]:
     """One lazy creator per catalog entry: the kernel module is imported on first use."""
     from .serialization import CudaCreator
 
-    return [LazyPluginCreator(e["target"], name=e["name"], op_type=e["op_type"],
-                              plugin_version=e["version"], namespace=NAMESPACE,
-                              field_names=tuple(e["fields"]), devices=("cuda",),
-                              min_opset=e["min_opset"], max_opset=e["max_opset"],
-                              creator_class=CudaCreator) for e in CATALOG]
-
-
-def render(entries: list[dict[str, object]]) -> str:
-    """The generated block for ``entries``."""
-    lines = [f"    {pprint.pformat(e, width=1000, sort_dicts=False)}," for e in entries]
-    return "CATALOG: list[dict[str, Any]] = [\n" + "\n".join(lines) + "\n]\n"
-
-
-def _write() -> None:
-    from .ops import catalog_entries
-
-    path = Path(__file__)
-    text = path.read_text()
-    start = text.index("# BEGIN GENERATED\n") + len("# BEGIN GENERATED\n")
-    end = text.index("# END GENERATED")
-    path.write_text(text[:start] + render(catalog_entries()) + text[end:])
+    return _catalog.lazy_creators(CATALOG, namespace=NAMESPACE, devices=("cuda",),
+                                  creator_class=CudaCreator)
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
-    _write()
+    from .ops import catalog_entries
+
+    _catalog.write_catalog(__file__, catalog_entries())

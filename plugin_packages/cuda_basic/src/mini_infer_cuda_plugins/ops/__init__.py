@@ -36,10 +36,8 @@ def creators() -> list[IPluginCreator]:
 
 
 def catalog_entries() -> list[dict[str, object]]:
-    """What ``catalog.py`` must hold, computed from the classes (see ``python -m
-    mini_infer_cuda_plugins.catalog --write``)."""
-    return [{"target": f"{cls.__module__}:{cls.__name__}", "name": cls.plugin_type,
-             "op_type": cls.op_type, "version": cls.plugin_version,
-             "min_opset": cls.min_opset, "max_opset": cls.max_opset,
-             "fields": tuple(CudaCreator(cls, namespace=NAMESPACE).field_names)}
-            for cls in plugin_classes()]
+    """What ``catalog.py`` must hold, computed from the classes (regenerate with
+    ``python -m mini_infer_cuda_plugins.catalog --write``)."""
+    from mini_infer_core.plugin.catalog import catalog_entries as entries
+
+    return entries(plugin_classes())
