@@ -31,6 +31,21 @@ from ._util import FLOATS, Scratch
 __all__ = ["Conv"]
 
 
+def _align(n: int) -> int:
+    return (n + 63) // 64 * 64
+
+
+def _pad(buf: Array, x: Array, begin: Sequence[int]) -> Array:
+    """``x`` inside a zero border in ``buf``. The buffer may be shared with other nodes, so the
+    border (and only the border) is cleared on every call."""
+    for axis in range(2, buf.ndim):
+        lo, n = begin[axis - 2], x.shape[axis]
+        lead = (slice(None),) * axis
+        buf[(*lead, slice(0, lo))] = 0
+        buf[(*lead, slice(lo + n, None))] = 0
+    return pad_into(buf, x, begin)
+
+
 def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
     """conv(x) * k or conv(x) + d, with k, d constant per output channel."""
     w = own[1]
@@ -159,30 +174,83 @@ class Conv(CpuPlugin):
         return [[x[0], w[0], *shapes.symbolic_out_dims(x[2:], win)]]
 
     def _plan(self, x: Array, w: Array, group: int) -> _Plan:
-        key = ("plan", x.shape, w.shape, x.dtype.str)
+        return self._plan_for(x.shape, w.shape, x.itemsize, group)
+
+    def _plan_for(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                  group: int) -> _Plan:
+        key = ("plan", xshape, wshape, itemsize)
         plan: _Plan | None = self.scratch.get(key)
         if plan is not None:
             return plan
-        nd = x.ndim - 2
-        c, m = x.shape[1], w.shape[0]
-        if c != w.shape[1] * group or m % group:
+        nd = len(xshape) - 2
+        c, m = xshape[1], wshape[0]
+        if c != wshape[1] * group or m % group:
             raise PluginInterfaceError(
-                f"Conv: X {x.shape}, W {w.shape} and group {group} do not match")
-        win = self._window(nd, w.shape[2:])
-        if tuple(int(k) for k in win.kernel) != w.shape[2:]:
+                f"Conv: X {xshape}, W {wshape} and group {group} do not match")
+        win = self._window(nd, wshape[2:])
+        if tuple(int(k) for k in win.kernel) != wshape[2:]:
             raise PluginInterfaceError(
-                f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
-        geo = shapes.resolve(x.shape[2:], win)
+                f"Conv: kernel_shape {win.kernel} differs from W's {wshape[2:]}")
+        geo = shapes.resolve(xshape[2:], win)
         begin, out_dims = geo.begin, geo.out
-        ext = shapes.padded_extent(x.shape[2:], win, geo)
-        pad = shapes.needs_padding(x.shape[2:], begin, ext)
-        pointwise = (all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in win.strides)
-                     and not pad and tuple(out_dims) == x.shape[2:])
-        per_image = c * int(np.prod(w.shape[2:])) * int(np.prod(out_dims)) * x.itemsize
-        chunk = max(1, min(x.shape[0], COLS_BUDGET // max(per_image, 1)))
+        ext = shapes.padded_extent(xshape[2:], win, geo)
+        pad = shapes.needs_padding(xshape[2:], begin, ext)
+        pointwise = (all(k == 1 for k in wshape[2:]) and all(s == 1 for s in win.strides)
+                     and not pad and tuple(out_dims) == xshape[2:])
+        per_image = c * int(np.prod(wshape[2:])) * int(np.prod(out_dims)) * itemsize
+        chunk = max(1, min(xshape[0], COLS_BUDGET // max(per_image, 1)))
         plan = _Plan(win, tuple(begin), tuple(ext), tuple(out_dims), pad, pointwise, chunk)
         self.scratch.put(key, plan)
         return plan
+
+    # -- buffers: the im2col columns and the padded input come from the workspace the engine
+    # plans in the context's arena (shared with every other node's), or from scratch kept on
+    # the plugin when called without one
+    def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                group: int) -> list[tuple[str, tuple[int, ...]]]:
+        plan = self._plan_for(xshape, wshape, itemsize, group)
+        n, c = xshape[:2]
+        cg = c // group
+        if plan.pointwise or (cg == 1 and group > 1 and len(xshape) == 4
+                              and plan.window.strides == (1, 1)):
+            return []
+        k = tuple(int(v) for v in wshape[2:])
+        bufs: list[tuple[str, tuple[int, ...]]] = []
+        if plan.pad:
+            bufs.append(("pad", (n, c, *plan.ext)))
+        rows = self._row_block(c * int(np.prod(k)), plan, itemsize)
+        if rows < plan.out_dims[0]:
+            rest = tuple(plan.out_dims[1:])
+            bufs.append(("band", (c, *k, rows, *rest)))
+            bufs.append(("bandout", (group, wshape[0] // group, rows * int(np.prod(rest)))))
+        else:
+            bufs.append(("cols", (plan.chunk, c, *k, *plan.out_dims)))
+        return bufs
+
+    def get_workspace_size(self, inputs: Sequence[Any],  # type: ignore[override]
+                           outputs: Sequence[Any]) -> int:
+        x, w = inputs[0], inputs[1]
+        if x is None or w is None or x.dtype.numpy.kind != "f":
+            return 0
+        size = x.dtype.itemsize
+        layout = self._layout(tuple(x.shape), tuple(w.shape), size, self.attrs["group"])
+        return sum(_align(int(np.prod(shape)) * size) for _, shape in layout)
+
+    def _buffers(self, x: Array, w: Array, group: int) -> dict[str, Array]:
+        layout = self._layout(x.shape, w.shape, x.itemsize, group)
+        need = sum(_align(int(np.prod(shape)) * x.itemsize) for _, shape in layout)
+        ws = self.workspace
+        out: dict[str, Array] = {}
+        if ws is not None and ws.size >= need:
+            offset = 0
+            for tag, shape in layout:
+                nbytes = int(np.prod(shape)) * x.itemsize
+                out[tag] = ws[offset: offset + nbytes].view(x.dtype).reshape(shape)
+                offset += _align(nbytes)
+        else:
+            for tag, shape in layout:
+                out[tag] = self.scratch.flat(tag, shape, x.dtype)
+        return out
 
     def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan) -> None:
         """2-D, stride 1, one channel per group: a sum over kernel taps of the padded input,
@@ -230,18 +298,18 @@ class Conv(CpuPlugin):
               and x.dtype in (np.float32, np.float64)):
             self._depthwise(x, w, dst, plan)
         else:
+            bufs = self._buffers(x, w, group)
             src = x
             if plan.pad:
-                buf = self.scratch.buffer("pad", x.shape[:2] + plan.ext, x.dtype, fill=0)
-                src = pad_into(buf, x, plan.begin)
+                src = _pad(bufs["pad"], x, plan.begin)
             k = w.shape[2:]
             ck = cg * int(np.prod(k))
             wg = w.reshape(group, mg, ck)
             rows = self._row_block(c * int(np.prod(k)), plan, x.itemsize)
             if rows < plan.out_dims[0]:
-                self._blocked(src, wg, dst, plan, rows, group, ck)
+                self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
-            cols = self.scratch.flat("cols", (plan.chunk, c, *k, *plan.out_dims), x.dtype)
+            cols = bufs["cols"]
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
                 view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
@@ -274,7 +342,7 @@ class Conv(CpuPlugin):
         return max(1, min(plan.out_dims[0], ROW_BUDGET // max(per_row, 1)))
 
     def _blocked(self, src: Array, wg: Array, dst: Array, plan: _Plan, rows: int, group: int,
-                 ck: int) -> None:
+                 ck: int, bufs: dict[str, Array]) -> None:
         """im2col and GEMM a band of output rows at a time: the columns of a band stay in
         cache between the copy that writes them and the GEMM that reads them."""
         n, c = src.shape[:2]
@@ -283,8 +351,7 @@ class Conv(CpuPlugin):
         mg = wg.shape[1]
         stride0, dil0 = plan.window.strides[0], plan.window.dilations[0]
         kernel = tuple(int(v) for v in plan.window.kernel)
-        cols = self.scratch.flat("band", (c, *kernel, rows, *rest), src.dtype)
-        res = self.scratch.flat("bandout", (group, mg, rows * inner), dst.dtype)
+        cols, res = bufs["band"], bufs["bandout"]
         for i in range(n):
             for r0 in range(0, plan.out_dims[0], rows):
                 r1 = min(plan.out_dims[0], r0 + rows)
