@@ -13,14 +13,13 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
+from cpu_support import creator_for, execute, in_dims, make_model, make_plugin, reads, run_oracle
 from mini_infer_cpu_plugins.ops import creators
-from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from onnx import helper
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, ExprBuilder, fields_from_values
+from mini_infer_core.plugin import DimExpr, DimsExprs, ExprBuilder, fields_from_values
 
 RNG = np.random.default_rng(0)
 OPSET = 17
@@ -31,79 +30,24 @@ def rand(*shape: int, dtype: Any = np.float32, lo: float = -1.0, hi: float = 1.0
 
 
 # -- running a plugin directly ---------------------------------------------------------------
-def creator_for(op: str, opset: int) -> Any:
-    return next(c for c in creators() if c.op_type == op and c.supports_opset(opset))
 
 
-def make_plugin(op: str, attrs: dict[str, Any], opset: int) -> Any:
-    return creator_for(op, opset).create_plugin("node", fields_from_values(attrs))
 
 
-def _reads(plugin: Any) -> set[int]:
-    """Inputs whose values the plugin reads at build time."""
-    return set(plugin.shape_inputs) | set(getattr(plugin, "value_inputs", ()))
 
 
-def in_dims(plugin: Any, inputs: Sequence[Any]) -> list[DimsExprs | None]:
-    """Input shapes as the builder passes them: None for an absent optional input."""
-    return [None if x is None else
-            DimsExprs(x.shape, values=(np.asarray(x).reshape(-1).tolist()
-                                       if i in _reads(plugin) else None))
-            for i, x in enumerate(inputs)]
 
 
-def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
-    dims = in_dims(plugin, inputs)
-    types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
-    outs = [np.empty(plugin.get_output_dimensions(i, dims, ExprBuilder()).to_tuple(),
-                     plugin.get_output_data_type(i, types).numpy)
-            for i in range(plugin.num_outputs)]
-    frozen = []
-    for x in inputs:
-        if x is not None:
-            x = x.copy()
-            x.setflags(write=False)  # kernels must never write into their inputs
-        frozen.append(x)
-    plugin.enqueue(frozen, outs, None, None)
-    return outs
 
 
 # -- oracles ---------------------------------------------------------------------------------
-def _attr(v: Any) -> Any:
-    return numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v
 
 
-def make_model(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
-               n_out: int) -> onnx.ModelProto:
-    names, vinfo = [], []
-    for i, x in enumerate(inputs):
-        if x is None:
-            names.append("")
-            continue
-        names.append(f"x{i}")
-        vinfo.append(helper.make_tensor_value_info(
-            f"x{i}", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape))
-    while names and names[-1] == "":
-        names.pop()
-    outs = [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, names, outs, **{k: _attr(v) for k, v in attrs.items()})
-    graph = helper.make_graph([node], "g", vinfo, [onnx.ValueInfoProto(name=o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model
 
 
 def oracle(kind: str, op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
            n_out: int) -> list[Any]:
-    model = make_model(op, inputs, attrs, opset, n_out)
-    feeds = {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-    if kind == "ref":
-        return list(ReferenceEvaluator(model).run(None, feeds))
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return list(sess.run(None, feeds))
+    return run_oracle(kind, make_model(op, inputs, attrs, opset, n_out, ir_version=8), inputs)
 
 
 def check(op: str, inputs: Sequence[Any], attrs: dict[str, Any] | None = None,
@@ -198,7 +142,7 @@ def test_one_instance_many_shapes(op: str, attrs: dict[str, Any], weights: list[
 def test_steady_state_does_not_allocate(op: str, attrs: dict[str, Any],
                                         inputs: list[Any]) -> None:
     plugin = make_plugin(op, attrs, OPSET)
-    dims = in_dims(plugin, inputs)
+    dims = in_dims(inputs, plugin)
     out = np.empty(plugin.get_output_dimensions(0, dims, ExprBuilder()).to_tuple(), np.float32)
     plugin.enqueue(inputs, [out], None, None)  # first run: scratch buffers are made
     first = out.copy()
@@ -715,7 +659,7 @@ def test_symbolic_shapes(op: str, attrs: dict[str, Any], shapes: list[tuple[Any,
     plugin = make_plugin(op, attrs, opset)
     dims = []
     for i, s in enumerate(shapes):
-        if i in _reads(plugin):  # a shape input: ``s`` are its (symbolic) values
+        if i in reads(plugin):  # a shape input: ``s`` are its (symbolic) values
             dims.append(DimsExprs((len(s),), values=s))
         else:
             dims.append(DimsExprs(s))
@@ -724,7 +668,7 @@ def test_symbolic_shapes(op: str, attrs: dict[str, Any], shapes: list[tuple[Any,
     for n in (3, 4, 5):
         inputs = []
         for i, s in enumerate(shapes):
-            if i in _reads(plugin):
+            if i in reads(plugin):
                 inputs.append(np.array(_bind(s, n), np.int64))
             else:
                 inputs.append(rand(*_bind(s, n)))

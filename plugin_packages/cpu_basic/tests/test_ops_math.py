@@ -13,15 +13,12 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
-from mini_infer_cpu_plugins.ops import creators
-from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from cpu_support import execute, make_model, make_plugin, run_oracle
+from onnx import TensorProto, helper
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, ExprBuilder, fields_from_values
+from mini_infer_core.plugin import DimExpr, DimsExprs, ExprBuilder
 
 RNG = np.random.default_rng(7)
 
@@ -35,71 +32,19 @@ def ints(*shape: int, dtype: Any = np.int32, lo: int = -50, hi: int = 50) -> Any
 
 
 # -- harness ---------------------------------------------------------------------------------
-def make_plugin(op: str, attrs: dict[str, Any], opset: int) -> Any:
-    creator = next(c for c in creators() if c.op_type == op and c.supports_opset(opset))
-    return creator.create_plugin("node", fields_from_values(attrs))
 
 
-def _reads(plugin: Any) -> set[int]:
-    """Inputs whose values the plugin reads at build time."""
-    return set(plugin.shape_inputs) | set(getattr(plugin, "value_inputs", ()))
 
 
-def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
-    dims = [None if x is None else
-            DimsExprs(x.shape, values=(np.asarray(x).reshape(-1).tolist()
-                                       if i in _reads(plugin) else None))
-            for i, x in enumerate(inputs)]
-    types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
-    outs = [np.empty(plugin.get_output_dimensions(i, dims, ExprBuilder()).to_tuple(),
-                     plugin.get_output_data_type(i, types).numpy)
-            for i in range(plugin.num_outputs)]
-    frozen = []
-    for x in inputs:
-        if x is not None:
-            x = x.copy()
-            x.setflags(write=False)  # kernels must never write into their inputs
-        frozen.append(x)
-    plugin.enqueue(frozen, outs, None, None)
-    return outs
 
 
-def _attr(v: Any) -> Any:
-    return numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v
 
 
-def make_model(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
-               n_out: int) -> onnx.ModelProto:
-    names, vinfo = [], []
-    for i, x in enumerate(inputs):
-        if x is None:
-            names.append("")
-            continue
-        names.append(f"x{i}")
-        elem = (TensorProto.STRING if x.dtype == object
-                else helper.np_dtype_to_tensor_dtype(x.dtype))
-        vinfo.append(helper.make_tensor_value_info(f"x{i}", elem, x.shape))
-    while names and names[-1] == "":
-        names.pop()
-    outs = [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, names, outs, **{k: _attr(v) for k, v in attrs.items()})
-    graph = helper.make_graph([node], "g", vinfo, [onnx.ValueInfoProto(name=o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model
 
 
 def oracle(kind: str, op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
            n_out: int) -> list[Any]:
-    model = make_model(op, inputs, attrs, opset, n_out)
-    feeds = {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-    if kind == "ref":
-        return list(ReferenceEvaluator(model).run(None, feeds))
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return list(sess.run(None, feeds))
+    return run_oracle(kind, make_model(op, inputs, attrs, opset, n_out), inputs)
 
 
 def assert_same(got: Any, want: Any, rtol: float, atol: float, msg: str = "") -> None:

@@ -14,14 +14,13 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from mini_infer_cpu_plugins.ops import creators
+from cpu_support import execute, in_dims, make_model, make_plugin
+from cpu_support import run_oracle as oracle
 from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
 import mini_infer_core as mi
-from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, fields_from_values
+from mini_infer_core.plugin import DimsExprs, ExprBuilder
 
 RNG = np.random.default_rng(7)
 
@@ -31,73 +30,14 @@ def rand(*shape: int, dtype: Any = np.float32, lo: float = -1.0, hi: float = 1.0
 
 
 # -- running a plugin directly ---------------------------------------------------------------
-def make_plugin(op: str, attrs: dict[str, Any], opset: int, **hidden: Any) -> Any:
-    c = next(c for c in creators() if c.op_type == op and c.supports_opset(opset))
-    return c.create_plugin("node", fields_from_values({**attrs, **hidden}))
 
 
-def in_dims(inputs: Sequence[Any]) -> list[DimsExprs | None]:
-    """As the builder passes constants: small 1-D integer tensors carry their values."""
-    out: list[DimsExprs | None] = []
-    for x in inputs:
-        if x is None:
-            out.append(None)
-            continue
-        vals = (x.reshape(-1).tolist() if x.dtype.kind in "iu" and x.ndim <= 1 and x.size <= 64
-                else None)
-        out.append(DimsExprs(x.shape, values=vals))
-    return out
 
 
-def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
-    dims = in_dims(inputs)
-    types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
-    shapes = [plugin.get_output_dimensions(i, dims, ExprBuilder())
-              for i in range(plugin.num_outputs)]
-    frozen = []
-    for x in inputs:
-        if x is not None:
-            x = x.copy()
-            x.setflags(write=False)  # kernels must never write into their inputs
-        frozen.append(x)
-    if plugin.data_dependent:
-        return list(plugin.enqueue_dynamic(frozen, None, None))
-    outs = [np.empty(s.to_tuple(), plugin.get_output_data_type(i, types).numpy)
-            for i, s in enumerate(shapes)]
-    plugin.enqueue(frozen, outs, None, None)
-    return outs
 
 
-def make_model(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
-               n_out: int | Sequence[str]) -> onnx.ModelProto:
-    names, vinfo = [], []
-    for i, x in enumerate(inputs):
-        if x is None:
-            names.append("")
-            continue
-        names.append(f"x{i}")
-        vinfo.append(helper.make_tensor_value_info(
-            f"x{i}", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape))
-    while names and names[-1] == "":
-        names.pop()
-    outs = [f"y{i}" for i in range(n_out)] if isinstance(n_out, int) else list(n_out)
-    node = helper.make_node(op, names, outs, **attrs)
-    graph = helper.make_graph([node], "g", vinfo,
-                              [onnx.ValueInfoProto(name=o) for o in outs if o])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model
 
 
-def oracle(kind: str, model: onnx.ModelProto, inputs: Sequence[Any]) -> list[Any]:
-    feeds = {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-    if kind == "ref":
-        return list(ReferenceEvaluator(model).run(None, feeds))
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return list(sess.run(None, feeds))
 
 
 def check(op: str, inputs: Sequence[Any], attrs: dict[str, Any] | None = None,

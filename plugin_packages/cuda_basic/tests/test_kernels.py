@@ -19,15 +19,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cuda_support import NumpyDevice
 from mini_infer_cuda_plugins.catalog import lazy_creators
 from mini_infer_cuda_plugins.device import probe_cuda
 
 from mini_infer_core.plugin import (
     DataType,
-    Device,
     DimsExprs,
     IPluginCreator,
-    Stream,
     fields_from_values,
 )
 from mini_infer_core.plugin import _adapter as adapter
@@ -215,29 +214,6 @@ class NoopStream:
         pass
 
 
-class HostDevice(Device):
-    """A NumPy device for the plugin kit (this package's own device needs a GPU)."""
-
-    name = "host"
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.empty(nbytes, np.uint8)
-
-    def view(self, buffer: Any, offset: int, dtype: Any, shape: tuple[int, ...]) -> Any:
-        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        return buffer[offset:offset + n].view(dtype).reshape(shape)
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return np.empty(shape, dtype)
-
-    def to_device(self, host: Any) -> Any:
-        return np.array(host)
-
-    def to_host(self, array: Any) -> Any:
-        return np.array(array)
-
-    def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
-        np.copyto(dst, src)
 
 
 def creator_for(op: str, opset: int) -> IPluginCreator:
@@ -377,7 +353,7 @@ def test_plugin_kit_contract(case: Case, plugin_kit: ModuleType) -> None:
     shape_inputs = getattr(creator_for(case.op, case.opset).create_plugin(
         "probe", fields_from_values(case.attrs)), "shape_inputs", ())
     report = plugin_kit.check_plugin(creator_for(case.op, case.opset), case.attrs,
-                                     case.inputs, opset=case.opset, device=HostDevice(),
+                                     case.inputs, opset=case.opset, device=NumpyDevice("host"),
                                      reference=False)
     assert "serialize round trip" in report.checks and "clones independent" in report.checks
     assert shape_inputs is not None

@@ -10,14 +10,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import onnx
 import pytest
+from cuda_support import NumpyDevice
 
 import mini_infer_core as mi
-from mini_infer_core.plugin import Device, Stream
+from mini_infer_core.plugin import Device
 from mini_infer_core.registry import PluginRegistry
 from mini_infer_core.testing.light_models import (
     LIGHT_MODELS,
@@ -31,29 +30,6 @@ cpu_catalog = pytest.importorskip("mini_infer_cpu_plugins.catalog",
                                   reason="the host plugins fold constants and give references")
 
 
-class NumpyCuda(Device):
-    """The ``cuda`` device played by NumPy: same name, host memory."""
-
-    name = "cuda"
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.empty(nbytes, np.uint8)
-
-    def view(self, buffer: Any, offset: int, dtype: Any, shape: tuple[int, ...]) -> Any:
-        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        return buffer[offset:offset + n].view(dtype).reshape(shape)
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return np.empty(shape, dtype)
-
-    def to_device(self, host: Any) -> Any:
-        return np.array(host)
-
-    def to_host(self, array: Any) -> Any:
-        return np.array(array)
-
-    def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
-        np.copyto(dst, src)
 
 
 def _registry(cuda: Device | None) -> PluginRegistry:
@@ -95,7 +71,7 @@ def _compare(name: str, emulate: bool, request: pytest.FixtureRequest) -> None:
     if emulate:
         request.getfixturevalue("emulated_gpu")
     config = mi.BuilderConfig(device="cuda", strict_device=True)
-    sess = mi.InferenceSession(model, config=config, registry=_registry(NumpyCuda()))
+    sess = mi.InferenceSession(model, config=config, registry=_registry(NumpyDevice("cuda")))
     assert {n.device for n in sess.engine.nodes} == {"cuda"}
     got = sess.run(None, feeds)[0]
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
