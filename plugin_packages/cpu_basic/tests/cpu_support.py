@@ -39,12 +39,10 @@ def in_dims(inputs: Sequence[Any], plugin: Any = None) -> list[DimsExprs | None]
     wanted = reads(plugin) if plugin is not None else set()
     out: list[DimsExprs | None] = []
     for i, x in enumerate(inputs):
-        if x is None:
-            out.append(None)
-            continue
-        small = x.dtype.kind in "iu" and x.ndim <= 1 and x.size <= 64
-        vals = np.asarray(x).reshape(-1).tolist() if small or i in wanted else None
-        out.append(DimsExprs(x.shape, values=vals))
+        dims = None if x is None else DimsExprs.of_constant(x)
+        if dims is not None and dims.values is None and i in wanted:
+            dims.values = DimsExprs(x.shape, values=np.asarray(x).reshape(-1).tolist()).values
+        out.append(dims)
     return out
 
 

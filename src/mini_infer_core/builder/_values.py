@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+from ..plugin._dims import MAX_VALUES
 
 __all__ = ["output_values", "constant_values"]
 
 _INT_TYPES = {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
               DataType.UINT16, DataType.UINT32, DataType.UINT64, DataType.BOOL}
-_MAX = 64
 
 
 def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
@@ -41,7 +41,7 @@ def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
         n = 1
         for x in d.to_tuple():
             n *= x
-        out.append(exprs if len(exprs) == n and n <= _MAX else None)
+        out.append(exprs if len(exprs) == n and n <= MAX_VALUES else None)
     return out
 
 

@@ -44,9 +44,6 @@ __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
 log = logging.getLogger("mini_infer.lifecycle")
 blog = logging.getLogger("mini_infer.builder")
 
-_MAX_VALUES = 64  # small integer constants carry their values for shape computations
-
-
 @dataclass
 class OptimizationProfile:
     """Allowed input shapes (TensorRT's IOptimizationProfile): min / opt / max per input."""
@@ -91,20 +88,6 @@ class BuilderConfig:
         return len(self.profiles) - 1
 
 
-def _values_of(arr: np.ndarray[Any, Any]) -> tuple[int, ...] | None:
-    if arr.dtype.kind in "iu" and arr.ndim <= 1 and arr.size <= _MAX_VALUES:
-        return tuple(int(v) for v in arr.reshape(-1))
-    return None
-
-
-def _dims_of_const(arr: np.ndarray[Any, Any]) -> DimsExprs:
-    view = None
-    if arr.size <= _MAX_VALUES and not arr.dtype.hasobject:
-        view = arr.view()
-        view.flags.writeable = False
-    return DimsExprs(arr.shape, values=_values_of(arr), array=view)
-
-
 class Builder:
     """TensorRT's IBuilder: ``Builder(registry).build_engine(network, config)``."""
 
@@ -143,7 +126,7 @@ class Builder:
         types: dict[str, DataType] = {}
         constants: dict[str, np.ndarray[Any, Any]] = dict(network.constants)
         for name, arr in constants.items():
-            dims[name], types[name] = _dims_of_const(arr), DataType.from_numpy(arr.dtype)
+            dims[name], types[name] = DimsExprs.of_constant(arr), DataType.from_numpy(arr.dtype)
         input_names = []
         for ti in network.inputs:
             if ti.dtype is None or ti.shape is None:
@@ -198,7 +181,7 @@ class Builder:
                 for o, kv in zip(outs, known, strict=True):
                     constants[o] = np.array([v.get_constant_value() for v in kv or ()],
                                             dtype=types[o].numpy).reshape(dims[o].to_tuple())
-                    dims[o] = _dims_of_const(constants[o])
+                    dims[o] = DimsExprs.of_constant(constants[o])
                 folded += 1
                 plugin.destroy()
                 continue
@@ -213,7 +196,7 @@ class Builder:
                     folder[0].destroy()
                 for o, v in zip(outs, values, strict=True):
                     constants[o] = v
-                    dims[o] = _dims_of_const(v)
+                    dims[o] = DimsExprs.of_constant(v)
                 folded += 1
                 plugin.destroy()
                 continue

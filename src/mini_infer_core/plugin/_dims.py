@@ -11,7 +11,10 @@ import enum
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
-__all__ = ["DimensionOperation", "DimExpr", "DimsExprs", "ExprBuilder", "IntLike"]
+#: the builder keeps the values (and contents) of constants of at most this many elements
+MAX_VALUES = 64
+
+__all__ = ["DimensionOperation", "DimExpr", "DimsExprs", "ExprBuilder", "IntLike", "MAX_VALUES"]
 
 
 class DimensionOperation(enum.Enum):
@@ -217,6 +220,20 @@ class DimsExprs(Sequence[DimExpr]):
         #: the contents of a small constant tensor of any type (e.g. Resize's float scales),
         #: as a read-only NumPy array; None when the tensor is not a build-time constant
         self.array = array
+
+    @classmethod
+    def of_constant(cls, array: Any) -> DimsExprs:
+        """The shape of a build-time constant, as the builder hands it to plugins: small 1-D
+        integer tensors carry their ``values``, small tensors of any type their ``array``
+        (read-only)."""
+        values = None
+        if array.dtype.kind in "iu" and array.ndim <= 1 and array.size <= MAX_VALUES:
+            values = [int(v) for v in array.reshape(-1)]
+        view = None
+        if array.size <= MAX_VALUES and not array.dtype.hasobject:
+            view = array.view()
+            view.flags.writeable = False
+        return cls(array.shape, values=values, array=view)
 
     @property
     def nb_dims(self) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PluginInterfaceError
-from ._dims import DimExpr, DimsExprs, IntLike
+from ._dims import MAX_VALUES, DimExpr, DimsExprs, IntLike
 from ._types import DataType
 
 __all__ = [
@@ -39,8 +39,6 @@ Shapes = Sequence[Sequence[IntLike]]
 #: what ``output_values`` returns: flattened values per output (None: unknown)
 Values = Sequence[Sequence[IntLike] | None] | None
 
-#: the builder keeps the values of tensors of at most this many elements
-MAX_VALUES = 64
 
 #: input types of kernels that only make sense on floating-point data
 FLOAT_TYPES: tuple[DataType, ...] = (DataType.FLOAT, DataType.HALF, DataType.DOUBLE)

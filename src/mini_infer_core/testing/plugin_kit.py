@@ -88,12 +88,8 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
     also has are the caller's business).
     """
     device = device or default_device()
-    # as the builder does for constants: small integer inputs carry their values
-    in_dims = [None if x is None else
-               DimsExprs(x.shape, values=(x.reshape(-1).tolist() if x.dtype.kind in "iu"
-                                          and x.ndim <= 1 and x.size <= 64 else None),
-                         array=x if x.size <= 64 and not x.dtype.hasobject else None)
-               for x in inputs]
+    # as the builder hands constants to plugins (small ones carry their values and contents)
+    in_dims = [None if x is None else DimsExprs.of_constant(x) for x in inputs]
     in_types = [None if x is None else DataType.from_numpy(x.dtype) for x in inputs]
     where = f"plugin {plugin.plugin_namespace}::{plugin.plugin_type}"
     out_dims, out_types = adapter.infer_outputs(plugin, in_dims, in_types, where)
