@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,8 +62,6 @@ class InferenceSession:
                  device: str = "cpu", *, config: BuilderConfig | None = None,
                  registry: PluginRegistry | None = None) -> None:
         self.engine = load(path_or_model, device, config=config, registry=registry)
-        import threading
-
         self._local = threading.local()
         self._contexts: list[ExecutionContext] = []
         self._lock = threading.Lock()
