@@ -86,8 +86,19 @@ def test_devices_creators_and_header(full_venv: Venv) -> None:
                    "priority": 0, "min_opset": 1, "max_opset": None,
                    "distribution": "mini-infer-example-l2norm",
                    "distribution_version": "0.1.0"}]
-    header = full_venv.cli("inspect", "--help").stdout  # help needs no header
-    assert "usage" in header
+
+def test_every_command_prints_a_pytest_style_header(full_venv: Venv, tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                                [x], [y]))
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    header = full_venv.cli("inspect", str(tmp_path / "m.onnx")).stdout.splitlines()[0]
+    assert header.startswith("plugins: ")
+    assert "mini-infer-cpu-plugins-0.1.0" in header
+    assert "mi-test-broken-0.0.1 (failed)" in header
+    assert "mi-test-oldapi-0.0.1 (incompatible)" in header
+    assert "cuda unavailable: CuPy is not installed" in header
 
 
 def test_listing_imports_no_kernels_and_no_cupy(full_venv: Venv, tmp_path: Path) -> None:
