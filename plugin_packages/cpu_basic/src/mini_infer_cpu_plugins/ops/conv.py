@@ -24,6 +24,8 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DimsExprs, Fusion, IntLike, shapes
 
 from ..serialization import CpuPlugin
+from ._blas import available, gemm
+from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
 from ._fusing import per_channel
 from ._geometry import pad_into, windows_view
 from ._util import FLOATS, Scratch
@@ -44,6 +46,16 @@ def _pad(buf: Array, x: Array, begin: Sequence[int]) -> Array:
         buf[(*lead, slice(0, lo))] = 0
         buf[(*lead, slice(lo + n, None))] = 0
     return pad_into(buf, x, begin)
+
+
+def _prefill(d: Array, b: Array | None, r: Array | None) -> None:
+    """``d`` (M, P) = bias (M,) + residual (M, P), either of them absent (not both)."""
+    if r is None:
+        np.copyto(d, b.reshape(-1, 1))  # type: ignore[union-attr]
+    elif b is None:
+        np.copyto(d, r)
+    else:
+        np.add(r, b.reshape(-1, 1), out=d)
 
 
 def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
@@ -101,6 +113,8 @@ class _Plan:
     pad: bool
     pointwise: bool
     chunk: int
+    #: stride-1 2-D convolutions with enough channels: one GEMM per kernel tap
+    taps: TapGeometry | None = None
 
 
 class Conv(CpuPlugin):
@@ -199,7 +213,15 @@ class Conv(CpuPlugin):
                      and not pad and tuple(out_dims) == xshape[2:])
         per_image = c * int(np.prod(wshape[2:])) * int(np.prod(out_dims)) * itemsize
         chunk = max(1, min(xshape[0], COLS_BUDGET // max(per_image, 1)))
-        plan = _Plan(win, tuple(begin), tuple(ext), tuple(out_dims), pad, pointwise, chunk)
+        taps = None
+        if not pointwise and len(xshape) == 4 and usable(
+                4, win.strides, c // group, m // group, wshape[2:], out_dims[0] * ext[1],
+                np.dtype(f"f{itemsize}")):
+            taps = TapGeometry((begin[0], begin[1]), (ext[0], ext[1]),
+                               (out_dims[0], out_dims[1]), (wshape[2], wshape[3]),
+                               (win.dilations[0], win.dilations[1]))
+        plan = _Plan(win, tuple(begin), tuple(ext), tuple(out_dims), pad, pointwise, chunk,
+                     taps)
         self.scratch.put(key, plan)
         return plan
 
@@ -214,6 +236,8 @@ class Conv(CpuPlugin):
         if plan.pointwise or (cg == 1 and group > 1 and len(xshape) == 4
                               and plan.window.strides == (1, 1)):
             return []
+        if plan.taps is not None:
+            return plan.taps.buffers(c, wshape[0])
         k = tuple(int(v) for v in wshape[2:])
         bufs: list[tuple[str, tuple[int, ...]]] = []
         if plan.pad:
@@ -266,11 +290,7 @@ class Conv(CpuPlugin):
         grid[:, :, plan.begin[0]: plan.begin[0] + h, plan.begin[1]: plan.begin[1] + wd] = x
         acc = self.scratch.buffer("dwacc", (n, c, mult, oh * wp), x.dtype)
         tmp = self.scratch.buffer("dwtmp", (n, c, mult, oh * wp), x.dtype)
-        cached = getattr(self, "_taps", None)
-        if cached is None or cached[0] is not w:  # per-tap weights, laid out once
-            taps = np.ascontiguousarray(np.moveaxis(w.reshape(c, mult, kh * kw), 2, 0))
-            cached = self._taps = (w, taps.reshape(kh * kw, 1, c, mult, 1))
-        taps = cached[1]
+        taps = self._packed(w, c).reshape(kh * kw, 1, c, mult, 1)
         for t in range(kh * kw):
             i, j = divmod(t, kw)
             start = i * dh * wp + j * dw
@@ -291,12 +311,25 @@ class Conv(CpuPlugin):
         cg, mg = c // group, m // group
         p = int(np.prod(plan.out_dims))
         dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
-        if plan.pointwise:
+        if plan.pointwise and group == 1 and (b is not None or r is not None) and \
+                available(x.dtype):
+            # bias and residual go in first; the GEMM adds the product to them (beta=1)
+            w2 = w.reshape(m, c)
+            for i in range(n):
+                d = dst[i].reshape(m, p)
+                _prefill(d, b, None if r is None else r[i].reshape(m, p))
+                gemm(w2, x[i].reshape(c, p), d, beta=1.0)
+            b = r = None
+        elif plan.pointwise:
             xs = x.reshape(n, group, cg, p)
             np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
         elif (cg == 1 and group > 1 and x.ndim == 4 and plan.window.strides == (1, 1)
               and x.dtype in (np.float32, np.float64)):
             self._depthwise(x, w, dst, plan)
+        elif plan.taps is not None:
+            bufs = self._buffers(x, w, group)
+            tap_conv(x, self._packed(w, group), dst, plan.taps, bufs["tapin"], bufs["tapacc"], b)
+            b = None
         else:
             bufs = self._buffers(x, w, group)
             src = x
@@ -318,6 +351,33 @@ class Conv(CpuPlugin):
                 np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
                           out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
         self._epilogue(dst, out, b, r, __relu__, __clip__)
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]) -> dict[int, Array]:
+        """Build time: constant weights that the tap or depthwise path will read, stored
+        tap-major (memory order kh, kw, M, C) so that every tap is one contiguous matrix and
+        neither loading nor the first run repacks anything."""
+        w = constants[1] if len(constants) > 1 else None
+        x = inputs[0]
+        if w is None or x is None or w.ndim != 4 or not x[0].is_static():
+            return {}
+        xshape, group = x[0].to_tuple(), self.attrs["group"]
+        if len(xshape) != 4 or w.dtype.kind != "f":
+            return {}
+        plan = self._plan_for(xshape, w.shape, w.itemsize, group)
+        if plan.taps is None and not self._is_depthwise(xshape[1], group, plan):
+            return {}
+        return {1: tap_major(w)}
+
+    @staticmethod
+    def _is_depthwise(c: int, group: int, plan: _Plan) -> bool:
+        return c == group > 1 and plan.window.strides == (1, 1) and len(plan.out_dims) == 2
+
+    def _packed(self, w: Array, group: int) -> Array:
+        """The weights laid out for :func:`tap_conv` (a view when the builder packed them)."""
+        cached = getattr(self, "_tap_weights", None)
+        if cached is None or cached[0] is not w:
+            cached = self._tap_weights = (w, pack_taps(w, group))
+        return cached[1]
 
     @staticmethod
     def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, relu: int,
