@@ -35,6 +35,7 @@ from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
 from ._values import constant_values, output_values
 from .folding import fold_node
 from .fusion import Fuser
+from .packing import pack_constants
 from .placement import insert_copies
 from .precision import Precision
 from .selection import Selector
@@ -235,6 +236,7 @@ class Builder:
         for n in input_names:
             tensors[n] = TensorSpec(n, types[n], dims[n], "input")
         kept_consts = {n: np.asarray(constants[n], order="C") for n in used if n in constants}
+        packed = pack_constants(nodes, kept_consts, dims, types)
         for n in kept_consts:
             tensors[n] = TensorSpec(n, types[n], dims[n], "constant")
         consumed = {x for nd in nodes for x in nd.inputs if x}
@@ -260,6 +262,7 @@ class Builder:
             "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
             "fp16_nodes": precision.half_nodes,
             "fused": list(fuser.fused),
+            "constants_packed": packed,
         }
         engine = Engine(name=network.name, device=device, inputs=input_names,
                         outputs=output_names, tensors=tensors, constants=kept_consts,

@@ -1,0 +1,64 @@
+"""Constants laid out in memory the way the kernel that reads them wants (build-time work).
+
+A plugin may implement ``pack_constants(inputs, constants) -> {input index: array}``: given its
+inputs' (dims, type) and the values of its constant inputs (None where an input is not a
+constant), it returns the same values in another memory layout -- for instance a Conv weight
+stored tap-major so that every kernel tap is one contiguous matrix. The engine keeps each
+constant's axis order (the file records it), so loading and running repack nothing.
+
+The builder checks what comes back: same shape, same type and the same values (a layout, not
+a new constant); anything else is a BuildError that names the node and plugin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..engine.engine import EngineNode
+from ..errors import BuildError
+from ..plugin import DataType, DimsExprs
+
+__all__ = ["pack_constants"]
+
+log = logging.getLogger("mini_infer.builder")
+
+
+def pack_constants(nodes: Sequence[EngineNode],
+                   constants: MutableMapping[str, np.ndarray[Any, Any]],
+                   dims: Mapping[str, DimsExprs], types: Mapping[str, DataType]) -> int:
+    """Ask every plugin for its preferred constant layouts; returns how many were repacked.
+    A constant is packed once, for the first node that asks (others read it as it is)."""
+    packed: set[str] = set()
+    for nd in nodes:
+        hook = getattr(nd.plugin, "pack_constants", None)
+        if hook is None or not any(n in constants for n in nd.inputs):
+            continue
+        descs = [(dims[n], types[n]) if n else None for n in nd.inputs]
+        values = [constants.get(n) if n else None for n in nd.inputs]
+        try:
+            wanted = hook(descs, values) or {}
+        except Exception as exc:
+            raise BuildError(f"{nd.describe()}: pack_constants failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        for index, arr in wanted.items():
+            name = nd.inputs[index] if 0 <= index < len(nd.inputs) else ""
+            if name not in constants:
+                raise BuildError(f"{nd.describe()}: pack_constants returned input {index}, "
+                                 "which is not a constant")
+            if name in packed:
+                continue
+            old = constants[name]
+            arr = np.asarray(arr)
+            if arr.shape != old.shape or arr.dtype != old.dtype or not np.array_equal(
+                    arr, old, equal_nan=arr.dtype.kind in "fc"):
+                raise BuildError(
+                    f"{nd.describe()}: pack_constants changed the values, shape or type of "
+                    f"constant {name!r}; it may only change the memory layout")
+            constants[name] = arr
+            packed.add(name)
+            log.debug("packed %s for %s (strides %s)", name, nd.describe(), arr.strides)
+    return len(packed)

@@ -1,0 +1,116 @@
+"""Build-time packing: constants stored in the memory layout their kernel reads, kept by the
+engine file, so that loading and the first run repack nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from helpers import make_model, ort_run
+from onnx import TensorProto, helper
+
+import mini_infer_core as mi
+from mini_infer_core.engine.format import memory_order, read_engine_file
+from mini_infer_core.errors import BuildError
+from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator
+from mini_infer_core.registry import discover
+
+
+def _conv_net() -> onnx.ModelProto:
+    """A 3x3 convolution wide enough for the CPU plugin's tap path, then a depthwise one."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((24, 16, 3, 3)) * 0.2).astype(np.float32)
+    dw = (rng.standard_normal((24, 1, 3, 3)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w, "w"), (dw, "dw"), (b, "b"))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "dw"], ["y"], pads=[1, 1, 1, 1], group=24,
+                              name="depthwise")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 20, 20])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 24, 20, 20])
+    return make_model(nodes, [x], [y], inits)
+
+
+def _tap_major(arr: np.ndarray) -> bool:
+    return bool(arr.transpose(2, 3, 0, 1).flags.c_contiguous) and not arr.flags.c_contiguous
+
+
+def test_conv_weights_are_packed_at_build_and_kept_by_the_file(tmp_path: Path) -> None:
+    model = _conv_net()
+    x = np.random.default_rng(0).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    want = ort_run(model, {"x": x})[0]
+    engine = mi.load(model)
+    assert engine.build_info["constants_packed"] == 2
+    assert _tap_major(engine.constants["w"]) and _tap_major(engine.constants["dw"])
+    np.testing.assert_allclose(engine.constants["w"], onnx.numpy_helper.to_array(
+        model.graph.initializer[0]))
+    path = tmp_path / "net.engine"
+    engine.save(str(path))
+    header = read_engine_file(path).header
+    orders = {c["name"]: c.get("order") for c in header["constants"]}
+    assert orders == {"w": [2, 3, 0, 1], "dw": [2, 3, 0, 1], "b": None}
+    np.save(tmp_path / "x.npy", x)
+    script = (
+        "import json, sys, numpy as np, mini_infer_core as mi\n"
+        f"e = mi.Runtime().load_engine({str(path)!r})\n"
+        f"y = mi.InferenceSession(e).run(None, {{'x': np.load({str(tmp_path / 'x.npy')!r})}})[0]\n"
+        f"np.save({str(tmp_path / 'y.npy')!r}, y)\n"
+        "w = e.constants['w']\n"
+        "print(json.dumps({'strides': list(w.strides), 'shape': list(w.shape),"
+        " 'tap_major': bool(w.transpose(2, 3, 0, 1).flags.c_contiguous)}))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=True)
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["shape"] == [24, 16, 3, 3] and seen["tap_major"]
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+    lambda: np.ascontiguousarray(np.arange(24.0).reshape(2, 3, 4).transpose(1, 2, 0))
+    .transpose(2, 0, 1),
+    lambda: np.arange(24.0).reshape(4, 6)[::-1],  # negative strides: stored in C order
+    lambda: np.broadcast_to(np.arange(3.0), (4, 3)),  # no memory order at all
+    lambda: np.arange(12.0).reshape(3, 4)[:, ::2],
+    lambda: np.float32(5.0).reshape(()),
+])
+def test_memory_order_round_trip(make: Any) -> None:
+    arr = make()
+    order, stored = memory_order(arr)
+    assert stored.flags.c_contiguous
+    np.testing.assert_array_equal(stored.transpose(np.argsort(order)), arr)
+
+
+class Shift(OnnxPlugin):
+    """y = x + s, whose pack_constants (wrongly) changes the constant's values."""
+
+    domain = "com.test"
+
+    def compute(self, x: Any, s: Any, *, out: Any) -> None:
+        np.add(x, s, out=out)
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, np.ndarray]:
+        return {1: constants[1] + 1}
+
+
+def test_packing_that_changes_values_is_a_build_error() -> None:
+    s = onnx.numpy_helper.from_array(np.arange(4, dtype=np.float32), "s")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Shift", ["x", "s"], ["y"], domain="com.test", name="shift")],
+        "g", [x], [y], [s]), opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.test", 1)])
+    reg = discover()
+    reg.register_creator(OnnxPluginCreator(Shift, namespace="test"))
+    with pytest.raises(BuildError, match=r"node 'shift'.*pack_constants changed the values"):
+        mi.load(model, registry=reg)
