@@ -93,20 +93,20 @@ def test_conv_by_taps_matches_onnxruntime(xs: tuple[int, ...], ws: tuple[int, ..
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kernel", [1, 3])
-def test_conv_float64_with_fused_epilogue_matches_reference(kernel: int) -> None:
-    """Bias, residual and Relu: added by the epilogue (taps) or before the GEMM (1x1)."""
-    x, w, b, r = rand(2, 16, 16, 16, dtype=np.float64), \
-        rand(8, 16, kernel, kernel, dtype=np.float64), rand(8, dtype=np.float64), \
-        rand(2, 8, 16, 16, dtype=np.float64)
-    attrs = {"pads": [kernel // 2] * 4}
-    conv = run_oracle("ref", make_model("Conv", [x, w, b], attrs, 22, 1), [x, w, b])[0]
+@pytest.mark.parametrize(("kernel", "stride"), [(1, 1), (3, 1), (3, 2)])
+def test_conv_float64_with_fused_epilogue_matches_reference(kernel: int, stride: int) -> None:
+    """Bias, residual and Relu: added by the epilogue (taps) or before the GEMM, which then
+    accumulates onto them (1x1, im2col)."""
+    x, w, b = rand(2, 16, 16, 16, dtype=np.float64), \
+        rand(8, 16, kernel, kernel, dtype=np.float64), rand(8, dtype=np.float64)
+    attrs = {"pads": [kernel // 2] * 4, "strides": [stride, stride]}
+    r = rand(2, 8, 16 // stride, 16 // stride, dtype=np.float64)
     plugin = make_plugin("Conv", attrs, 22, __residual__=1, __relu__=1)
-    got = execute(plugin, [x, w, b, r])[0]
-    np.testing.assert_allclose(got, np.maximum(conv + r, 0), rtol=1e-10, atol=1e-10)
-    again = execute(plugin, [x * 2, w, b, r])[0]  # buffers reused, borders still zero
-    conv2 = run_oracle("ref", make_model("Conv", [x, w, b], attrs, 22, 1), [x * 2, w, b])[0]
-    np.testing.assert_allclose(again, np.maximum(conv2 + r, 0), rtol=1e-10, atol=1e-10)
+    for scale in (1.0, 2.0):  # a second run reuses the buffers (borders must still be zero)
+        xs = x * scale
+        conv = run_oracle("ref", make_model("Conv", [xs, w, b], attrs, 22, 1), [xs, w, b])[0]
+        got = execute(plugin, [xs, w, b, r])[0]
+        np.testing.assert_allclose(got, np.maximum(conv + r, 0), rtol=1e-10, atol=1e-10)
 
 
 def test_thin_or_strided_convs_keep_im2col() -> None:

@@ -343,13 +343,22 @@ class Conv(CpuPlugin):
                 self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
             cols = bufs["cols"]
+            accumulate = group == 1 and (b is not None or r is not None) and available(x.dtype)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
                 view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
                 part = cols[: n1 - n0]
                 np.copyto(part, view)
-                np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
-                          out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
+                if not accumulate:
+                    np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
+                              out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
+                    continue
+                for i in range(n0, n1):  # bias and residual first, then beta=1
+                    d = dst[i].reshape(m, p)
+                    _prefill(d, b, None if r is None else r[i].reshape(m, p))
+                    gemm(wg[0], part[i - n0].reshape(ck, p), d, beta=1.0)
+            if accumulate:
+                b = r = None
         self._epilogue(dst, out, b, r, __relu__, __clip__)
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]) -> dict[int, Array]:
