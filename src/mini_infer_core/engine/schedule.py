@@ -62,11 +62,17 @@ class Schedule:
         self.separate_tensors = [n for n in planned if t[n].dtype is DataType.STRING]
         self.arena_tensors = [n for n in planned if t[n].dtype is not DataType.STRING]
         self.workspace_steps = [s for s, w in enumerate(self.workspace) if w > 0]
+        #: tensor -> (the tensor it lives inside, byte offset there): a plugin's in-place input
+        self.aliases = self._aliases(engine, plugins)
+        roots = {n: self._root(n) for n in self.arena_tensors}
+        for n, (root, _) in roots.items():  # a root lives as long as anything inside it
+            first[root] = min(first[root], first[n])
+            last[root] = max(last[root], last[n])
         self.offsets: dict[str, int] = {}
         self.workspace_offsets: dict[int, int] = {}
         self.plans: dict[str, MemoryPlan] = {}
         for dev in dict.fromkeys(n.device for n in engine.nodes):
-            names = [n for n in self.arena_tensors if self.home[n] == dev]
+            names = [n for n in self.arena_tensors if self.home[n] == dev and n not in self.aliases]
             steps = [s for s in self.workspace_steps if engine.nodes[s].device == dev]
             sizes = [self.nbytes(n, t[n].dtype) for n in names] + \
                 [self.workspace[s] for s in steps]
@@ -75,6 +81,46 @@ class Schedule:
             self.plans[dev] = plan
             self.offsets.update(zip(names, plan.offsets[: len(names)], strict=True))
             self.workspace_offsets.update(zip(steps, plan.offsets[len(names):], strict=True))
+        for n, (root, delta) in roots.items():
+            if n in self.aliases:
+                self.offsets[n] = self.offsets[root] + delta
+
+    def _aliases(self, engine: Engine, plugins: Sequence[IPluginV2]) -> dict[str, tuple[str, int]]:
+        """Inputs that their consumer lets live inside its output (``in_place_inputs``), e.g.
+        each input of a Concat along the outermost non-unit axis: the producer then writes
+        straight into the concatenation, and the Concat copies nothing for it.
+
+        Only arena tensors on the consumer's device qualify, each inside one output at most
+        (a graph is acyclic, so a chain of them ends at a tensor placed on its own)."""
+        t = engine.tensors
+        arena = set(self.arena_tensors)
+        aliases: dict[str, tuple[str, int]] = {}
+        for step, (node, plugin) in enumerate(zip(engine.nodes, plugins, strict=True)):
+            hook = getattr(plugin, "in_place_inputs", None)
+            if hook is None:
+                continue
+            seen = [n for n in node.inputs if n]
+            for i, (o, elements) in (hook(self.in_descs[step], self.out_descs[step]) or {}).items():
+                name, out = node.inputs[i], node.outputs[o]
+                if (name not in arena or out not in arena or name in aliases
+                        or seen.count(name) > 1 or self.home[name] != self.home[out]
+                        or t[name].dtype is not t[out].dtype):
+                    continue
+                start = elements * t[out].dtype.itemsize
+                if start < 0 or start + self.nbytes(name, t[name].dtype) > \
+                        self.nbytes(out, t[out].dtype):
+                    raise ValueError(f"{node.describe()}: in_place_inputs puts input {i} "
+                                     "outside its output")
+                aliases[name] = (out, start)
+        return aliases
+
+    def _root(self, name: str) -> tuple[str, int]:
+        """The tensor ``name`` finally lives inside, and its byte offset there."""
+        delta = 0
+        while name in self.aliases:
+            name, step = self.aliases[name]
+            delta += step
+        return name, delta
 
     @property
     def plan(self) -> MemoryPlan:

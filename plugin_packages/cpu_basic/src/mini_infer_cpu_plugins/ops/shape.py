@@ -128,8 +128,34 @@ class Concat(CpuPlugin):
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.concat_values(inputs, self.attrs["axis"])
 
+    def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
+                        ) -> dict[int, tuple[int, int]]:
+        """Where every dimension before ``axis`` is 1, each input is a contiguous run of the
+        output: the engine may place it there (its producer then writes it in place)."""
+        shape = outputs[0][0]
+        ax = shapes.norm_axis(self.attrs["axis"], len(shape))
+        if any(d != 1 for d in shape[:ax]):
+            return {}
+        inner = int(np.prod(shape[ax + 1:], dtype=np.int64))
+        places, pos = {}, 0
+        for i, desc in enumerate(inputs):
+            places[i] = (0, pos * inner)
+            pos += desc[0][ax]
+        return places
+
     def compute(self, *xs: Array, out: Array, axis: int) -> None:
-        np.concatenate(xs, axis=shapes.norm_axis(axis, out.ndim), out=out)
+        ax = shapes.norm_axis(axis, out.ndim)
+        if len(xs) == 1 or not out.flags.c_contiguous:
+            np.concatenate(xs, axis=ax, out=out)
+            return
+        lead, pos = (slice(None),) * ax, 0
+        for x in xs:
+            part = out[(*lead, slice(pos, pos + x.shape[ax]))]
+            pos += x.shape[ax]
+            if x.size and x.flags.c_contiguous and part.flags.c_contiguous and \
+                    x.__array_interface__["data"][0] == part.__array_interface__["data"][0]:
+                continue  # already in place (the engine put it there)
+            np.copyto(part, x)
 
 
 class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
