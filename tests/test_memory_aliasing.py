@@ -60,3 +60,22 @@ def test_no_aliasing_where_a_slot_is_not_contiguous_or_not_in_the_arena(
         assert aliases == {}  # the channel slots of a batch of 2 are strided
     else:  # c is a graph output: nothing lives inside it, and it lives outside the arena
         assert all(parent != "c" for parent, _ in aliases.values()) and "c" not in aliases
+
+
+def test_reshape_flatten_squeeze_identity_copy_nothing() -> None:
+    """A tensor reshaped is planned inside its reshaped self: the copy disappears."""
+    shape = onnx.numpy_helper.from_array(np.array([1, 12, 5], np.int64), "shape")
+    axes = onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("Reshape", ["a", "shape"], ["r"]),
+             helper.make_node("Squeeze", ["r", "axes"], ["q"]),
+             helper.make_node("Identity", ["q"], ["i"]),
+             helper.make_node("Flatten", ["i"], ["f"], axis=0),
+             helper.make_node("Sigmoid", ["f"], ["y"]),
+             helper.make_node("Tanh", ["a"], ["z"])]  # a is read after its reshapes too
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                    helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                       [shape, axes], opset=17)
+    aliases, _ = _run(model, 1)
+    assert aliases == {"a": ("r", 0), "r": ("q", 0), "q": ("i", 0), "i": ("f", 0)}

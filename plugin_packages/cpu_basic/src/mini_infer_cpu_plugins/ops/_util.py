@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
-__all__ = ["FLOATS", "Scratch", "copy_into"]
+__all__ = ["FLOATS", "SameBytes", "Scratch", "copy_into"]
 
 #: dtypes of kernels that only make sense on floating point data
 FLOATS = FLOAT_TYPES
@@ -63,8 +63,22 @@ class Scratch:
         return buf[:size].reshape(shape)  # type: ignore[no-any-return]
 
 
+class SameBytes:
+    """Mixin of the plugins whose output is their input's bytes in another shape (Reshape,
+    Flatten, Squeeze, Unsqueeze, Identity): the engine may place the input inside the output
+    (``in_place_inputs``), and then :func:`copy_into` has nothing to copy."""
+
+    def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
+                        ) -> dict[int, tuple[int, int]]:
+        return {0: (0, 0)}
+
+
 def copy_into(out: NDArray[Any], x: NDArray[Any]) -> None:
-    """Copy ``x`` into ``out`` that holds the same elements in another shape."""
+    """Copy ``x`` into ``out`` that holds the same elements in another shape (nothing to do
+    where the engine placed ``x`` in ``out``'s bytes)."""
+    if out.flags.c_contiguous and x.flags.c_contiguous and out.size and \
+            out.__array_interface__["data"][0] == x.__array_interface__["data"][0]:
+        return
     if out.flags.c_contiguous:
         np.copyto(out.reshape(x.shape), x)
     else:

@@ -18,7 +18,7 @@ from mini_infer_core.plugin.shapes import Shapes, Values
 
 from ..serialization import CpuPlugin
 from ._dynamic import ValuePlugin, as_ints
-from ._util import copy_into
+from ._util import SameBytes, copy_into
 
 __all__ = [
     "Reshape_1",
@@ -36,7 +36,7 @@ __all__ = [
 Array = NDArray[Any]
 
 
-class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+class Reshape_1(SameBytes, CpuPlugin, UnaryPlugin):  # noqa: N801
     """Reshape before opset 5: the target shape is the ``shape`` attribute."""
 
     op_type = "Reshape"
@@ -54,7 +54,7 @@ class Reshape_1(CpuPlugin, UnaryPlugin):  # noqa: N801
         copy_into(out, x)
 
 
-class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
+class Reshape_5(SameBytes, ValuePlugin, UnaryPlugin):  # noqa: N801
     """Reshape from opset 5: the target shape is input 1; ``allowzero`` from opset 14.
 
     A target known when the engine is built gives exact shapes; a run-time target makes the
@@ -86,7 +86,7 @@ class Reshape_5(ValuePlugin, UnaryPlugin):  # noqa: N801
         return None
 
 
-class Flatten(CpuPlugin, UnaryPlugin):
+class Flatten(SameBytes, CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"axis": 1}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
@@ -158,7 +158,7 @@ class Concat(CpuPlugin):
             np.copyto(part, x)
 
 
-class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+class Unsqueeze_1(SameBytes, CpuPlugin, UnaryPlugin):  # noqa: N801
     """Unsqueeze before opset 13: ``axes`` attribute."""
 
     op_type = "Unsqueeze"
@@ -176,7 +176,7 @@ class Unsqueeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
         copy_into(out, x)
 
 
-class Unsqueeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
+class Unsqueeze_13(SameBytes, ValuePlugin, UnaryPlugin):  # noqa: N801
     """Unsqueeze from opset 13: ``axes`` is input 1 (a run-time one makes the node
     data-dependent)."""
 
@@ -205,7 +205,7 @@ class Unsqueeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
         return None
 
 
-class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
+class Squeeze_1(SameBytes, CpuPlugin, UnaryPlugin):  # noqa: N801
     """Squeeze before opset 13: optional ``axes`` attribute (absent: every 1 dim)."""
 
     op_type = "Squeeze"
@@ -223,7 +223,7 @@ class Squeeze_1(CpuPlugin, UnaryPlugin):  # noqa: N801
         copy_into(out, x)
 
 
-class Squeeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
+class Squeeze_13(SameBytes, ValuePlugin, UnaryPlugin):  # noqa: N801
     """Squeeze from opset 13: optional ``axes`` input 1 (a run-time one makes the
     node data-dependent)."""
 
@@ -257,9 +257,9 @@ class Squeeze_13(ValuePlugin, UnaryPlugin):  # noqa: N801
         return None
 
 
-class Identity(CpuPlugin, UnaryPlugin):
+class Identity(SameBytes, CpuPlugin, UnaryPlugin):
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.same_values(inputs)
 
     def compute(self, x: Array, *, out: Array) -> None:
-        np.copyto(out, x)
+        copy_into(out, x)
