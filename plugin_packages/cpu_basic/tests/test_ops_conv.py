@@ -119,3 +119,21 @@ def test_thin_or_strided_convs_keep_im2col() -> None:
     assert not usable(4, (2, 2), 32, 32, (3, 3), 1000, np.float32)  # strided
     assert not usable(5, (1, 1, 1), 32, 32, (3, 3, 3), 1000, np.float32)  # 3-D
     assert not usable(4, (1, 1), 32, 32, (3, 3), 1000, np.float16)  # no BLAS for half
+
+
+# -- depthwise: all channel planes shifted at once -------------------------------------------
+@pytest.mark.parametrize(("xs", "ws", "attrs"), [
+    ((1, 24, 14, 14), (24, 1, 3, 3), {"pads": [1, 1, 1, 1], "group": 24}),
+    ((2, 8, 9, 7), (16, 1, 3, 3), {"pads": [0, 2, 1, 1], "dilations": [2, 1], "group": 8}),
+    ((1, 6, 5, 8), (6, 1, 5, 3), {"pads": [2, 1, 2, 1], "group": 6}),
+    ((3, 5, 4, 4), (5, 1, 2, 2), {"group": 5}),
+])
+@pytest.mark.parametrize("bias", [False, True])
+def test_depthwise_matches_onnxruntime(xs: tuple[int, ...], ws: tuple[int, ...],
+                                       attrs: dict[str, Any], bias: bool) -> None:
+    inputs = [rand(*xs), rand(*ws)] + ([rand(ws[0])] if bias else [])
+    plugin = make_plugin("Conv", attrs, 22)
+    want = run_oracle("ort", make_model("Conv", inputs, attrs, 22, 1), inputs)[0]
+    for _ in range(2):  # the padded buffer is reused: its border must stay zero
+        got = execute(plugin, inputs)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -278,29 +278,38 @@ class Conv(CpuPlugin):
 
     def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan) -> None:
         """2-D, stride 1, one channel per group: a sum over kernel taps of the padded input,
-        shifted, times a per-channel weight. Rows are kept padded so every tap reads one
-        contiguous run per channel (long inner loops instead of a batch of tiny GEMMs)."""
+        shifted, times a per-channel weight.
+
+        Every channel plane is kept padded (``hp * wp``) and the planes follow each other, so
+        shifting the whole buffer by a tap's offset shifts every plane at once: each tap is one
+        multiply over one contiguous run of all channels and one flat add (the shifted reads
+        that cross a plane's edge land only in the rows and columns past the output, which
+        are dropped)."""
         n, c = x.shape[:2]
         mult = w.shape[0] // c
         (kh, kw), (h, wd) = w.shape[2:], x.shape[2:]
         (dh, dw), (oh, ow) = plan.window.dilations, plan.out_dims
         hp, wp = plan.ext
-        flat = self.scratch.buffer("dwpad", (n, c, hp * wp + (kw - 1) * dw + 1), x.dtype, fill=0)
-        grid = flat[:, :, : hp * wp].reshape(n, c, hp, wp)
+        plane = hp * wp
+        tail = (kh - 1) * dh * wp + (kw - 1) * dw
+        flat = self.scratch.buffer("dwpad", (n, c * plane + tail), x.dtype, fill=0)
+        grid = flat[:, : c * plane].reshape(n, c, hp, wp)
         grid[:, :, plan.begin[0]: plan.begin[0] + h, plan.begin[1]: plan.begin[1] + wd] = x
-        acc = self.scratch.buffer("dwacc", (n, c, mult, oh * wp), x.dtype)
-        tmp = self.scratch.buffer("dwtmp", (n, c, mult, oh * wp), x.dtype)
-        taps = self._packed(w, c).reshape(kh * kw, 1, c, mult, 1)
-        for t in range(kh * kw):
-            i, j = divmod(t, kw)
-            start = i * dh * wp + j * dw
-            xs = flat[:, :, None, start: start + oh * wp]
-            if t == 0:
-                np.multiply(xs, taps[t], out=acc)
-            else:
-                np.multiply(xs, taps[t], out=tmp)
-                np.add(acc, tmp, out=acc)
-        np.copyto(dst.reshape(n, c, mult, oh, ow), acc.reshape(n, c, mult, oh, wp)[..., :ow])
+        acc = self.scratch.buffer("dwacc", (c, mult, plane), x.dtype)
+        tmp = self.scratch.buffer("dwtmp", (c, mult, plane), x.dtype)
+        taps = self._packed(w, c).reshape(kh * kw, c, mult, 1)
+        out = dst.reshape(n, c, mult, oh, ow)
+        for img in range(n):
+            for t in range(kh * kw):
+                i, j = divmod(t, kw)
+                start = i * dh * wp + j * dw
+                xs = flat[img, start: start + c * plane].reshape(c, 1, plane)
+                if t == 0:
+                    np.multiply(xs, taps[t], out=acc)
+                else:
+                    np.multiply(xs, taps[t], out=tmp)
+                    np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
+            np.copyto(out[img], acc.reshape(c, mult, hp, wp)[:, :, :oh, :ow])
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None, *,
                 out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
