@@ -93,20 +93,23 @@ def test_conv_by_taps_matches_onnxruntime(xs: tuple[int, ...], ws: tuple[int, ..
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize(("kernel", "stride"), [(1, 1), (3, 1), (3, 2)])
-def test_conv_float64_with_fused_epilogue_matches_reference(kernel: int, stride: int) -> None:
+def test_conv_float64_with_fused_epilogue_matches_reference(kernel: int, stride: int,
+                                                           residual: bool) -> None:
     """Bias, residual and Relu: added by the epilogue (taps) or before the GEMM, which then
     accumulates onto them (1x1, im2col)."""
     x, w, b = rand(2, 16, 16, 16, dtype=np.float64), \
         rand(8, 16, kernel, kernel, dtype=np.float64), rand(8, dtype=np.float64)
     attrs = {"pads": [kernel // 2] * 4, "strides": [stride, stride]}
     r = rand(2, 8, 16 // stride, 16 // stride, dtype=np.float64)
-    plugin = make_plugin("Conv", attrs, 22, __residual__=1, __relu__=1)
+    plugin = make_plugin("Conv", attrs, 22, __residual__=int(residual), __relu__=1)
     for scale in (1.0, 2.0):  # a second run reuses the buffers (borders must still be zero)
         xs = x * scale
         conv = run_oracle("ref", make_model("Conv", [xs, w, b], attrs, 22, 1), [xs, w, b])[0]
-        got = execute(plugin, [xs, w, b, r])[0]
-        np.testing.assert_allclose(got, np.maximum(conv + r, 0), rtol=1e-10, atol=1e-10)
+        got = execute(plugin, [xs, w, b, r] if residual else [xs, w, b])[0]
+        want = np.maximum(conv + r if residual else conv, 0)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
 def test_thin_or_strided_convs_keep_im2col() -> None:

@@ -88,8 +88,13 @@ def pack_taps(w: Array, group: int) -> Array:
 
 
 def tap_conv(x: Array, taps: Array, dst: Array, geo: TapGeometry, pad_buf: Array,
-             acc: Array, b: Array | None) -> None:
-    """``dst`` (N, M, oh, ow) = conv(x) + b; ``pad_buf``/``acc`` from :meth:`buffers`."""
+             acc: Array, b: Array | None, r: Array | None = None, relu: bool = False) -> None:
+    """``dst`` (N, M, oh, ow) = conv(x) + b (+ r) (then Relu); ``pad_buf``/``acc`` from
+    :meth:`TapGeometry.buffers`.
+
+    The bias is written into the accumulator first (the GEMMs add onto it), so the copy of
+    the real columns out of it is the only pass over the output: it adds the residual or
+    applies the Relu on the way."""
     n, c, h, w = x.shape
     ntaps, group, mg, cg = taps.shape
     (hp, wp), (oh, ow) = geo.ext, geo.out
@@ -105,15 +110,22 @@ def tap_conv(x: Array, taps: Array, dst: Array, geo: TapGeometry, pad_buf: Array
     m = group * mg
     for i in range(n):
         grid[:, top: top + h, left: left + w] = x[i]
+        if b is not None:
+            np.copyto(acc, b.reshape(m, 1))
         for g in range(group):
             rows = pad_buf[g * cg: (g + 1) * cg]
             out = acc[g * mg: (g + 1) * mg]
             for t in range(ntaps):
-                r, s = divmod(t, kw)
-                start = r * dh * wp + s * dw
-                gemm(taps[t, g], rows[:, start: start + run], out, beta=0.0 if t == 0 else 1.0)
+                ki, kj = divmod(t, kw)
+                start = ki * dh * wp + kj * dw
+                first = t == 0 and b is None
+                gemm(taps[t, g], rows[:, start: start + run], out, beta=0.0 if first else 1.0)
         real = acc.reshape(m, oh, wp)[:, :, :ow]
-        if b is None:
-            np.copyto(dst[i], real)
+        if r is not None:
+            np.add(real, r[i], out=dst[i])
+            if relu:
+                np.maximum(dst[i], 0, out=dst[i])
+        elif relu:
+            np.maximum(real, 0, out=dst[i])
         else:
-            np.add(real, b.reshape(m, 1, 1), out=dst[i])
+            np.copyto(dst[i], real)

@@ -337,8 +337,10 @@ class Conv(CpuPlugin):
             self._depthwise(x, w, dst, plan)
         elif plan.taps is not None:
             bufs = self._buffers(x, w, group)
-            tap_conv(x, self._packed(w, group), dst, plan.taps, bufs["tapin"], bufs["tapacc"], b)
-            b = None
+            tap_conv(x, self._packed(w, group), dst, plan.taps, bufs["tapin"], bufs["tapacc"], b,
+                     r, bool(__relu__))
+            b = r = None
+            __relu__ = 0
         else:
             bufs = self._buffers(x, w, group)
             src = x
