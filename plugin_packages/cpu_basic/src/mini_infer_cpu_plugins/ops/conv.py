@@ -299,17 +299,24 @@ class Conv(CpuPlugin):
         tmp = self.scratch.buffer("dwtmp", (c, mult, plane), x.dtype)
         taps = self._packed(w, c).reshape(kh * kw, c, mult, 1)
         out = dst.reshape(n, c, mult, oh, ow)
-        for img in range(n):
-            for t in range(kh * kw):
-                i, j = divmod(t, kw)
-                start = i * dh * wp + j * dw
-                xs = flat[img, start: start + c * plane].reshape(c, 1, plane)
-                if t == 0:
-                    np.multiply(xs, taps[t], out=acc)
-                else:
-                    np.multiply(xs, taps[t], out=tmp)
-                    np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
-            np.copyto(out[img], acc.reshape(c, mult, hp, wp)[:, :, :oh, :ow])
+        # NumPy would copy each (shifted, so unaligned) row through its ufunc buffer to
+        # broadcast the per-channel weight; a buffer smaller than a row makes it run in place
+        old = np.setbufsize(256) if plane >= 128 else None
+        try:
+            for img in range(n):
+                for t in range(kh * kw):
+                    i, j = divmod(t, kw)
+                    start = i * dh * wp + j * dw
+                    xs = flat[img, start: start + c * plane].reshape(c, 1, plane)
+                    if t == 0:
+                        np.multiply(xs, taps[t], out=acc)
+                    else:
+                        np.multiply(xs, taps[t], out=tmp)
+                        np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
+                np.copyto(out[img], acc.reshape(c, mult, hp, wp)[:, :, :oh, :ow])
+        finally:
+            if old is not None:
+                np.setbufsize(old)
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None, *,
                 out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
