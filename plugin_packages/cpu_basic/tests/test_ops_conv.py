@@ -140,3 +140,19 @@ def test_depthwise_matches_onnxruntime(xs: tuple[int, ...], ws: tuple[int, ...],
     for _ in range(2):  # the padded buffer is reused: its border must stay zero
         got = execute(plugin, inputs)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("xs", "ws", "attrs"), [
+    ((1, 16, 14, 14), (16, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2], "group": 16}),
+    ((2, 6, 11, 9), (12, 1, 3, 3), {"pads": [1, 0, 0, 2], "strides": [2, 3], "group": 6}),
+    ((1, 4, 13, 12), (4, 1, 5, 3), {"pads": [2, 1, 2, 1], "strides": [3, 2],
+                                    "dilations": [2, 1], "group": 4}),
+    ((1, 8, 7, 7), (8, 1, 3, 3), {"strides": [2, 2], "group": 8, "auto_pad": "SAME_UPPER"}),
+])
+def test_strided_depthwise_by_phases_matches_onnxruntime(
+        xs: tuple[int, ...], ws: tuple[int, ...], attrs: dict[str, Any]) -> None:
+    inputs = [rand(*xs), rand(*ws), rand(ws[0])]
+    plugin = make_plugin("Conv", attrs, 22)
+    want = run_oracle("ort", make_model("Conv", inputs, attrs, 22, 1), inputs)[0]
+    for _ in range(2):
+        np.testing.assert_allclose(execute(plugin, inputs)[0], want, rtol=1e-4, atol=1e-4)

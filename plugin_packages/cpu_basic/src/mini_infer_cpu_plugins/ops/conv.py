@@ -232,9 +232,7 @@ class Conv(CpuPlugin):
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
         plan = self._plan_for(xshape, wshape, itemsize, group)
         n, c = xshape[:2]
-        cg = c // group
-        if plan.pointwise or (cg == 1 and group > 1 and len(xshape) == 4
-                              and plan.window.strides == (1, 1)):
+        if plan.pointwise or self._is_depthwise(c, group, plan, itemsize):
             return []
         if plan.taps is not None:
             return plan.taps.buffers(c, wshape[0])
@@ -277,24 +275,33 @@ class Conv(CpuPlugin):
         return out
 
     def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan) -> None:
-        """2-D, stride 1, one channel per group: a sum over kernel taps of the padded input,
-        shifted, times a per-channel weight.
+        """2-D, one channel per group: a sum over kernel taps of the padded input, shifted,
+        times a per-channel weight.
 
-        Every channel plane is kept padded (``hp * wp``) and the planes follow each other, so
-        shifting the whole buffer by a tap's offset shifts every plane at once: each tap is one
-        multiply over one contiguous run of all channels and one flat add (the shifted reads
-        that cross a plane's edge land only in the rows and columns past the output, which
-        are dropped)."""
+        The padded input is split into its stride phases (one for stride 1: the padded input
+        itself): phase (a, b) holds the rows a, a+sh, ... and columns b, b+sw, ... of every
+        channel, each channel a ``hq * wq`` plane, the planes one after the other. Tap (i, j)
+        reads phase ((i*dh) % sh, (j*dw) % sw) shifted by ((i*dh) // sh, (j*dw) // sw), and
+        shifting a phase's whole buffer shifts every plane at once: each tap is one multiply
+        over one contiguous run of all channels and one flat add (reads that cross a plane's
+        edge land only in rows and columns past the output, which are dropped)."""
         n, c = x.shape[:2]
         mult = w.shape[0] // c
-        (kh, kw), (h, wd) = w.shape[2:], x.shape[2:]
+        kh, kw = w.shape[2:]
         (dh, dw), (oh, ow) = plan.window.dilations, plan.out_dims
-        hp, wp = plan.ext
-        plane = hp * wp
-        tail = (kh - 1) * dh * wp + (kw - 1) * dw
-        flat = self.scratch.buffer("dwpad", (n, c * plane + tail), x.dtype, fill=0)
-        grid = flat[:, : c * plane].reshape(n, c, hp, wp)
-        grid[:, :, plan.begin[0]: plan.begin[0] + h, plan.begin[1]: plan.begin[1] + wd] = x
+        (sh, sw), (top, left) = plan.window.strides, plan.begin
+        hq, wq = -(-plan.ext[0] // sh), -(-plan.ext[1] // sw)
+        plane = hq * wq
+        tail = ((kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw
+        # border cells are zero from the start and never written (the same cells every run)
+        flat = self.scratch.buffer("dwpad", (n, sh, sw, c * plane + tail), x.dtype, fill=0)
+        for a in range(sh):
+            r0 = -(-(top - a) // sh)  # first phase row holding an input row
+            for b in range(sw):
+                c0 = -(-(left - b) // sw)
+                grid = flat[:, a, b, : c * plane].reshape(n, c, hq, wq)
+                src = x[:, :, r0 * sh + a - top:: sh, c0 * sw + b - left:: sw]
+                grid[:, :, r0: r0 + src.shape[2], c0: c0 + src.shape[3]] = src
         acc = self.scratch.buffer("dwacc", (c, mult, plane), x.dtype)
         tmp = self.scratch.buffer("dwtmp", (c, mult, plane), x.dtype)
         taps = self._packed(w, c).reshape(kh * kw, c, mult, 1)
@@ -306,14 +313,15 @@ class Conv(CpuPlugin):
             for img in range(n):
                 for t in range(kh * kw):
                     i, j = divmod(t, kw)
-                    start = i * dh * wp + j * dw
-                    xs = flat[img, start: start + c * plane].reshape(c, 1, plane)
+                    start = (i * dh // sh) * wq + j * dw // sw
+                    phase = flat[img, i * dh % sh, j * dw % sw]
+                    xs = phase[start: start + c * plane].reshape(c, 1, plane)
                     if t == 0:
                         np.multiply(xs, taps[t], out=acc)
                     else:
                         np.multiply(xs, taps[t], out=tmp)
                         np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
-                np.copyto(out[img], acc.reshape(c, mult, hp, wp)[:, :, :oh, :ow])
+                np.copyto(out[img], acc.reshape(c, mult, hq, wq)[:, :, :oh, :ow])
         finally:
             if old is not None:
                 np.setbufsize(old)
@@ -339,8 +347,7 @@ class Conv(CpuPlugin):
         elif plan.pointwise:
             xs = x.reshape(n, group, cg, p)
             np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
-        elif (cg == 1 and group > 1 and x.ndim == 4 and plan.window.strides == (1, 1)
-              and x.dtype in (np.float32, np.float64)):
+        elif self._is_depthwise(c, group, plan, x.itemsize):
             self._depthwise(x, w, dst, plan)
         elif plan.taps is not None:
             bufs = self._buffers(x, w, group)
@@ -391,13 +398,14 @@ class Conv(CpuPlugin):
         if len(xshape) != 4 or w.dtype.kind != "f":
             return {}
         plan = self._plan_for(xshape, w.shape, w.itemsize, group)
-        if plan.taps is None and not self._is_depthwise(xshape[1], group, plan):
+        if plan.taps is None and not self._is_depthwise(xshape[1], group, plan, w.itemsize):
             return {}
         return {1: tap_major(w)}
 
     @staticmethod
-    def _is_depthwise(c: int, group: int, plan: _Plan) -> bool:
-        return c == group > 1 and plan.window.strides == (1, 1) and len(plan.out_dims) == 2
+    def _is_depthwise(c: int, group: int, plan: _Plan, itemsize: int) -> bool:
+        """2-D, one input channel per group, float32/float64: the tap-sum path."""
+        return c == group > 1 and len(plan.out_dims) == 2 and itemsize in (4, 8)
 
     def _packed(self, w: Array, group: int) -> Array:
         """The weights laid out for :func:`tap_conv` (a view when the builder packed them)."""
