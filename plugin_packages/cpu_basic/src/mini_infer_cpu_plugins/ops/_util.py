@@ -3,6 +3,7 @@ helpers live in :mod:`mini_infer_core.plugin.shapes`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -55,7 +56,7 @@ class Scratch:
         """An uninitialised array of ``shape`` carved from one growable buffer per ``tag``:
         every shape shares it (no fill: the caller overwrites it all on every run)."""
         dt = np.dtype(dtype)
-        size = int(np.prod(shape, dtype=np.int64))
+        size = math.prod(shape)
         key = ("flat", tag, dt.str)
         buf = self._items.get(key)
         if buf is None or buf.size < size:

@@ -13,6 +13,7 @@ Steady-state runs with an unchanged shape allocate nothing but views.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -211,7 +212,7 @@ class Conv(CpuPlugin):
         pad = shapes.needs_padding(xshape[2:], begin, ext)
         pointwise = (all(k == 1 for k in wshape[2:]) and all(s == 1 for s in win.strides)
                      and not pad and tuple(out_dims) == xshape[2:])
-        per_image = c * int(np.prod(wshape[2:])) * int(np.prod(out_dims)) * itemsize
+        per_image = c * math.prod(wshape[2:]) * math.prod(out_dims) * itemsize
         chunk = max(1, min(xshape[0], COLS_BUDGET // max(per_image, 1)))
         taps = None
         if not pointwise and len(xshape) == 4 and usable(
@@ -240,11 +241,11 @@ class Conv(CpuPlugin):
         bufs: list[tuple[str, tuple[int, ...]]] = []
         if plan.pad:
             bufs.append(("pad", (n, c, *plan.ext)))
-        rows = self._row_block(c * int(np.prod(k)), plan, itemsize)
+        rows = self._row_block(c * math.prod(k), plan, itemsize)
         if rows < plan.out_dims[0]:
             rest = tuple(plan.out_dims[1:])
             bufs.append(("band", (c, *k, rows, *rest)))
-            bufs.append(("bandout", (group, wshape[0] // group, rows * int(np.prod(rest)))))
+            bufs.append(("bandout", (group, wshape[0] // group, rows * math.prod(rest))))
         else:
             bufs.append(("cols", (plan.chunk, c, *k, *plan.out_dims)))
         return bufs
@@ -256,17 +257,17 @@ class Conv(CpuPlugin):
             return 0
         size = x.dtype.itemsize
         layout = self._layout(tuple(x.shape), tuple(w.shape), size, self.attrs["group"])
-        return sum(_align(int(np.prod(shape)) * size) for _, shape in layout)
+        return sum(_align(math.prod(shape) * size) for _, shape in layout)
 
     def _buffers(self, x: Array, w: Array, group: int) -> dict[str, Array]:
         layout = self._layout(x.shape, w.shape, x.itemsize, group)
-        need = sum(_align(int(np.prod(shape)) * x.itemsize) for _, shape in layout)
+        need = sum(_align(math.prod(shape) * x.itemsize) for _, shape in layout)
         ws = self.workspace
         out: dict[str, Array] = {}
         if ws is not None and ws.size >= need:
             offset = 0
             for tag, shape in layout:
-                nbytes = int(np.prod(shape)) * x.itemsize
+                nbytes = math.prod(shape) * x.itemsize
                 out[tag] = ws[offset: offset + nbytes].view(x.dtype).reshape(shape)
                 offset += _align(nbytes)
         else:
@@ -333,7 +334,7 @@ class Conv(CpuPlugin):
         n, c = x.shape[:2]
         m = w.shape[0]
         cg, mg = c // group, m // group
-        p = int(np.prod(plan.out_dims))
+        p = math.prod(plan.out_dims)
         dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
         if plan.pointwise and group == 1 and (b is not None or r is not None) and \
                 available(x.dtype):
@@ -361,9 +362,9 @@ class Conv(CpuPlugin):
             if plan.pad:
                 src = _pad(bufs["pad"], x, plan.begin)
             k = w.shape[2:]
-            ck = cg * int(np.prod(k))
+            ck = cg * math.prod(k)
             wg = w.reshape(group, mg, ck)
-            rows = self._row_block(c * int(np.prod(k)), plan, x.itemsize)
+            rows = self._row_block(c * math.prod(k), plan, x.itemsize)
             if rows < plan.out_dims[0]:
                 self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
@@ -433,7 +434,7 @@ class Conv(CpuPlugin):
     @staticmethod
     def _row_block(ck_total: int, plan: _Plan, itemsize: int) -> int:
         """Output rows per im2col block, so that the block stays cache-sized."""
-        per_row = ck_total * int(np.prod(plan.out_dims[1:])) * itemsize
+        per_row = ck_total * math.prod(plan.out_dims[1:]) * itemsize
         return max(1, min(plan.out_dims[0], ROW_BUDGET // max(per_row, 1)))
 
     def _blocked(self, src: Array, wg: Array, dst: Array, plan: _Plan, rows: int, group: int,
@@ -442,7 +443,7 @@ class Conv(CpuPlugin):
         cache between the copy that writes them and the GEMM that reads them."""
         n, c = src.shape[:2]
         rest = tuple(plan.out_dims[1:])
-        inner = int(np.prod(rest))
+        inner = math.prod(rest)
         mg = wg.shape[1]
         stride0, dil0 = plan.window.strides[0], plan.window.dilations[0]
         kernel = tuple(int(v) for v in plan.window.kernel)
@@ -453,7 +454,7 @@ class Conv(CpuPlugin):
                 span = (r1 - r0 - 1) * stride0 + (kernel[0] - 1) * dil0 + 1
                 band = src[i:i + 1, :, r0 * stride0: r0 * stride0 + span]
                 view = windows_view(band, 2, plan.window, (r1 - r0, *rest))
-                part = cols.reshape(-1)[: c * int(np.prod(kernel)) * (r1 - r0) * inner]
+                part = cols.reshape(-1)[: c * math.prod(kernel) * (r1 - r0) * inner]
                 part = part.reshape(1, c, *kernel, r1 - r0, *rest)
                 np.copyto(part, view)
                 got = res.reshape(-1)[: group * mg * (r1 - r0) * inner].reshape(
