@@ -156,3 +156,15 @@ def test_strided_depthwise_by_phases_matches_onnxruntime(
     want = run_oracle("ort", make_model("Conv", inputs, attrs, 22, 1), inputs)[0]
     for _ in range(2):
         np.testing.assert_allclose(execute(plugin, inputs)[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_grouped_pointwise_accumulates_onto_bias_and_residual(residual: bool) -> None:
+    x, w, b = rand(2, 16, 5, 6), rand(12, 4, 1, 1), rand(12)
+    r = rand(2, 12, 5, 6)
+    attrs = {"group": 4}
+    conv = run_oracle("ort", make_model("Conv", [x, w, b], attrs, 22, 1), [x, w, b])[0]
+    plugin = make_plugin("Conv", attrs, 22, __residual__=int(residual), __relu__=1)
+    got = execute(plugin, [x, w, b, r] if residual else [x, w, b])[0]
+    np.testing.assert_allclose(got, np.maximum(conv + r if residual else conv, 0),
+                               rtol=1e-4, atol=1e-4)

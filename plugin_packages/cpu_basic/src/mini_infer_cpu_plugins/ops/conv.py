@@ -275,7 +275,8 @@ class Conv(CpuPlugin):
                 out[tag] = self.scratch.flat(tag, shape, x.dtype)
         return out
 
-    def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan) -> None:
+    def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan, b: Array | None
+                   ) -> None:
         """2-D, one channel per group: a sum over kernel taps of the padded input, shifted,
         times a per-channel weight.
 
@@ -296,12 +297,12 @@ class Conv(CpuPlugin):
         tail = ((kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw
         # border cells are zero from the start and never written (the same cells every run)
         flat = self.scratch.buffer("dwpad", (n, sh, sw, c * plane + tail), x.dtype, fill=0)
-        for a in range(sh):
-            r0 = -(-(top - a) // sh)  # first phase row holding an input row
-            for b in range(sw):
-                c0 = -(-(left - b) // sw)
-                grid = flat[:, a, b, : c * plane].reshape(n, c, hq, wq)
-                src = x[:, :, r0 * sh + a - top:: sh, c0 * sw + b - left:: sw]
+        for pa in range(sh):
+            r0 = -(-(top - pa) // sh)  # first phase row holding an input row
+            for pb in range(sw):
+                c0 = -(-(left - pb) // sw)
+                grid = flat[:, pa, pb, : c * plane].reshape(n, c, hq, wq)
+                src = x[:, :, r0 * sh + pa - top:: sh, c0 * sw + pb - left:: sw]
                 grid[:, :, r0: r0 + src.shape[2], c0: c0 + src.shape[3]] = src
         acc = self.scratch.buffer("dwacc", (c, mult, plane), x.dtype)
         tmp = self.scratch.buffer("dwtmp", (c, mult, plane), x.dtype)
@@ -322,7 +323,11 @@ class Conv(CpuPlugin):
                     else:
                         np.multiply(xs, taps[t], out=tmp)
                         np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
-                np.copyto(out[img], acc.reshape(c, mult, hq, wq)[:, :, :oh, :ow])
+                real = acc.reshape(c, mult, hq, wq)[:, :, :oh, :ow]
+                if b is None:
+                    np.copyto(out[img], real)
+                else:  # the bias rides on the copy out
+                    np.add(real, b.reshape(c, mult, 1, 1), out=out[img])
         finally:
             if old is not None:
                 np.setbufsize(old)
@@ -338,18 +343,21 @@ class Conv(CpuPlugin):
         dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
         if plan.pointwise and group == 1 and (b is not None or r is not None) and \
                 available(x.dtype):
-            # bias and residual go in first; the GEMM adds the product to them (beta=1)
-            w2 = w.reshape(m, c)
+            # bias and residual go in first; the GEMMs add the products to them (beta=1)
+            wg = w.reshape(group, mg, cg)
             for i in range(n):
                 d = dst[i].reshape(m, p)
                 _prefill(d, b, None if r is None else r[i].reshape(m, p))
-                gemm(w2, x[i].reshape(c, p), d, beta=1.0)
+                xi = x[i].reshape(c, p)
+                for g in range(group):
+                    gemm(wg[g], xi[g * cg: (g + 1) * cg], d[g * mg: (g + 1) * mg], beta=1.0)
             b = r = None
         elif plan.pointwise:
             xs = x.reshape(n, group, cg, p)
             np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
         elif self._is_depthwise(c, group, plan, x.itemsize):
-            self._depthwise(x, w, dst, plan)
+            self._depthwise(x, w, dst, plan, b)
+            b = None
         elif plan.taps is not None:
             bufs = self._buffers(x, w, group)
             tap_conv(x, self._packed(w, group), dst, plan.taps, bufs["tapin"], bufs["tapacc"], b,
