@@ -168,3 +168,19 @@ def test_grouped_pointwise_accumulates_onto_bias_and_residual(residual: bool) ->
     got = execute(plugin, [x, w, b, r] if residual else [x, w, b])[0]
     np.testing.assert_allclose(got, np.maximum(conv + r if residual else conv, 0),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8])
+@pytest.mark.parametrize("size", [1, 1000, 3 * 131072 + 17])
+def test_relu_against_shared_zeros_matches_maximum(dtype: Any, size: int) -> None:
+    from mini_infer_cpu_plugins.ops._util import relu
+
+    x = (RNG.standard_normal(size) * 50).astype(dtype)
+    if x.dtype.kind == "f":
+        x[::7] = np.nan  # NaN propagates as np.maximum's does
+    out = np.empty_like(x)
+    relu(x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+    strided = np.empty(2 * size, dtype)[::2]  # not contiguous: plain np.maximum
+    relu(x, strided)
+    np.testing.assert_array_equal(strided, np.maximum(x, 0))

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._blas import available, gemm
+from ._util import relu
 
 __all__ = ["MIN_CHANNELS", "TapGeometry", "pack_taps", "tap_conv", "tap_major", "usable"]
 
@@ -88,7 +89,8 @@ def pack_taps(w: Array, group: int) -> Array:
 
 
 def tap_conv(x: Array, taps: Array, dst: Array, geo: TapGeometry, pad_buf: Array,
-             acc: Array, b: Array | None, r: Array | None = None, relu: bool = False) -> None:
+             acc: Array, b: Array | None, r: Array | None = None, with_relu: bool = False
+             ) -> None:
     """``dst`` (N, M, oh, ow) = conv(x) + b (+ r) (then Relu); ``pad_buf``/``acc`` from
     :meth:`TapGeometry.buffers`.
 
@@ -123,9 +125,9 @@ def tap_conv(x: Array, taps: Array, dst: Array, geo: TapGeometry, pad_buf: Array
         real = acc.reshape(m, oh, wp)[:, :, :ow]
         if r is not None:
             np.add(real, r[i], out=dst[i])
-            if relu:
-                np.maximum(dst[i], 0, out=dst[i])
-        elif relu:
+            if with_relu:
+                relu(dst[i], dst[i])
+        elif with_relu:
             np.maximum(real, 0, out=dst[i])
         else:
             np.copyto(dst[i], real)

@@ -12,7 +12,7 @@ from mini_infer_core.plugin import DataType, UnaryPlugin
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, Scratch
+from ._util import FLOATS, Scratch, relu
 
 __all__ = [
     "Relu",
@@ -39,7 +39,7 @@ class Relu(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
-        np.maximum(x, 0, out=out)
+        relu(x, out)
 
 
 class LeakyRelu(CpuPlugin, UnaryPlugin):

@@ -29,7 +29,7 @@ from ._blas import available, gemm
 from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
 from ._fusing import per_channel
 from ._geometry import pad_into, windows_view
-from ._util import FLOATS, Scratch
+from ._util import FLOATS, Scratch, relu
 
 __all__ = ["Conv"]
 
@@ -424,7 +424,7 @@ class Conv(CpuPlugin):
         return cached[1]
 
     @staticmethod
-    def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, relu: int,
+    def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, with_relu: int,
                   clip: Any) -> None:
         n, m = dst.shape[:2]
         if b is not None:
@@ -432,8 +432,8 @@ class Conv(CpuPlugin):
             np.add(d3, b.reshape(m, 1), out=d3)
         if r is not None:
             np.add(dst, r.reshape(dst.shape), out=dst)
-        if relu:
-            np.maximum(dst, 0, out=dst)
+        if with_relu:
+            relu(dst, dst)
         elif clip is not None:
             np.clip(dst, clip[0], clip[1], out=dst)
         if dst is not out:

@@ -24,7 +24,7 @@ from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, Fusion, IntLik
 from ..serialization import CpuPlugin
 from ._fusing import per_channel
 from ._nn_util import NN_FLOATS, acc_dtype
-from ._util import FLOATS, Scratch
+from ._util import FLOATS, Scratch, relu, zeros_like_chunk
 
 __all__ = ["BatchNormalization", "InstanceNormalization", "LRN"]
 
@@ -34,20 +34,6 @@ Array = NDArray[Any]
 BN_CHUNK_BYTES = 256 * 1024
 #: maps of at least this many elements run with a ufunc buffer smaller than them
 _UNBUFFERED_MAP = 128
-#: read-only zeros per dtype, shared by every instance (``maximum`` against an array of
-#: zeros is faster than against a scalar 0)
-_ZEROS: dict[str, Array] = {}
-
-
-def _zeros(dtype: Any, n: int) -> Array:
-    z = _ZEROS.get(np.dtype(dtype).str)
-    if z is None or z.size < n:
-        z = np.zeros(max(n, BN_CHUNK_BYTES // np.dtype(dtype).itemsize), dtype)
-        z.setflags(write=False)
-        _ZEROS[z.dtype.str] = z
-    return z[:n]
-
-
 class BatchNormalization(CpuPlugin, UnaryPlugin):
     """y = (x - mean) / sqrt(var + epsilon) * scale + B, folded to y = x * a + b.
 
@@ -118,7 +104,7 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
         np.multiply(x, a.reshape(pshape), out=out)
         np.add(out, b.reshape(pshape), out=out)
         if __relu__:
-            np.maximum(out, 0, out=out)
+            relu(out, out)
 
     def _folded(self, weights: tuple[Array, ...], epsilon: float, dtype: Any
                 ) -> tuple[Array, Array]:
@@ -149,7 +135,7 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
         x3, y3 = x.reshape(n, c, hw), out.reshape(n, c, hw)
         a2, b2 = a.reshape(c, 1), b.reshape(c, 1)
         step = min(c, max(1, BN_CHUNK_BYTES // max(1, hw * out.itemsize)))
-        zeros = _zeros(out.dtype, step * hw).reshape(step, hw) if relu else None
+        zeros = zeros_like_chunk(out.dtype, step * hw).reshape(step, hw) if relu else None
         old = np.setbufsize(256) if hw >= _UNBUFFERED_MAP else None
         try:
             for i in range(n):
