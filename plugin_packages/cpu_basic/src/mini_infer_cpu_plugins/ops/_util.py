@@ -12,7 +12,8 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
-__all__ = ["FLOATS", "SameBytes", "Scratch", "copy_into", "relu", "zeros_like_chunk"]
+__all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "relu",
+           "zeros_like_chunk"]
 
 #: dtypes of kernels that only make sense on floating point data
 FLOATS = FLOAT_TYPES
@@ -116,3 +117,15 @@ def relu(x: NDArray[Any], out: NDArray[Any]) -> None:
     for start in range(0, n, RELU_CHUNK):
         stop = min(n, start + RELU_CHUNK)
         np.maximum(xf[start:stop], zeros[: stop - start], out=of[start:stop])
+
+
+def add_per_row(x: NDArray[Any], v: NDArray[Any], out: NDArray[Any]) -> None:
+    """``out = x + v[:, None]`` for 2-D ``x`` (rows of one channel each). NumPy copies the
+    rows through its ufunc buffer to broadcast ``v``; rows of 128 elements or more run faster
+    in place, with a buffer smaller than a row."""
+    old = np.setbufsize(256) if x.shape[-1] >= 128 else None
+    try:
+        np.add(x, v.reshape(-1, 1), out=out)
+    finally:
+        if old is not None:
+            np.setbufsize(old)

@@ -29,7 +29,7 @@ from ._blas import available, gemm
 from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
 from ._fusing import per_channel
 from ._geometry import pad_into, windows_view
-from ._util import FLOATS, Scratch, relu
+from ._util import FLOATS, Scratch, add_per_row, relu
 
 __all__ = ["Conv"]
 
@@ -56,7 +56,7 @@ def _prefill(d: Array, b: Array | None, r: Array | None) -> None:
     elif b is None:
         np.copyto(d, r)
     else:
-        np.add(r, b.reshape(-1, 1), out=d)
+        add_per_row(r, b, d)
 
 
 def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
@@ -428,8 +428,8 @@ class Conv(CpuPlugin):
                   clip: Any) -> None:
         n, m = dst.shape[:2]
         if b is not None:
-            d3 = dst.reshape(n, m, -1)
-            np.add(d3, b.reshape(m, 1), out=d3)
+            for d2 in dst.reshape(n, m, -1):
+                add_per_row(d2, b, d2)
         if r is not None:
             np.add(dst, r.reshape(dst.shape), out=dst)
         if with_relu:
