@@ -276,11 +276,14 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_table(results: list[dict[str, Any]], file: Any = sys.stdout) -> None:
+def print_table(results: list[dict[str, Any]], rate: float | None = None,
+                file: Any = sys.stdout) -> None:
+    """The table; ``rate``: the machine's GEMM rate, for the "% GEMM" column."""
     header = ("model", "mini ms", "ort ms", "ref ms", "mini/ort", "ref/mini", "rel L2",
-              "build s", "GFLOP/s")
+              "build s", "GFLOP/s", "% GEMM")
     rows = []
     for r in results:
+        gflops = r["gflop"] / r["mini_ms"] * 1e3 if r.get("gflop") and r["mini_ms"] else None
         if r["ref_ms"] is not None:
             ref = _fmt(r["ref_ms"], ".1f")
         else:
@@ -294,8 +297,8 @@ def print_table(results: list[dict[str, Any]], file: Any = sys.stdout) -> None:
             _fmt(r["ref_over_mini"], ".1f"),
             _fmt(r["rel_l2_mini_vs_ort"], ".1e"),
             _fmt(r.get("mini_build_s"), ".2f"),
-            _fmt(r["gflop"] / r["mini_ms"] * 1e3 if r.get("gflop") and r["mini_ms"] else None,
-                 ".0f"),
+            _fmt(gflops, ".0f"),
+            _fmt(100 * gflops / rate if gflops and rate else None, ".0f"),
         ))
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
     line = "  ".join(f"{h:<{w}}" if i == 0 else f"{h:>{w}}" for i, (h, w) in
@@ -377,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(results, sys.stdout, indent=2)
         print()
     else:
-        print_table(results)
+        print_table(results, rate)
         print(f"machine float32 GEMM rate: {rate:.0f} GFLOP/s (GFLOP/s column: mini-infer's "
-              "conv/gemm rate on that model)")
+              "conv/gemm rate on that model; % GEMM: that rate over the machine's)")
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(results, f, indent=2)
