@@ -36,7 +36,7 @@ Array = NDArray[Any]
 #: input channels per group below which a tap's GEMM is too thin; im2col is used instead
 MIN_CHANNELS = 16
 #: output columns (``oh * wp``) below which the per-tap GEMMs are too small to pay
-MIN_COLUMNS = 256
+MIN_COLUMNS = 200
 #: more output than input channels per group than this: im2col's copy is the cheaper one
 MAX_GROWTH = 2
 
