@@ -79,3 +79,26 @@ def test_reshape_flatten_squeeze_identity_copy_nothing() -> None:
                        [shape, axes], opset=17)
     aliases, _ = _run(model, 1)
     assert aliases == {"a": ("r", 0), "r": ("q", 0), "q": ("i", 0), "i": ("f", 0)}
+
+
+def test_inference_dropout_is_in_place_but_training_dropout_is_not() -> None:
+    ratio = onnx.numpy_helper.from_array(np.array(0.5, np.float32), "ratio")
+    training = onnx.numpy_helper.from_array(np.array(True), "training")
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("Dropout", ["a", "ratio"], ["d"]),
+             helper.make_node("Relu", ["x"], ["b"]),
+             helper.make_node("Dropout", ["b", "ratio", "training"], ["t"], seed=3),
+             helper.make_node("Add", ["d", "b"], ["y"]),  # b is read after its Dropout
+             helper.make_node("Abs", ["t"], ["z"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                    helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                       [ratio, training], opset=13)
+    xv = np.random.default_rng(0).standard_normal((1, 3, 4, 5)).astype(np.float32)
+    ctx = mi.load(model).create_execution_context()
+    got = ctx.execute({"x": xv})
+    assert ctx.schedule is not None
+    assert ctx.schedule.aliases.get("a") == ("d", 0) and "b" not in ctx.schedule.aliases
+    np.testing.assert_allclose(got["y"], 2 * np.maximum(xv, 0), rtol=1e-6)
+    kept = got["z"] != 0  # training: dropped elements are 0, kept ones scaled by 2
+    np.testing.assert_allclose(got["z"][kept], 2 * np.maximum(xv, 0)[kept], rtol=1e-6)

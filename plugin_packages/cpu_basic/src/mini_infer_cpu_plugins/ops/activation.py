@@ -12,7 +12,7 @@ from mini_infer_core.plugin import DataType, UnaryPlugin
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, Scratch, relu
+from ._util import FLOATS, Scratch, copy_into, relu
 
 __all__ = [
     "Relu",
@@ -184,14 +184,19 @@ class LogSoftmax_13(Softmax_13):  # noqa: N801
 class _Dropout(CpuPlugin, UnaryPlugin):
     n_outputs = 2
 
+    def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
+                        ) -> dict[int, tuple[int, int]]:
+        """Without a training_mode input, the output is the input: it may live in place."""
+        return {} if len(inputs) > 2 and inputs[2] is not None else {0: (0, 0)}
+
     def compute(self, x: Array, *_inputs: Array | None, out: Any, **_: Any) -> None:
         # optional inputs ratio / training_mode (opset 12) are not used in inference
         if isinstance(out, tuple):
-            np.copyto(out[0], x)
+            copy_into(out[0], x)
             for mask in out[1:]:
                 mask.fill(True)
         else:
-            np.copyto(out, x)
+            copy_into(out, x)
 
 
 class Dropout_1(_Dropout):  # noqa: N801
