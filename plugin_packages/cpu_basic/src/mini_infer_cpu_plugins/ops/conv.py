@@ -1,16 +1,20 @@
-"""N-d convolution as im2col + one batched GEMM.
+"""N-d convolution: the Conv plugin, its fusions, and the path each shape takes.
 
-* 1x1, stride 1, unpadded: a plain GEMM on the input, no im2col.
-* otherwise the input is copied once into a zero-bordered buffer (kept per shape), every
-  window is gathered with one strided copy (``as_strided`` view -> ``cols``, a buffer kept
-  on the instance and shared by all shapes, grown when a larger one comes)
-  and ``np.matmul(W, cols, out=...)`` runs the product; groups (and depthwise) are a leading
-  ``group`` axis of that batched matmul, never a Python loop.
-* the batch is processed in chunks whose ``cols`` stay under ``COLS_BUDGET`` bytes.
+* 1x1, stride 1, unpadded: a plain GEMM on the input; with a bias or residual, those are
+  written first and the GEMM (:func:`._blas.gemm`, ``beta=1``) adds the product onto them.
+* 2-D, stride 1, enough channels: one accumulating GEMM per kernel tap, no im2col
+  (:mod:`._conv_taps`).
+* 2-D depthwise (one input channel per group), any stride: a sum over taps of all channel
+  planes shifted at once (:mod:`._conv_depthwise`).
+* otherwise im2col: the input is copied once into a zero-bordered buffer, every window is
+  gathered with one strided copy into ``cols`` and one GEMM runs the product (groups are a
+  leading axis of a batched matmul, never a Python loop). Large images go in cache-sized
+  bands of output rows; a batch in chunks whose ``cols`` stay under ``COLS_BUDGET`` bytes.
 
-Steady-state runs with an unchanged shape allocate nothing but views.
+Buffers come from the workspace the engine plans in the context's arena (shared with every
+other node), so steady-state runs allocate nothing but views. Weights the tap and depthwise
+paths read are stored tap-major at build time (``pack_constants``).
 """
-
 from __future__ import annotations
 
 import math
@@ -26,6 +30,7 @@ from mini_infer_core.plugin import DimsExprs, Fusion, IntLike, shapes
 
 from ..serialization import CpuPlugin
 from ._blas import available, gemm
+from ._conv_depthwise import depthwise_conv
 from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
 from ._fusing import per_channel
 from ._geometry import pad_into, windows_view
@@ -275,63 +280,6 @@ class Conv(CpuPlugin):
                 out[tag] = self.scratch.flat(tag, shape, x.dtype)
         return out
 
-    def _depthwise(self, x: Array, w: Array, dst: Array, plan: _Plan, b: Array | None
-                   ) -> None:
-        """2-D, one channel per group: a sum over kernel taps of the padded input, shifted,
-        times a per-channel weight.
-
-        The padded input is split into its stride phases (one for stride 1: the padded input
-        itself): phase (a, b) holds the rows a, a+sh, ... and columns b, b+sw, ... of every
-        channel, each channel a ``hq * wq`` plane, the planes one after the other. Tap (i, j)
-        reads phase ((i*dh) % sh, (j*dw) % sw) shifted by ((i*dh) // sh, (j*dw) // sw), and
-        shifting a phase's whole buffer shifts every plane at once: each tap is one multiply
-        over one contiguous run of all channels and one flat add (reads that cross a plane's
-        edge land only in rows and columns past the output, which are dropped)."""
-        n, c = x.shape[:2]
-        mult = w.shape[0] // c
-        kh, kw = w.shape[2:]
-        (dh, dw), (oh, ow) = plan.window.dilations, plan.out_dims
-        (sh, sw), (top, left) = plan.window.strides, plan.begin
-        hq, wq = -(-plan.ext[0] // sh), -(-plan.ext[1] // sw)
-        plane = hq * wq
-        tail = ((kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw
-        # border cells are zero from the start and never written (the same cells every run)
-        flat = self.scratch.buffer("dwpad", (n, sh, sw, c * plane + tail), x.dtype, fill=0)
-        for pa in range(sh):
-            r0 = -(-(top - pa) // sh)  # first phase row holding an input row
-            for pb in range(sw):
-                c0 = -(-(left - pb) // sw)
-                grid = flat[:, pa, pb, : c * plane].reshape(n, c, hq, wq)
-                src = x[:, :, r0 * sh + pa - top:: sh, c0 * sw + pb - left:: sw]
-                grid[:, :, r0: r0 + src.shape[2], c0: c0 + src.shape[3]] = src
-        acc = self.scratch.buffer("dwacc", (c, mult, plane), x.dtype)
-        tmp = self.scratch.buffer("dwtmp", (c, mult, plane), x.dtype)
-        taps = self._packed(w, c).reshape(kh * kw, c, mult, 1)
-        out = dst.reshape(n, c, mult, oh, ow)
-        # NumPy would copy each (shifted, so unaligned) row through its ufunc buffer to
-        # broadcast the per-channel weight; a buffer smaller than a row makes it run in place
-        old = np.setbufsize(256) if plane >= 128 else None
-        try:
-            for img in range(n):
-                for t in range(kh * kw):
-                    i, j = divmod(t, kw)
-                    start = (i * dh // sh) * wq + j * dw // sw
-                    phase = flat[img, i * dh % sh, j * dw % sw]
-                    xs = phase[start: start + c * plane].reshape(c, 1, plane)
-                    if t == 0:
-                        np.multiply(xs, taps[t], out=acc)
-                    else:
-                        np.multiply(xs, taps[t], out=tmp)
-                        np.add(acc.reshape(-1), tmp.reshape(-1), out=acc.reshape(-1))
-                real = acc.reshape(c, mult, hq, wq)[:, :, :oh, :ow]
-                if b is None:
-                    np.copyto(out[img], real)
-                else:  # the bias rides on the copy out
-                    np.add(real, b.reshape(c, mult, 1, 1), out=out[img])
-        finally:
-            if old is not None:
-                np.setbufsize(old)
-
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None, *,
                 out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **_: Any) -> None:
@@ -356,7 +304,8 @@ class Conv(CpuPlugin):
             xs = x.reshape(n, group, cg, p)
             np.matmul(w.reshape(group, mg, cg), xs, out=dst.reshape(n, group, mg, p))
         elif self._is_depthwise(c, group, plan, x.itemsize):
-            self._depthwise(x, w, dst, plan, b)
+            depthwise_conv(x, self._packed(w, c), dst, plan.window, plan.begin, plan.ext,
+                           plan.out_dims, self.scratch, b)
             b = None
         elif plan.taps is not None:
             bufs = self._buffers(x, w, group)
