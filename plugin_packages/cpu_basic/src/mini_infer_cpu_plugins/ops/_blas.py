@@ -110,8 +110,7 @@ def gemm(a: Array, b: Array, c: Array, alpha: float = 1.0, beta: float = 0.0) ->
         raise ValueError(f"gemm: shapes {a.shape} @ {b.shape} -> {c.shape} do not match")
     kind = _DTYPES.get(c.dtype)
     found = _routine(kind) if kind is not None and a.dtype == b.dtype == c.dtype else None
-    la, lb = _layout(a), _layout(b)
-    lc = _layout(c)
+    la, lb, lc = (None, None, None) if found is None else (_layout(a), _layout(b), _layout(c))
     if found is None or la is None or lb is None or lc is None or lc[0] != _NO_TRANS or \
             not c.flags.writeable or min(m, n, k) == 0:
         _numpy_gemm(a, b, c, alpha, beta)

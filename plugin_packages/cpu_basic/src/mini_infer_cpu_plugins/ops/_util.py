@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
-__all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "relu",
+__all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "in_place", "relu",
            "zeros_like_chunk"]
 
 #: dtypes of kernels that only make sense on floating point data
@@ -75,11 +75,17 @@ class SameBytes:
         return {0: (0, 0)}
 
 
+def in_place(x: NDArray[Any], out: NDArray[Any]) -> bool:
+    """Whether ``x`` already is ``out``'s bytes (the engine placed it there: ``in_place_inputs``),
+    so that copying it would copy nothing."""
+    return bool(out.size and x.flags.c_contiguous and out.flags.c_contiguous and
+                out.__array_interface__["data"][0] == x.__array_interface__["data"][0])
+
+
 def copy_into(out: NDArray[Any], x: NDArray[Any]) -> None:
     """Copy ``x`` into ``out`` that holds the same elements in another shape (nothing to do
     where the engine placed ``x`` in ``out``'s bytes)."""
-    if out.flags.c_contiguous and x.flags.c_contiguous and out.size and \
-            out.__array_interface__["data"][0] == x.__array_interface__["data"][0]:
+    if in_place(x, out):
         return
     if out.flags.c_contiguous:
         np.copyto(out.reshape(x.shape), x)

@@ -15,6 +15,7 @@ Buffers come from the workspace the engine plans in the context's arena (shared 
 other node), so steady-state runs allocate nothing but views. Weights the tap and depthwise
 paths read are stored tap-major at build time (``pack_constants``).
 """
+
 from __future__ import annotations
 
 import math
@@ -54,14 +55,22 @@ def _pad(buf: Array, x: Array, begin: Sequence[int]) -> Array:
     return pad_into(buf, x, begin)
 
 
-def _prefill(d: Array, b: Array | None, r: Array | None) -> None:
-    """``d`` (M, P) = bias (M,) + residual (M, P), either of them absent (not both)."""
+def _gemm_onto(w2: Array, x2: Array, d: Array, b: Array | None, r: Array | None) -> None:
+    """``d`` (M, P) = bias (M,) + residual (M, P) + ``w2 @ x2``: the bias and residual (either
+    may be absent, not both) are written first and the GEMM adds onto them (``beta=1``)."""
     if r is None:
         np.copyto(d, b.reshape(-1, 1))  # type: ignore[union-attr]
     elif b is None:
         np.copyto(d, r)
     else:
         add_per_row(r, b, d)
+    gemm(w2, x2, d, beta=1.0)
+
+
+def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:
+    """Whether the GEMM adds onto a bias/residual written first (one group, and a BLAS:
+    for small grouped convs one batched np.matmul plus an add is faster)."""
+    return group == 1 and (b is not None or r is not None) and available(dtype)
 
 
 def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
@@ -289,16 +298,10 @@ class Conv(CpuPlugin):
         cg, mg = c // group, m // group
         p = math.prod(plan.out_dims)
         dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
-        if plan.pointwise and group == 1 and (b is not None or r is not None) and \
-                available(x.dtype):
-            # bias and residual go in first; the GEMMs add the products to them (beta=1)
-            wg = w.reshape(group, mg, cg)
+        if plan.pointwise and _accumulates(group, b, r, x.dtype):
             for i in range(n):
-                d = dst[i].reshape(m, p)
-                _prefill(d, b, None if r is None else r[i].reshape(m, p))
-                xi = x[i].reshape(c, p)
-                for g in range(group):
-                    gemm(wg[g], xi[g * cg: (g + 1) * cg], d[g * mg: (g + 1) * mg], beta=1.0)
+                _gemm_onto(w.reshape(m, c), x[i].reshape(c, p), dst[i].reshape(m, p), b,
+                           None if r is None else r[i].reshape(m, p))
             b = r = None
         elif plan.pointwise:
             xs = x.reshape(n, group, cg, p)
@@ -326,7 +329,7 @@ class Conv(CpuPlugin):
                 self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
             cols = bufs["cols"]
-            accumulate = group == 1 and (b is not None or r is not None) and available(x.dtype)
+            accumulate = _accumulates(group, b, r, x.dtype)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
                 view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
@@ -336,10 +339,9 @@ class Conv(CpuPlugin):
                     np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
                               out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
                     continue
-                for i in range(n0, n1):  # bias and residual first, then beta=1
-                    d = dst[i].reshape(m, p)
-                    _prefill(d, b, None if r is None else r[i].reshape(m, p))
-                    gemm(wg[0], part[i - n0].reshape(ck, p), d, beta=1.0)
+                for i in range(n0, n1):
+                    _gemm_onto(wg[0], part[i - n0].reshape(ck, p), dst[i].reshape(m, p), b,
+                               None if r is None else r[i].reshape(m, p))
             if accumulate:
                 b = r = None
         self._epilogue(dst, out, b, r, __relu__, __clip__)

@@ -7,6 +7,7 @@ build-time values of small integer tensors through (``output_values``), so shape
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -18,7 +19,7 @@ from mini_infer_core.plugin.shapes import Shapes, Values
 
 from ..serialization import CpuPlugin
 from ._dynamic import ValuePlugin, as_ints
-from ._util import SameBytes, copy_into
+from ._util import SameBytes, copy_into, in_place
 
 __all__ = [
     "Reshape_1",
@@ -136,7 +137,7 @@ class Concat(CpuPlugin):
         ax = shapes.norm_axis(self.attrs["axis"], len(shape))
         if any(d != 1 for d in shape[:ax]):
             return {}
-        inner = int(np.prod(shape[ax + 1:], dtype=np.int64))
+        inner = math.prod(shape[ax + 1:])
         places, pos = {}, 0
         for i, desc in enumerate(inputs):
             places[i] = (0, pos * inner)
@@ -152,10 +153,8 @@ class Concat(CpuPlugin):
         for x in xs:
             part = out[(*lead, slice(pos, pos + x.shape[ax]))]
             pos += x.shape[ax]
-            if x.size and x.flags.c_contiguous and part.flags.c_contiguous and \
-                    x.__array_interface__["data"][0] == part.__array_interface__["data"][0]:
-                continue  # already in place (the engine put it there)
-            np.copyto(part, x)
+            if not in_place(x, part):  # the engine may have put it there already
+                np.copyto(part, x)
 
 
 class Unsqueeze_1(SameBytes, CpuPlugin, UnaryPlugin):  # noqa: N801
