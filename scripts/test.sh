@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
-.venv/bin/mypy src plugin_packages/cpu_basic/src plugin_packages/cuda_basic/src \
+.venv/bin/mypy src plugin_packages/cpu_basic/src plugin_packages/cpu_native/src \
+    plugin_packages/cuda_basic/src \
     examples/plugins/l2norm/src
 exec .venv/bin/python -m pytest "$@"

@@ -42,6 +42,7 @@ WHEEL_SOURCES = {
     "core": ROOT,
     "cpu": CPU_PKG,
     "cuda": ROOT / "plugin_packages" / "cuda_basic",
+    "native": ROOT / "plugin_packages" / "cpu_native",
     "l2norm": ROOT / "examples" / "plugins" / "l2norm",
     **{name: ROOT / "tests" / "data" / "plugins" / name
        for name in ("broken", "oldapi", "marker", "badhook")},

@@ -26,9 +26,14 @@ def test_plugins_json_lists_distributions_devices_creators(
     assert dist["status"] == "loaded" and dist["version"] == "0.1.0"
     cpu = {d["name"]: d for d in data["devices"]}["cpu"]
     assert cpu["available"] is True
-    conv = [c for c in data["creators"] if c["op_type"] == "Conv"]
-    assert conv and conv[0]["distribution"] == "mini-infer-cpu-plugins"
-    assert {"name", "version", "namespace", "domain", "device", "priority"} <= set(conv[0])
+    conv = {c["distribution"]: c for c in data["creators"]
+            if c["op_type"] == "Conv" and c["device"] == "cpu"}
+    assert set(conv) == {"mini-infer-cpu-plugins", "mini-infer-cpu-native"}
+    assert conv["mini-infer-cpu-native"]["priority"] > conv["mini-infer-cpu-plugins"]["priority"]
+    assert {"name", "version", "namespace", "domain", "device", "priority"} <= set(
+        conv["mini-infer-cpu-plugins"])
+    assert any("Conv" in str(c) and "mini-infer-cpu-native" in str(c)
+               for c in data["conflicts"])
 
 
 def test_blocking_a_plugin_with_dash_p(capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,9 +50,10 @@ def test_inspect_shows_plugins_devices_shapes_and_memory_plan(
     onnx.save(small_cnn, str(path))
     data = _json(capsys, ["inspect", str(path), "--json"])
     conv = data["nodes"][0]
-    assert conv["plugin"] == "mini_infer.cpu::Conv" and conv["device"] == "cpu"
+    # the compiled Conv outranks the NumPy one (both installed)
+    assert conv["plugin"] == "mini_infer.cpu_native::Conv" and conv["device"] == "cpu"
     assert conv["outputs"][0]["shape"] == [2, 8, 8, 8]
-    assert conv["distribution"] == "mini-infer-cpu-plugins"
+    assert conv["distribution"] == "mini-infer-cpu-native"
     plan = data["memory_plan"]
     assert 0 < plan["planned_peak_bytes"] <= plan["naive_bytes"]
     assert main(["inspect", str(path)]) == 0

@@ -47,7 +47,9 @@ def test_conv_weights_are_packed_at_build_and_kept_by_the_file(tmp_path: Path) -
     model = _conv_net()
     x = np.random.default_rng(0).standard_normal((1, 16, 20, 20)).astype(np.float32)
     want = ort_run(model, {"x": x})[0]
-    engine = mi.load(model)
+    # cpu_basic's Conv (the compiled one of mini-infer-cpu-native would otherwise outrank it)
+    engine = mi.load(model, config=mi.BuilderConfig(
+        device="cpu", pins={"Conv": "mini-infer-cpu-plugins"}))
     assert engine.build_info["constants_packed"] == 2
     assert _tap_major(engine.constants["w"]) and _tap_major(engine.constants["dw"])
     np.testing.assert_allclose(engine.constants["w"], onnx.numpy_helper.to_array(
@@ -71,6 +73,19 @@ def test_conv_weights_are_packed_at_build_and_kept_by_the_file(tmp_path: Path) -
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["shape"] == [24, 16, 3, 3] and seen["tap_major"]
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_compiled_depthwise_conv_keeps_the_onnx_layout() -> None:
+    """mini-infer-cpu-native's Conv reads depthwise weights as ONNX stores them (its packing
+    hook declines them) and packs the rest as cpu_basic's does."""
+    model = _conv_net()
+    engine = mi.load(model)
+    assert {n.plugin_namespace for n in engine.nodes} == {"mini_infer.cpu_native"}
+    assert engine.build_info["constants_packed"] == 1
+    assert _tap_major(engine.constants["w"]) and engine.constants["dw"].flags.c_contiguous
+    x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
+                               ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("make", [

@@ -35,14 +35,14 @@ def catalog_entries(classes: Iterable[type[OnnxPlugin]]) -> list[dict[str, Any]]
 
 
 def lazy_creators(catalog: Iterable[dict[str, Any]], *, namespace: str,
-                  devices: tuple[str, ...], domain: str = "",
+                  devices: tuple[str, ...], domain: str = "", priority: int = 0,
                   creator_class: Callable[..., IPluginCreator] = OnnxPluginCreator
                   ) -> list[IPluginCreator]:
     """One creator per entry; the kernel module is imported on the creator's first use."""
     return [LazyPluginCreator(e["target"], name=e["name"], op_type=e["op_type"],
                               plugin_version=e["version"], namespace=namespace,
                               domain=e.get("domain", domain), field_names=tuple(e["fields"]),
-                              devices=devices, min_opset=e["min_opset"],
+                              devices=devices, priority=priority, min_opset=e["min_opset"],
                               max_opset=e["max_opset"], creator_class=creator_class)
             for e in catalog]
 

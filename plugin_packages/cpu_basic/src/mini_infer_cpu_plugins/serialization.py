@@ -33,11 +33,14 @@ class CpuPlugin(OnnxPlugin):
 
 
 class CpuCreator(OnnxPluginCreator):
+    #: named in errors; a package that reuses this serialization sets its own
+    package = "mini-infer-cpu-plugins"
+
     def deserialize_plugin(self, name: str, data: bytes) -> Any:
         if data[:1] != FORMAT_TAG:
             raise PluginInterfaceError(
                 f"{self.plugin_namespace}::{self.name}: serialized data has format tag "
-                f"{data[:1]!r}, this mini-infer-cpu-plugins reads {FORMAT_TAG!r}; "
+                f"{data[:1]!r}, this {self.package} reads {FORMAT_TAG!r}; "
                 "rebuild the engine with the installed version")
         try:
             fields: PluginFieldCollection = decode_fields(data[1:])

@@ -298,7 +298,7 @@ class Conv(CpuPlugin):
         cg, mg = c // group, m // group
         p = math.prod(plan.out_dims)
         dst = out if out.flags.c_contiguous else self.scratch.buffer("dst", out.shape, out.dtype)
-        if plan.pointwise and _accumulates(group, b, r, x.dtype):
+        if plan.pointwise and self._accumulates(group, b, r, x.dtype):
             for i in range(n):
                 _gemm_onto(w.reshape(m, c), x[i].reshape(c, p), dst[i].reshape(m, p), b,
                            None if r is None else r[i].reshape(m, p))
@@ -329,7 +329,7 @@ class Conv(CpuPlugin):
                 self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
             cols = bufs["cols"]
-            accumulate = _accumulates(group, b, r, x.dtype)
+            accumulate = self._accumulates(group, b, r, x.dtype)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
                 view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
@@ -375,8 +375,15 @@ class Conv(CpuPlugin):
         return cached[1]
 
     @staticmethod
+    def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:
+        """Whether the GEMM adds onto the bias/residual written first (a subclass with a
+        one-pass epilogue says no)."""
+        return _accumulates(group, b, r, dtype)
+
+    @staticmethod
     def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, with_relu: int,
                   clip: Any) -> None:
+        """``out`` = activation(``dst`` + bias + residual), whichever are given."""
         n, m = dst.shape[:2]
         if b is not None:
             for d2 in dst.reshape(n, m, -1):

@@ -1,0 +1,242 @@
+/*
+ * mini-infer-cpu-native: compiled float32 kernels for the NCHW operators whose NumPy form
+ * costs many passes per layer: depthwise convolution, max and average pooling, and the
+ * epilogue of a GEMM (bias, residual, Relu/Clip in one pass instead of three).
+ *
+ * Plain C called through ctypes (see _native.py): every array is C-contiguous float32 and
+ * every size is a long. Each function is compiled for AVX-512, AVX2+FMA and a baseline;
+ * the loader picks one for the CPU it runs on (GCC target_clones), so one wheel runs on any
+ * x86-64. Single-threaded: the BLAS pool owns the cores; these kernels are memory-bound.
+ *
+ * The module object exists only so that setuptools builds and installs this file as an
+ * extension module; it has no methods.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define CLONES
+#endif
+
+static inline long lmax(long a, long b) { return a > b ? a : b; }
+static inline long lmin(long a, long b) { return a < b ? a : b; }
+
+/* first output index o >= 0 whose read o*s + off is >= 0, and one past the last one whose
+ * read is < n (clipped to [0, out)) */
+static inline long first_in(long off, long s) { return off >= 0 ? 0 : (-off + s - 1) / s; }
+static inline long end_in(long off, long s, long n, long out) {
+    if (n - 1 - off < 0) return 0;
+    return lmin(out, (n - 1 - off) / s + 1);
+}
+
+/* y = clamp(acc + residual, lo, hi) over n values */
+static inline void finish_row(float *restrict y, const float *restrict acc,
+                              const float *restrict res, long n, float lo, float hi) {
+    if (res) {
+        for (long i = 0; i < n; i++) {
+            float v = acc[i] + res[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            float v = acc[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    }
+}
+
+/*
+ * Depthwise 2-D convolution, one filter per channel (group == C == M):
+ * y[n, c] = clamp(bias[c] + residual[n, c] + sum_taps w[c, t] * x[n, c, shifted], lo, hi).
+ *
+ * x (N, C, H, W); w (C, KH*KW); bias (C) or NULL; res (N, C, OH, OW) or NULL; y (N, C, OH, OW).
+ * pt/pl: padding before; hp/wp: padded extent (>= the extent the windows read).
+ * work: hp*wp + oh*wp floats. Each channel is copied once into a zero-bordered plane; with
+ * stride 1 every tap is then one contiguous multiply-add over all output rows at once
+ * (rows wp apart; the columns past ow are computed and dropped).
+ */
+CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
+                            const float *restrict bias, const float *restrict res,
+                            float *restrict y, float *restrict work, long n, long c, long h,
+                            long wd, long kh, long kw, long sh, long sw, long dh, long dw,
+                            long pt, long pl, long oh, long ow, long hp, long wp, float lo,
+                            float hi) {
+    float *restrict plane = work;
+    float *restrict acc = work + hp * wp;
+    long rows = lmin(h, hp - pt), cols = lmin(wd, wp - pl);
+    long taps = kh * kw;
+    for (long img = 0; img < n; img++) {
+        for (long ch = 0; ch < c; ch++) {
+            const float *src = x + (img * c + ch) * h * wd;
+            const float *wt = w + ch * taps;
+            float b = bias ? bias[ch] : 0.0f;
+            long base = (img * c + ch) * oh * ow;
+            memset(plane, 0, sizeof(float) * hp * wp);
+            for (long r = 0; r < rows; r++)
+                memcpy(plane + (r + pt) * wp + pl, src + r * wd, sizeof(float) * cols);
+            if (sh == 1 && sw == 1) {
+                long len = (oh - 1) * wp + ow;
+                for (long p = 0; p < len; p++) acc[p] = b;
+                for (long t = 0; t < taps; t++) {
+                    const float *in = plane + (t / kw) * dh * wp + (t % kw) * dw;
+                    float k = wt[t];
+                    for (long p = 0; p < len; p++) acc[p] += k * in[p];
+                }
+                for (long r = 0; r < oh; r++)
+                    finish_row(y + base + r * ow, acc + r * wp,
+                               res ? res + base + r * ow : NULL, ow, lo, hi);
+            } else {
+                for (long r = 0; r < oh; r++) {
+                    for (long o = 0; o < ow; o++) acc[o] = b;
+                    for (long t = 0; t < taps; t++) {
+                        const float *in = plane + (r * sh + (t / kw) * dh) * wp + (t % kw) * dw;
+                        float k = wt[t];
+                        if (sw == 2)
+                            for (long o = 0; o < ow; o++) acc[o] += k * in[2 * o];
+                        else
+                            for (long o = 0; o < ow; o++) acc[o] += k * in[o * sw];
+                    }
+                    finish_row(y + base + r * ow, acc, res ? res + base + r * ow : NULL, ow,
+                               lo, hi);
+                }
+            }
+        }
+    }
+}
+
+/*
+ * 2-D max (avg == 0) or average (avg == 1) pooling of `planes` planes (N*C) of h x wd.
+ * Separable: the input rows of each output row are reduced first (contiguous runs of wd,
+ * into work: oh x wd), then the columns of those (oh x ow, strided reads of a buffer half
+ * the input's size or less). Taps that fall in the padding are skipped (max: -inf; average:
+ * 0, divided by the taps inside [lo, hi) of each axis: the input's extent, or the padded
+ * extent with count_include_pad). pads: pt/pl before, pb/pr after (the divisor only).
+ * work: oh*wd + oh + ow floats.
+ */
+CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *restrict work,
+                          long planes, long h, long wd, long kh, long kw, long sh, long sw,
+                          long dh, long dw, long pt, long pl, long pb, long pr, long oh,
+                          long ow, int avg, int include_pad) {
+    float *restrict tmp = work;
+    float *restrict rdiv = work + oh * wd;
+    float *restrict cdiv = rdiv + oh;
+    const float fill = avg ? 0.0f : -INFINITY;
+    if (avg) {
+        long rlo = include_pad ? -pt : 0, rhi = include_pad ? h + pb : h;
+        long clo = include_pad ? -pl : 0, chi = include_pad ? wd + pr : wd;
+        for (long r = 0; r < oh; r++) {
+            long cnt = 0;
+            for (long k = 0; k < kh; k++) {
+                long i = r * sh + k * dh - pt;
+                cnt += (i >= rlo && i < rhi);
+            }
+            rdiv[r] = (float)cnt;
+        }
+        for (long o = 0; o < ow; o++) {
+            long cnt = 0;
+            for (long k = 0; k < kw; k++) {
+                long i = o * sw + k * dw - pl;
+                cnt += (i >= clo && i < chi);
+            }
+            cdiv[o] = 1.0f / (float)cnt;
+        }
+    }
+    for (long p = 0; p < planes; p++) {
+        const float *src = x + p * h * wd;
+        float *dst = y + p * oh * ow;
+        /* along the rows: tmp[r, :] over taps k of src[r*sh + k*dh - pt, :] */
+        for (long r = 0; r < oh; r++) {
+            float *out = tmp + r * wd;
+            long first = 1;
+            for (long k = 0; k < kh; k++) {
+                long i = r * sh + k * dh - pt;
+                if (i < 0 || i >= h) continue;
+                const float *in = src + i * wd;
+                if (first)
+                    memcpy(out, in, sizeof(float) * wd);
+                else if (avg)
+                    for (long o = 0; o < wd; o++) out[o] += in[o];
+                else
+                    for (long o = 0; o < wd; o++) out[o] = in[o] > out[o] ? in[o] : out[o];
+                first = 0;
+            }
+            if (first)
+                for (long o = 0; o < wd; o++) out[o] = fill;
+        }
+        /* along the columns: dst[r, o] over taps k of tmp[r, o*sw + k*dw - pl] */
+        for (long r = 0; r < oh; r++) {
+            const float *row = tmp + r * wd;
+            float *out = dst + r * ow;
+            for (long o = 0; o < ow; o++) out[o] = fill;
+            for (long k = 0; k < kw; k++) {
+                long off = k * dw - pl;
+                long a = first_in(off, sw), e = end_in(off, sw, wd, ow);
+                const float *in = row + off;
+                if (avg) {
+                    if (sw == 1)
+                        for (long o = a; o < e; o++) out[o] += in[o];
+                    else if (sw == 2)
+                        for (long o = a; o < e; o++) out[o] += in[2 * o];
+                    else
+                        for (long o = a; o < e; o++) out[o] += in[o * sw];
+                } else {
+                    if (sw == 1)
+                        for (long o = a; o < e; o++) out[o] = in[o] > out[o] ? in[o] : out[o];
+                    else if (sw == 2)
+                        for (long o = a; o < e; o++) {
+                            float v = in[2 * o];
+                            out[o] = v > out[o] ? v : out[o];
+                        }
+                    else
+                        for (long o = a; o < e; o++) {
+                            float v = in[o * sw];
+                            out[o] = v > out[o] ? v : out[o];
+                        }
+                }
+            }
+            if (avg) {
+                float rd = 1.0f / rdiv[r];
+                for (long o = 0; o < ow; o++) out[o] *= rd * cdiv[o];
+            }
+        }
+    }
+}
+
+/*
+ * The epilogue of a convolution or GEMM, in place and in one pass:
+ * y[i, j] = clamp(y[i, j] + bias[i % period] + res[i, j], lo, hi) for rows i < rows and
+ * columns j < cols; y's rows are ldy floats apart, res's ldr. bias and res may be NULL.
+ */
+CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
+                            const float *restrict bias, long period,
+                            const float *restrict res, long ldr, float lo, float hi) {
+    for (long i = 0; i < rows; i++) {
+        float *row = y + i * ldy;
+        float b = bias ? bias[i % period] : 0.0f;
+        if (res) {
+            const float *rr = res + i * ldr;
+            for (long j = 0; j < cols; j++) {
+                float v = row[j] + b + rr[j];
+                v = v < lo ? lo : v;
+                row[j] = v > hi ? hi : v;
+            }
+        } else {
+            for (long j = 0; j < cols; j++) {
+                float v = row[j] + b;
+                v = v < lo ? lo : v;
+                row[j] = v > hi ? hi : v;
+            }
+        }
+    }
+}
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
+                                    "compiled kernels, called through ctypes", -1, NULL};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

@@ -1,0 +1,1 @@
+"""The compiled extension module; its functions are reached through ctypes (_native)."""

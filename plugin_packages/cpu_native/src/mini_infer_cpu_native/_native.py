@@ -1,0 +1,89 @@
+"""The compiled kernels (``_kernels.c``), loaded with ctypes, and their Python signatures.
+
+Every array handed over is float32 and C-contiguous (the callers check, and fall back to the
+NumPy kernels otherwise); sizes are passed as C longs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _kernels
+
+__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "library_path", "pool2d", "pool2d_work",
+           "ptr", "usable"]
+
+Array = NDArray[Any]
+
+_lib = ctypes.CDLL(_kernels.__file__)
+_P, _L, _F, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_int
+
+_dwconv = _lib.mi_dwconv2d_f32
+_dwconv.restype = None
+_dwconv.argtypes = [_P] * 6 + [_L] * 16 + [_F, _F]
+
+_pool = _lib.mi_pool2d_f32
+_pool.restype = None
+_pool.argtypes = [_P] * 3 + [_L] * 15 + [_I, _I]
+
+
+_bias_act = _lib.mi_bias_act_f32
+_bias_act.restype = None
+_bias_act.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _F, _F]
+
+
+def library_path() -> str:
+    return str(_kernels.__file__)
+
+
+def ptr(a: Array | None) -> int | None:
+    """The address of an array's first element (None for None)."""
+    return None if a is None else int(a.__array_interface__["data"][0])
+
+
+def dwconv2d(x: Array, w: Array, bias: Array | None, res: Array | None, y: Array,
+             work: Array, kernel: tuple[int, int], strides: tuple[int, int],
+             dilations: tuple[int, int], begin: tuple[int, int], ext: tuple[int, int],
+             lo: float, hi: float) -> None:
+    """``y = clamp(depthwise_conv(x, w) + bias + res, lo, hi)``; ``work`` holds at least
+    :func:`dwconv2d_work` floats."""
+    n, c, h, wd = x.shape
+    oh, ow = y.shape[2:]
+    _dwconv(ptr(x), ptr(w), ptr(bias), ptr(res), ptr(y), ptr(work), n, c, h, wd, *kernel,
+            *strides, *dilations, *begin, oh, ow, *ext, lo, hi)
+
+
+def dwconv2d_work(ext: tuple[int, int], oh: int) -> int:
+    return ext[0] * ext[1] + oh * ext[1]
+
+
+def pool2d(x: Array, y: Array, work: Array, kernel: tuple[int, int], strides: tuple[int, int],
+           dilations: tuple[int, int], begin: tuple[int, int], end: tuple[int, int],
+           average: bool, include_pad: bool) -> None:
+    """Max (or average) pooling of every (N, C) plane of ``x`` into ``y``; ``work`` holds at
+    least :func:`pool2d_work` floats."""
+    n, c, h, wd = x.shape
+    oh, ow = y.shape[2:]
+    _pool(ptr(x), ptr(y), ptr(work), n * c, h, wd, *kernel, *strides, *dilations, begin[0],
+          begin[1], end[0], end[1], oh, ow, int(average), int(include_pad))
+
+
+def pool2d_work(wd: int, oh: int, ow: int) -> int:
+    return oh * wd + oh + ow
+
+
+def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: float) -> None:
+    """In place: ``y (N, M, ...) = clamp(y + bias[m] + res, lo, hi)`` in one pass."""
+    m = y.shape[1]
+    rows = y.shape[0] * m
+    cols = y.size // max(rows, 1)
+    _bias_act(ptr(y), rows, cols, cols, ptr(bias), m, ptr(res), cols, lo, hi)
+
+
+def usable(*arrays: Array | None) -> bool:
+    """Whether every array given is float32 and C-contiguous (None is fine)."""
+    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in arrays)

@@ -1,0 +1,47 @@
+"""The creators' metadata as plain data, so listing plugins imports no kernel.
+
+Generated from the plugin classes; a test checks it still matches them. Regenerate after
+changing a plugin::
+
+    python -m mini_infer_cpu_native.catalog --write
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mini_infer_core.plugin import IPluginCreator
+from mini_infer_core.plugin import catalog as _catalog
+
+from . import NAMESPACE, PRIORITY
+
+__all__ = ["CATALOG", "catalog_entries", "lazy_creators"]
+
+# fmt: off
+# BEGIN GENERATED
+CATALOG: list[dict[str, Any]] = [
+    {'target': 'mini_infer_cpu_native.plugins:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides', '__residual__', '__relu__', '__clip__')},
+    {'target': 'mini_infer_cpu_native.plugins:MaxPool_1', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('auto_pad', 'kernel_shape', 'pads', 'strides')},
+    {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides', '__num_outputs__')},
+    {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'count_include_pad', 'dilations', 'kernel_shape', 'pads', 'strides')},
+]
+# END GENERATED
+# fmt: on
+
+
+def catalog_entries() -> list[dict[str, Any]]:
+    from .plugins import AveragePool, Conv, MaxPool, MaxPool_1
+
+    return _catalog.catalog_entries([Conv, MaxPool_1, MaxPool, AveragePool])
+
+
+def lazy_creators() -> list[IPluginCreator]:
+    from .plugins import NativeCreator
+
+    return _catalog.lazy_creators(CATALOG, namespace=NAMESPACE, devices=("cpu",),
+                                  priority=PRIORITY, creator_class=NativeCreator)
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    _catalog.write_catalog(__file__, catalog_entries())

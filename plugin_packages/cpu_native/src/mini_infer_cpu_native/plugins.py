@@ -1,0 +1,128 @@
+"""cpu_basic's Conv, MaxPool and AveragePool with their float32 2-D NCHW cases compiled.
+
+Each class is the cpu_basic plugin (same fields, fusions, shape inference and serialized
+form) whose ``compute`` takes the compiled kernel when the case is one it has
+(:mod:`._native`) and hands anything else (float64, 1-D/3-D, grouped but not depthwise
+convolutions, MaxPool's Indices) to the NumPy kernel it inherits. Engines built with these
+plugins name this distribution, so loading them needs it installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import conv as _conv
+from mini_infer_cpu_plugins.ops import pool as _pool
+from mini_infer_cpu_plugins.serialization import CpuCreator
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import shapes
+
+from ._native import bias_act, dwconv2d, dwconv2d_work, pool2d, pool2d_work, usable
+
+__all__ = ["AveragePool", "Conv", "MaxPool", "MaxPool_1", "NativeCreator"]
+
+Array = NDArray[Any]
+
+
+class NativeCreator(CpuCreator):
+    """cpu_basic's serialized form (format tag + fields), named after this distribution."""
+
+    package = "mini-infer-cpu-native"
+
+
+def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: Any) -> bool:
+    """One 2-D filter per channel (group == C == M), float32: the compiled case."""
+    return (len(xshape) == 4 and len(wshape) == 4 and xshape[1] == group == wshape[0] > 1
+            and wshape[1] == 1 and np.dtype(dtype) == np.float32)
+
+
+class Conv(_conv.Conv):
+    """Depthwise float32 convolutions with bias, residual and Relu/Clip in one compiled pass
+    per channel; every other convolution is cpu_basic's."""
+
+    def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
+                *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
+                **kw: Any) -> None:
+        if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
+            plan = self._plan(x, w, group)
+            win = plan.window
+            lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
+            ext = (plan.ext[0], plan.ext[1])
+            work = self.scratch.buffer("native", (dwconv2d_work(ext, plan.out_dims[0]),),
+                                       np.float32)
+            dwconv2d(x, w, b, r, out, work, (int(win.kernel[0]), int(win.kernel[1])),
+                     (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
+                     (plan.begin[0], plan.begin[1]), ext, float(lo), float(hi))
+            return
+        super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
+                        __clip__=__clip__, **kw)
+
+    @staticmethod
+    def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:
+        """float32: the GEMM writes the output and one compiled pass adds the rest."""
+        return dtype != np.float32 and _conv.Conv._accumulates(group, b, r, dtype)
+
+    @staticmethod
+    def _epilogue(dst: Array, out: Array, b: Array | None, r: Array | None, with_relu: int,
+                  clip: Any) -> None:
+        if (b is None and r is None and not with_relu and clip is None) or not usable(
+                dst, b, r):
+            _conv.Conv._epilogue(dst, out, b, r, with_relu, clip)
+            return
+        lo, hi = (0.0, np.inf) if with_relu else (clip or (-np.inf, np.inf))
+        bias_act(dst, b, None if r is None else r.reshape(dst.shape), float(lo), float(hi))
+        if dst is not out:
+            np.copyto(out, dst)
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Array]:
+        """The compiled depthwise kernel reads the weights as ONNX stores them."""
+        w = constants[1] if len(constants) > 1 else None
+        x = inputs[0]
+        if w is not None and x is not None and x[0].is_static() and _depthwise(
+                x[0].to_tuple(), w.shape, self.attrs["group"], w.dtype):
+            return {}
+        return super().pack_constants(inputs, constants)
+
+
+class _CompiledPool:
+    """2-D float32 max/average pooling without Indices, compiled; the rest is cpu_basic's."""
+
+    kind: str
+    attrs: dict[str, Any]
+    scratch: Any
+
+    def compute(self, x: Array, *, out: Any, **attrs: Any) -> None:
+        if isinstance(out, tuple) or x.ndim != 4 or not usable(x, out):
+            super().compute(x, out=out, **attrs)  # type: ignore[misc]
+            return
+        key = ("native", x.shape)
+        geo = self.scratch.get(key)
+        if geo is None:
+            win = shapes.window_from_attrs(self.op_type, 2, self.attrs)  # type: ignore[attr-defined]
+            g = shapes.resolve(x.shape[2:], win)
+            geo = self.scratch.put(key, (
+                (int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
+                (win.dilations[0], win.dilations[1]), (g.begin[0], g.begin[1]),
+                (g.end[0], g.end[1])))
+        work = self.scratch.buffer("native", (pool2d_work(x.shape[3], *out.shape[2:]),),
+                                   np.float32)
+        kernel, strides, dilations, begin, end = geo
+        pool2d(x, out, work, kernel, strides, dilations, begin, end,
+               average=self.kind == "avg",
+               include_pad=bool(self.attrs.get("count_include_pad", 0)))
+
+
+class MaxPool_1(_CompiledPool, _pool.MaxPool_1):  # noqa: N801
+    op_type = "MaxPool"
+
+
+class MaxPool(_CompiledPool, _pool.MaxPool):
+    pass
+
+
+class AveragePool(_CompiledPool, _pool.AveragePool):
+    pass

@@ -1,0 +1,243 @@
+"""mini-infer-cpu-native against onnxruntime: depthwise convolutions (strides, pads,
+dilations, bias, fused Relu/Clip and residual), max and average pooling (pads, ceil_mode,
+dilations, count_include_pad), the GEMM epilogue, the cases handed back to cpu_basic, and the
+plugins' metadata, catalog and serialized form."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from mini_infer_cpu_native import NAMESPACE, _native, plugins
+from mini_infer_cpu_native.catalog import CATALOG, catalog_entries, lazy_creators
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import mini_infer_core
+from mini_infer_core.errors import PluginInterfaceError
+
+RNG = np.random.default_rng(5)
+
+
+def _model(nodes: list[Any], x: np.ndarray, out_shape: list[int] | None,
+           inits: dict[str, np.ndarray], opset: int = 17) -> onnx.ModelProto:
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", elem, out_shape)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8)
+
+
+def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str]) -> None:
+    """Built by mini-infer (``native_ops`` taken by this distribution's plugins) and run
+    against onnxruntime (onnx's ReferenceEvaluator for float64 convolutions, which
+    onnxruntime lacks)."""
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    chosen = {n.op_type for n in sess.engine.nodes if n.plugin_namespace == NAMESPACE}
+    assert chosen == native_ops
+    got = sess.run(None, {"x": x})[0]
+    if x.dtype == np.float64:
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    else:
+        want = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
+    count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0}
+    for name in count:
+        real = getattr(plugins, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            count[_name] += 1
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(plugins, name, counted)
+    yield count
+
+
+DEPTHWISE = [
+    ((1, 8, 12, 12), (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 5, 13, 11), (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 6, 14, 14), (5, 5), {"pads": [2, 2, 2, 2]}),
+    ((1, 4, 15, 16), (3, 3), {"strides": [3, 2]}),
+    ((1, 7, 12, 12), (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    ((1, 3, 9, 10), (3, 1), {"pads": [1, 0, 2, 0], "strides": [1, 2]}),
+    ((1, 5, 10, 10), (3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+]
+
+
+def _same_shape(xshape: Any, kernel: Any, attrs: dict[str, Any]) -> bool:
+    return kernel == (3, 3) and attrs.get("pads") == [1, 1, 1, 1] and "strides" not in attrs
+
+
+@pytest.mark.parametrize("xshape, kernel, attrs, after", [
+    (*case, after) for case in DEPTHWISE for after in ("", "Relu", "Clip", "Add")
+    if after != "Add" or _same_shape(*case)])
+def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs: dict[str, Any],
+                        after: str, calls: dict[str, int]) -> None:
+    c = xshape[1]
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    inits = {"w": RNG.standard_normal((c, 1, *kernel)).astype(np.float32),
+             "b": RNG.standard_normal(c).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if after else "y"], group=c,
+                              kernel_shape=list(kernel), **attrs)]
+    if after == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif after == "Clip":
+        inits |= {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    elif after == "Add":  # a residual (the output is shaped like the input)
+        nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
+    _compare(_model(nodes, x, None, inits), x, {"Conv"})
+    assert calls["dwconv2d"] == 1
+
+
+POOLS = [
+    ((1, 6, 16, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 5, 15, 15), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+    ((1, 4, 111, 111), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 4, 14, 13), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 3, 9, 10), {"kernel_shape": [5, 3], "pads": [2, 1, 2, 1]}),
+    ((1, 3, 12, 12), {"kernel_shape": [3, 3], "pads": [2, 0, 0, 2], "strides": [1, 3]}),
+    ((1, 3, 12, 12), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 2, 7, 7), {"kernel_shape": [7, 7]}),
+    ((1, 3, 10, 10), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+]
+
+
+@pytest.mark.parametrize("xshape, attrs", POOLS)
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "AveragePool+pad"])
+def test_pooling(xshape: tuple[int, ...], attrs: dict[str, Any], op: str,
+                 calls: dict[str, int]) -> None:
+    attrs = dict(attrs)
+    if op == "AveragePool+pad":
+        op, attrs["count_include_pad"] = "AveragePool", 1
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    opset = 19  # AveragePool dilations
+    _compare(_model([helper.make_node(op, ["x"], ["y"], **attrs)], x, None, {}, opset), x,
+             {op})
+    assert calls["pool2d"] == 1
+
+
+@pytest.mark.parametrize("kernel, group, attrs", [
+    ((1, 1), 1, {}),                                           # a plain GEMM
+    ((3, 3), 1, {"pads": [1, 1, 1, 1], "strides": [2, 2]}),    # im2col
+    ((1, 1), 2, {}),                                           # grouped, batched matmul
+])
+def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
+        kernel: tuple[int, int], group: int, attrs: dict[str, Any],
+        calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    inits = {"w": RNG.standard_normal((8, 8 // group, *kernel)).astype(np.float32),
+             "b": RNG.standard_normal(8).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group,
+                              kernel_shape=list(kernel), **attrs)]
+    if attrs:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    else:
+        nodes += [helper.make_node("Add", ["c", "x"], ["s"]),
+                  helper.make_node("Relu", ["s"], ["y"])]
+    model = _model(nodes, x, None, inits)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    assert len(sess.engine.nodes) == 1  # everything fused into the Conv
+    _compare(model, x, {"Conv"})
+    assert calls["bias_act"] >= 1
+
+
+@pytest.mark.parametrize("case", ["float64 depthwise", "grouped", "3-D pool", "Indices"])
+def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
+                                                         calls: dict[str, int]) -> None:
+    if case in ("float64 depthwise", "grouped"):
+        dtype = np.float64 if case == "float64 depthwise" else np.float32
+        x = RNG.standard_normal((1, 4, 9, 9)).astype(dtype)
+        per_group = 1 if case == "float64 depthwise" else 2
+        w = RNG.standard_normal((4, per_group, 3, 3)).astype(dtype)
+        node = helper.make_node("Conv", ["x", "w"], ["y"], group=4 // per_group, pads=[1] * 4)
+        _compare(_model([node], x, None, {"w": w}), x, {"Conv"})
+        assert calls["dwconv2d"] == 0
+        return
+    if case == "3-D pool":
+        x = RNG.standard_normal((1, 2, 5, 6, 7)).astype(np.float32)
+        node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
+        _compare(_model([node], x, None, {}), x, {"MaxPool"})
+    else:
+        x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+        node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])
+        model = _model([node], x, None, {})
+        model.graph.output.append(helper.make_tensor_value_info("i", TensorProto.INT64, None))
+        sess = mini_infer_core.InferenceSession(model, device="cpu")
+        got = sess.run(None, {"x": x})
+        want = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        np.testing.assert_allclose(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert calls["pool2d"] == 0
+
+
+def test_catalog_is_up_to_date() -> None:
+    assert CATALOG == catalog_entries(), (
+        "catalog.py is stale: run `python -m mini_infer_cpu_native.catalog --write`")
+
+
+def test_creators_pass_the_plugin_kit_and_outrank_cpu_basic(plugin_kit: ModuleType,
+                                                            creator_for: Any) -> None:
+    for creator in lazy_creators():
+        plugin_kit.check_creator_metadata(creator)
+        assert creator.priority > 0 and creator.plugin_namespace == NAMESPACE
+    assert creator_for("Conv", opset=17).plugin_namespace == NAMESPACE
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    w = RNG.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    conv = creator_for("Conv", opset=17)
+    report = plugin_kit.check_plugin(conv, {"group": 3, "pads": [1, 1, 1, 1]}, [x, w])
+    assert "serialize round trip" in report.checks
+    pool = creator_for("MaxPool", opset=17)
+    report = plugin_kit.check_plugin(pool, {"kernel_shape": [3, 3], "strides": [2, 2]}, [x])
+    assert "serialize round trip" in report.checks
+
+
+def test_corrupt_serialized_data_names_this_distribution() -> None:
+    creator = plugins.NativeCreator(plugins.Conv, namespace=NAMESPACE)
+    with pytest.raises(PluginInterfaceError, match="this mini-infer-cpu-native reads"):
+        creator.deserialize_plugin("n", b"\x09junk")
+
+
+def test_engine_written_here_runs_in_another_process(tmp_path: Path) -> None:
+    c = 6
+    x = RNG.standard_normal((1, c, 12, 12)).astype(np.float32)
+    w = RNG.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    model = _model([helper.make_node("Conv", ["x", "w"], ["c"], group=c, pads=[1] * 4),
+                    helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2],
+                                     strides=[2, 2])], x, None, {"w": w})
+    engine, feed, want = tmp_path / "m.engine", tmp_path / "x.npy", tmp_path / "y.npy"
+    mini_infer_core.InferenceSession(model, device="cpu").save_engine(engine)
+    np.save(feed, x)
+    np.save(want, ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None,
+                                                                               {"x": x})[0])
+    script = (
+        "import sys, numpy as np, mini_infer_core\n"
+        "s = mini_infer_core.InferenceSession(sys.argv[1], device='cpu')\n"
+        "assert {n.plugin_namespace for n in s.engine.nodes} == {'mini_infer.cpu_native'}\n"
+        "y = s.run(None, {'x': np.load(sys.argv[2])})[0]\n"
+        "np.testing.assert_allclose(y, np.load(sys.argv[3]), rtol=1e-5, atol=1e-5)\n")
+    subprocess.run([sys.executable, "-c", script, str(engine), str(feed), str(want)],
+                   check=True)
+
+
+def test_the_library_is_the_installed_extension() -> None:
+    assert Path(_native.library_path()).name.startswith("_kernels")
