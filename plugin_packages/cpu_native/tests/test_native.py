@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import NAMESPACE, _native, plugins
+from mini_infer_cpu_native import NAMESPACE, _native, _winograd, plugins
 from mini_infer_cpu_native.catalog import CATALOG, catalog_entries, lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -38,7 +38,8 @@ def _model(nodes: list[Any], x: np.ndarray, out_shape: list[int] | None,
                              ir_version=8)
 
 
-def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str]) -> None:
+def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
+             rtol: float = 1e-5, atol: float = 1e-5) -> None:
     """Built by mini-infer (``native_ops`` taken by this distribution's plugins) and run
     against onnxruntime (onnx's ReferenceEvaluator for float64 convolutions, which
     onnxruntime lacks)."""
@@ -52,21 +53,22 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str]) -> Non
         want = ort.InferenceSession(model.SerializeToString(),
                                     providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
-    count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0}
+    count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0}
     for name in count:
-        real = getattr(plugins, name)
+        owner = _winograd if name == "winograd_conv" else plugins
+        real = getattr(owner, name)
 
         def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
             count[_name] += 1
             return _real(*args, **kw)
 
-        monkeypatch.setattr(plugins, name, counted)
+        monkeypatch.setattr(owner, name, counted)
     yield count
 
 
@@ -105,6 +107,76 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
         nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
     _compare(_model(nodes, x, None, inits), x, {"Conv"})
     assert calls["dwconv2d"] == 1
+
+
+WINOGRAD = [
+    # (N, C, H, W), M, attrs, block bytes (small: several blocks of tile rows, a short last)
+    ((1, 32, 16, 16), 32, {"pads": [1, 1, 1, 1]}, None),
+    ((2, 40, 17, 15), 36, {"pads": [1, 1, 1, 1]}, 64 * 1024),   # odd sizes: edge tiles cut
+    ((1, 32, 18, 20), 48, {}, 48 * 1024),                         # no padding
+    ((1, 33, 16, 17), 32, {"pads": [2, 0, 0, 1]}, None),          # uneven pads
+    ((1, 96, 14, 14), 32, {"auto_pad": "SAME_UPPER"}, None),      # 7x7 tiles, many channels
+]
+
+
+@pytest.mark.parametrize("xshape, m, attrs, block", WINOGRAD)
+@pytest.mark.parametrize("after", ["", "Relu", "Clip", "Add"])
+def test_winograd_conv(xshape: tuple[int, ...], m: int, attrs: dict[str, Any],
+                       block: int | None, after: str, calls: dict[str, int],
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if block is not None:
+        monkeypatch.setattr(_winograd, "BLOCK_BYTES", block)
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((m, xshape[1], 3, 3)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(m).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if after else "y"],
+                              kernel_shape=[3, 3], **attrs)]
+    if after == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif after == "Clip":
+        inits |= {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    elif after == "Add":  # a residual of the output's shape, computed by another node
+        nodes += [helper.make_node("Conv", ["x", "w"], ["d"], kernel_shape=[3, 3],
+                                   strides=[1, 1], **attrs),
+                  helper.make_node("Neg", ["d"], ["e"]),
+                  helper.make_node("Add", ["c", "e"], ["y"])]
+    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["winograd_conv"] == (2 if after == "Add" else 1)
+
+
+def test_winograd_is_not_taken_where_it_does_not_pay(calls: dict[str, int]) -> None:
+    """Strided, dilated, grouped, few channels, small maps: cpu_basic's GEMM paths."""
+    for xshape, m, attrs in [((1, 32, 16, 16), 32, {"strides": [2, 2]}),
+                             ((1, 32, 16, 16), 32, {"dilations": [2, 2]}),
+                             ((1, 32, 16, 16), 32, {"group": 2}),
+                             ((1, 16, 16, 16), 32, {}),
+                             ((1, 64, 13, 13), 64, {})]:
+        x = RNG.standard_normal(xshape).astype(np.float32)
+        g = attrs.get("group", 1)
+        w = (RNG.standard_normal((m, xshape[1] // g, 3, 3)) * 0.2).astype(np.float32)
+        node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], **attrs)
+        _compare(_model([node], x, None, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["winograd_conv"] == 0
+
+
+@pytest.mark.parametrize("xshape, m, kernel, attrs", [
+    ((1, 3, 23, 21), 8, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),   # a stem
+    ((2, 4, 19, 19), 6, (5, 5), {"strides": [3, 2], "pads": [1, 2, 0, 1]}),
+    ((1, 5, 15, 16), 4, (3, 3), {"dilations": [2, 3], "pads": [2, 1, 2, 1]}),
+    ((1, 3, 31, 31), 4, (11, 11), {"strides": [4, 4]}),                      # AlexNet's
+    ((1, 6, 12, 12), 6, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}),
+])
+def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
+                             attrs: dict[str, Any], calls: dict[str, int]) -> None:
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    g = attrs.get("group", 1)
+    inits = {"w": (RNG.standard_normal((m, xshape[1] // g, *kernel)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(m).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
+                              **attrs), helper.make_node("Relu", ["c"], ["y"])]
+    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["im2col"] == 1
 
 
 POOLS = [

@@ -236,6 +236,134 @@ CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
     }
 }
 
+/*
+ * im2col for 2-D convolutions: cols (N, C, KH, KW, OH, OW) gets, for every tap (ky, kx), the
+ * input value each output reads, x[n, c, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl], or 0
+ * where that falls in the padding. No padded copy of the input is made.
+ */
+CLONES void mi_im2col_f32(const float *restrict x, float *restrict cols, long n, long c,
+                          long h, long wd, long kh, long kw, long sh, long sw, long dh,
+                          long dw, long pt, long pl, long oh, long ow) {
+    for (long plane = 0; plane < n * c; plane++) {
+        const float *src = x + plane * h * wd;
+        for (long ky = 0; ky < kh; ky++) {
+            for (long kx = 0; kx < kw; kx++) {
+                float *dst = cols + ((plane * kh + ky) * kw + kx) * oh * ow;
+                long off = kx * dw - pl;
+                long a = first_in(off, sw), e = end_in(off, sw, wd, ow);
+                if (e < a) e = a;
+                for (long oy = 0; oy < oh; oy++) {
+                    float *row = dst + oy * ow;
+                    long iy = oy * sh + ky * dh - pt;
+                    if (iy < 0 || iy >= h) {
+                        memset(row, 0, sizeof(float) * ow);
+                        continue;
+                    }
+                    const float *in = src + iy * wd + off;
+                    for (long o = 0; o < a; o++) row[o] = 0.0f;
+                    if (sw == 1)
+                        memcpy(row + a, in + a, sizeof(float) * (e - a));
+                    else if (sw == 2)
+                        for (long o = a; o < e; o++) row[o] = in[2 * o];
+                    else
+                        for (long o = a; o < e; o++) row[o] = in[o * sw];
+                    for (long o = e; o < ow; o++) row[o] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Winograd F(2x2, 3x3): a 3x3 stride-1 convolution as 16 GEMMs on transformed 4x4 input
+ * tiles, 2.25x fewer multiplications than the direct product. Output tile (ty, tx) covers
+ * output rows 2ty, 2ty+1 and columns 2tx, 2tx+1 and reads the 4x4 input patch d at
+ * (2ty - pt, 2tx - pl) (zero outside the input). These two functions do the transforms of
+ * the tile rows [ty0, ty1) of one image; the GEMMs run in BLAS between them.
+ *
+ * Input: v[k, c, t] = (B^T d B)[k] with t = (ty - ty0) * tw + tx, v (16, C, T).
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. The row combinations run over whole
+ * (zero-bordered) input rows first, then each tile's column combinations (vectorised over
+ * the tiles of a row). rows: 8 * (2*tw + 2) floats.
+ */
+CLONES void mi_wino_in_f32(const float *restrict x, float *restrict v, float *restrict rows,
+                           long c, long h, long wd, long pt, long pl, long tw, long ty0,
+                           long ty1) {
+    long wp = 2 * tw + 2, t_all = (ty1 - ty0) * tw, cols = lmin(wd, wp - pl);
+    float *d[4], *e[4];
+    for (int i = 0; i < 4; i++) {
+        d[i] = rows + i * wp;
+        e[i] = rows + (4 + i) * wp;
+    }
+    for (long ch = 0; ch < c; ch++) {
+        const float *plane = x + ch * h * wd;
+        for (long ty = ty0; ty < ty1; ty++) {
+            for (int i = 0; i < 4; i++) {
+                long r = 2 * ty - pt + i;
+                memset(d[i], 0, sizeof(float) * wp);
+                if (r >= 0 && r < h && cols > 0) memcpy(d[i] + pl, plane + r * wd,
+                                                        sizeof(float) * cols);
+            }
+            for (long j = 0; j < wp; j++) {
+                e[0][j] = d[0][j] - d[2][j];
+                e[1][j] = d[1][j] + d[2][j];
+                e[2][j] = d[2][j] - d[1][j];
+                e[3][j] = d[1][j] - d[3][j];
+            }
+            float *out = v + ch * t_all + (ty - ty0) * tw;
+            long ks = c * t_all; /* from one k to the next */
+            for (int i = 0; i < 4; i++) {
+                const float *r = e[i];
+                float *o0 = out + (4 * i) * ks, *o1 = o0 + ks, *o2 = o1 + ks, *o3 = o2 + ks;
+                for (long t = 0; t < tw; t++) {
+                    float a = r[2 * t], b = r[2 * t + 1], cc = r[2 * t + 2], dd = r[2 * t + 3];
+                    o0[t] = a - cc;
+                    o1[t] = b + cc;
+                    o2[t] = cc - b;
+                    o3[t] = b - dd;
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Output: y tile = A^T m A with A^T = [1 1 1 0; 0 1 -1 -1], m[k] = mm[k, m, t] (16, M, T),
+ * plus bias, residual and the clamp, written into y (M, oh, ow) (the image's output; the
+ * tiles past an odd edge are dropped). rows: 4 * tw floats.
+ */
+CLONES void mi_wino_out_f32(const float *restrict mm, float *restrict y,
+                            const float *restrict bias, const float *restrict res,
+                            float *restrict rows, long m, long oh, long ow, long tw, long ty0,
+                            long ty1, float lo, float hi) {
+    long t_all = (ty1 - ty0) * tw, ks = m * t_all;
+    float *y0 = rows, *y1 = rows + 2 * tw;
+    for (long f = 0; f < m; f++) {
+        float b = bias ? bias[f] : 0.0f;
+        for (long ty = ty0; ty < ty1; ty++) {
+            const float *in = mm + f * t_all + (ty - ty0) * tw;
+            for (long t = 0; t < tw; t++) {
+                float q[16];
+                for (int k = 0; k < 16; k++) q[k] = in[k * ks + t];
+                float s00 = q[0] + q[4] + q[8], s01 = q[1] + q[5] + q[9];
+                float s02 = q[2] + q[6] + q[10], s03 = q[3] + q[7] + q[11];
+                float s10 = q[4] - q[8] - q[12], s11 = q[5] - q[9] - q[13];
+                float s12 = q[6] - q[10] - q[14], s13 = q[7] - q[11] - q[15];
+                y0[2 * t] = s00 + s01 + s02 + b;
+                y0[2 * t + 1] = s01 - s02 - s03 + b;
+                y1[2 * t] = s10 + s11 + s12 + b;
+                y1[2 * t + 1] = s11 - s12 - s13 + b;
+            }
+            long r = 2 * ty;
+            long base = f * oh * ow;
+            finish_row(y + base + r * ow, y0, res ? res + base + r * ow : NULL, ow, lo, hi);
+            if (r + 1 < oh)
+                finish_row(y + base + (r + 1) * ow, y1, res ? res + base + (r + 1) * ow : NULL,
+                           ow, lo, hi);
+        }
+    }
+}
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
                                     "compiled kernels, called through ctypes", -1, NULL};
 

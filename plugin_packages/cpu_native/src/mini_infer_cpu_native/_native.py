@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 
 from . import _kernels
 
-__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "library_path", "pool2d", "pool2d_work",
-           "ptr", "usable"]
+__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "library_path", "pool2d",
+           "pool2d_work", "ptr", "usable", "wino_in", "wino_out"]
 
 Array = NDArray[Any]
 
@@ -34,6 +34,20 @@ _pool.argtypes = [_P] * 3 + [_L] * 15 + [_I, _I]
 _bias_act = _lib.mi_bias_act_f32
 _bias_act.restype = None
 _bias_act.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _F, _F]
+
+
+_wino_in = _lib.mi_wino_in_f32
+_wino_in.restype = None
+_wino_in.argtypes = [_P] * 3 + [_L] * 8
+
+_wino_out = _lib.mi_wino_out_f32
+_wino_out.restype = None
+_wino_out.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
+
+
+_im2col = _lib.mi_im2col_f32
+_im2col.restype = None
+_im2col.argtypes = [_P] * 2 + [_L] * 14
 
 
 def library_path() -> str:
@@ -82,6 +96,30 @@ def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: flo
     rows = y.shape[0] * m
     cols = y.size // max(rows, 1)
     _bias_act(ptr(y), rows, cols, cols, ptr(bias), m, ptr(res), cols, lo, hi)
+
+
+def wino_in(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: int, ty0: int,
+            ty1: int) -> None:
+    """Winograd input tiles of tile rows [ty0, ty1) of ``x`` (C, H, W) into ``v`` (16, C, T);
+    ``rows`` holds ``8 * (2 * tw + 2)`` floats."""
+    c, h, wd = x.shape
+    _wino_in(ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0, ty1)
+
+
+def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
+             tw: int, ty0: int, ty1: int, lo: float, hi: float) -> None:
+    """Output tiles of tile rows [ty0, ty1) from ``mm`` (16, M, T) into ``y`` (M, OH, OW),
+    plus bias and residual (M, OH, OW), clamped; ``rows`` holds ``4 * tw`` floats."""
+    m, oh, ow = y.shape
+    _wino_out(ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw, ty0, ty1, lo, hi)
+
+
+def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
+           dilations: tuple[int, int], begin: tuple[int, int]) -> None:
+    """``cols`` (N, C, KH, KW, OH, OW) = the windows of ``x`` (N, C, H, W), zero-padded."""
+    n, c, h, wd = x.shape
+    oh, ow = cols.shape[-2:]
+    _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, oh, ow)
 
 
 def usable(*arrays: Array | None) -> bool:

@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes
 
-from ._native import bias_act, dwconv2d, dwconv2d_work, pool2d, pool2d_work, usable
+from . import _winograd
+from ._native import bias_act, dwconv2d, dwconv2d_work, im2col, pool2d, pool2d_work, usable
 
 __all__ = ["AveragePool", "Conv", "MaxPool", "MaxPool_1", "NativeCreator"]
 
@@ -40,12 +41,23 @@ def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: 
 
 
 class Conv(_conv.Conv):
-    """Depthwise float32 convolutions with bias, residual and Relu/Clip in one compiled pass
-    per channel; every other convolution is cpu_basic's."""
+    """float32: depthwise convolutions with bias, residual and Relu/Clip in one compiled pass
+    per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) (:mod:`._winograd`);
+    the GEMM-based paths with a one-pass compiled epilogue. Everything else is cpu_basic's."""
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **kw: Any) -> None:
+        if x.ndim == 4 and usable(x, b, r, out) and w.dtype == np.float32:
+            plan = self._plan(x, w, group)
+            win = plan.window
+            if _winograd.applies(x.shape, w.shape, win.strides, win.dilations, group,
+                                 plan.out_dims):
+                lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
+                _winograd.winograd_conv(x, self._winograd_weights(w), b, r, out,
+                                        (plan.begin[0], plan.begin[1]), float(lo), float(hi),
+                                        self._buffers(x, w, group))
+                return
         if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
             plan = self._plan(x, w, group)
             win = plan.window
@@ -59,6 +71,35 @@ class Conv(_conv.Conv):
             return
         super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                         __clip__=__clip__, **kw)
+
+    def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                group: int) -> list[tuple[str, tuple[int, ...]]]:
+        """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's."""
+        if len(xshape) == 4 and itemsize == 4:
+            plan = self._plan_for(xshape, wshape, itemsize, group)
+            win = plan.window
+            if _winograd.applies(xshape, wshape, win.strides, win.dilations, group,
+                                 plan.out_dims):
+                return _winograd.buffers(xshape[1], wshape[0], plan.out_dims)
+        return super()._layout(xshape, wshape, itemsize, group)
+
+    def _winograd_weights(self, w: Array) -> Array:
+        """U = G g G^T of the weights, computed once per weight array."""
+        cached = getattr(self, "_wino", None)
+        if cached is None or cached[0] is not w:
+            cached = self._wino = (w, _winograd.transform_weights(w))
+        return cached[1]
+
+    @staticmethod
+    def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
+        """2-D float32: compiled, reading the input in place (no padded copy)."""
+        if x.ndim != 4 or not usable(x, cols):
+            _conv.Conv._im2col(x, cols, plan, bufs)
+            return
+        win = plan.window
+        im2col(x, cols, (int(win.kernel[0]), int(win.kernel[1])),
+               (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
+               (plan.begin[0], plan.begin[1]))
 
     @staticmethod
     def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:

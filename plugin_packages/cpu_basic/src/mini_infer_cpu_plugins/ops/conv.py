@@ -318,23 +318,20 @@ class Conv(CpuPlugin):
             __relu__ = 0
         else:
             bufs = self._buffers(x, w, group)
-            src = x
-            if plan.pad:
-                src = _pad(bufs["pad"], x, plan.begin)
             k = w.shape[2:]
             ck = cg * math.prod(k)
             wg = w.reshape(group, mg, ck)
             rows = self._row_block(c * math.prod(k), plan, x.itemsize)
             if rows < plan.out_dims[0]:
+                src = _pad(bufs["pad"], x, plan.begin) if plan.pad else x
                 self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
             cols = bufs["cols"]
             accumulate = self._accumulates(group, b, r, x.dtype)
             for n0 in range(0, n, plan.chunk):
                 n1 = min(n, n0 + plan.chunk)
-                view = windows_view(src[n0:n1], 2, plan.window, plan.out_dims)
                 part = cols[: n1 - n0]
-                np.copyto(part, view)
+                self._im2col(x[n0:n1], part, plan, bufs)
                 if not accumulate:
                     np.matmul(wg, part.reshape(n1 - n0, group, ck, p),
                               out=dst[n0:n1].reshape(n1 - n0, group, mg, p))
@@ -373,6 +370,14 @@ class Conv(CpuPlugin):
         if cached is None or cached[0] is not w:
             cached = self._tap_weights = (w, pack_taps(w, group))
         return cached[1]
+
+    @staticmethod
+    def _im2col(x: Array, cols: Array, plan: _Plan, bufs: dict[str, Array]) -> None:
+        """Every window of ``x`` (N, C, *spatial) into ``cols`` (N, C, *kernel, *out): a
+        zero-bordered copy (``bufs["pad"]``) where the windows reach outside, then one
+        strided copy."""
+        src = _pad(bufs["pad"][: x.shape[0]], x, plan.begin) if plan.pad else x
+        np.copyto(cols, windows_view(src, 2, plan.window, plan.out_dims))
 
     @staticmethod
     def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:
