@@ -364,6 +364,36 @@ CLONES void mi_wino_out_f32(const float *restrict mm, float *restrict y,
     }
 }
 
+/*
+ * Winograd weights: u[k, f, ch] = (G g G^T)[k] for each 3x3 filter g = w[f, ch] (w is M x C
+ * x 3 x 3), G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; u is 16 x M x C.
+ */
+void mi_wino_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
+    enum { BLOCK = 256 }; /* filters per block: 16 rows of it are written out at once */
+    float blk[16][BLOCK];
+    long mc = m * c;
+    for (long i0 = 0; i0 < mc; i0 += BLOCK) {
+        long nb = lmin(BLOCK, mc - i0);
+        for (long b = 0; b < nb; b++) {
+            const float *g = w + 9 * (i0 + b);
+            float t[4][3];
+            for (int j = 0; j < 3; j++) { /* G g: rows */
+                t[0][j] = g[j];
+                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                t[3][j] = g[6 + j];
+            }
+            for (int r = 0; r < 4; r++) { /* (G g) G^T: columns */
+                blk[4 * r + 0][b] = t[r][0];
+                blk[4 * r + 1][b] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+                blk[4 * r + 2][b] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+                blk[4 * r + 3][b] = t[r][2];
+            }
+        }
+        for (int k = 0; k < 16; k++) memcpy(u + k * mc + i0, blk[k], sizeof(float) * nb);
+    }
+}
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
                                     "compiled kernels, called through ctypes", -1, NULL};
 

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from . import _kernels
 
 __all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "library_path", "pool2d",
-           "pool2d_work", "ptr", "usable", "wino_in", "wino_out"]
+           "pool2d_work", "ptr", "usable", "wino_in", "wino_out", "wino_weights"]
 
 Array = NDArray[Any]
 
@@ -48,6 +48,11 @@ _wino_out.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
 _im2col = _lib.mi_im2col_f32
 _im2col.restype = None
 _im2col.argtypes = [_P] * 2 + [_L] * 14
+
+
+_wino_weights = _lib.mi_wino_weights_f32
+_wino_weights.restype = None
+_wino_weights.argtypes = [_P, _P, _L, _L]
 
 
 def library_path() -> str:
@@ -120,6 +125,14 @@ def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, i
     n, c, h, wd = x.shape
     oh, ow = cols.shape[-2:]
     _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, oh, ow)
+
+
+def wino_weights(w: Array) -> Array:
+    """U (16, M, C) = G g G^T for every 3x3 filter g of ``w`` (M, C, 3, 3)."""
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    u = np.empty((16, w.shape[0], w.shape[1]), np.float32)
+    _wino_weights(ptr(w), ptr(u), w.shape[0], w.shape[1])
+    return u
 
 
 def usable(*arrays: Array | None) -> bool:

@@ -48,16 +48,14 @@ class Conv(_conv.Conv):
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **kw: Any) -> None:
-        if x.ndim == 4 and usable(x, b, r, out) and w.dtype == np.float32:
-            plan = self._plan(x, w, group)
-            win = plan.window
-            if _winograd.applies(x.shape, w.shape, win.strides, win.dilations, group,
-                                 plan.out_dims):
-                lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
-                _winograd.winograd_conv(x, self._winograd_weights(w), b, r, out,
-                                        (plan.begin[0], plan.begin[1]), float(lo), float(hi),
-                                        self._buffers(x, w, group))
-                return
+        if usable(x, b, r, out) and w.dtype == np.float32 and self._uses_winograd(
+                x.shape, w.shape, 4, group):
+            begin = self._plan(x, w, group).begin
+            lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
+            _winograd.winograd_conv(x, self._winograd_weights(w), b, r, out,
+                                    (begin[0], begin[1]), float(lo), float(hi),
+                                    self._buffers(x, w, group))
+            return
         if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
             plan = self._plan(x, w, group)
             win = plan.window
@@ -75,12 +73,9 @@ class Conv(_conv.Conv):
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
         """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's."""
-        if len(xshape) == 4 and itemsize == 4:
+        if self._uses_winograd(xshape, wshape, itemsize, group):
             plan = self._plan_for(xshape, wshape, itemsize, group)
-            win = plan.window
-            if _winograd.applies(xshape, wshape, win.strides, win.dilations, group,
-                                 plan.out_dims):
-                return _winograd.buffers(xshape[1], wshape[0], plan.out_dims)
+            return _winograd.buffers(xshape[1], wshape[0], plan.out_dims)
         return super()._layout(xshape, wshape, itemsize, group)
 
     def _winograd_weights(self, w: Array) -> Array:
@@ -120,13 +115,24 @@ class Conv(_conv.Conv):
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
                        ) -> dict[int, Array]:
-        """The compiled depthwise kernel reads the weights as ONNX stores them."""
+        """The compiled depthwise kernel and the Winograd weight transform read the weights
+        as ONNX stores them; the other paths as cpu_basic packs them."""
         w = constants[1] if len(constants) > 1 else None
         x = inputs[0]
-        if w is not None and x is not None and x[0].is_static() and _depthwise(
-                x[0].to_tuple(), w.shape, self.attrs["group"], w.dtype):
-            return {}
+        if w is not None and x is not None and x[0].is_static():
+            xshape, group = x[0].to_tuple(), self.attrs["group"]
+            if _depthwise(xshape, w.shape, group, w.dtype) or self._uses_winograd(
+                    xshape, w.shape, w.itemsize, group):
+                return {}
         return super().pack_constants(inputs, constants)
+
+    def _uses_winograd(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                       group: int) -> bool:
+        if len(xshape) != 4 or itemsize != 4:
+            return False
+        plan = self._plan_for(xshape, wshape, itemsize, group)
+        return _winograd.applies(xshape, wshape, plan.window.strides, plan.window.dilations,
+                                 group, plan.out_dims)
 
 
 class _CompiledPool:
