@@ -187,6 +187,10 @@ POOLS = [
     ((1, 3, 9, 10), {"kernel_shape": [5, 3], "pads": [2, 1, 2, 1]}),
     ((1, 3, 12, 12), {"kernel_shape": [3, 3], "pads": [2, 0, 0, 2], "strides": [1, 3]}),
     ((1, 3, 12, 12), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
+    # stride 1, output the input's size: one flat loop per tap, border columns redone
+    ((1, 5, 11, 9), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ((1, 3, 16, 16), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 3, 10, 12), {"kernel_shape": [3, 5], "pads": [0, 4, 2, 0]}),
     ((1, 2, 7, 7), {"kernel_shape": [7, 7]}),
     ((1, 3, 10, 10), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
 ]

@@ -111,20 +111,78 @@ CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
 }
 
 /*
+ * Stride-1 pooling whose output is the input's size ("same" pads: Inception's 3x3 branches):
+ * every tap of each pass is one flat loop over the whole plane (rows wd apart), since the
+ * row structure is the same in and out. Column taps read across a row's edge into the next
+ * row; those border columns are recomputed afterwards with bounds. work: 2 * h * wd floats.
+ */
+/* the pooled value of column o of one row, reading only the taps inside the row */
+static inline float border_tap(const float *row, long o, long wd, long kw, long dw, long pl,
+                               int avg, float fill) {
+    float acc = fill;
+    for (long k = 0; k < kw; k++) {
+        long c = o + k * dw - pl;
+        if (c < 0 || c >= wd) continue;
+        acc = avg ? acc + row[c] : (row[c] > acc ? row[c] : acc);
+    }
+    return acc;
+}
+
+static inline void pool_same_plane(const float *restrict src, float *restrict dst,
+                                   float *restrict tmp, const float *restrict inv, long h,
+                                   long wd, long kh, long kw, long dh, long dw, long pt, long pl,
+                                   int avg, float fill) {
+    long n = h * wd;
+    for (long i = 0; i < n; i++) tmp[i] = fill;
+    for (long k = 0; k < kh; k++) { /* rows: tmp[r] over src[r + k*dh - pt] */
+        long off = k * dh - pt;
+        long ra = lmax(0, -off), re = lmin(h, h - off);
+        if (re <= ra) continue;
+        const float *in = src + off * wd;
+        if (avg)
+            for (long i = ra * wd; i < re * wd; i++) tmp[i] += in[i];
+        else
+            for (long i = ra * wd; i < re * wd; i++) tmp[i] = in[i] > tmp[i] ? in[i] : tmp[i];
+    }
+    for (long i = 0; i < n; i++) dst[i] = fill;
+    long first = 0, end = wd; /* columns every tap reaches inside the row */
+    for (long k = 0; k < kw; k++) {
+        long off = k * dw - pl;
+        first = lmax(first, first_in(off, 1));
+        end = lmin(end, end_in(off, 1, wd, wd));
+        long ia = lmax(0, -off), ie = lmin(n, n - off);
+        const float *in = tmp + off;
+        if (avg)
+            for (long i = ia; i < ie; i++) dst[i] += in[i];
+        else
+            for (long i = ia; i < ie; i++) dst[i] = in[i] > dst[i] ? in[i] : dst[i];
+    }
+    if (end < first) end = first;
+    for (long r = 0; r < h; r++) { /* the border columns, again, with bounds */
+        for (long o = 0; o < first; o++)
+            dst[r * wd + o] = border_tap(tmp + r * wd, o, wd, kw, dw, pl, avg, fill);
+        for (long o = end; o < wd; o++)
+            dst[r * wd + o] = border_tap(tmp + r * wd, o, wd, kw, dw, pl, avg, fill);
+    }
+    if (avg)
+        for (long i = 0; i < n; i++) dst[i] *= inv[i];
+}
+
+/*
  * 2-D max (avg == 0) or average (avg == 1) pooling of `planes` planes (N*C) of h x wd.
  * Separable: the input rows of each output row are reduced first (contiguous runs of wd,
  * into work: oh x wd), then the columns of those (oh x ow, strided reads of a buffer half
  * the input's size or less). Taps that fall in the padding are skipped (max: -inf; average:
  * 0, divided by the taps inside [lo, hi) of each axis: the input's extent, or the padded
  * extent with count_include_pad). pads: pt/pl before, pb/pr after (the divisor only).
- * work: oh*wd + oh + ow floats.
+ * work: 2*max(oh, h)*wd + oh + ow floats.
  */
 CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *restrict work,
                           long planes, long h, long wd, long kh, long kw, long sh, long sw,
                           long dh, long dw, long pt, long pl, long pb, long pr, long oh,
                           long ow, int avg, int include_pad) {
     float *restrict tmp = work;
-    float *restrict rdiv = work + oh * wd;
+    float *restrict rdiv = work + 2 * lmax(oh, h) * wd;
     float *restrict cdiv = rdiv + oh;
     const float fill = avg ? 0.0f : -INFINITY;
     if (avg) {
@@ -146,6 +204,16 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
             }
             cdiv[o] = 1.0f / (float)cnt;
         }
+    }
+    if (sh == 1 && sw == 1 && oh == h && ow == wd) {
+        float *inv = work + h * wd; /* 1 / divisor per output, for the average */
+        if (avg)
+            for (long r = 0; r < oh; r++)
+                for (long o = 0; o < ow; o++) inv[r * ow + o] = cdiv[o] / rdiv[r];
+        for (long p = 0; p < planes; p++)
+            pool_same_plane(x + p * h * wd, y + p * h * wd, tmp, inv, h, wd, kh, kw, dh, dw,
+                            pt, pl, avg, fill);
+        return;
     }
     for (long p = 0; p < planes; p++) {
         const float *src = x + p * h * wd;

@@ -91,8 +91,8 @@ def pool2d(x: Array, y: Array, work: Array, kernel: tuple[int, int], strides: tu
           begin[1], end[0], end[1], oh, ow, int(average), int(include_pad))
 
 
-def pool2d_work(wd: int, oh: int, ow: int) -> int:
-    return oh * wd + oh + ow
+def pool2d_work(h: int, wd: int, oh: int, ow: int) -> int:
+    return 2 * max(oh, h) * wd + oh + ow
 
 
 def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: float) -> None:

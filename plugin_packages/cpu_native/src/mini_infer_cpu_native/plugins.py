@@ -155,7 +155,7 @@ class _CompiledPool:
                 (int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
                 (win.dilations[0], win.dilations[1]), (g.begin[0], g.begin[1]),
                 (g.end[0], g.end[1])))
-        work = self.scratch.buffer("native", (pool2d_work(x.shape[3], *out.shape[2:]),),
+        work = self.scratch.buffer("native", (pool2d_work(x.shape[2], x.shape[3], *out.shape[2:]),),
                                    np.float32)
         kernel, strides, dilations, begin, end = geo
         pool2d(x, out, work, kernel, strides, dilations, begin, end,
