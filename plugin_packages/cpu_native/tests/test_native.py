@@ -43,7 +43,10 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
     """Built by mini-infer (``native_ops`` taken by this distribution's plugins) and run
     against onnxruntime (onnx's ReferenceEvaluator for float64 convolutions, which
     onnxruntime lacks)."""
-    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    # each plugin's own default path (the build's tactic timing would run kernels too)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", time_tactics=False))
+    sess = mini_infer_core.InferenceSession(engine)
     chosen = {n.op_type for n in sess.engine.nodes if n.plugin_namespace == NAMESPACE}
     assert chosen == native_ops
     got = sess.run(None, {"x": x})[0]
@@ -229,10 +232,54 @@ def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
         nodes += [helper.make_node("Add", ["c", "x"], ["s"]),
                   helper.make_node("Relu", ["s"], ["y"])]
     model = _model(nodes, x, None, inits)
-    sess = mini_infer_core.InferenceSession(model, device="cpu")
-    assert len(sess.engine.nodes) == 1  # everything fused into the Conv
+    assert len(mini_infer_core.load(model).nodes) == 1  # everything fused into the Conv
     _compare(model, x, {"Conv"})
     assert calls["bias_act"] >= 1
+
+
+def _conv3x3(c: int, m: int, hw: int) -> tuple[onnx.ModelProto, np.ndarray]:
+    x = RNG.standard_normal((1, c, hw, hw)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((m, c, 3, 3)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(m).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["y"])]
+    return _model(nodes, x, None, inits), x
+
+
+def test_the_build_times_winograd_against_gemm_and_keeps_the_faster() -> None:
+    model, x = _conv3x3(16, 16, 20)  # under the default's thresholds: timing decides
+    engine = mini_infer_core.load(model)
+    report = engine.build_info["tactics"]["conv"]
+    assert set(report["ms"]) == {"winograd", "gemm"}
+    assert report["chosen"] == min(report["ms"], key=report["ms"].__getitem__)
+    assert engine.nodes[0].plugin.attrs["__tactic__"] == report["chosen"]
+
+
+@pytest.mark.parametrize("tactic, winograd_runs", [("winograd", 1), ("gemm", 0), ("", 0)])
+def test_each_tactic_computes_the_convolution(tactic: str, winograd_runs: int,
+                                              calls: dict[str, int]) -> None:
+    model, x = _conv3x3(16, 24, 12)  # the default ("") takes GEMM: 16 channels < 32
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", time_tactics=False))
+    engine.nodes[0].plugin.set_tactic(tactic)  # type: ignore[attr-defined]
+    got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert calls["winograd_conv"] == winograd_runs
+
+
+def test_an_unknown_tactic_is_refused() -> None:
+    with pytest.raises(PluginInterfaceError, match="unknown tactic 'fast'"):
+        plugins.Conv("c").set_tactic("fast")
+
+
+def test_tactics_are_offered_only_where_winograd_can_run() -> None:
+    conv = plugins.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    assert conv.get_tactics([(1, 16, 20, 20), (16, 16, 3, 3)]) == ["winograd", "gemm"]
+    assert conv.get_tactics([(1, 4, 20, 20), (16, 4, 3, 3)]) == []  # too few channels
+    strided = plugins.Conv("c", kernel_shape=[3, 3], strides=[2, 2])
+    assert strided.get_tactics([(1, 16, 20, 20), (16, 16, 3, 3)]) == []
 
 
 @pytest.mark.parametrize("case", ["float64 depthwise", "grouped", "3-D pool", "Indices"])

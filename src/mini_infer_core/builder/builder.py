@@ -39,6 +39,7 @@ from .packing import pack_constants
 from .placement import insert_copies
 from .precision import Precision
 from .selection import Selector
+from .tactics import time_tactics
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
 
@@ -83,6 +84,9 @@ class BuilderConfig:
     fp16: bool = False
     #: let plugins absorb the nodes that consume their outputs (see builder/fusion.py)
     fuse: bool = True
+    #: time the tactics plugins offer on the real shapes and keep the fastest
+    #: (see builder/tactics.py); off: each plugin's own default, a faster build
+    time_tactics: bool = True
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -269,6 +273,8 @@ class Builder:
                         nodes=nodes, build_info=info, devices=devices)
         dynamic = any(getattr(nd.plugin, "data_dependent", False) for nd in nodes)
         info["profiles"] = _check_profiles(config.profiles, tensors, input_names)
+        if config.time_tactics and ok:
+            info["tactics"] = time_tactics(engine)
         if not ok:
             info["memory_plan"] = None  # the device is not here: plan where the engine runs
         elif all(tensors[n].dims.is_static() for n in input_names) and not dynamic:

@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="fail instead of falling back to the CPU for nodes the device lacks")
     b.add_argument("--fp16", action="store_true",
                    help="run nodes in half precision where the device's plugins accept it")
+    b.add_argument("--no-tactic-timing", action="store_true",
+                   help="keep each plugin's default tactic instead of timing them (faster "
+                        "build)")
     r = sub.add_parser("run", parents=[common], help="run an ONNX model or an engine file")
     r.add_argument("model")
     r.add_argument("--device", default="cpu")
@@ -109,7 +112,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
         pins[op] = prov
     t0 = time.perf_counter()
     engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
-        device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16))
+        device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
+        time_tactics=not args.no_tactic_timing))
     t1 = time.perf_counter()
     engine.save(args.output)
     size = os.path.getsize(args.output)

@@ -194,6 +194,13 @@ class ExecutionContext:
         self._schedule = sched
 
     @property
+    def steps(self) -> list[tuple[IPluginV2, list[Any], list[Any], Any, Any]]:
+        """Per node of the last prepared shapes: (plugin, input arrays, output arrays,
+        workspace, stream), as ``execute`` runs them (the builder's tactic timing runs one
+        step alone)."""
+        return self._steps
+
+    @property
     def schedule(self) -> Schedule | None:
         return self._schedule
 

@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 
 from ._native import wino_in, wino_out, wino_weights
 
-__all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "applies", "buffers",
-           "transform_weights", "winograd_conv"]
+__all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "applies",
+           "buffers", "possible", "transform_weights", "winograd_conv"]
 
 Array = NDArray[Any]
 
@@ -40,11 +40,18 @@ MIN_TILES = 64
 MIN_CHANNELS_SMALL = 96
 
 
+def possible(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dilations: Any,
+             group: int, out_dims: Any) -> bool:
+    """Whether F(2x2, 3x3) computes this convolution at all (3x3, stride 1, one group)."""
+    return (len(xshape) == 4 and tuple(wshape[2:]) == (3, 3) and group == 1
+            and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1))
+
+
 def applies(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dilations: Any,
             group: int, out_dims: Any) -> bool:
-    if len(xshape) != 4 or tuple(wshape[2:]) != (3, 3) or group != 1:
-        return False
-    if tuple(strides) != (1, 1) or tuple(dilations) != (1, 1):
+    """The default where the builder has not timed the tactics: possible and expected to
+    pay (channels and tiles over the thresholds above)."""
+    if not possible(xshape, wshape, strides, dilations, group, out_dims):
         return False
     tiles = -(-out_dims[0] // 2) * -(-out_dims[1] // 2)
     if min(xshape[1], wshape[0]) < MIN_CHANNELS:

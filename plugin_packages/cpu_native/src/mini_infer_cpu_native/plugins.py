@@ -10,7 +10,7 @@ plugins name this distribution, so loading them needs it installed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
@@ -18,6 +18,7 @@ from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.serialization import CpuCreator
 from numpy.typing import NDArray
 
+from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import shapes
 
 from . import _winograd
@@ -43,7 +44,32 @@ def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: 
 class Conv(_conv.Conv):
     """float32: depthwise convolutions with bias, residual and Relu/Clip in one compiled pass
     per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) (:mod:`._winograd`);
-    the GEMM-based paths with a one-pass compiled epilogue. Everything else is cpu_basic's."""
+    the GEMM-based paths with a one-pass compiled epilogue. Everything else is cpu_basic's.
+
+    Tactics (timed by the builder): ``winograd`` or ``gemm`` for a 3x3 stride-1 convolution;
+    ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides)."""
+
+    attributes: ClassVar[dict[str, Any]] = {**_conv.Conv.attributes, "__tactic__": ""}
+    TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "gemm")
+
+    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
+        """Both tactics where Winograd can run and the choice is not obvious (>= 8
+        channels, >= 4x4 tiles); otherwise none to choose from."""
+        x, w = input_shapes[0], input_shapes[1]
+        if x is None or w is None or len(x) != 4 or len(w) != 4:
+            return []
+        plan = self._plan_for(tuple(x), tuple(w), 4, self.attrs["group"])
+        if not _winograd.possible(tuple(x), tuple(w), plan.window.strides,
+                                  plan.window.dilations, self.attrs["group"], plan.out_dims):
+            return []
+        tiles = -(-plan.out_dims[0] // 2) * -(-plan.out_dims[1] // 2)
+        return list(self.TACTICS) if min(x[1], w[0]) >= 8 and tiles >= 16 else []
+
+    def set_tactic(self, name: str) -> None:
+        if name not in ("", *self.TACTICS):
+            raise PluginInterfaceError(
+                f"Conv: unknown tactic {name!r} (known: {', '.join(self.TACTICS)})")
+        self.attrs["__tactic__"] = name
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
@@ -128,11 +154,13 @@ class Conv(_conv.Conv):
 
     def _uses_winograd(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                        group: int) -> bool:
-        if len(xshape) != 4 or itemsize != 4:
+        tactic = self.attrs.get("__tactic__") or ""
+        if len(xshape) != 4 or itemsize != 4 or tactic == "gemm":
             return False
         plan = self._plan_for(xshape, wshape, itemsize, group)
-        return _winograd.applies(xshape, wshape, plan.window.strides, plan.window.dilations,
-                                 group, plan.out_dims)
+        check = _winograd.possible if tactic == "winograd" else _winograd.applies
+        return check(xshape, wshape, plan.window.strides, plan.window.dilations, group,
+                     plan.out_dims)
 
 
 class _CompiledPool:
