@@ -76,14 +76,21 @@ def test_conv_weights_are_packed_at_build_and_kept_by_the_file(tmp_path: Path) -
 
 
 def test_the_compiled_depthwise_conv_keeps_the_onnx_layout() -> None:
-    """mini-infer-cpu-native's Conv reads depthwise weights as ONNX stores them (its packing
-    hook declines them) and packs the rest as cpu_basic's does."""
+    """mini-infer-cpu-native's Conv reads depthwise (and Winograd) weights as ONNX stores them
+    and packs the rest as cpu_basic's does; the build packs after choosing tactics."""
     model = _conv_net()
-    engine = mi.load(model)
+    x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    # untimed: the default takes the tap GEMMs for 16 channels
+    engine = mi.load(model, config=mi.BuilderConfig(device="cpu", time_tactics=False))
     assert {n.plugin_namespace for n in engine.nodes} == {"mini_infer.cpu_native"}
     assert engine.build_info["constants_packed"] == 1
     assert _tap_major(engine.constants["w"]) and engine.constants["dw"].flags.c_contiguous
-    x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
+                               ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    # timed: packing follows the tactic the timing chose (Winograd reads ONNX's layout)
+    engine = mi.load(model)
+    chosen = engine.build_info["tactics"]["conv"]["chosen"]
+    assert _tap_major(engine.constants["w"]) == (chosen == "gemm")
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
 

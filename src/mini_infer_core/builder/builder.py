@@ -240,7 +240,6 @@ class Builder:
         for n in input_names:
             tensors[n] = TensorSpec(n, types[n], dims[n], "input")
         kept_consts = {n: np.asarray(constants[n], order="C") for n in used if n in constants}
-        packed = pack_constants(nodes, kept_consts, dims, types)
         for n in kept_consts:
             tensors[n] = TensorSpec(n, types[n], dims[n], "constant")
         consumed = {x for nd in nodes for x in nd.inputs if x}
@@ -266,15 +265,23 @@ class Builder:
             "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
             "fp16_nodes": precision.half_nodes,
             "fused": list(fuser.fused),
-            "constants_packed": packed,
+            "constants_packed": 0,
         }
-        engine = Engine(name=network.name, device=device, inputs=input_names,
-                        outputs=output_names, tensors=tensors, constants=kept_consts,
-                        nodes=nodes, build_info=info, devices=devices)
+
+        def make_engine() -> Engine:
+            return Engine(name=network.name, device=device, inputs=input_names,
+                          outputs=output_names, tensors=tensors, constants=kept_consts,
+                          nodes=nodes, build_info=info, devices=devices)
+
+        engine = make_engine()
         dynamic = any(getattr(nd.plugin, "data_dependent", False) for nd in nodes)
         info["profiles"] = _check_profiles(config.profiles, tensors, input_names)
         if config.time_tactics and ok:
             info["tactics"] = time_tactics(engine)
+        # after the tactics are chosen: a plugin packs for the kernel it will really run
+        info["constants_packed"] = pack_constants(nodes, kept_consts, dims, types)
+        if info["constants_packed"]:
+            engine = make_engine()
         if not ok:
             info["memory_plan"] = None  # the device is not here: plan where the engine runs
         elif all(tensors[n].dims.is_static() for n in input_names) and not dynamic:

@@ -149,7 +149,7 @@ class Conv(_conv.Conv):
             xshape, group = x[0].to_tuple(), self.attrs["group"]
             if _depthwise(xshape, w.shape, group, w.dtype) or self._uses_winograd(
                     xshape, w.shape, w.itemsize, group):
-                return {}
+                return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
 
     def _uses_winograd(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
