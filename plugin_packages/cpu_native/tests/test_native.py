@@ -182,6 +182,20 @@ def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int,
     assert calls["im2col"] == 1
 
 
+def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns over the budget go in bands of output rows (a short last band too)."""
+    monkeypatch.setattr(plugins.Conv, "row_budget", 3 * 1024)
+    x = RNG.standard_normal((2, 3, 21, 19)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((5, 3, 5, 5)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(5).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[5, 5],
+                              strides=[2, 1], pads=[2, 1, 2, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["im2col"] > 2  # several bands per image
+
+
 POOLS = [
     ((1, 6, 16, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((2, 5, 15, 15), {"kernel_shape": [3, 3], "strides": [2, 2]}),

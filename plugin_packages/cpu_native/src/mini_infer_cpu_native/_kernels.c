@@ -305,23 +305,25 @@ CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
 }
 
 /*
- * im2col for 2-D convolutions: cols (N, C, KH, KW, OH, OW) gets, for every tap (ky, kx), the
- * input value each output reads, x[n, c, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl], or 0
- * where that falls in the padding. No padded copy of the input is made.
+ * im2col for 2-D convolutions, output rows [oy0, oy1): cols (N, C, KH, KW, oy1 - oy0, OW)
+ * gets, for every tap (ky, kx), the input value each output reads,
+ * x[n, c, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl], or 0 where that falls in the padding.
+ * No padded copy of the input is made.
  */
 CLONES void mi_im2col_f32(const float *restrict x, float *restrict cols, long n, long c,
                           long h, long wd, long kh, long kw, long sh, long sw, long dh,
-                          long dw, long pt, long pl, long oh, long ow) {
+                          long dw, long pt, long pl, long oy0, long oy1, long ow) {
+    long rows = oy1 - oy0;
     for (long plane = 0; plane < n * c; plane++) {
         const float *src = x + plane * h * wd;
         for (long ky = 0; ky < kh; ky++) {
             for (long kx = 0; kx < kw; kx++) {
-                float *dst = cols + ((plane * kh + ky) * kw + kx) * oh * ow;
+                float *dst = cols + ((plane * kh + ky) * kw + kx) * rows * ow;
                 long off = kx * dw - pl;
                 long a = first_in(off, sw), e = end_in(off, sw, wd, ow);
                 if (e < a) e = a;
-                for (long oy = 0; oy < oh; oy++) {
-                    float *row = dst + oy * ow;
+                for (long oy = oy0; oy < oy1; oy++) {
+                    float *row = dst + (oy - oy0) * ow;
                     long iy = oy * sh + ky * dh - pt;
                     if (iy < 0 || iy >= h) {
                         memset(row, 0, sizeof(float) * ow);

@@ -47,7 +47,7 @@ _wino_out.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
 
 _im2col = _lib.mi_im2col_f32
 _im2col.restype = None
-_im2col.argtypes = [_P] * 2 + [_L] * 14
+_im2col.argtypes = [_P] * 2 + [_L] * 15
 
 
 _wino_weights = _lib.mi_wino_weights_f32
@@ -120,11 +120,12 @@ def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: A
 
 
 def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
-           dilations: tuple[int, int], begin: tuple[int, int]) -> None:
-    """``cols`` (N, C, KH, KW, OH, OW) = the windows of ``x`` (N, C, H, W), zero-padded."""
+           dilations: tuple[int, int], begin: tuple[int, int], rows: tuple[int, int],
+           ow: int) -> None:
+    """``cols`` (N, C, KH, KW, r1 - r0, OW) = the windows of output rows ``rows`` = (r0, r1)
+    of ``x`` (N, C, H, W), zero-padded; ``cols`` is C-contiguous, any shape of that size."""
     n, c, h, wd = x.shape
-    oh, ow = cols.shape[-2:]
-    _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, oh, ow)
+    _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, *rows, ow)
 
 
 def wino_weights(w: Array) -> Array:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
 from mini_infer_cpu_plugins.ops import pool as _pool
+from mini_infer_cpu_plugins.ops._blas import available, gemm
 from mini_infer_cpu_plugins.serialization import CpuCreator
 from numpy.typing import NDArray
 
@@ -120,7 +121,30 @@ class Conv(_conv.Conv):
         win = plan.window
         im2col(x, cols, (int(win.kernel[0]), int(win.kernel[1])),
                (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
-               (plan.begin[0], plan.begin[1]))
+               (plan.begin[0], plan.begin[1]), (0, plan.out_dims[0]), plan.out_dims[1])
+
+    def _blocked(self, x: Array, wg: Array, dst: Array, plan: Any, rows: int, group: int,
+                 ck: int, bufs: dict[str, Array]) -> None:
+        """2-D float32, one group, columns over cpu_basic's budget (16 MiB; smaller bands ran
+        slower on 2 cores): each band's columns by the compiled im2col, then one BLAS GEMM
+        straight into the band's rows of the output (no copy back). AlexNet-sized 5x5 layer:
+        18.3 -> 16.9 ms."""
+        if x.ndim != 4 or group != 1 or not usable(x, wg, dst) or not available(np.float32):
+            super()._blocked(x, wg, dst, plan, rows, group, ck, bufs)
+            return
+        win = plan.window
+        oh, ow = plan.out_dims
+        band = bufs["band"].reshape(-1)
+        w2 = wg[0]
+        for i in range(x.shape[0]):
+            out = dst[i].reshape(w2.shape[0], oh * ow)
+            for r0 in range(0, oh, rows):
+                r1 = min(oh, r0 + rows)
+                cols = band[: ck * (r1 - r0) * ow].reshape(ck, (r1 - r0) * ow)
+                im2col(x[i: i + 1], cols, (int(win.kernel[0]), int(win.kernel[1])),
+                       (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
+                       (plan.begin[0], plan.begin[1]), (r0, r1), ow)
+                gemm(w2, cols, out[:, r0 * ow: r1 * ow])
 
     @staticmethod
     def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:

@@ -323,8 +323,7 @@ class Conv(CpuPlugin):
             wg = w.reshape(group, mg, ck)
             rows = self._row_block(c * math.prod(k), plan, x.itemsize)
             if rows < plan.out_dims[0]:
-                src = _pad(bufs["pad"], x, plan.begin) if plan.pad else x
-                self._blocked(src, wg, dst, plan, rows, group, ck, bufs)
+                self._blocked(x, wg, dst, plan, rows, group, ck, bufs)
                 return self._epilogue(dst, out, b, r, __relu__, __clip__)
             cols = bufs["cols"]
             accumulate = self._accumulates(group, b, r, x.dtype)
@@ -402,16 +401,20 @@ class Conv(CpuPlugin):
         if dst is not out:
             np.copyto(out, dst)
 
-    @staticmethod
-    def _row_block(ck_total: int, plan: _Plan, itemsize: int) -> int:
+    #: im2col bytes above which the columns go in bands of output rows
+    row_budget: ClassVar[int] = ROW_BUDGET
+
+    @classmethod
+    def _row_block(cls, ck_total: int, plan: _Plan, itemsize: int) -> int:
         """Output rows per im2col block, so that the block stays cache-sized."""
         per_row = ck_total * math.prod(plan.out_dims[1:]) * itemsize
-        return max(1, min(plan.out_dims[0], ROW_BUDGET // max(per_row, 1)))
+        return max(1, min(plan.out_dims[0], cls.row_budget // max(per_row, 1)))
 
-    def _blocked(self, src: Array, wg: Array, dst: Array, plan: _Plan, rows: int, group: int,
+    def _blocked(self, x: Array, wg: Array, dst: Array, plan: _Plan, rows: int, group: int,
                  ck: int, bufs: dict[str, Array]) -> None:
         """im2col and GEMM a band of output rows at a time: the columns of a band stay in
         cache between the copy that writes them and the GEMM that reads them."""
+        src = _pad(bufs["pad"], x, plan.begin) if plan.pad else x
         n, c = src.shape[:2]
         rest = tuple(plan.out_dims[1:])
         inner = math.prod(rest)
