@@ -62,7 +62,8 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
-    count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0}
+    count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
+             "lrn": 0}
     for name in count:
         owner = _winograd if name == "winograd_conv" else plugins
         real = getattr(owner, name)
@@ -194,6 +195,44 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
              helper.make_node("Relu", ["c"], ["y"])]
     _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["im2col"] > 2  # several bands per image
+
+
+def _lrn_spec(x: np.ndarray, size: int, alpha: float = 1e-4, beta: float = 0.75,
+              bias: float = 1.0) -> np.ndarray:
+    """LRN as the ONNX spec writes it, in float64: the oracle where onnxruntime has no kernel
+    (even sizes, float64) and ReferenceEvaluator's LRN sums the wrong axis (onnx 1.x loops
+    over the batch instead of the channels)."""
+    x64, c = x.astype(np.float64), x.shape[1]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    s = np.stack([np.sum(x64[:, max(0, k - lo): min(c - 1, k + hi) + 1] ** 2, axis=1)
+                  for k in range(c)], axis=1)
+    return x64 / (bias + alpha / size * s) ** beta
+
+
+@pytest.mark.parametrize("xshape, attrs", [
+    ((1, 96, 13, 13), {"size": 5}),                                   # AlexNet's, defaults
+    ((2, 7, 5, 6), {"size": 3, "alpha": 0.01, "beta": 0.5, "bias": 2.0}),
+    ((1, 6, 4, 4), {"size": 4, "alpha": 0.1, "beta": 0.6}),           # even size, any beta
+    ((1, 3, 4, 5), {"size": 7, "alpha": 0.2}),                        # window over all
+    ((1, 5, 3, 3), {"size": 1}),
+])
+def test_lrn(xshape: tuple[int, ...], attrs: dict[str, Any], calls: dict[str, int]) -> None:
+    x = (RNG.standard_normal(xshape) * 3).astype(np.float32)
+    model = _model([helper.make_node("LRN", ["x"], ["y"], **attrs)], x, None, {})
+    if attrs["size"] % 2:
+        _compare(model, x, {"LRN"}, rtol=1e-5, atol=1e-6)
+    else:  # onnxruntime takes odd sizes only
+        got = mini_infer_core.InferenceSession(model).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, _lrn_spec(x, **attrs), rtol=1e-5, atol=1e-6)
+    assert calls["lrn"] == 1
+
+
+def test_float64_lrn_is_cpu_basic_s(calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((1, 6, 4, 4))
+    model = _model([helper.make_node("LRN", ["x"], ["y"], size=3)], x, None, {})
+    got = mini_infer_core.InferenceSession(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, _lrn_spec(x, 3), rtol=1e-12)
+    assert calls["lrn"] == 0
 
 
 POOLS = [

@@ -1,7 +1,8 @@
 /*
  * mini-infer-cpu-native: compiled float32 kernels for the NCHW operators whose NumPy form
- * costs many passes per layer: depthwise convolution, max and average pooling, and the
- * epilogue of a GEMM (bias, residual, Relu/Clip in one pass instead of three).
+ * costs many passes per layer: depthwise convolution, Winograd transforms, im2col, max and
+ * average pooling, LRN, and the epilogue of a GEMM (bias, residual, Relu/Clip in one pass
+ * instead of three).
  *
  * Plain C called through ctypes (see _native.py): every array is C-contiguous float32 and
  * every size is a long. Each function is compiled for AVX-512, AVX2+FMA and a baseline;
@@ -461,6 +462,43 @@ void mi_wino_weights_f32(const float *restrict w, float *restrict u, long m, lon
             }
         }
         for (int k = 0; k < 16; k++) memcpy(u + k * mc + i0, blk[k], sizeof(float) * nb);
+    }
+}
+
+/*
+ * Local response normalisation across channels (ONNX): for each channel ch of an image,
+ * s = sum of x^2 over channels [ch - (size-1)/2, ch + size/2] (those that exist), then
+ * y = x * (bias + alpha / size * s)^-beta. The sum is taken afresh for every channel (no
+ * running difference, so no cancellation); beta 0.75 and 0.5 by square roots, any other
+ * by powf. acc: plane floats.
+ */
+CLONES void mi_lrn_f32(const float *restrict x, float *restrict y, float *restrict acc, long n,
+                       long c, long plane, long size, float alpha, float beta, float bias) {
+    long lo = (size - 1) / 2, hi = size - 1 - lo;
+    float scale = alpha / (float)size;
+    for (long img = 0; img < n; img++) {
+        const float *xi = x + img * c * plane;
+        float *yi = y + img * c * plane;
+        for (long ch = 0; ch < c; ch++) {
+            long a = lmax(0, ch - lo), e = lmin(c - 1, ch + hi);
+            for (long p = 0; p < plane; p++) acc[p] = 0.0f;
+            for (long k = a; k <= e; k++) {
+                const float *xk = xi + k * plane;
+                for (long p = 0; p < plane; p++) acc[p] += xk[p] * xk[p];
+            }
+            const float *xc = xi + ch * plane;
+            float *yc = yi + ch * plane;
+            if (beta == 0.75f)
+                for (long p = 0; p < plane; p++) {
+                    float t = bias + scale * acc[p], r = sqrtf(t);
+                    yc[p] = xc[p] / (r * sqrtf(r));
+                }
+            else if (beta == 0.5f)
+                for (long p = 0; p < plane; p++) yc[p] = xc[p] / sqrtf(bias + scale * acc[p]);
+            else
+                for (long p = 0; p < plane; p++)
+                    yc[p] = xc[p] * powf(bias + scale * acc[p], -beta);
+        }
     }
 }
 

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from . import _kernels
 
-__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "library_path", "pool2d",
+__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "lrn", "library_path", "pool2d",
            "pool2d_work", "ptr", "usable", "wino_in", "wino_out", "wino_weights"]
 
 Array = NDArray[Any]
@@ -53,6 +53,11 @@ _im2col.argtypes = [_P] * 2 + [_L] * 15
 _wino_weights = _lib.mi_wino_weights_f32
 _wino_weights.restype = None
 _wino_weights.argtypes = [_P, _P, _L, _L]
+
+
+_lrn = _lib.mi_lrn_f32
+_lrn.restype = None
+_lrn.argtypes = [_P] * 3 + [_L] * 4 + [_F] * 3
 
 
 def library_path() -> str:
@@ -134,6 +139,13 @@ def wino_weights(w: Array) -> Array:
     u = np.empty((16, w.shape[0], w.shape[1]), np.float32)
     _wino_weights(ptr(w), ptr(u), w.shape[0], w.shape[1])
     return u
+
+
+def lrn(x: Array, y: Array, acc: Array, size: int, alpha: float, beta: float,
+        bias: float) -> None:
+    """ONNX LRN of ``x`` (N, C, ...) into ``y``; ``acc`` holds one plane (H*W...) of floats."""
+    n, c = x.shape[:2]
+    _lrn(ptr(x), ptr(y), ptr(acc), n, c, x.size // max(n * c, 1), size, alpha, beta, bias)
 
 
 def usable(*arrays: Array | None) -> bool:

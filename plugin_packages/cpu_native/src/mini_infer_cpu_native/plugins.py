@@ -1,4 +1,4 @@
-"""cpu_basic's Conv, MaxPool and AveragePool with their float32 2-D NCHW cases compiled.
+"""cpu_basic's Conv, MaxPool, AveragePool and LRN with their float32 NCHW cases compiled.
 
 Each class is the cpu_basic plugin (same fields, fusions, shape inference and serialized
 form) whose ``compute`` takes the compiled kernel when the case is one it has
@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
+from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.ops._blas import available, gemm
 from mini_infer_cpu_plugins.serialization import CpuCreator
@@ -23,9 +24,18 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import shapes
 
 from . import _winograd
-from ._native import bias_act, dwconv2d, dwconv2d_work, im2col, pool2d, pool2d_work, usable
+from ._native import (
+    bias_act,
+    dwconv2d,
+    dwconv2d_work,
+    im2col,
+    lrn,
+    pool2d,
+    pool2d_work,
+    usable,
+)
 
-__all__ = ["AveragePool", "Conv", "MaxPool", "MaxPool_1", "NativeCreator"]
+__all__ = ["LRN", "AveragePool", "Conv", "MaxPool", "MaxPool_1", "NativeCreator"]
 
 Array = NDArray[Any]
 
@@ -225,3 +235,17 @@ class MaxPool(_CompiledPool, _pool.MaxPool):
 
 class AveragePool(_CompiledPool, _pool.AveragePool):
     pass
+
+
+class LRN(_norm.LRN):
+    """float32: one compiled pass per channel (its window's squares summed afresh, the power
+    by square roots for beta 0.75 and 0.5); float64 is cpu_basic's."""
+
+    def compute(self, x: Array, *, out: Array, alpha: float, beta: float, bias: float,
+                size: int) -> None:
+        if x.ndim < 2 or not usable(x, out):
+            super().compute(x, out=out, alpha=alpha, beta=beta, bias=bias, size=size)
+            return
+        acc = self.scratch.buffer("native", (max(1, x.size // max(x.shape[0] * x.shape[1], 1)),),
+                                  np.float32)
+        lrn(x, out, acc, int(size), float(alpha), float(beta), float(bias))
