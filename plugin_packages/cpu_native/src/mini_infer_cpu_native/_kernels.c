@@ -59,8 +59,8 @@ static inline void finish_row(float *restrict y, const float *restrict acc,
  * x (N, C, H, W); w (C, KH*KW); bias (C) or NULL; res (N, C, OH, OW) or NULL; y (N, C, OH, OW).
  * pt/pl: padding before; hp/wp: padded extent (>= the extent the windows read).
  * work: hp*wp + oh*wp floats. Each channel is copied once into a zero-bordered plane; with
- * stride 1 every tap is then one contiguous multiply-add over all output rows at once
- * (rows wp apart; the columns past ow are computed and dropped).
+ * stride 1 the taps then run over all output rows at once (rows wp apart; the columns past
+ * ow are computed and dropped); a 3x3 kernel does its nine taps in one pass.
  */
 CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
                             const float *restrict bias, const float *restrict res,
@@ -72,16 +72,46 @@ CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
     float *restrict acc = work + hp * wp;
     long rows = lmin(h, hp - pt), cols = lmin(wd, wp - pl);
     long taps = kh * kw;
+    /* the border is zeroed once: every channel's copy writes the same interior cells */
+    memset(plane, 0, sizeof(float) * hp * wp);
     for (long img = 0; img < n; img++) {
         for (long ch = 0; ch < c; ch++) {
             const float *src = x + (img * c + ch) * h * wd;
             const float *wt = w + ch * taps;
             float b = bias ? bias[ch] : 0.0f;
             long base = (img * c + ch) * oh * ow;
-            memset(plane, 0, sizeof(float) * hp * wp);
             for (long r = 0; r < rows; r++)
                 memcpy(plane + (r + pt) * wp + pl, src + r * wd, sizeof(float) * cols);
-            if (sh == 1 && sw == 1) {
+            if (kh == 3 && kw == 3) {
+                /* all nine taps in one pass: nine input streams, one output stream */
+                float k0 = wt[0], k1 = wt[1], k2 = wt[2], k3 = wt[3], k4 = wt[4], k5 = wt[5],
+                      k6 = wt[6], k7 = wt[7], k8 = wt[8];
+                long d1 = dw, d2 = 2 * dw;
+                if (sh == 1 && sw == 1) {
+                    long len = (oh - 1) * wp + ow;
+                    const float *a0 = plane, *a1 = plane + dh * wp, *a2 = plane + 2 * dh * wp;
+                    for (long p = 0; p < len; p++)
+                        acc[p] = b + k0 * a0[p] + k1 * a0[p + d1] + k2 * a0[p + d2] +
+                                 k3 * a1[p] + k4 * a1[p + d1] + k5 * a1[p + d2] +
+                                 k6 * a2[p] + k7 * a2[p + d1] + k8 * a2[p + d2];
+                    for (long r = 0; r < oh; r++)
+                        finish_row(y + base + r * ow, acc + r * wp,
+                                   res ? res + base + r * ow : NULL, ow, lo, hi);
+                } else {
+                    for (long r = 0; r < oh; r++) {
+                        const float *a0 = plane + r * sh * wp, *a1 = a0 + dh * wp,
+                                    *a2 = a0 + 2 * dh * wp;
+                        for (long o = 0; o < ow; o++) {
+                            long q = o * sw;
+                            acc[o] = b + k0 * a0[q] + k1 * a0[q + d1] + k2 * a0[q + d2] +
+                                     k3 * a1[q] + k4 * a1[q + d1] + k5 * a1[q + d2] +
+                                     k6 * a2[q] + k7 * a2[q + d1] + k8 * a2[q + d2];
+                        }
+                        finish_row(y + base + r * ow, acc, res ? res + base + r * ow : NULL,
+                                   ow, lo, hi);
+                    }
+                }
+            } else if (sh == 1 && sw == 1) {
                 long len = (oh - 1) * wp + ow;
                 for (long p = 0; p < len; p++) acc[p] = b;
                 for (long t = 0; t < taps; t++) {
