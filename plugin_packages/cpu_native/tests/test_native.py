@@ -63,7 +63,7 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
     count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
-             "lrn": 0}
+             "lrn": 0, "scale_shift": 0}
     for name in count:
         owner = _winograd if name == "winograd_conv" else plugins
         real = getattr(owner, name)
@@ -195,6 +195,24 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
              helper.make_node("Relu", ["c"], ["y"])]
     _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["im2col"] > 2  # several bands per image
+
+
+@pytest.mark.parametrize("xshape, relu", [((2, 6, 5, 7), False), ((1, 4, 9), True),
+                                          ((3, 5), True)])
+def test_batch_normalization(xshape: tuple[int, ...], relu: bool,
+                             calls: dict[str, int]) -> None:
+    c = xshape[1]
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    inits = {"s": RNG.uniform(0.5, 2, c).astype(np.float32),
+             "b": RNG.standard_normal(c).astype(np.float32),
+             "m": RNG.standard_normal(c).astype(np.float32),
+             "v": RNG.uniform(0.1, 3, c).astype(np.float32)}
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                              ["t" if relu else "y"], epsilon=1e-3)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["t"], ["y"]))
+    _compare(_model(nodes, x, None, inits), x, {"BatchNormalization"}, rtol=1e-5, atol=1e-5)
+    assert calls["scale_shift"] == 1
 
 
 def _lrn_spec(x: np.ndarray, size: int, alpha: float = 1e-4, beta: float = 0.75,

@@ -1,7 +1,7 @@
 /*
  * mini-infer-cpu-native: compiled float32 kernels for the NCHW operators whose NumPy form
  * costs many passes per layer: depthwise convolution, Winograd transforms, im2col, max and
- * average pooling, LRN, and the epilogue of a GEMM (bias, residual, Relu/Clip in one pass
+ * average pooling, LRN, inference BatchNormalization, and the epilogue of a GEMM (bias, residual, Relu/Clip in one pass
  * instead of three).
  *
  * Plain C called through ctypes (see _native.py): every array is C-contiguous float32 and
@@ -492,6 +492,25 @@ void mi_wino_weights_f32(const float *restrict w, float *restrict u, long m, lon
             }
         }
         for (int k = 0; k < 16; k++) memcpy(u + k * mc + i0, blk[k], sizeof(float) * nb);
+    }
+}
+
+/*
+ * Inference BatchNormalization folded per channel, with its activation, in one pass:
+ * y[n, ch, :] = clamp(x[n, ch, :] * a[ch] + b[ch], lo, hi) over planes of `plane` values.
+ */
+CLONES void mi_scale_shift_f32(const float *restrict x, float *restrict y,
+                               const float *restrict a, const float *restrict b, long n,
+                               long c, long plane, float lo, float hi) {
+    for (long i = 0; i < n * c; i++) {
+        const float *xs = x + i * plane;
+        float *ys = y + i * plane;
+        float k = a[i % c], d = b[i % c];
+        for (long p = 0; p < plane; p++) {
+            float v = xs[p] * k + d;
+            v = v < lo ? lo : v;
+            ys[p] = v > hi ? hi : v;
+        }
     }
 }
 

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from . import _kernels
 
 __all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "lrn", "library_path", "pool2d",
-           "pool2d_work", "ptr", "usable", "wino_in", "wino_out", "wino_weights"]
+           "pool2d_work", "ptr", "scale_shift", "usable", "wino_in", "wino_out", "wino_weights"]
 
 Array = NDArray[Any]
 
@@ -58,6 +58,11 @@ _wino_weights.argtypes = [_P, _P, _L, _L]
 _lrn = _lib.mi_lrn_f32
 _lrn.restype = None
 _lrn.argtypes = [_P] * 3 + [_L] * 4 + [_F] * 3
+
+
+_scale_shift = _lib.mi_scale_shift_f32
+_scale_shift.restype = None
+_scale_shift.argtypes = [_P] * 4 + [_L] * 3 + [_F] * 2
 
 
 def library_path() -> str:
@@ -146,6 +151,12 @@ def lrn(x: Array, y: Array, acc: Array, size: int, alpha: float, beta: float,
     """ONNX LRN of ``x`` (N, C, ...) into ``y``; ``acc`` holds one plane (H*W...) of floats."""
     n, c = x.shape[:2]
     _lrn(ptr(x), ptr(y), ptr(acc), n, c, x.size // max(n * c, 1), size, alpha, beta, bias)
+
+
+def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) -> None:
+    """``y (N, C, ...) = clamp(x * a[c] + b[c], lo, hi)`` in one pass."""
+    n, c = x.shape[:2]
+    _scale_shift(ptr(x), ptr(y), ptr(a), ptr(b), n, c, x.size // max(n * c, 1), lo, hi)
 
 
 def usable(*arrays: Array | None) -> bool:

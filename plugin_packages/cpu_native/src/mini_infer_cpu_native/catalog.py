@@ -26,15 +26,17 @@ CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides', '__num_outputs__')},
     {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'count_include_pad', 'dilations', 'kernel_shape', 'pads', 'strides')},
     {'target': 'mini_infer_cpu_native.plugins:LRN', 'name': 'LRN', 'op_type': 'LRN', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'bias', 'size')},
+    {'target': 'mini_infer_cpu_native.plugins:BatchNormalization', 'name': 'BatchNormalization', 'op_type': 'BatchNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('epsilon', 'momentum', 'spatial', 'is_test', 'consumed_inputs', 'training_mode', '__relu__')},
 ]
 # END GENERATED
 # fmt: on
 
 
 def catalog_entries() -> list[dict[str, Any]]:
-    from .plugins import LRN, AveragePool, Conv, MaxPool, MaxPool_1
+    from .plugins import LRN, AveragePool, BatchNormalization, Conv, MaxPool, MaxPool_1
 
-    return _catalog.catalog_entries([Conv, MaxPool_1, MaxPool, AveragePool, LRN])
+    return _catalog.catalog_entries([Conv, MaxPool_1, MaxPool, AveragePool, LRN,
+                                     BatchNormalization])
 
 
 def lazy_creators() -> list[IPluginCreator]:

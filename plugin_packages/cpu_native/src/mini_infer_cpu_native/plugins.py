@@ -1,4 +1,5 @@
-"""cpu_basic's Conv, MaxPool, AveragePool and LRN with their float32 NCHW cases compiled.
+"""cpu_basic's Conv, MaxPool, AveragePool, LRN and BatchNormalization with their float32 NCHW
+cases compiled.
 
 Each class is the cpu_basic plugin (same fields, fusions, shape inference and serialized
 form) whose ``compute`` takes the compiled kernel when the case is one it has
@@ -32,10 +33,12 @@ from ._native import (
     lrn,
     pool2d,
     pool2d_work,
+    scale_shift,
     usable,
 )
 
-__all__ = ["LRN", "AveragePool", "Conv", "MaxPool", "MaxPool_1", "NativeCreator"]
+__all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
+           "NativeCreator"]
 
 Array = NDArray[Any]
 
@@ -249,3 +252,15 @@ class LRN(_norm.LRN):
         acc = self.scratch.buffer("native", (max(1, x.size // max(x.shape[0] * x.shape[1], 1)),),
                                   np.float32)
         lrn(x, out, acc, int(size), float(alpha), float(beta), float(bias))
+
+
+class BatchNormalization(_norm.BatchNormalization):
+    """Inference, float32, contiguous, per channel: ``x * a + b`` and the fused Relu in one
+    compiled pass (cpu_basic: two or three NumPy passes); the rest is cpu_basic's."""
+
+    @staticmethod
+    def _per_channel(x: Array, a: Array, b: Array, out: Array, relu: bool) -> None:
+        if not usable(x, a, b, out) or x.ndim < 2:
+            _norm.BatchNormalization._per_channel(x, a, b, out, relu)
+            return
+        scale_shift(x, out, a, b, 0.0 if relu else -np.inf, np.inf)
