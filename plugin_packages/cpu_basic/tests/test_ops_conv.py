@@ -30,6 +30,9 @@ def test_numpy_blas_is_called_directly() -> None:
     assert _blas.available(np.float32) and _blas.available(np.float64)
     assert _blas.library() is not None
     assert not _blas.available(np.float16)
+    # the memory-map scan finds the library threadpoolctl reports (NumPy's OpenBLAS)
+    reported = {i["filepath"] for i in threadpool_info() if i.get("user_api") == "blas"}
+    assert _blas.library() in reported
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
