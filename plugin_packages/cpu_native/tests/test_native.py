@@ -435,3 +435,17 @@ def test_engine_written_here_runs_in_another_process(tmp_path: Path) -> None:
 
 def test_the_library_is_the_installed_extension() -> None:
     assert Path(_native.library_path()).name.startswith("_kernels")
+
+
+def test_without_the_compiled_extension_the_distribution_fails_and_cpu_basic_serves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mini_infer_cpu_native import hooks
+
+    from mini_infer_core.registry import discover
+
+    monkeypatch.setattr(hooks, "_compiled_present", lambda: False)
+    registry = discover()
+    record = {d.name: d for d in registry.distributions}["mini-infer-cpu-native"]
+    assert record.status == "failed" and "compiled extension" in str(record.error)
+    (conv, *_) = registry.candidates("", "Conv", "cpu", 17)
+    assert conv.distribution == "mini-infer-cpu-plugins"

@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any
 
+from mini_infer_core.errors import PluginLoadError
 from mini_infer_core.registry import hookimpl
+
+
+def _compiled_present() -> bool:
+    """Whether the compiled extension is installed (found, not loaded: listing stays cheap)."""
+    return find_spec("mini_infer_cpu_native._kernels") is not None
 
 
 @hookimpl
@@ -15,6 +22,14 @@ def mini_infer_plugin_api_version() -> str:
 
 @hookimpl
 def mini_infer_creators() -> list[Any]:
+    # Without the extension these creators would outrank cpu_basic's and then fail to load:
+    # the distribution is marked failed instead, and cpu_basic's kernels serve.
+    if not _compiled_present():
+        raise PluginLoadError(
+            "the compiled extension mini_infer_cpu_native._kernels is missing (installed "
+            "without a C compiler?); reinstall mini-infer-cpu-native where gcc and the Python "
+            "headers are present, or `pip uninstall mini-infer-cpu-native` (mini-infer-cpu-"
+            "plugins' NumPy kernels serve meanwhile)")
     from .catalog import lazy_creators
 
     return lazy_creators()
