@@ -27,12 +27,12 @@ from mini_infer_core.errors import PluginInterfaceError
 RNG = np.random.default_rng(5)
 
 
-def _model(nodes: list[Any], x: np.ndarray, out_shape: list[int] | None,
-           inits: dict[str, np.ndarray], opset: int = 17) -> onnx.ModelProto:
+def _model(nodes: list[Any], x: np.ndarray, inits: dict[str, np.ndarray],
+           opset: int = 17) -> onnx.ModelProto:
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info("x", elem, list(x.shape))],
-        [helper.make_tensor_value_info("y", elem, out_shape)],
+        [helper.make_tensor_value_info("y", elem, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                              ir_version=8)
@@ -109,7 +109,7 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
         nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
     elif after == "Add":  # a residual (the output is shaped like the input)
         nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
-    _compare(_model(nodes, x, None, inits), x, {"Conv"})
+    _compare(_model(nodes, x, inits), x, {"Conv"})
     assert calls["dwconv2d"] == 1
 
 
@@ -145,7 +145,7 @@ def test_winograd_conv(xshape: tuple[int, ...], m: int, attrs: dict[str, Any],
                                    strides=[1, 1], **attrs),
                   helper.make_node("Neg", ["d"], ["e"]),
                   helper.make_node("Add", ["c", "e"], ["y"])]
-    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["winograd_conv"] == (2 if after == "Add" else 1)
 
 
@@ -160,7 +160,7 @@ def test_winograd_is_not_taken_where_it_does_not_pay(calls: dict[str, int]) -> N
         g = attrs.get("group", 1)
         w = (RNG.standard_normal((m, xshape[1] // g, 3, 3)) * 0.2).astype(np.float32)
         node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], **attrs)
-        _compare(_model([node], x, None, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+        _compare(_model([node], x, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["winograd_conv"] == 0
 
 
@@ -179,7 +179,7 @@ def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int,
              "b": RNG.standard_normal(m).astype(np.float32)}
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
                               **attrs), helper.make_node("Relu", ["c"], ["y"])]
-    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["im2col"] == 1
 
 
@@ -193,7 +193,7 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[5, 5],
                               strides=[2, 1], pads=[2, 1, 2, 1]),
              helper.make_node("Relu", ["c"], ["y"])]
-    _compare(_model(nodes, x, None, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["im2col"] > 2  # several bands per image
 
 
@@ -211,7 +211,7 @@ def test_batch_normalization(xshape: tuple[int, ...], relu: bool,
                               ["t" if relu else "y"], epsilon=1e-3)]
     if relu:
         nodes.append(helper.make_node("Relu", ["t"], ["y"]))
-    _compare(_model(nodes, x, None, inits), x, {"BatchNormalization"}, rtol=1e-5, atol=1e-5)
+    _compare(_model(nodes, x, inits), x, {"BatchNormalization"}, rtol=1e-5, atol=1e-5)
     assert calls["scale_shift"] == 1
 
 
@@ -236,7 +236,7 @@ def _lrn_spec(x: np.ndarray, size: int, alpha: float = 1e-4, beta: float = 0.75,
 ])
 def test_lrn(xshape: tuple[int, ...], attrs: dict[str, Any], calls: dict[str, int]) -> None:
     x = (RNG.standard_normal(xshape) * 3).astype(np.float32)
-    model = _model([helper.make_node("LRN", ["x"], ["y"], **attrs)], x, None, {})
+    model = _model([helper.make_node("LRN", ["x"], ["y"], **attrs)], x, {})
     if attrs["size"] % 2:
         _compare(model, x, {"LRN"}, rtol=1e-5, atol=1e-6)
     else:  # onnxruntime takes odd sizes only
@@ -247,7 +247,7 @@ def test_lrn(xshape: tuple[int, ...], attrs: dict[str, Any], calls: dict[str, in
 
 def test_float64_lrn_is_cpu_basic_s(calls: dict[str, int]) -> None:
     x = RNG.standard_normal((1, 6, 4, 4))
-    model = _model([helper.make_node("LRN", ["x"], ["y"], size=3)], x, None, {})
+    model = _model([helper.make_node("LRN", ["x"], ["y"], size=3)], x, {})
     got = mini_infer_core.InferenceSession(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, _lrn_spec(x, 3), rtol=1e-12)
     assert calls["lrn"] == 0
@@ -279,7 +279,7 @@ def test_pooling(xshape: tuple[int, ...], attrs: dict[str, Any], op: str,
         op, attrs["count_include_pad"] = "AveragePool", 1
     x = RNG.standard_normal(xshape).astype(np.float32)
     opset = 19  # AveragePool dilations
-    _compare(_model([helper.make_node(op, ["x"], ["y"], **attrs)], x, None, {}, opset), x,
+    _compare(_model([helper.make_node(op, ["x"], ["y"], **attrs)], x, {}, opset), x,
              {op})
     assert calls["pool2d"] == 1
 
@@ -302,7 +302,7 @@ def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
     else:
         nodes += [helper.make_node("Add", ["c", "x"], ["s"]),
                   helper.make_node("Relu", ["s"], ["y"])]
-    model = _model(nodes, x, None, inits)
+    model = _model(nodes, x, inits)
     assert len(mini_infer_core.load(model).nodes) == 1  # everything fused into the Conv
     _compare(model, x, {"Conv"})
     assert calls["bias_act"] >= 1
@@ -314,7 +314,7 @@ def _conv3x3(c: int, m: int, hw: int) -> tuple[onnx.ModelProto, np.ndarray]:
              "b": RNG.standard_normal(m).astype(np.float32)}
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
              helper.make_node("Relu", ["c"], ["y"])]
-    return _model(nodes, x, None, inits), x
+    return _model(nodes, x, inits), x
 
 
 def test_the_build_times_winograd_against_gemm_and_keeps_the_faster() -> None:
@@ -362,17 +362,17 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
         per_group = 1 if case == "float64 depthwise" else 2
         w = RNG.standard_normal((4, per_group, 3, 3)).astype(dtype)
         node = helper.make_node("Conv", ["x", "w"], ["y"], group=4 // per_group, pads=[1] * 4)
-        _compare(_model([node], x, None, {"w": w}), x, {"Conv"})
+        _compare(_model([node], x, {"w": w}), x, {"Conv"})
         assert calls["dwconv2d"] == 0
         return
     if case == "3-D pool":
         x = RNG.standard_normal((1, 2, 5, 6, 7)).astype(np.float32)
         node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
-        _compare(_model([node], x, None, {}), x, {"MaxPool"})
+        _compare(_model([node], x, {}), x, {"MaxPool"})
     else:
         x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
         node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])
-        model = _model([node], x, None, {})
+        model = _model([node], x, {})
         model.graph.output.append(helper.make_tensor_value_info("i", TensorProto.INT64, None))
         sess = mini_infer_core.InferenceSession(model, device="cpu")
         got = sess.run(None, {"x": x})
@@ -416,7 +416,7 @@ def test_engine_written_here_runs_in_another_process(tmp_path: Path) -> None:
     w = RNG.standard_normal((c, 1, 3, 3)).astype(np.float32)
     model = _model([helper.make_node("Conv", ["x", "w"], ["c"], group=c, pads=[1] * 4),
                     helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2],
-                                     strides=[2, 2])], x, None, {"w": w})
+                                     strides=[2, 2])], x, {"w": w})
     engine, feed, want = tmp_path / "m.engine", tmp_path / "x.npy", tmp_path / "y.npy"
     mini_infer_core.InferenceSession(model, device="cpu").save_engine(engine)
     np.save(feed, x)

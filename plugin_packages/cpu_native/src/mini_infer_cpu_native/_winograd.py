@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._native import wino_in, wino_out, wino_weights
+from ._native import wino_in, wino_out
 
 __all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "applies",
-           "buffers", "possible", "transform_weights", "winograd_conv"]
+           "buffers", "possible", "winograd_conv"]
 
 Array = NDArray[Any]
 
@@ -72,15 +72,9 @@ def buffers(c: int, m: int, out_dims: Any) -> list[tuple[str, tuple[int, ...]]]:
             ("wino_rows", (8 * (2 * tw + 2),))]
 
 
-def transform_weights(w: Array) -> Array:
-    """U (16, M, C) = G g G^T for every 3x3 filter g of w (M, C, 3, 3), k = 4 * row + col
-    (compiled: ResNet-50's 3x3 weights take a few ms, not the 200 ms of a NumPy version)."""
-    return wino_weights(w)
-
-
 def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
                   begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array]) -> None:
-    """``out`` = clamp(conv3x3(x) + b + r, lo, hi), with ``u`` from :func:`transform_weights`
+    """``out`` = clamp(conv3x3(x) + b + r, lo, hi), with ``u`` from :func:`._native.wino_weights`
     and the padding before ``begin``; ``bufs`` as :func:`buffers` lays them out."""
     n, c = x.shape[:2]
     m = u.shape[1]

@@ -35,6 +35,7 @@ from ._native import (
     pool2d_work,
     scale_shift,
     usable,
+    wino_weights,
 )
 
 __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
@@ -53,6 +54,12 @@ def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: 
     """One 2-D filter per channel (group == C == M), float32: the compiled case."""
     return (len(xshape) == 4 and len(wshape) == 4 and xshape[1] == group == wshape[0] > 1
             and wshape[1] == 1 and np.dtype(dtype) == np.float32)
+
+
+def _bounds(relu: int, clip: Any) -> tuple[float, float]:
+    """The clamp a fused Relu or Clip makes (none: no bounds)."""
+    lo, hi = (0.0, np.inf) if relu else (clip or (-np.inf, np.inf))
+    return float(lo), float(hi)
 
 
 class Conv(_conv.Conv):
@@ -91,21 +98,21 @@ class Conv(_conv.Conv):
         if usable(x, b, r, out) and w.dtype == np.float32 and self._uses_winograd(
                 x.shape, w.shape, 4, group):
             begin = self._plan(x, w, group).begin
-            lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
+            lo, hi = _bounds(__relu__, __clip__)
             _winograd.winograd_conv(x, self._winograd_weights(w), b, r, out,
-                                    (begin[0], begin[1]), float(lo), float(hi),
+                                    (begin[0], begin[1]), lo, hi,
                                     self._buffers(x, w, group))
             return
         if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
             plan = self._plan(x, w, group)
             win = plan.window
-            lo, hi = (0.0, np.inf) if __relu__ else (__clip__ or (-np.inf, np.inf))
+            lo, hi = _bounds(__relu__, __clip__)
             ext = (plan.ext[0], plan.ext[1])
             work = self.scratch.buffer("native", (dwconv2d_work(ext, plan.out_dims[0]),),
                                        np.float32)
             dwconv2d(x, w, b, r, out, work, (int(win.kernel[0]), int(win.kernel[1])),
                      (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
-                     (plan.begin[0], plan.begin[1]), ext, float(lo), float(hi))
+                     (plan.begin[0], plan.begin[1]), ext, lo, hi)
             return
         super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                         __clip__=__clip__, **kw)
@@ -122,7 +129,7 @@ class Conv(_conv.Conv):
         """U = G g G^T of the weights, computed once per weight array."""
         cached = getattr(self, "_wino", None)
         if cached is None or cached[0] is not w:
-            cached = self._wino = (w, _winograd.transform_weights(w))
+            cached = self._wino = (w, wino_weights(w))
         return cached[1]
 
     @staticmethod
@@ -171,8 +178,8 @@ class Conv(_conv.Conv):
                 dst, b, r):
             _conv.Conv._epilogue(dst, out, b, r, with_relu, clip)
             return
-        lo, hi = (0.0, np.inf) if with_relu else (clip or (-np.inf, np.inf))
-        bias_act(dst, b, None if r is None else r.reshape(dst.shape), float(lo), float(hi))
+        lo, hi = _bounds(with_relu, clip)
+        bias_act(dst, b, None if r is None else r.reshape(dst.shape), lo, hi)
         if dst is not out:
             np.copyto(out, dst)
 
