@@ -18,32 +18,39 @@ import mini_infer_core as mi
 from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator
 from mini_infer_core.registry import discover
 
+#: passes over the tensor each tactic makes (the same values, very different times, so the
+#: timing has one right answer); the attribute ``tactics`` says how many a node offers
+PASSES = {"repeated": 400, "twice": 200, "direct": 1}
+
 
 class Smooth(OnnxPlugin):
-    """y = x + 1, computed once ("direct") or as 400 repeated passes ("repeated"): the same
-    values, very different times, so the timing has one right answer."""
+    """y = x + 1, computed by one of its tactics (:data:`PASSES`)."""
 
     domain = "com.test"
-    attributes: ClassVar[dict[str, Any]] = {"__tactic__": ""}
+    attributes: ClassVar[dict[str, Any]] = {"__tactic__": "", "tactics": 2}
 
     def get_tactics(self, input_shapes: Any) -> list[str]:
-        return ["repeated", "direct"] if input_shapes[0] is not None else []
+        offered = ["repeated", "direct"] if self.attrs["tactics"] == 2 else list(PASSES)
+        return offered if input_shapes[0] is not None else []
 
     def set_tactic(self, name: str) -> None:
         self.attrs["__tactic__"] = name
 
-    def compute(self, x: Any, *, out: Any, __tactic__: str) -> None:
-        for _ in range(400 if __tactic__ in ("", "repeated") else 1):
+    def compute(self, x: Any, *, out: Any, __tactic__: str, tactics: int) -> None:
+        for _ in range(PASSES[__tactic__ or "repeated"]):
             np.add(x, 1.0, out=out)
 
 
-def _model(shape: list[int | str]) -> onnx.ModelProto:
+def _model(shape: list[int | str], offers: tuple[int, ...] = (2,)) -> onnx.ModelProto:
+    """A chain of Smooth nodes, the i-th offering ``offers[i]`` tactics."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
-    return helper.make_model(helper.make_graph(
-        [helper.make_node("Smooth", ["x"], ["y"], domain="com.test", name="smooth")],
-        "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17),
-                                       helper.make_opsetid("com.test", 1)])
+    names = ["x", *(f"t{i}" for i in range(len(offers) - 1)), "y"]
+    nodes = [helper.make_node("Smooth", [names[i]], [names[i + 1]], domain="com.test",
+                              name="smooth" if i == 0 else f"smooth{i}", tactics=n)
+             for i, n in enumerate(offers)]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.test", 1)])
 
 
 @pytest.fixture
@@ -62,6 +69,23 @@ def test_the_fastest_tactic_is_kept_and_reported(registry: Any) -> None:
     assert engine.nodes[0].plugin.attrs["__tactic__"] == "direct"
     x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
     np.testing.assert_array_equal(mi.InferenceSession(engine).run(None, {"x": x})[0], x + 1)
+
+
+def test_nodes_offering_different_numbers_of_tactics_are_timed_in_the_same_runs(
+        registry: Any) -> None:
+    """Each pass of the engine runs every node's k-th tactic; a node with fewer tactics is
+    timed only on its own."""
+    engine = mi.load(_model([64, 256], offers=(3, 2, 3)), registry=registry)
+    reports = engine.build_info["tactics"]
+    assert set(reports) == {"smooth", "smooth1", "smooth2"}
+    assert set(reports["smooth1"]["ms"]) == {"repeated", "direct"}
+    for name in ("smooth", "smooth2"):
+        ms = reports[name]["ms"]
+        assert set(ms) == set(PASSES)
+        assert ms["direct"] < ms["twice"] < ms["repeated"]
+    assert [n.plugin.attrs["__tactic__"] for n in engine.nodes] == ["direct"] * 3
+    x = np.zeros((64, 256), np.float32)
+    np.testing.assert_array_equal(mi.InferenceSession(engine).run(None, {"x": x})[0], x + 3)
 
 
 def test_the_choice_travels_in_the_engine_file(registry: Any, tmp_path: Path) -> None:
@@ -106,5 +130,5 @@ def test_cli_build_without_timing(tmp_path: Path) -> None:
             [sys.executable, "-m", "mini_infer_core.cli.main", "inspect", str(out), "--json"],
             check=True, capture_output=True, text=True).stdout)
         seen[bool(flag)] = header["build_info"].get("tactics")
-    assert set(seen[False]["conv"]["ms"]) == {"winograd", "gemm"}
+    assert set(seen[False]["conv"]["ms"]) == {"winograd", "winograd4", "gemm"}
     assert seen[True] is None

@@ -36,23 +36,24 @@ _bias_act.restype = None
 _bias_act.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _F, _F]
 
 
-_wino_in = _lib.mi_wino_in_f32
-_wino_in.restype = None
-_wino_in.argtypes = [_P] * 3 + [_L] * 8
-
-_wino_out = _lib.mi_wino_out_f32
-_wino_out.restype = None
-_wino_out.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
+#: Winograd transforms by output tile size: F(2x2, 3x3) and F(4x4, 3x3) (_winograd.c)
+_wino_in = {2: _lib.mi_wino_in_f32, 4: _lib.mi_wino4_in_f32}
+_wino_out = {2: _lib.mi_wino_out_f32, 4: _lib.mi_wino4_out_f32}
+_wino_weights = {2: _lib.mi_wino_weights_f32, 4: _lib.mi_wino4_weights_f32}
+for _f in _wino_in.values():
+    _f.restype = None
+    _f.argtypes = [_P] * 3 + [_L] * 8
+for _f in _wino_out.values():
+    _f.restype = None
+    _f.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
+for _f in _wino_weights.values():
+    _f.restype = None
+    _f.argtypes = [_P, _P, _L, _L]
 
 
 _im2col = _lib.mi_im2col_f32
 _im2col.restype = None
 _im2col.argtypes = [_P] * 2 + [_L] * 15
-
-
-_wino_weights = _lib.mi_wino_weights_f32
-_wino_weights.restype = None
-_wino_weights.argtypes = [_P, _P, _L, _L]
 
 
 _lrn = _lib.mi_lrn_f32
@@ -114,19 +115,21 @@ def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: flo
 
 
 def wino_in(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: int, ty0: int,
-            ty1: int) -> None:
-    """Winograd input tiles of tile rows [ty0, ty1) of ``x`` (C, H, W) into ``v`` (16, C, T);
-    ``rows`` holds ``8 * (2 * tw + 2)`` floats."""
+            ty1: int, tile: int = 2) -> None:
+    """Winograd F(tile x tile, 3x3) input tiles of tile rows [ty0, ty1) of ``x`` (C, H, W) into
+    ``v`` ((tile + 2)^2, C, T); ``rows`` holds ``2 * (tile + 2) * (tile * tw + 2)`` floats."""
     c, h, wd = x.shape
-    _wino_in(ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0, ty1)
+    _wino_in[tile](ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0, ty1)
 
 
 def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
-             tw: int, ty0: int, ty1: int, lo: float, hi: float) -> None:
-    """Output tiles of tile rows [ty0, ty1) from ``mm`` (16, M, T) into ``y`` (M, OH, OW),
-    plus bias and residual (M, OH, OW), clamped; ``rows`` holds ``4 * tw`` floats."""
+             tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> None:
+    """Output tiles of tile rows [ty0, ty1) from ``mm`` ((tile + 2)^2, M, T) into ``y``
+    (M, OH, OW), plus bias and residual (M, OH, OW), clamped; ``rows`` holds
+    ``tile * tile * tw`` floats."""
     m, oh, ow = y.shape
-    _wino_out(ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw, ty0, ty1, lo, hi)
+    _wino_out[tile](ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw, ty0, ty1,
+                    lo, hi)
 
 
 def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
@@ -138,13 +141,13 @@ def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, i
     _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, *rows, ow)
 
 
-def wino_weights(w: Array) -> Array:
-    """Winograd's U (16, M, C) = G g G^T for every 3x3 filter g of ``w`` (M, C, 3, 3),
-    k = 4 * row + col (compiled: ResNet-50's 3x3 weights take a few ms, not the 200 ms of a
-    NumPy version)."""
+def wino_weights(w: Array, tile: int = 2) -> Array:
+    """Winograd F(tile x tile, 3x3)'s U ((tile + 2)^2, M, C) = G g G^T for every 3x3 filter g
+    of ``w`` (M, C, 3, 3), k = (tile + 2) * row + col (compiled: ResNet-50's 3x3 weights take a
+    few ms, not the 200 ms of a NumPy version)."""
     w = np.ascontiguousarray(w, dtype=np.float32)
-    u = np.empty((16, w.shape[0], w.shape[1]), np.float32)
-    _wino_weights(ptr(w), ptr(u), w.shape[0], w.shape[1])
+    u = np.empty(((tile + 2) ** 2, w.shape[0], w.shape[1]), np.float32)
+    _wino_weights[tile](ptr(w), ptr(u), w.shape[0], w.shape[1])
     return u
 
 

@@ -10,6 +10,7 @@ plugins name this distribution, so loading them needs it installed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -64,18 +65,22 @@ def _bounds(relu: int, clip: Any) -> tuple[float, float]:
 
 class Conv(_conv.Conv):
     """float32: depthwise convolutions with bias, residual and Relu/Clip in one compiled pass
-    per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) (:mod:`._winograd`);
-    the GEMM-based paths with a one-pass compiled epilogue. Everything else is cpu_basic's.
+    per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
+    (:mod:`._winograd`); the GEMM-based paths with a one-pass compiled epilogue. Everything
+    else is cpu_basic's.
 
-    Tactics (timed by the builder): ``winograd`` or ``gemm`` for a 3x3 stride-1 convolution;
+    Tactics (timed by the builder) for a 3x3 stride-1 convolution: ``winograd`` (F(2x2, 3x3)),
+    ``winograd4`` (F(4x4, 3x3), offered from 4x4 tiles of 4x4 up) or ``gemm``;
     ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides)."""
 
     attributes: ClassVar[dict[str, Any]] = {**_conv.Conv.attributes, "__tactic__": ""}
-    TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "gemm")
+    TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
+    #: output tile size of each Winograd tactic
+    TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
 
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
-        """Both tactics where Winograd can run and the choice is not obvious (>= 8
-        channels, >= 4x4 tiles); otherwise none to choose from."""
+        """The tactics where Winograd can run and the choice is not obvious (>= 8 channels,
+        >= 4x4 tiles; F(4x4) from 4x4 tiles of 4x4); otherwise none to choose from."""
         x, w = input_shapes[0], input_shapes[1]
         if x is None or w is None or len(x) != 4 or len(w) != 4:
             return []
@@ -83,8 +88,10 @@ class Conv(_conv.Conv):
         if not _winograd.possible(tuple(x), tuple(w), plan.window.strides,
                                   plan.window.dilations, self.attrs["group"], plan.out_dims):
             return []
-        tiles = -(-plan.out_dims[0] // 2) * -(-plan.out_dims[1] // 2)
-        return list(self.TACTICS) if min(x[1], w[0]) >= 8 and tiles >= 16 else []
+        if min(x[1], w[0]) < 8 or math.prod(_winograd.tiles(plan.out_dims, 2)) < 16:
+            return []
+        big = math.prod(_winograd.tiles(plan.out_dims, 4)) >= 16
+        return [t for t in self.TACTICS if big or t != "winograd4"]
 
     def set_tactic(self, name: str) -> None:
         if name not in ("", *self.TACTICS):
@@ -95,11 +102,11 @@ class Conv(_conv.Conv):
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **kw: Any) -> None:
-        if usable(x, b, r, out) and w.dtype == np.float32 and self._uses_winograd(
-                x.shape, w.shape, 4, group):
+        tile = self._wino_tile(x.shape, w.shape, 4, group) if w.dtype == np.float32 else 0
+        if tile and usable(x, b, r, out):
             begin = self._plan(x, w, group).begin
             lo, hi = _bounds(__relu__, __clip__)
-            _winograd.winograd_conv(x, self._winograd_weights(w), b, r, out,
+            _winograd.winograd_conv(x, self._winograd_weights(w, tile), b, r, out,
                                     (begin[0], begin[1]), lo, hi,
                                     self._buffers(x, w, group))
             return
@@ -120,17 +127,23 @@ class Conv(_conv.Conv):
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
         """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's."""
-        if self._uses_winograd(xshape, wshape, itemsize, group):
+        tile = self._wino_tile(xshape, wshape, itemsize, group)
+        if tile:
             plan = self._plan_for(xshape, wshape, itemsize, group)
-            return _winograd.buffers(xshape[1], wshape[0], plan.out_dims)
+            return _winograd.buffers(xshape[1], wshape[0], plan.out_dims, tile)
         return super()._layout(xshape, wshape, itemsize, group)
 
-    def _winograd_weights(self, w: Array) -> Array:
-        """U = G g G^T of the weights, computed once per weight array."""
-        cached = getattr(self, "_wino", None)
+    def _winograd_weights(self, w: Array, tile: int) -> Array:
+        """U = G g G^T of the weights, computed once per weight array and tile size (the
+        tactic timing switches between the sizes)."""
+        cached: tuple[Array, dict[int, Array]] | None = getattr(self, "_wino", None)
         if cached is None or cached[0] is not w:
-            cached = self._wino = (w, wino_weights(w))
-        return cached[1]
+            cached = (w, {})
+            self._wino = cached
+        u = cached[1].get(tile)
+        if u is None:
+            u = cached[1][tile] = wino_weights(w, tile)
+        return u
 
     @staticmethod
     def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
@@ -191,20 +204,23 @@ class Conv(_conv.Conv):
         x = inputs[0]
         if w is not None and x is not None and x[0].is_static():
             xshape, group = x[0].to_tuple(), self.attrs["group"]
-            if _depthwise(xshape, w.shape, group, w.dtype) or self._uses_winograd(
+            if _depthwise(xshape, w.shape, group, w.dtype) or self._wino_tile(
                     xshape, w.shape, w.itemsize, group):
                 return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
 
-    def _uses_winograd(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
-                       group: int) -> bool:
+    def _wino_tile(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                   group: int) -> int:
+        """The Winograd output tile size this convolution runs (0: it does not)."""
         tactic = self.attrs.get("__tactic__") or ""
         if len(xshape) != 4 or itemsize != 4 or tactic == "gemm":
-            return False
+            return 0
         plan = self._plan_for(xshape, wshape, itemsize, group)
-        check = _winograd.possible if tactic == "winograd" else _winograd.applies
-        return check(xshape, wshape, plan.window.strides, plan.window.dilations, group,
-                     plan.out_dims)
+        args = (xshape, wshape, plan.window.strides, plan.window.dilations, group,
+                plan.out_dims)
+        if tactic:
+            return self.TILES[tactic] if _winograd.possible(*args) else 0
+        return _winograd.applies(*args)
 
 
 class _CompiledPool:

@@ -1,0 +1,42 @@
+/* Shared by the compiled kernels: the CPU dispatch attribute and small helpers. */
+#ifndef MI_COMMON_H
+#define MI_COMMON_H
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define CLONES
+#endif
+
+static inline long lmax(long a, long b) { return a > b ? a : b; }
+static inline long lmin(long a, long b) { return a < b ? a : b; }
+
+/* first output index o >= 0 whose read o*s + off is >= 0, and one past the last one whose
+ * read is < n (clipped to [0, out)) */
+static inline long first_in(long off, long s) { return off >= 0 ? 0 : (-off + s - 1) / s; }
+static inline long end_in(long off, long s, long n, long out) {
+    if (n - 1 - off < 0) return 0;
+    return lmin(out, (n - 1 - off) / s + 1);
+}
+
+/* y = clamp(acc + residual, lo, hi) over n values */
+static inline void finish_row(float *restrict y, const float *restrict acc,
+                              const float *restrict res, long n, float lo, float hi) {
+    if (res) {
+        for (long i = 0; i < n; i++) {
+            float v = acc[i] + res[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            float v = acc[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    }
+}
+
+#endif
