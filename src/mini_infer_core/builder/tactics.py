@@ -35,7 +35,7 @@ __all__ = ["REPEAT", "time_tactics"]
 
 log = logging.getLogger("mini_infer.builder")
 
-#: timed runs per tactic (the best counts), after one warm-up run
+#: timed rounds of the passes (a tactic's best time counts), after one warm-up round
 REPEAT = 3
 
 
