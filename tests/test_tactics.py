@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import mini_infer_core as mi
+from mini_infer_core.cli.main import main
 from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator
 from mini_infer_core.registry import discover
 
@@ -109,9 +110,8 @@ def test_dynamic_shapes_are_not_timed(registry: Any) -> None:
     assert engine.nodes[0].plugin.attrs["__tactic__"] == ""
 
 
-def test_cli_build_without_timing(tmp_path: Path) -> None:
-    """``--no-tactic-timing`` reaches the builder (a Conv the compiled plugin could run by
-    Winograd or GEMM: timed by default, not with the flag)."""
+def _conv_model(tmp_path: Path) -> Path:
+    """A Conv the compiled plugin could run by Winograd (either tile size) or GEMM."""
     w = onnx.numpy_helper.from_array(
         np.random.default_rng(0).standard_normal((32, 32, 3, 3)).astype(np.float32), "w")
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 16, 16])
@@ -121,6 +121,37 @@ def test_cli_build_without_timing(tmp_path: Path) -> None:
         [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)])
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
+    return path
+
+
+def test_bench_reports_build_load_first_run_and_the_ratio_to_onnxruntime(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _conv_model(tmp_path)
+    seen = {}
+    for flag in ([], ["--no-tactic-timing"]):
+        assert main(["bench", str(path), "--json", "--warmup", "1", "--iterations", "3",
+                     "--compare", "onnxruntime", *flag]) == 0
+        data = json.loads(capsys.readouterr().out)
+        for key in ("build_seconds", "load_seconds", "first_run_seconds"):
+            assert data[key] > 0
+        assert data["load_plus_first_run_seconds"] == pytest.approx(
+            data["load_seconds"] + data["first_run_seconds"])
+        assert set(data["results"]) == {"mini-infer", "onnxruntime"}
+        ratio = data["ratios"]["mini-infer/onnxruntime"]
+        assert ratio == pytest.approx(data["results"]["mini-infer"]["median_ms"]
+                                      / data["results"]["onnxruntime"]["median_ms"])
+        seen[bool(flag)] = data["tactics"]
+    assert set(seen[False]["conv"]["ms"]) == {"winograd", "winograd4", "gemm"}
+    text = subprocess.run([sys.executable, "-m", "mini_infer_core.cli.main", "bench", str(path),
+                           "--warmup", "0", "--iterations", "1"],
+                          check=True, capture_output=True, text=True).stdout
+    assert "tactics timed for 1 node(s)" in text
+    assert seen[True] == {}
+
+
+def test_cli_build_without_timing(tmp_path: Path) -> None:
+    """``--no-tactic-timing`` reaches the builder (timed by default, not with the flag)."""
+    path = _conv_model(tmp_path)
     seen = {}
     for flag in ([], ["--no-tactic-timing"]):
         out = tmp_path / f"m{len(flag)}.engine"

@@ -48,7 +48,8 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
 
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
           device: str = "cpu", warmup: int = 3, iterations: int = 20,
-          compare: list[str] | None = None, threads: int | None = None) -> dict[str, Any]:
+          compare: list[str] | None = None, threads: int | None = None,
+          time_tactics: bool = True) -> dict[str, Any]:
     set_num_threads(threads)
     out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
                            "blas": blas_info()}
@@ -59,8 +60,10 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
         out["load_seconds"] = time.perf_counter() - t0
     else:
         t0 = time.perf_counter()
-        built = Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device))
+        built = Builder(registry).build_engine(parse_onnx(model), BuilderConfig(
+            device=device, time_tactics=time_tactics))
         out["build_seconds"] = time.perf_counter() - t0
+        out["tactics"] = built.build_info.get("tactics", {})
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "bench.engine"
             built.save(str(path))
@@ -115,6 +118,10 @@ def bench_text(r: dict[str, Any]) -> str:
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
         if key in r:
             lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
+    if r.get("tactics"):
+        chosen = [t["chosen"] for t in r["tactics"].values()]
+        lines.append(f"  tactics timed for {len(chosen)} node(s): " + ", ".join(
+            f"{name} x{chosen.count(name)}" for name in sorted(set(chosen))))
     lines.append(f"  {'engine':<12} {'median ms':>10} {'p90 ms':>10} {'per s':>8}")
     for name, s in r["results"].items():
         lines.append(f"  {name:<12} {s['median_ms']:>10.2f} {s['p90_ms']:>10.2f} "

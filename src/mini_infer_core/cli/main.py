@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     bn.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..")
     bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--no-tactic-timing", action="store_true",
+                    help="build without timing the plugins' tactics (as build's flag)")
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
@@ -197,7 +199,7 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
                    warmup=args.warmup, iterations=args.iterations, compare=args.compare,
-                   threads=args.threads)
+                   threads=args.threads, time_tactics=not args.no_tactic_timing)
     result["text"] = bench_text(result)
     return result
 
