@@ -9,6 +9,17 @@
 
 #include "_common.h"
 
+/* d[i] (i < n) = input row first + i of plane (h x wd), placed at column pl of a zero row of
+ * wp floats (rows outside the plane stay zero); cols: how many input columns fit */
+static inline void load_rows(float *const *d, int n, const float *plane, long first, long h,
+                             long wd, long wp, long pl, long cols) {
+    for (int i = 0; i < n; i++) {
+        long r = first + i;
+        memset(d[i], 0, sizeof(float) * wp);
+        if (r >= 0 && r < h && cols > 0) memcpy(d[i] + pl, plane + r * wd, sizeof(float) * cols);
+    }
+}
+
 /*
  * Winograd F(2x2, 3x3): a 3x3 stride-1 convolution as 16 GEMMs on transformed 4x4 input
  * tiles, 2.25x fewer multiplications than the direct product. Output tile (ty, tx) covers
@@ -33,12 +44,7 @@ CLONES void mi_wino_in_f32(const float *restrict x, float *restrict v, float *re
     for (long ch = 0; ch < c; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
-            for (int i = 0; i < 4; i++) {
-                long r = 2 * ty - pt + i;
-                memset(d[i], 0, sizeof(float) * wp);
-                if (r >= 0 && r < h && cols > 0) memcpy(d[i] + pl, plane + r * wd,
-                                                        sizeof(float) * cols);
-            }
+            load_rows(d, 4, plane, 2 * ty - pt, h, wd, wp, pl, cols);
             for (long j = 0; j < wp; j++) {
                 e[0][j] = d[0][j] - d[2][j];
                 e[1][j] = d[1][j] + d[2][j];
@@ -163,12 +169,7 @@ CLONES void mi_wino4_in_f32(const float *restrict x, float *restrict v, float *r
     for (long ch = 0; ch < c; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
-            for (int i = 0; i < 6; i++) {
-                long r = 4 * ty - pt + i;
-                memset(d[i], 0, sizeof(float) * wp);
-                if (r >= 0 && r < h && cols > 0) memcpy(d[i] + pl, plane + r * wd,
-                                                        sizeof(float) * cols);
-            }
+            load_rows(d, 6, plane, 4 * ty - pt, h, wd, wp, pl, cols);
             for (long j = 0; j < wp; j++)
                 BT6(e[0][j], e[1][j], e[2][j], e[3][j], e[4][j], e[5][j],
                     d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]);
