@@ -1,4 +1,4 @@
-"""The mini-infer CLI, in process: plugins, inspect, run, build, verbose lifecycle."""
+"""The mini-infer CLI, in process: plugins, inspect, run, build, bench, verbose lifecycle."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import onnx
 import pytest
 from helpers import ort_run
 
+import mini_infer_core
 from mini_infer_core.cli.main import main
 
 
@@ -141,3 +142,24 @@ def test_run_time_plugin_errors_name_the_node_and_random_dims_are_explained(
     assert "--shape x=" in err and "node 'pool'" in err and "MaxPool" in err
     assert main(["run", str(path), "--shape", "x=1,2,4,4"]) == 0
     assert "y: shape (1, 2, 3, 3)" in capsys.readouterr().out
+
+
+def test_bench_profile_times_every_node_in_engine_order(small_cnn: onnx.ModelProto,
+                                                        tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(small_cnn, str(path))
+    argv = ["bench", str(path), "--profile", "--warmup", "1", "--iterations", "2",
+            "--shape", "x=2,3,8,8"]
+    data = _json(capsys, [*argv, "--json"])
+    engine = mini_infer_core.load(small_cnn)
+    rows = data["profile"]
+    assert [r["node"] for r in rows] == [n.name for n in engine.nodes]
+    assert [r["op_type"] for r in rows] == [n.op_type for n in engine.nodes]
+    assert rows[0]["inputs"][0] == [2, 3, 8, 8]
+    assert all(r["median_ms"] > 0 and r["plugin"].endswith(f"::{r['op_type']}") for r in rows)
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"profile: {len(rows)} nodes" in text and "slowest" in text

@@ -24,7 +24,6 @@ otherwise, or if a run fails, the plugins keep their own default choice.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import numpy as np
@@ -84,7 +83,7 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
                     for step, tactics in offers.items():
                         steps[step][0].set_tactic(  # type: ignore[attr-defined]
                             tactics[k if k < len(tactics) else 0])
-                    took = _run_steps(steps)
+                    took = ctx.time_steps()
                     if timed:
                         for step, tactics in offers.items():
                             if k < len(tactics):
@@ -101,14 +100,3 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
         report[node.name] = {"chosen": chosen, "ms": times}
         log.debug("tactics of %s: %s -> %s", node.describe(), times, chosen)
     return report
-
-
-def _run_steps(steps: Any) -> list[float]:
-    """Every step of a context once, in order; the seconds each took."""
-    took = []
-    for plugin, ins, outs, ws, stream in steps:
-        start = time.perf_counter()
-        plugin.enqueue(ins, outs, ws, stream)
-        stream.synchronize()
-        took.append(time.perf_counter() - start)
-    return took

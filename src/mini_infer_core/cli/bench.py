@@ -1,5 +1,6 @@
 """``mini-infer bench``: trtexec-style timing of a model or engine, optionally side by side with
-onnxruntime or onnx's ReferenceEvaluator on the same inputs, runs interleaved."""
+onnxruntime or onnx's ReferenceEvaluator on the same inputs, runs interleaved; ``--profile``
+adds the time of every node (trtexec's ``--dumpProfile``)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,52 @@ def _stats(times: list[float]) -> dict[str, float]:
             * 1e3, "min_ms": ordered[0] * 1e3, "throughput_per_s": 1.0 / med if med else 0.0}
 
 
+def _profile(engine: Any, ctx: Any, runs: int) -> list[dict[str, Any]]:
+    """Per node, in engine order: the median over ``runs`` of its step's time, each step
+    timed where it runs (the context's steps in order, after the timed runs)."""
+    per: list[list[float]] = [[] for _ in ctx.steps]
+    for _ in range(runs):
+        for i, took in enumerate(ctx.time_steps()):
+            per[i].append(took)
+    medians = [statistics.median(p) for p in per]
+    total = sum(medians) or 1.0
+    chosen = engine.build_info.get("tactics") or {}
+    return [{"node": nd.name, "op_type": nd.op_type, "device": nd.device,
+             "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}",
+             "distribution": nd.distribution, "tactic": chosen.get(nd.name, {}).get("chosen"),
+             "inputs": [list(getattr(a, "shape", ())) if a is not None else None
+                        for a in step[1]],
+             "median_ms": ms * 1e3, "share": ms / total}
+            for nd, step, ms in zip(engine.nodes, ctx.steps, medians, strict=True)]
+
+
+def _profile_text(rows: list[dict[str, Any]], top: int = 20) -> list[str]:
+    total = sum(r["median_ms"] for r in rows)
+    lines = [f"  profile: {len(rows)} nodes, {total:.2f} ms in their steps; by operator:"]
+    by_op: dict[str, list[float]] = {}
+    for r in rows:
+        by_op.setdefault(r["op_type"], []).append(r["median_ms"])
+    for op, ms in sorted(by_op.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(f"    {op:<22} {len(ms):>4} x {sum(ms):>9.3f} ms {sum(ms) / total:>6.1%}")
+    lines.append(f"  slowest {min(top, len(rows))} nodes:")
+    for r in sorted(rows, key=lambda r: -r["median_ms"])[:top]:
+        tactic = f" [{r['tactic']}]" if r["tactic"] else ""
+        lines.append(f"    {r['median_ms']:>9.3f} ms {r['share']:>6.1%}  {r['op_type']:<14} "
+                     f"{r['node']} ({r['plugin']}{tactic}) in {r['inputs'][:2]}")
+    return lines
+
+
 def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str:
     if name == "onnxruntime":
         try:
             import onnxruntime as ort
         except ImportError:
             return "onnxruntime is not installed (pip install onnxruntime)"
-        sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+        options = ort.SessionOptions()
+        # idle intra-op threads would otherwise spin after each run and take the cores from
+        # the mini-infer run interleaved with it (ResNet-50: 53 -> 81 ms)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        sess = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         return lambda feeds: sess.run(None, feeds)
     if name == "reference":
         from onnx.reference import ReferenceEvaluator
@@ -49,7 +89,7 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
           device: str = "cpu", warmup: int = 3, iterations: int = 20,
           compare: list[str] | None = None, threads: int | None = None,
-          time_tactics: bool = True) -> dict[str, Any]:
+          time_tactics: bool = True, profile: bool = False) -> dict[str, Any]:
     set_num_threads(threads)
     out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
                            "blas": blas_info()}
@@ -104,6 +144,8 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
     out["ratios"] = {f"mini-infer/{k}": base / v["median_ms"]
                      for k, v in out["results"].items() if k != "mini-infer"}
     out["notes"] = notes
+    if profile:
+        out["profile"] = _profile(engine, ctx, max(iterations, 1))
     sched = ctx.schedule
     out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -133,4 +175,6 @@ def bench_text(r: dict[str, Any]) -> str:
     if r.get("arena_bytes") is not None:
         lines.append(f"  arena {r['arena_bytes'] / 2**20:.1f} MiB, peak RSS "
                      f"{r['peak_rss_mib']:.0f} MiB")
+    if r.get("profile"):
+        lines += _profile_text(r["profile"])
     return "\n".join(lines)

@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--no-tactic-timing", action="store_true",
                     help="build without timing the plugins' tactics (as build's flag)")
+    bn.add_argument("--profile", action="store_true",
+                    help="also time every node (per operator and the slowest nodes)")
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
@@ -199,7 +201,8 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
                    warmup=args.warmup, iterations=args.iterations, compare=args.compare,
-                   threads=args.threads, time_tactics=not args.no_tactic_timing)
+                   threads=args.threads, time_tactics=not args.no_tactic_timing,
+                   profile=args.profile)
     result["text"] = bench_text(result)
     return result
 

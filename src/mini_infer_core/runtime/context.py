@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +200,18 @@ class ExecutionContext:
         workspace, stream), as ``execute`` runs them (the builder's tactic timing runs one
         step alone)."""
         return self._steps
+
+    def time_steps(self) -> list[float]:
+        """Every step of the last prepared shapes once more, in order, each followed by a
+        synchronize of its stream; the seconds each took (per-layer profiles and the builder's
+        tactic timing). Call after ``execute``, so that every tensor holds values."""
+        took = []
+        for plugin, ins, outs, ws, stream in self._steps:
+            start = time.perf_counter()
+            plugin.enqueue(ins, outs, ws, stream)
+            stream.synchronize()
+            took.append(time.perf_counter() - start)
+        return took
 
     @property
     def schedule(self) -> Schedule | None:
