@@ -5,9 +5,9 @@
  * instead of three).
  *
  * Plain C called through ctypes (see _native.py): every array is C-contiguous float32 and
- * every size is a long. Each function is compiled for AVX-512, AVX2+FMA and a baseline;
- * the loader picks one for the CPU it runs on (GCC target_clones), so one wheel runs on any
- * x86-64. Single-threaded: the BLAS pool owns the cores; these kernels are memory-bound.
+ * every size is a long. Each function is compiled for AVX2 and a baseline; the loader
+ * picks one by the CPU's features (GCC target_clones, see _common.h), so one wheel runs on
+ * any x86-64. Single-threaded: the BLAS pool owns the cores; these kernels are memory-bound.
  *
  * The module object exists only so that setuptools builds and installs this file as an
  * extension module; it has no methods.
