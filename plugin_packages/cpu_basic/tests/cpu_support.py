@@ -16,7 +16,7 @@ from onnx.reference import ReferenceEvaluator
 
 from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, fields_from_values
 
-__all__ = ["creator_for", "make_plugin", "reads", "in_dims", "execute", "make_model",
+__all__ = ["creator_for", "make_plugin", "reads", "in_dims", "execute", "run", "make_model",
            "run_oracle"]
 
 
@@ -47,7 +47,14 @@ def in_dims(inputs: Sequence[Any], plugin: Any = None) -> list[DimsExprs | None]
 
 
 def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
-    dims = in_dims(inputs, plugin)
+    return run(plugin, inputs, in_dims(inputs, plugin))[0]
+
+
+def run(plugin: Any, inputs: Sequence[Any], dims: Sequence[DimsExprs | None]
+        ) -> tuple[list[Any], list[Any], list[DataType]]:
+    """Shapes and types through the plugin's interface (from ``dims``), then enqueue (or the
+    data-dependent call) on read-only copies of the inputs: (outputs, output shapes as the
+    plugin declared them, input types)."""
     types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
     shapes = [plugin.get_output_dimensions(i, dims, ExprBuilder())
               for i in range(plugin.num_outputs)]
@@ -58,11 +65,11 @@ def execute(plugin: Any, inputs: Sequence[Any]) -> list[Any]:
             x.setflags(write=False)  # kernels must never write into their inputs
         frozen.append(x)
     if plugin.data_dependent:
-        return list(plugin.enqueue_dynamic(frozen, None, None))
+        return list(plugin.enqueue_dynamic(frozen, None, None)), shapes, types
     outs = [np.empty(s.to_tuple(), plugin.get_output_data_type(i, types).numpy)
             for i, s in enumerate(shapes)]
     plugin.enqueue(frozen, outs, None, None)
-    return outs
+    return outs, shapes, types
 
 
 def _attr(v: Any) -> Any:

@@ -14,12 +14,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cpu_support import make_plugin, run
 from mini_infer_cpu_plugins.ops import creators
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from mini_infer_core.backend import MiniInferBackend
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, ExprBuilder, fields_from_values
+from mini_infer_core.plugin import DimExpr, DimsExprs, ExprBuilder
 
 RNG = np.random.default_rng(3)
 N = DimExpr.sym("N")
@@ -34,8 +35,7 @@ def i64(*values: int) -> Any:
 
 
 def plugin_for(op: str, attrs: dict[str, Any], opset: int) -> Any:
-    creator = next(c for c in creators() if c.op_type == op and c.supports_opset(opset))
-    return creator.create_plugin("node", fields_from_values(attrs))
+    return make_plugin(op, attrs, opset)
 
 
 def dims_of(plugin: Any, inputs: Sequence[Any], known: bool = True) -> list[DimsExprs | None]:
@@ -47,23 +47,9 @@ def dims_of(plugin: Any, inputs: Sequence[Any], known: bool = True) -> list[Dims
 
 
 def execute(plugin: Any, inputs: Sequence[Any], known: bool = True) -> list[Any]:
-    """Shapes, types, then enqueue (or the data-dependent call) on read-only inputs."""
-    dims = dims_of(plugin, inputs, known)
-    types = [DataType.FLOAT if x is None else DataType.from_numpy(x.dtype) for x in inputs]
-    shapes = [plugin.get_output_dimensions(i, dims, ExprBuilder())
-              for i in range(plugin.num_outputs)]
-    frozen = []
-    for x in inputs:
-        if x is not None:
-            x = x.copy()
-            x.setflags(write=False)
-        frozen.append(x)
-    if plugin.data_dependent:
-        outs = plugin.enqueue_dynamic(frozen, None, None)
-    else:
-        outs = [np.empty(s.to_tuple(), plugin.get_output_data_type(i, types).numpy)
-                for i, s in enumerate(shapes)]
-        plugin.enqueue(frozen, outs, None, None)
+    """The shared harness's run, with the build-time values :func:`dims_of` gives, and each
+    output checked against the dtype and the constant dims the plugin declared."""
+    outs, shapes, types = run(plugin, inputs, dims_of(plugin, inputs, known))
     for o, s, k in zip(outs, shapes, range(len(outs)), strict=True):
         assert o.dtype == plugin.get_output_data_type(k, types).numpy
         assert len(o.shape) == len(s)

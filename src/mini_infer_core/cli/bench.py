@@ -144,7 +144,9 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
     out["ratios"] = {f"mini-infer/{k}": base / v["median_ms"]
                      for k, v in out["results"].items() if k != "mini-infer"}
     out["notes"] = notes
-    if profile:
+    if profile and not ctx.steps:
+        notes["profile"] = "the engine's shapes depend on data: it runs node by node"
+    elif profile:
         out["profile"] = _profile(engine, ctx, max(iterations, 1))
     sched = ctx.schedule
     out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None

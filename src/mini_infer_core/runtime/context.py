@@ -83,6 +83,7 @@ class ExecutionContext:
         self._use_graphs = False
         self._graph: Any = None
         self._io: dict[str, Any] = {}
+        self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any, Any]] = []
 
     # -- graphs ---------------------------------------------------------------------------
     @property
@@ -173,7 +174,7 @@ class ExecutionContext:
                                                        tensors[name].dtype.numpy)
             for d in views:
                 views[d][name] = arr
-        self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any, Any]] = []
+        self._steps = []
         self._patches: list[tuple[str, list[Any], int]] = []
         io = set(self.engine.input_names) | {
             n for n in self.engine.output_names if tensors[n].kind == "output"}
@@ -197,20 +198,26 @@ class ExecutionContext:
     @property
     def steps(self) -> list[tuple[IPluginV2, list[Any], list[Any], Any, Any]]:
         """Per node of the last prepared shapes: (plugin, input arrays, output arrays,
-        workspace, stream), as ``execute`` runs them (the builder's tactic timing runs one
-        step alone)."""
+        workspace, stream), as ``execute`` runs them; empty before the first run and for
+        engines with data-dependent shapes, which run node by node."""
         return self._steps
 
     def time_steps(self) -> list[float]:
         """Every step of the last prepared shapes once more, in order, each followed by a
         synchronize of its stream; the seconds each took (per-layer profiles and the builder's
         tactic timing). Call after ``execute``, so that every tensor holds values."""
+        if not self._steps:
+            raise MiniInferError(
+                f"engine {self.engine.name!r} has no prepared steps to time: "
+                + ("its shapes depend on data, so it runs node by node" if self._dynamic
+                   else "call execute() once first"))
         took = []
-        for plugin, ins, outs, ws, stream in self._steps:
-            start = time.perf_counter()
-            plugin.enqueue(ins, outs, ws, stream)
-            stream.synchronize()
-            took.append(time.perf_counter() - start)
+        with self._lock:
+            for plugin, ins, outs, ws, stream in self._steps:
+                start = time.perf_counter()
+                plugin.enqueue(ins, outs, ws, stream)
+                stream.synchronize()
+                took.append(time.perf_counter() - start)
         return took
 
     @property

@@ -164,6 +164,20 @@ static inline void pool_same_plane(const float *restrict src, float *restrict ds
         for (long i = 0; i < n; i++) dst[i] *= inv[i];
 }
 
+/* inv[o] = 1 / the number of the k taps of output o (input o * s + tap * d - pad) that fall
+ * in [lo, hi): one axis of an average pool's divisor */
+static void inverse_counts(float *inv, long n, long k, long s, long d, long pad, long lo,
+                           long hi) {
+    for (long o = 0; o < n; o++) {
+        long cnt = 0;
+        for (long t = 0; t < k; t++) {
+            long i = o * s + t * d - pad;
+            cnt += (i >= lo && i < hi);
+        }
+        inv[o] = 1.0f / (float)cnt;
+    }
+}
+
 /*
  * 2-D max (avg == 0) or average (avg == 1) pooling of `planes` planes (N*C) of h x wd.
  * Separable: the input rows of each output row are reduced first (contiguous runs of wd,
@@ -182,24 +196,10 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
     float *restrict cdiv = rdiv + oh;
     const float fill = avg ? 0.0f : -INFINITY;
     if (avg) {
-        long rlo = include_pad ? -pt : 0, rhi = include_pad ? h + pb : h;
-        long clo = include_pad ? -pl : 0, chi = include_pad ? wd + pr : wd;
-        for (long r = 0; r < oh; r++) {
-            long cnt = 0;
-            for (long k = 0; k < kh; k++) {
-                long i = r * sh + k * dh - pt;
-                cnt += (i >= rlo && i < rhi);
-            }
-            rdiv[r] = 1.0f / (float)cnt;
-        }
-        for (long o = 0; o < ow; o++) {
-            long cnt = 0;
-            for (long k = 0; k < kw; k++) {
-                long i = o * sw + k * dw - pl;
-                cnt += (i >= clo && i < chi);
-            }
-            cdiv[o] = 1.0f / (float)cnt;
-        }
+        inverse_counts(rdiv, oh, kh, sh, dh, pt, include_pad ? -pt : 0,
+                       include_pad ? h + pb : h);
+        inverse_counts(cdiv, ow, kw, sw, dw, pl, include_pad ? -pl : 0,
+                       include_pad ? wd + pr : wd);
     }
     if (sh == 1 && sw == 1 && oh == h && ow == wd) {
         float *inv = work + h * wd; /* 1 / divisor per output, for the average */

@@ -9,6 +9,14 @@
 
 #include "_common.h"
 
+/* d[i] and e[i] (i < n): consecutive rows of wp floats in rows (d first, then e) */
+static inline void split_rows(float *rows, int n, long wp, float **d, float **e) {
+    for (int i = 0; i < n; i++) {
+        d[i] = rows + i * wp;
+        e[i] = rows + (n + i) * wp;
+    }
+}
+
 /* d[i] (i < n) = input row first + i of plane (h x wd), placed at column pl of a zero row of
  * wp floats (rows outside the plane stay zero); cols: how many input columns fit */
 static inline void load_rows(float *const *d, int n, const float *plane, long first, long h,
@@ -37,10 +45,7 @@ CLONES void mi_wino_in_f32(const float *restrict x, float *restrict v, float *re
                            long ty1) {
     long wp = 2 * tw + 2, t_all = (ty1 - ty0) * tw, cols = lmin(wd, wp - pl);
     float *d[4], *e[4];
-    for (int i = 0; i < 4; i++) {
-        d[i] = rows + i * wp;
-        e[i] = rows + (4 + i) * wp;
-    }
+    split_rows(rows, 4, wp, d, e);
     for (long ch = 0; ch < c; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
@@ -105,34 +110,45 @@ CLONES void mi_wino_out_f32(const float *restrict mm, float *restrict y,
     }
 }
 
+/* the weight transforms: u[k, f, ch] (nk x M x C) = per_filter of each 3x3 filter w[f, ch],
+ * a block of filters at a time, whose nk rows are then written out at once */
+enum { WBLOCK = 128 };
+typedef void (*filter_fn)(const float *g, float *out, long stride);
+
+static inline void weights_by_block(const float *restrict w, float *restrict u, long mc, int nk,
+                                    filter_fn per_filter) {
+    float blk[36 * WBLOCK];
+    for (long i0 = 0; i0 < mc; i0 += WBLOCK) {
+        long nb = lmin(WBLOCK, mc - i0);
+        for (long b = 0; b < nb; b++) per_filter(w + 9 * (i0 + b), blk + b, WBLOCK);
+        for (int k = 0; k < nk; k++)
+            memcpy(u + k * mc + i0, blk + k * WBLOCK, sizeof(float) * nb);
+    }
+}
+
+/* out[k * stride] = (G g G^T)[k] for the 3x3 filter g, G of F(2x2, 3x3) (below) */
+static inline void filter2(const float *g, float *out, long stride) {
+    float t[4][3];
+    for (int j = 0; j < 3; j++) { /* G g: rows */
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+    }
+    for (int r = 0; r < 4; r++) { /* (G g) G^T: columns */
+        out[(4 * r + 0) * stride] = t[r][0];
+        out[(4 * r + 1) * stride] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+        out[(4 * r + 2) * stride] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+        out[(4 * r + 3) * stride] = t[r][2];
+    }
+}
+
 /*
  * Winograd weights: u[k, f, ch] = (G g G^T)[k] for each 3x3 filter g = w[f, ch] (w is M x C
  * x 3 x 3), G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; u is 16 x M x C.
  */
 CLONES void mi_wino_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
-    enum { BLOCK = 256 }; /* filters per block: 16 rows of it are written out at once */
-    float blk[16][BLOCK];
-    long mc = m * c;
-    for (long i0 = 0; i0 < mc; i0 += BLOCK) {
-        long nb = lmin(BLOCK, mc - i0);
-        for (long b = 0; b < nb; b++) {
-            const float *g = w + 9 * (i0 + b);
-            float t[4][3];
-            for (int j = 0; j < 3; j++) { /* G g: rows */
-                t[0][j] = g[j];
-                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-                t[3][j] = g[6 + j];
-            }
-            for (int r = 0; r < 4; r++) { /* (G g) G^T: columns */
-                blk[4 * r + 0][b] = t[r][0];
-                blk[4 * r + 1][b] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-                blk[4 * r + 2][b] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-                blk[4 * r + 3][b] = t[r][2];
-            }
-        }
-        for (int k = 0; k < 16; k++) memcpy(u + k * mc + i0, blk[k], sizeof(float) * nb);
-    }
+    weights_by_block(w, u, m * c, 16, filter2);
 }
 
 /*
@@ -162,10 +178,7 @@ CLONES void mi_wino4_in_f32(const float *restrict x, float *restrict v, float *r
     long wp = 4 * tw + 2, t_all = (ty1 - ty0) * tw, cols = lmin(wd, wp - pl);
     long ks = c * t_all; /* from one k to the next */
     float *d[6], *e[6];
-    for (int i = 0; i < 6; i++) {
-        d[i] = rows + i * wp;
-        e[i] = rows + (6 + i) * wp;
-    }
+    split_rows(rows, 6, wp, d, e);
     for (long ch = 0; ch < c; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
@@ -259,21 +272,16 @@ CLONES void mi_wino4_out_f32(const float *restrict mm, float *restrict y,
         o[5] = (a2);                                                                       \
     } while (0)
 
-CLONES void mi_wino4_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
-    enum { BLOCK = 128 }; /* filters per block: 36 rows of it are written out at once */
-    float blk[36][BLOCK];
-    long mc = m * c;
-    for (long i0 = 0; i0 < mc; i0 += BLOCK) {
-        long nb = lmin(BLOCK, mc - i0);
-        for (long b = 0; b < nb; b++) {
-            const float *g = w + 9 * (i0 + b);
-            float t[3][6], col[6];
-            for (int j = 0; j < 3; j++) G3(t[j], g[j], g[3 + j], g[6 + j]); /* G g, by column */
-            for (int r = 0; r < 6; r++) { /* (G g) G^T: row r of G g is t[0..2][r] */
-                G3(col, t[0][r], t[1][r], t[2][r]);
-                for (int s = 0; s < 6; s++) blk[6 * r + s][b] = col[s];
-            }
-        }
-        for (int k = 0; k < 36; k++) memcpy(u + k * mc + i0, blk[k], sizeof(float) * nb);
+/* out[k * stride] = (G g G^T)[k] for the 3x3 filter g, G of F(4x4, 3x3) (G3) */
+static inline void filter4(const float *g, float *out, long stride) {
+    float t[3][6], col[6];
+    for (int j = 0; j < 3; j++) G3(t[j], g[j], g[3 + j], g[6 + j]); /* G g, by column */
+    for (int r = 0; r < 6; r++) { /* (G g) G^T: row r of G g is t[0..2][r] */
+        G3(col, t[0][r], t[1][r], t[2][r]);
+        for (int s = 0; s < 6; s++) out[(6 * r + s) * stride] = col[s];
     }
+}
+
+CLONES void mi_wino4_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
+    weights_by_block(w, u, m * c, 36, filter4);
 }
