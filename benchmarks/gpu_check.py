@@ -14,8 +14,9 @@ Sections, each reporting its own failures and going on with the next:
    built for ``cuda`` in float32 and compared with the cpu plugins (relative L2 <= 1e-3);
    in float16 (``BuilderConfig(fp16=True)`` when the core has that option, else the model
    converted to float16) with its error reported; median latency of the cuda engine eager,
-   with CUDA graphs when ``ExecutionContext`` offers an option for them, and of the cpu
-   engine for reference.
+   with CUDA graphs when ``ExecutionContext`` offers an option for them (float32 and
+   float16), of the cpu engine, and of onnxruntime on the same inputs (its best provider:
+   CUDA where onnxruntime-gpu is installed, else its CPU) as the anchor.
 
 The whole run stays under ``--budget`` seconds (default 540): a section that would start past
 it is skipped and says so. The summary table is printed last.
@@ -58,6 +59,8 @@ class Row:
     graph_ms: float | None = None
     graph_note: str = "n/a"
     cpu_ms: float | None = None
+    fp16_ms: float | None = None
+    ort_ms: float | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -263,7 +266,11 @@ def check_model(name: str, args: argparse.Namespace, clock: Clock) -> Row:
             gout = gctx.execute(feeds)[engine.output_names[0]]
             if want is not None and rel_l2(gout, want) > RTOL_FP32:
                 row.notes.append(f"graph output differs: rel L2 {rel_l2(gout, want):.2e}")
-            row.graph_ms = median_ms(lambda: gctx.execute(feeds), args.repeat, 10.0)
+            failed = getattr(gctx, "graph_error", None)
+            if failed:
+                row.notes.append(f"graph capture failed, eager instead: {failed[:120]}")
+            else:
+                row.graph_ms = median_ms(lambda: gctx.execute(feeds), args.repeat, 10.0)
             gctx.close()
         ctx.close()
     except Exception as exc:  # noqa: BLE001
@@ -288,10 +295,32 @@ def check_model(name: str, args: argparse.Namespace, clock: Clock) -> Row:
             row.fp16_err = rel_l2(got16.astype(np.float32), want)
             say(f"   fp16 ({row.fp16_how}) vs cpu fp32: relative L2 {row.fp16_err:.2e}")
         ctx16.close()
+        g16, _ = graph_context(engine16)
+        if g16 is not None:
+            g16.execute(feeds16)
+            if not getattr(g16, "graph_error", None):
+                row.fp16_ms = median_ms(lambda: g16.execute(feeds16), args.repeat, 10.0)
+            g16.close()
     except Exception as exc:  # noqa: BLE001
         row.notes.append(f"fp16: {short(exc)}")
         say(f"   fp16 failed: {short(exc)}")
+    try:
+        import onnxruntime as ort
+
+        wanted = ("CUDAExecutionProvider", "CPUExecutionProvider")
+        providers = [p for p in wanted if p in ort.get_available_providers()]
+        sess = ort.InferenceSession(model.SerializeToString(), providers=providers[:1])
+        sess.run(None, feeds)
+        row.ort_ms = median_ms(lambda: sess.run(None, feeds), args.cpu_repeat,
+                               min(10.0, max(1.0, clock.left() / 20)))
+        ANCHOR["ort"] = f"onnxruntime {ort.__version__}, {providers[0]}"
+    except Exception as exc:  # noqa: BLE001
+        row.notes.append(f"onnxruntime: {short(exc)}")
     return row
+
+
+#: what the anchor column ran on
+ANCHOR = {"ort": "not run"}
 
 
 def fmt(v: float | None, spec: str) -> str:
@@ -302,17 +331,19 @@ def print_table(rows: list[Row], tests: str) -> None:
     section("summary")
     say(f"gpu tests: {tests}")
     head = (f"{'model':<14}{'fp32 relL2':>11} {'ok':<4}{'fallbk':>7}{'fp16 relL2':>11}"
-            f"{'eager ms':>10}{'graph ms':>10}{'cpu ms':>10}")
+            f"{'eager ms':>10}{'graph ms':>10}{'fp16 gr':>9}{'cpu ms':>8}{'ort ms':>8}")
     say(head)
     say("-" * len(head))
     for r in rows:
         ok = "-" if r.fp32_ok is None else ("yes" if r.fp32_ok else "NO")
         say(f"{r.model:<14}{fmt(r.fp32_err, '.2e'):>11} {ok:<4}{fmt(r.fallback, 'd'):>7}"
             f"{fmt(r.fp16_err, '.2e'):>11}{fmt(r.eager_ms, '.2f'):>10}"
-            f"{fmt(r.graph_ms, '.2f'):>10}{fmt(r.cpu_ms, '.1f'):>10}")
+            f"{fmt(r.graph_ms, '.2f'):>10}{fmt(r.fp16_ms, '.2f'):>9}"
+            f"{fmt(r.cpu_ms, '.1f'):>8}{fmt(r.ort_ms, '.1f'):>8}")
     notes = [f"{r.model}: {n}" for r in rows for n in r.notes]
     if rows:
-        say(f"graphs: {rows[0].graph_note}; fp16: {rows[0].fp16_how or 'not run'}")
+        say(f"graphs: {rows[0].graph_note}; fp16: {rows[0].fp16_how or 'not run'} "
+            f"(fp16 gr: with graphs); ort: {ANCHOR['ort']}")
     for n in notes:
         say(f"note: {n}")
 

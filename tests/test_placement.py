@@ -5,6 +5,7 @@ ufunc, as a real GPU would: a missing copy step fails loudly instead of silently
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +209,29 @@ class GraphGpu(FakeGpu):
 
 
 def test_graph_capture_replays_while_shapes_repeat() -> None:
+    ctx = _graph_context(GraphGpu())
+    GraphGpu.captures = GraphGpu.launches = 0
+    rng = np.random.default_rng(0)
+    for n in (2, 2, 2, 3, 3):
+        xv = rng.standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(ctx.execute({"x": xv})["y"], np.maximum(xv, 0) + xv)
+    assert (GraphGpu.captures, GraphGpu.launches) == (2, 5)
+
+
+class RefusingGraphGpu(GraphGpu):
+    """A device whose captures fail after the eager warm-up, as CuPy's do on a cuBLAS call."""
+
+    def capture_graph(self, fn: Any, stream: Stream) -> Any:
+        fn()
+        GraphGpu.captures += 1
+        raise NotImplementedError("calling cuBLAS API during stream capture is unsupported")
+
+
+def _graph_context(device: FakeGpu, relu: type = GpuRelu) -> Any:
+    """A context of Relu then Add, both on ``device``, with graphs enabled."""
     reg = discover()
-    reg.register_device(GraphGpu())
-    for cls in (GpuRelu, GpuAdd):
+    reg.register_device(device)
+    for cls in (relu, GpuAdd):
         reg.register_creator(OnnxPluginCreator(cls, namespace="fakegpu", devices=("fakegpu",)))
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
@@ -218,12 +239,47 @@ def test_graph_capture_replays_while_shapes_repeat() -> None:
                         helper.make_node("Add", ["r", "x"], ["y"])], [x], [y])
     ctx = mi.load(model, device="fakegpu", registry=reg).create_execution_context()
     assert ctx.enable_graphs()
+    return ctx
+
+
+def test_a_failed_capture_runs_eagerly_warns_once_and_stays_eager() -> None:
+    ctx = _graph_context(RefusingGraphGpu())
+    assert ctx.graph_error is None
     GraphGpu.captures = GraphGpu.launches = 0
-    rng = np.random.default_rng(0)
-    for n in (2, 2, 2, 3, 3):
-        xv = rng.standard_normal((n, 4)).astype(np.float32)
-        np.testing.assert_allclose(ctx.execute({"x": xv})["y"], np.maximum(xv, 0) + xv)
-    assert (GraphGpu.captures, GraphGpu.launches) == (2, 5)
+    xv = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="capture failed.*cuBLAS"):
+        got = ctx.execute({"x": xv})["y"]
+    np.testing.assert_allclose(got, np.maximum(xv, 0) + xv)
+    assert "NotImplementedError" in (ctx.graph_error or "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(ctx.execute({"x": -xv})["y"], np.maximum(-xv, 0) - xv)
+    assert (GraphGpu.captures, GraphGpu.launches) == (1, 0)
+
+
+broken: list[bool] = []
+
+
+class BrokenRelu(GpuRelu):
+    """A Relu that breaks once ``broken`` holds True (after the build has placed it)."""
+
+    op_type = "Relu"
+
+    def compute(self, x: Any, *, out: Any) -> None:
+        if broken:
+            raise ValueError("broken kernel")
+        super().compute(x, out=out)
+
+
+def test_an_error_of_the_run_itself_is_not_taken_for_a_capture_failure() -> None:
+    ctx = _graph_context(RefusingGraphGpu(), BrokenRelu)
+    broken.append(True)
+    try:
+        with pytest.raises(mi.ExecutionError, match="broken kernel"):
+            ctx.execute({"x": np.ones((2, 4), np.float32)})
+    finally:
+        broken.clear()
+    assert ctx.graph_error is None
 
 
 def test_graphs_are_refused_where_the_device_cannot() -> None:

@@ -165,8 +165,10 @@ def test_a_captured_graph_replays_a_plugin_on_new_inputs() -> None:
     stream.synchronize()
     eager = cupy.asnumpy(y)
     dev.begin_capture(stream)
-    conv.enqueue([x, w, b], [y], None, stream)
-    graph = dev.end_capture(stream)
+    try:
+        conv.enqueue([x, w, b], [y], None, stream)
+    finally:  # a failed enqueue must not leave the stream capturing for the next tests
+        graph = dev.end_capture(stream)
     y.fill(0)
     x *= 2  # new input values, same buffer
     stream.synchronize()

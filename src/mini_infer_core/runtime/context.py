@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,8 @@ class ExecutionContext:
         self._configured: dict[int, Any] = {}
         self._use_graphs = False
         self._graph: Any = None
+        #: why graph capture failed and the context went back to eager runs (None: it did not)
+        self.graph_error: str | None = None
         self._io: dict[str, Any] = {}
         self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any, Any]] = []
 
@@ -96,9 +99,12 @@ class ExecutionContext:
     def enable_graphs(self, enabled: bool = True) -> bool:
         """Capture the whole run as a device graph and replay it while input shapes repeat
         (CUDA graphs). Returns whether graphs are in use (False where the engine or device
-        cannot). Inputs and outputs then go through buffers owned by the context."""
+        cannot). Inputs and outputs then go through buffers owned by the context. Where a
+        capture fails (a plugin calls something a capture refuses) the run is done eagerly,
+        with a RuntimeWarning, and the context stays eager; ``graph_error`` says why."""
         self._use_graphs = bool(enabled) and self.graphs_possible
         self._graph = None
+        self.graph_error = None
         self._signature = None
         return self._use_graphs
 
@@ -267,10 +273,23 @@ class ExecutionContext:
             self.device.copy(self._io[n], self.device.to_device(np.asarray(feeds[n], order="C")),
                              self.stream)
         if self._graph is None:
-            self._graph = self.device.capture_graph(self._enqueue_all_async, self.stream)
+            try:
+                self._graph = self.device.capture_graph(self._enqueue_all_async, self.stream)
+            except Exception as exc:  # noqa: BLE001 - an eager run below says if it was real
+                return self._graphs_failed(exc, sched)
             log.debug("captured a graph of %d steps", len(self._steps))
         self.device.launch_graph(self._graph, self.stream)
         self.stream.synchronize()
+        return self._results(self._io, sched.home)
+
+    def _graphs_failed(self, exc: Exception, sched: Schedule) -> dict[str, np.ndarray[Any, Any]]:
+        """A capture failed: run eagerly (an error there is the run's own and propagates);
+        if that works, the context stays eager and says why (``graph_error``, a warning)."""
+        self._enqueue_all()
+        self._use_graphs = False
+        self.graph_error = f"{type(exc).__name__}: {exc}"
+        warnings.warn(f"mini-infer: CUDA-graph capture failed, this context runs eagerly "
+                      f"from now on ({self.graph_error})", RuntimeWarning, stacklevel=3)
         return self._results(self._io, sched.home)
 
     def _enqueue_all_async(self) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from mini_infer_core.plugin import DimExpr, DimsExprs, shapes
 
 from .._stream import array_module, is_cupy
+from . import _cublas
 
 __all__ = [
     "FLOATS",
@@ -77,12 +78,17 @@ def acc_dtype(dtype: Any) -> np.dtype[Any]:
 
 
 def matmul_into(xp: Any, a: Any, b: Any, out: Any) -> None:
-    """``out[...] = a @ b``. CuPy runs cuBLAS (float16 accumulating in float32, CuPy's
-    default compute type); NumPy computes float16 in float32 too, then rounds once."""
-    if xp is np and out.dtype == np.float16:
-        np.copyto(out, np.matmul(a.astype(np.float32), b.astype(np.float32)),
-                  casting="same_kind")
-    else:
+    """``out[...] = a @ b``. On the GPU cuBLAS is called directly (:mod:`._cublas`: CuPy's own
+    calls cannot be captured in CUDA graphs), else through CuPy for layouts it cannot
+    express; float16 accumulates in float32 there. NumPy computes float16 in float32 too,
+    then rounds once."""
+    if xp is np:
+        if out.dtype == np.float16:
+            np.copyto(out, np.matmul(a.astype(np.float32), b.astype(np.float32)),
+                      casting="same_kind")
+        else:
+            np.matmul(a, b, out=out)
+    elif not (is_cupy(out) and _cublas.matmul(a, b, out)):
         xp.matmul(a, b, out=out)
 
 
