@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from mini_infer_core.plugin import Device, Stream
+from mini_infer_core.registry import PluginRegistry
 
-__all__ = ["NumpyDevice"]
+__all__ = ["NumpyDevice", "registry"]
 
 
 class NumpyDevice(Device):
@@ -36,3 +37,19 @@ class NumpyDevice(Device):
 
     def copy(self, dst: Any, src: Any, stream: Stream | None = None) -> None:
         np.copyto(dst, src)
+
+
+def registry(cuda: Device | None = None) -> PluginRegistry:
+    """The cpu plugins (they fold constants and run what the cuda ones lack) and the cuda
+    plugins, with ``cuda`` as the cuda device (default: the real one)."""
+    from mini_infer_cpu_plugins.catalog import lazy_creators as cpu_creators
+    from mini_infer_cpu_plugins.device import CpuDevice
+    from mini_infer_cuda_plugins.catalog import lazy_creators
+    from mini_infer_cuda_plugins.device import CudaDevice
+
+    reg = PluginRegistry()
+    reg.register_device(CpuDevice())
+    reg.register_device(cuda if cuda is not None else CudaDevice())
+    for creator in [*cpu_creators(), *lazy_creators()]:
+        reg.register_creator(creator)
+    return reg

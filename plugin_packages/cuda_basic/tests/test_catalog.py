@@ -52,7 +52,8 @@ def test_every_promised_operator_is_served_without_overlapping_versions() -> Non
 
 def test_attributes_are_those_of_the_cpu_plugins_where_both_serve_an_operator() -> None:
     """Same ONNX attribute sets and defaults as the reference (cpu) plugins, version by
-    version (skipped without mini-infer-cpu-plugins)."""
+    version (skipped without mini-infer-cpu-plugins). Fields of fusions (``__relu__``...)
+    may differ: each device fuses what its kernels can apply."""
     import pytest
 
     cpu = pytest.importorskip("mini_infer_cpu_plugins.catalog")
@@ -61,4 +62,4 @@ def test_attributes_are_those_of_the_cpu_plugins_where_both_serve_an_operator() 
     for e in CATALOG:
         key = (e["op_type"], e["min_opset"], e["max_opset"])
         if key in theirs:
-            assert set(e["fields"]) == theirs[key], key
+            assert {f for f in e["fields"] if not f.startswith("__")} == theirs[key], key

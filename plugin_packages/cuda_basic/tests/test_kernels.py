@@ -59,6 +59,22 @@ def lrn_spec(x: np.ndarray, *, size: int, alpha: float, beta: float, bias: float
     return (x64 / (bias + alpha / size * sq) ** beta).astype(x.dtype)
 
 
+def fused_conv(attrs: dict[str, Any]) -> Any:
+    """The reference of a Conv with a fused residual and Relu (``__residual__``/``__relu__``):
+    onnx's evaluator for the convolution, then ``relu(conv + r)``."""
+    from mini_infer_core.testing.plugin_kit import reference_outputs
+
+    plain = {k: v for k, v in attrs.items() if not k.startswith("__")}
+
+    def ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
+            r: np.ndarray | None = None) -> list[np.ndarray]:
+        conv = reference_outputs("Conv", plain, [x, w, b], 1, 11)[0].astype(np.float64)
+        y = conv if r is None else conv + r
+        return [(np.maximum(y, 0) if attrs.get("__relu__") else y).astype(x.dtype)]
+
+    return ref
+
+
 @dataclass
 class Case:
     op: str
@@ -93,6 +109,16 @@ CASES: list[Case] = [
          name="1d-same-upper"),
     Case("Conv", 11, {"auto_pad": "SAME_LOWER"}, [f32(1, 2, 4, 5, 3), f32(3, 2, 2, 3, 2)],
          name="3d-same-lower"),
+    # -- with what the builder fuses into a Conv (ConvFusion): bias + residual + Relu ------
+    Case("Conv", 11, {"pads": [1, 1, 1, 1], "__residual__": 1, "__relu__": 1},
+         [f32(2, 3, 5, 5), f32(4, 3, 3, 3), f32(4), f32(2, 4, 5, 5)], name="fused-residual",
+         ref=fused_conv({"pads": [1, 1, 1, 1], "__relu__": 1})),
+    Case("Conv", 11, {"group": 4, "pads": [1, 1, 1, 1], "__residual__": 1, "__relu__": 1},
+         [f32(1, 4, 6, 6), f32(4, 1, 3, 3), None, f32(1, 4, 6, 6)],
+         name="fused-depthwise-residual",
+         ref=fused_conv({"group": 4, "pads": [1, 1, 1, 1], "__relu__": 1})),
+    Case("Conv", 11, {"__relu__": 1}, [f32(2, 6, 4, 4), f32(5, 6, 1, 1)],
+         name="fused-pointwise-relu", ref=fused_conv({"__relu__": 1})),
     Case("Relu", 14, {}, [f32(2, 3, 4)]),
     Case("MaxPool", 12, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
          [f32(1, 2, 8, 8)], name="ceil"),
@@ -291,7 +317,10 @@ def _ort(case: Case, inputs: list[Any], n: int) -> list[np.ndarray]:
           for nm, x in zip(names, inputs, strict=True) if x is not None]
     graph = helper.make_graph([node], "ref", vi,
                               [helper.make_empty_tensor_value_info(o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
+    opsets = [helper.make_opsetid("", case.opset)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    # the oldest IR version that holds the opset: onnxruntime may lag onnx's newest
+    model.ir_version = helper.find_min_ir_version_for(opsets)
     sess = onnxruntime.InferenceSession(model.SerializeToString(),
                                         providers=["CPUExecutionProvider"])
     feeds = {nm: x for nm, x in zip(names, inputs, strict=True) if x is not None}
@@ -430,7 +459,7 @@ def test_the_cases_launch_every_raw_kernel_for_every_float_type(
     sources = [p.name[:-3] for p in (files("mini_infer_cuda_plugins") / "kernels").iterdir()
                if p.name.endswith(".cu")]
     defined = {k for name in sources for k in _raw.kernel_names(name)}
-    assert len(defined) == 9 * 3, sorted(defined)  # 9 kernels x (f32, f16, f64)
+    assert len(defined) == 10 * 3, sorted(defined)  # 10 kernels x (f32, f16, f64)
     assert defined <= launched, f"never launched: {sorted(defined - launched)}"
 
 

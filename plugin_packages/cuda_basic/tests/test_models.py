@@ -13,11 +13,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from cuda_support import NumpyDevice
+from cuda_support import NumpyDevice, registry
 
 import mini_infer_core as mi
-from mini_infer_core.plugin import Device
-from mini_infer_core.registry import PluginRegistry
 from mini_infer_core.testing.light_models import (
     LIGHT_MODELS,
     default_inputs,
@@ -28,21 +26,7 @@ from mini_infer_core.testing.light_models import (
 
 cpu_catalog = pytest.importorskip("mini_infer_cpu_plugins.catalog",
                                   reason="the host plugins fold constants and give references")
-
-
-
-
-def _registry(cuda: Device | None) -> PluginRegistry:
-    from mini_infer_cpu_plugins.device import CpuDevice
-    from mini_infer_cuda_plugins.catalog import lazy_creators
-    from mini_infer_cuda_plugins.device import CudaDevice
-
-    reg = PluginRegistry()
-    reg.register_device(CpuDevice())
-    reg.register_device(cuda if cuda is not None else CudaDevice())
-    for creator in [*cpu_catalog.lazy_creators(), *lazy_creators()]:
-        reg.register_creator(creator)
-    return reg
+_registry = registry
 
 
 def _model(name: str) -> onnx.ModelProto:

@@ -24,7 +24,7 @@ from ._fields import (
     encode_fields,
     fields_from_values,
 )
-from ._fusion import Fusion
+from ._fusion import ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._lazy import LazyPluginCreator
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
@@ -32,6 +32,7 @@ from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorF
 __all__ = [
     "REQUIRED",
     "BroadcastPlugin",
+    "ConvFusion",
     "DataType",
     "Device",
     "DimExpr",
@@ -59,5 +60,6 @@ __all__ = [
     "decode_fields",
     "encode_fields",
     "fields_from_values",
+    "per_channel",
     "shapes",
 ]

@@ -1,13 +1,15 @@
-"""What a plugin returns when it absorbs the node consuming its output (see builder/fusion.py)."""
+"""What a plugin returns when it absorbs the node consuming its output (see builder/fusion.py),
+and the fusions every device's convolution shares (:class:`ConvFusion`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["Fusion"]
+__all__ = ["ConvFusion", "Fusion", "per_channel"]
 
 
 @dataclass
@@ -17,3 +19,119 @@ class Fusion:
 
     constants: dict[int, np.ndarray[Any, Any]] = field(default_factory=dict)
     append_inputs: list[int] = field(default_factory=list)
+
+
+def per_channel(c: Any, channels: int, rank: int) -> np.ndarray[Any, Any] | None:
+    """A constant that broadcasts per channel over an NC... tensor of ``rank``, as a
+    ``(channels,)`` array; None when it varies along any other axis (or is not constant)."""
+    if c is None:
+        return None
+    arr = np.asarray(c)
+    if arr.size == 1:
+        return np.full(channels, arr.reshape(-1)[0], dtype=arr.dtype)
+    if arr.ndim > rank or rank < 2:
+        return None
+    shape = (1,) * (rank - arr.ndim) + arr.shape
+    if shape[1] != channels or any(d != 1 for i, d in enumerate(shape) if i != 1):
+        return None
+    return arr.reshape(channels)
+
+
+def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
+    """conv(x) * k or conv(x) + d, with k, d constant per output channel."""
+    w = own[1]
+    b = own[2] if len(own) > 2 else None
+    if w is None or (len(own) > 2 and own[2] is None):
+        return None  # runtime weights or bias
+    k = per_channel(c, w.shape[0], w.ndim)
+    if k is None or (op_type == "Mul" and residual):
+        return None  # a Mul after the residual would scale it too
+    f64 = np.float64
+    bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
+    if op_type == "Add":
+        return Fusion(constants={2: (bias + k.astype(f64)).astype(w.dtype)})
+    scale = k.astype(f64)
+    new_w = (np.asarray(w, f64) * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
+    return Fusion(constants={1: new_w, 2: (bias * scale).astype(w.dtype)})
+
+
+def _fold_bn(attrs: dict[str, Any], bn: Sequence[Any], own: Sequence[Any]) -> Fusion | None:
+    """BatchNormalization(conv(x)) as conv(x) with scaled weights and a shifted bias."""
+    if attrs.get("training_mode") or attrs.get("spatial", 1) != 1 or len(bn) < 5:
+        return None
+    scale, shift, mean, var = bn[1:5]
+    w = own[1]
+    b = own[2] if len(own) > 2 else None
+    if any(v is None for v in (scale, shift, mean, var, w)) or (len(own) > 2 and b is None
+                                                                  and own[2] is not None):
+        return None
+    if len(own) > 2 and own[2] is None and b is None and len(own) == 3:
+        return None  # a runtime bias: cannot fold
+    eps = float(attrs.get("epsilon", 1e-5))
+    f64 = np.float64
+    k = np.asarray(scale, f64) / np.sqrt(np.asarray(var, f64) + eps)
+    new_w = (np.asarray(w, f64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
+    bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
+    new_b = ((bias - np.asarray(mean, f64)) * k + np.asarray(shift, f64)).astype(w.dtype)
+    return Fusion(constants={1: new_w, 2: new_b})
+
+
+class ConvFusion:
+    """What a convolution absorbs from the node after it, for any device's Conv plugin
+    (``class Conv(ConvFusion, MyPlugin)``): a BatchNormalization, or a Mul/Add by a constant
+    per output channel (folded into W and B at build time), an Add/Sum of a same-shaped tensor
+    (a residual: appended as input ``r``), and a Relu or Clip after them. The plugin's
+    ``attributes`` declare ``__residual__`` (0), ``__relu__`` (0) and, where it lists Clip in
+    ``fusable``, ``__clip__`` (None); its kernel applies them after the product:
+    ``y = act(conv(x, W) + B + r)``."""
+
+    attrs: dict[str, Any]
+    fusable: ClassVar[frozenset[str]] = frozenset(
+        {"BatchNormalization", "Mul", "Add", "Sum", "Relu", "Clip"})
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        a = self.attrs
+        if a["__relu__"] or a.get("__clip__") is not None:
+            return None  # nothing follows the activation
+        if op_type == "BatchNormalization":
+            return None if a["__residual__"] else _fold_bn(attrs, consumer_constants,
+                                                         own_constants)
+        if op_type in ("Mul", "Add") and len(consumer_constants) == 2 and \
+                consumer_constants[1 - position] is not None and not attrs.get("broadcast"):
+            return _fold_affine(op_type, consumer_constants[1 - position], own_constants,
+                                residual=bool(a["__residual__"]))
+        if op_type in ("Add", "Sum"):
+            if a["__residual__"] or len(consumer_dims) != 2 or attrs.get("broadcast"):
+                return None
+            other = 1 - position
+            mine, theirs = consumer_dims[position], consumer_dims[other]
+            if theirs is None or mine is None or len(theirs) != len(mine) or not all(
+                    p.same_as(q) for p, q in zip(mine, theirs, strict=True)):
+                return None  # only a same-shaped residual is added in place
+            if len(own_constants) < 3:  # no bias input: r must not arrive in B's place
+                w = own_constants[1]
+                if w is None:
+                    return None
+                a["__residual__"] = 1
+                return Fusion(constants={2: np.zeros(w.shape[0], w.dtype)},
+                              append_inputs=[other])
+            a["__residual__"] = 1
+            return Fusion(append_inputs=[other])
+        if op_type == "Relu":
+            a["__relu__"] = 1
+            return Fusion()
+        if op_type == "Clip":
+            lo, hi = attrs.get("min"), attrs.get("max")
+            if len(consumer_constants) > 1:  # opset 11+: bounds are inputs
+                if any(c is None for c, d in zip(consumer_constants[1:], consumer_dims[1:],
+                                                 strict=True) if d is not None):
+                    return None
+                bounds = [None if c is None else float(np.asarray(c).reshape(-1)[0])
+                          for c in consumer_constants[1:3]]
+                lo, hi = (bounds + [None, None])[:2]
+            a["__clip__"] = (-np.inf if lo is None else float(lo),
+                             np.inf if hi is None else float(hi))
+            return Fusion()
+        return None

@@ -34,7 +34,7 @@ CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cuda_plugins.ops.activation:Dropout_10', 'name': 'Dropout', 'op_type': 'Dropout', 'version': '10', 'min_opset': 10, 'max_opset': None, 'fields': ('ratio', 'seed')},
     {'target': 'mini_infer_cuda_plugins.ops.cast:Cast', 'name': 'Cast', 'op_type': 'Cast', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('to', 'saturate', 'round_mode')},
     {'target': 'mini_infer_cuda_plugins.ops.cast:ConstantOfShape', 'name': 'ConstantOfShape', 'op_type': 'ConstantOfShape', 'version': '1', 'min_opset': 9, 'max_opset': None, 'fields': ('value',)},
-    {'target': 'mini_infer_cuda_plugins.ops.conv:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides')},
+    {'target': 'mini_infer_cuda_plugins.ops.conv:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides', '__residual__', '__relu__')},
     {'target': 'mini_infer_cuda_plugins.ops.elementwise:Add', 'name': 'Add', 'op_type': 'Add', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('broadcast', 'axis', 'consumed_inputs')},
     {'target': 'mini_infer_cuda_plugins.ops.elementwise:Sub', 'name': 'Sub', 'op_type': 'Sub', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('broadcast', 'axis', 'consumed_inputs')},
     {'target': 'mini_infer_cuda_plugins.ops.elementwise:Mul', 'name': 'Mul', 'op_type': 'Mul', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('broadcast', 'axis', 'consumed_inputs')},

@@ -27,13 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, Fusion, IntLike, shapes
+from mini_infer_core.plugin import ConvFusion, DimsExprs, IntLike, shapes
 
 from ..serialization import CpuPlugin
 from ._blas import available, gemm
 from ._conv_depthwise import depthwise_conv
 from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
-from ._fusing import per_channel
 from ._geometry import pad_into, windows_view
 from ._util import FLOATS, Scratch, add_per_row, relu
 
@@ -73,44 +72,6 @@ def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bo
     return group == 1 and (b is not None or r is not None) and available(dtype)
 
 
-def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
-    """conv(x) * k or conv(x) + d, with k, d constant per output channel."""
-    w = own[1]
-    b = own[2] if len(own) > 2 else None
-    if w is None or (len(own) > 2 and own[2] is None):
-        return None  # runtime weights or bias
-    k = per_channel(c, w.shape[0], w.ndim)
-    if k is None or (op_type == "Mul" and residual):
-        return None  # a Mul after the residual would scale it too
-    f64 = np.float64
-    bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
-    if op_type == "Add":
-        return Fusion(constants={2: (bias + k.astype(f64)).astype(w.dtype)})
-    scale = k.astype(f64)
-    new_w = (np.asarray(w, f64) * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
-    return Fusion(constants={1: new_w, 2: (bias * scale).astype(w.dtype)})
-
-
-def _fold_bn(attrs: dict[str, Any], bn: Sequence[Any], own: Sequence[Any]) -> Fusion | None:
-    """BatchNormalization(conv(x)) as conv(x) with scaled weights and a shifted bias."""
-    if attrs.get("training_mode") or attrs.get("spatial", 1) != 1 or len(bn) < 5:
-        return None
-    scale, shift, mean, var = bn[1:5]
-    w = own[1]
-    b = own[2] if len(own) > 2 else None
-    if any(v is None for v in (scale, shift, mean, var, w)) or (len(own) > 2 and b is None
-                                                                  and own[2] is not None):
-        return None
-    if len(own) > 2 and own[2] is None and b is None and len(own) == 3:
-        return None  # a runtime bias: cannot fold
-    eps = float(attrs.get("epsilon", 1e-5))
-    f64 = np.float64
-    k = np.asarray(scale, f64) / np.sqrt(np.asarray(var, f64) + eps)
-    new_w = (np.asarray(w, f64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
-    bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
-    new_b = ((bias - np.asarray(mean, f64)) * k + np.asarray(shift, f64)).astype(w.dtype)
-    return Fusion(constants={1: new_w, 2: new_b})
-
 Array = NDArray[Any]
 
 #: upper bound of the im2col buffer; larger batches are processed in chunks
@@ -132,56 +93,16 @@ class _Plan:
     taps: TapGeometry | None = None
 
 
-class Conv(CpuPlugin):
-    """Also absorbs what follows it (``fuse``): a BatchNormalization (folded into the weights
-    and bias), an Add/Sum of a same-shaped tensor (a residual, added in place), and a Relu or
-    Clip (applied in place). The ``__residual__``/``__relu__``/``__clip__`` fields record it."""
+class Conv(ConvFusion, CpuPlugin):
+    """Also absorbs what follows it (:class:`~mini_infer_core.plugin.ConvFusion`): a
+    BatchNormalization or per-channel Mul/Add (folded into the weights and bias), an Add/Sum
+    of a same-shaped tensor (a residual, added in place), and a Relu or Clip (applied in
+    place). The ``__residual__``/``__relu__``/``__clip__`` fields record it."""
 
     dtypes = FLOATS
     attributes: ClassVar[dict[str, Any]] = {
         "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
         "pads": None, "strides": None, "__residual__": 0, "__relu__": 0, "__clip__": None}
-    fusable = frozenset({"BatchNormalization", "Mul", "Add", "Sum", "Relu", "Clip"})
-
-    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             consumer_dims: Sequence[Any], position: int,
-             own_constants: Sequence[Any]) -> Fusion | None:
-        a = self.attrs
-        if a["__relu__"] or a["__clip__"] is not None:
-            return None  # nothing follows the activation
-        if op_type == "BatchNormalization":
-            return None if a["__residual__"] else _fold_bn(attrs, consumer_constants,
-                                                         own_constants)
-        if op_type in ("Mul", "Add") and len(consumer_constants) == 2 and \
-                consumer_constants[1 - position] is not None and not attrs.get("broadcast"):
-            return _fold_affine(op_type, consumer_constants[1 - position], own_constants,
-                                residual=bool(a["__residual__"]))
-        if op_type in ("Add", "Sum"):
-            if a["__residual__"] or len(consumer_dims) != 2 or attrs.get("broadcast"):
-                return None
-            other = 1 - position
-            mine, theirs = consumer_dims[position], consumer_dims[other]
-            if theirs is None or mine is None or len(theirs) != len(mine) or not all(
-                    p.same_as(q) for p, q in zip(mine, theirs, strict=True)):
-                return None  # only a same-shaped residual is added in place
-            a["__residual__"] = 1
-            return Fusion(append_inputs=[other])
-        if op_type == "Relu":
-            a["__relu__"] = 1
-            return Fusion()
-        if op_type == "Clip":
-            lo, hi = attrs.get("min"), attrs.get("max")
-            if len(consumer_constants) > 1:  # opset 11+: bounds are inputs
-                if any(c is None for c, d in zip(consumer_constants[1:], consumer_dims[1:],
-                                                 strict=True) if d is not None):
-                    return None
-                bounds = [None if c is None else float(np.asarray(c).reshape(-1)[0])
-                          for c in consumer_constants[1:3]]
-                lo, hi = (bounds + [None, None])[:2]
-            a["__clip__"] = (-np.inf if lo is None else float(lo),
-                             np.inf if hi is None else float(hi))
-            return Fusion()
-        return None
 
     def setup(self) -> None:
         self.scratch = Scratch()

@@ -19,10 +19,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, Fusion, IntLike, UnaryPlugin
+from mini_infer_core.plugin import (
+    REQUIRED,
+    DataType,
+    DimsExprs,
+    Fusion,
+    IntLike,
+    UnaryPlugin,
+    per_channel,
+)
 
 from ..serialization import CpuPlugin
-from ._fusing import per_channel
 from ._nn_util import NN_FLOATS, acc_dtype
 from ._util import FLOATS, Scratch, relu, zeros_like_chunk
 

@@ -8,7 +8,10 @@
   1-D/2-D on the GPU; a padded copy and a strided window view elsewhere (N-d, NumPy) -- then
   one GEMM per image (``xp.matmul(W, cols, out=...)``), the batch in chunks whose ``cols``
   stay under ``COLS_BUDGET`` bytes.
-* the bias is added by the ``bias_act`` RawKernel on the GPU (a broadcast add on NumPy).
+* the bias is added by the ``bias_act`` RawKernel on the GPU (a broadcast add on NumPy);
+  with what the builder fused into the Conv (:class:`ConvFusion`: BatchNormalization and
+  per-channel Mul/Add folded into W and B, a residual ``r``, a Relu) one ``bias_res_act``
+  kernel adds bias and residual and applies the Relu.
 
 Steady-state runs of one shape allocate nothing.
 """
@@ -22,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, shapes
+from mini_infer_core.plugin import ConvFusion, DimsExprs, shapes
 from mini_infer_core.plugin.shapes import Shapes
 
 from ..serialization import CudaPlugin
@@ -68,11 +71,13 @@ def as_2d(w: shapes.Window, g: shapes.Geometry, spatial: Sequence[int]) -> tuple
             lead + list(g.out))
 
 
-class Conv(CudaPlugin):
+class Conv(ConvFusion, CudaPlugin):
     dtypes = FLOATS
     attributes: ClassVar[dict[str, Any]] = {
         "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
-        "pads": None, "strides": None}
+        "pads": None, "strides": None, "__residual__": 0, "__relu__": 0}
+    #: what the kernels apply after the product (no Clip: the epilogues know Relu only)
+    fusable = frozenset({"BatchNormalization", "Mul", "Add", "Sum", "Relu"})
 
     def setup(self) -> None:
         self.scratch = Scratch()
@@ -121,8 +126,8 @@ class Conv(CudaPlugin):
         self.scratch.put(key, plan)
         return plan
 
-    def compute(self, x: Any, w: Any, b: Any | None = None, *, out: Any, group: int,
-                **_: Any) -> None:
+    def compute(self, x: Any, w: Any, b: Any | None = None, r: Any | None = None, *,
+                out: Any, group: int, __relu__: int = 0, **_: Any) -> None:
         xp = array_module(x, w, out)
         plan = self._plan(x, w, group)
         gpu = xp is not np
@@ -130,15 +135,18 @@ class Conv(CudaPlugin):
             x, w = xp.ascontiguousarray(x), xp.ascontiguousarray(w)
         dst = out if out.flags.c_contiguous else \
             self.scratch.buffer(xp, "dst", out.shape, out.dtype)
+        act = _raw.ACT_RELU if __relu__ else _raw.ACT_NONE
         if gpu and plan.depthwise and plan.window.nd <= 2:
-            self._depthwise(xp, x, w, b, dst, plan)
+            self._depthwise(xp, x, w, b, dst, plan, act if r is None else _raw.ACT_NONE)
+            if r is not None:
+                self._epilogue(xp, dst, None, r, act)
         else:
             if plan.pointwise:
                 self._pointwise(xp, x, w, dst, group)
             else:
                 self._im2col_gemm(xp, x, w, dst, group, plan)
-            if b is not None:
-                self._add_bias(xp, dst, b)
+            if b is not None or r is not None or act != _raw.ACT_NONE:
+                self._epilogue(xp, dst, b, r, act)
         if dst is not out:
             xp.copyto(out, dst)
 
@@ -191,20 +199,31 @@ class Conv(CudaPlugin):
             xp.copyto(src[inner], x)
         xp.copyto(cols, window_view(xp, src, 2, win, geo.out))
 
-    @staticmethod
-    def _add_bias(xp: Any, dst: Any, b: Any) -> None:
+    def _epilogue(self, xp: Any, dst: Any, b: Any | None, r: Any | None, act: int) -> None:
+        """``dst = act(dst + b[channel] + r)`` in place; ``b`` and ``r`` optional."""
         n, m = dst.shape[:2]
         p = dst.size // max(n * m, 1)
         if xp is np:
             d3 = dst.reshape(n, m, p)
-            np.add(d3, b.reshape(m, 1), out=d3)
+            if b is not None:
+                np.add(d3, b.reshape(m, 1), out=d3)
+            if r is not None:
+                np.add(dst, r, out=dst)
+            if act == _raw.ACT_RELU:
+                np.maximum(dst, np.zeros((), dst.dtype), out=dst)
             return
-        _raw.launch("epilogue", "bias_act", dst.dtype, dst.size, (
-            dst, xp.ascontiguousarray(b), np.int64(p), np.int32(m), np.int32(_raw.ACT_NONE),
-            np.int64(dst.size)))
+        bias = xp.ascontiguousarray(b) if b is not None else \
+            self.scratch.buffer(xp, "zero_bias", (m,), dst.dtype, fill=0)
+        if r is None:
+            _raw.launch("epilogue", "bias_act", dst.dtype, dst.size, (
+                dst, bias, np.int64(p), np.int32(m), np.int32(act), np.int64(dst.size)))
+        else:
+            _raw.launch("epilogue", "bias_res_act", dst.dtype, dst.size, (
+                dst, bias, xp.ascontiguousarray(r), np.int64(p), np.int32(m), np.int32(act),
+                np.int64(dst.size)))
 
-    def _depthwise(self, xp: Any, x: Any, w: Any, b: Any | None, dst: Any, plan: _Plan
-                   ) -> None:
+    def _depthwise(self, xp: Any, x: Any, w: Any, b: Any | None, dst: Any, plan: _Plan,
+                   act: int) -> None:
         c, m = x.shape[1], w.shape[0]
         (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = \
             as_2d(plan.window, plan.geometry, x.shape[2:])
@@ -214,4 +233,4 @@ class Conv(CudaPlugin):
         _raw.launch("conv", "dwconv_2d", x.dtype, dst.size, (
             x, w, bias, dst, i32(c), i32(h), i32(wd), i32(m), i32(kh), i32(kw), i32(oh),
             i32(ow), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw),
-            i32(_raw.ACT_NONE), np.int64(dst.size)))
+            i32(act), np.int64(dst.size)))
