@@ -9,7 +9,7 @@ import numpy as np
 from mini_infer_core.plugin import Device, Stream
 from mini_infer_core.registry import PluginRegistry
 
-__all__ = ["NumpyDevice", "registry"]
+__all__ = ["NumpyDevice", "cupy_or_skip", "registry"]
 
 
 class NumpyDevice(Device):
@@ -53,3 +53,16 @@ def registry(cuda: Device | None = None) -> PluginRegistry:
     for creator in [*cpu_creators(), *lazy_creators()]:
         reg.register_creator(creator)
     return reg
+
+
+def cupy_or_skip() -> Any:
+    """CuPy, or a skip that says why no GPU can be used here."""
+    import pytest
+    from mini_infer_cuda_plugins.device import probe_cuda
+
+    ok, reason = probe_cuda()
+    if not ok:
+        pytest.skip(f"no usable CUDA device: {reason}")
+    import cupy
+
+    return cupy

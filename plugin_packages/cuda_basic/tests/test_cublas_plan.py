@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cuda_support import cupy_or_skip
 from mini_infer_cuda_plugins.ops._cublas import OP_N, GemmCall, plan_matmul
 
 
@@ -128,22 +129,11 @@ def test_plan_of_an_empty_output_is_no_call() -> None:
 
 # -- on a GPU ------------------------------------------------------------------------------
 
-def _cupy_or_skip() -> Any:
-    from mini_infer_cuda_plugins.device import probe_cuda
-
-    ok, reason = probe_cuda()
-    if not ok:
-        pytest.skip(f"no usable CUDA device: {reason}")
-    import cupy
-
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 @pytest.mark.parametrize("name", CASES)
 def test_cublas_matmul_on_the_gpu_matches_numpy(name: str, dtype: Any) -> None:
-    cupy = _cupy_or_skip()
+    cupy = cupy_or_skip()
     from mini_infer_cuda_plugins.ops import _cublas
 
     make_a, make_b = CASES[name]
@@ -163,7 +153,7 @@ def test_cublas_matmul_on_the_gpu_matches_numpy(name: str, dtype: Any) -> None:
 def test_cublas_matmul_is_captured_in_a_cuda_graph() -> None:
     """CuPy's own matmul refuses stream capture; the direct call is captured and replays on
     new values of the same buffers."""
-    cupy = _cupy_or_skip()
+    cupy = cupy_or_skip()
     from mini_infer_cuda_plugins.device import CudaDevice
     from mini_infer_cuda_plugins.ops import _cublas
 

@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cuda_support import NumpyDevice
+from cuda_support import NumpyDevice, cupy_or_skip
 from mini_infer_cuda_plugins.catalog import lazy_creators
-from mini_infer_cuda_plugins.device import probe_cuda
 
 from mini_infer_core.plugin import (
     DataType,
@@ -390,20 +389,11 @@ def test_plugin_kit_contract(case: Case, plugin_kit: ModuleType) -> None:
 
 # -- on a GPU ------------------------------------------------------------------------------
 
-def _gpu_or_skip() -> Any:
-    ok, reason = probe_cuda()
-    if not ok:
-        pytest.skip(f"no usable CUDA device: {reason}")
-    import cupy
-
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["fp32", "fp16"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_gpu_kernel_matches_the_numpy_path(case: Case, dtype: Any) -> None:
-    cupy = _gpu_or_skip()
+    cupy = cupy_or_skip()
     from mini_infer_cuda_plugins.device import CudaDevice
 
     if dtype == np.float16 and not case.fp16:

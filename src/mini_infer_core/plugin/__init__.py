@@ -24,13 +24,14 @@ from ._fields import (
     encode_fields,
     fields_from_values,
 )
-from ._fusion import ConvFusion, Fusion, per_channel
+from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._lazy import LazyPluginCreator
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
 __all__ = [
     "REQUIRED",
+    "BatchNormFusion",
     "BroadcastPlugin",
     "ConvFusion",
     "DataType",

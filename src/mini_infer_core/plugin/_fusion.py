@@ -1,5 +1,6 @@
 """What a plugin returns when it absorbs the node consuming its output (see builder/fusion.py),
-and the fusions every device's convolution shares (:class:`ConvFusion`)."""
+and the fusions every device's convolution and batch normalization share
+(:class:`ConvFusion`, :class:`BatchNormFusion`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["ConvFusion", "Fusion", "per_channel"]
+__all__ = ["BatchNormFusion", "ConvFusion", "Fusion", "per_channel"]
 
 
 @dataclass
@@ -135,3 +136,35 @@ class ConvFusion:
                              np.inf if hi is None else float(hi))
             return Fusion()
         return None
+
+
+class BatchNormFusion:
+    """What an inference BatchNormalization (``y = x * a + b`` per channel) absorbs, for any
+    device's plugin (``class BatchNormalization(BatchNormFusion, MyPlugin)``): a Mul/Add by a
+    constant per channel (folded into scale and bias at build time) and a Relu after it
+    (``__relu__``, declared in the plugin's ``attributes``, applied by its kernel)."""
+
+    attrs: dict[str, Any]
+    fusable: ClassVar[frozenset[str]] = frozenset({"Mul", "Add", "Relu"})
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        a = self.attrs
+        if a["training_mode"] or a["spatial"] != 1 or a["__relu__"] or attrs.get("broadcast"):
+            return None
+        if op_type == "Relu":
+            a["__relu__"] = 1
+            return Fusion()
+        scale, bias = own_constants[1], own_constants[2]
+        dims = consumer_dims[position]
+        if scale is None or bias is None or dims is None or len(consumer_constants) != 2:
+            return None
+        k = per_channel(consumer_constants[1 - position], scale.size, len(dims))
+        if k is None:
+            return None
+        f64 = np.float64
+        if op_type == "Add":
+            return Fusion(constants={2: (np.asarray(bias, f64) + k).astype(bias.dtype)})
+        return Fusion(constants={1: (np.asarray(scale, f64) * k).astype(scale.dtype),
+                                 2: (np.asarray(bias, f64) * k).astype(bias.dtype)})

@@ -21,12 +21,11 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import (
     REQUIRED,
+    BatchNormFusion,
     DataType,
     DimsExprs,
-    Fusion,
     IntLike,
     UnaryPlugin,
-    per_channel,
 )
 
 from ..serialization import CpuPlugin
@@ -41,7 +40,7 @@ Array = NDArray[Any]
 BN_CHUNK_BYTES = 256 * 1024
 #: maps of at least this many elements run with a ufunc buffer smaller than them
 _UNBUFFERED_MAP = 128
-class BatchNormalization(CpuPlugin, UnaryPlugin):
+class BatchNormalization(BatchNormFusion, CpuPlugin, UnaryPlugin):
     """y = (x - mean) / sqrt(var + epsilon) * scale + B, folded to y = x * a + b.
 
     Legacy attributes (``spatial``, ``is_test``, ``consumed_inputs``, ``momentum``) are
@@ -54,30 +53,6 @@ class BatchNormalization(CpuPlugin, UnaryPlugin):
     attributes: ClassVar[dict[str, Any]] = {
         "epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "is_test": 0, "consumed_inputs": None,
         "training_mode": 0, "__relu__": 0}
-    #: a following per-channel Mul/Add folds into scale and bias; a Relu runs in place
-    fusable = frozenset({"Mul", "Add", "Relu"})
-
-    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             consumer_dims: Sequence[Any], position: int,
-             own_constants: Sequence[Any]) -> Fusion | None:
-        a = self.attrs
-        if a["training_mode"] or a["spatial"] != 1 or a["__relu__"] or attrs.get("broadcast"):
-            return None
-        if op_type == "Relu":
-            a["__relu__"] = 1
-            return Fusion()
-        scale, bias = own_constants[1], own_constants[2]
-        dims = consumer_dims[position]
-        if scale is None or bias is None or dims is None or len(consumer_constants) != 2:
-            return None
-        k = per_channel(consumer_constants[1 - position], scale.size, len(dims))
-        if k is None:
-            return None
-        f64 = np.float64
-        if op_type == "Add":
-            return Fusion(constants={2: (np.asarray(bias, f64) + k).astype(bias.dtype)})
-        return Fusion(constants={1: (np.asarray(scale, f64) * k).astype(scale.dtype),
-                                 2: (np.asarray(bias, f64) * k).astype(bias.dtype)})
 
     def setup(self) -> None:
         self.scratch = Scratch()

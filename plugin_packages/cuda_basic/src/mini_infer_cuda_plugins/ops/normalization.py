@@ -2,8 +2,9 @@
 
 BatchNormalization (inference) folds its four parameter vectors into a per-channel scale and
 shift in the accumulation type (float32 for float16) -- a few tiny ops -- and applies them in
-one ``channel_affine`` RawKernel launch on the GPU. LRN is one ``lrn`` RawKernel launch; on
-NumPy both run as broadcast ufuncs.
+one ``channel_affine`` RawKernel launch on the GPU, with a fused Relu where the builder fused
+one (``BatchNormFusion``, which also folds a following per-channel Mul/Add into scale and
+bias). LRN is one ``lrn`` RawKernel launch; on NumPy both run as broadcast ufuncs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, UnaryPlugin
+from mini_infer_core.plugin import REQUIRED, BatchNormFusion, DataType, DimsExprs, UnaryPlugin
 from mini_infer_core.plugin.shapes import Shapes
 
 from ..serialization import CudaPlugin
@@ -25,7 +26,7 @@ __all__ = ["BatchNormalization", "LRN"]
 
 
 
-class BatchNormalization(CudaPlugin, UnaryPlugin):
+class BatchNormalization(BatchNormFusion, CudaPlugin, UnaryPlugin):
     """y = (x - mean) / sqrt(var + epsilon) * scale + B.
 
     Legacy attributes (``spatial``, ``is_test``, ``consumed_inputs``, ``momentum``) are
@@ -38,7 +39,7 @@ class BatchNormalization(CudaPlugin, UnaryPlugin):
     dtypes = FLOATS
     attributes: ClassVar[dict[str, Any]] = {
         "epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "is_test": 0, "consumed_inputs": None,
-        "training_mode": 0}
+        "training_mode": 0, "__relu__": 0}
 
     def setup(self) -> None:
         self.scratch = Scratch()
@@ -62,7 +63,8 @@ class BatchNormalization(CudaPlugin, UnaryPlugin):
         return [input_types[0]] * self.num_outputs
 
     def compute(self, x: Any, scale: Any, bias: Any, mean: Any, var: Any, *, out: Any,
-                epsilon: float, momentum: float, training_mode: int, **_: Any) -> None:
+                epsilon: float, momentum: float, training_mode: int, __relu__: int = 0,
+                **_: Any) -> None:
         xp = array_module(x, out)
         if training_mode:
             self._train(xp, x, scale, bias, mean, var, out, epsilon, momentum)
@@ -83,7 +85,7 @@ class BatchNormalization(CudaPlugin, UnaryPlugin):
         if xp is not np and out.flags.c_contiguous:
             _raw.launch("epilogue", "channel_affine", x.dtype, x.size, (
                 xp.ascontiguousarray(x), out, a, b, np.int64(inner), np.int32(groups),
-                np.int32(_raw.ACT_NONE), np.int64(x.size)))
+                np.int32(_raw.ACT_RELU if __relu__ else _raw.ACT_NONE), np.int64(x.size)))
             return
         pshape = (groups, inner)
         x3 = x.reshape(-1, *pshape)
@@ -91,11 +93,13 @@ class BatchNormalization(CudaPlugin, UnaryPlugin):
             o3 = out.reshape(x3.shape)
             xp.multiply(x3, a.reshape(pshape[0], 1), out=o3)
             xp.add(o3, b.reshape(pshape[0], 1), out=o3)
-            return
-        tmp = self.scratch.buffer(xp, "acc", x3.shape, acc)
-        xp.multiply(x3, a.reshape(pshape[0], 1), out=tmp)
-        xp.add(tmp, b.reshape(pshape[0], 1), out=tmp)
-        xp.copyto(out, tmp.reshape(out.shape), casting="same_kind")
+        else:
+            tmp = self.scratch.buffer(xp, "acc", x3.shape, acc)
+            xp.multiply(x3, a.reshape(pshape[0], 1), out=tmp)
+            xp.add(tmp, b.reshape(pshape[0], 1), out=tmp)
+            xp.copyto(out, tmp.reshape(out.shape), casting="same_kind")
+        if __relu__:
+            xp.maximum(out, 0, out=out)
 
     @staticmethod
     def _train(xp: Any, x: Any, scale: Any, bias: Any, mean: Any, var: Any, out: Any,

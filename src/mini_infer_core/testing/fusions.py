@@ -1,7 +1,9 @@
-"""Small ONNX models of every pattern a Conv plugin may absorb (:class:`ConvFusion`), with
-inputs, for checking a device's fused convolution against an independent runtime:
+"""Small ONNX models of every pattern a Conv or BatchNormalization plugin may absorb
+(:class:`~mini_infer_core.plugin.ConvFusion`, :class:`~mini_infer_core.plugin.BatchNormFusion`),
+with inputs and the engine's operators once everything is fused, for checking a device's fused
+kernels against an independent runtime:
 
-    for name, model, feeds in conv_fusion_models():
+    for name, model, feeds, fused in fusion_models():
         want = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)
         got = mini_infer_core.InferenceSession(model, "cuda").run(None, feeds)
 
@@ -18,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["conv_fusion_models"]
+__all__ = ["fusion_models"]
 
 _C = 4
 _SHAPE = (1, _C, 6, 6)
@@ -103,22 +105,42 @@ def _chain(rng: np.random.Generator) -> onnx.ModelProto:
     return _model("chain", nodes, i1 + j1 + i2 + j2)
 
 
-_MODELS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
-    "conv_bn_relu": _conv_bn_relu,
-    "residual_bn_relu": lambda r: _residual(r, bias=True, first=True),
-    "residual_first_no_bias": lambda r: _residual(r, bias=False, first=False),
-    "residual_without_bias": _residual_without_bias,
-    "scale_shift_clip": _scale_shift_clip,
-    "chain": _chain,
+def _bn_relu_conv(rng: np.random.Generator) -> onnx.ModelProto:
+    """DenseNet's pre-activation: BatchNormalization and Relu before the Conv."""
+    bn, bi = _bn(rng, "x", "n")
+    conv, ci = _conv(rng, "y", "r")
+    return _model("bn_relu_conv", [bn, helper.make_node("Relu", ["n"], ["r"]), conv], bi + ci)
+
+
+def _bn_scale_shift_relu(rng: np.random.Generator) -> onnx.ModelProto:
+    bn, bi = _bn(rng, "x", "n")
+    k = _const("k", rng.standard_normal((_C, 1, 1)))
+    d = _const("d", np.array([0.1]))  # small: the Relu must clip about half the values
+    nodes = [bn, helper.make_node("Mul", ["k", "n"], ["m"]),
+             helper.make_node("Add", ["m", "d"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    return _model("bn_scale_shift_relu", nodes, bi + [k, d])
+
+
+#: name: (model maker, the engine's operators once everything is fused)
+_MODELS: dict[str, tuple[Callable[[np.random.Generator], onnx.ModelProto], list[str]]] = {
+    "conv_bn_relu": (_conv_bn_relu, ["Conv"]),
+    "residual_bn_relu": (lambda r: _residual(r, bias=True, first=True), ["Conv"]),
+    "residual_first_no_bias": (lambda r: _residual(r, bias=False, first=False), ["Conv"]),
+    "residual_without_bias": (_residual_without_bias, ["Conv"]),
+    "scale_shift_clip": (_scale_shift_clip, ["Conv"]),
+    "chain": (_chain, ["Conv", "Conv"]),
+    "bn_relu_conv": (_bn_relu_conv, ["BatchNormalization", "Conv"]),
+    "bn_scale_shift_relu": (_bn_scale_shift_relu, ["BatchNormalization"]),
 }
 
 
-def conv_fusion_models(seed: int = 0) -> list[tuple[str, onnx.ModelProto,
-                                                    dict[str, np.ndarray[Any, Any]]]]:
-    """(name, model, feeds) for each pattern."""
+def fusion_models(seed: int = 0) -> list[tuple[str, onnx.ModelProto,
+                                               dict[str, np.ndarray[Any, Any]], list[str]]]:
+    """(name, model, feeds, fused) for each pattern; ``fused`` lists the engine's operators
+    on a device whose plugins fuse every pattern (the cpu plugins do)."""
     rng = np.random.default_rng(seed)
     out = []
-    for name, make in _MODELS.items():
+    for name, (make, fused) in _MODELS.items():
         model = make(rng)
-        out.append((name, model, {"x": rng.standard_normal(_SHAPE).astype(np.float32)}))
+        out.append((name, model, {"x": rng.standard_normal(_SHAPE).astype(np.float32)}, fused))
     return out
