@@ -163,3 +163,16 @@ def test_bench_profile_times_every_node_in_engine_order(small_cnn: onnx.ModelPro
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert f"profile: {len(rows)} nodes" in text and "slowest" in text
+
+
+def test_bench_cuda_graph_says_why_the_cpu_cannot_capture(small_cnn: onnx.ModelProto,
+                                                          tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(small_cnn, str(path))
+    data = _json(capsys, ["bench", str(path), "--cuda-graph", "--warmup", "1",
+                          "--iterations", "2", "--shape", "x=1,3,8,8", "--json"])
+    assert data["graphs"] is False
+    assert "device 'cpu' cannot capture graphs" in data["notes"]["graphs"]
+    assert data["results"]["mini-infer"]["median_ms"] > 0

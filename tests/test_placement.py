@@ -282,6 +282,39 @@ def test_an_error_of_the_run_itself_is_not_taken_for_a_capture_failure() -> None
     assert ctx.graph_error is None
 
 
+def test_bench_replays_a_graph_and_reports_a_failed_capture(tmp_path: Path) -> None:
+    from mini_infer_core.cli.bench import bench
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    path = tmp_path / "m.onnx"
+    onnx.save(make_model([helper.make_node("Relu", ["x"], ["r"]),
+                          helper.make_node("Add", ["r", "x"], ["y"])], [x], [y]), str(path))
+    feeds = {"x": np.ones((2, 4), np.float32)}
+    for device, graphs, note in ((GraphGpu(), True, None),
+                                 (RefusingGraphGpu(), False, "capture failed")):
+        reg = discover()
+        reg.register_device(device)
+        for cls in (GpuRelu, GpuAdd):
+            reg.register_creator(OnnxPluginCreator(cls, namespace="fakegpu",
+                                                   devices=("fakegpu",)))
+        GraphGpu.captures = GraphGpu.launches = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = bench(str(path), reg, lambda engine: feeds, device="fakegpu", warmup=1,
+                        iterations=3, graphs=True, time_tactics=False)
+        assert out["graphs"] is graphs
+        assert (note is None) == ("graphs" not in out["notes"]), out["notes"]
+        if graphs:  # captured once, replayed by the warm-up and every timed run
+            assert (GraphGpu.captures, GraphGpu.launches) == (1, 1 + 1 + 3)
+
+
+def test_graphs_refused_names_the_reason() -> None:
+    ctx = mi.load(_model(), device="fakegpu", registry=_registry()).create_execution_context()
+    assert ctx.graphs_refused is not None and "several devices" in ctx.graphs_refused
+    assert ctx.enable_graphs() is False
+
+
 def test_graphs_are_refused_where_the_device_cannot() -> None:
     ctx = mi.load(_model()).create_execution_context()
     assert ctx.enable_graphs() is False

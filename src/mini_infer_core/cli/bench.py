@@ -89,7 +89,8 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
           device: str = "cpu", warmup: int = 3, iterations: int = 20,
           compare: list[str] | None = None, threads: int | None = None,
-          time_tactics: bool = True, profile: bool = False) -> dict[str, Any]:
+          time_tactics: bool = True, profile: bool = False, graphs: bool = False
+          ) -> dict[str, Any]:
     set_num_threads(threads)
     out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
                            "blas": blas_info()}
@@ -117,10 +118,21 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
     ctx = engine.create_execution_context()
     ctx.execute(feeds)
     out["first_run_seconds"] = time.perf_counter() - t0
+    notes: dict[str, str] = {}
+    out["graphs"] = False
+    if graphs:  # trtexec's --useCudaGraph: the first run above stays eager
+        refused = ctx.graphs_refused
+        if refused is not None:
+            notes["graphs"] = refused
+        else:
+            out["graphs"] = ctx.enable_graphs()
+            ctx.execute(feeds)  # captures
+            if ctx.graph_error is not None:
+                notes["graphs"] = f"capture failed, eager instead: {ctx.graph_error}"
+                out["graphs"] = False
     if "load_seconds" in out:
         out["load_plus_first_run_seconds"] = out["load_seconds"] + out["first_run_seconds"]
     runners: dict[str, Callable[[dict[str, Any]], Any]] = {"mini-infer": ctx.execute}
-    notes: dict[str, str] = {}
     for name in compare or []:
         if is_engine:
             notes[name] = "needs the ONNX model, not an engine file"
@@ -166,6 +178,8 @@ def bench_text(r: dict[str, Any]) -> str:
         chosen = [t["chosen"] for t in r["tactics"].values()]
         lines.append(f"  tactics timed for {len(chosen)} node(s): " + ", ".join(
             f"{name} x{chosen.count(name)}" for name in sorted(set(chosen))))
+    if r.get("graphs"):
+        lines.append("  runs replay a device graph (captured after the first run)")
     lines.append(f"  {'engine':<12} {'median ms':>10} {'p90 ms':>10} {'per s':>8}")
     for name, s in r["results"].items():
         lines.append(f"  {name:<12} {s['median_ms']:>10.2f} {s['p90_ms']:>10.2f} "

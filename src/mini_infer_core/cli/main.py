@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="build without timing the plugins' tactics (as build's flag)")
     bn.add_argument("--profile", action="store_true",
                     help="also time every node (per operator and the slowest nodes)")
+    bn.add_argument("--cuda-graph", action="store_true",
+                    help="replay the run as a device graph after the first run (trtexec's "
+                         "--useCudaGraph); says why where the engine or device cannot")
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
@@ -202,7 +205,7 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
                    warmup=args.warmup, iterations=args.iterations, compare=args.compare,
                    threads=args.threads, time_tactics=not args.no_tactic_timing,
-                   profile=args.profile)
+                   profile=args.profile, graphs=args.cuda_graph)
     result["text"] = bench_text(result)
     return result
 

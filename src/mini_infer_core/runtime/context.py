@@ -92,9 +92,23 @@ class ExecutionContext:
     @property
     def graphs_possible(self) -> bool:
         """One device that can capture graphs, and no data-dependent shapes."""
-        return (len(self.devices) == 1 and not self._dynamic
-                and self.device.supports_graphs()
-                and all(getattr(p, "graph_safe", True) for p in self.plugins))
+        return self.graphs_refused is None
+
+    @property
+    def graphs_refused(self) -> str | None:
+        """Why this context cannot run as a device graph (None: it can)."""
+        if len(self.devices) != 1:
+            return f"the engine runs on several devices ({', '.join(sorted(self.devices))})"
+        if self._dynamic:
+            return "its shapes depend on data: it runs node by node"
+        if not self.device.supports_graphs():
+            return f"device {self.device.name!r} cannot capture graphs"
+        unsafe = [node.describe() for node, p in zip(self.engine.nodes, self.plugins,
+                                                     strict=True)
+                  if not getattr(p, "graph_safe", True)]
+        if unsafe:
+            return f"{unsafe[0]} allocates while it runs (graph_safe is False)"
+        return None
 
     def enable_graphs(self, enabled: bool = True) -> bool:
         """Capture the whole run as a device graph and replay it while input shapes repeat
