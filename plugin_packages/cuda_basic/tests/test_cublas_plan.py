@@ -176,3 +176,168 @@ def test_cublas_matmul_is_captured_in_a_cuda_graph() -> None:
     stream.synchronize()
     want = np.matmul(cupy.asnumpy(a), cupy.asnumpy(b))
     np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-4, atol=1e-4)
+
+
+# -- the ctypes calls, against a host library with cuBLAS's symbols ------------------------
+
+FAKE_CUBLAS = r"""
+#include <stddef.h>
+typedef struct { void* stream; void* ws; size_t ws_size; int gemms; } handle_t;
+static handle_t handles[64];
+static int n_handles = 0;
+int cublasCreate_v2(void** h) {
+    if (n_handles == 64) return 1;
+    handles[n_handles] = (handle_t){0, 0, 0, 0};
+    *h = &handles[n_handles++];
+    return 0;
+}
+/* as documented: setting the stream resets the workspace to cuBLAS's own pool */
+int cublasSetStream_v2(void* h, void* s) {
+    ((handle_t*)h)->stream = s; ((handle_t*)h)->ws = 0; return 0;
+}
+int cublasSetWorkspace_v2(void* h, void* w, size_t n) {
+    ((handle_t*)h)->ws = w; ((handle_t*)h)->ws_size = n; return 0;
+}
+void* fake_stream(void* h) { return ((handle_t*)h)->stream; }
+size_t fake_workspace(void* h) { return ((handle_t*)h)->ws ? ((handle_t*)h)->ws_size : 0; }
+int fake_gemms(void* h) { return ((handle_t*)h)->gemms; }
+static double get(const void* p, int t, long long i) {
+    return t == 0 ? ((const float*)p)[i] : ((const double*)p)[i];
+}
+static void put(void* p, int t, long long i, double v) {
+    if (t == 0) ((float*)p)[i] = (float)v; else ((double*)p)[i] = v;
+}
+int cublasGemmStridedBatchedEx(void* h, int ta, int tb, int m, int n, int k,
+        const void* alpha, const void* A, int at, int lda, long long sa,
+        const void* B, int bt, int ldb, long long sb, const void* beta,
+        void* C, int ct, int ldc, long long sc, int batch, int compute, int algo) {
+    handle_t* hh = (handle_t*)h;
+    if (!hh->ws || at != bt || at != ct || (at != 0 && at != 1)) return 7;
+    if ((at == 0) != (compute == 68) || algo != -1) return 7;
+    if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || batch < 1) return 7;
+    double al = compute == 70 ? *(const double*)alpha : *(const float*)alpha;
+    double be = compute == 70 ? *(const double*)beta : *(const float*)beta;
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int p = 0; p < k; p++)
+                    acc += get(A, at, b * sa + (ta ? p + (long long)i * lda
+                                                   : i + (long long)p * lda))
+                         * get(B, bt, b * sb + (tb ? j + (long long)p * ldb
+                                                   : p + (long long)j * ldb));
+                long long o = b * sc + i + (long long)j * ldc;
+                put(C, ct, o, al * acc + (be != 0 ? be * get(C, ct, o) : 0));
+            }
+    hh->gemms++;
+    return 0;
+}
+"""
+
+
+class _HostArray:
+    """What ``matmul`` reads of a CuPy array, over a NumPy one (``data.ptr``: its address)."""
+
+    def __init__(self, array: np.ndarray[Any, Any]) -> None:
+        self.array = array
+        self.dtype, self.shape, self.strides = array.dtype, array.shape, array.strides
+        self.data = type("Memory", (), {"ptr": array.__array_interface__["data"][0]})()
+
+
+class _HostCupy:
+    """The parts of CuPy that ``_cublas`` touches: the device, the current stream, empty."""
+
+    def __init__(self) -> None:
+        self.stream_ptr = 0x1000
+        outer = self
+
+        class Cuda:
+            @staticmethod
+            def Device() -> Any:  # noqa: N802 - CuPy's name
+                return type("Dev", (), {"id": 0})()
+
+            @staticmethod
+            def get_current_stream() -> Any:
+                return type("S", (), {"ptr": outer.stream_ptr})()
+
+        self.cuda = Cuda
+        self.kept: list[_HostArray] = []
+
+    def empty(self, n: int, dtype: Any) -> _HostArray:
+        a = _HostArray(np.empty(n, dtype))
+        self.kept.append(a)
+        return a
+
+
+@pytest.fixture
+def host_cublas(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                ) -> tuple[Any, _HostCupy]:
+    """``_cublas`` bound to a host library with cuBLAS's symbols, and a stand-in CuPy."""
+    import ctypes
+    import shutil
+    import subprocess
+    import sys
+
+    from mini_infer_cuda_plugins.ops import _cublas
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler for the host stand-in of libcublas")
+    out = tmp_path_factory.mktemp("fake_cublas")
+    (out / "cublas.c").write_text(FAKE_CUBLAS)
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", str(out / "cublas.c"), "-o",
+                    str(out / "libfake.so")], check=True)
+    lib = _cublas.bind(ctypes.CDLL(str(out / "libfake.so")))
+    lib.fake_stream.restype = ctypes.c_void_p
+    lib.fake_workspace.restype = ctypes.c_size_t
+    for name in ("fake_stream", "fake_workspace", "fake_gemms"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p]
+    cupy = _HostCupy()
+    monkeypatch.setattr(_cublas, "_library", lambda: lib)
+    monkeypatch.setattr(_cublas, "_handles", {})
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return lib, cupy
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", CASES)
+def test_matmul_passes_cublas_what_the_plan_says(name: str, dtype: Any, host_cublas: Any
+                                                 ) -> None:
+    from mini_infer_cuda_plugins.ops import _cublas
+
+    lib, _ = host_cublas
+    make_a, make_b = CASES[name]
+    base = _host(0, dtype)
+    a, b = make_a(base), make_b(base)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = np.full(want.shape, np.nan, dtype)
+    assert _cublas.matmul(_HostArray(a), _HostArray(b), _HostArray(out))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+
+
+def test_each_thread_has_a_handle_with_its_workspace_on_the_current_stream(
+        host_cublas: Any) -> None:
+    import threading
+
+    from mini_infer_cuda_plugins.ops import _cublas
+
+    lib, cupy = host_cublas
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+
+    def product() -> None:
+        out = np.empty((2, 4), np.float32)
+        assert _cublas.matmul(_HostArray(a), _HostArray(b), _HostArray(out))
+        np.testing.assert_array_equal(out, 3.0)
+
+    product()
+    cupy.stream_ptr = 0x2000  # another stream: set again, and the workspace after it
+    product()
+    worker = threading.Thread(target=product)
+    worker.start()
+    worker.join()
+    handles = list(_cublas._handles.values())
+    assert len(handles) == 2  # this thread's and the worker's
+    mine = _cublas._handles[(threading.get_ident(), 0)]
+    assert lib.fake_stream(mine.ptr) == 0x2000 and lib.fake_gemms(mine.ptr) == 2
+    assert all(lib.fake_workspace(h.ptr) == _cublas.WORKSPACE_BYTES for h in handles)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GemmCall", "available", "matmul", "plan_matmul"]
+__all__ = ["GemmCall", "available", "bind", "matmul", "plan_matmul"]
 
 OP_N, OP_T = 0, 1
 #: cudaDataType and cublasComputeType_t per element type (CuPy's defaults: float16 products
@@ -165,19 +165,25 @@ def _library() -> Any:
     for candidate in (*paths, "libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
                       "libcublas.so"):
         try:
-            lib = ctypes.CDLL(candidate)
-            fn = lib.cublasGemmStridedBatchedEx
+            return bind(ctypes.CDLL(candidate))
         except (OSError, AttributeError):
             continue
-        vp, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-        fn.argtypes = [vp, i, i, i, i, i, vp, vp, i, i, ll, vp, i, i, ll, vp, vp, i, i, ll, i,
-                       i, i]
-        fn.restype = i
-        lib.cublasCreate_v2.argtypes = [ctypes.POINTER(vp)]
-        lib.cublasSetStream_v2.argtypes = [vp, vp]
-        lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
-        return lib
     return None
+
+
+def bind(lib: Any) -> Any:
+    """``lib`` with the signatures of the four cuBLAS functions used here declared (the tests
+    bind a host library with the same symbols)."""
+    vp, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    fn = lib.cublasGemmStridedBatchedEx
+    fn.argtypes = [vp, i, i, i, i, i, vp, vp, i, i, ll, vp, i, i, ll, vp, vp, i, i, ll, i, i, i]
+    fn.restype = i
+    for name, args in (("cublasCreate_v2", [ctypes.POINTER(vp)]),
+                       ("cublasSetStream_v2", [vp, vp]),
+                       ("cublasSetWorkspace_v2", [vp, vp, ctypes.c_size_t])):
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = i
+    return lib
 
 
 def available() -> bool:
@@ -186,7 +192,10 @@ def available() -> bool:
 
 
 class _Handle:
-    """A cuBLAS handle of one thread and device, with its own workspace."""
+    """A cuBLAS handle of one thread and device, with its own workspace. Handles live as long
+    as the process: a graph captured on one thread may be replayed after that thread ended,
+    and its kernels still use the workspace. A new thread with a dead one's id reuses its
+    handle, which is safe because the two never run at the same time."""
 
     def __init__(self, lib: Any, cupy: Any) -> None:
         self.lib = lib
@@ -205,7 +214,8 @@ class _Handle:
             self.stream = stream
 
 
-_local = threading.local()
+_handles: dict[tuple[int, int], _Handle] = {}
+_handles_lock = threading.Lock()
 
 
 def _check(status: int, what: str) -> None:
@@ -230,13 +240,11 @@ def matmul(a: Any, b: Any, out: Any) -> bool:
         return False
     import cupy
 
-    device = cupy.cuda.Device().id
-    handles = getattr(_local, "handles", None)
-    if handles is None:
-        handles = _local.handles = {}
-    handle = handles.get(device)
+    key = (threading.get_ident(), cupy.cuda.Device().id)
+    handle = _handles.get(key)
     if handle is None:
-        handle = handles[device] = _Handle(lib, cupy)
+        with _handles_lock:
+            handle = _handles[key] = _Handle(lib, cupy)
     handle.on(cupy.cuda.get_current_stream().ptr)
     data_type, compute = _TYPES[dtype]
     scalar = ctypes.c_double if compute == 70 else ctypes.c_float
