@@ -144,13 +144,17 @@ def test_run_time_plugin_errors_name_the_node_and_random_dims_are_explained(
     assert "y: shape (1, 2, 3, 3)" in capsys.readouterr().out
 
 
-def test_bench_profile_times_every_node_in_engine_order(small_cnn: onnx.ModelProto,
-                                                        tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
+@pytest.fixture
+def small_cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
     path = tmp_path / "m.onnx"
     onnx.save(small_cnn, str(path))
-    argv = ["bench", str(path), "--profile", "--warmup", "1", "--iterations", "2",
+    return path
+
+
+def test_bench_profile_times_every_node_in_engine_order(
+        small_cnn: onnx.ModelProto, small_cnn_file: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", str(small_cnn_file), "--profile", "--warmup", "1", "--iterations", "2",
             "--shape", "x=2,3,8,8"]
     data = _json(capsys, [*argv, "--json"])
     engine = mini_infer_core.load(small_cnn)
@@ -165,13 +169,9 @@ def test_bench_profile_times_every_node_in_engine_order(small_cnn: onnx.ModelPro
     assert f"profile: {len(rows)} nodes" in text and "slowest" in text
 
 
-def test_bench_cuda_graph_says_why_the_cpu_cannot_capture(small_cnn: onnx.ModelProto,
-                                                          tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]
-                                                          ) -> None:
-    path = tmp_path / "m.onnx"
-    onnx.save(small_cnn, str(path))
-    data = _json(capsys, ["bench", str(path), "--cuda-graph", "--warmup", "1",
+def test_bench_cuda_graph_says_why_the_cpu_cannot_capture(
+        small_cnn_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(capsys, ["bench", str(small_cnn_file), "--cuda-graph", "--warmup", "1",
                           "--iterations", "2", "--shape", "x=1,3,8,8", "--json"])
     assert data["graphs"] is False
     assert "device 'cpu' cannot capture graphs" in data["notes"]["graphs"]
