@@ -91,7 +91,8 @@ class ExecutionContext:
     # -- graphs ---------------------------------------------------------------------------
     @property
     def graphs_possible(self) -> bool:
-        """One device that can capture graphs, and no data-dependent shapes."""
+        """One device that can capture graphs, no data-dependent shapes, no plugin that
+        allocates while it runs (``graphs_refused`` says which of these fails)."""
         return self.graphs_refused is None
 
     @property
