@@ -61,6 +61,7 @@ class Row:
     cpu_ms: float | None = None
     fp16_ms: float | None = None
     ort_ms: float | None = None
+    ort_on: str = "not run"
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -313,14 +314,10 @@ def check_model(name: str, args: argparse.Namespace, clock: Clock) -> Row:
         sess.run(None, feeds)
         row.ort_ms = median_ms(lambda: sess.run(None, feeds), args.cpu_repeat,
                                min(10.0, max(1.0, clock.left() / 20)))
-        ANCHOR["ort"] = f"onnxruntime {ort.__version__}, {providers[0]}"
+        row.ort_on = f"onnxruntime {ort.__version__}, {providers[0]}"
     except Exception as exc:  # noqa: BLE001
         row.notes.append(f"onnxruntime: {short(exc)}")
     return row
-
-
-#: what the anchor column ran on
-ANCHOR = {"ort": "not run"}
 
 
 def fmt(v: float | None, spec: str) -> str:
@@ -343,7 +340,7 @@ def print_table(rows: list[Row], tests: str) -> None:
     notes = [f"{r.model}: {n}" for r in rows for n in r.notes]
     if rows:
         say(f"graphs: {rows[0].graph_note}; fp16: {rows[0].fp16_how or 'not run'} "
-            f"(fp16 gr: with graphs); ort: {ANCHOR['ort']}")
+            f"(fp16 gr: with graphs); ort: {rows[0].ort_on}")
     for n in notes:
         say(f"note: {n}")
 

@@ -26,7 +26,6 @@ from mini_infer_core.testing.light_models import (
 
 cpu_catalog = pytest.importorskip("mini_infer_cpu_plugins.catalog",
                                   reason="the host plugins fold constants and give references")
-_registry = registry
 
 
 def _model(name: str) -> onnx.ModelProto:
@@ -36,7 +35,7 @@ def _model(name: str) -> onnx.ModelProto:
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_light_model_cross_builds_for_cuda_with_every_node_on_a_cuda_plugin(name: str
                                                                            ) -> None:
-    reg = _registry(None)
+    reg = registry()
     if reg.get_device("cuda").availability()[0]:  # type: ignore[union-attr]
         pytest.skip("a GPU is present: cross-building is for machines without one")
     config = mi.BuilderConfig(device="cuda", strict_device=True)
@@ -51,11 +50,11 @@ def test_light_model_cross_builds_for_cuda_with_every_node_on_a_cuda_plugin(name
 def _compare(name: str, emulate: bool, request: pytest.FixtureRequest) -> None:
     model = _model(name)
     feeds = default_inputs(model)
-    want = mi.InferenceSession(model, "cpu", registry=_registry(None)).run(None, feeds)[0]
+    want = mi.InferenceSession(model, "cpu", registry=registry()).run(None, feeds)[0]
     if emulate:
         request.getfixturevalue("emulated_gpu")
     config = mi.BuilderConfig(device="cuda", strict_device=True)
-    sess = mi.InferenceSession(model, config=config, registry=_registry(NumpyDevice("cuda")))
+    sess = mi.InferenceSession(model, config=config, registry=registry(NumpyDevice("cuda")))
     assert {n.device for n in sess.engine.nodes} == {"cuda"}
     got = sess.run(None, feeds)[0]
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))

@@ -39,6 +39,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="log build steps and each plugin's lifecycle (construct, "
                         "configure, initialize, enqueue, terminate, destroy)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    feeds = argparse.ArgumentParser(add_help=False)  # inputs of run and bench
+    feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    feeds.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
+                       help="concrete shape for a dynamic input when inputs are random")
+    feeds.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    tactics = argparse.ArgumentParser(add_help=False)  # of build and bench
+    tactics.add_argument("--no-tactic-timing", action="store_true",
+                         help="keep each plugin's default tactic instead of timing them "
+                              "(faster build)")
     sub = p.add_subparsers(dest="command", required=True)
     pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
     pl.add_argument("--markdown", action="store_true",
@@ -47,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="new NAME: scaffold a plugin distribution in --dir (default: .)")
     pl.add_argument("name", nargs="?")
     pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
-    b = sub.add_parser("build", parents=[common], help="build an engine file from ONNX")
+    b = sub.add_parser("build", parents=[common, tactics],
+                       help="build an engine file from ONNX")
     b.add_argument("model")
     b.add_argument("-o", "--output", required=True, help="engine file to write")
     b.add_argument("--device", default="cpu")
@@ -57,18 +67,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="fail instead of falling back to the CPU for nodes the device lacks")
     b.add_argument("--fp16", action="store_true",
                    help="run nodes in half precision where the device's plugins accept it")
-    b.add_argument("--no-tactic-timing", action="store_true",
-                   help="keep each plugin's default tactic instead of timing them (faster "
-                        "build)")
-    r = sub.add_parser("run", parents=[common], help="run an ONNX model or an engine file")
+    r = sub.add_parser("run", parents=[common, feeds],
+                       help="run an ONNX model or an engine file")
     r.add_argument("model")
     r.add_argument("--device", default="cpu")
-    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
-    r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
-    r.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
-                   help="concrete shape for a dynamic input when inputs are random")
-    bn = sub.add_parser("bench", parents=[common], help="time a model or engine (trtexec-style)")
+    bn = sub.add_parser("bench", parents=[common, feeds, tactics],
+                        help="time a model or engine (trtexec-style)")
     bn.add_argument("model")
     bn.add_argument("--device", default="cpu")
     bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
@@ -77,11 +82,6 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--iterations", type=int, default=20)
     bn.add_argument("--threads", type=int, default=None,
                     help="BLAS/native threads (default: all cores)")
-    bn.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
-    bn.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..")
-    bn.add_argument("--seed", type=int, default=0)
-    bn.add_argument("--no-tactic-timing", action="store_true",
-                    help="build without timing the plugins' tactics (as build's flag)")
     bn.add_argument("--profile", action="store_true",
                     help="also time every node (per operator and the slowest nodes)")
     bn.add_argument("--cuda-graph", action="store_true",

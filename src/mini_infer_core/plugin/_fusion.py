@@ -38,6 +38,13 @@ def per_channel(c: Any, channels: int, rank: int) -> np.ndarray[Any, Any] | None
     return arr.reshape(channels)
 
 
+def _scale_filters(w: np.ndarray[Any, Any], k: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``w`` (M, ...) with filter m multiplied by ``k[m]``, computed in float64."""
+    f64 = np.float64
+    return (np.asarray(w, f64) * np.asarray(k, f64).reshape(-1, *([1] * (w.ndim - 1)))
+            ).astype(w.dtype)
+
+
 def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fusion | None:
     """conv(x) * k or conv(x) + d, with k, d constant per output channel."""
     w = own[1]
@@ -51,9 +58,7 @@ def _fold_affine(op_type: str, c: Any, own: Sequence[Any], residual: bool) -> Fu
     bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
     if op_type == "Add":
         return Fusion(constants={2: (bias + k.astype(f64)).astype(w.dtype)})
-    scale = k.astype(f64)
-    new_w = (np.asarray(w, f64) * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
-    return Fusion(constants={1: new_w, 2: (bias * scale).astype(w.dtype)})
+    return Fusion(constants={1: _scale_filters(w, k), 2: (bias * k.astype(f64)).astype(w.dtype)})
 
 
 def _fold_bn(attrs: dict[str, Any], bn: Sequence[Any], own: Sequence[Any]) -> Fusion | None:
@@ -63,18 +68,14 @@ def _fold_bn(attrs: dict[str, Any], bn: Sequence[Any], own: Sequence[Any]) -> Fu
     scale, shift, mean, var = bn[1:5]
     w = own[1]
     b = own[2] if len(own) > 2 else None
-    if any(v is None for v in (scale, shift, mean, var, w)) or (len(own) > 2 and b is None
-                                                                  and own[2] is not None):
-        return None
-    if len(own) > 2 and own[2] is None and b is None and len(own) == 3:
-        return None  # a runtime bias: cannot fold
-    eps = float(attrs.get("epsilon", 1e-5))
+    if any(v is None for v in (scale, shift, mean, var, w)) or (len(own) > 2 and b is None):
+        return None  # runtime parameters, weights or bias: cannot fold
     f64 = np.float64
-    k = np.asarray(scale, f64) / np.sqrt(np.asarray(var, f64) + eps)
-    new_w = (np.asarray(w, f64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
+    k = np.asarray(scale, f64) / np.sqrt(np.asarray(var, f64) + float(attrs.get("epsilon",
+                                                                                  1e-5)))
     bias = np.zeros(w.shape[0], f64) if b is None else np.asarray(b, f64)
     new_b = ((bias - np.asarray(mean, f64)) * k + np.asarray(shift, f64)).astype(w.dtype)
-    return Fusion(constants={1: new_w, 2: new_b})
+    return Fusion(constants={1: _scale_filters(w, k), 2: new_b})
 
 
 class ConvFusion:
@@ -111,15 +112,14 @@ class ConvFusion:
             if theirs is None or mine is None or len(theirs) != len(mine) or not all(
                     p.same_as(q) for p, q in zip(mine, theirs, strict=True)):
                 return None  # only a same-shaped residual is added in place
+            fusion = Fusion(append_inputs=[other])
             if len(own_constants) < 3:  # no bias input: r must not arrive in B's place
                 w = own_constants[1]
                 if w is None:
                     return None
-                a["__residual__"] = 1
-                return Fusion(constants={2: np.zeros(w.shape[0], w.dtype)},
-                              append_inputs=[other])
+                fusion.constants[2] = np.zeros(w.shape[0], w.dtype)
             a["__residual__"] = 1
-            return Fusion(append_inputs=[other])
+            return fusion
         if op_type == "Relu":
             a["__relu__"] = 1
             return Fusion()

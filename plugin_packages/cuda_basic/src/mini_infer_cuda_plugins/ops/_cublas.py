@@ -34,6 +34,9 @@ OP_N, OP_T = 0, 1
 _TYPES = {np.dtype(np.float32): (0, 68), np.dtype(np.float16): (2, 68),
           np.dtype(np.float64): (1, 70)}
 _GEMM_DEFAULT = -1
+#: alpha = 1 and beta = 0, per compute type (float64's scalars are doubles, the rest floats)
+_SCALARS = {68: (ctypes.c_float(1.0), ctypes.c_float(0.0)),
+            70: (ctypes.c_double(1.0), ctypes.c_double(0.0))}
 #: the handle's own workspace (cuBLAS's advice for Hopper), so nothing is allocated in a capture
 WORKSPACE_BYTES = 32 << 20
 #: most separate cuBLAS calls one product may take (batch dimensions that do not collapse)
@@ -142,6 +145,10 @@ def plan_matmul(a_shape: Sequence[int], a_strides: Sequence[int], b_shape: Seque
     return calls
 
 
+#: the plans of the layouts met so far (each run of an engine meets the same ones)
+_cached_plan = functools.lru_cache(maxsize=1024)(plan_matmul)
+
+
 # -- the library -------------------------------------------------------------------------------
 
 @functools.cache
@@ -233,9 +240,9 @@ def matmul(a: Any, b: Any, out: Any) -> bool:
     if lib is None:
         return False
     item = dtype.itemsize
-    calls = plan_matmul(a.shape, [s // item for s in a.strides], b.shape,
-                        [s // item for s in b.strides], out.shape,
-                        [s // item for s in out.strides])
+    calls = _cached_plan(a.shape, tuple(s // item for s in a.strides), b.shape,
+                         tuple(s // item for s in b.strides), out.shape,
+                         tuple(s // item for s in out.strides))
     if calls is None:
         return False
     import cupy
@@ -247,8 +254,7 @@ def matmul(a: Any, b: Any, out: Any) -> bool:
             handle = _handles[key] = _Handle(lib, cupy)
     handle.on(cupy.cuda.get_current_stream().ptr)
     data_type, compute = _TYPES[dtype]
-    scalar = ctypes.c_double if compute == 70 else ctypes.c_float
-    one, zero = scalar(1.0), scalar(0.0)
+    one, zero = _SCALARS[compute]
     pa, pb, pc = a.data.ptr, b.data.ptr, out.data.ptr
     for c in calls:
         _check(lib.cublasGemmStridedBatchedEx(

@@ -210,7 +210,7 @@ class Conv(ConvFusion, CudaPlugin):
             if r is not None:
                 np.add(dst, r, out=dst)
             if act == _raw.ACT_RELU:
-                np.maximum(dst, np.zeros((), dst.dtype), out=dst)
+                np.maximum(dst, 0, out=dst)
             return
         bias = xp.ascontiguousarray(b) if b is not None else \
             self.scratch.buffer(xp, "zero_bias", (m,), dst.dtype, fill=0)
