@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import NAMESPACE, _native, _winograd, plugins
+from mini_infer_cpu_native import NAMESPACE, _conv_gemm, _native, _winograd, plugins
 from mini_infer_cpu_native.catalog import CATALOG, catalog_entries, lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -63,16 +63,19 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
     count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
-             "lrn": 0, "scale_shift": 0}
+             "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0}
+    owners: dict[str, list[Any]] = {"winograd_conv": [_winograd], "gemm_conv": [_conv_gemm],
+                                    "im2col": [plugins, _conv_gemm], "gemm": [_conv_gemm],
+                                    "gemm_batch": [_winograd]}
     for name in count:
-        owner = _winograd if name == "winograd_conv" else plugins
-        real = getattr(owner, name)
+        for owner in owners.get(name, [plugins]):
+            real = getattr(owner, name)
 
-        def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
-            count[_name] += 1
-            return _real(*args, **kw)
+            def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+                count[_name] += 1
+                return _real(*args, **kw)
 
-        monkeypatch.setattr(owner, name, counted)
+            monkeypatch.setattr(owner, name, counted)
     yield count
 
 

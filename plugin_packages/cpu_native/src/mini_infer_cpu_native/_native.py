@@ -14,8 +14,10 @@ from numpy.typing import NDArray
 
 from . import _kernels
 
-__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "im2col", "lrn", "library_path", "pool2d",
-           "pool2d_work", "ptr", "scale_shift", "usable", "wino_in", "wino_out", "wino_weights"]
+__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "gemm", "gemm_available", "gemm_batch",
+           "im2col", "lrn", "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads",
+           "ptr", "scale_shift", "set_pool_threads", "usable", "wino_in", "wino_out",
+           "wino_weights"]
 
 Array = NDArray[Any]
 
@@ -64,6 +66,24 @@ _lrn.argtypes = [_P] * 3 + [_L] * 4 + [_F] * 3
 _scale_shift = _lib.mi_scale_shift_f32
 _scale_shift.restype = None
 _scale_shift.argtypes = [_P] * 4 + [_L] * 3 + [_F] * 2
+
+
+_gemm = _lib.mi_gemm_f32
+_gemm.restype = None
+_gemm.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _P, _P, _L, _F, _F]
+
+_gemm_batch = _lib.mi_gemm_batch_f32
+_gemm_batch.restype = None
+_gemm_batch.argtypes = [_L, _P, _L, _P, _L, _L, _P, _L, _L, _L, _L, _L]
+
+_pack = _lib.mi_gemm_pack_f32
+_pack.restype = None
+_pack.argtypes = [_P, _L, _L, _L, _P]
+
+_lib.mi_gemm_available.restype = _I
+_lib.mi_pool_get_threads.restype = _I
+_lib.mi_pool_set_threads.argtypes = [_I]
+_lib.mi_pool_set_threads.restype = None
 
 
 def library_path() -> str:
@@ -162,6 +182,48 @@ def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) ->
     """``y (N, C, ...) = clamp(x * a[c] + b[c], lo, hi)`` in one pass."""
     n, c = x.shape[:2]
     _scale_shift(ptr(x), ptr(y), ptr(a), ptr(b), n, c, x.size // max(n * c, 1), lo, hi)
+
+
+def gemm_available() -> bool:
+    """Whether the compiled GEMM runs its AVX-512 kernels here (otherwise the callers keep
+    BLAS: the plain C fallback is only for correctness)."""
+    return bool(_lib.mi_gemm_available())
+
+
+def pack_a(a: Array) -> Array:
+    """``a`` (M, K) packed for :func:`gemm`: panels of 8 rows, k-major (M * K floats)."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    m, k = a.shape
+    out = np.empty(m * k, np.float32)
+    _pack(ptr(a), m, k, k, ptr(out))
+    return out
+
+
+def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
+         res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> None:
+    """``c (M, N) = clamp(A @ b + bias[:, None] + res, lo, hi)`` on the library's pool, with
+    ``ap`` from :func:`pack_a`. ``b`` (K, N), ``c`` and ``res`` (M, N) may have any row
+    stride (rows of floats, each row contiguous); ``bias`` (M,) contiguous."""
+    n = c.shape[1]
+    _gemm(ptr(ap), m, n, k, ptr(b), b.strides[0] // 4, ptr(c), c.strides[0] // 4, ptr(bias),
+          ptr(res), 0 if res is None else res.strides[0] // 4, lo, hi)
+
+
+def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
+    """``c[q] (M, N) = A_q @ b[q]`` for every q, with ``ap`` the concatenated :func:`pack_a`
+    of each ``A_q`` (M, K); ``b`` (Q, K, N) and ``c`` (Q, M, N) contiguous."""
+    q, _, n = b.shape
+    _gemm_batch(q, ptr(ap), m * k, ptr(b), k * n, n, ptr(c), m * n, n, m, n, k)
+
+
+def pool_threads() -> int:
+    """Threads the compiled GEMM's pool runs (default: the cores this process may use)."""
+    return int(_lib.mi_pool_get_threads())
+
+
+def set_pool_threads(n: int) -> None:
+    """Set the pool's thread count (0: back to the default)."""
+    _lib.mi_pool_set_threads(int(n))
 
 
 def usable(*arrays: Array | None) -> bool:

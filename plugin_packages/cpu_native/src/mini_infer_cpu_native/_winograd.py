@@ -6,7 +6,8 @@ Each ``tile`` x ``tile`` output tile (2 or 4) is ``A^T [(G g G^T) * (B^T d B)] A
 ``M_k (M, T) = U_k (M, C) @ V_k (C, T)`` over the T tiles, 2.25x (F(2x2)) or 4x (F(4x4))
 fewer multiplications than the direct convolution. The transforms are compiled
 (``_winograd.c``; the output transform adds bias and residual and clamps);
-the GEMMs are one batched ``np.matmul`` (BLAS, all threads). Tile rows go in blocks whose
+the GEMMs are one batched compiled GEMM on the library's pool (``_gemm.c``; one batched
+``np.matmul`` where the CPU lacks AVX-512). Tile rows go in blocks whose
 V and M stay under :data:`BLOCK_BYTES` (the buffers are the node's workspace in the engine's
 arena, shared with every other node). Against cpu_basic's tap/im2col GEMMs on 2 cores:
 1.0x for 64 channels, 1.2-1.7x from 128 channels up (VGG-19's and ResNet-50's layers).
@@ -25,10 +26,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._native import wino_in, wino_out
+from ._native import gemm_available, gemm_batch, pack_a, wino_in, wino_out, wino_weights
 
 __all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "MIN_TILES_4",
-           "applies", "buffers", "possible", "tiles", "winograd_conv"]
+           "applies", "buffers", "possible", "tiles", "weights", "winograd_conv"]
 
 Array = NDArray[Any]
 
@@ -88,11 +89,22 @@ def buffers(c: int, m: int, out_dims: Any, tile: int = 2) -> list[tuple[str, tup
             ("wino_rows", (2 * (tile + 2) * (tile * tw + 2),))]
 
 
+def weights(w: Array, tile: int) -> tuple[Array, Array | None]:
+    """U ((tile + 2)^2, M, C) of :func:`._native.wino_weights`, and each U_k packed for the
+    compiled GEMM one after the other (None without it)."""
+    u = wino_weights(w, tile)
+    if not gemm_available():
+        return u, None
+    return u, np.concatenate([pack_a(uk) for uk in u])
+
+
 def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
-                  begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array]) -> None:
+                  begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array],
+                  packed: Array | None = None) -> None:
     """``out`` = clamp(conv3x3(x) + b + r, lo, hi), with ``u`` from :func:`._native.wino_weights`
     (its first axis, 16 or 36, says the tile size) and the padding before ``begin``; ``bufs``
-    as :func:`buffers` lays them out."""
+    as :func:`buffers` lays them out; ``packed`` (from :func:`weights`): the products on the
+    compiled GEMM."""
     n, c = x.shape[:2]
     k, m = u.shape[:2]
     tile = 2 if k == 16 else 4
@@ -107,5 +119,8 @@ def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Arr
             v = v_all[: k * c * t].reshape(k, c, t)
             mm = m_all[: k * m * t].reshape(k, m, t)
             wino_in(x[img], v, rows, begin, tw, ty0, ty1, tile)
-            np.matmul(u, v, out=mm)
+            if packed is None:
+                np.matmul(u, v, out=mm)
+            else:
+                gemm_batch(packed, m, c, v, mm)
             wino_out(mm, out[img], b, res, rows, tw, ty0, ty1, lo, hi, tile)

@@ -22,6 +22,7 @@ __all__ = ["CATALOG", "catalog_entries", "lazy_creators"]
 # BEGIN GENERATED
 CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cpu_native.plugins:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides', '__residual__', '__relu__', '__clip__', '__tactic__')},
+    {'target': 'mini_infer_cpu_native.plugins:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast')},
     {'target': 'mini_infer_cpu_native.plugins:MaxPool_1', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('auto_pad', 'kernel_shape', 'pads', 'strides')},
     {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides', '__num_outputs__')},
     {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'count_include_pad', 'dilations', 'kernel_shape', 'pads', 'strides')},
@@ -33,9 +34,9 @@ CATALOG: list[dict[str, Any]] = [
 
 
 def catalog_entries() -> list[dict[str, Any]]:
-    from .plugins import LRN, AveragePool, BatchNormalization, Conv, MaxPool, MaxPool_1
+    from .plugins import LRN, AveragePool, BatchNormalization, Conv, Gemm, MaxPool, MaxPool_1
 
-    return _catalog.catalog_entries([Conv, MaxPool_1, MaxPool, AveragePool, LRN,
+    return _catalog.catalog_entries([Conv, Gemm, MaxPool_1, MaxPool, AveragePool, LRN,
                                      BatchNormalization])
 
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
+from mini_infer_cpu_plugins.ops import gemm as _gemm
 from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.ops._blas import available, gemm
@@ -25,21 +26,23 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import shapes
 
-from . import _winograd
+from . import _conv_gemm, _winograd
 from ._native import (
     bias_act,
     dwconv2d,
     dwconv2d_work,
+    gemm,
+    gemm_available,
     im2col,
     lrn,
+    pack_a,
     pool2d,
     pool2d_work,
     scale_shift,
     usable,
-    wino_weights,
 )
 
-__all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
+__all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "Gemm", "MaxPool", "MaxPool_1",
            "NativeCreator"]
 
 Array = NDArray[Any]
@@ -63,7 +66,23 @@ def _bounds(relu: int, clip: Any) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-class Conv(_conv.Conv):
+class _Derived:
+    """Arrays made from a weight once (packed, transformed) and kept while it stays."""
+
+    def _derived(self, w: Array, key: Any, make: Any) -> Any:
+        """``make(w)``, kept while ``w`` is the same read-only array (a constant: the engine's
+        weights); recomputed on every call for a writable one, whose values may change."""
+        if w.flags.writeable:
+            return make(w)
+        cached: tuple[Array, dict[Any, Any]] | None = getattr(self, "_derived_cache", None)
+        if cached is None or cached[0] is not w:
+            cached = self._derived_cache = (w, {})
+        if key not in cached[1]:
+            cached[1][key] = make(w)
+        return cached[1][key]
+
+
+class Conv(_Derived, _conv.Conv):
     """float32: depthwise convolutions with bias, residual and Relu/Clip in one compiled pass
     per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
     (:mod:`._winograd`); the GEMM-based paths with a one-pass compiled epilogue. Everything
@@ -106,9 +125,9 @@ class Conv(_conv.Conv):
         if tile and usable(x, b, r, out):
             begin = self._plan(x, w, group).begin
             lo, hi = _bounds(__relu__, __clip__)
-            _winograd.winograd_conv(x, self._winograd_weights(w, tile), b, r, out,
-                                    (begin[0], begin[1]), lo, hi,
-                                    self._buffers(x, w, group))
+            u, packed = self._winograd_weights(w, tile)
+            _winograd.winograd_conv(x, u, b, r, out, (begin[0], begin[1]), lo, hi,
+                                    self._buffers(x, w, group), packed)
             return
         if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
             plan = self._plan(x, w, group)
@@ -121,6 +140,11 @@ class Conv(_conv.Conv):
                      (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
                      (plan.begin[0], plan.begin[1]), ext, lo, hi)
             return
+        if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
+            lo, hi = _bounds(__relu__, __clip__)
+            _conv_gemm.gemm_conv(x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group),
+                                 group, lo, hi, self._buffers(x, w, group))
+            return
         super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                         __clip__=__clip__, **kw)
 
@@ -128,22 +152,30 @@ class Conv(_conv.Conv):
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
         """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's."""
         tile = self._wino_tile(xshape, wshape, itemsize, group)
+        plan = self._plan_for(xshape, wshape, itemsize, group)
         if tile:
-            plan = self._plan_for(xshape, wshape, itemsize, group)
             return _winograd.buffers(xshape[1], wshape[0], plan.out_dims, tile)
+        if self._own_gemm(xshape, wshape, itemsize, group):
+            return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
 
-    def _winograd_weights(self, w: Array, tile: int) -> Array:
-        """U = G g G^T of the weights, computed once per weight array and tile size (the
-        tactic timing switches between the sizes)."""
-        cached: tuple[Array, dict[int, Array]] | None = getattr(self, "_wino", None)
-        if cached is None or cached[0] is not w:
-            cached = (w, {})
-            self._wino = cached
-        u = cached[1].get(tile)
-        if u is None:
-            u = cached[1][tile] = wino_weights(w, tile)
-        return u
+    def _own_gemm(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                  group: int) -> bool:
+        """2-D float32 convolutions that are neither depthwise nor Winograd: the compiled GEMM
+        (where the CPU has AVX-512; otherwise cpu_basic's BLAS paths)."""
+        return (len(xshape) == 4 and itemsize == 4 and gemm_available()
+                and not _depthwise(xshape, wshape, group, np.float32)
+                and not self._wino_tile(xshape, wshape, itemsize, group))
+
+    def _packed_gemm(self, w: Array, group: int) -> Array:
+        """The weights packed for the compiled GEMM (per group), made at the first run."""
+        return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))  # type: ignore[no-any-return]
+
+    def _winograd_weights(self, w: Array, tile: int) -> tuple[Array, Array | None]:
+        """U = G g G^T of the weights (and U packed for the compiled GEMM, where it runs),
+        computed once per weight array and tile size (the tactic timing switches between the
+        sizes)."""
+        return self._derived(w, ("winograd", tile), lambda w: _winograd.weights(w, tile))  # type: ignore[no-any-return]
 
     @staticmethod
     def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
@@ -198,13 +230,15 @@ class Conv(_conv.Conv):
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
                        ) -> dict[int, Array]:
-        """The compiled depthwise kernel and the Winograd weight transform read the weights
-        as ONNX stores them; the other paths as cpu_basic packs them."""
+        """The compiled depthwise kernel, the Winograd weight transform and the compiled GEMM's
+        packing read the weights as ONNX stores them; the other paths as cpu_basic packs
+        them."""
         w = constants[1] if len(constants) > 1 else None
         x = inputs[0]
         if w is not None and x is not None and x[0].is_static():
             xshape, group = x[0].to_tuple(), self.attrs["group"]
             if _depthwise(xshape, w.shape, group, w.dtype) or self._wino_tile(
+                    xshape, w.shape, w.itemsize, group) or self._own_gemm(
                     xshape, w.shape, w.itemsize, group):
                 return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
@@ -221,6 +255,41 @@ class Conv(_conv.Conv):
         if tactic:
             return self.TILES[tactic] if _winograd.possible(*args) else 0
         return _winograd.applies(*args)
+
+
+#: batch rows up to which Gemm runs on the compiled GEMM (weights as its packed side)
+GEMM_MAX_ROWS = 16
+
+
+class Gemm(_Derived, _gemm.Gemm):
+    """float32 ``A @ B' + C`` for up to :data:`GEMM_MAX_ROWS` rows of A (fully connected
+    layers at inference): computed as ``(B'^T @ A^T)^T`` on the compiled GEMM with B'^T packed
+    once (a constant), C (one row) as its bias, no BLAS call. Anything else (alpha, transA,
+    a C of other shapes, more rows) is cpu_basic's."""
+
+    def compute(self, a: Array, b: Array, c: Array | None = None, *, out: Array, alpha: float,
+                beta: float, transA: int, transB: int, **kw: Any) -> None:  # noqa: N803
+        n_out = out.shape[-1]
+        bias = None if c is None or beta == 0.0 else c
+        if (not gemm_available() or transA or alpha != 1.0 or a.ndim != 2 or b.ndim != 2
+                or a.shape[0] > GEMM_MAX_ROWS or b.dtype != np.float32
+                or not usable(a, out, bias) or (bias is not None and (
+                    beta != 1.0 or bias.size != n_out))):
+            super().compute(a, b, c, out=out, alpha=alpha, beta=beta, transA=transA,
+                            transB=transB, **kw)
+            return
+        k = a.shape[1]
+        packed = self._derived(b, ("gemm", transB), lambda b: pack_a(b if transB else b.T))
+        bias = None if bias is None else bias.reshape(n_out)
+        rows = a.shape[0]
+        if rows == 1:  # A^T and Y^T are the same memory as A and Y: one column each
+            gemm(packed, n_out, k, a.reshape(k, 1), out.reshape(n_out, 1), bias)
+            return
+        at = self.scratch.buffer("a_t", (k, rows), np.float32)
+        yt = self.scratch.buffer("y_t", (n_out, rows), np.float32)
+        np.copyto(at, a.T)
+        gemm(packed, n_out, k, at, yt, bias)
+        np.copyto(out, yt.T)
 
 
 class _CompiledPool:

@@ -1,0 +1,93 @@
+"""2-D float32 convolution on the compiled GEMM (``_gemm.c``): bias, residual and Relu/Clip
+applied in registers, no epilogue pass, and no BLAS call (whose idle threads would spin on
+the cores the GEMM's own pool uses).
+
+* 1x1, stride 1, unpadded: the input planes are the GEMM's right-hand side, read in place.
+* anything else: the compiled im2col (reading the input in place, padding included) writes
+  the columns of a band of output rows, and one GEMM writes that band of every output
+  channel. Bands keep the columns under :data:`BAND_BYTES`, so they are still in cache when
+  the GEMM reads them.
+
+Groups are one GEMM each on their rows of the weights, columns and output.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._native import gemm, im2col, pack_a
+
+__all__ = ["BAND_BYTES", "buffers", "gemm_conv", "pack_weights"]
+
+Array = NDArray[Any]
+
+#: im2col columns per band at most: most images in one band (ResNet-50 with 2 MiB bands ran
+#: 2-3% slower: each band is a GEMM of its own, with its hand-off to the pool)
+BAND_BYTES = 16 * 1024 * 1024
+
+
+def pack_weights(w: Array, group: int) -> Array:
+    """``w`` (M, C/group, *kernel) as each group's (M/group, C/group * prod(kernel)) matrix
+    packed for the GEMM, the groups one after the other."""
+    m = w.shape[0]
+    mg = m // group
+    w2 = np.ascontiguousarray(w, dtype=np.float32).reshape(m, -1)
+    return np.concatenate([pack_a(w2[g * mg:(g + 1) * mg]) for g in range(group)])
+
+
+def _band_rows(ck_total: int, out_dims: Any) -> int:
+    return max(1, min(out_dims[0], BAND_BYTES // max(ck_total * out_dims[1] * 4, 1)))
+
+
+def buffers(xshape: tuple[int, ...], wshape: tuple[int, ...], plan: Any
+            ) -> list[tuple[str, tuple[int, ...]]]:
+    """The float32 workspace :func:`gemm_conv` needs: one band of im2col columns (none for
+    a pointwise convolution)."""
+    if plan.pointwise:
+        return []
+    ck_total = xshape[1] * math.prod(wshape[2:])
+    return [("gemm_cols", (ck_total * _band_rows(ck_total, plan.out_dims) * plan.out_dims[1],))]
+
+
+def gemm_conv(x: Array, packed: Array, b: Array | None, r: Array | None, out: Array, plan: Any,
+              group: int, lo: float, hi: float, bufs: dict[str, Array]) -> None:
+    """``out`` = clamp(conv(x) + b + r, lo, hi) with ``packed`` from :func:`pack_weights` and
+    ``plan`` cpu_basic's geometry of this convolution."""
+    n, c = x.shape[:2]
+    m = out.shape[1]
+    cg, mg = c // group, m // group
+    win = plan.window
+    kernel = (int(win.kernel[0]), int(win.kernel[1]))
+    ck = cg * kernel[0] * kernel[1]
+    oh, ow = plan.out_dims
+    p = oh * ow
+    step = mg * ck
+    for i in range(n):
+        y = out[i].reshape(m, p)
+        res = None if r is None else r[i].reshape(m, p)
+        if plan.pointwise:
+            rhs = x[i].reshape(c, p)
+            for g in range(group):
+                rows = slice(g * mg, (g + 1) * mg)
+                gemm(packed[g * step:(g + 1) * step], mg, ck, rhs[g * cg:(g + 1) * cg], y[rows],
+                     None if b is None else b[rows], None if res is None else res[rows], lo, hi)
+            continue
+        band = _band_rows(c * kernel[0] * kernel[1], plan.out_dims)
+        flat = bufs["gemm_cols"]
+        for r0 in range(0, oh, band):
+            r1 = min(oh, r0 + band)
+            width = (r1 - r0) * ow
+            cols = flat[: group * ck * width].reshape(group * ck, width)
+            im2col(x[i:i + 1], cols, kernel, (win.strides[0], win.strides[1]),
+                   (win.dilations[0], win.dilations[1]), (plan.begin[0], plan.begin[1]),
+                   (r0, r1), ow)
+            span = slice(r0 * ow, r1 * ow)
+            for g in range(group):
+                rows = slice(g * mg, (g + 1) * mg)
+                gemm(packed[g * step:(g + 1) * step], mg, ck, cols[g * ck:(g + 1) * ck],
+                     y[rows, span], None if b is None else b[rows],
+                     None if res is None else res[rows, span], lo, hi)

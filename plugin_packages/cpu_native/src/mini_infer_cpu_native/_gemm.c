@@ -1,0 +1,362 @@
+/* Single-precision GEMM with its epilogue in registers, on the library's own thread pool.
+ *
+ *   C (M x N, ldc) = clamp(A (M x K) . B (K x N, ldb) + bias[m] + R (M x N, ldr), lo, hi)
+ *
+ * A is packed once (mi_gemm_pack_f32: the weights, at the first run): panels of MR = 8 rows,
+ * k-major, 8 values per k; a last partial panel of r rows keeps r values per k, so the packed
+ * array has exactly M * K floats. B is read in place (an im2col buffer or the input itself).
+ * Each micro-tile is 8 rows x 48 columns (24 AVX-512 accumulators) over the whole K: the B
+ * panel (K x 48) stays in L2 while the row panels stream past it; bias, residual and the clamp
+ * are applied to the accumulators before the one store.
+ *
+ * The pool: the calling thread and nthreads - 1 workers split the tiles (by column tiles when
+ * there are many, by row panels otherwise). Workers spin for a while after each job (the next
+ * GEMM usually comes within tens of microseconds) and then sleep on a futex. Why not BLAS:
+ * OpenBLAS's idle workers spin on every core for a long time after each call, so nothing
+ * else can use the second core; with every product of a run here, OpenBLAS stays asleep.
+ *
+ * Without AVX-512 (checked when the library loads) every entry point runs a plain C loop
+ * and mi_gemm_available() says 0: the Python side then keeps the BLAS paths. */
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "_common.h"
+
+#define MR 8
+#define NR 48
+#define MAX_THREADS 64
+#ifndef PF
+#define PF 4
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,fma")))
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+
+static long panel_offset(long ip, long k) { return ip * MR * k; }
+
+void mi_gemm_pack_f32(const float *a, long m, long k, long lda, float *out) {
+    for (long i = 0; i < m; i += MR) {
+        long rows = lmin(MR, m - i);
+        float *dst = out + panel_offset(i / MR, k);
+        for (long kk = 0; kk < k; kk++)
+            for (long r = 0; r < rows; r++) dst[kk * rows + r] = a[(i + r) * lda + kk];
+    }
+}
+
+typedef struct {
+    const float *a;
+    const float *b;
+    float *c;
+    const float *bias, *res;
+    long m, n, k, ldb, ldc, ldr;
+    float lo, hi;
+} tile_job;
+
+#if HAVE_X86
+/* ROWS x (16 * NV) accumulators over the whole K; `last` masks the last vector's columns */
+#define MICRO(ROWS, NV)                                                                        \
+AVX512 static void micro_##ROWS##_##NV(const tile_job *g, const float *restrict ap,           \
+                                        const float *restrict b, float *restrict c,           \
+                                        const float *bias, const float *res, __mmask16 last) { \
+    __m512 acc[ROWS][NV];                                                                      \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                             \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();                          \
+    const long ldb = g->ldb;                                                                   \
+    for (long kk = 0; kk < g->k; kk++) {                                                       \
+        __m512 bv[NV];                                                                         \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                           \
+            bv[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)                      \
+                                : _mm512_loadu_ps(b + 16 * v);                                 \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                       \
+            __m512 av = _mm512_set1_ps(ap[r]);                                                 \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);    \
+        }                                                                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                  \
+            _mm_prefetch((const char *)(b + PF * ldb + 16 * v), _MM_HINT_T0);                  \
+        ap += ROWS;                                                                            \
+        b += ldb;                                                                              \
+    }                                                                                          \
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);                       \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                           \
+        const __m512 bb = _mm512_set1_ps(bias ? bias[r] : 0.0f);                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                         \
+            const __mmask16 mk = v == NV - 1 ? last : (__mmask16)0xFFFF;                       \
+            __m512 x = _mm512_add_ps(acc[r][v], bb);                                           \
+            if (res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, res + r * g->ldr + 16 * v));\
+            x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);                                       \
+            _mm512_mask_storeu_ps(c + r * g->ldc + 16 * v, mk, x);                             \
+        }                                                                                      \
+    }                                                                                          \
+}
+#define MICRO_ROWS(ROWS) MICRO(ROWS, 1) MICRO(ROWS, 2) MICRO(ROWS, 3)
+MICRO_ROWS(1) MICRO_ROWS(2) MICRO_ROWS(3) MICRO_ROWS(4)
+MICRO_ROWS(5) MICRO_ROWS(6) MICRO_ROWS(7) MICRO_ROWS(8)
+
+/* one column (N = 1, contiguous: a matrix-vector product, fully connected layers at batch 1):
+ * an 8-row panel reads 16 floats (2 k) per step, bound by memory rather than by the eight
+ * one-lane FMAs per k of the 8 x 16 tile */
+AVX512 static void gemv_8(const tile_job *g, const float *restrict ap, const float *restrict x,
+                          float *restrict c, const float *bias, const float *res) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    const __m512i lo_hi = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    long k = g->k, kk = 0;
+    for (; kk + 16 <= k; kk += 16) {
+        __m512 xv = _mm512_loadu_ps(x + kk);
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            __m512i idx = _mm512_add_epi32(lo_hi, _mm512_set1_epi32(2 * j));
+            __m512 xs = _mm512_permutexvar_ps(idx, xv);
+            acc[j & 3] = _mm512_fmadd_ps(_mm512_loadu_ps(ap + (kk + 2 * j) * MR), xs, acc[j & 3]);
+        }
+    }
+    __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    __m256 y = _mm256_add_ps(_mm512_castps512_ps256(sum), _mm512_extractf32x8_ps(sum, 1));
+    for (; kk < k; kk++)
+        y = _mm256_fmadd_ps(_mm256_loadu_ps(ap + kk * MR), _mm256_set1_ps(x[kk]), y);
+    float out[MR];
+    _mm256_storeu_ps(out, y);
+    for (int r = 0; r < MR; r++) {
+        float v = out[r] + (bias ? bias[r] : 0.0f) + (res ? res[r * g->ldr] : 0.0f);
+        v = v < g->lo ? g->lo : v;
+        c[r * g->ldc] = v > g->hi ? g->hi : v;
+    }
+}
+
+typedef void (*micro_fn)(const tile_job *, const float *, const float *, float *,
+                         const float *, const float *, __mmask16);
+#define MICRO_ROW_TABLE(ROWS) {micro_##ROWS##_1, micro_##ROWS##_2, micro_##ROWS##_3}
+static const micro_fn micros[MR][3] = {
+    MICRO_ROW_TABLE(1), MICRO_ROW_TABLE(2), MICRO_ROW_TABLE(3), MICRO_ROW_TABLE(4),
+    MICRO_ROW_TABLE(5), MICRO_ROW_TABLE(6), MICRO_ROW_TABLE(7), MICRO_ROW_TABLE(8)};
+#endif
+
+static int has_avx512(void) {
+#if HAVE_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+static int avx512 = -1;
+
+int mi_gemm_available(void) {
+    if (avx512 < 0) avx512 = has_avx512();
+    return avx512;
+}
+
+/* the plain C tile (no AVX-512): rows x cols of C */
+static void tile_plain(const tile_job *g, const float *ap, long rows, const float *b, float *c,
+                       const float *bias, const float *res, long cols) {
+    for (long r = 0; r < rows; r++)
+        for (long j = 0; j < cols; j++) {
+            float s = 0.0f;
+            for (long kk = 0; kk < g->k; kk++) s += ap[kk * rows + r] * b[kk * g->ldb + j];
+            s += (bias ? bias[r] : 0.0f) + (res ? res[r * g->ldr + j] : 0.0f);
+            s = s < g->lo ? g->lo : s;
+            c[r * g->ldc + j] = s > g->hi ? g->hi : s;
+        }
+}
+
+static void run_tile(const tile_job *g, long ip, long jt) {
+    long i = ip * MR, j = jt * NR;
+    long rows = lmin(MR, g->m - i), cols = lmin(NR, g->n - j);
+    const float *ap = g->a + panel_offset(ip, g->k);
+    const float *b = g->b + j;
+    float *c = g->c + i * g->ldc + j;
+    const float *bias = g->bias ? g->bias + i : NULL;
+    const float *res = g->res ? g->res + i * g->ldr + j : NULL;
+#if HAVE_X86
+    if (avx512 && cols == 1 && rows == MR && g->ldb == 1) {
+        gemv_8(g, ap, b, c, bias, res);
+        return;
+    }
+    if (avx512) {
+        long nv = (cols + 15) / 16, tail = cols - 16 * (nv - 1);
+        __mmask16 last = (__mmask16)(tail == 16 ? 0xFFFF : (1u << tail) - 1u);
+        micros[rows - 1][nv - 1](g, ap, b, c, bias, res, last);
+        return;
+    }
+#endif
+    tile_plain(g, ap, rows, b, c, bias, res, cols);
+}
+
+/* part `part` of `parts`. Many column tiles: they are split, each B panel (K x 48) stays in
+ * cache while every row panel of A passes it. Few (thin outputs, 7x7 maps): the row panels
+ * are split, and each A panel is read once for all the column tiles (A, the weights, is the
+ * large operand there: re-reading it per column tile doubled the time of 2048x1024x49). */
+static void run_part(const tile_job *g, int part, int parts) {
+    long mp = (g->m + MR - 1) / MR, nt = (g->n + NR - 1) / NR;
+    if (nt >= 4 * parts || mp < parts) {
+        for (long jt = nt * part / parts; jt < nt * (part + 1) / parts; jt++)
+            for (long ip = 0; ip < mp; ip++) run_tile(g, ip, jt);
+    } else {
+        for (long ip = mp * part / parts; ip < mp * (part + 1) / parts; ip++)
+            for (long jt = 0; jt < nt; jt++) run_tile(g, ip, jt);
+    }
+}
+
+/* ---- batches: `count` GEMMs of one shape without epilogue (Winograd's products) ---- */
+typedef struct {
+    tile_job one;
+    long count, a_stride, b_stride, c_stride;
+} batch_job;
+
+static void run_batch_part(const batch_job *bj, int part, int parts) {
+    long mp = (bj->one.m + MR - 1) / MR, nt = (bj->one.n + NR - 1) / NR;
+    long per = mp * nt, total = per * bj->count;
+    long t0 = total * part / parts, t1 = total * (part + 1) / parts;
+    for (long t = t0; t < t1; t++) {
+        long q = t / per, rest = t % per;
+        tile_job g = bj->one;
+        g.a += q * bj->a_stride;
+        g.b += q * bj->b_stride;
+        g.c += q * bj->c_stride;
+        run_tile(&g, rest % mp, rest / mp);
+    }
+}
+
+/* ---- the pool ---- */
+typedef void (*part_fn)(const void *job, int part, int parts);
+
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;  /* one job at a time */
+static pthread_mutex_t grow = PTHREAD_MUTEX_INITIALIZER;
+static int nthreads = 1;      /* threads that take part in a job (caller included) */
+static int started = 1;       /* threads that exist (caller included) */
+static int wanted = 0;        /* 0: not set yet (all cores) */
+static atomic_uint generation;
+static atomic_int sleepers;
+static atomic_int remaining;
+static part_fn job_fn;
+static const void *job_arg;
+static int job_parts;
+
+/* how long a worker spins for the next job before it sleeps */
+#define SPIN_NS 300000L
+
+static long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if HAVE_X86
+    _mm_pause();
+#endif
+}
+
+static void *worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    unsigned seen = 0;
+    for (;;) {
+        long deadline = now_ns() + SPIN_NS;
+        unsigned spins = 0;
+        unsigned cur;
+        while ((cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen) {
+            if (++spins % 256 == 0 && now_ns() > deadline) {
+                atomic_fetch_add(&sleepers, 1);
+                if (atomic_load(&generation) == seen)
+                    syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+                atomic_fetch_sub(&sleepers, 1);
+                deadline = now_ns() + SPIN_NS;
+            } else if (spins % 16 == 0) {
+                sched_yield();  /* a thread waiting for this core (the caller?) goes first */
+            } else {
+                cpu_relax();
+            }
+        }
+        seen = cur;
+        if (id < job_parts) job_fn(job_arg, id, job_parts);
+        atomic_fetch_sub_explicit(&remaining, 1, memory_order_acq_rel);
+    }
+    return NULL;
+}
+
+static int cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    return (int)lmax(1, lmin(n, MAX_THREADS));
+}
+
+void mi_pool_set_threads(int n) {
+    wanted = n < 1 ? 0 : (n > MAX_THREADS ? MAX_THREADS : n);
+}
+
+int mi_pool_get_threads(void) { return wanted ? wanted : cores(); }
+
+/* run fn(arg, part, parts) for part in [0, parts) on the pool; the caller takes part 0 */
+static void run_parallel(part_fn fn, const void *arg) {
+    int want = mi_pool_get_threads();
+    if (want <= 1 || pthread_mutex_trylock(&busy) != 0) {  /* another thread's job: alone */
+        fn(arg, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&grow);
+    while (started < want) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, worker, (void *)(intptr_t)started) != 0) break;
+        pthread_attr_destroy(&attr);
+        started++;
+    }
+    pthread_mutex_unlock(&grow);
+    nthreads = want < started ? want : started;
+    job_fn = fn;
+    job_arg = arg;
+    job_parts = nthreads;
+    atomic_store_explicit(&remaining, started - 1, memory_order_release);
+    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
+    if (atomic_load(&sleepers) > 0)
+        syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
+    fn(arg, 0, nthreads);
+    /* a worker woken onto the caller's core runs only when the caller yields it */
+    for (unsigned spins = 1; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++)
+        if (spins % 16 == 0) sched_yield(); else cpu_relax();
+    pthread_mutex_unlock(&busy);
+}
+
+static void gemm_part(const void *job, int part, int parts) {
+    run_part((const tile_job *)job, part, parts);
+}
+
+static void batch_part(const void *job, int part, int parts) {
+    run_batch_part((const batch_job *)job, part, parts);
+}
+
+void mi_gemm_f32(const float *ap, long m, long n, long k, const float *b, long ldb, float *c,
+                 long ldc, const float *bias, const float *res, long ldr, float lo, float hi) {
+    if (avx512 < 0) avx512 = has_avx512();
+    tile_job g = {ap, b, c, bias, res, m, n, k, ldb, ldc, ldr, lo, hi};
+    if (m <= 0 || n <= 0) return;
+    /* tiny products are not worth waking the pool */
+    if (m * n * k < 32768L) run_part(&g, 0, 1);
+    else run_parallel(gemm_part, &g);
+}
+
+void mi_gemm_batch_f32(long count, const float *ap, long a_stride, const float *b,
+                       long b_stride, long ldb, float *c, long c_stride, long ldc, long m,
+                       long n, long k) {
+    if (avx512 < 0) avx512 = has_avx512();
+    batch_job bj = {{ap, b, c, NULL, NULL, m, n, k, ldb, ldc, 0, -INFINITY, INFINITY},
+                    count, a_stride, b_stride, c_stride};
+    if (m <= 0 || n <= 0 || count <= 0) return;
+    run_parallel(batch_part, &bj);
+}
