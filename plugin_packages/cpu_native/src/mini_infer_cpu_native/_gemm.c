@@ -9,29 +9,18 @@
  * panel (K x 48) stays in L2 while the row panels stream past it; bias, residual and the clamp
  * are applied to the accumulators before the one store.
  *
- * The pool: the calling thread and nthreads - 1 workers split the tiles (by column tiles when
- * there are many, by row panels otherwise). Workers spin for a while after each job (the next
- * GEMM usually comes within tens of microseconds) and then sleep on a futex. Why not BLAS:
- * OpenBLAS's idle workers spin on every core for a long time after each call, so nothing
- * else can use the second core; with every product of a run here, OpenBLAS stays asleep.
+ * On the library's pool (_pool.c) the calling thread and the workers split the tiles (by
+ * column tiles when there are many, by row panels otherwise). Why not BLAS: OpenBLAS's idle
+ * workers spin on every core for a long time after each call, so nothing else can use the
+ * other cores; with every product of a run here, OpenBLAS stays asleep.
  *
  * Without AVX-512 (checked when the library loads) every entry point runs a plain C loop
  * and mi_gemm_available() says 0: the Python side then keeps the BLAS paths. */
-#define _GNU_SOURCE
-#include <linux/futex.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "_common.h"
+#include "_pool.h"
 
 #define MR 8
 #define NR 48
-#define MAX_THREADS 64
 #ifndef PF
 #define PF 4
 #endif
@@ -230,109 +219,6 @@ static void run_batch_part(const batch_job *bj, int part, int parts) {
     }
 }
 
-/* ---- the pool ---- */
-typedef void (*part_fn)(const void *job, int part, int parts);
-
-static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;  /* one job at a time */
-static pthread_mutex_t grow = PTHREAD_MUTEX_INITIALIZER;
-static int nthreads = 1;      /* threads that take part in a job (caller included) */
-static int started = 1;       /* threads that exist (caller included) */
-static int wanted = 0;        /* 0: not set yet (all cores) */
-static atomic_uint generation;
-static atomic_int sleepers;
-static atomic_int remaining;
-static part_fn job_fn;
-static const void *job_arg;
-static int job_parts;
-
-/* how long a worker spins for the next job before it sleeps */
-#define SPIN_NS 300000L
-
-static long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if HAVE_X86
-    _mm_pause();
-#endif
-}
-
-static void *worker(void *arg) {
-    int id = (int)(intptr_t)arg;
-    unsigned seen = 0;
-    for (;;) {
-        long deadline = now_ns() + SPIN_NS;
-        unsigned spins = 0;
-        unsigned cur;
-        while ((cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen) {
-            if (++spins % 256 == 0 && now_ns() > deadline) {
-                atomic_fetch_add(&sleepers, 1);
-                if (atomic_load(&generation) == seen)
-                    syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-                atomic_fetch_sub(&sleepers, 1);
-                deadline = now_ns() + SPIN_NS;
-            } else if (spins % 16 == 0) {
-                sched_yield();  /* a thread waiting for this core (the caller?) goes first */
-            } else {
-                cpu_relax();
-            }
-        }
-        seen = cur;
-        if (id < job_parts) job_fn(job_arg, id, job_parts);
-        atomic_fetch_sub_explicit(&remaining, 1, memory_order_acq_rel);
-    }
-    return NULL;
-}
-
-static int cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-    return (int)lmax(1, lmin(n, MAX_THREADS));
-}
-
-void mi_pool_set_threads(int n) {
-    wanted = n < 1 ? 0 : (n > MAX_THREADS ? MAX_THREADS : n);
-}
-
-int mi_pool_get_threads(void) { return wanted ? wanted : cores(); }
-
-/* run fn(arg, part, parts) for part in [0, parts) on the pool; the caller takes part 0 */
-static void run_parallel(part_fn fn, const void *arg) {
-    int want = mi_pool_get_threads();
-    if (want <= 1 || pthread_mutex_trylock(&busy) != 0) {  /* another thread's job: alone */
-        fn(arg, 0, 1);
-        return;
-    }
-    pthread_mutex_lock(&grow);
-    while (started < want) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, worker, (void *)(intptr_t)started) != 0) break;
-        pthread_attr_destroy(&attr);
-        started++;
-    }
-    pthread_mutex_unlock(&grow);
-    nthreads = want < started ? want : started;
-    job_fn = fn;
-    job_arg = arg;
-    job_parts = nthreads;
-    atomic_store_explicit(&remaining, started - 1, memory_order_release);
-    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
-    if (atomic_load(&sleepers) > 0)
-        syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
-    fn(arg, 0, nthreads);
-    /* a worker woken onto the caller's core runs only when the caller yields it */
-    for (unsigned spins = 1; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++)
-        if (spins % 16 == 0) sched_yield(); else cpu_relax();
-    pthread_mutex_unlock(&busy);
-}
-
 static void gemm_part(const void *job, int part, int parts) {
     run_part((const tile_job *)job, part, parts);
 }
@@ -348,7 +234,7 @@ void mi_gemm_f32(const float *ap, long m, long n, long k, const float *b, long l
     if (m <= 0 || n <= 0) return;
     /* tiny products are not worth waking the pool */
     if (m * n * k < 32768L) run_part(&g, 0, 1);
-    else run_parallel(gemm_part, &g);
+    else mi_pool_run(gemm_part, &g);
 }
 
 void mi_gemm_batch_f32(long count, const float *ap, long a_stride, const float *b,
@@ -358,5 +244,5 @@ void mi_gemm_batch_f32(long count, const float *ap, long a_stride, const float *
     batch_job bj = {{ap, b, c, NULL, NULL, m, n, k, ldb, ldc, 0, -INFINITY, INFINITY},
                     count, a_stride, b_stride, c_stride};
     if (m <= 0 || n <= 0 || count <= 0) return;
-    run_parallel(batch_part, &bj);
+    mi_pool_run(batch_part, &bj);
 }

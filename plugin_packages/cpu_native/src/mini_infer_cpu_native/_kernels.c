@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include "_common.h"
+#include "_pool.h"
 
 /*
  * Depthwise 2-D convolution, one filter per channel (group == C == M):
@@ -305,13 +306,23 @@ CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
  * x[n, c, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl], or 0 where that falls in the padding.
  * No padded copy of the input is made.
  */
-CLONES void mi_im2col_f32(const float *restrict x, float *restrict cols, long n, long c,
-                          long h, long wd, long kh, long kw, long sh, long sw, long dh,
-                          long dw, long pt, long pl, long oy0, long oy1, long ow) {
-    long rows = oy1 - oy0;
-    for (long plane = 0; plane < n * c; plane++) {
+typedef struct {
+    const float *x;
+    float *cols;
+    long n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oy0, oy1, ow;
+} im2col_job;
+
+/* the (plane, ky) pairs [u0, u1) */
+CLONES static void im2col_units(const im2col_job *j, long u0, long u1) {
+    const long h = j->h, wd = j->wd, kh = j->kh, kw = j->kw, sh = j->sh, sw = j->sw;
+    const long dh = j->dh, dw = j->dw, pt = j->pt, pl = j->pl, oy0 = j->oy0, oy1 = j->oy1;
+    const long ow = j->ow, rows = oy1 - oy0;
+    const float *restrict x = j->x;
+    float *restrict cols = j->cols;
+    for (long u = u0; u < u1; u++) {
+        long plane = u / kh, ky = u % kh;
         const float *src = x + plane * h * wd;
-        for (long ky = 0; ky < kh; ky++) {
+        {
             for (long kx = 0; kx < kw; kx++) {
                 float *dst = cols + ((plane * kh + ky) * kw + kx) * rows * ow;
                 long off = kx * dw - pl;
@@ -337,6 +348,22 @@ CLONES void mi_im2col_f32(const float *restrict x, float *restrict cols, long n,
             }
         }
     }
+}
+
+static void im2col_part(const void *arg, int part, int parts) {
+    const im2col_job *j = arg;
+    long u0, u1;
+    mi_pool_share(j->n * j->c * j->kh, part, parts, &u0, &u1);
+    im2col_units(j, u0, u1);
+}
+
+/* on the pool, split by (plane, kernel row) */
+void mi_im2col_f32(const float *x, float *cols, long n, long c, long h, long wd, long kh,
+                   long kw, long sh, long sw, long dh, long dw, long pt, long pl, long oy0,
+                   long oy1, long ow) {
+    im2col_job j = {x, cols, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oy0, oy1, ow};
+    if (n * c * kh * kw * (oy1 - oy0) * ow < 16384L) im2col_units(&j, 0, n * c * kh);
+    else mi_pool_run(im2col_part, &j);
 }
 
 

@@ -1,13 +1,15 @@
 /*
  * Winograd convolution transforms, F(2x2, 3x3) and F(4x4, 3x3): a 3x3 stride-1 convolution as
  * GEMMs on transformed input tiles (16 of them for 2x2 output tiles, 36 for 4x4). These
- * functions do the input, output and weight transforms; the GEMMs run in BLAS between them
- * (see _winograd.py). Part of the _kernels extension (same conventions: C-contiguous float32,
- * every size a long, single-threaded).
+ * functions do the input, output and weight transforms; the GEMMs run between them (see
+ * _winograd.py). Part of the _kernels extension (same conventions: C-contiguous float32,
+ * every size a long). The input and output transforms run on the pool (_pool.c), split by
+ * channels, each thread with rows of its own.
  */
 #include <string.h>
 
 #include "_common.h"
+#include "_pool.h"
 
 /* d[i] and e[i] (i < n): consecutive rows of wp floats in rows (d first, then e) */
 static inline void split_rows(float *rows, int n, long wp, float **d, float **e) {
@@ -40,13 +42,13 @@ static inline void load_rows(float *const *d, int n, const float *plane, long fi
  * (zero-bordered) input rows first, then each tile's column combinations (vectorised over
  * the tiles of a row). rows: 8 * (2*tw + 2) floats.
  */
-CLONES void mi_wino_in_f32(const float *restrict x, float *restrict v, float *restrict rows,
+CLONES static void wino_in(const float *restrict x, float *restrict v, float *restrict rows,
                            long c, long h, long wd, long pt, long pl, long tw, long ty0,
-                           long ty1) {
+                           long ty1, long ch0, long ch1) {
     long wp = 2 * tw + 2, t_all = (ty1 - ty0) * tw, cols = lmin(wd, wp - pl);
     float *d[4], *e[4];
     split_rows(rows, 4, wp, d, e);
-    for (long ch = 0; ch < c; ch++) {
+    for (long ch = ch0; ch < ch1; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
             load_rows(d, 4, plane, 2 * ty - pt, h, wd, wp, pl, cols);
@@ -78,13 +80,13 @@ CLONES void mi_wino_in_f32(const float *restrict x, float *restrict v, float *re
  * plus bias, residual and the clamp, written into y (M, oh, ow) (the image's output; the
  * tiles past an odd edge are dropped). rows: 4 * tw floats.
  */
-CLONES void mi_wino_out_f32(const float *restrict mm, float *restrict y,
+CLONES static void wino_out(const float *restrict mm, float *restrict y,
                             const float *restrict bias, const float *restrict res,
                             float *restrict rows, long m, long oh, long ow, long tw, long ty0,
-                            long ty1, float lo, float hi) {
+                            long ty1, float lo, float hi, long f0, long f1) {
     long t_all = (ty1 - ty0) * tw, ks = m * t_all;
     float *y0 = rows, *y1 = rows + 2 * tw;
-    for (long f = 0; f < m; f++) {
+    for (long f = f0; f < f1; f++) {
         float b = bias ? bias[f] : 0.0f;
         for (long ty = ty0; ty < ty1; ty++) {
             const float *in = mm + f * t_all + (ty - ty0) * tw;
@@ -172,14 +174,14 @@ CLONES void mi_wino_weights_f32(const float *restrict w, float *restrict u, long
         o5 = 4.0f * (a1) - 5.0f * (a3) + (a5);              \
     } while (0)
 
-CLONES void mi_wino4_in_f32(const float *restrict x, float *restrict v, float *restrict rows,
+CLONES static void wino4_in(const float *restrict x, float *restrict v, float *restrict rows,
                             long c, long h, long wd, long pt, long pl, long tw, long ty0,
-                            long ty1) {
+                            long ty1, long ch0, long ch1) {
     long wp = 4 * tw + 2, t_all = (ty1 - ty0) * tw, cols = lmin(wd, wp - pl);
     long ks = c * t_all; /* from one k to the next */
     float *d[6], *e[6];
     split_rows(rows, 6, wp, d, e);
-    for (long ch = 0; ch < c; ch++) {
+    for (long ch = ch0; ch < ch1; ch++) {
         const float *plane = x + ch * h * wd;
         for (long ty = ty0; ty < ty1; ty++) {
             load_rows(d, 6, plane, 4 * ty - pt, h, wd, wp, pl, cols);
@@ -216,15 +218,15 @@ CLONES void mi_wino4_in_f32(const float *restrict x, float *restrict v, float *r
         o3 = m1 + 8.0f * m2 + (a5);                  \
     } while (0)
 
-CLONES void mi_wino4_out_f32(const float *restrict mm, float *restrict y,
+CLONES static void wino4_out(const float *restrict mm, float *restrict y,
                              const float *restrict bias, const float *restrict res,
                              float *restrict rows, long m, long oh, long ow, long tw, long ty0,
-                             long ty1, float lo, float hi) {
+                             long ty1, float lo, float hi, long f0, long f1) {
     enum { TB = 16 }; /* tiles per step: the loops over them vectorise */
     long t_all = (ty1 - ty0) * tw, ks = m * t_all;
     float *yr[4];
     for (int i = 0; i < 4; i++) yr[i] = rows + i * 4 * tw;
-    for (long f = 0; f < m; f++) {
+    for (long f = f0; f < f1; f++) {
         float b = bias ? bias[f] : 0.0f;
         for (long ty = ty0; ty < ty1; ty++) {
             const float *in = mm + f * t_all + (ty - ty0) * tw;
@@ -284,4 +286,75 @@ static inline void filter4(const float *g, float *out, long stride) {
 
 CLONES void mi_wino4_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
     weights_by_block(w, u, m * c, 36, filter4);
+}
+
+/* ---- the transforms on the pool: channels split between the threads ---- */
+typedef struct {
+    const float *in, *bias, *res;
+    float *out, *rows;
+    long rows_floats, c, h, wd, pt, pl, tw, ty0, ty1;
+    float lo, hi;
+    int tile;
+} wino_job;
+
+/* the rows scratch of part `part`: the caller's for part 0, the thread's own otherwise */
+static float *part_rows(const wino_job *j, int part) {
+    return part == 0 ? j->rows : mi_pool_scratch(j->rows_floats);
+}
+
+static void in_part(const void *arg, int part, int parts) {
+    const wino_job *j = arg;
+    long c0, c1;
+    mi_pool_share(j->c, part, parts, &c0, &c1);
+    float *rows = part_rows(j, part);
+    if (c0 >= c1 || !rows) return;
+    (j->tile == 2 ? wino_in : wino4_in)(j->in, j->out, rows, j->c, j->h, j->wd, j->pt, j->pl,
+                                        j->tw, j->ty0, j->ty1, c0, c1);
+}
+
+static void out_part(const void *arg, int part, int parts) {
+    const wino_job *j = arg;
+    long f0, f1;
+    mi_pool_share(j->c, part, parts, &f0, &f1);
+    float *rows = part_rows(j, part);
+    if (f0 >= f1 || !rows) return;
+    (j->tile == 2 ? wino_out : wino4_out)(j->in, j->out, j->bias, j->res, rows, j->c, j->h,
+                                          j->wd, j->tw, j->ty0, j->ty1, j->lo, j->hi, f0, f1);
+}
+
+static void run_in(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
+                   long pl, long tw, long ty0, long ty1, int tile) {
+    wino_job j = {x, NULL, NULL, v, rows, 2 * (tile + 2) * (tile * tw + 2), c, h, wd, pt, pl,
+                  tw, ty0, ty1, 0.0f, 0.0f, tile};
+    mi_pool_run(in_part, &j);
+}
+
+static void run_out(const float *mm, float *y, const float *bias, const float *res, float *rows,
+                    long m, long oh, long ow, long tw, long ty0, long ty1, float lo, float hi,
+                    int tile) {
+    wino_job j = {mm, bias, res, y, rows, tile * tile * tw, m, oh, ow, 0, 0, tw, ty0, ty1, lo,
+                  hi, tile};
+    mi_pool_run(out_part, &j);
+}
+
+void mi_wino_in_f32(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
+                    long pl, long tw, long ty0, long ty1) {
+    run_in(x, v, rows, c, h, wd, pt, pl, tw, ty0, ty1, 2);
+}
+
+void mi_wino4_in_f32(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
+                     long pl, long tw, long ty0, long ty1) {
+    run_in(x, v, rows, c, h, wd, pt, pl, tw, ty0, ty1, 4);
+}
+
+void mi_wino_out_f32(const float *mm, float *y, const float *bias, const float *res,
+                     float *rows, long m, long oh, long ow, long tw, long ty0, long ty1,
+                     float lo, float hi) {
+    run_out(mm, y, bias, res, rows, m, oh, ow, tw, ty0, ty1, lo, hi, 2);
+}
+
+void mi_wino4_out_f32(const float *mm, float *y, const float *bias, const float *res,
+                      float *rows, long m, long oh, long ow, long tw, long ty0, long ty1,
+                      float lo, float hi) {
+    run_out(mm, y, bias, res, rows, m, oh, ow, tw, ty0, ty1, lo, hi, 4);
 }

@@ -1,0 +1,27 @@
+/* The compiled kernels' thread pool (_pool.c). */
+#ifndef MI_POOL_H
+#define MI_POOL_H
+
+/* one part of a job: the caller runs part 0, each worker one of the others */
+typedef void (*mi_part_fn)(const void *job, int part, int parts);
+
+/* run fn(arg, part, parts) for every part in [0, parts), parts = the pool's thread count (1
+ * while another thread's job runs: then the caller runs it alone), and return when all are
+ * done */
+void mi_pool_run(mi_part_fn fn, const void *arg);
+
+/* threads a job uses (default: the cores this process may run on); 0 restores the default */
+int mi_pool_get_threads(void);
+void mi_pool_set_threads(int n);
+
+/* a float buffer of at least n floats owned by the calling thread (kept for its next job;
+ * NULL if memory runs out) */
+float *mi_pool_scratch(long n);
+
+/* [begin, end) of `total` items for part `part` of `parts` */
+static inline void mi_pool_share(long total, int part, int parts, long *begin, long *end) {
+    *begin = total * part / parts;
+    *end = total * (part + 1) / parts;
+}
+
+#endif
