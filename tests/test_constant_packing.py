@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 import mini_infer_core as mi
 from mini_infer_core.engine.format import memory_order, read_engine_file
 from mini_infer_core.errors import BuildError
-from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator
+from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator, Repacked
 from mini_infer_core.registry import discover
 
 
@@ -75,22 +75,37 @@ def test_conv_weights_are_packed_at_build_and_kept_by_the_file(tmp_path: Path) -
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
 
 
-def test_the_compiled_depthwise_conv_keeps_the_onnx_layout() -> None:
-    """mini-infer-cpu-native's Conv reads depthwise (and Winograd) weights as ONNX stores them
-    and packs the rest as cpu_basic's does; the build packs after choosing tactics."""
+def test_cpu_native_packs_for_the_kernel_each_convolution_runs() -> None:
+    """mini-infer-cpu-native's Conv stores the weights of a GEMM convolution in its compiled
+    GEMM's panels (reordered, ``__wpacked__``), or tap-major for cpu_basic's tap GEMMs where
+    that GEMM cannot run (no AVX-512); depthwise and Winograd weights as ONNX stores them; the
+    build packs after choosing tactics."""
+    from mini_infer_cpu_native._native import gemm_available
+
     model = _conv_net()
+    w_onnx = onnx.numpy_helper.to_array(model.graph.initializer[0])
     x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
-    # untimed: the default takes the tap GEMMs for 16 channels
+    # untimed: the default takes a GEMM for 16 channels
     engine = mi.load(model, config=mi.BuilderConfig(device="cpu", time_tactics=False))
     assert {n.plugin_namespace for n in engine.nodes} == {"mini_infer.cpu_native"}
     assert engine.build_info["constants_packed"] == 1
-    assert _tap_major(engine.constants["w"]) and engine.constants["dw"].flags.c_contiguous
+    conv = next(n.plugin for n in engine.nodes if n.name == "conv")
+    w = engine.constants["w"]
+    if gemm_available():
+        assert conv.attrs["__wpacked__"] == 1  # type: ignore[attr-defined]
+        assert w.flags.c_contiguous and not np.array_equal(w, w_onnx)
+        np.testing.assert_array_equal(np.sort(w, axis=None), np.sort(w_onnx, axis=None))
+    else:
+        assert conv.attrs["__wpacked__"] == 0 and _tap_major(w)  # type: ignore[attr-defined]
+    assert engine.constants["dw"].flags.c_contiguous
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
     # timed: packing follows the tactic the timing chose (Winograd reads ONNX's layout)
     engine = mi.load(model)
     chosen = engine.build_info["tactics"]["conv"]["chosen"]
-    assert _tap_major(engine.constants["w"]) == (chosen == "gemm")
+    conv = next(n.plugin for n in engine.nodes if n.name == "conv")
+    packed = conv.attrs["__wpacked__"] or _tap_major(engine.constants["w"])  # type: ignore[attr-defined]
+    assert packed == (chosen == "gemm")
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
@@ -136,3 +151,67 @@ def test_packing_that_changes_values_is_a_build_error() -> None:
     reg.register_creator(OnnxPluginCreator(Shift, namespace="test"))
     with pytest.raises(BuildError, match=r"node 'shift'.*pack_constants changed the values"):
         mi.load(model, registry=reg)
+
+
+class Reversed(OnnxPlugin):
+    """y = x + s, with s stored reversed (an order only this plugin reads: ``Repacked``)."""
+
+    domain = "com.test"
+    attributes = {"reversed": 0, "bad_shape": 0}
+
+    def compute(self, x: Any, s: Any, *, out: Any, reversed: int, bad_shape: int) -> None:
+        np.add(x, s[::-1] if reversed else s, out=out)
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Repacked]:
+        s = constants[1]
+        values = s[::-1].reshape(1, -1) if self.attrs["bad_shape"] else s[::-1]
+        return {1: Repacked(values, lambda: self.attrs.update(reversed=1))}
+
+
+def _reversed_model(readers: int, bad_shape: int = 0) -> onnx.ModelProto:
+    s = onnx.numpy_helper.from_array(np.arange(4, dtype=np.float32), "s")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    nodes = [helper.make_node("Reversed", ["x", "s"], [f"y{i}"], domain="com.test",
+                              name=f"rev{i}", bad_shape=bad_shape) for i in range(readers)]
+    outs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [4])
+            for i in range(readers)]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], outs, [s]), opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.test", 1)])
+
+
+def _reversed_registry() -> Any:
+    reg = discover()
+    reg.register_creator(OnnxPluginCreator(Reversed, namespace="test"))
+    return reg
+
+
+def test_a_constant_one_node_reads_may_be_reordered_and_the_file_keeps_it(
+        tmp_path: Path) -> None:
+    engine = mi.load(_reversed_model(1), registry=_reversed_registry())
+    assert engine.build_info["constants_packed"] == 1
+    np.testing.assert_array_equal(engine.constants["s"], [3, 2, 1, 0])
+    assert engine.nodes[0].plugin.attrs["reversed"] == 1  # type: ignore[attr-defined]
+    x = np.ones(4, np.float32)
+    want = x + np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(mi.InferenceSession(engine).run(None, {"x": x})[0], want)
+    path = tmp_path / "rev.engine"
+    engine.save(str(path))
+    again = mi.Runtime(registry=_reversed_registry()).load_engine(str(path))
+    np.testing.assert_array_equal(again.constants["s"], [3, 2, 1, 0])
+    np.testing.assert_array_equal(mi.InferenceSession(again).run(None, {"x": x})[0], want)
+
+
+def test_a_constant_other_nodes_read_is_not_reordered() -> None:
+    engine = mi.load(_reversed_model(2), registry=_reversed_registry())
+    assert engine.build_info["constants_packed"] == 0
+    np.testing.assert_array_equal(engine.constants["s"], [0, 1, 2, 3])
+    assert all(n.plugin.attrs["reversed"] == 0 for n in engine.nodes)  # type: ignore[attr-defined]
+    x = np.ones(4, np.float32)
+    for y in mi.InferenceSession(engine).run(None, {"x": x}):
+        np.testing.assert_array_equal(y, x + np.arange(4, dtype=np.float32))
+
+
+def test_a_reordering_that_changes_the_shape_is_a_build_error() -> None:
+    with pytest.raises(BuildError, match=r"node 'rev0'.*reordered constant 's' into \(1, 4\)"):
+        mi.load(_reversed_model(1, bad_shape=1), registry=_reversed_registry())

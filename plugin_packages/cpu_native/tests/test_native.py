@@ -79,6 +79,18 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     yield count
 
 
+@pytest.fixture(params=["compiled GEMM", "BLAS"])
+def gemm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The GEMM convolutions run on: the compiled GEMM (AVX-512 CPUs) or, where it cannot
+    run, cpu_basic's BLAS paths with the compiled im2col and epilogue."""
+    if request.param == "compiled GEMM" and not _native.gemm_available():
+        pytest.skip("this CPU has no AVX-512: the compiled GEMM does not run here")
+    if request.param == "BLAS":
+        monkeypatch.setattr(plugins, "gemm_available", lambda: False)
+        monkeypatch.setattr(_winograd, "gemm_available", lambda: False)
+    return str(request.param)
+
+
 DEPTHWISE = [
     ((1, 8, 12, 12), (3, 3), {"pads": [1, 1, 1, 1]}),
     ((2, 5, 13, 11), (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
@@ -195,7 +207,8 @@ def test_winograd_is_not_taken_where_it_does_not_pay(calls: dict[str, int]) -> N
     ((1, 6, 12, 12), 6, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}),
 ])
 def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
-                             attrs: dict[str, Any], calls: dict[str, int]) -> None:
+                             attrs: dict[str, Any], calls: dict[str, int],
+                             gemm_path: str) -> None:
     x = RNG.standard_normal(xshape).astype(np.float32)
     g = attrs.get("group", 1)
     inits = {"w": (RNG.standard_normal((m, xshape[1] // g, *kernel)) * 0.2).astype(np.float32),
@@ -203,13 +216,19 @@ def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int,
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
                               **attrs), helper.make_node("Relu", ["c"], ["y"])]
     _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
-    assert calls["im2col"] == 1
+    if gemm_path == "BLAS":
+        assert (calls["im2col"], calls["gemm_conv"]) == (1, 0)  # the whole batch at once
+    else:  # one band per image, one GEMM per group
+        assert calls["gemm_conv"] == 1 and calls["im2col"] == xshape[0]
+        assert calls["gemm"] == xshape[0] * g
 
 
 def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        gemm_path: str) -> None:
     """Columns over the budget go in bands of output rows (a short last band too)."""
     monkeypatch.setattr(plugins.Conv, "row_budget", 3 * 1024)
+    monkeypatch.setattr(_conv_gemm, "BAND_BYTES", 3 * 1024)
     x = RNG.standard_normal((2, 3, 21, 19)).astype(np.float32)
     inits = {"w": (RNG.standard_normal((5, 3, 5, 5)) * 0.2).astype(np.float32),
              "b": RNG.standard_normal(5).astype(np.float32)}
@@ -314,7 +333,8 @@ def test_pooling(xshape: tuple[int, ...], attrs: dict[str, Any], op: str,
 ])
 def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
         kernel: tuple[int, int], group: int, attrs: dict[str, Any],
-        calls: dict[str, int]) -> None:
+        calls: dict[str, int], gemm_path: str) -> None:
+    """BLAS paths: one compiled pass after the GEMM; the compiled GEMM: in its registers."""
     x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
     inits = {"w": RNG.standard_normal((8, 8 // group, *kernel)).astype(np.float32),
              "b": RNG.standard_normal(8).astype(np.float32)}
@@ -327,8 +347,11 @@ def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
                   helper.make_node("Relu", ["s"], ["y"])]
     model = _model(nodes, x, inits)
     assert len(mini_infer_core.load(model).nodes) == 1  # everything fused into the Conv
-    _compare(model, x, {"Conv"})
-    assert calls["bias_act"] >= 1
+    _compare(model, x, {"Conv"}, rtol=1e-5, atol=2e-5)
+    if gemm_path == "BLAS":
+        assert calls["bias_act"] >= 1
+    else:
+        assert calls["gemm_conv"] == 1 and calls["bias_act"] == 0
 
 
 def _conv3x3(c: int, m: int, hw: int) -> tuple[onnx.ModelProto, np.ndarray]:
@@ -352,7 +375,8 @@ def test_the_build_times_winograd_against_gemm_and_keeps_the_faster() -> None:
 @pytest.mark.parametrize("tactic, winograd_runs", [("winograd", [2]), ("winograd4", [4]),
                                                    ("gemm", []), ("", [])])
 def test_each_tactic_computes_the_convolution(tactic: str, winograd_runs: list[int],
-                                              calls: dict[str, int], tiles: list[int]) -> None:
+                                              calls: dict[str, int], tiles: list[int],
+                                              gemm_path: str) -> None:
     model, x = _conv3x3(16, 24, 12)  # the default ("") takes GEMM: 16 channels < 32
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
         device="cpu", time_tactics=False))
@@ -362,6 +386,9 @@ def test_each_tactic_computes_the_convolution(tactic: str, winograd_runs: list[i
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=3e-4)
     assert tiles == winograd_runs
+    compiled = gemm_path == "compiled GEMM"
+    assert calls["gemm_batch"] == (len(winograd_runs) if compiled else 0)
+    assert calls["gemm_conv"] == (int(not winograd_runs) if compiled else 0)
 
 
 def test_an_unknown_tactic_is_refused() -> None:

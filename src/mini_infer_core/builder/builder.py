@@ -279,7 +279,8 @@ class Builder:
         if config.time_tactics and ok:
             info["tactics"] = time_tactics(engine)
         # after the tactics are chosen: a plugin packs for the kernel it will really run
-        info["constants_packed"] = pack_constants(nodes, kept_consts, dims, types)
+        info["constants_packed"] = pack_constants(nodes, kept_consts, dims, types,
+                                                  output_names)
         if info["constants_packed"]:
             engine = make_engine()
         if not ok:

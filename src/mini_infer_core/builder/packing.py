@@ -8,6 +8,11 @@ constant's axis order (the file records it), so loading and running repack nothi
 
 The builder checks what comes back: same shape, same type and the same values (a layout, not
 a new constant); anything else is a BuildError that names the node and plugin.
+
+A plugin whose kernel reads an order no axis order can express (GEMM panels) returns
+:class:`~mini_infer_core.plugin.Repacked`: same shape and type, elements in its own order.
+That is taken only for a constant this node alone reads (and no graph output is), since
+every other reader would see the reordered values; elsewhere the constant is left as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 
 from ..engine.engine import EngineNode
 from ..errors import BuildError
-from ..plugin import DataType, DimsExprs
+from ..plugin import DataType, DimsExprs, Repacked
 
 __all__ = ["pack_constants"]
 
@@ -29,10 +34,15 @@ log = logging.getLogger("mini_infer.builder")
 
 def pack_constants(nodes: Sequence[EngineNode],
                    constants: MutableMapping[str, np.ndarray[Any, Any]],
-                   dims: Mapping[str, DimsExprs], types: Mapping[str, DataType]) -> int:
+                   dims: Mapping[str, DimsExprs], types: Mapping[str, DataType],
+                   outputs: Sequence[str] = ()) -> int:
     """Ask every plugin for its preferred constant layouts; returns how many were repacked.
     A constant is packed once, for the first node that asks (others read it as it is)."""
     packed: set[str] = set()
+    readers: dict[str, int] = {name: 1 for name in outputs}
+    for nd in nodes:
+        for name in set(nd.inputs):
+            readers[name] = readers.get(name, 0) + 1
     for nd in nodes:
         hook = getattr(nd.plugin, "pack_constants", None)
         if hook is None or not any(n in constants for n in nd.inputs):
@@ -52,6 +62,22 @@ def pack_constants(nodes: Sequence[EngineNode],
             if name in packed:
                 continue
             old = constants[name]
+            if isinstance(arr, Repacked):
+                reordered = np.asarray(arr.array)
+                if reordered.shape != old.shape or reordered.dtype != old.dtype:
+                    raise BuildError(
+                        f"{nd.describe()}: pack_constants reordered constant {name!r} into "
+                        f"{reordered.shape} {reordered.dtype}; it must keep {old.shape} "
+                        f"{old.dtype}")
+                if readers.get(name, 0) != 1:
+                    log.debug("%s: %s is read elsewhere too, not reordered", nd.describe(), name)
+                    continue
+                constants[name] = np.ascontiguousarray(reordered)
+                packed.add(name)
+                if arr.on_accept is not None:
+                    arr.on_accept()
+                log.debug("reordered %s for %s", name, nd.describe())
+                continue
             arr = np.asarray(arr)
             if arr.shape != old.shape or arr.dtype != old.dtype or not np.array_equal(
                     arr, old, equal_nan=arr.dtype.kind in "fc"):

@@ -27,6 +27,7 @@ from ._fields import (
 from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._lazy import LazyPluginCreator
+from ._packed import Repacked
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "PluginFieldCollection",
     "PluginFieldType",
     "PluginTensorDesc",
+    "Repacked",
     "Stream",
     "TensorFormat",
     "UnaryPlugin",

@@ -1,21 +1,23 @@
 """Threads: how many the BLAS (and other native pools) may use, and which BLAS runs.
 
 NumPy kernels spend their time in BLAS, whose thread pool is process-wide; mini-infer limits it
-through threadpoolctl. Default: all cores (the BLAS's own default)."""
+through threadpoolctl, and with it every pool a plugin registers with threadpoolctl (the
+compiled kernels' own). Default: all cores (the pools' own default)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-__all__ = ["set_num_threads", "get_num_threads", "blas_info"]
+__all__ = ["set_num_threads", "get_num_threads", "blas_info", "requested_threads"]
 
 _limiter: Any = None
+_requested: int | None = None
 
 
 def set_num_threads(n: int | None) -> None:
     """Limit native thread pools to ``n`` threads (None: back to their defaults)."""
-    global _limiter
+    global _limiter, _requested
     from threadpoolctl import threadpool_limits
 
     if _limiter is not None:
@@ -25,6 +27,13 @@ def set_num_threads(n: int | None) -> None:
         if n < 1:
             raise ValueError(f"thread count must be at least 1, got {n}")
         _limiter = threadpool_limits(limits=n)
+    _requested = n
+
+
+def requested_threads() -> int | None:
+    """The count last given to :func:`set_num_threads` (None: the defaults). A plugin whose
+    thread pool loads later applies it (the compiled kernels' pool does)."""
+    return _requested
 
 
 def get_num_threads() -> int:

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._native import gemm, im2col, pack_a
+from ._native import gemm, im2col, pack_a, unpack_a
 
-__all__ = ["BAND_BYTES", "buffers", "gemm_conv", "pack_weights"]
+__all__ = ["BAND_BYTES", "buffers", "gemm_conv", "pack_weights", "unpack_weights"]
 
 Array = NDArray[Any]
 
@@ -39,8 +39,19 @@ def pack_weights(w: Array, group: int) -> Array:
     return np.concatenate([pack_a(w2[g * mg:(g + 1) * mg]) for g in range(group)])
 
 
+def unpack_weights(packed: Array, group: int) -> Array:
+    """:func:`pack_weights` undone: ``packed`` (any shape, W's size) back in W's order, with
+    ``packed``'s shape (W's)."""
+    m = packed.shape[0]
+    mg, k = m // group, packed.size // m
+    flat = packed.reshape(-1)
+    step = mg * k
+    return np.concatenate([unpack_a(flat[g * step:(g + 1) * step], mg, k)
+                           for g in range(group)]).reshape(packed.shape)
+
+
 def _band_rows(ck_total: int, out_dims: Any) -> int:
-    return max(1, min(out_dims[0], BAND_BYTES // max(ck_total * out_dims[1] * 4, 1)))
+    return max(1, min(int(out_dims[0]), BAND_BYTES // max(ck_total * int(out_dims[1]) * 4, 1)))
 
 
 def buffers(xshape: tuple[int, ...], wshape: tuple[int, ...], plan: Any

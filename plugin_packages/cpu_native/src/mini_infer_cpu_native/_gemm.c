@@ -21,6 +21,9 @@
 
 #define MR 8
 #define NR 48
+#ifndef GEMV_PF
+#define GEMV_PF 64
+#endif
 #ifndef PF
 #define PF 4
 #endif
@@ -104,6 +107,8 @@ AVX512 static void gemv_8(const tile_job *g, const float *restrict ap, const flo
     long k = g->k, kk = 0;
     for (; kk + 16 <= k; kk += 16) {
         __m512 xv = _mm512_loadu_ps(x + kk);
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+            _mm_prefetch((const char *)(ap + (kk + GEMV_PF) * MR + 16 * q), _MM_HINT_T0);
         _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
             __m512i idx = _mm512_add_epi32(lo_hi, _mm512_set1_epi32(2 * j));
             __m512 xs = _mm512_permutexvar_ps(idx, xv);
@@ -142,6 +147,9 @@ static int has_avx512(void) {
 }
 
 static int avx512 = -1;
+
+/* tests: the plain C loops even where AVX-512 is present */
+void mi_gemm_set_plain(int plain) { avx512 = plain ? 0 : has_avx512(); }
 
 int mi_gemm_available(void) {
     if (avx512 < 0) avx512 = has_avx512();

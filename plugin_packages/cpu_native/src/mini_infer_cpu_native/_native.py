@@ -16,8 +16,8 @@ from . import _kernels
 
 __all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "gemm", "gemm_available", "gemm_batch",
            "im2col", "lrn", "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads",
-           "ptr", "scale_shift", "set_pool_threads", "usable", "wino_in", "wino_out",
-           "wino_weights"]
+           "ptr", "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
+           "wino_in", "wino_out", "wino_weights"]
 
 Array = NDArray[Any]
 
@@ -84,6 +84,8 @@ _lib.mi_gemm_available.restype = _I
 _lib.mi_pool_get_threads.restype = _I
 _lib.mi_pool_set_threads.argtypes = [_I]
 _lib.mi_pool_set_threads.restype = None
+_lib.mi_gemm_set_plain.argtypes = [_I]
+_lib.mi_gemm_set_plain.restype = None
 
 
 def library_path() -> str:
@@ -184,6 +186,12 @@ def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) ->
     _scale_shift(ptr(x), ptr(y), ptr(a), ptr(b), n, c, x.size // max(n * c, 1), lo, hi)
 
 
+def use_plain_gemm(plain: bool) -> None:
+    """Tests: run the GEMM's plain C loops even where AVX-512 is present (the CPUs without
+    it run them)."""
+    _lib.mi_gemm_set_plain(int(plain))
+
+
 def gemm_available() -> bool:
     """Whether the compiled GEMM runs its AVX-512 kernels here (otherwise the callers keep
     BLAS: the plain C fallback is only for correctness)."""
@@ -196,6 +204,17 @@ def pack_a(a: Array) -> Array:
     m, k = a.shape
     out = np.empty(m * k, np.float32)
     _pack(ptr(a), m, k, k, ptr(out))
+    return out
+
+
+def unpack_a(packed: Array, m: int, k: int) -> Array:
+    """:func:`pack_a` undone: the (M, K) matrix."""
+    full = m // 8 * 8
+    out = np.empty((m, k), np.float32)
+    flat = packed.reshape(-1)
+    out[:full] = flat[: full * k].reshape(full // 8, k, 8).transpose(0, 2, 1).reshape(full, k)
+    if m > full:
+        out[full:] = flat[full * k: m * k].reshape(k, m - full).T
     return out
 
 
@@ -229,3 +248,8 @@ def set_pool_threads(n: int) -> None:
 def usable(*arrays: Array | None) -> bool:
     """Whether every array given is float32 and C-contiguous (None is fine)."""
     return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in arrays)
+
+
+from . import _threads  # noqa: E402 - after the library: the controller reads its symbols
+
+_threads.register()

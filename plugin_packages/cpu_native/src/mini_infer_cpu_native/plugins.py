@@ -11,20 +11,21 @@ plugins name this distribution, so loading them needs it installed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
 from mini_infer_cpu_plugins.ops import gemm as _gemm
 from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
-from mini_infer_cpu_plugins.ops._blas import available, gemm
+from mini_infer_cpu_plugins.ops._blas import available
+from mini_infer_cpu_plugins.ops._blas import gemm as blas_gemm
 from mini_infer_cpu_plugins.serialization import CpuCreator
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin import Repacked, shapes
 
 from . import _conv_gemm, _winograd
 from ._native import (
@@ -39,6 +40,7 @@ from ._native import (
     pool2d,
     pool2d_work,
     scale_shift,
+    unpack_a,
     usable,
 )
 
@@ -46,6 +48,7 @@ __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "Gemm", "MaxPool"
            "NativeCreator"]
 
 Array = NDArray[Any]
+T = TypeVar("T")
 
 
 class NativeCreator(CpuCreator):
@@ -69,30 +72,36 @@ def _bounds(relu: int, clip: Any) -> tuple[float, float]:
 class _Derived:
     """Arrays made from a weight once (packed, transformed) and kept while it stays."""
 
-    def _derived(self, w: Array, key: Any, make: Any) -> Any:
+    _derived_cache: tuple[Array, dict[Any, Any]] | None = None
+
+    def _derived(self, w: Array, key: Any, make: Callable[[Array], T]) -> T:
         """``make(w)``, kept while ``w`` is the same read-only array (a constant: the engine's
         weights); recomputed on every call for a writable one, whose values may change."""
         if w.flags.writeable:
             return make(w)
-        cached: tuple[Array, dict[Any, Any]] | None = getattr(self, "_derived_cache", None)
+        cached = self._derived_cache
         if cached is None or cached[0] is not w:
             cached = self._derived_cache = (w, {})
         if key not in cached[1]:
             cached[1][key] = make(w)
-        return cached[1][key]
+        made: T = cached[1][key]
+        return made
 
 
 class Conv(_Derived, _conv.Conv):
-    """float32: depthwise convolutions with bias, residual and Relu/Clip in one compiled pass
-    per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
-    (:mod:`._winograd`); the GEMM-based paths with a one-pass compiled epilogue. Everything
-    else is cpu_basic's.
+    """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
+    pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
+    (:mod:`._winograd`); every other one on the compiled GEMM with its epilogue in registers
+    (:mod:`._conv_gemm`; on CPUs without AVX-512, cpu_basic's BLAS paths with a one-pass
+    compiled epilogue). Everything else is cpu_basic's.
 
     Tactics (timed by the builder) for a 3x3 stride-1 convolution: ``winograd`` (F(2x2, 3x3)),
     ``winograd4`` (F(4x4, 3x3), offered from 4x4 tiles of 4x4 up) or ``gemm``;
-    ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides)."""
+    ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides).
+    ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so)."""
 
-    attributes: ClassVar[dict[str, Any]] = {**_conv.Conv.attributes, "__tactic__": ""}
+    attributes: ClassVar[dict[str, Any]] = {**_conv.Conv.attributes, "__tactic__": "",
+                                            "__wpacked__": 0}
     TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
     #: output tile size of each Winograd tactic
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
@@ -121,6 +130,14 @@ class Conv(_Derived, _conv.Conv):
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **kw: Any) -> None:
+        if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
+            lo, hi = _bounds(__relu__, __clip__)
+            _conv_gemm.gemm_conv(x, self._packed_gemm(w, group), b, r, out,
+                                 self._plan(x, w, group), group, lo, hi,
+                                 self._buffers(x, w, group))
+            return
+        if self.attrs["__wpacked__"]:  # packed for a GEMM that cannot run here: undo it once
+            w = self._derived(w, ("onnx", group), lambda w: _conv_gemm.unpack_weights(w, group))
         tile = self._wino_tile(x.shape, w.shape, 4, group) if w.dtype == np.float32 else 0
         if tile and usable(x, b, r, out):
             begin = self._plan(x, w, group).begin
@@ -139,11 +156,6 @@ class Conv(_Derived, _conv.Conv):
             dwconv2d(x, w, b, r, out, work, (int(win.kernel[0]), int(win.kernel[1])),
                      (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
                      (plan.begin[0], plan.begin[1]), ext, lo, hi)
-            return
-        if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
-            lo, hi = _bounds(__relu__, __clip__)
-            _conv_gemm.gemm_conv(x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group),
-                                 group, lo, hi, self._buffers(x, w, group))
             return
         super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                         __clip__=__clip__, **kw)
@@ -168,14 +180,17 @@ class Conv(_Derived, _conv.Conv):
                 and not self._wino_tile(xshape, wshape, itemsize, group))
 
     def _packed_gemm(self, w: Array, group: int) -> Array:
-        """The weights packed for the compiled GEMM (per group), made at the first run."""
-        return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))  # type: ignore[no-any-return]
+        """The weights packed for the compiled GEMM (per group): as the engine stores them
+        (``__wpacked__``, the build packed them), else made at the first run."""
+        if self.attrs["__wpacked__"]:
+            return w.reshape(-1)
+        return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
 
     def _winograd_weights(self, w: Array, tile: int) -> tuple[Array, Array | None]:
         """U = G g G^T of the weights (and U packed for the compiled GEMM, where it runs),
         computed once per weight array and tile size (the tactic timing switches between the
         sizes)."""
-        return self._derived(w, ("winograd", tile), lambda w: _winograd.weights(w, tile))  # type: ignore[no-any-return]
+        return self._derived(w, ("winograd", tile), lambda w: _winograd.weights(w, tile))
 
     @staticmethod
     def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
@@ -209,7 +224,7 @@ class Conv(_Derived, _conv.Conv):
                 im2col(x[i: i + 1], cols, (int(win.kernel[0]), int(win.kernel[1])),
                        (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
                        (plan.begin[0], plan.begin[1]), (r0, r1), ow)
-                gemm(w2, cols, out[:, r0 * ow: r1 * ow])
+                blas_gemm(w2, cols, out[:, r0 * ow: r1 * ow])
 
     @staticmethod
     def _accumulates(group: int, b: Array | None, r: Array | None, dtype: Any) -> bool:
@@ -229,16 +244,19 @@ class Conv(_Derived, _conv.Conv):
             np.copyto(out, dst)
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
-                       ) -> dict[int, Array]:
-        """The compiled depthwise kernel, the Winograd weight transform and the compiled GEMM's
-        packing read the weights as ONNX stores them; the other paths as cpu_basic packs
-        them."""
+                       ) -> dict[int, Any]:
+        """The compiled GEMM's weights are stored packed in its panels (``Repacked``: the
+        engine file keeps them so, and ``__wpacked__`` says it); the compiled depthwise kernel
+        and the Winograd weight transform read them as ONNX stores them; the other paths as
+        cpu_basic packs them."""
         w = constants[1] if len(constants) > 1 else None
         x = inputs[0]
         if w is not None and x is not None and x[0].is_static():
             xshape, group = x[0].to_tuple(), self.attrs["group"]
+            if w.dtype == np.float32 and self._own_gemm(xshape, w.shape, w.itemsize, group):
+                return {1: Repacked(_conv_gemm.pack_weights(w, group).reshape(w.shape),
+                                    lambda: self.attrs.update(__wpacked__=1))}
             if _depthwise(xshape, w.shape, group, w.dtype) or self._wino_tile(
-                    xshape, w.shape, w.itemsize, group) or self._own_gemm(
                     xshape, w.shape, w.itemsize, group):
                 return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
@@ -263,23 +281,34 @@ GEMM_MAX_ROWS = 16
 
 class Gemm(_Derived, _gemm.Gemm):
     """float32 ``A @ B' + C`` for up to :data:`GEMM_MAX_ROWS` rows of A (fully connected
-    layers at inference): computed as ``(B'^T @ A^T)^T`` on the compiled GEMM with B'^T packed
-    once (a constant), C (one row) as its bias, no BLAS call. Anything else (alpha, transA,
-    a C of other shapes, more rows) is cpu_basic's."""
+    layers at inference): computed as ``(B'^T @ A^T)^T`` on the compiled GEMM with B'^T
+    packed (by the build where B is a constant: ``__wpacked__``, stored so in the engine),
+    C (one row) as its bias, no BLAS call. Anything else (alpha, transA, a C of other shapes,
+    more rows, no AVX-512) is cpu_basic's."""
+
+    attributes: ClassVar[dict[str, Any]] = {**_gemm.Gemm.attributes, "__wpacked__": 0}
+
+    def _ours(self, a: Array, b: Array, bias: Array | None, out: Array, alpha: float,
+              beta: float, trans_a: int) -> bool:
+        return (gemm_available() and not trans_a and alpha == 1.0 and a.ndim == 2
+                and b.ndim == 2 and a.shape[0] <= GEMM_MAX_ROWS and b.dtype == np.float32
+                and usable(a, out, bias) and (bias is None or (
+                    beta == 1.0 and bias.size == out.shape[-1])))
 
     def compute(self, a: Array, b: Array, c: Array | None = None, *, out: Array, alpha: float,
                 beta: float, transA: int, transB: int, **kw: Any) -> None:  # noqa: N803
-        n_out = out.shape[-1]
         bias = None if c is None or beta == 0.0 else c
-        if (not gemm_available() or transA or alpha != 1.0 or a.ndim != 2 or b.ndim != 2
-                or a.shape[0] > GEMM_MAX_ROWS or b.dtype != np.float32
-                or not usable(a, out, bias) or (bias is not None and (
-                    beta != 1.0 or bias.size != n_out))):
+        if not self._ours(a, b, bias, out, alpha, beta, transA):
+            if self.attrs["__wpacked__"]:  # packed for a GEMM that does not run: undo it
+                b = self._derived(b, "onnx", lambda b: _unpack_gemm_b(b, transB))
             super().compute(a, b, c, out=out, alpha=alpha, beta=beta, transA=transA,
                             transB=transB, **kw)
             return
-        k = a.shape[1]
-        packed = self._derived(b, ("gemm", transB), lambda b: pack_a(b if transB else b.T))
+        n_out, k = out.shape[-1], a.shape[1]
+        if self.attrs["__wpacked__"]:
+            packed = b.reshape(-1)
+        else:
+            packed = self._derived(b, ("gemm", transB), lambda b: _pack_gemm_b(b, transB))
         bias = None if bias is None else bias.reshape(n_out)
         rows = a.shape[0]
         if rows == 1:  # A^T and Y^T are the same memory as A and Y: one column each
@@ -290,6 +319,32 @@ class Gemm(_Derived, _gemm.Gemm):
         np.copyto(at, a.T)
         gemm(packed, n_out, k, at, yt, bias)
         np.copyto(out, yt.T)
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """A constant B stored in the compiled GEMM's panels where that GEMM will run (a
+        static number of rows, few enough; float32; no transA or alpha)."""
+        b = constants[1] if len(constants) > 1 else None
+        a = inputs[0]
+        if (b is None or a is None or b.ndim != 2 or b.dtype != np.float32
+                or not gemm_available() or self.attrs["transA"] or self.attrs["alpha"] != 1.0
+                or not a[0].is_static() or len(a[0]) != 2
+                or a[0].to_tuple()[0] > GEMM_MAX_ROWS):
+            return {}
+        return {1: Repacked(_pack_gemm_b(b, self.attrs["transB"]).reshape(b.shape),
+                            lambda: self.attrs.update(__wpacked__=1))}
+
+
+def _pack_gemm_b(b: Array, trans_b: int) -> Array:
+    """B'^T (N, K) packed: B itself where transB, B^T otherwise."""
+    return pack_a(b if trans_b else b.T)
+
+
+def _unpack_gemm_b(packed: Array, trans_b: int) -> Array:
+    k_n = packed.shape
+    n, k = (k_n[0], k_n[1]) if trans_b else (k_n[1], k_n[0])
+    bt = unpack_a(packed, n, k)
+    return bt if trans_b else np.ascontiguousarray(bt.T)
 
 
 class _CompiledPool:

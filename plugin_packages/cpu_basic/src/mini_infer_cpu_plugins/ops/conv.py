@@ -263,7 +263,7 @@ class Conv(ConvFusion, CpuPlugin):
                 b = r = None
         self._epilogue(dst, out, b, r, __relu__, __clip__)
 
-    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]) -> dict[int, Array]:
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]) -> dict[int, Any]:
         """Build time: constant weights that the tap or depthwise path will read, stored
         tap-major (memory order kh, kw, M, C) so that every tap is one contiguous matrix and
         neither loading nor the first run repacks anything."""

@@ -1,0 +1,62 @@
+"""The compiled kernels' thread pool (``_pool.c``) as threadpoolctl sees it.
+
+Registered as a threadpoolctl controller (user API ``mini_infer``), so that what limits the
+BLAS limits the pool too: ``threadpoolctl.threadpool_limits(n)``, mini-infer's
+``set_num_threads(n)`` and ``mini-infer bench --threads n``; and ``threadpool_info()`` (the
+benchmarks' and ``bench``'s report) lists it next to the BLAS with its thread count.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+import threadpoolctl
+
+__all__ = ["PoolController", "register"]
+
+
+class PoolController(threadpoolctl.LibController):  # type: ignore[misc]
+    user_api = "mini_infer"
+    internal_api = "mini_infer_cpu_native"
+    filename_prefixes = ("_kernels",)
+    #: another library whose file name starts with ``_kernels`` is not this one
+    check_symbols = ("mi_pool_get_threads",)
+
+    def _symbol(self, name: str) -> Any:
+        return getattr(self.dynlib, name, None)
+
+    def get_num_threads(self) -> int | None:
+        fn = self._symbol("mi_pool_get_threads")
+        return None if fn is None else int(fn())
+
+    def set_num_threads(self, num_threads: int) -> None:
+        fn = self._symbol("mi_pool_set_threads")
+        if fn is not None:
+            fn(int(num_threads))
+
+    def get_version(self) -> str | None:
+        try:
+            return metadata.version("mini-infer-cpu-native")
+        except metadata.PackageNotFoundError:
+            return None
+
+
+_registered = False
+
+
+def register() -> None:
+    """Make threadpoolctl see the pool (once), and give it the thread count mini-infer was
+    asked for before this library loaded."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    threadpoolctl.register(PoolController)
+    from mini_infer_core.runtime.threads import requested_threads
+
+    from ._native import set_pool_threads
+
+    n = requested_threads()
+    if n is not None:
+        set_pool_threads(n)

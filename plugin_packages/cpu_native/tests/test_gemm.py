@@ -1,0 +1,342 @@
+"""The compiled GEMM (``_gemm.c``) and its thread pool (``_pool.c``), against float64 NumPy
+products, and the Gemm plugin built on it against onnxruntime."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from mini_infer_cpu_native import _native, plugins
+from onnx import helper, numpy_helper
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import mini_infer_core
+from mini_infer_core.runtime.threads import blas_info, set_num_threads
+
+RNG = np.random.default_rng(11)
+
+AVX512 = pytest.mark.skipif(not _native.gemm_available(),
+                            reason="this CPU has no AVX-512: only the plain C loops run here")
+
+
+@pytest.fixture(params=["avx512", "plain C"])
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Both code paths of the GEMM: its AVX-512 kernels and the plain C loops that run on a
+    CPU without them."""
+    if request.param == "avx512" and not _native.gemm_available():
+        pytest.skip("this CPU has no AVX-512: only the plain C loops run here")
+    _native.use_plain_gemm(request.param == "plain C")
+    yield request.param
+    _native.use_plain_gemm(False)
+
+
+def _want(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, res: np.ndarray | None,
+          lo: float, hi: float) -> np.ndarray:
+    y = a.astype(np.float64) @ b.astype(np.float64)
+    if bias is not None:
+        y += bias[:, None]
+    if res is not None:
+        y += res
+    return np.clip(y, lo, hi)
+
+
+def _close(got: np.ndarray, want: np.ndarray, k: int) -> None:
+    """float32 sums of k products: errors grow with k and the operands' scale."""
+    scale = max(float(np.abs(want).max()), 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=4e-7 * np.sqrt(k) * scale)
+
+
+# every row tail (M mod 8) and column tail (N mod 48, N mod 16), K from 1 up
+SHAPES = [(1, 1, 1), (3, 5, 2), (8, 48, 16), (9, 49, 7), (13, 17, 33), (16, 96, 64),
+          (31, 100, 5), (64, 3136, 64), (24, 1, 300), (7, 63, 129), (2048, 49, 64)]
+
+
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_gemm_matches_the_float64_product(m: int, n: int, k: int, isa: str) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    _native.gemm(_native.pack_a(a), m, k, b, c)
+    _close(c, _want(a, b, None, None, -np.inf, np.inf), k)
+
+
+@pytest.mark.parametrize("m, n, k", [(9, 49, 7), (16, 100, 40), (5, 3, 300)])
+@pytest.mark.parametrize("bias, res, clamp", [(True, False, (0.0, np.inf)),
+                                              (False, True, (-np.inf, np.inf)),
+                                              (True, True, (-1.0, 6.0))])
+def test_the_epilogue_adds_bias_and_residual_and_clamps(m: int, n: int, k: int, bias: bool,
+                                                        res: bool, clamp: tuple[float, float],
+                                                        isa: str) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    bv = RNG.standard_normal(m).astype(np.float32) if bias else None
+    r = RNG.standard_normal((m, n)).astype(np.float32) if res else None
+    c = np.empty((m, n), np.float32)
+    _native.gemm(_native.pack_a(a), m, k, b, c, bv, r, *clamp)
+    _close(c, _want(a, b, bv, r, *clamp), k)
+
+
+def test_operands_are_read_and_written_with_their_row_strides(isa: str) -> None:
+    """b, c and the residual as column slices of wider arrays (a band of an im2col, of an
+    output); columns outside the slice stay untouched."""
+    m, n, k = 11, 37, 20
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    big_b = RNG.standard_normal((k, 90)).astype(np.float32)
+    big_c = np.full((m, 80), 7.0, np.float32)
+    big_r = RNG.standard_normal((m, 70)).astype(np.float32)
+    b, c, r = big_b[:, 5:5 + n], big_c[:, 10:10 + n], big_r[:, 3:3 + n]
+    _native.gemm(_native.pack_a(a), m, k, b, c, None, r)
+    _close(c, _want(a, b, None, r, -np.inf, np.inf), k)
+    assert (big_c[:, :10] == 7.0).all() and (big_c[:, 10 + n:] == 7.0).all()
+
+
+def test_a_broadcast_row_of_residual_reads_one_row_for_all(isa: str) -> None:
+    m, n, k = 10, 30, 9
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    row = RNG.standard_normal((1, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    _native.gemm(_native.pack_a(a), m, k, b, c, None, np.broadcast_to(row, (m, n)))
+    _close(c, _want(a, b, None, np.broadcast_to(row, (m, n)), -np.inf, np.inf), k)
+
+
+def test_batched_products(isa: str) -> None:
+    q, m, n, k = 16, 20, 50, 33
+    u = RNG.standard_normal((q, m, k)).astype(np.float32)
+    v = RNG.standard_normal((q, k, n)).astype(np.float32)
+    out = np.empty((q, m, n), np.float32)
+    packed = np.concatenate([_native.pack_a(x) for x in u])
+    _native.gemm_batch(packed, m, k, v, out)
+    _close(out, np.matmul(u.astype(np.float64), v), k)
+
+
+@AVX512
+def test_one_thread_and_the_pool_give_the_same_sums() -> None:
+    """Each output is one thread's sum in a fixed order: the split changes nothing."""
+    m, n, k = 256, 196, 512
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    ap = _native.pack_a(a)
+    together, alone = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+    _native.gemm(ap, m, k, b, together)
+    with threadpool_limits(1):
+        assert _native.pool_threads() == 1
+        _native.gemm(ap, m, k, b, alone)
+    np.testing.assert_array_equal(together, alone)
+
+
+def test_threadpoolctl_and_mini_infer_limit_and_report_the_pool() -> None:
+    default = _native.pool_threads()
+    info = [i for i in threadpool_info() if i["user_api"] == "mini_infer"]
+    assert len(info) == 1 and info[0]["num_threads"] == default
+    assert info[0]["internal_api"] == "mini_infer_cpu_native"
+    with threadpool_limits(1):
+        assert _native.pool_threads() == 1
+    assert _native.pool_threads() == default
+    set_num_threads(1)
+    try:
+        assert _native.pool_threads() == 1
+        assert {"internal_api": "mini_infer_cpu_native", "num_threads": 1}.items() <= next(
+            i for i in blas_info() if i["user_api"] == "mini_infer").items()
+    finally:
+        set_num_threads(None)
+    assert _native.pool_threads() == default
+
+
+def test_products_from_several_python_threads_at_once() -> None:
+    """One job on the pool at a time: a product submitted meanwhile runs on its caller's
+    thread, and every result is right."""
+    m, n, k = 96, 300, 200
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    ap = _native.pack_a(a)
+    bs = [RNG.standard_normal((k, n)).astype(np.float32) for _ in range(4)]
+    outs = [np.empty((m, n), np.float32) for _ in bs]
+
+    def work(i: int) -> None:
+        for _ in range(20):
+            _native.gemm(ap, m, k, bs[i], outs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(bs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for b, out in zip(bs, outs, strict=True):
+        _close(out, _want(a, b, None, None, -np.inf, np.inf), k)
+
+
+def _child_product(queue: Any) -> None:
+    m, n, k = 64, 200, 100
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    _native.gemm(_native.pack_a(a), m, k, b, c)
+    queue.put(float(np.abs(c - a.astype(np.float64) @ b).max()))
+
+
+def test_a_forked_child_makes_its_own_workers() -> None:
+    """The parent's workers do not exist in a child made by fork(): the child must not wait
+    for them (it would hang) but start its own."""
+    a = RNG.standard_normal((64, 100)).astype(np.float32)
+    _native.gemm(_native.pack_a(a), 64, 100, RNG.standard_normal((100, 200)).astype(
+        np.float32), np.empty((64, 200), np.float32))  # the parent's pool is running
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_product, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0, "the forked child did not finish its product"
+    assert queue.get(timeout=5) < 1e-3
+
+
+def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...] | None,
+                **attrs: Any) -> tuple[onnx.ModelProto, np.ndarray]:
+    x = RNG.standard_normal((rows, k)).astype(np.float32)
+    w = RNG.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w")]
+    inputs = ["x", "w"]
+    if c_shape is not None:
+        inits.append(numpy_helper.from_array(RNG.standard_normal(c_shape).astype(np.float32),
+                                             "c"))
+        inputs.append("c")
+    node = helper.make_node("Gemm", inputs, ["y"], transB=trans_b, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", onnx.TensorProto.FLOAT, [rows, k])], [helper.make_tensor_value_info(
+            "y", onnx.TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=8), x
+
+
+@pytest.mark.parametrize("rows, k, n, trans_b, c_shape, attrs, compiled", [
+    (1, 300, 70, 1, (70,), {}, True),            # a fully connected layer at batch 1
+    (1, 64, 33, 0, (1, 33), {}, True),
+    (3, 50, 20, 1, None, {}, True),              # a few rows: through transposed buffers
+    (16, 40, 24, 1, (24,), {}, True),
+    (17, 40, 24, 1, (24,), {}, False),           # more rows than GEMM_MAX_ROWS: BLAS
+    (2, 30, 10, 1, (2, 10), {}, False),          # a C per row: cpu_basic's
+    (1, 30, 10, 1, (10,), {"alpha": 0.5}, False),
+    (1, 30, 10, 1, (10,), {"beta": 2.0}, False),
+])
+def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
+                         c_shape: tuple[int, ...] | None, attrs: dict[str, Any], compiled: bool,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = {"gemm": 0}
+    real = plugins.gemm
+
+    def counted(*args: Any, **kw: Any) -> None:
+        ran["gemm"] += 1
+        real(*args, **kw)
+
+    monkeypatch.setattr(plugins, "gemm", counted)
+    model, x = _gemm_model(rows, k, n, trans_b, c_shape, **attrs)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    assert sess.engine.nodes[0].plugin_namespace == "mini_infer.cpu_native"
+    got = sess.run(None, {"x": x})[0]
+    got_again = sess.run(None, {"x": x})[0]  # the packed weights are kept and still right
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got, got_again)
+    assert ran["gemm"] == (2 if compiled and _native.gemm_available() else 0)
+
+
+def test_weights_that_change_between_runs_are_packed_again() -> None:
+    """A weight fed as an input (writable) is repacked on every run: a cached packing
+    would return the previous run's product."""
+    k, n = 20, 12
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)
+    graph = helper.make_graph([node], "g", [
+        helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, k]),
+        helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [n, k])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    x = RNG.standard_normal((1, k)).astype(np.float32)
+    w = RNG.standard_normal((n, k)).astype(np.float32)
+    for _ in range(2):
+        got = sess.run(None, {"x": x, "w": w})[0]
+        np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-5)
+        w = w * -2.0
+
+
+def _packed_net() -> tuple[onnx.ModelProto, np.ndarray]:
+    """A strided 3x3 convolution (im2col), a grouped 1x1 one and a fully connected layer:
+    each one's weights packed by the build for the compiled GEMM."""
+    x = RNG.standard_normal((1, 8, 9, 9)).astype(np.float32)
+    inits = {"w1": (RNG.standard_normal((12, 8, 3, 3)) * 0.3).astype(np.float32),
+             "b1": RNG.standard_normal(12).astype(np.float32),
+             "w2": (RNG.standard_normal((9, 4, 1, 1)) * 0.3).astype(np.float32),
+             "fc": (RNG.standard_normal((7, 9 * 5 * 5)) * 0.1).astype(np.float32),
+             "fcb": RNG.standard_normal(7).astype(np.float32),
+             "shape": np.array([1, -1], np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3],
+                              strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], group=3),
+             helper.make_node("Reshape", ["c2", "shape"], ["flat"]),
+             helper.make_node("Gemm", ["flat", "fc", "fcb"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=8), x
+
+
+@AVX512
+def test_weights_packed_by_the_build_run_from_the_file_in_another_process(
+        tmp_path: Path) -> None:
+    model, x = _packed_net()
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    assert engine.build_info["constants_packed"] == 3
+    assert [n.plugin.attrs.get("__wpacked__") for n in engine.nodes  # type: ignore[attr-defined]
+            if n.op_type in ("Conv", "Gemm")] == [1, 1, 1]
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    path = tmp_path / "packed.engine"
+    engine.save(str(path))
+    np.save(tmp_path / "x.npy", x)
+    script = (
+        "import sys, numpy as np, mini_infer_core as mi\n"
+        "s = mi.InferenceSession(sys.argv[1], device='cpu')\n"
+        "np.save(sys.argv[3], s.run(None, {'x': np.load(sys.argv[2])})[0])\n")
+    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path / "x.npy"),
+                    str(tmp_path / "y.npy")], check=True, timeout=300)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+@AVX512
+def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine built with packed weights, run where the GEMM is unavailable (a CPU
+    without AVX-512 loading it): the NumPy/BLAS paths get the weights in ONNX's order."""
+    model, x = _packed_net()
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    assert engine.build_info["constants_packed"] == 3
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    monkeypatch.setattr(plugins, "gemm_available", lambda: False)
+    got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_unpacking_undoes_packing() -> None:
+    from mini_infer_cpu_native import _conv_gemm
+
+    for m, k in [(8, 5), (13, 7), (3, 1), (16, 9)]:
+        a = RNG.standard_normal((m, k)).astype(np.float32)
+        np.testing.assert_array_equal(_native.unpack_a(_native.pack_a(a), m, k), a)
+    w = RNG.standard_normal((12, 5, 3, 3)).astype(np.float32)  # M = 12: 1 to 4 groups
+    for group in (1, 2, 3, 4):
+        packed = _conv_gemm.pack_weights(w, group).reshape(w.shape)
+        np.testing.assert_array_equal(_conv_gemm.unpack_weights(packed, group), w)
