@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         print_table(results, rate)
         print(f"machine float32 GEMM rate: {rate:.0f} GFLOP/s (GFLOP/s column: mini-infer's "
               "conv/gemm rate on that model; % GEMM: that rate over the machine's)")
+        pools = ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
+                          for b in blas_info())
+        print(f"thread pools loaded: {pools}")
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(results, f, indent=2)

@@ -164,13 +164,15 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
     out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["iterations"], out["warmup"] = iterations, warmup
+    out["blas"] = blas_info()  # again: the pools the plugins loaded for the run are there now
     ctx.close()
     return out
 
 
 def bench_text(r: dict[str, Any]) -> str:
-    lines = [f"model {r['model']} on {r['device']}, {r['threads']} thread(s), BLAS "
-             + ", ".join(f"{b['internal_api']} {b['version']}" for b in r["blas"])]
+    lines = [f"model {r['model']} on {r['device']}, {r['threads']} thread(s), thread pools "
+             + ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
+                         for b in r["blas"])]
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
         if key in r:
             lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
