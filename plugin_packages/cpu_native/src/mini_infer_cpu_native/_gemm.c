@@ -68,6 +68,13 @@ AVX512 static void micro_##ROWS##_##NV(const tile_job *g, const float *restrict 
     _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                             \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();                          \
     const long ldb = g->ldb;                                                                   \
+    /* the output (and residual) lines, fetched while the k loop runs: stores into cold lines \
+     * stalled the epilogue (1x1 convolutions over 56x56 maps: K = 64 is a short loop) */     \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                     \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                 \
+            _mm_prefetch((const char *)(c + r * g->ldc + 16 * v), _MM_HINT_ET0);               \
+            if (res) _mm_prefetch((const char *)(res + r * g->ldr + 16 * v), _MM_HINT_T0);     \
+        }                                                                                      \
     for (long kk = 0; kk < g->k; kk++) {                                                       \
         __m512 bv[NV];                                                                         \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                           \
