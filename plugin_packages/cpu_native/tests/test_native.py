@@ -145,7 +145,7 @@ def tiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = _winograd.winograd_conv
 
     def recorded(x: Any, u: Any, *args: Any) -> None:
-        seen.append(2 if u.shape[0] == 16 else 4)
+        seen.append(2 if u.shape[1] == 16 else 4)
         real(x, u, *args)
 
     monkeypatch.setattr(_winograd, "winograd_conv", recorded)
@@ -389,6 +389,43 @@ def test_each_tactic_computes_the_convolution(tactic: str, winograd_runs: list[i
     compiled = gemm_path == "compiled GEMM"
     assert calls["gemm_batch"] == (len(winograd_runs) if compiled else 0)
     assert calls["gemm_conv"] == (int(not winograd_runs) if compiled else 0)
+
+
+@pytest.mark.parametrize("tactic, tile", [("winograd", 2), ("winograd4", 4)])
+@pytest.mark.parametrize("group", [2, 3])
+def test_grouped_convolutions_run_winograd_group_by_group(
+        tactic: str, tile: int, group: int, calls: dict[str, int], tiles: list[int],
+        gemm_path: str) -> None:
+    """AlexNet's two-group 3x3 layers: each group's products on its own U, with its slices
+    of bias and residual."""
+    c, m = 8 * group, 10 * group
+    x = RNG.standard_normal((2, c, 16, 17)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((m, c // group, 3, 3)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(m).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group, pads=[1, 1, 1, 1],
+                              name="conv"),
+             helper.make_node("Conv", ["x", "w"], ["d"], group=group, pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "d"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    model = _model(nodes, x, inits)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", time_tactics=False))
+    conv = next(n.plugin for n in engine.nodes if n.name == "conv")
+    assert tactic in conv.get_tactics([x.shape, inits["w"].shape])  # type: ignore[attr-defined]
+    for node in engine.nodes:
+        node.plugin.set_tactic(tactic)  # type: ignore[attr-defined]
+    got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=3e-4)
+    assert tiles == [tile, tile]
+
+
+def test_depthwise_convolutions_are_never_winograd() -> None:
+    conv = plugins.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32)
+    assert conv.get_tactics([(1, 32, 20, 20), (32, 1, 3, 3)]) == []
+    conv.set_tactic("winograd")
+    assert conv._wino_tile((1, 32, 20, 20), (32, 1, 3, 3), 4, 32) == 0
 
 
 def test_an_unknown_tactic_is_refused() -> None:

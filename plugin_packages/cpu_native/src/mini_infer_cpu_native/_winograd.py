@@ -1,5 +1,5 @@
-"""Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3): 3x3, stride 1, dilation 1, one group,
-float32.
+"""Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3): 3x3, stride 1, dilation 1, float32;
+grouped convolutions one group after the other.
 
 Each ``tile`` x ``tile`` output tile (2 or 4) is ``A^T [(G g G^T) * (B^T d B)] A`` for the
 (tile + 2)^2 input patch ``d``: the products become (tile + 2)^2 GEMMs
@@ -50,8 +50,9 @@ MIN_TILES_4 = 49
 
 def possible(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dilations: Any,
              group: int, out_dims: Any) -> bool:
-    """Whether F(2x2, 3x3) computes this convolution at all (3x3, stride 1, one group)."""
-    return (len(xshape) == 4 and tuple(wshape[2:]) == (3, 3) and group == 1
+    """Whether F(2x2, 3x3) computes this convolution at all (3x3, stride 1; groups of more
+    than one input channel each, one group after the other: not depthwise)."""
+    return (len(xshape) == 4 and tuple(wshape[2:]) == (3, 3) and wshape[1] > 1
             and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1))
 
 
@@ -63,11 +64,12 @@ def applies(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dila
     if not possible(xshape, wshape, strides, dilations, group, out_dims):
         return 0
     th, tw = tiles(out_dims, 2)
-    if min(xshape[1], wshape[0]) < MIN_CHANNELS:
+    c = wshape[1]  # input channels per group
+    if min(c, wshape[0] // group) < MIN_CHANNELS:
         return 0
     if math.prod(tiles(out_dims, 4)) >= MIN_TILES_4:
         return 4
-    return 2 if th * tw >= MIN_TILES or (th * tw >= 49 and xshape[1] >= MIN_CHANNELS_SMALL) else 0
+    return 2 if th * tw >= MIN_TILES or (th * tw >= 49 and c >= MIN_CHANNELS_SMALL) else 0
 
 
 def _block(c: int, m: int, th: int, tw: int, tile: int) -> int:
@@ -81,7 +83,8 @@ def tiles(out_dims: Any, tile: int) -> tuple[int, int]:
 
 
 def buffers(c: int, m: int, out_dims: Any, tile: int = 2) -> list[tuple[str, tuple[int, ...]]]:
-    """The float32 buffers :func:`winograd_conv` needs: V and M of one block, one row set."""
+    """The float32 buffers :func:`winograd_conv` needs for ``c`` input and ``m`` output channels
+    (of one group): V and M of one block, one row set."""
     th, tw = tiles(out_dims, tile)
     block = _block(c, m, th, tw, tile)
     k = (tile + 2) ** 2
@@ -89,38 +92,44 @@ def buffers(c: int, m: int, out_dims: Any, tile: int = 2) -> list[tuple[str, tup
             ("wino_rows", (2 * (tile + 2) * (tile * tw + 2),))]
 
 
-def weights(w: Array, tile: int) -> tuple[Array, Array | None]:
-    """U ((tile + 2)^2, M, C) of :func:`._native.wino_weights`, and each U_k packed for the
-    compiled GEMM one after the other (None without it)."""
-    u = wino_weights(w, tile)
+def weights(w: Array, tile: int, group: int = 1) -> tuple[Array, Array | None]:
+    """U (group, (tile + 2)^2, M/group, C/group) of :func:`._native.wino_weights` for each
+    group, and each U_k packed for the compiled GEMM, one after the other (None without
+    it)."""
+    mg = w.shape[0] // group
+    u = np.stack([wino_weights(w[g * mg:(g + 1) * mg], tile) for g in range(group)])
     if not gemm_available():
         return u, None
-    return u, np.concatenate([pack_a(uk) for uk in u])
+    return u, np.concatenate([pack_a(uk) for ug in u for uk in ug])
 
 
 def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
                   begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array],
                   packed: Array | None = None) -> None:
-    """``out`` = clamp(conv3x3(x) + b + r, lo, hi), with ``u`` from :func:`._native.wino_weights`
-    (its first axis, 16 or 36, says the tile size) and the padding before ``begin``; ``bufs``
-    as :func:`buffers` lays them out; ``packed`` (from :func:`weights`): the products on the
-    compiled GEMM."""
-    n, c = x.shape[:2]
-    k, m = u.shape[:2]
+    """``out`` = clamp(conv3x3(x) + b + r, lo, hi), with ``u`` from :func:`weights` (its second
+    axis, 16 or 36, says the tile size; its first, the groups, each computed in turn) and the
+    padding before ``begin``; ``bufs`` as :func:`buffers` lays them out; ``packed`` (from
+    :func:`weights`): the products on the compiled GEMM."""
+    n = x.shape[0]
+    group, k, m, c = u.shape
     tile = 2 if k == 16 else 4
     th, tw = tiles(out.shape[2:], tile)
     block = _block(c, m, th, tw, tile)
     v_all, m_all, rows = bufs["wino_v"], bufs["wino_m"], bufs["wino_rows"]
     for img in range(n):
-        res = None if r is None else r[img]
-        for ty0 in range(0, th, block):
-            ty1 = min(th, ty0 + block)
-            t = (ty1 - ty0) * tw
-            v = v_all[: k * c * t].reshape(k, c, t)
-            mm = m_all[: k * m * t].reshape(k, m, t)
-            wino_in(x[img], v, rows, begin, tw, ty0, ty1, tile)
-            if packed is None:
-                np.matmul(u, v, out=mm)
-            else:
-                gemm_batch(packed, m, c, v, mm)
-            wino_out(mm, out[img], b, res, rows, tw, ty0, ty1, lo, hi, tile)
+        for g in range(group):
+            xg, yg = x[img, g * c:(g + 1) * c], out[img, g * m:(g + 1) * m]
+            bg = None if b is None else b[g * m:(g + 1) * m]
+            rg = None if r is None else r[img, g * m:(g + 1) * m]
+            pg = None if packed is None else packed[g * k * m * c:(g + 1) * k * m * c]
+            for ty0 in range(0, th, block):
+                ty1 = min(th, ty0 + block)
+                t = (ty1 - ty0) * tw
+                v = v_all[: k * c * t].reshape(k, c, t)
+                mm = m_all[: k * m * t].reshape(k, m, t)
+                wino_in(xg, v, rows, begin, tw, ty0, ty1, tile)
+                if pg is None:
+                    np.matmul(u[g], v, out=mm)
+                else:
+                    gemm_batch(pg, m, c, v, mm)
+                wino_out(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile)

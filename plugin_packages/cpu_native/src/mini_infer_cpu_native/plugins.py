@@ -107,16 +107,18 @@ class Conv(_Derived, _conv.Conv):
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
 
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
-        """The tactics where Winograd can run and the choice is not obvious (>= 8 channels,
-        >= 4x4 tiles; F(4x4) from 4x4 tiles of 4x4); otherwise none to choose from."""
+        """The tactics where Winograd can run and the choice is not obvious (>= 8 input and
+        output channels per group, >= 4x4 tiles; F(4x4) from 4x4 tiles of 4x4); otherwise none
+        to choose from."""
         x, w = input_shapes[0], input_shapes[1]
         if x is None or w is None or len(x) != 4 or len(w) != 4:
             return []
-        plan = self._plan_for(tuple(x), tuple(w), 4, self.attrs["group"])
+        group = self.attrs["group"]
+        plan = self._plan_for(tuple(x), tuple(w), 4, group)
         if not _winograd.possible(tuple(x), tuple(w), plan.window.strides,
-                                  plan.window.dilations, self.attrs["group"], plan.out_dims):
+                                  plan.window.dilations, group, plan.out_dims):
             return []
-        if min(x[1], w[0]) < 8 or math.prod(_winograd.tiles(plan.out_dims, 2)) < 16:
+        if min(w[1], w[0] // group) < 8 or math.prod(_winograd.tiles(plan.out_dims, 2)) < 16:
             return []
         big = math.prod(_winograd.tiles(plan.out_dims, 4)) >= 16
         return [t for t in self.TACTICS if big or t != "winograd4"]
@@ -142,7 +144,7 @@ class Conv(_Derived, _conv.Conv):
         if tile and usable(x, b, r, out):
             begin = self._plan(x, w, group).begin
             lo, hi = _bounds(__relu__, __clip__)
-            u, packed = self._winograd_weights(w, tile)
+            u, packed = self._winograd_weights(w, tile, group)
             _winograd.winograd_conv(x, u, b, r, out, (begin[0], begin[1]), lo, hi,
                                     self._buffers(x, w, group), packed)
             return
@@ -166,7 +168,7 @@ class Conv(_Derived, _conv.Conv):
         tile = self._wino_tile(xshape, wshape, itemsize, group)
         plan = self._plan_for(xshape, wshape, itemsize, group)
         if tile:
-            return _winograd.buffers(xshape[1], wshape[0], plan.out_dims, tile)
+            return _winograd.buffers(wshape[1], wshape[0] // group, plan.out_dims, tile)
         if self._own_gemm(xshape, wshape, itemsize, group):
             return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
@@ -186,11 +188,12 @@ class Conv(_Derived, _conv.Conv):
             return w.reshape(-1)
         return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
 
-    def _winograd_weights(self, w: Array, tile: int) -> tuple[Array, Array | None]:
-        """U = G g G^T of the weights (and U packed for the compiled GEMM, where it runs),
-        computed once per weight array and tile size (the tactic timing switches between the
-        sizes)."""
-        return self._derived(w, ("winograd", tile), lambda w: _winograd.weights(w, tile))
+    def _winograd_weights(self, w: Array, tile: int, group: int) -> tuple[Array, Array | None]:
+        """U = G g G^T of each group's weights (and U packed for the compiled GEMM, where it
+        runs), computed once per weight array and tile size (the tactic timing switches between
+        the sizes)."""
+        return self._derived(w, ("winograd", tile, group),
+                             lambda w: _winograd.weights(w, tile, group))
 
     @staticmethod
     def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
