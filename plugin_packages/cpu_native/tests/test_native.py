@@ -99,6 +99,9 @@ DEPTHWISE = [
     ((1, 7, 12, 12), (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
     ((1, 3, 9, 10), (3, 1), {"pads": [1, 0, 2, 0], "strides": [1, 2]}),
     ((1, 5, 10, 10), (3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    # over PARALLEL_MIN values: the channels split between the pool's threads
+    ((2, 9, 41, 37), (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 11, 60, 58), (5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
 ]
 
 
@@ -240,7 +243,8 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
 
 
 @pytest.mark.parametrize("xshape, relu", [((2, 6, 5, 7), False), ((1, 4, 9), True),
-                                          ((3, 5), True)])
+                                          ((3, 5), True),
+                                          ((2, 7, 39, 41), True)])  # split between threads
 def test_batch_normalization(xshape: tuple[int, ...], relu: bool,
                              calls: dict[str, int]) -> None:
     c = xshape[1]
@@ -271,6 +275,7 @@ def _lrn_spec(x: np.ndarray, size: int, alpha: float = 1e-4, beta: float = 0.75,
 
 @pytest.mark.parametrize("xshape, attrs", [
     ((1, 96, 13, 13), {"size": 5}),                                   # AlexNet's, defaults
+    ((2, 37, 31, 29), {"size": 5}),                    # split between the pool's threads
     ((2, 7, 5, 6), {"size": 3, "alpha": 0.01, "beta": 0.5, "bias": 2.0}),
     ((1, 6, 4, 4), {"size": 4, "alpha": 0.1, "beta": 0.6}),           # even size, any beta
     ((1, 3, 4, 5), {"size": 7, "alpha": 0.2}),                        # window over all
@@ -326,16 +331,17 @@ def test_pooling(xshape: tuple[int, ...], attrs: dict[str, Any], op: str,
     assert calls["pool2d"] == 1
 
 
+@pytest.mark.parametrize("hw", [10, 47])  # 47: the one-pass epilogue split between threads
 @pytest.mark.parametrize("kernel, group, attrs", [
     ((1, 1), 1, {}),                                           # a plain GEMM
     ((3, 3), 1, {"pads": [1, 1, 1, 1], "strides": [2, 2]}),    # im2col
     ((1, 1), 2, {}),                                           # grouped, batched matmul
 ])
 def test_gemm_epilogue_adds_bias_residual_and_relu_in_one_pass(
-        kernel: tuple[int, int], group: int, attrs: dict[str, Any],
+        kernel: tuple[int, int], group: int, attrs: dict[str, Any], hw: int,
         calls: dict[str, int], gemm_path: str) -> None:
     """BLAS paths: one compiled pass after the GEMM; the compiled GEMM: in its registers."""
-    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    x = RNG.standard_normal((2, 8, hw, hw)).astype(np.float32)
     inits = {"w": RNG.standard_normal((8, 8 // group, *kernel)).astype(np.float32),
              "b": RNG.standard_normal(8).astype(np.float32)}
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group,

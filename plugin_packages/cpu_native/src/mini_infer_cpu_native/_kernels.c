@@ -18,6 +18,10 @@
 #include "_common.h"
 #include "_pool.h"
 
+/* values below which a kernel runs on the calling thread alone (the hand-off to the pool
+ * costs a few microseconds) */
+#define PARALLEL_MIN 16384L
+
 /*
  * Depthwise 2-D convolution, one filter per channel (group == C == M):
  * y[n, c] = clamp(bias[c] + residual[n, c] + sum_taps w[c, t] * x[n, c, shifted], lo, hi).
@@ -28,20 +32,21 @@
  * stride 1 the taps then run over all output rows at once (rows wp apart; the columns past
  * ow are computed and dropped); a 3x3 kernel does its nine taps in one pass.
  */
-CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
+CLONES static void dwconv2d(const float *restrict x, const float *restrict w,
                             const float *restrict bias, const float *restrict res,
-                            float *restrict y, float *restrict work, long n, long c, long h,
-                            long wd, long kh, long kw, long sh, long sw, long dh, long dw,
-                            long pt, long pl, long oh, long ow, long hp, long wp, float lo,
-                            float hi) {
+                            float *restrict y, float *restrict work, long u0, long u1, long c,
+                            long h, long wd, long kh, long kw, long sh, long sw, long dh,
+                            long dw, long pt, long pl, long oh, long ow, long hp, long wp,
+                            float lo, float hi) {
     float *restrict plane = work;
     float *restrict acc = work + hp * wp;
     long rows = lmin(h, hp - pt), cols = lmin(wd, wp - pl);
     long taps = kh * kw;
     /* the border is zeroed once: every channel's copy writes the same interior cells */
     memset(plane, 0, sizeof(float) * hp * wp);
-    for (long img = 0; img < n; img++) {
-        for (long ch = 0; ch < c; ch++) {
+    for (long u = u0; u < u1; u++) {
+        long img = u / c, ch = u % c;
+        {
             const float *src = x + (img * c + ch) * h * wd;
             const float *wt = w + ch * taps;
             float b = bias ? bias[ch] : 0.0f;
@@ -105,6 +110,37 @@ CLONES void mi_dwconv2d_f32(const float *restrict x, const float *restrict w,
             }
         }
     }
+}
+
+typedef struct {
+    const float *x, *w, *bias, *res;
+    float *y, *work;
+    long n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, hp, wp;
+    float lo, hi;
+} dwconv_job;
+
+static void dwconv_range(const dwconv_job *j, float *work, long u0, long u1) {
+    dwconv2d(j->x, j->w, j->bias, j->res, j->y, work, u0, u1, j->c, j->h, j->wd, j->kh, j->kw,
+             j->sh, j->sw, j->dh, j->dw, j->pt, j->pl, j->oh, j->ow, j->hp, j->wp, j->lo, j->hi);
+}
+
+static void dwconv_part(const void *arg, int part, int parts) {
+    const dwconv_job *j = arg;
+    long u0, u1;
+    mi_pool_share(j->n * j->c, part, parts, &u0, &u1);
+    float *work = part == 0 ? j->work : mi_pool_scratch(j->hp * j->wp + j->oh * j->wp);
+    if (work && u0 < u1) dwconv_range(j, work, u0, u1);
+}
+
+/* on the pool, split by (image, channel), each thread with its own padded plane */
+void mi_dwconv2d_f32(const float *x, const float *w, const float *bias, const float *res,
+                     float *y, float *work, long n, long c, long h, long wd, long kh, long kw,
+                     long sh, long sw, long dh, long dw, long pt, long pl, long oh, long ow,
+                     long hp, long wp, float lo, float hi) {
+    dwconv_job j = {x, w, bias, res, y, work, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl,
+                    oh, ow, hp, wp, lo, hi};
+    if (n * c * h * wd < PARALLEL_MIN) dwconv_range(&j, work, 0, n * c);
+    else mi_pool_run(dwconv_part, &j);
 }
 
 /*
@@ -188,8 +224,8 @@ static void inverse_counts(float *inv, long n, long k, long s, long d, long pad,
  * extent with count_include_pad). pads: pt/pl before, pb/pr after (the divisor only).
  * work: 2*max(oh, h)*wd + oh + ow floats.
  */
-CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *restrict work,
-                          long planes, long h, long wd, long kh, long kw, long sh, long sw,
+CLONES static void pool2d(const float *restrict x, float *restrict y, float *restrict work,
+                          long p0, long p1, long h, long wd, long kh, long kw, long sh, long sw,
                           long dh, long dw, long pt, long pl, long pb, long pr, long oh,
                           long ow, int avg, int include_pad) {
     float *restrict tmp = work;
@@ -207,12 +243,12 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
         if (avg)
             for (long r = 0; r < oh; r++)
                 for (long o = 0; o < ow; o++) inv[r * ow + o] = rdiv[r] * cdiv[o];
-        for (long p = 0; p < planes; p++)
+        for (long p = p0; p < p1; p++)
             pool_same_plane(x + p * h * wd, y + p * h * wd, tmp, inv, h, wd, kh, kw, dh, dw,
                             pt, pl, avg, fill);
         return;
     }
-    for (long p = 0; p < planes; p++) {
+    for (long p = p0; p < p1; p++) {
         const float *src = x + p * h * wd;
         float *dst = y + p * oh * ow;
         /* along the rows: tmp[r, :] over taps k of src[r*sh + k*dh - pt, :] */
@@ -272,15 +308,47 @@ CLONES void mi_pool2d_f32(const float *restrict x, float *restrict y, float *res
     }
 }
 
+typedef struct {
+    const float *x;
+    float *y, *work;
+    long planes, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow;
+    int avg, include_pad;
+} pool_job;
+
+static void pool_range(const pool_job *j, float *work, long p0, long p1) {
+    pool2d(j->x, j->y, work, p0, p1, j->h, j->wd, j->kh, j->kw, j->sh, j->sw, j->dh, j->dw,
+           j->pt, j->pl, j->pb, j->pr, j->oh, j->ow, j->avg, j->include_pad);
+}
+
+static void pool_part(const void *arg, int part, int parts) {
+    const pool_job *j = arg;
+    long p0, p1;
+    mi_pool_share(j->planes, part, parts, &p0, &p1);
+    float *work = part == 0 ? j->work
+                            : mi_pool_scratch(2 * lmax(j->oh, j->h) * j->wd + j->oh + j->ow);
+    if (work && p0 < p1) pool_range(j, work, p0, p1);
+}
+
+/* on the pool, split by planes, each thread with its own work */
+void mi_pool2d_f32(const float *x, float *y, float *work, long planes, long h, long wd, long kh,
+                   long kw, long sh, long sw, long dh, long dw, long pt, long pl, long pb,
+                   long pr, long oh, long ow, int avg, int include_pad) {
+    pool_job j = {x, y, work, planes, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow,
+                  avg, include_pad};
+    if (planes * h * wd < PARALLEL_MIN) pool_range(&j, work, 0, planes);
+    else mi_pool_run(pool_part, &j);
+}
+
 /*
  * The epilogue of a convolution or GEMM, in place and in one pass:
  * y[i, j] = clamp(y[i, j] + bias[i % period] + res[i, j], lo, hi) for rows i < rows and
  * columns j < cols; y's rows are ldy floats apart, res's ldr. bias and res may be NULL.
  */
-CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
+CLONES static void bias_act(float *restrict y, long cols, long ldy,
                             const float *restrict bias, long period,
-                            const float *restrict res, long ldr, float lo, float hi) {
-    for (long i = 0; i < rows; i++) {
+                            const float *restrict res, long ldr, float lo, float hi, long i0,
+                            long i1) {
+    for (long i = i0; i < i1; i++) {
         float *row = y + i * ldy;
         float b = bias ? bias[i % period] : 0.0f;
         if (res) {
@@ -298,6 +366,28 @@ CLONES void mi_bias_act_f32(float *restrict y, long rows, long cols, long ldy,
             }
         }
     }
+}
+
+typedef struct {
+    float *y;
+    const float *bias, *res;
+    long rows, cols, ldy, period, ldr;
+    float lo, hi;
+} bias_act_job;
+
+static void bias_act_part(const void *arg, int part, int parts) {
+    const bias_act_job *j = arg;
+    long i0, i1;
+    mi_pool_share(j->rows, part, parts, &i0, &i1);
+    bias_act(j->y, j->cols, j->ldy, j->bias, j->period, j->res, j->ldr, j->lo, j->hi, i0, i1);
+}
+
+/* on the pool, split by rows */
+void mi_bias_act_f32(float *y, long rows, long cols, long ldy, const float *bias, long period,
+                     const float *res, long ldr, float lo, float hi) {
+    bias_act_job j = {y, bias, res, rows, cols, ldy, period, ldr, lo, hi};
+    if (rows * cols < PARALLEL_MIN) bias_act(y, cols, ldy, bias, period, res, ldr, lo, hi, 0, rows);
+    else mi_pool_run(bias_act_part, &j);
 }
 
 /*
@@ -362,7 +452,7 @@ void mi_im2col_f32(const float *x, float *cols, long n, long c, long h, long wd,
                    long kw, long sh, long sw, long dh, long dw, long pt, long pl, long oy0,
                    long oy1, long ow) {
     im2col_job j = {x, cols, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oy0, oy1, ow};
-    if (n * c * kh * kw * (oy1 - oy0) * ow < 16384L) im2col_units(&j, 0, n * c * kh);
+    if (n * c * kh * kw * (oy1 - oy0) * ow < PARALLEL_MIN) im2col_units(&j, 0, n * c * kh);
     else mi_pool_run(im2col_part, &j);
 }
 
@@ -371,10 +461,10 @@ void mi_im2col_f32(const float *x, float *cols, long n, long c, long h, long wd,
  * Inference BatchNormalization folded per channel, with its activation, in one pass:
  * y[n, ch, :] = clamp(x[n, ch, :] * a[ch] + b[ch], lo, hi) over planes of `plane` values.
  */
-CLONES void mi_scale_shift_f32(const float *restrict x, float *restrict y,
-                               const float *restrict a, const float *restrict b, long n,
-                               long c, long plane, float lo, float hi) {
-    for (long i = 0; i < n * c; i++) {
+CLONES static void scale_shift(const float *restrict x, float *restrict y,
+                               const float *restrict a, const float *restrict b, long c,
+                               long plane, float lo, float hi, long i0, long i1) {
+    for (long i = i0; i < i1; i++) {
         const float *xs = x + i * plane;
         float *ys = y + i * plane;
         float k = a[i % c], d = b[i % c];
@@ -386,6 +476,28 @@ CLONES void mi_scale_shift_f32(const float *restrict x, float *restrict y,
     }
 }
 
+typedef struct {
+    const float *x, *a, *b;
+    float *y;
+    long n, c, plane;
+    float lo, hi;
+} scale_shift_job;
+
+static void scale_shift_part(const void *arg, int part, int parts) {
+    const scale_shift_job *j = arg;
+    long i0, i1;
+    mi_pool_share(j->n * j->c, part, parts, &i0, &i1);
+    scale_shift(j->x, j->y, j->a, j->b, j->c, j->plane, j->lo, j->hi, i0, i1);
+}
+
+/* on the pool, split by planes, when there is enough to split */
+void mi_scale_shift_f32(const float *x, float *y, const float *a, const float *b, long n,
+                        long c, long plane, float lo, float hi) {
+    scale_shift_job j = {x, a, b, y, n, c, plane, lo, hi};
+    if (n * c * plane < PARALLEL_MIN) scale_shift(x, y, a, b, c, plane, lo, hi, 0, n * c);
+    else mi_pool_run(scale_shift_part, &j);
+}
+
 /*
  * Local response normalisation across channels (ONNX): for each channel ch of an image,
  * s = sum of x^2 over channels [ch - (size-1)/2, ch + size/2] (those that exist), then
@@ -393,14 +505,16 @@ CLONES void mi_scale_shift_f32(const float *restrict x, float *restrict y,
  * running difference, so no cancellation); beta 0.75 and 0.5 by square roots, any other
  * by powf. acc: plane floats.
  */
-CLONES void mi_lrn_f32(const float *restrict x, float *restrict y, float *restrict acc, long n,
-                       long c, long plane, long size, float alpha, float beta, float bias) {
+CLONES static void lrn(const float *restrict x, float *restrict y, float *restrict acc,
+                       long c, long plane, long size, float alpha, float beta, float bias,
+                       long u0, long u1) {
     long lo = (size - 1) / 2, hi = size - 1 - lo;
     float scale = alpha / (float)size;
-    for (long img = 0; img < n; img++) {
+    for (long u = u0; u < u1; u++) {
+        long img = u / c, ch = u % c;
         const float *xi = x + img * c * plane;
         float *yi = y + img * c * plane;
-        for (long ch = 0; ch < c; ch++) {
+        {
             long a = lmax(0, ch - lo), e = lmin(c - 1, ch + hi);
             for (long p = 0; p < plane; p++) acc[p] = 0.0f;
             for (long k = a; k <= e; k++) {
@@ -421,6 +535,30 @@ CLONES void mi_lrn_f32(const float *restrict x, float *restrict y, float *restri
                     yc[p] = xc[p] * powf(bias + scale * acc[p], -beta);
         }
     }
+}
+
+typedef struct {
+    const float *x;
+    float *y, *acc;
+    long n, c, plane, size;
+    float alpha, beta, bias;
+} lrn_job;
+
+static void lrn_part(const void *arg, int part, int parts) {
+    const lrn_job *j = arg;
+    long u0, u1;
+    mi_pool_share(j->n * j->c, part, parts, &u0, &u1);
+    float *acc = part == 0 ? j->acc : mi_pool_scratch(j->plane);
+    if (acc && u0 < u1)
+        lrn(j->x, j->y, acc, j->c, j->plane, j->size, j->alpha, j->beta, j->bias, u0, u1);
+}
+
+/* on the pool, split by (image, channel), each thread with its own acc */
+void mi_lrn_f32(const float *x, float *y, float *acc, long n, long c, long plane, long size,
+                float alpha, float beta, float bias) {
+    lrn_job j = {x, y, acc, n, c, plane, size, alpha, beta, bias};
+    if (n * c * plane < PARALLEL_MIN) lrn(x, y, acc, c, plane, size, alpha, beta, bias, 0, n * c);
+    else mi_pool_run(lrn_part, &j);
 }
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
