@@ -302,6 +302,32 @@ def test_gemm(ta: int, tb: int, c_shape: tuple[int, ...] | None) -> None:
         check("Gemm", inputs, {"transA": ta, "transB": tb, "alpha": 1.5, "beta": 0.0})
 
 
+@pytest.mark.parametrize("c_shape", [None, (5,), (4, 5)])
+def test_gemm_absorbs_a_relu_after_it(c_shape: tuple[int, ...] | None) -> None:
+    """Gemm -> Relu is one node (``__relu__``), against onnxruntime running both."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    import mini_infer_core
+
+    a, b = rand(4, 3), rand(3, 5)
+    inits = [numpy_helper.from_array(b, "b")]
+    if c_shape is not None:
+        inits.append(numpy_helper.from_array(rand(*c_shape), "c"))
+    nodes = [helper.make_node("Gemm", ["x0", "b"] + ([] if c_shape is None else ["c"]), ["g"],
+                              alpha=0.5, beta=2.0),
+             helper.make_node("Relu", ["g"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x0", onnx.TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", pins={"Gemm": "mini-infer-cpu-plugins"}))
+    assert [n.op_type for n in engine.nodes] == ["Gemm"]
+    got = mini_infer_core.InferenceSession(engine).run(None, {"x0": a})[0]
+    np.testing.assert_allclose(got, run_oracle("ort", model, [a])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_gemm_legacy_broadcast() -> None:
     a, b, c = rand(4, 3), rand(3, 5), rand(5)
     got = execute(make_plugin("Gemm", {"broadcast": 1, "alpha": 2.0, "beta": 0.5}, 6),

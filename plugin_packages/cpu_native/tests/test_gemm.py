@@ -174,6 +174,24 @@ def test_products_from_several_python_threads_at_once() -> None:
         _close(out, _want(a, b, None, None, -np.inf, np.inf), k)
 
 
+def test_the_pool_grows_without_running_an_old_job_again() -> None:
+    """Workers started after jobs have run begin at the current job (one that started from the
+    first would run a finished job again, through a stale pointer)."""
+    m, n, k = 64, 500, 64
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    ap = _native.pack_a(a)
+    try:
+        for threads in (2, 3, 5):
+            _native.set_pool_threads(threads)
+            for _ in range(5):
+                b = RNG.standard_normal((k, n)).astype(np.float32)
+                c = np.empty((m, n), np.float32)
+                _native.gemm(ap, m, k, b, c)
+                _close(c, _want(a, b, None, None, -np.inf, np.inf), k)
+    finally:
+        _native.set_pool_threads(0)
+
+
 def _child_product(queue: Any) -> None:
     m, n, k = 64, 200, 100
     rng = np.random.default_rng(1)
@@ -200,7 +218,7 @@ def test_a_forked_child_makes_its_own_workers() -> None:
 
 
 def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...] | None,
-                **attrs: Any) -> tuple[onnx.ModelProto, np.ndarray]:
+                relu: bool = False, **attrs: Any) -> tuple[onnx.ModelProto, np.ndarray]:
     x = RNG.standard_normal((rows, k)).astype(np.float32)
     w = RNG.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
     inits = [numpy_helper.from_array(w, "w")]
@@ -209,14 +227,17 @@ def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...
         inits.append(numpy_helper.from_array(RNG.standard_normal(c_shape).astype(np.float32),
                                              "c"))
         inputs.append("c")
-    node = helper.make_node("Gemm", inputs, ["y"], transB=trans_b, **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+    nodes = [helper.make_node("Gemm", inputs, ["g" if relu else "y"], transB=trans_b, **attrs)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["g"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
         "x", onnx.TensorProto.FLOAT, [rows, k])], [helper.make_tensor_value_info(
             "y", onnx.TensorProto.FLOAT, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              ir_version=8), x
 
 
+@pytest.mark.parametrize("relu", [False, True])  # a Relu after it is fused into the Gemm
 @pytest.mark.parametrize("rows, k, n, trans_b, c_shape, attrs, compiled", [
     (1, 300, 70, 1, (70,), {}, True),            # a fully connected layer at batch 1
     (1, 64, 33, 0, (1, 33), {}, True),
@@ -229,7 +250,7 @@ def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...
 ])
 def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
                          c_shape: tuple[int, ...] | None, attrs: dict[str, Any], compiled: bool,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
+                         relu: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = {"gemm": 0}
     real = plugins.gemm
 
@@ -238,8 +259,9 @@ def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
         real(*args, **kw)
 
     monkeypatch.setattr(plugins, "gemm", counted)
-    model, x = _gemm_model(rows, k, n, trans_b, c_shape, **attrs)
+    model, x = _gemm_model(rows, k, n, trans_b, c_shape, relu, **attrs)
     sess = mini_infer_core.InferenceSession(model, device="cpu")
+    assert [n.op_type for n in sess.engine.nodes] == ["Gemm"]
     assert sess.engine.nodes[0].plugin_namespace == "mini_infer.cpu_native"
     got = sess.run(None, {"x": x})[0]
     got_again = sess.run(None, {"x": x})[0]  # the packed weights are kept and still right

@@ -81,7 +81,7 @@ CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cpu_plugins.ops.elementwise:Sqrt', 'name': 'Sqrt', 'op_type': 'Sqrt', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs',)},
     {'target': 'mini_infer_cpu_plugins.ops.elementwise:Neg', 'name': 'Neg', 'op_type': 'Neg', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs',)},
     {'target': 'mini_infer_cpu_plugins.ops.elementwise:Abs', 'name': 'Abs', 'op_type': 'Abs', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs',)},
-    {'target': 'mini_infer_cpu_plugins.ops.gemm:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast')},
+    {'target': 'mini_infer_cpu_plugins.ops.gemm:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast', '__relu__')},
     {'target': 'mini_infer_cpu_plugins.ops.gemm:MatMul', 'name': 'MatMul', 'op_type': 'MatMul', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     {'target': 'mini_infer_cpu_plugins.ops.generator:ConstantOfShape', 'name': 'ConstantOfShape', 'op_type': 'ConstantOfShape', 'version': '1', 'min_opset': 9, 'max_opset': None, 'fields': ('value',)},
     {'target': 'mini_infer_cpu_plugins.ops.generator:Range_11', 'name': 'Range', 'op_type': 'Range', 'version': '11', 'min_opset': 11, 'max_opset': 26, 'fields': ()},

@@ -52,9 +52,14 @@ static long now_ns(void) {
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* the generation each new worker starts from: the one before the job it is created for (a
+ * worker that started from 0 would run a finished job again, from a stale pointer: after a
+ * fork, or when the pool grows) */
+static unsigned start_generation[MAX_THREADS];
+
 static void *worker(void *arg) {
     int id = (int)(intptr_t)arg;
-    unsigned seen = 0;
+    unsigned seen = start_generation[id];
     for (;;) {
         long deadline = now_ns() + SPIN_NS;
         unsigned spins = 0;
@@ -104,6 +109,7 @@ void mi_pool_run(mi_part_fn fn, const void *arg) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        start_generation[started] = atomic_load(&generation);
         if (pthread_create(&t, &attr, worker, (void *)(intptr_t)started) != 0) break;
         pthread_attr_destroy(&attr);
         started++;

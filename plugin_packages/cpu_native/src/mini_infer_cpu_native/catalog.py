@@ -22,7 +22,7 @@ __all__ = ["CATALOG", "catalog_entries", "lazy_creators"]
 # BEGIN GENERATED
 CATALOG: list[dict[str, Any]] = [
     {'target': 'mini_infer_cpu_native.plugins:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides', '__residual__', '__relu__', '__clip__', '__tactic__', '__wpacked__')},
-    {'target': 'mini_infer_cpu_native.plugins:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast', '__wpacked__')},
+    {'target': 'mini_infer_cpu_native.plugins:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast', '__relu__', '__wpacked__')},
     {'target': 'mini_infer_cpu_native.plugins:MaxPool_1', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('auto_pad', 'kernel_shape', 'pads', 'strides')},
     {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides', '__num_outputs__')},
     {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'count_include_pad', 'dilations', 'kernel_shape', 'pads', 'strides')},

@@ -286,8 +286,8 @@ class Gemm(_Derived, _gemm.Gemm):
     """float32 ``A @ B' + C`` for up to :data:`GEMM_MAX_ROWS` rows of A (fully connected
     layers at inference): computed as ``(B'^T @ A^T)^T`` on the compiled GEMM with B'^T
     packed (by the build where B is a constant: ``__wpacked__``, stored so in the engine),
-    C (one row) as its bias, no BLAS call. Anything else (alpha, transA, a C of other shapes,
-    more rows, no AVX-512) is cpu_basic's."""
+    C (one row) as its bias and a fused Relu as its clamp, no BLAS call. Anything else
+    (alpha, transA, a C of other shapes, more rows, no AVX-512) is cpu_basic's."""
 
     attributes: ClassVar[dict[str, Any]] = {**_gemm.Gemm.attributes, "__wpacked__": 0}
 
@@ -299,14 +299,16 @@ class Gemm(_Derived, _gemm.Gemm):
                     beta == 1.0 and bias.size == out.shape[-1])))
 
     def compute(self, a: Array, b: Array, c: Array | None = None, *, out: Array, alpha: float,
-                beta: float, transA: int, transB: int, **kw: Any) -> None:  # noqa: N803
+                beta: float, transA: int, transB: int, __relu__: int = 0,  # noqa: N803
+                **kw: Any) -> None:
         bias = None if c is None or beta == 0.0 else c
         if not self._ours(a, b, bias, out, alpha, beta, transA):
             if self.attrs["__wpacked__"]:  # packed for a GEMM that does not run: undo it
                 b = self._derived(b, "onnx", lambda b: _unpack_gemm_b(b, transB))
             super().compute(a, b, c, out=out, alpha=alpha, beta=beta, transA=transA,
-                            transB=transB, **kw)
+                            transB=transB, __relu__=__relu__, **kw)
             return
+        lo = 0.0 if __relu__ else -np.inf
         n_out, k = out.shape[-1], a.shape[1]
         if self.attrs["__wpacked__"]:
             packed = b.reshape(-1)
@@ -315,12 +317,12 @@ class Gemm(_Derived, _gemm.Gemm):
         bias = None if bias is None else bias.reshape(n_out)
         rows = a.shape[0]
         if rows == 1:  # A^T and Y^T are the same memory as A and Y: one column each
-            gemm(packed, n_out, k, a.reshape(k, 1), out.reshape(n_out, 1), bias)
+            gemm(packed, n_out, k, a.reshape(k, 1), out.reshape(n_out, 1), bias, None, lo)
             return
         at = self.scratch.buffer("a_t", (k, rows), np.float32)
         yt = self.scratch.buffer("y_t", (n_out, rows), np.float32)
         np.copyto(at, a.T)
-        gemm(packed, n_out, k, at, yt, bias)
+        gemm(packed, n_out, k, at, yt, bias, None, lo)
         np.copyto(out, yt.T)
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
