@@ -14,7 +14,9 @@ Method, per model:
    (``mini_infer_core.InferenceSession(model, device="cpu")``), onnxruntime
    (``CPUExecutionProvider``, default thread pool and graph optimizations, but idle
    threads do not spin, see ``--ort-spinning``) and
-   ``onnx.reference.ReferenceEvaluator``; mini-infer's build time is reported too;
+   ``onnx.reference.ReferenceEvaluator`` (whose NumPy BLAS does not spin either:
+   ``OPENBLAS_THREAD_TIMEOUT=4``, see ``--blas-spinning``); mini-infer's build time is
+   reported too;
 2. warm up mini-infer and onnxruntime (``--warmup`` runs each, default 2);
 3. time ``--repeat`` rounds (default 20) with ``time.perf_counter`` around ``run``; each
    round runs every engine once, the order rotating from round to round, so that slow
@@ -38,8 +40,8 @@ the JSON) too.
 
 Options: ``--models NAME ...`` (default: all nine), ``--repeat N``, ``--warmup N``,
 ``--max-seconds S``, ``--ref-repeat N``, ``--ref-budget S``, ``--skip-reference``,
-``--ort-spinning``, ``--seed N`` (weights), ``--json FILE`` (write the results as JSON;
-``-`` for stdout, instead of the table).
+``--ort-spinning``, ``--blas-spinning``, ``--seed N`` (weights), ``--json FILE`` (write the
+results as JSON; ``-`` for stdout, instead of the table).
 
     python benchmarks/light_models.py
     python benchmarks/light_models.py --models resnet50 squeezenet --repeat 50 --skip-reference
@@ -52,6 +54,7 @@ import contextlib
 import gc
 import json
 import math
+import os
 import signal
 import statistics
 import sys
@@ -59,7 +62,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-import numpy as np
+# Idle OpenBLAS workers spin for ~0.1 s after each call (ReferenceEvaluator's products, the
+# GEMM-rate probe): the engine timed next would share the cores with them (SqueezeNet 6.3 ->
+# 7.7 ms right after a BLAS call; 9.7 instead of 6.8 ms over a whole run). As onnxruntime's
+# spinning is turned off, so is OpenBLAS's, which reads this when NumPy loads it.
+if "--blas-spinning" not in sys.argv:
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402 - after the OpenBLAS setting
 
 Runner = Callable[[], list[Any]]
 
@@ -349,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ort-spinning", action="store_true",
                         help="let onnxruntime's idle threads spin (its default; off here "
                              "because it slows the engine timed after it)")
+    parser.add_argument("--blas-spinning", action="store_true",
+                        help="let OpenBLAS's idle threads spin (its default; off here "
+                             "because it slows the engine timed after ReferenceEvaluator)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--json", metavar="FILE",
                         help="write the results as JSON to FILE ('-': stdout)")
