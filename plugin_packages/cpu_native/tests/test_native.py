@@ -64,18 +64,22 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
     count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
              "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0}
-    owners: dict[str, list[Any]] = {"winograd_conv": [_winograd], "gemm_conv": [_conv_gemm],
-                                    "im2col": [plugins, _conv_gemm], "gemm": [_conv_gemm],
-                                    "gemm_batch": [_winograd]}
+    # (module, function) counted under each name: the compiled GEMM paths make their calls
+    # once (``*_calls``, ``*_call``) and run them again while the arrays stay the same
+    owners: dict[str, list[tuple[Any, str]]] = {
+        "winograd_conv": [(_winograd, "winograd_calls")],
+        "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
+        "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
+        "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")]}
     for name in count:
-        for owner in owners.get(name, [plugins]):
-            real = getattr(owner, name)
+        for owner, attr in owners.get(name, [(plugins, name)]):
+            real = getattr(owner, attr)
 
             def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
                 count[_name] += 1
                 return _real(*args, **kw)
 
-            monkeypatch.setattr(owner, name, counted)
+            monkeypatch.setattr(owner, attr, counted)
     yield count
 
 
@@ -145,13 +149,13 @@ WINOGRAD = [
 def tiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The output tile size (2 or 4) of every Winograd convolution that ran."""
     seen: list[int] = []
-    real = _winograd.winograd_conv
+    real = _winograd.winograd_calls
 
-    def recorded(x: Any, u: Any, *args: Any) -> None:
+    def recorded(x: Any, u: Any, *args: Any) -> Any:
         seen.append(2 if u.shape[1] == 16 else 4)
-        real(x, u, *args)
+        return real(x, u, *args)
 
-    monkeypatch.setattr(_winograd, "winograd_conv", recorded)
+    monkeypatch.setattr(_winograd, "winograd_calls", recorded)
     return seen
 
 
@@ -432,6 +436,35 @@ def test_depthwise_convolutions_are_never_winograd() -> None:
     assert conv.get_tactics([(1, 32, 20, 20), (32, 1, 3, 3)]) == []
     conv.set_tactic("winograd")
     assert conv._wino_tile((1, 32, 20, 20), (32, 1, 3, 3), 4, 32) == 0
+
+
+def test_a_node_keeps_its_compiled_calls_while_its_arrays_stay(calls: dict[str, int],
+                                                               tiles: list[int]) -> None:
+    """Later runs of a context replay the calls of its first (new inputs, new results); a
+    tactic switched in between makes them anew. (The Conv reads an arena tensor: a node
+    reading the caller's array, or writing a graph output, makes its calls each run.)"""
+    x = RNG.standard_normal((1, 32, 16, 16)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((32, 32, 3, 3)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(32).astype(np.float32)}
+    model = _model([helper.make_node("Neg", ["x"], ["n"]),
+                    helper.make_node("Conv", ["n", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                    helper.make_node("Relu", ["c"], ["r"]),
+                    helper.make_node("Neg", ["r"], ["y"])], x, inits)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", time_tactics=False))
+    ctx = engine.create_execution_context()
+    conv = next(p for p in ctx.plugins if hasattr(p, "set_tactic"))
+    oracle = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for tactic in ("gemm", "winograd", "winograd4"):
+        conv.set_tactic(tactic)  # type: ignore[attr-defined]
+        for _ in range(3):
+            feed = RNG.standard_normal(x.shape).astype(np.float32)
+            got = ctx.execute({"x": feed})["y"]
+            np.testing.assert_allclose(got, oracle.run(None, {"x": feed})[0], rtol=1e-4,
+                                       atol=3e-4)
+    assert calls["gemm_conv"] + calls["winograd_conv"] == 3  # once per tactic
+    assert tiles == [2, 4]
+    ctx.close()
 
 
 def test_an_unknown_tactic_is_refused() -> None:

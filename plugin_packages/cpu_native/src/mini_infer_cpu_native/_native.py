@@ -7,6 +7,7 @@ NumPy kernels otherwise); sizes are passed as C longs.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,12 +15,15 @@ from numpy.typing import NDArray
 
 from . import _kernels
 
-__all__ = ["bias_act", "dwconv2d", "dwconv2d_work", "gemm", "gemm_available", "gemm_batch",
-           "im2col", "lrn", "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads",
-           "ptr", "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
-           "wino_in", "wino_out", "wino_weights"]
+__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "gemm", "gemm_available",
+           "gemm_batch", "gemm_batch_call", "gemm_call", "im2col", "im2col_call", "lrn",
+           "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads", "ptr", "run_calls",
+           "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm", "wino_in",
+           "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
 
 Array = NDArray[Any]
+#: a compiled function and its arguments (addresses as ints), ready to run
+Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
 _lib = ctypes.CDLL(_kernels.__file__)
 _P, _L, _F, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_int
@@ -138,29 +142,50 @@ def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: flo
 
 def wino_in(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: int, ty0: int,
             ty1: int, tile: int = 2) -> None:
+    """:func:`wino_in_call`, run."""
+    run_calls([wino_in_call(x, v, rows, begin, tw, ty0, ty1, tile)])
+
+
+def wino_in_call(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: int, ty0: int,
+                 ty1: int, tile: int = 2) -> Call:
     """Winograd F(tile x tile, 3x3) input tiles of tile rows [ty0, ty1) of ``x`` (C, H, W) into
     ``v`` ((tile + 2)^2, C, T); ``rows`` holds ``2 * (tile + 2) * (tile * tw + 2)`` floats."""
     c, h, wd = x.shape
-    _wino_in[tile](ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0, ty1)
+    return _wino_in[tile], (ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0,
+                            ty1)
 
 
 def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
              tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> None:
+    """:func:`wino_out_call`, run."""
+    run_calls([wino_out_call(mm, y, bias, res, rows, tw, ty0, ty1, lo, hi, tile)])
+
+
+def wino_out_call(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
+                  tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> Call:
     """Output tiles of tile rows [ty0, ty1) from ``mm`` ((tile + 2)^2, M, T) into ``y``
     (M, OH, OW), plus bias and residual (M, OH, OW), clamped; ``rows`` holds
     ``tile * tile * tw`` floats."""
     m, oh, ow = y.shape
-    _wino_out[tile](ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw, ty0, ty1,
-                    lo, hi)
+    return _wino_out[tile], (ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw,
+                             ty0, ty1, lo, hi)
+
+
+def im2col_call(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
+                dilations: tuple[int, int], begin: tuple[int, int], rows: tuple[int, int],
+                ow: int) -> Call:
+    """``cols`` (N, C, KH, KW, r1 - r0, OW) = the windows of output rows ``rows`` = (r0, r1)
+    of ``x`` (N, C, H, W), zero-padded; ``cols`` is C-contiguous, any shape of that size."""
+    n, c, h, wd = x.shape
+    return _im2col, (ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin,
+                     *rows, ow)
 
 
 def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
            dilations: tuple[int, int], begin: tuple[int, int], rows: tuple[int, int],
            ow: int) -> None:
-    """``cols`` (N, C, KH, KW, r1 - r0, OW) = the windows of output rows ``rows`` = (r0, r1)
-    of ``x`` (N, C, H, W), zero-padded; ``cols`` is C-contiguous, any shape of that size."""
-    n, c, h, wd = x.shape
-    _im2col(ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin, *rows, ow)
+    """:func:`im2col_call`, run."""
+    run_calls([im2col_call(x, cols, kernel, strides, dilations, begin, rows, ow)])
 
 
 def wino_weights(w: Array, tile: int = 2) -> Array:
@@ -218,21 +243,40 @@ def unpack_a(packed: Array, m: int, k: int) -> Array:
     return out
 
 
-def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
-         res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> None:
+def gemm_call(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
+              res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> Call:
     """``c (M, N) = clamp(A @ b + bias[:, None] + res, lo, hi)`` on the library's pool, with
     ``ap`` from :func:`pack_a`. ``b`` (K, N), ``c`` and ``res`` (M, N) may have any row
     stride (rows of floats, each row contiguous); ``bias`` (M,) contiguous."""
     n = c.shape[1]
-    _gemm(ptr(ap), m, n, k, ptr(b), b.strides[0] // 4, ptr(c), c.strides[0] // 4, ptr(bias),
-          ptr(res), 0 if res is None else res.strides[0] // 4, lo, hi)
+    return _gemm, (ptr(ap), m, n, k, ptr(b), b.strides[0] // 4, ptr(c), c.strides[0] // 4,
+                   ptr(bias), ptr(res), 0 if res is None else res.strides[0] // 4, lo, hi)
 
 
-def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
+def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
+         res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> None:
+    """:func:`gemm_call`, run."""
+    run_calls([gemm_call(ap, m, k, b, c, bias, res, lo, hi)])
+
+
+def gemm_batch_call(ap: Array, m: int, k: int, b: Array, c: Array) -> Call:
     """``c[q] (M, N) = A_q @ b[q]`` for every q, with ``ap`` the concatenated :func:`pack_a`
     of each ``A_q`` (M, K); ``b`` (Q, K, N) and ``c`` (Q, M, N) contiguous."""
     q, _, n = b.shape
-    _gemm_batch(q, ptr(ap), m * k, ptr(b), k * n, n, ptr(c), m * n, n, m, n, k)
+    return _gemm_batch, (q, ptr(ap), m * k, ptr(b), k * n, n, ptr(c), m * n, n, m, n, k)
+
+
+def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
+    """:func:`gemm_batch_call`, run."""
+    run_calls([gemm_batch_call(ap, m, k, b, c)])
+
+
+def run_calls(calls: Sequence[Call]) -> None:
+    """Run compiled calls made by the ``*_call`` builders, in order. A node whose arrays are
+    the same objects from run to run (an engine's arena views) keeps its list and runs it
+    again: the addresses, sizes and strides in it stay valid while those objects live."""
+    for fn, args in calls:
+        fn(*args)
 
 
 def pool_threads() -> int:

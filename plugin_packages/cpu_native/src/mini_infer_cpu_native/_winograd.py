@@ -21,15 +21,25 @@ rtol 1e-4 and a tolerance relative to the output's scale).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._native import gemm_available, gemm_batch, pack_a, wino_in, wino_out, wino_weights
+from ._native import (
+    Call,
+    gemm_available,
+    gemm_batch_call,
+    pack_a,
+    run_calls,
+    wino_in_call,
+    wino_out_call,
+    wino_weights,
+)
 
 __all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "MIN_TILES_4",
-           "applies", "buffers", "possible", "tiles", "weights", "winograd_conv"]
+           "applies", "buffers", "possible", "tiles", "weights", "winograd_calls", "winograd_conv"]
 
 Array = NDArray[Any]
 
@@ -110,12 +120,20 @@ def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Arr
     axis, 16 or 36, says the tile size; its first, the groups, each computed in turn) and the
     padding before ``begin``; ``bufs`` as :func:`buffers` lays them out; ``packed`` (from
     :func:`weights`): the products on the compiled GEMM."""
+    run_calls(winograd_calls(x, u, b, r, out, begin, lo, hi, bufs, packed))
+
+
+def winograd_calls(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
+                   begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array],
+                   packed: Array | None = None) -> list[Call]:
+    """The calls that compute :func:`winograd_conv`, in order."""
     n = x.shape[0]
     group, k, m, c = u.shape
     tile = 2 if k == 16 else 4
     th, tw = tiles(out.shape[2:], tile)
     block = _block(c, m, th, tw, tile)
     v_all, m_all, rows = bufs["wino_v"], bufs["wino_m"], bufs["wino_rows"]
+    calls: list[Call] = []
     for img in range(n):
         for g in range(group):
             xg, yg = x[img, g * c:(g + 1) * c], out[img, g * m:(g + 1) * m]
@@ -127,9 +145,10 @@ def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Arr
                 t = (ty1 - ty0) * tw
                 v = v_all[: k * c * t].reshape(k, c, t)
                 mm = m_all[: k * m * t].reshape(k, m, t)
-                wino_in(xg, v, rows, begin, tw, ty0, ty1, tile)
+                calls.append(wino_in_call(xg, v, rows, begin, tw, ty0, ty1, tile))
                 if pg is None:
-                    np.matmul(u[g], v, out=mm)
+                    calls.append((partial(np.matmul, out=mm), (u[g], v)))
                 else:
-                    gemm_batch(pg, m, c, v, mm)
-                wino_out(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile)
+                    calls.append(gemm_batch_call(pg, m, c, v, mm))
+                calls.append(wino_out_call(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile))
+    return calls
