@@ -4,6 +4,7 @@ products, and the Gemm plugin built on it against onnxruntime."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import subprocess
 import sys
 import threading
@@ -150,6 +151,25 @@ def test_threadpoolctl_and_mini_infer_limit_and_report_the_pool() -> None:
     finally:
         set_num_threads(None)
     assert _native.pool_threads() == default
+
+
+def test_a_limit_set_before_the_library_loads_applies_and_is_restored() -> None:
+    """``set_num_threads`` before the compiled kernels load (they load with the first engine
+    that uses them): the pool gets the limit when it registers, and ``set_num_threads(None)``
+    gives it back its default, as it does the BLAS."""
+    cores = min(len(os.sched_getaffinity(0)), 64)
+    if cores < 2:
+        pytest.skip("one core: the limit and the default are the same")
+    script = (
+        "import sys\n"
+        "from mini_infer_core.runtime.threads import set_num_threads\n"
+        "set_num_threads(1)\n"
+        "assert 'mini_infer_cpu_native._native' not in sys.modules\n"
+        "from mini_infer_cpu_native import _native\n"
+        "assert _native.pool_threads() == 1, _native.pool_threads()\n"
+        "set_num_threads(None)\n"
+        f"assert _native.pool_threads() == {cores}, _native.pool_threads()\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
 
 
 def test_products_from_several_python_threads_at_once() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["set_num_threads", "get_num_threads", "blas_info", "requested_threads"]
+__all__ = ["set_num_threads", "get_num_threads", "blas_info", "reapply_num_threads"]
 
 _limiter: Any = None
 _requested: int | None = None
@@ -30,10 +30,12 @@ def set_num_threads(n: int | None) -> None:
     _requested = n
 
 
-def requested_threads() -> int | None:
-    """The count last given to :func:`set_num_threads` (None: the defaults). A plugin whose
-    thread pool loads later applies it (the compiled kernels' pool does)."""
-    return _requested
+def reapply_num_threads() -> None:
+    """Apply the count last given to :func:`set_num_threads` again, to every pool threadpoolctl
+    knows now: a plugin whose pool registers after that call (the compiled kernels' does, when
+    its library loads) gets the limit, and a later ``set_num_threads(None)`` restores it too."""
+    if _requested is not None:
+        set_num_threads(_requested)
 
 
 def get_num_threads() -> int:

@@ -53,10 +53,6 @@ def register() -> None:
         return
     _registered = True
     threadpoolctl.register(PoolController)
-    from mini_infer_core.runtime.threads import requested_threads
+    from mini_infer_core.runtime.threads import reapply_num_threads
 
-    from ._native import set_pool_threads
-
-    n = requested_threads()
-    if n is not None:
-        set_pool_threads(n)
+    reapply_num_threads()
