@@ -467,6 +467,36 @@ def test_a_node_keeps_its_compiled_calls_while_its_arrays_stay(calls: dict[str, 
     ctx.close()
 
 
+@pytest.mark.parametrize("op", ["depthwise", "MaxPool", "LRN", "winograd"])
+def test_without_scratch_for_the_workers_the_caller_computes_alone(
+        op: str, calls: dict[str, int]) -> None:
+    """Kernels split between the pool's threads give each worker scratch of its own; when that
+    cannot be allocated, the whole job runs on the calling thread (not a part left undone)."""
+    x = RNG.standard_normal((1, 32, 40, 40)).astype(np.float32)  # over PARALLEL_MIN
+    if op == "depthwise":
+        w = RNG.standard_normal((32, 1, 3, 3)).astype(np.float32)
+        model = _model([helper.make_node("Conv", ["x", "w"], ["y"], group=32,
+                                         pads=[1, 1, 1, 1])], x, {"w": w})
+    elif op == "winograd":
+        w = (RNG.standard_normal((32, 32, 3, 3)) * 0.2).astype(np.float32)
+        model = _model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], x,
+                       {"w": w})
+    elif op == "MaxPool":
+        model = _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
+                                         strides=[2, 2])], x, {})
+    else:
+        model = _model([helper.make_node("LRN", ["x"], ["y"], size=5)], x, {})
+    _native.fail_pool_scratch(True)
+    try:
+        _compare(model, x, {"Conv" if op in ("depthwise", "winograd") else op}, rtol=1e-4,
+                 atol=1e-4)
+    finally:
+        _native.fail_pool_scratch(False)
+    ran = {"depthwise": "dwconv2d", "MaxPool": "pool2d", "LRN": "lrn",
+           "winograd": "winograd_conv"}[op]
+    assert calls[ran] == 1
+
+
 def test_an_unknown_tactic_is_refused() -> None:
     with pytest.raises(PluginInterfaceError, match="unknown tactic 'fast'"):
         plugins.Conv("c").set_tactic("fast")

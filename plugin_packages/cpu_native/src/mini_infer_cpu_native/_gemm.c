@@ -121,7 +121,8 @@ AVX512 static void gemv_8(const tile_job *g, const float *restrict ap, const flo
         _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
             __m512i idx = _mm512_add_epi32(lo_hi, _mm512_set1_epi32(2 * j));
             __m512 xs = _mm512_permutexvar_ps(idx, xv);
-            acc[j & 3] = _mm512_fmadd_ps(_mm512_loadu_ps(ap + (kk + 2 * j) * MR), xs, acc[j & 3]);
+            __m512 a2 = _mm512_loadu_ps(ap + (kk + 2 * j) * MR); /* k, k+1: 8 rows each */
+            acc[j & 3] = _mm512_fmadd_ps(a2, xs, acc[j & 3]);
         }
     }
     __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
@@ -246,7 +247,7 @@ static void batch_part(const void *job, int part, int parts) {
 
 void mi_gemm_f32(const float *ap, long m, long n, long k, const float *b, long ldb, float *c,
                  long ldc, const float *bias, const float *res, long ldr, float lo, float hi) {
-    if (avx512 < 0) avx512 = has_avx512();
+    mi_gemm_available();  /* picks the kernels once */
     tile_job g = {ap, b, c, bias, res, m, n, k, ldb, ldc, ldr, lo, hi};
     if (m <= 0 || n <= 0) return;
     /* tiny products are not worth waking the pool */
@@ -257,7 +258,7 @@ void mi_gemm_f32(const float *ap, long m, long n, long k, const float *b, long l
 void mi_gemm_batch_f32(long count, const float *ap, long a_stride, const float *b,
                        long b_stride, long ldb, float *c, long c_stride, long ldc, long m,
                        long n, long k) {
-    if (avx512 < 0) avx512 = has_avx512();
+    mi_gemm_available();
     batch_job bj = {{ap, b, c, NULL, NULL, m, n, k, ldb, ldc, 0, -INFINITY, INFINITY},
                     count, a_stride, b_stride, c_stride};
     if (m <= 0 || n <= 0 || count <= 0) return;

@@ -139,8 +139,8 @@ void mi_dwconv2d_f32(const float *x, const float *w, const float *bias, const fl
                      long hp, long wp, float lo, float hi) {
     dwconv_job j = {x, w, bias, res, y, work, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl,
                     oh, ow, hp, wp, lo, hi};
-    if (n * c * h * wd < PARALLEL_MIN) dwconv_range(&j, work, 0, n * c);
-    else mi_pool_run(dwconv_part, &j);
+    if (n * c * h * wd < PARALLEL_MIN || mi_pool_run(dwconv_part, &j))
+        dwconv_range(&j, work, 0, n * c);
 }
 
 /*
@@ -335,8 +335,8 @@ void mi_pool2d_f32(const float *x, float *y, float *work, long planes, long h, l
                    long pr, long oh, long ow, int avg, int include_pad) {
     pool_job j = {x, y, work, planes, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow,
                   avg, include_pad};
-    if (planes * h * wd < PARALLEL_MIN) pool_range(&j, work, 0, planes);
-    else mi_pool_run(pool_part, &j);
+    if (planes * h * wd < PARALLEL_MIN || mi_pool_run(pool_part, &j))
+        pool_range(&j, work, 0, planes);
 }
 
 /*
@@ -557,8 +557,8 @@ static void lrn_part(const void *arg, int part, int parts) {
 void mi_lrn_f32(const float *x, float *y, float *acc, long n, long c, long plane, long size,
                 float alpha, float beta, float bias) {
     lrn_job j = {x, y, acc, n, c, plane, size, alpha, beta, bias};
-    if (n * c * plane < PARALLEL_MIN) lrn(x, y, acc, c, plane, size, alpha, beta, bias, 0, n * c);
-    else mi_pool_run(lrn_part, &j);
+    if (n * c * plane < PARALLEL_MIN || mi_pool_run(lrn_part, &j))
+        lrn(x, y, acc, c, plane, size, alpha, beta, bias, 0, n * c);
 }
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",

@@ -15,8 +15,9 @@ from numpy.typing import NDArray
 
 from . import _kernels
 
-__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "gemm", "gemm_available",
-           "gemm_batch", "gemm_batch_call", "gemm_call", "im2col", "im2col_call", "lrn",
+__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch", "gemm",
+           "gemm_available", "gemm_batch", "gemm_batch_call", "gemm_call", "im2col",
+           "im2col_call", "lrn",
            "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads", "ptr", "run_calls",
            "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm", "wino_in",
            "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
@@ -90,6 +91,8 @@ _lib.mi_pool_set_threads.argtypes = [_I]
 _lib.mi_pool_set_threads.restype = None
 _lib.mi_gemm_set_plain.argtypes = [_I]
 _lib.mi_gemm_set_plain.restype = None
+_lib.mi_pool_fail_scratch.argtypes = [_I]
+_lib.mi_pool_fail_scratch.restype = None
 
 
 def library_path() -> str:
@@ -215,6 +218,12 @@ def use_plain_gemm(plain: bool) -> None:
     """Tests: run the GEMM's plain C loops even where AVX-512 is present (the CPUs without
     it run them)."""
     _lib.mi_gemm_set_plain(int(plain))
+
+
+def fail_pool_scratch(on: bool) -> None:
+    """Tests: the pool's workers get no scratch (as when memory runs out), so every kernel
+    that needs one runs its whole job on the calling thread instead."""
+    _lib.mi_pool_fail_scratch(int(on))
 
 
 def gemm_available() -> bool:

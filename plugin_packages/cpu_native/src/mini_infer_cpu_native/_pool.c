@@ -97,12 +97,16 @@ void mi_pool_set_threads(int n) {
 
 int mi_pool_get_threads(void) { return wanted ? wanted : cores(); }
 
-void mi_pool_run(mi_part_fn fn, const void *arg) {
+/* set when a worker's scratch could not be allocated during the running job */
+static atomic_int scratch_failed;
+
+int mi_pool_run(mi_part_fn fn, const void *arg) {
     int want = mi_pool_get_threads();
     if (want <= 1 || pthread_mutex_trylock(&busy) != 0) {  /* another thread's job: alone */
         fn(arg, 0, 1);
-        return;
+        return 0;
     }
+    atomic_store(&scratch_failed, 0);
     pthread_mutex_lock(&grow);
     while (started < want) {
         pthread_t t;
@@ -127,16 +131,29 @@ void mi_pool_run(mi_part_fn fn, const void *arg) {
     /* a worker woken onto the caller's core runs only when the caller yields it */
     for (unsigned spins = 1; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++)
         if (spins % 16 == 0) sched_yield(); else cpu_relax();
+    int failed = atomic_load(&scratch_failed);
     pthread_mutex_unlock(&busy);
+    return failed;
 }
 
+
+/* tests: every worker's scratch allocation fails, as when memory runs out */
+static atomic_int fail_scratch;
+void mi_pool_fail_scratch(int on) { atomic_store(&fail_scratch, on); }
 
 float *mi_pool_scratch(long n) {
     static _Thread_local float *buf;
     static _Thread_local long size;
+    if (atomic_load(&fail_scratch)) {
+        atomic_store(&scratch_failed, 1);
+        return NULL;
+    }
     if (n > size) {
         float *grown = realloc(buf, sizeof(float) * (size_t)n);
-        if (!grown) return NULL;
+        if (!grown) {
+            atomic_store(&scratch_failed, 1);
+            return NULL;
+        }
         buf = grown;
         size = n;
     }

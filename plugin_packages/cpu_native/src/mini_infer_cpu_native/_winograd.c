@@ -326,7 +326,7 @@ static void run_in(const float *x, float *v, float *rows, long c, long h, long w
                    long pl, long tw, long ty0, long ty1, int tile) {
     wino_job j = {x, NULL, NULL, v, rows, 2 * (tile + 2) * (tile * tw + 2), c, h, wd, pt, pl,
                   tw, ty0, ty1, 0.0f, 0.0f, tile};
-    mi_pool_run(in_part, &j);
+    if (mi_pool_run(in_part, &j)) in_part(&j, 0, 1);
 }
 
 static void run_out(const float *mm, float *y, const float *bias, const float *res, float *rows,
@@ -334,7 +334,7 @@ static void run_out(const float *mm, float *y, const float *bias, const float *r
                     int tile) {
     wino_job j = {mm, bias, res, y, rows, tile * tile * tw, m, oh, ow, 0, 0, tw, ty0, ty1, lo,
                   hi, tile};
-    mi_pool_run(out_part, &j);
+    if (mi_pool_run(out_part, &j)) out_part(&j, 0, 1);
 }
 
 void mi_wino_in_f32(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
