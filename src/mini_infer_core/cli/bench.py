@@ -92,8 +92,7 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
           time_tactics: bool = True, profile: bool = False, graphs: bool = False
           ) -> dict[str, Any]:
     set_num_threads(threads)
-    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
-                           "blas": blas_info()}
+    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads()}
     is_engine = is_engine_file(model)
     if is_engine:
         t0 = time.perf_counter()
@@ -164,7 +163,7 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
     out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["iterations"], out["warmup"] = iterations, warmup
-    out["blas"] = blas_info()  # again: the pools the plugins loaded for the run are there now
+    out["blas"] = blas_info()  # after the run: the pools the plugins loaded are there now
     ctx.close()
     return out
 

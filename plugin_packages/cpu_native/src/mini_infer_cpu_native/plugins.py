@@ -367,6 +367,7 @@ def _pack_gemm_b(b: Array, trans_b: int) -> Array:
 
 
 def _unpack_gemm_b(packed: Array, trans_b: int) -> Array:
+    """:func:`_pack_gemm_b` undone: B in its ONNX order (and shape)."""
     k_n = packed.shape
     n, k = (k_n[0], k_n[1]) if trans_b else (k_n[1], k_n[0])
     bt = unpack_a(packed, n, k)
