@@ -362,7 +362,9 @@ def test_conv_integer_and_qlinear_conv() -> None:
     check("ConvInteger", [x, w, np.array(100, np.uint8), np.array(90, np.uint8)], attrs,
           opset=10)
     check("ConvInteger", [x, w[:, :1].repeat(4, axis=1)], {}, opset=10)
-    wi = ints(6, 2, 3, 3, dtype=np.int8, lo=-128, hi=127)
+    # int8 weights within [-64, 64): onnxruntime's u8s8 kernels without AVX-512 VNNI add
+    # products in int16 pairs (vpmaddubsw), which saturate beyond that and differ by tens
+    wi = ints(6, 2, 3, 3, dtype=np.int8, lo=-64, hi=64)
     f = np.float32
     inputs = [x, np.array(0.05, f), np.array(120, np.uint8), wi, rand(6, lo=0.01, hi=0.05),
               np.zeros(6, np.int8), np.array(0.4, f), np.array(128, np.uint8),

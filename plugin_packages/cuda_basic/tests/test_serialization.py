@@ -60,7 +60,7 @@ def test_recorded_build_time_fields_survive_serialize_and_clone() -> None:
         0, [DimsExprs((2, 3, 4)), DimsExprs((1,), values=[2])], None)
     assert dims.to_tuple() == (2, 3)
     for twin in (c.deserialize_plugin("r", plugin.serialize()), plugin.clone()):
-        assert twin.recorded == {"__axes__": (2,)}  # type: ignore[attr-defined]
+        assert twin.hidden == {"__axes__": (2,)}  # type: ignore[attr-defined]
         out = np.empty((2, 3), np.float32)
         x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
         # the axes input is not even looked at: the recorded axes are used
@@ -73,7 +73,7 @@ def test_unknown_fields_and_unknown_recorded_fields_are_refused() -> None:
     with pytest.raises(PluginInterfaceError, match="not understood"):
         c.create_plugin("r", fields_from_values({"__axes__": [1]}))
     plugin = c.create_plugin("r", fields_from_values({}))
-    with pytest.raises(PluginInterfaceError, match="not a recorded field"):
+    with pytest.raises(PluginInterfaceError, match="not one of its hidden fields"):
         plugin.record("__axes__", [1])  # type: ignore[attr-defined]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+from ..plugin import _adapter as adapter
 from ..plugin._dims import MAX_VALUES
 
 __all__ = ["output_values", "constant_values"]
@@ -22,11 +23,11 @@ def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
                   out_dims: Sequence[DimsExprs], out_types: Sequence[DataType]
                   ) -> list[tuple[DimExpr, ...] | None]:
     none: list[tuple[DimExpr, ...] | None] = [None] * len(out_dims)
-    fn = getattr(plugin, "output_values", None)
-    if fn is None:
+    ability = adapter.values_of(plugin)
+    if ability is None:
         return none
     try:
-        got = fn(in_dims)
+        got = ability.output_values(in_dims)  # type: ignore[arg-type]  # None: absent input
     except (ValueError, TypeError, IndexError, KeyError, AttributeError):
         return none  # a value inference that does not apply is simply unknown
     if not got:

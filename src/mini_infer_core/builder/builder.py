@@ -159,8 +159,7 @@ class Builder:
                     raise BuildError(f"{where}: input {name!r} is not produced by any earlier "
                                      "node, initializer or graph input (is the graph sorted?)")
             try:
-                plugin = rec.creator.create_plugin(node.name, _fields_for(rec, node))
-                plugin.plugin_namespace = rec.creator.plugin_namespace
+                plugin = adapter.create(rec.creator, node.name, _fields_for(rec, node))
                 log.debug("construct %s", where)
                 in_dims = [dims[n] if n else None for n in node.inputs]
                 in_types = [types[n] if n else None for n in node.inputs]
@@ -191,7 +190,7 @@ class Builder:
                 plugin.destroy()
                 continue
             inputs_const = all(n == "" or n in constants for n in node.inputs)
-            runnable = getattr(plugin, "data_dependent", False) or \
+            runnable = adapter.is_data_dependent(plugin) or \
                 all(d.is_static() for d in out_dims)
             folder = self._folder(plugin, node, devices[node_device], selector, fallback)
             if config.fold_constants and inputs_const and runnable and folder is not None:
@@ -274,7 +273,7 @@ class Builder:
                           nodes=nodes, build_info=info, devices=devices)
 
         engine = make_engine()
-        dynamic = any(getattr(nd.plugin, "data_dependent", False) for nd in nodes)
+        dynamic = any(adapter.is_data_dependent(nd.plugin) for nd in nodes)
         info["profiles"] = _check_profiles(config.profiles, tensors, input_names)
         if config.time_tactics and ok:
             info["tactics"] = time_tactics(engine)
@@ -332,7 +331,7 @@ def _host_folder(registry: PluginRegistry, selector: Selector, node: Node,
         dev = registry.get_device(name)
         rec = selector.candidate(node, name) if dev is not None else None
         if rec is not None and dev is not None and dev.availability()[0]:
-            return rec.creator.create_plugin(node.name, _fields_for(rec, node)), dev
+            return adapter.create(rec.creator, node.name, _fields_for(rec, node)), dev
     return None
 
 

@@ -26,9 +26,9 @@ def fold_node(plugin: IPluginV2, inputs: Sequence[str], device: Device,
         plugin.initialize()
         try:
             ins = [device.to_device(constants[n]) if n else None for n in inputs]
-            if getattr(plugin, "data_dependent", False):
-                results = list(plugin.enqueue_dynamic(  # type: ignore[attr-defined]
-                    ins, None, device.create_stream()))
+            dynamic = adapter.dynamic_of(plugin)
+            if dynamic is not None:
+                results = list(dynamic.enqueue_dynamic(ins, None, device.create_stream()))
             else:
                 out_descs = [(dims[o].to_tuple(), types[o]) for o in outs]
                 adapter.configure_concrete(plugin, in_descs, out_descs)

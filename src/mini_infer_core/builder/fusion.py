@@ -18,6 +18,7 @@ import numpy as np
 
 from ..network import Network
 from ..plugin import DataType, DimsExprs, Fusion, IPluginV2
+from ..plugin import _adapter as adapter
 
 __all__ = ["Fuser", "Fusion"]
 
@@ -41,10 +42,10 @@ class Fuser:
 
     def absorb(self, plugin: IPluginV2, i: int, inputs: list[str], outs: list[str]
                ) -> tuple[list[str], list[str]]:
-        fusable = getattr(plugin, "fusable", ())
-        fuse = getattr(plugin, "fuse", None)
-        if not self.enabled or not fusable or fuse is None:
+        ability = adapter.fusion_of(plugin)
+        if not self.enabled or ability is None:
             return inputs, outs
+        fusable = ability.fusable
         me = self.network.nodes[i]
         while len(outs) == 1:
             o = outs[0]
@@ -60,7 +61,7 @@ class Fuser:
             others = [x for x in m.inputs if x and x != o]
             if any(x not in self.dims for x in others):
                 break  # an input computed after this node: cannot fuse here
-            result = fuse(m.op_type, m.fields.values_dict(),
+            result = ability.fuse(m.op_type, m.fields.values_dict(),
                           [self.constants.get(x) if x else None for x in m.inputs],
                           [self.dims.get(x) if x else None for x in m.inputs],
                           m.inputs.index(o), [self.constants.get(x) if x else None

@@ -26,6 +26,7 @@ import numpy as np
 from ..engine.engine import EngineNode
 from ..errors import BuildError
 from ..plugin import DataType, DimsExprs, Repacked
+from ..plugin import _adapter as adapter
 
 __all__ = ["pack_constants"]
 
@@ -44,13 +45,13 @@ def pack_constants(nodes: Sequence[EngineNode],
         for name in set(nd.inputs):
             readers[name] = readers.get(name, 0) + 1
     for nd in nodes:
-        hook = getattr(nd.plugin, "pack_constants", None)
-        if hook is None or not any(n in constants for n in nd.inputs):
+        ability = adapter.packing_of(nd.plugin)
+        if ability is None or not any(n in constants for n in nd.inputs):
             continue
         descs = [(dims[n], types[n]) if n else None for n in nd.inputs]
         values = [constants.get(n) if n else None for n in nd.inputs]
         try:
-            wanted = hook(descs, values) or {}
+            wanted = ability.pack_constants(descs, values) or {}
         except Exception as exc:
             raise BuildError(f"{nd.describe()}: pack_constants failed: "
                              f"{type(exc).__name__}: {exc}") from exc

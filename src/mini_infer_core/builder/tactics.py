@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.engine import Engine
+from ..plugin import _adapter as adapter
 
 __all__ = ["REPEAT", "time_tactics"]
 
@@ -42,18 +43,18 @@ def _tunable(engine: Engine) -> bool:
     tensors = engine.tensors
     return all(tensors[n].dims.is_static() and tensors[n].dtype.numpy.kind == "f"
                for n in engine.input_names) and not any(
-        getattr(nd.plugin, "data_dependent", False) for nd in engine.nodes)
+        adapter.is_data_dependent(nd.plugin) for nd in engine.nodes)
 
 
 def _offers(engine: Engine) -> dict[int, list[str]]:
     """The steps whose plugins offer two or more tactics for their (static) input shapes."""
     offers: dict[int, list[str]] = {}
     for step, nd in enumerate(engine.nodes):
-        get = getattr(nd.plugin, "get_tactics", None)
-        if get is None:
+        ability = adapter.tactics_of(nd.plugin)
+        if ability is None:
             continue
         shapes = [engine.tensors[n].dims.to_tuple() if n else None for n in nd.inputs]
-        tactics = list(get(shapes))
+        tactics = list(ability.get_tactics(shapes))
         if len(tactics) >= 2:
             offers[step] = tactics
     return offers
@@ -63,8 +64,7 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
     """Time every tunable node's tactics and set the fastest on the engine's plugins;
     returns ``{node name: {"chosen": tactic, "ms": {tactic: best time}}}``. Nothing runs
     when no plugin has a choice to make."""
-    if not any(hasattr(nd.plugin, "get_tactics") for nd in engine.nodes) or not _tunable(
-            engine):
+    if not any(adapter.tactics_of(nd.plugin) for nd in engine.nodes) or not _tunable(engine):
         return {}
     offers = _offers(engine)
     if not offers:
@@ -81,8 +81,9 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
             for timed in [False] + [True] * REPEAT:
                 for k in range(passes):
                     for step, tactics in offers.items():
-                        steps[step][0].set_tactic(  # type: ignore[attr-defined]
-                            tactics[k if k < len(tactics) else 0])
+                        ability = adapter.tactics_of(steps[step][0])
+                        assert ability is not None
+                        ability.set_tactic(tactics[k if k < len(tactics) else 0])
                     took = ctx.time_steps()
                     if timed:
                         for step, tactics in offers.items():
@@ -96,7 +97,9 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
         node = engine.nodes[step]
         times = {t: round(s * 1e3, 4) for t, s in zip(tactics, best[step], strict=True)}
         chosen = min(times, key=times.__getitem__)
-        node.plugin.set_tactic(chosen)  # type: ignore[attr-defined]
+        ability = adapter.tactics_of(node.plugin)
+        assert ability is not None
+        ability.set_tactic(chosen)
         report[node.name] = {"chosen": chosen, "ms": times}
         log.debug("tactics of %s: %s -> %s", node.describe(), times, chosen)
     return report

@@ -96,11 +96,12 @@ class Schedule:
         arena = set(self.arena_tensors)
         aliases: dict[str, tuple[str, int]] = {}
         for step, (node, plugin) in enumerate(zip(engine.nodes, plugins, strict=True)):
-            hook = getattr(plugin, "in_place_inputs", None)
-            if hook is None:
+            ability = adapter.in_place_of(plugin)
+            if ability is None:
                 continue
             seen = [n for n in node.inputs if n]
-            for i, (o, elements) in (hook(self.in_descs[step], self.out_descs[step]) or {}).items():
+            wanted = ability.in_place_inputs(self.in_descs[step], self.out_descs[step]) or {}
+            for i, (o, elements) in wanted.items():
                 name, out = node.inputs[i], node.outputs[o]
                 if (name not in arena or out not in arena or name in aliases
                         or seen.count(name) > 1 or self.home[name] != self.home[out]

@@ -14,6 +14,16 @@ from ._base import (
     UnaryPlugin,
     broadcast_dims,
 )
+from ._capabilities import (
+    IConstantPacking,
+    IDataDependentShapes,
+    IFusion,
+    IGraphSafety,
+    IInPlaceInputs,
+    ITactics,
+    IValueInference,
+    TensorDesc,
+)
 from ._device import Device, Stream
 from ._dims import DimensionOperation, DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import (
@@ -29,6 +39,16 @@ from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPlugin
 from ._lazy import LazyPluginCreator
 from ._packed import Repacked
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+from ._v3 import (
+    IPluginCapability,
+    IPluginCreatorV3One,
+    IPluginV3,
+    IPluginV3OneBuild,
+    IPluginV3OneCore,
+    IPluginV3OneRuntime,
+    PluginCapabilityType,
+    PluginPhase,
+)
 
 __all__ = [
     "REQUIRED",
@@ -43,20 +63,36 @@ __all__ = [
     "DynamicPluginTensorDesc",
     "ExprBuilder",
     "Fusion",
+    "IConstantPacking",
+    "IDataDependentShapes",
+    "IFusion",
+    "IGraphSafety",
+    "IInPlaceInputs",
+    "IPluginCapability",
     "IPluginCreator",
+    "IPluginCreatorV3One",
     "IPluginV2",
     "IPluginV2DynamicExt",
     "IPluginV2Ext",
+    "IPluginV3",
+    "IPluginV3OneBuild",
+    "IPluginV3OneCore",
+    "IPluginV3OneRuntime",
+    "ITactics",
+    "IValueInference",
     "IntLike",
     "LazyPluginCreator",
     "OnnxPlugin",
     "OnnxPluginCreator",
     "PluginField",
     "PluginFieldCollection",
+    "PluginCapabilityType",
     "PluginFieldType",
+    "PluginPhase",
     "PluginTensorDesc",
     "Repacked",
     "Stream",
+    "TensorDesc",
     "TensorFormat",
     "UnaryPlugin",
     "broadcast_dims",

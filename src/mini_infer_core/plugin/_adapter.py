@@ -10,17 +10,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import PluginInterfaceError
+from ._capabilities import (
+    IConstantPacking,
+    IDataDependentShapes,
+    IFusion,
+    IGraphSafety,
+    IInPlaceInputs,
+    ITactics,
+    IValueInference,
+)
 from ._dims import DimsExprs, ExprBuilder
-from ._interfaces import IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._fields import PluginFieldCollection
+from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "infer_outputs", "check_formats", "configure_concrete",
-           "configure_build", "workspace_size"]
+           "configure_build", "workspace_size", "create", "deserialize", "values_of",
+           "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
+           "in_place_of", "graph_safe"]
 
 _BUILDER = ExprBuilder()
 
 
 def interface_level(plugin: IPluginV2) -> str:
+    if isinstance(plugin, V3Plugin):
+        return "IPluginV3"
     if isinstance(plugin, IPluginV2DynamicExt):
         return "IPluginV2DynamicExt"
     if isinstance(plugin, IPluginV2Ext):
@@ -100,7 +115,9 @@ def configure_concrete(plugin: IPluginV2,
                        out_descs: Sequence[tuple[tuple[int, ...], DataType]]) -> None:
     ins = [PluginTensorDesc(d[0], d[1]) if d is not None else None for d in in_descs]
     outs = [PluginTensorDesc(s, t) for s, t in out_descs]
-    if isinstance(plugin, IPluginV2DynamicExt):
+    if isinstance(plugin, V3Plugin):
+        plugin.on_shape_change(ins, outs)
+    elif isinstance(plugin, IPluginV2DynamicExt):
         plugin.configure_plugin(
             [DynamicPluginTensorDesc(d, DimsExprs(d.shape), d.shape, d.shape)  # type: ignore[misc]
              if d is not None else None for d in ins],
@@ -123,3 +140,57 @@ def workspace_size(plugin: IPluginV2,
              for d in in_descs],
             [PluginTensorDesc(s, t) for s, t in out_descs]))
     return int(plugin.get_workspace_size(1))
+
+
+# -- construction -------------------------------------------------------------------------
+def create(creator: IPluginCreator, name: str, fields: PluginFieldCollection) -> IPluginV2:
+    """A creator's plugin for a node, as the engine runs it (a V3 plugin wrapped)."""
+    plugin = as_v2(creator.create_plugin(name, fields))
+    plugin.plugin_namespace = creator.plugin_namespace
+    return plugin
+
+
+def deserialize(creator: IPluginCreator, name: str, data: bytes) -> IPluginV2:
+    """A plugin rebuilt from an engine file's bytes, as the engine runs it."""
+    plugin = as_v2(creator.deserialize_plugin(name, data))
+    plugin.plugin_namespace = creator.plugin_namespace
+    return plugin
+
+
+# -- optional abilities: the one place the core asks for them ------------------------------
+def values_of(plugin: IPluginV2) -> IValueInference | None:
+    return plugin if isinstance(plugin, IValueInference) else None
+
+
+def fusion_of(plugin: IPluginV2) -> IFusion | None:
+    """The plugin's fusion ability, when it has operators it may absorb."""
+    return plugin if isinstance(plugin, IFusion) and plugin.fusable else None
+
+
+def packing_of(plugin: IPluginV2) -> IConstantPacking | None:
+    return plugin if isinstance(plugin, IConstantPacking) else None
+
+
+def tactics_of(plugin: IPluginV2) -> ITactics | None:
+    return plugin if isinstance(plugin, ITactics) else None
+
+
+def dynamic_of(plugin: IPluginV2) -> IDataDependentShapes | None:
+    """The plugin, when its output shapes depend on values known only at run time."""
+    if isinstance(plugin, IDataDependentShapes) and plugin.data_dependent:
+        return plugin
+    return None
+
+
+def is_data_dependent(plugin: IPluginV2) -> bool:
+    return dynamic_of(plugin) is not None
+
+
+def in_place_of(plugin: IPluginV2) -> IInPlaceInputs | None:
+    return plugin if isinstance(plugin, IInPlaceInputs) else None
+
+
+def graph_safe(plugin: IPluginV2) -> bool:
+    """Whether a run may be captured as a device graph with this plugin in it (a plugin
+    that does not say is trusted, as TensorRT trusts an enqueue)."""
+    return not isinstance(plugin, IGraphSafety) or plugin.graph_safe

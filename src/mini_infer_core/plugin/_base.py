@@ -16,15 +16,24 @@ and type inference in ``output_types``; both default to "same as the first input
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import PluginInterfaceError
+from ._capabilities import (
+    IConstantPacking,
+    IDataDependentShapes,
+    IFusion,
+    IGraphSafety,
+    IInPlaceInputs,
+    ITactics,
+    IValueInference,
+)
 from ._dims import DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import PluginFieldCollection, decode_fields, encode_fields, fields_from_values
-from ._fusion import Fusion
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
@@ -45,6 +54,11 @@ class _Required:
 
 #: marks an attribute without default: the model must give it
 REQUIRED: Any = _Required()
+
+#: a class named like ``Clip_11`` implements ``Clip`` (from opset 11)
+_OPSET_SUFFIX = re.compile(r"_\d+$")
+#: serialized field marking an instance that turned data-dependent at build time
+_DATA_DEPENDENT = "__data_dependent__"
 
 
 def broadcast_dims(*shapes: Sequence[IntLike]) -> list[DimExpr]:
@@ -86,41 +100,58 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
     return value
 
 
-class OnnxPlugin(IPluginV2DynamicExt):
-    """An IPluginV2DynamicExt for one ONNX operator, configured by ONNX attributes."""
+class OnnxPlugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, ITactics,
+                 IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+    """An IPluginV2DynamicExt for one ONNX operator, configured by ONNX attributes.
 
-    #: ONNX operator type; defaults to the class name
+    It carries every optional capability interface with its default ("nothing to do"), so a
+    subclass declares an ability by overriding its method: ``output_values`` (value
+    inference), ``fusable``/``fuse``, ``pack_constants``, ``get_tactics``/``set_tactic``,
+    ``data_dependent``/``compute`` returning outputs, ``in_place_inputs``, ``graph_safe``.
+    The operator's schema (attributes, opsets, shape/type/value inference) usually comes
+    from :mod:`mini_infer_core.ops`; a device package adds the kernel (``compute``).
+    """
+
+    #: ONNX operator type; defaults to the class name without a ``_<opset>`` suffix
+    #: (``Clip_11`` implements ``Clip``)
     op_type: ClassVar[str] = ""
     domain: ClassVar[str] = ""
     #: attribute name -> default value (or REQUIRED); the single place defaults live
     attributes: ClassVar[dict[str, Any]] = {}
+    #: fields besides the ONNX attributes that the plugin accepts and keeps through clone
+    #: and serialize (names ``__like_this__``): what the importer tells it
+    #: (``__num_outputs__``) and what it records at build time (``record``)
+    hidden_fields: ClassVar[tuple[str, ...]] = ()
     #: number of outputs (override ``num_outputs`` for a count that depends on attributes)
     n_outputs: ClassVar[int] = 1
     #: input dtypes accepted (None: any)
     dtypes: ClassVar[tuple[DataType, ...] | None] = None
     #: the kernel: ``compute(*inputs, out=..., **attributes)`` (declared, not defined, so
-    #: subclasses may name their inputs and attributes precisely)
+    #: subclasses may name their inputs and attributes precisely). A ``data_dependent``
+    #: plugin's ``compute`` is called WITHOUT ``out`` and returns its output(s).
     compute: Callable[..., Any]
-    #: True when output shapes depend on input *values* known only at run time (NonZero,
-    #: Unique, If, Loop): ``output_shapes`` uses ``self.dynamic_dim(label)`` for the unknown
-    #: dimensions, and ``compute(*inputs, **attributes)`` is called WITHOUT ``out`` and returns
-    #: the output array (a tuple of arrays for several outputs).
-    data_dependent: ClassVar[bool] = False
-    #: operators this plugin can absorb when they consume its output (see ``fuse``)
-    fusable: ClassVar[frozenset[str]] = frozenset()
     #: ONNX opset range this kernel implements (max None: up to the newest)
     min_opset: ClassVar[int] = 1
     max_opset: ClassVar[int | None] = None
+    #: first byte(s) of the serialized form: a package's layout tag, checked when read back
+    format_tag: ClassVar[bytes] = b""
+    #: the distribution named in errors about this plugin's serialized data
+    package: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if not cls.__dict__.get("op_type"):
-            cls.op_type = cls.__name__
+            cls.op_type = _OPSET_SUFFIX.sub("", cls.__name__)
         if not cls.__dict__.get("plugin_type"):
             cls.plugin_type = cls.op_type
 
     def __init__(self, name: str = "", **attrs: Any) -> None:
         self.name = name
+        #: the ``hidden_fields`` given (absent ones are simply unknown)
+        self.hidden: dict[str, Any] = {k: attrs.pop(k) for k in list(attrs)
+                                       if k in self.hidden_fields}
+        if attrs.pop(_DATA_DEPENDENT, 0):
+            self.data_dependent = True
         unknown = sorted(set(attrs) - set(self.attributes))
         if unknown:
             raise PluginInterfaceError(
@@ -144,6 +175,23 @@ class OnnxPlugin(IPluginV2DynamicExt):
     def setup(self) -> None:
         """Hook for subclasses: derive state from ``self.attrs`` once."""
 
+    def record(self, key: str, value: Any | None) -> None:
+        """Remember (or, with None, forget) a build-time fact in a declared hidden field."""
+        if key not in self.hidden_fields:
+            raise PluginInterfaceError(f"{self.plugin_type}: {key!r} is not one of its "
+                                       f"hidden fields {self.hidden_fields}")
+        if value is None:
+            self.hidden.pop(key, None)
+        else:  # as decoding gives it back: sequences as tuples
+            self.hidden[key] = tuple(value) if isinstance(value, list) else value
+
+    def mark_data_dependent(self, dynamic: bool = True) -> bool:
+        """Record that this instance's output shapes are known only at run time (its shapes
+        read input values that are computed at run time); kept through clone and serialize.
+        Returns ``dynamic``."""
+        self.data_dependent = dynamic or type(self).data_dependent
+        return dynamic
+
     # -- shapes and types -----------------------------------------------------------------
     @property
     def num_outputs(self) -> int:
@@ -155,26 +203,6 @@ class OnnxPlugin(IPluginV2DynamicExt):
 
     def output_types(self, input_types: Sequence[DataType]) -> Sequence[DataType]:
         return [input_types[0]] * self.num_outputs
-
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> Sequence[Sequence[IntLike] | None] | None:
-        """Build-time *values* of small integer outputs (flattened), for shape computations.
-
-        Shape returns its input's dims, Gather/Concat/Slice/Unsqueeze/Cast/Add/Mul... combine
-        ``inputs[i].values``. Return None (or None per output) when unknown. Values that are
-        all constants let the builder fold the node without running it.
-        """
-        return None
-
-    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             consumer_dims: Sequence[DimsExprs | None], position: int,
-             own_constants: Sequence[Any]) -> Fusion | None:
-        """Absorb the consumer (an ``op_type`` in ``fusable``) of this plugin's output, or
-        return None. ``consumer_constants``/``own_constants`` hold the constant inputs' values
-        (None for runtime inputs), ``consumer_dims`` the consumer's input shapes; ``position``
-        is where this output enters the consumer. Record the fusion in ``self.attrs`` so it
-        survives serialization."""
-        return None
 
     def dynamic_dim(self, label: str) -> DimExpr:
         """A dimension known only once this node has run (see ``data_dependent``)."""
@@ -206,7 +234,6 @@ class OnnxPlugin(IPluginV2DynamicExt):
         out = outputs[0] if len(outputs) == 1 else tuple(outputs)
         self.compute(*inputs, out=out, **self.attrs)
 
-
     def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
                         ) -> list[Any]:
         """For ``data_dependent`` plugins: compute and return the outputs."""
@@ -215,12 +242,20 @@ class OnnxPlugin(IPluginV2DynamicExt):
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
     # -- serialization --------------------------------------------------------------------
+    def fields_to_serialize(self) -> dict[str, Any]:
+        """What ``serialize`` writes and ``clone`` passes on: the attributes that are set,
+        the hidden fields, and whether this instance turned data-dependent."""
+        fields = {k: v for k, v in self.attrs.items() if v is not None}
+        fields.update(self.hidden)
+        if self.data_dependent and not type(self).data_dependent:
+            fields[_DATA_DEPENDENT] = 1
+        return fields
+
     def serialize(self) -> bytes:
-        return encode_fields(fields_from_values(
-            {k: v for k, v in self.attrs.items() if v is not None}))
+        return self.format_tag + encode_fields(fields_from_values(self.fields_to_serialize()))
 
     def clone(self) -> IPluginV2:
-        twin = type(self)(self.name, **{k: v for k, v in self.attrs.items() if v is not None})
+        twin = type(self)(self.name, **self.fields_to_serialize())
         twin.plugin_namespace = self.plugin_namespace
         return twin
 
@@ -245,7 +280,7 @@ class OnnxPluginCreator(IPluginCreator):
     def __init__(self, plugin_cls: type[OnnxPlugin], *, namespace: str,
                  devices: tuple[str, ...] = ("cpu",), priority: int = 0,
                  min_opset: int | None = None, max_opset: int | None = None) -> None:
-        if not callable(getattr(plugin_cls, "compute", None)) and \
+        if not any(callable(c.__dict__.get("compute")) for c in plugin_cls.__mro__) and \
                 plugin_cls.enqueue is OnnxPlugin.enqueue:
             raise PluginInterfaceError(
                 f"{plugin_cls.__module__}.{plugin_cls.__name__} defines neither compute() nor "
@@ -265,7 +300,7 @@ class OnnxPluginCreator(IPluginCreator):
     def field_names(self) -> tuple[str, ...]:
         """The ONNX attributes, plus any extra fields the class accepts (``hidden_fields``,
         e.g. ``__num_outputs__``, which the builder then provides)."""
-        return (*self.plugin_cls.attributes, *getattr(self.plugin_cls, "hidden_fields", ()))
+        return (*self.plugin_cls.attributes, *self.plugin_cls.hidden_fields)
 
     def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
         plugin = self.plugin_cls(name, **fields.values_dict())
@@ -273,12 +308,22 @@ class OnnxPluginCreator(IPluginCreator):
         return plugin
 
     def deserialize_plugin(self, name: str, data: bytes) -> IPluginV2:
+        """Read what ``OnnxPlugin.serialize`` wrote: the class's ``format_tag``, then its
+        fields. A wrong tag means another package or layout wrote the bytes."""
+        cls = self.plugin_cls
+        who = f"{self.plugin_namespace}::{self.name}"
+        package = f" ({cls.package})" if cls.package else ""
+        tag = cls.format_tag
+        if data[:len(tag)] != tag:
+            raise PluginInterfaceError(
+                f"{who}: serialized data has format tag {data[:max(len(tag), 1)]!r}, this "
+                f"plugin{package} reads {tag!r}; the engine was written by another plugin "
+                "package or version: rebuild it with the installed one")
         try:
-            fields = decode_fields(data)
+            fields = decode_fields(data[len(tag):])
         except ValueError as exc:
             raise PluginInterfaceError(
-                f"{self.plugin_namespace}::{self.name} cannot read its serialized data: {exc}"
-            ) from exc
+                f"{who}: corrupt serialized data{package}: {exc}") from exc
         return self.create_plugin(name, fields)
 
     def __repr__(self) -> str:

@@ -30,7 +30,7 @@ def catalog_entries(classes: Iterable[type[OnnxPlugin]]) -> list[dict[str, Any]]
     return [{"target": f"{cls.__module__}:{cls.__name__}", "name": cls.plugin_type,
              "op_type": cls.op_type, "version": cls.plugin_version,
              "min_opset": cls.min_opset, "max_opset": cls.max_opset,
-             "fields": (*cls.attributes, *getattr(cls, "hidden_fields", ()))}
+             "fields": (*cls.attributes, *cls.hidden_fields)}
             for cls in classes]
 
 

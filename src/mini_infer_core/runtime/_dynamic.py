@@ -40,8 +40,9 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, 
             log.debug("enqueue   %s in=%s", node.describe(),
                       [getattr(x, "shape", None) for x in ins])
         try:
-            if getattr(plugin, "data_dependent", False):
-                outs = plugin.enqueue_dynamic(ins, None, stream)  # type: ignore[attr-defined]
+            dynamic = adapter.dynamic_of(plugin)
+            if dynamic is not None:
+                outs = dynamic.enqueue_dynamic(ins, None, stream)
                 if len(outs) < len(node.outputs):
                     raise ExecutionError(f"{node.describe()} returned {len(outs)} outputs, "
                                          f"expected {len(node.outputs)}")

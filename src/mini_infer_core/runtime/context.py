@@ -79,7 +79,7 @@ class ExecutionContext:
         self._initialized = False
         self._closed = False
         self._debug = _debug_level()
-        self._dynamic = any(getattr(p, "data_dependent", False) for p in self.plugins)
+        self._dynamic = any(adapter.is_data_dependent(p) for p in self.plugins)
         self._configured: dict[int, Any] = {}
         self._use_graphs = False
         self._graph: Any = None
@@ -106,7 +106,7 @@ class ExecutionContext:
             return f"device {self.device.name!r} cannot capture graphs"
         unsafe = [node.describe() for node, p in zip(self.engine.nodes, self.plugins,
                                                      strict=True)
-                  if not getattr(p, "graph_safe", True)]
+                  if not adapter.graph_safe(p)]
         if unsafe:
             return f"{unsafe[0]} allocates while it runs (graph_safe is False)"
         return None

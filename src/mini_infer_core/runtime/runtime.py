@@ -11,6 +11,7 @@ from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
 from ..errors import DeviceError, EngineFormatError, MiniInferError, PluginNotFoundError
 from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 
 __all__ = ["Runtime", "load_engine"]
@@ -95,7 +96,7 @@ class Runtime:
             rec = self.registry.get_creator(p["name"], p["version"], p["namespace"])
             assert rec is not None
             try:
-                plugin = rec.creator.deserialize_plugin(nd["name"], data)
+                plugin = adapter.deserialize(rec.creator, nd["name"], data)
             except MiniInferError as exc:
                 raise type(exc)(f"{ef.label}: node {nd['name']!r}: {exc}") from exc
             except Exception as exc:
@@ -103,7 +104,6 @@ class Runtime:
                     f"{ef.label}: node {nd['name']!r}: plugin {p['namespace']}::{p['name']} "
                     f"from {rec.provider} failed to deserialize: {type(exc).__name__}: {exc}"
                 ) from exc
-            plugin.plugin_namespace = p["namespace"]
             nodes.append(self._node(nd, p, plugin))
         info = dict(h.get("build_info", {}))
         info["loaded_from"] = ef.label

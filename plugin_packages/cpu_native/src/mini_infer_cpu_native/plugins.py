@@ -54,9 +54,8 @@ T = TypeVar("T")
 
 
 class NativeCreator(CpuCreator):
-    """cpu_basic's serialized form (format tag + fields), named after this distribution."""
-
-    package = "mini-infer-cpu-native"
+    """cpu_basic's serialized form (format tag + fields); the plugins name this
+    distribution in errors (``package``, set at the end of this module)."""
 
 
 def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: Any) -> bool:
@@ -438,3 +437,8 @@ class BatchNormalization(_norm.BatchNormalization):
             _norm.BatchNormalization._per_channel(x, a, b, out, relu)
             return
         scale_shift(x, out, a, b, 0.0 if relu else -np.inf, np.inf)
+
+
+# errors about serialized data name this distribution (the layout is cpu_basic's)
+for _cls in (Conv, Gemm, MaxPool_1, MaxPool, AveragePool, LRN, BatchNormalization):
+    _cls.package = "mini-infer-cpu-native"

@@ -2,11 +2,12 @@
 class every kernel of this package derives from.
 
 A plugin's bytes are a one-byte format tag (``FORMAT_TAG``) followed by its fields in
-mini-infer's plugin field encoding: the ONNX attributes, plus the *recorded* fields a plugin
-declares in ``recorded_fields`` (names ``__like_this__``): build-time knowledge such as the
-constant ``axes`` of a Reduce, kept so that ``enqueue`` never has to read a small integer
-tensor back from the GPU (a synchronisation). The tag lets a later version change the layout
-and still recognise engines written by this one.
+mini-infer's plugin field encoding (the core's ``OnnxPlugin.serialize`` writes them, its
+creator reads them back): the ONNX attributes, plus the hidden fields a plugin declares in
+``hidden_fields`` (names ``__like_this__``) and fills with ``record``: build-time knowledge
+such as the constant ``axes`` of a Reduce, kept so that ``enqueue`` never has to read a small
+integer tensor back from the GPU (a synchronisation). The tag lets a later version change the
+layout and still recognise engines written by this one.
 
 This module imports neither CuPy nor any kernel module.
 """
@@ -16,18 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import (
     DataType,
-    IPluginV2,
     OnnxPlugin,
     OnnxPluginCreator,
-    PluginFieldCollection,
     PluginTensorDesc,
     TensorFormat,
-    decode_fields,
-    encode_fields,
-    fields_from_values,
 )
 
 from ._stream import on_stream
@@ -58,14 +53,8 @@ class CudaPlugin(OnnxPlugin):
 
     #: floating-point inputs/outputs may have different types (Cast, CastLike, Pow)
     mixed_floats: ClassVar[bool] = False
-    #: recorded build-time fields (``__name__``), serialized and cloned with the attributes
-    recorded_fields: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, name: str = "", **attrs: Any) -> None:
-        #: recorded fields (see the module doc); absent ones are simply unknown
-        self.recorded: dict[str, Any] = {k: attrs.pop(k) for k in self.recorded_fields
-                                         if k in attrs}
-        super().__init__(name, **attrs)
+    format_tag: ClassVar[bytes] = FORMAT_TAG
+    package: ClassVar[str] = "mini-infer-cuda-plugins"
 
     @property
     def graph_safe(self) -> bool:
@@ -75,20 +64,6 @@ class CudaPlugin(OnnxPlugin):
         temporaries in some configurations say so here (Slice with symbolic starts, signed
         integer Div, training-mode BatchNormalization)."""
         return True
-
-    def record(self, key: str, value: Any | None) -> None:
-        """Remember (or, with None, forget) a build-time fact; ``key`` must be declared."""
-        if key not in self.recorded_fields:
-            raise PluginInterfaceError(f"{self.plugin_type}: {key!r} is not a recorded field")
-        if value is None:
-            self.recorded.pop(key, None)
-        else:  # as decoding gives it back: sequences as tuples
-            self.recorded[key] = tuple(value) if isinstance(value, list) else value
-
-    def _fields(self) -> dict[str, Any]:
-        fields = {k: v for k, v in self.attrs.items() if v is not None}
-        fields.update(self.recorded)
-        return fields
 
     # -- formats --------------------------------------------------------------------------
     def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
@@ -109,15 +84,6 @@ class CudaPlugin(OnnxPlugin):
         with on_stream(stream):
             super().enqueue(inputs, outputs, workspace, stream)
 
-    # -- serialization --------------------------------------------------------------------
-    def serialize(self) -> bytes:
-        return FORMAT_TAG + encode_fields(fields_from_values(self._fields()))
-
-    def clone(self) -> IPluginV2:
-        twin = type(self)(self.name, **self._fields())
-        twin.plugin_namespace = self.plugin_namespace
-        return twin
-
 
 def _reference_float(in_out: Sequence[PluginTensorDesc], num_inputs: int) -> DataType | None:
     """The float type of a node: input 0's, else its first float output's. (Absent optional
@@ -130,18 +96,4 @@ def _reference_float(in_out: Sequence[PluginTensorDesc], num_inputs: int) -> Dat
 
 
 class CudaCreator(OnnxPluginCreator):
-    """Creates mini-infer-cuda-plugins plugins; reads only this package's serialized form."""
-
-    def deserialize_plugin(self, name: str, data: bytes) -> Any:
-        if data[:1] != FORMAT_TAG:
-            raise PluginInterfaceError(
-                f"{self.plugin_namespace}::{self.name}: serialized data has format tag "
-                f"{data[:1]!r}, this mini-infer-cuda-plugins reads {FORMAT_TAG!r}; the engine "
-                "was written by another plugin package or version: rebuild it")
-        try:
-            fields: PluginFieldCollection = decode_fields(data[1:])
-        except ValueError as exc:
-            raise PluginInterfaceError(
-                f"{self.plugin_namespace}::{self.name}: corrupt serialized data "
-                f"(mini-infer-cuda-plugins): {exc}") from exc
-        return self.create_plugin(name, fields)
+    """Creates mini-infer-cuda-plugins plugins (the core's creator, which checks the tag)."""

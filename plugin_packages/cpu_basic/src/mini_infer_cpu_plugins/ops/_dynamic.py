@@ -24,17 +24,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimExpr, DimsExprs, IPluginV2, encode_fields, fields_from_values
+from mini_infer_core.plugin import DimExpr, DimsExprs
 from mini_infer_core.plugin.shapes import absent, input_values
 
-from ..serialization import FORMAT_TAG, CpuPlugin
+from ..serialization import CpuPlugin
 
 __all__ = ["ValuePlugin", "emit", "as_ints"]
 
 Array = NDArray[Any]
-
-#: serialized field marking an instance that turned data-dependent at build time
-_FLAG = "__data_dependent__"
 
 
 class ValuePlugin(CpuPlugin):
@@ -42,16 +39,6 @@ class ValuePlugin(CpuPlugin):
 
     #: inputs whose values the output shapes need; known ones arrive in ``DimsExprs.values``
     value_inputs: ClassVar[tuple[int, ...]] = ()
-    #: fields that are not ONNX attributes (an importer's or our own ``__name__`` fields),
-    #: accepted besides ``attributes`` and kept through clone/serialize
-    hidden_fields: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, name: str = "", **attrs: Any) -> None:
-        known = (_FLAG, *self.hidden_fields)
-        self.hidden: dict[str, Any] = {k: attrs.pop(k) for k in list(attrs) if k in known}
-        super().__init__(name, **attrs)
-        if self.hidden.pop(_FLAG, 0):
-            self.data_dependent = True  # type: ignore[misc]
 
     # -- values ---------------------------------------------------------------------------
     def values(self, inputs: Sequence[DimsExprs | None], index: int
@@ -75,29 +62,11 @@ class ValuePlugin(CpuPlugin):
 
     def runtime(self, dynamic: bool = True) -> bool:
         """Record whether the output shapes are known only at run time; returns ``dynamic``."""
-        if not type(self).data_dependent:
-            self.data_dependent = dynamic  # type: ignore[misc]
-        return dynamic
+        return self.mark_data_dependent(dynamic)
 
     def unknown_dims(self, rank: int, label: str = "d") -> list[DimExpr]:
         """``rank`` dimensions known only once the node has run."""
         return [self.dynamic_dim(f"{label}{i}") for i in range(rank)]
-
-    # -- persistence of the data-dependent decision ---------------------------------------
-    def _fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {k: v for k, v in self.attrs.items() if v is not None}
-        fields.update(self.hidden)
-        if self.data_dependent and not type(self).data_dependent:
-            fields[_FLAG] = 1
-        return fields
-
-    def serialize(self) -> bytes:
-        return FORMAT_TAG + encode_fields(fields_from_values(self._fields()))
-
-    def clone(self) -> IPluginV2:
-        twin = type(self)(self.name, **self._fields())
-        twin.plugin_namespace = self.plugin_namespace
-        return twin
 
 
 def as_ints(x: Array | None) -> list[int]:

@@ -79,7 +79,7 @@ class _ReduceInput(_Reduce):
 
     attributes: ClassVar[dict[str, Any]] = {"keepdims": 1, "noop_with_empty_axes": 0}
     shape_inputs = (1,)
-    recorded_fields = ("__axes__",)
+    hidden_fields = ("__axes__",)
 
     def axes_for(self, inputs: Sequence[DimsExprs | None]) -> Axes:
         axes: tuple[int, ...] = ()
@@ -90,7 +90,7 @@ class _ReduceInput(_Reduce):
         return axes if axes or self.attrs["noop_with_empty_axes"] else None
 
     def run_axes(self, axes_input: Any) -> Axes:
-        got = self.recorded.get("__axes__")
+        got = self.hidden.get("__axes__")
         axes = tuple(got) if got is not None else tuple(host_ints(axes_input))
         return axes if axes or self.attrs["noop_with_empty_axes"] else None
 

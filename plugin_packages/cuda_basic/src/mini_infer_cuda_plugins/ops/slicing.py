@@ -98,11 +98,11 @@ class Slice(CudaPlugin):
     plugin_version = "10"
     min_opset = 10
     shape_inputs = (1, 2, 3, 4)
-    recorded_fields = ("__starts__", "__axes__", "__steps__")
+    hidden_fields = ("__starts__", "__axes__", "__steps__")
 
     @property
     def graph_safe(self) -> bool:
-        return "__starts__" in self.recorded
+        return "__starts__" in self.hidden
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         starts = shape_values(inputs, 1, "Slice", "starts")
@@ -125,7 +125,7 @@ class Slice(CudaPlugin):
     def compute(self, x: Any, starts: Any, ends: Any, axes: Any | None = None,
                 steps: Any | None = None, *, out: Any) -> None:
         xp = array_module(x, out)
-        rec = self.recorded
+        rec = self.hidden
         ax = rec.get("__axes__", None if axes is None else host_ints(axes))
         st = rec.get("__steps__", None if steps is None else host_ints(steps))
         first = rec.get("__starts__", host_ints(starts) if xp is np else None)

@@ -1,0 +1,136 @@
+"""The optional abilities a plugin may declare, as typed interfaces with defaults.
+
+TensorRT's IPluginV3 lets the builder ask a plugin for *capability interfaces* instead of
+probing one ever-growing class. mini-infer does the same for the abilities its builder,
+engine and runtime use beyond the IPluginV2 contract. A plugin declares an ability by
+deriving from its interface (:class:`~mini_infer_core.plugin.OnnxPlugin` derives from all of
+them, with defaults that mean "nothing to do"); the core asks for it in one place
+(``plugin/_adapter.py``: ``tactics_of``, ``fusion_of``, ...), never with ``getattr``.
+
+======================  =========  ====================================================
+interface               phase      what the core does with it
+======================  =========  ====================================================
+IValueInference         build      keeps build-time values of small integer tensors
+IFusion                 build      lets the plugin absorb the node that consumes its output
+IConstantPacking        build      stores constant inputs in the layout the kernel reads
+ITactics                build/run  times the plugin's ways of computing, keeps the fastest
+IDataDependentShapes    build/run  runs the node with outputs it allocates itself
+IInPlaceInputs          plan       lets an input live inside one of the outputs
+IGraphSafety            run        decides whether a run may be captured as a device graph
+======================  =========  ====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import PluginInterfaceError
+from ._dims import DimsExprs, IntLike
+from ._types import DataType
+
+if TYPE_CHECKING:
+    from ._fusion import Fusion
+
+__all__ = [
+    "IConstantPacking",
+    "IDataDependentShapes",
+    "IFusion",
+    "IGraphSafety",
+    "IInPlaceInputs",
+    "ITactics",
+    "IValueInference",
+    "TensorDesc",
+]
+
+#: a tensor as the planner sees it: concrete shape and element type
+TensorDesc = tuple[tuple[int, ...], DataType]
+
+
+class IValueInference:
+    """Build-time *values* of small integer outputs (shape arithmetic).
+
+    Shape returns its input's dimensions; Gather, Concat, Slice, Cast, Add... combine
+    ``inputs[i].values``. What comes back is checked by the builder and kept in the output's
+    ``DimsExprs.values``; values that are all constants fold the node without running it.
+    """
+
+    def output_values(self, inputs: Sequence[DimsExprs]
+                      ) -> Sequence[Sequence[IntLike] | None] | None:
+        """One flattened sequence per output (None: unknown), or None for all."""
+        return None
+
+
+class IFusion:
+    """Absorbing the node that consumes this plugin's output (Conv + BatchNormalization +
+    Relu, MatMul + bias ...). The builder offers only a single-consumer output that is not a
+    graph output, with the consumer on the same device."""
+
+    #: operator types this plugin may absorb
+    fusable: ClassVar[frozenset[str]] = frozenset()
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[DimsExprs | None], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        """Take the consumer's work on, or return None. ``consumer_constants`` and
+        ``own_constants`` hold the constant inputs' values (None for runtime inputs),
+        ``consumer_dims`` the consumer's input shapes; ``position`` is where this output
+        enters the consumer. Record the fusion in the plugin's fields so it survives
+        serialization."""
+        return None
+
+
+class IConstantPacking:
+    """Constant inputs stored in the memory layout the kernel reads (build-time work)."""
+
+    def pack_constants(self, inputs: Sequence[tuple[DimsExprs, DataType] | None],
+                       constants: Sequence[Any]) -> Mapping[int, Any] | None:
+        """``{input index: array}``: the same values in another layout, or a
+        :class:`~mini_infer_core.plugin.Repacked` (elements in the kernel's own order)."""
+        return None
+
+
+class ITactics:
+    """Several ways to compute the node; the builder times them on the real shapes and keeps
+    the fastest (TensorRT's tactics). The choice is kept among the serialized fields."""
+
+    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> Sequence[str]:
+        """The tactics for these concrete input shapes; fewer than two: nothing to choose."""
+        return ()
+
+    def set_tactic(self, tactic: str) -> None:
+        raise PluginInterfaceError(f"{type(self).__name__} offers no tactic {tactic!r}")
+
+
+class IDataDependentShapes:
+    """Output shapes that depend on input *values* known only at run time (NonZero, Unique,
+    If, Loop). Such a plugin declares the unknown dimensions as fresh symbols at build time;
+    at run time the engine calls :meth:`enqueue_dynamic`, which returns the outputs."""
+
+    #: class default; an instance may turn data-dependent at build time (its shapes read
+    #: values that turned out to be computed at run time)
+    data_dependent: bool = False
+
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        raise PluginInterfaceError(
+            f"{type(self).__name__} is data-dependent but does not implement enqueue_dynamic")
+
+
+class IInPlaceInputs:
+    """Inputs that may live inside an output (Concat's inputs in its result, an Identity):
+    the producer then writes straight into the output and the plugin copies nothing."""
+
+    def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
+                        outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
+        """``{input index: (output index, element offset)}`` for these concrete shapes."""
+        return None
+
+
+class IGraphSafety:
+    """Whether ``enqueue`` allocates nothing on the device after its first run with given
+    shapes, so that a run captured as a device graph may be replayed."""
+
+    @property
+    def graph_safe(self) -> bool:
+        return True

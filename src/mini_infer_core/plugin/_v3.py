@@ -1,0 +1,293 @@
+"""IPluginV3: a plugin as capability interfaces (TensorRT 10's design), next to the IPluginV2
+family.
+
+An :class:`IPluginV3` answers :meth:`~IPluginV3.get_capability_interface` with one object per
+phase: :class:`IPluginV3OneCore` (identity), :class:`IPluginV3OneBuild` (shapes, types,
+formats, workspace) and :class:`IPluginV3OneRuntime` (shape changes, enqueue, the fields to
+serialize). Optional abilities (tactics, fusion, constant packing, value inference,
+data-dependent outputs, in-place inputs, graph safety) are the interfaces of
+``_capabilities.py``, implemented by the build or runtime object that has them.
+
+A V3 plugin is serialized as its fields (:meth:`IPluginV3OneRuntime.get_fields_to_serialize`)
+and rebuilt by its creator's ``create_plugin(name, fields, PluginPhase.RUNTIME)``. Inside the
+core every V3 plugin is wrapped once, where a creator makes it (``as_v2``), in
+:class:`V3Plugin`, which speaks the IPluginV2DynamicExt contract the engine runs.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import PluginInterfaceError
+from ._capabilities import (
+    IConstantPacking,
+    IDataDependentShapes,
+    IFusion,
+    IGraphSafety,
+    IInPlaceInputs,
+    ITactics,
+    IValueInference,
+    TensorDesc,
+)
+from ._dims import DimsExprs, ExprBuilder, IntLike
+from ._fields import PluginFieldCollection, decode_fields, encode_fields
+from ._fusion import Fusion
+from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
+from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+
+__all__ = [
+    "IPluginCapability",
+    "IPluginCreatorV3One",
+    "IPluginV3",
+    "IPluginV3OneBuild",
+    "IPluginV3OneCore",
+    "IPluginV3OneRuntime",
+    "PluginCapabilityType",
+    "PluginPhase",
+    "V3Plugin",
+    "as_v2",
+]
+
+
+class PluginCapabilityType(enum.Enum):
+    CORE = "core"
+    BUILD = "build"
+    RUNTIME = "runtime"
+
+
+class PluginPhase(enum.Enum):
+    """Why a V3 creator makes a plugin (TensorRT's TensorRTPhase)."""
+
+    BUILD = "build"
+    RUNTIME = "runtime"
+
+
+class IPluginCapability:
+    """Base of every capability interface a V3 plugin hands out."""
+
+
+class IPluginV3OneCore(IPluginCapability):
+    plugin_name: str = ""
+    plugin_version: str = "1"
+    plugin_namespace: str = ""
+
+
+class IPluginV3OneBuild(IPluginCapability, ABC):
+    """What the builder asks: outputs, types, shapes (dimension expressions), formats."""
+
+    #: inputs whose build-time values the shapes need (they arrive in ``DimsExprs.values``)
+    shape_inputs: tuple[int, ...] = ()
+
+    @property
+    @abstractmethod
+    def num_outputs(self) -> int: ...
+
+    @abstractmethod
+    def get_output_data_types(self, input_types: Sequence[DataType]) -> Sequence[DataType]: ...
+
+    @abstractmethod
+    def get_output_shapes(self, inputs: Sequence[DimsExprs | None],
+                          expr_builder: ExprBuilder) -> Sequence[DimsExprs]: ...
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        return in_out[pos].format is TensorFormat.LINEAR
+
+    def configure_plugin(self, inputs: Sequence[DynamicPluginTensorDesc | None],
+                         outputs: Sequence[DynamicPluginTensorDesc]) -> None:
+        """Build-time descriptions (symbolic dimensions are -1 in ``desc.shape``)."""
+
+    def get_workspace_size(self, inputs: Sequence[PluginTensorDesc | None],
+                           outputs: Sequence[PluginTensorDesc]) -> int:
+        return 0
+
+
+class IPluginV3OneRuntime(IPluginCapability, ABC):
+    """What an execution context asks: shape changes, enqueue, serialization."""
+
+    def on_shape_change(self, inputs: Sequence[PluginTensorDesc | None],
+                        outputs: Sequence[PluginTensorDesc]) -> None:
+        """Concrete shapes for the coming runs (before the first, and whenever they change)."""
+
+    @abstractmethod
+    def enqueue(self, input_descs: Sequence[PluginTensorDesc | None],
+                output_descs: Sequence[PluginTensorDesc], inputs: Sequence[Any],
+                outputs: Sequence[Any], workspace: Any, stream: Any) -> None: ...
+
+    @abstractmethod
+    def get_fields_to_serialize(self) -> PluginFieldCollection: ...
+
+
+class IPluginV3(ABC):
+    @abstractmethod
+    def get_capability_interface(self, kind: PluginCapabilityType
+                                 ) -> IPluginCapability | None: ...
+
+    @abstractmethod
+    def clone(self) -> IPluginV3:
+        """A copy with its own state, for another execution context (attachToContext)."""
+
+
+class IPluginCreatorV3One(IPluginCreator):
+    """Creates V3 plugins from fields, at build time and (from serialized fields) at load
+    time. ``create_plugin_v3`` is TensorRT's ``createPlugin(name, fc, phase)``; the core
+    calls the IPluginCreator methods, which wrap the result."""
+
+    @abstractmethod
+    def create_plugin_v3(self, name: str, fields: PluginFieldCollection,
+                         phase: PluginPhase) -> IPluginV3: ...
+
+    def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
+        return V3Plugin(self.create_plugin_v3(name, fields, PluginPhase.BUILD))
+
+    def deserialize_plugin(self, name: str, data: bytes) -> IPluginV2:
+        try:
+            fields = decode_fields(data)
+        except ValueError as exc:
+            raise PluginInterfaceError(
+                f"{self.plugin_namespace}::{self.name} cannot read its serialized fields: {exc}"
+            ) from exc
+        return V3Plugin(self.create_plugin_v3(name, fields, PluginPhase.RUNTIME))
+
+
+def _capability(plugin: IPluginV3, kind: PluginCapabilityType, cls: type[Any]) -> Any:
+    cap = plugin.get_capability_interface(kind)
+    if not isinstance(cap, cls):
+        raise PluginInterfaceError(
+            f"{type(plugin).__name__}.get_capability_interface({kind.name}) returned "
+            f"{type(cap).__name__}, not an {cls.__name__}")
+    return cap
+
+
+class V3Plugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, ITactics,
+               IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+    """A V3 plugin as the engine runs it. Each optional ability is delegated to the build or
+    runtime capability object that implements its interface, else it keeps its default."""
+
+    def __init__(self, v3: IPluginV3) -> None:
+        if not isinstance(v3, IPluginV3):
+            raise PluginInterfaceError(f"{v3!r} is not an IPluginV3")
+        self.v3 = v3
+        core = _capability(v3, PluginCapabilityType.CORE, IPluginV3OneCore)
+        self.build: IPluginV3OneBuild = _capability(v3, PluginCapabilityType.BUILD,
+                                                    IPluginV3OneBuild)
+        self.runtime: IPluginV3OneRuntime = _capability(v3, PluginCapabilityType.RUNTIME,
+                                                        IPluginV3OneRuntime)
+        self.plugin_type = core.plugin_name
+        self.plugin_version = core.plugin_version
+        self.plugin_namespace = core.plugin_namespace
+        self.shape_inputs = tuple(self.build.shape_inputs)
+        self._in: list[PluginTensorDesc | None] = []
+        self._out: list[PluginTensorDesc] = []
+
+    def _ability(self, cls: type[Any]) -> Any:
+        for cap in (self.build, self.runtime):
+            if isinstance(cap, cls):
+                return cap
+        return None
+
+    # -- IPluginV2DynamicExt --------------------------------------------------------------
+    @property
+    def num_outputs(self) -> int:
+        return self.build.num_outputs
+
+    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
+                              expr_builder: ExprBuilder) -> DimsExprs:
+        return DimsExprs(list(self.build.get_output_shapes(inputs, expr_builder)[index]))
+
+    def get_output_data_type(self, index: int, input_types: Sequence[DataType]) -> DataType:
+        return self.build.get_output_data_types(input_types)[index]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        return self.build.supports_format_combination(pos, in_out, num_inputs)
+
+    def configure_plugin(self, inputs: Sequence[DynamicPluginTensorDesc | None],  # type: ignore[override]
+                         outputs: Sequence[DynamicPluginTensorDesc]) -> None:
+        self.build.configure_plugin(inputs, outputs)
+
+    def on_shape_change(self, inputs: Sequence[PluginTensorDesc | None],
+                        outputs: Sequence[PluginTensorDesc]) -> None:
+        self._in, self._out = list(inputs), list(outputs)
+        self.runtime.on_shape_change(inputs, outputs)
+
+    def get_workspace_size(self, inputs: Sequence[PluginTensorDesc],  # type: ignore[override]
+                           outputs: Sequence[PluginTensorDesc]) -> int:
+        return self.build.get_workspace_size(inputs, outputs)
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        self.runtime.enqueue(self._in, self._out, inputs, outputs, workspace, stream)
+
+    def serialize(self) -> bytes:
+        return encode_fields(self.runtime.get_fields_to_serialize())
+
+    def clone(self) -> IPluginV2:
+        return V3Plugin(self.v3.clone())
+
+    # -- optional abilities, delegated ----------------------------------------------------
+    def output_values(self, inputs: Sequence[DimsExprs]
+                      ) -> Sequence[Sequence[IntLike] | None] | None:
+        cap = self._ability(IValueInference)
+        return None if cap is None else cap.output_values(inputs)
+
+    @property
+    def fusable(self) -> frozenset[str]:  # type: ignore[override]
+        cap = self._ability(IFusion)
+        return frozenset() if cap is None else frozenset(cap.fusable)
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[DimsExprs | None], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        cap = self._ability(IFusion)
+        return None if cap is None else cap.fuse(
+            op_type, attrs, consumer_constants, consumer_dims, position, own_constants)
+
+    def pack_constants(self, inputs: Sequence[tuple[DimsExprs, DataType] | None],
+                       constants: Sequence[Any]) -> Mapping[int, Any] | None:
+        cap = self._ability(IConstantPacking)
+        return None if cap is None else cap.pack_constants(
+            inputs, constants)
+
+    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> Sequence[str]:
+        cap = self._ability(ITactics)
+        return () if cap is None else cap.get_tactics(input_shapes)
+
+    def set_tactic(self, tactic: str) -> None:
+        for cap in (self.build, self.runtime):
+            if isinstance(cap, ITactics):
+                cap.set_tactic(tactic)
+
+    @property
+    def data_dependent(self) -> bool:  # type: ignore[override]
+        cap = self._ability(IDataDependentShapes)
+        return cap is not None and bool(cap.data_dependent)
+
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        cap = self._ability(IDataDependentShapes)
+        if cap is None:
+            return super().enqueue_dynamic(inputs, workspace, stream)
+        return list(cap.enqueue_dynamic(inputs, workspace, stream))
+
+    def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
+                        outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
+        cap = self._ability(IInPlaceInputs)
+        return None if cap is None else cap.in_place_inputs(
+            inputs, outputs)
+
+    @property
+    def graph_safe(self) -> bool:
+        cap = self._ability(IGraphSafety)
+        return cap is None or bool(cap.graph_safe)
+
+    def __repr__(self) -> str:
+        return f"V3Plugin({self.v3!r})"
+
+
+def as_v2(plugin: IPluginV2 | IPluginV3) -> IPluginV2:
+    """What the engine runs: an IPluginV2-family plugin as it is, a V3 one wrapped."""
+    return V3Plugin(plugin) if isinstance(plugin, IPluginV3) else plugin
