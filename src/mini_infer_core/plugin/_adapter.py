@@ -10,15 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import PluginInterfaceError
-from ._capabilities import (
-    IConstantPacking,
-    IDataDependentShapes,
-    IFusion,
-    IGraphSafety,
-    IInPlaceInputs,
-    ITactics,
-    IValueInference,
-)
+from . import _capabilities as cap
 from ._dims import DimsExprs, ExprBuilder
 from ._fields import PluginFieldCollection
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
@@ -158,26 +150,26 @@ def deserialize(creator: IPluginCreator, name: str, data: bytes) -> IPluginV2:
 
 
 # -- optional abilities: the one place the core asks for them ------------------------------
-def values_of(plugin: IPluginV2) -> IValueInference | None:
-    return plugin if isinstance(plugin, IValueInference) else None
+def values_of(plugin: IPluginV2) -> cap.IValueInference | None:
+    return plugin if isinstance(plugin, cap.IValueInference) else None
 
 
-def fusion_of(plugin: IPluginV2) -> IFusion | None:
+def fusion_of(plugin: IPluginV2) -> cap.IFusion | None:
     """The plugin's fusion ability, when it has operators it may absorb."""
-    return plugin if isinstance(plugin, IFusion) and plugin.fusable else None
+    return plugin if isinstance(plugin, cap.IFusion) and plugin.fusable else None
 
 
-def packing_of(plugin: IPluginV2) -> IConstantPacking | None:
-    return plugin if isinstance(plugin, IConstantPacking) else None
+def packing_of(plugin: IPluginV2) -> cap.IConstantPacking | None:
+    return plugin if isinstance(plugin, cap.IConstantPacking) else None
 
 
-def tactics_of(plugin: IPluginV2) -> ITactics | None:
-    return plugin if isinstance(plugin, ITactics) else None
+def tactics_of(plugin: IPluginV2) -> cap.ITactics | None:
+    return plugin if isinstance(plugin, cap.ITactics) else None
 
 
-def dynamic_of(plugin: IPluginV2) -> IDataDependentShapes | None:
+def dynamic_of(plugin: IPluginV2) -> cap.IDataDependentShapes | None:
     """The plugin, when its output shapes depend on values known only at run time."""
-    if isinstance(plugin, IDataDependentShapes) and plugin.data_dependent:
+    if isinstance(plugin, cap.IDataDependentShapes) and plugin.data_dependent:
         return plugin
     return None
 
@@ -186,11 +178,11 @@ def is_data_dependent(plugin: IPluginV2) -> bool:
     return dynamic_of(plugin) is not None
 
 
-def in_place_of(plugin: IPluginV2) -> IInPlaceInputs | None:
-    return plugin if isinstance(plugin, IInPlaceInputs) else None
+def in_place_of(plugin: IPluginV2) -> cap.IInPlaceInputs | None:
+    return plugin if isinstance(plugin, cap.IInPlaceInputs) else None
 
 
 def graph_safe(plugin: IPluginV2) -> bool:
     """Whether a run may be captured as a device graph with this plugin in it (a plugin
     that does not say is trusted, as TensorRT trusts an enqueue)."""
-    return not isinstance(plugin, IGraphSafety) or plugin.graph_safe
+    return not isinstance(plugin, cap.IGraphSafety) or plugin.graph_safe

@@ -23,15 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import PluginInterfaceError
-from ._capabilities import (
-    IConstantPacking,
-    IDataDependentShapes,
-    IFusion,
-    IGraphSafety,
-    IInPlaceInputs,
-    ITactics,
-    IValueInference,
-)
+from ._capabilities import EveryCapability
 from ._dims import DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import PluginFieldCollection, decode_fields, encode_fields, fields_from_values
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
@@ -100,8 +92,7 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
     return value
 
 
-class OnnxPlugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, ITactics,
-                 IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+class OnnxPlugin(IPluginV2DynamicExt, EveryCapability):
     """An IPluginV2DynamicExt for one ONNX operator, configured by ONNX attributes.
 
     It carries every optional capability interface with its default ("nothing to do"), so a

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._fusion import Fusion
 
 __all__ = [
+    "EveryCapability",
     "IConstantPacking",
     "IDataDependentShapes",
     "IFusion",
@@ -134,3 +135,9 @@ class IGraphSafety:
     @property
     def graph_safe(self) -> bool:
         return True
+
+
+class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+    """Every optional capability, each with its default: the base of a plugin class that
+    declares its abilities by overriding methods (``OnnxPlugin``)."""

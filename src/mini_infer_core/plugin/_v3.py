@@ -22,16 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PluginInterfaceError
-from ._capabilities import (
-    IConstantPacking,
-    IDataDependentShapes,
-    IFusion,
-    IGraphSafety,
-    IInPlaceInputs,
-    ITactics,
-    IValueInference,
-    TensorDesc,
-)
+from . import _capabilities as cap
+from ._capabilities import TensorDesc
 from ._dims import DimsExprs, ExprBuilder, IntLike
 from ._fields import PluginFieldCollection, decode_fields, encode_fields
 from ._fusion import Fusion
@@ -162,8 +154,7 @@ def _capability(plugin: IPluginV3, kind: PluginCapabilityType, cls: type[Any]) -
     return cap
 
 
-class V3Plugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, ITactics,
-               IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
     """A V3 plugin as the engine runs it. Each optional ability is delegated to the build or
     runtime capability object that implements its interface, else it keeps its default."""
 
@@ -184,9 +175,9 @@ class V3Plugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, 
         self._out: list[PluginTensorDesc] = []
 
     def _ability(self, cls: type[Any]) -> Any:
-        for cap in (self.build, self.runtime):
-            if isinstance(cap, cls):
-                return cap
+        for ability in (self.build, self.runtime):
+            if isinstance(ability, cls):
+                return ability
         return None
 
     # -- IPluginV2DynamicExt --------------------------------------------------------------
@@ -231,58 +222,58 @@ class V3Plugin(IPluginV2DynamicExt, IValueInference, IFusion, IConstantPacking, 
     # -- optional abilities, delegated ----------------------------------------------------
     def output_values(self, inputs: Sequence[DimsExprs]
                       ) -> Sequence[Sequence[IntLike] | None] | None:
-        cap = self._ability(IValueInference)
-        return None if cap is None else cap.output_values(inputs)
+        ability = self._ability(cap.IValueInference)
+        return None if ability is None else ability.output_values(inputs)
 
     @property
     def fusable(self) -> frozenset[str]:  # type: ignore[override]
-        cap = self._ability(IFusion)
-        return frozenset() if cap is None else frozenset(cap.fusable)
+        ability = self._ability(cap.IFusion)
+        return frozenset() if ability is None else frozenset(ability.fusable)
 
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
              consumer_dims: Sequence[DimsExprs | None], position: int,
              own_constants: Sequence[Any]) -> Fusion | None:
-        cap = self._ability(IFusion)
-        return None if cap is None else cap.fuse(
+        ability = self._ability(cap.IFusion)
+        return None if ability is None else ability.fuse(
             op_type, attrs, consumer_constants, consumer_dims, position, own_constants)
 
     def pack_constants(self, inputs: Sequence[tuple[DimsExprs, DataType] | None],
                        constants: Sequence[Any]) -> Mapping[int, Any] | None:
-        cap = self._ability(IConstantPacking)
-        return None if cap is None else cap.pack_constants(
+        ability = self._ability(cap.IConstantPacking)
+        return None if ability is None else ability.pack_constants(
             inputs, constants)
 
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> Sequence[str]:
-        cap = self._ability(ITactics)
-        return () if cap is None else cap.get_tactics(input_shapes)
+        ability = self._ability(cap.ITactics)
+        return () if ability is None else ability.get_tactics(input_shapes)
 
     def set_tactic(self, tactic: str) -> None:
-        for cap in (self.build, self.runtime):
-            if isinstance(cap, ITactics):
-                cap.set_tactic(tactic)
+        for ability in (self.build, self.runtime):
+            if isinstance(ability, cap.ITactics):
+                ability.set_tactic(tactic)
 
     @property
     def data_dependent(self) -> bool:  # type: ignore[override]
-        cap = self._ability(IDataDependentShapes)
-        return cap is not None and bool(cap.data_dependent)
+        ability = self._ability(cap.IDataDependentShapes)
+        return ability is not None and bool(ability.data_dependent)
 
     def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
                         ) -> list[Any]:
-        cap = self._ability(IDataDependentShapes)
-        if cap is None:
+        ability = self._ability(cap.IDataDependentShapes)
+        if ability is None:
             return super().enqueue_dynamic(inputs, workspace, stream)
-        return list(cap.enqueue_dynamic(inputs, workspace, stream))
+        return list(ability.enqueue_dynamic(inputs, workspace, stream))
 
     def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
                         outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
-        cap = self._ability(IInPlaceInputs)
-        return None if cap is None else cap.in_place_inputs(
+        ability = self._ability(cap.IInPlaceInputs)
+        return None if ability is None else ability.in_place_inputs(
             inputs, outputs)
 
     @property
     def graph_safe(self) -> bool:
-        cap = self._ability(IGraphSafety)
-        return cap is None or bool(cap.graph_safe)
+        ability = self._ability(cap.IGraphSafety)
+        return ability is None or bool(ability.graph_safe)
 
     def __repr__(self) -> str:
         return f"V3Plugin({self.v3!r})"

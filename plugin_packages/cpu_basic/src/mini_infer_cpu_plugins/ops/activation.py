@@ -1,51 +1,31 @@
-"""Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip, Softmax, LogSoftmax, Dropout."""
+"""Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip, Softmax, LogSoftmax, Dropout (schemas in
+:mod:`mini_infer_core.ops.activation`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import DataType, UnaryPlugin
-from mini_infer_core.plugin.shapes import norm_axis
+from mini_infer_core.ops import activation as schema
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS, Scratch, copy_into, relu
+from ._util import Scratch, copy_into, relu
 
-__all__ = [
-    "Relu",
-    "LeakyRelu",
-    "Sigmoid",
-    "Tanh",
-    "Clip_1",
-    "Clip_11",
-    "Softmax_1",
-    "Softmax_13",
-    "LogSoftmax_1",
-    "LogSoftmax_13",
-    "Dropout_1",
-    "Dropout_10",
-]
+__all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11", "Softmax_1",
+           "Softmax_13", "LogSoftmax_1", "LogSoftmax_13", "Dropout_1", "Dropout_10"]
 
 Array = NDArray[Any]
 
-#: float types of the activations (bfloat16 from opset 13/14)
-_FLOATS = (*FLOATS, DataType.BFLOAT16)
 
-
-class Relu(CpuPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-
+class Relu(CpuPlugin, schema.Relu):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         relu(x, out)
 
 
-class LeakyRelu(CpuPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01, "consumed_inputs": None}
-    dtypes = _FLOATS
-
+class LeakyRelu(CpuPlugin, schema.LeakyRelu):
     def compute(self, x: Array, *, out: Array, alpha: float, **_: Any) -> None:
         # alpha <= 1: max(x, alpha*x); alpha > 1: min(x, alpha*x) -- no temporary needed
         np.multiply(x, alpha, out=out)
@@ -55,10 +35,7 @@ class LeakyRelu(CpuPlugin, UnaryPlugin):
             np.minimum(out, x, out=out)
 
 
-class Sigmoid(CpuPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    dtypes = _FLOATS
-
+class Sigmoid(CpuPlugin, schema.Sigmoid):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         # 1 / (1 + exp(-x)); exp overflows to inf for x << 0, giving the right limit 0
         with np.errstate(over="ignore"):
@@ -68,10 +45,7 @@ class Sigmoid(CpuPlugin, UnaryPlugin):
         np.reciprocal(out, out=out)
 
 
-class Tanh(CpuPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    dtypes = _FLOATS
-
+class Tanh(CpuPlugin, schema.Tanh):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         np.tanh(x, out=out)
 
@@ -88,102 +62,60 @@ def _clip(x: Array, lo: Any, hi: Any, out: Array) -> None:
         np.minimum(out, hi, out=out)
 
 
-class Clip_1(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Clip before opset 11: ``min``/``max`` attributes (absent: unbounded)."""
-
-    op_type = "Clip"
-    plugin_version = "1"
-    max_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"min": None, "max": None, "consumed_inputs": None}
-
+class Clip_1(CpuPlugin, schema.Clip_1):  # noqa: N801
     def compute(self, x: Array, *, out: Array, min: float | None = None,  # noqa: A002
                 max: float | None = None, **_: Any) -> None:  # noqa: A002
         _clip(x, min, max, out)
 
 
-class Clip_11(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Clip from opset 11: optional ``min``/``max`` scalar inputs."""
-
-    op_type = "Clip"
-    plugin_version = "11"
-    min_opset = 11
-
+class Clip_11(CpuPlugin, schema.Clip_11):  # noqa: N801
     def compute(self, x: Array, lo: Array | None = None, hi: Array | None = None, *,
                 out: Array) -> None:
         _clip(x, lo, hi, out)
 
 
-class _SoftmaxBase(CpuPlugin, UnaryPlugin):
-    dtypes = _FLOATS
-    coerce_2d: ClassVar[bool] = False
-    log: ClassVar[bool] = False
+class _Softmax(CpuPlugin, schema.SoftmaxBase):
+    """max, subtract, exp, sum, divide (log: log of the sum, subtract), into ``out`` and
+    buffers the instance keeps."""
 
     def setup(self) -> None:
         self.scratch = Scratch()
 
     def compute(self, x: Array, *, out: Array, axis: int) -> None:
-        a = norm_axis(axis, x.ndim)
-        if self.coerce_2d:
-            rows = int(np.prod(x.shape[:a], dtype=np.int64))
-            x2 = x.reshape(rows, -1)
-            if out.flags.c_contiguous:
-                self._softmax(x2, out.reshape(x2.shape), 1)
-            else:
-                tmp = self.scratch.buffer("out", x2.shape, out.dtype)
-                self._softmax(x2, tmp, 1)
-                out[...] = tmp.reshape(out.shape)
-        else:
-            self._softmax(x, out, a)
-
-    def _softmax(self, x: Array, out: Array, axis: int) -> None:
-        red_shape = x.shape[:axis] + (1,) + x.shape[axis + 1:]
-        red = self.scratch.buffer("red", red_shape, out.dtype)
-        np.max(x, axis=axis, keepdims=True, out=red)
-        np.subtract(x, red, out=out)
+        x, y, a = self.operands(x, out)
+        red_shape = x.shape[:a] + (1,) + x.shape[a + 1:]
+        red = self.scratch.buffer("red", red_shape, y.dtype)
+        np.max(x, axis=a, keepdims=True, out=red)
+        np.subtract(x, red, out=y)
         if self.log:
-            tmp = self.scratch.buffer("exp", out.shape, out.dtype)
-            np.exp(out, out=tmp)
-            np.sum(tmp, axis=axis, keepdims=True, out=red)
+            tmp = self.scratch.buffer("exp", y.shape, y.dtype)
+            np.exp(y, out=tmp)
+            np.sum(tmp, axis=a, keepdims=True, out=red)
             np.log(red, out=red)
-            np.subtract(out, red, out=out)
+            np.subtract(y, red, out=y)
         else:
-            np.exp(out, out=out)
-            np.sum(out, axis=axis, keepdims=True, out=red)
-            np.divide(out, red, out=out)
+            np.exp(y, out=y)
+            np.sum(y, axis=a, keepdims=True, out=red)
+            np.divide(y, red, out=y)
 
 
-class Softmax_1(_SoftmaxBase):  # noqa: N801
-    """Softmax before opset 13: the input is coerced to 2-D at ``axis``."""
-
-    op_type = "Softmax"
-    plugin_version = "1"
-    max_opset = 12
-    coerce_2d = True
-    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
+class Softmax_1(_Softmax, schema.Softmax_1):  # noqa: N801
+    pass
 
 
-class Softmax_13(_SoftmaxBase):  # noqa: N801
-    """Softmax from opset 13: along ``axis``."""
-
-    op_type = "Softmax"
-    plugin_version = "13"
-    min_opset = 13
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1}
+class Softmax_13(_Softmax, schema.Softmax_13):  # noqa: N801
+    pass
 
 
-class LogSoftmax_1(Softmax_1):  # noqa: N801
-    op_type = "LogSoftmax"
-    log = True
+class LogSoftmax_1(_Softmax, schema.LogSoftmax_1):  # noqa: N801
+    pass
 
 
-class LogSoftmax_13(Softmax_13):  # noqa: N801
-    op_type = "LogSoftmax"
-    log = True
+class LogSoftmax_13(_Softmax, schema.LogSoftmax_13):  # noqa: N801
+    pass
 
 
-class _Dropout(CpuPlugin, UnaryPlugin):
-    n_outputs = 2
-
+class _Dropout(CpuPlugin, schema.DropoutBase):
     def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
                         ) -> dict[int, tuple[int, int]]:
         """Without a training_mode input, the output is the input: it may live in place."""
@@ -199,25 +131,14 @@ class _Dropout(CpuPlugin, UnaryPlugin):
             copy_into(out, x)
 
 
-class Dropout_1(_Dropout):  # noqa: N801
-    """Inference Dropout before opset 10: output = input; the mask has the input's type
-    (all ones). ``ratio``/``is_test``/``consumed_inputs`` are accepted."""
-
-    op_type = "Dropout"
-    plugin_version = "1"
-    max_opset = 9
-    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "is_test": 0, "consumed_inputs": None}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], input_types[0]]
+class Dropout_1(_Dropout, schema.Dropout_1):  # noqa: N801
+    pass
 
 
-class Dropout_10(_Dropout):  # noqa: N801
-    """Dropout from opset 10: in inference (the default) output = input and the mask is all
-    True. With ``training_mode`` (input 2, from opset 12) true and a ratio above 0, elements
-    are dropped with a Mersenne-Twister stream seeded by ``seed`` (0 when absent, so runs are
-    reproducible) and the rest scaled by 1 / (1 - ratio), as onnx's reference does.
-    """
+class Dropout_10(_Dropout, schema.Dropout_10):  # noqa: N801
+    """With ``training_mode`` true and a ratio above 0, elements are dropped with a
+    Mersenne-Twister stream seeded by ``seed`` (0 when absent, so runs are reproducible) and
+    the rest scaled by 1 / (1 - ratio), as onnx's reference does."""
 
     def compute(self, x: Array, *inputs: Array | None, out: Any, **attrs: Any) -> None:
         training = len(inputs) > 1 and inputs[1] is not None and bool(np.asarray(inputs[1]))
@@ -234,11 +155,3 @@ class Dropout_10(_Dropout):  # noqa: N801
         np.multiply(y, np.asarray(1.0 / (1.0 - ratio), dtype=y.dtype), out=y)
         if isinstance(out, tuple) and len(out) > 1:
             np.copyto(out[1], mask)
-
-    op_type = "Dropout"
-    plugin_version = "10"
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "seed": None}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], DataType.BOOL]

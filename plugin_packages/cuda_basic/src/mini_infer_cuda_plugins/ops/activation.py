@@ -8,13 +8,13 @@ CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, UnaryPlugin
+from mini_infer_core.ops import activation as schema
+from mini_infer_core.plugin import UnaryPlugin
 
 from ..serialization import CudaPlugin
 from . import _raw
@@ -26,17 +26,12 @@ __all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11", "Erf", "
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 
-class Relu(CudaPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-
+class Relu(CudaPlugin, schema.Relu):
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         array_module(x, out).maximum(x, 0, out=out)
 
 
-class LeakyRelu(CudaPlugin, UnaryPlugin):
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01, "consumed_inputs": None}
-
+class LeakyRelu(CudaPlugin, schema.LeakyRelu):
     def compute(self, x: Any, *, out: Any, alpha: float, **_: Any) -> None:
         xp = array_module(x, out)
         # alpha <= 1: max(x, alpha x); alpha > 1: min(x, alpha x)
@@ -44,10 +39,7 @@ class LeakyRelu(CudaPlugin, UnaryPlugin):
         (xp.maximum if alpha <= 1.0 else xp.minimum)(out, x, out=out)
 
 
-class Sigmoid(CudaPlugin, UnaryPlugin):
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-
+class Sigmoid(CudaPlugin, schema.Sigmoid):
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         xp = array_module(x, out)
         with np.errstate(over="ignore"):  # exp(-x) = inf for x << 0: the limit 0 is right
@@ -57,15 +49,13 @@ class Sigmoid(CudaPlugin, UnaryPlugin):
         xp.reciprocal(out, out=out)
 
 
-class Tanh(CudaPlugin, UnaryPlugin):
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-
+class Tanh(CudaPlugin, schema.Tanh):
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         array_module(x, out).tanh(x, out=out)
 
 
 def _clip(xp: Any, x: Any, lo: Any, hi: Any, out: Any) -> None:
+    """Bounds used on the device as they are (0-d inputs are never read back)."""
     if lo is None and hi is None:
         xp.copyto(out, x)
     elif hi is None:
@@ -77,27 +67,13 @@ def _clip(xp: Any, x: Any, lo: Any, hi: Any, out: Any) -> None:
         xp.minimum(out, hi, out=out, casting="unsafe")
 
 
-class Clip_1(CudaPlugin, UnaryPlugin):  # noqa: N801
-    """Clip before opset 11: ``min``/``max`` attributes (absent: unbounded)."""
-
-    op_type = "Clip"
-    plugin_version = "1"
-    max_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"min": None, "max": None, "consumed_inputs": None}
-
+class Clip_1(CudaPlugin, schema.Clip_1):  # noqa: N801
     def compute(self, x: Any, *, out: Any, min: float | None = None,  # noqa: A002
                 max: float | None = None, **_: Any) -> None:  # noqa: A002
         _clip(array_module(x, out), x, min, max, out)
 
 
-class Clip_11(CudaPlugin, UnaryPlugin):  # noqa: N801
-    """Clip from opset 11: optional 0-d ``min``/``max`` inputs, used on the device as they
-    are (never read back to the host)."""
-
-    op_type = "Clip"
-    plugin_version = "11"
-    min_opset = 11
-
+class Clip_11(CudaPlugin, schema.Clip_11):  # noqa: N801
     def compute(self, x: Any, lo: Any | None = None, hi: Any | None = None, *,
                 out: Any) -> None:
         _clip(array_module(x, out), x, lo, hi, out)
@@ -142,9 +118,7 @@ class Gelu(CudaPlugin, UnaryPlugin):
         np.copyto(out, 0.5 * v * (1.0 + t), casting="same_kind")
 
 
-class _Dropout(CudaPlugin, UnaryPlugin):
-    n_outputs = 2
-
+class _Dropout(CudaPlugin, schema.DropoutBase):
     def compute(self, x: Any, *_inputs: Any, out: Any, **_: Any) -> None:
         # inference: the optional ratio / training_mode inputs (opset 12) change nothing
         xp = array_module(x)
@@ -156,25 +130,9 @@ class _Dropout(CudaPlugin, UnaryPlugin):
             xp.copyto(out, x)
 
 
-class Dropout_1(_Dropout):  # noqa: N801
-    """Inference Dropout before opset 10: a copy; the mask has the input's type."""
-
-    op_type = "Dropout"
-    plugin_version = "1"
-    max_opset = 9
-    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "is_test": 0, "consumed_inputs": None}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], input_types[0]]
+class Dropout_1(_Dropout, schema.Dropout_1):  # noqa: N801
+    pass
 
 
-class Dropout_10(_Dropout):  # noqa: N801
-    """Inference Dropout from opset 10: a copy, and a bool mask all True."""
-
-    op_type = "Dropout"
-    plugin_version = "10"
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"ratio": 0.5, "seed": None}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], DataType.BOOL]
+class Dropout_10(_Dropout, schema.Dropout_10):  # noqa: N801
+    pass

@@ -1,0 +1,62 @@
+"""Operator schemas: every ONNX operator described once, for every device.
+
+A schema (:class:`Op`) holds what does not depend on the device: the attributes and their
+defaults (from ``onnx.defs``), the opsets it covers, and shape, type and value inference. A
+device package's plugin for an operator is the schema plus its kernel::
+
+    from mini_infer_core.ops import activation
+
+    class Relu(MyDevicePlugin, activation.Relu):
+        def compute(self, x, *, out, **_):
+            ...
+
+so a new device backend gets shape inference for every operator for free (see
+docs/plugin-authoring.md, "Writing a device backend"). The modules mirror operator families
+(``activation``, ``elementwise``, ``conv``, ...); :func:`find_schema` looks one up by
+operator and opset, :func:`schema_classes` lists them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
+
+__all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "find_schema",
+           "onnx_attributes", "onnx_since", "schema_classes"]
+
+#: the schema modules, one per operator family
+MODULES = (
+    "activation", "activation_extra", "attention", "bitwise", "cast", "control_flow", "conv",
+    "conv_transpose", "cumulative", "einsum", "elementwise", "gemm", "generator", "grid",
+    "indexing", "layer_norm", "layout", "logic", "loss", "math_unary", "normalization",
+    "norms", "padding", "pool", "qlinear", "quantize", "reduce", "resize", "rnn", "roi",
+    "scatter", "selection", "shape", "slicing", "spectral", "split",
+)
+
+
+def _modules() -> list[Any]:
+    found = []
+    for name in MODULES:
+        try:
+            found.append(importlib.import_module(f"{__name__}.{name}"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    return found
+
+
+def schema_classes() -> list[type[Op]]:
+    """Every operator schema, module by module (the classes each module lists in
+    ``__all__``)."""
+    return [getattr(mod, name) for mod in _modules() for name in mod.__all__]
+
+
+def find_schema(op_type: str, opset: int, domain: str = "") -> type[Op] | None:
+    """The schema of ``op_type`` that covers ``opset`` (None: no schema here)."""
+    for cls in schema_classes():
+        if cls.op_type == op_type and cls.domain == domain and cls.min_opset <= opset and (
+                cls.max_opset is None or opset <= cls.max_opset):
+            return cls
+    return None

@@ -1,0 +1,166 @@
+"""The base of every operator schema: attributes from onnx's own definitions, opset ranges,
+and the machinery of shapes that read input values.
+
+A schema is an :class:`~mini_infer_core.plugin.OnnxPlugin` without a kernel: it knows the
+operator's attributes and defaults, the opsets it covers and how to infer output shapes,
+types and build-time values. A device package makes it a plugin by adding ``compute``::
+
+    class Relu(CpuPlugin, ops.activation.Relu):
+        def compute(self, x, *, out, **_):
+            np.maximum(x, 0, out=out)
+
+Attributes and their defaults come from ``onnx.defs`` (every version of the operator the
+schema's opset range covers; the newest version's default wins), so a schema declares them
+only to differ from ONNX (``attributes``) or to add fields of its own (``extra_attributes``).
+The opset range starts no earlier than the operator exists.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import onnx
+import onnx.defs
+from onnx import helper, numpy_helper
+
+from ..errors import PluginInterfaceError
+from ..plugin import REQUIRED, BroadcastPlugin, DimExpr, DimsExprs, OnnxPlugin, UnaryPlugin
+from ..plugin.shapes import absent, input_values
+
+__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_since"]
+
+_NEWEST = 10**6
+
+
+def _domain(domain: str) -> str:
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+@functools.cache
+def _versions(op_type: str, domain: str) -> tuple[onnx.defs.OpSchema, ...]:
+    """Every version of an operator's ONNX schema, oldest first (none: not an ONNX op)."""
+    found: list[onnx.defs.OpSchema] = []
+    upto = _NEWEST
+    while upto >= 1:
+        try:
+            schema = onnx.defs.get_schema(op_type, upto, _domain(domain))
+        except onnx.defs.SchemaError:
+            break
+        found.append(schema)
+        upto = schema.since_version - 1
+    return tuple(reversed(found))
+
+
+def _default(attr: onnx.defs.OpSchema.Attribute) -> Any:
+    proto = attr.default_value
+    if proto is None or proto.type == onnx.AttributeProto.UNDEFINED:
+        return REQUIRED if attr.required else None
+    value = helper.get_attribute_value(proto)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list):
+        return tuple(v.decode() if isinstance(v, bytes) else v for v in value)
+    return value
+
+
+def onnx_since(op_type: str, domain: str = "") -> int | None:
+    """The first opset of ``domain`` that has the operator (None: onnx does not define it)."""
+    versions = _versions(op_type, domain)
+    return versions[0].since_version if versions else None
+
+
+@functools.cache
+def onnx_attributes(op_type: str, domain: str = "", min_opset: int = 1,
+                    max_opset: int | None = None) -> dict[str, Any] | None:
+    """The attributes of every version of the operator in ``[min_opset, max_opset]``, each
+    with its default (``REQUIRED`` where the model must give it, None where it is optional
+    without a default); where versions differ, the newest wins. None: onnx does not define
+    the operator."""
+    versions = _versions(op_type, domain)
+    if not versions:
+        return None
+    hi = _NEWEST if max_opset is None else max_opset
+    out: dict[str, Any] = {}
+    for k, schema in enumerate(versions):
+        until = versions[k + 1].since_version - 1 if k + 1 < len(versions) else _NEWEST
+        if until < min_opset or schema.since_version > hi:
+            continue
+        for name, attr in schema.attributes.items():
+            out[name] = _default(attr)
+    return out
+
+
+class Op(OnnxPlugin):
+    """The schema of one ONNX operator (or of a family, in a private base class)."""
+
+    #: fields of this project's own, beside the ONNX attributes (build-time choices a plugin
+    #: records, e.g. a fused ``__relu__``), with their defaults
+    extra_attributes: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        since = onnx_since(cls.op_type, cls.domain)
+        if since is None:
+            return  # a family's private base, or an operator onnx does not define
+        if cls.min_opset < since:
+            cls.min_opset = since
+        declared = any("attributes" in c.__dict__ for c in cls.__mro__
+                       if issubclass(c, Op) and c is not Op)
+        if not declared:
+            derived = onnx_attributes(cls.op_type, cls.domain, cls.min_opset, cls.max_opset)
+            cls.attributes = {**(derived or {}), **cls.extra_attributes}
+
+
+class UnaryOp(Op, UnaryPlugin):
+    """One input, one output of the same shape and type."""
+
+
+class BroadcastOp(Op, BroadcastPlugin):
+    """Elementwise over inputs broadcast together."""
+
+
+class ValueOp(Op):
+    """A schema whose output shapes read the *values* of some inputs (axes, pads, K...).
+
+    Those values arrive in ``DimsExprs.values`` when they are known at build time
+    (constants, or computed from shapes only); the output shapes are then exact. When they
+    are not, instead of refusing the model the plugin turns data-dependent
+    (``runtime()``): the dimensions it cannot tell become fresh symbols
+    (``unknown_dims``) and its kernel returns its outputs. An input also in
+    ``shape_inputs`` stays required at build time.
+    """
+
+    #: inputs whose values the output shapes need
+    value_inputs: ClassVar[tuple[int, ...]] = ()
+
+    def values(self, inputs: Sequence[DimsExprs | None], index: int
+               ) -> tuple[DimExpr, ...] | None:
+        """The build-time values of input ``index`` (``()`` for an empty one), else None."""
+        if absent(inputs, index):
+            return None
+        vals = input_values(inputs, index)
+        if vals is None and index in self.shape_inputs:
+            raise PluginInterfaceError(
+                f"{self.op_type}: the values of input {index} must be known when the engine "
+                "is built (a constant or computed from shapes only)")
+        return vals
+
+    def ints(self, inputs: Sequence[DimsExprs | None], index: int) -> list[int] | None:
+        """The values of input ``index`` when they are all build-time constants, else None."""
+        vals = self.values(inputs, index)
+        if vals is None or not all(v.is_constant() for v in vals):
+            return None
+        return [v.get_constant_value() for v in vals]
+
+    def runtime(self, dynamic: bool = True) -> bool:
+        """Record whether the output shapes are known only at run time; returns ``dynamic``."""
+        return self.mark_data_dependent(dynamic)
+
+    def unknown_dims(self, rank: int, label: str = "d") -> list[DimExpr]:
+        """``rank`` dimensions known only once the node has run."""
+        return [self.dynamic_dim(f"{label}{i}") for i in range(rank)]
+
