@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     args.warmup = max(args.warmup, 1)  # the warm-up also fetches the logits to compare
 
     rate = matmul_gflops()
-    from mini_infer_core.runtime.threads import blas_info
+    from mini_infer_core.threads import blas_info
 
     blas = ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
                      for b in blas_info())

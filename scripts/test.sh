@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, lint and type-check, then run every test (core, plugins, the example, wheels in fresh
-# virtual environments, the nine light models). Extra arguments go to pytest.
+# Set up, lint, type-check, check the core's layers (import-linter), then run every test (core,
+# plugins, the example, wheels in fresh virtual environments, the nine light models). Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,4 +9,5 @@ bash scripts/setup.sh
 .venv/bin/mypy src plugin_packages/cpu_basic/src plugin_packages/cpu_native/src \
     plugin_packages/cuda_basic/src \
     examples/plugins/l2norm/src
+.venv/bin/lint-imports --no-cache
 exec .venv/bin/python -m pytest "$@"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mini_infer_core.builder.memory import plan_memory
+from mini_infer_core.engine.memory import plan_memory
 from mini_infer_core.plugin import (
     DimExpr,
     DimsExprs,

@@ -7,8 +7,7 @@ Three lines::
     outputs = sess.run(None, {"input": x})
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .builder import Builder, BuilderConfig, OptimizationProfile, build_engine  # noqa: E402
 from .engine import Engine  # noqa: E402
 from .errors import *  # noqa: E402,F403
@@ -21,7 +20,8 @@ from .registry import (  # noqa: E402
     get_plugin_registry,
     reset_plugin_registry,
 )
-from .runtime import ExecutionContext, InferenceSession, Runtime, load, load_engine  # noqa: E402
+from .runtime import ExecutionContext, Runtime, load_engine  # noqa: E402
+from .session import InferenceSession, load  # noqa: E402
 
 __all__ = [
     "Builder",

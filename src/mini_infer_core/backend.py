@@ -17,7 +17,7 @@ from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from .builder import BuilderConfig
 from .registry import get_plugin_registry
-from .runtime import InferenceSession
+from .session import InferenceSession
 
 __all__ = ["MiniInferBackend", "MiniInferBackendRep", "prepare", "run_model", "run_node",
            "supports_device"]

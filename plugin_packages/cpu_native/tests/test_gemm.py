@@ -21,7 +21,7 @@ from onnx import helper, numpy_helper
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import mini_infer_core
-from mini_infer_core.runtime.threads import blas_info, set_num_threads
+from mini_infer_core.threads import blas_info, set_num_threads
 
 RNG = np.random.default_rng(11)
 
@@ -162,7 +162,7 @@ def test_a_limit_set_before_the_library_loads_applies_and_is_restored() -> None:
         pytest.skip("one core: the limit and the default are the same")
     script = (
         "import sys\n"
-        "from mini_infer_core.runtime.threads import set_num_threads\n"
+        "from mini_infer_core.threads import set_num_threads\n"
         "set_num_threads(1)\n"
         "assert 'mini_infer_cpu_native._native' not in sys.modules\n"
         "from mini_infer_cpu_native import _native\n"

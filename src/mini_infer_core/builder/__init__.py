@@ -1,7 +1,6 @@
 """The builder: Network → Engine (selection, shapes, folding, memory planning)."""
 
-from .builder import Builder, BuilderConfig, OptimizationProfile, build_engine
-from .memory import MemoryPlan, plan_memory
+from .builder import Builder, BuilderConfig, OptimizationProfile, build_engine, subgraph_factory
 
-__all__ = ["Builder", "BuilderConfig", "MemoryPlan", "OptimizationProfile", "build_engine",
-           "plan_memory"]
+__all__ = ["Builder", "BuilderConfig", "OptimizationProfile", "build_engine",
+           "subgraph_factory"]

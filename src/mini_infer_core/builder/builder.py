@@ -8,6 +8,7 @@ fold the node if all its inputs are constants. Then drop dead nodes and plan mem
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -15,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnx
 
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.schedule import Schedule
 from ..errors import BuildError, MiniInferError
+from ..importer import parse_onnx
 from ..network import Network, Node
 from ..plugin import (
     DataType,
@@ -29,6 +32,7 @@ from ..plugin import (
     PluginField,
     PluginFieldCollection,
     PluginFieldType,
+    SubgraphFactory,
 )
 from ..plugin import _adapter as adapter
 from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
@@ -39,9 +43,11 @@ from .packing import pack_constants
 from .placement import insert_copies
 from .precision import Precision
 from .selection import Selector
+from .subgraph import SubgraphRunner
 from .tactics import time_tactics
 
-__all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine"]
+__all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
+           "subgraph_factory"]
 
 log = logging.getLogger("mini_infer.lifecycle")
 blog = logging.getLogger("mini_infer.builder")
@@ -98,6 +104,8 @@ class Builder:
 
     def __init__(self, registry: PluginRegistry | None = None) -> None:
         self.registry = registry if registry is not None else get_plugin_registry()
+        #: what control-flow plugins build and run their bodies with (this registry)
+        self.subgraphs: SubgraphFactory = subgraph_factory(self.registry)
 
     def create_builder_config(self, **kw: Any) -> BuilderConfig:
         return BuilderConfig(**kw)
@@ -159,7 +167,8 @@ class Builder:
                     raise BuildError(f"{where}: input {name!r} is not produced by any earlier "
                                      "node, initializer or graph input (is the graph sorted?)")
             try:
-                plugin = adapter.create(rec.creator, node.name, _fields_for(rec, node))
+                plugin = adapter.create(rec.creator, node.name, _fields_for(rec, node),
+                                        self.subgraphs)
                 log.debug("construct %s", where)
                 in_dims = [dims[n] if n else None for n in node.inputs]
                 in_types = [types[n] if n else None for n in node.inputs]
@@ -299,6 +308,15 @@ class Builder:
         return engine
 
 
+def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
+    """Body runners that build with ``registry``'s plugins (attached to control-flow plugins
+    by the builder and the runtime)."""
+    def build(model: onnx.ModelProto, device: str) -> Engine:
+        return Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device))
+
+    return functools.partial(SubgraphRunner, build=build)
+
+
 def _constants_first(network: Network) -> Network:
     """The same graph with every node computable from constants alone moved to the front
     (order otherwise kept), so that folding has happened before fusion looks at consumers."""
@@ -331,7 +349,8 @@ def _host_folder(registry: PluginRegistry, selector: Selector, node: Node,
         dev = registry.get_device(name)
         rec = selector.candidate(node, name) if dev is not None else None
         if rec is not None and dev is not None and dev.availability()[0]:
-            return adapter.create(rec.creator, node.name, _fields_for(rec, node)), dev
+            return adapter.create(rec.creator, node.name, _fields_for(rec, node),
+                                  subgraph_factory(registry)), dev
     return None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from .. import __version__
+from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin
 from ..engine.engine import EngineNode
 from ..plugin import DataType, Device, DimsExprs

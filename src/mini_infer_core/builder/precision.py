@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, CastPlugin
 from ..engine.engine import EngineNode
 from ..plugin import DataType, DimsExprs, IPluginV2, IPluginV2DynamicExt, PluginTensorDesc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..errors import MiniInferError
 
 __all__ = ["scaffold"]

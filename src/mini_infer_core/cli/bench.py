@@ -18,7 +18,7 @@ from ..engine.format import is_engine_file
 from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
-from ..runtime.threads import blas_info, get_num_threads, set_num_threads
+from ..threads import blas_info, get_num_threads, set_num_threads
 
 __all__ = ["bench", "bench_text"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..builder import Builder, BuilderConfig
 from ..engine.format import is_engine_file
 from ..engine.schedule import Schedule

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..plugin import DataType, Device, DimsExprs, IPluginV2
+from .format import serialize_engine, write_engine
 
 if TYPE_CHECKING:
     from ..runtime.context import ExecutionContext
@@ -101,18 +102,18 @@ class Engine:
         return len(self.input_names) + len(self.output_names)
 
     def create_execution_context(self) -> ExecutionContext:
+        """A context that runs this engine (TensorRT's createExecutionContext). The one import
+        upwards in the core's layers (pyproject.toml, import-linter): contexts belong to the
+        runtime, which is built on engines, yet an engine makes them -- imported here, when
+        first called, so that the engine layer loads without the runtime."""
         from ..runtime.context import ExecutionContext
 
         return ExecutionContext(self)
 
     def serialize(self) -> bytes:
-        from .format import serialize_engine
-
         return serialize_engine(self)
 
     def save(self, path: str) -> None:
-        from .format import write_engine
-
         write_engine(self, path)
 
     def destroy(self) -> None:

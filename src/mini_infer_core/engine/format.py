@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..errors import EngineFormatError, EngineIntegrityError
 
 if TYPE_CHECKING:

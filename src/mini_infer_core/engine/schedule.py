@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..builder.memory import MemoryPlan, plan_memory
 from ..plugin import DataType, IPluginV2
 from ..plugin import _adapter as adapter
+from .memory import MemoryPlan, plan_memory
 
 if TYPE_CHECKING:
     from .engine import Engine

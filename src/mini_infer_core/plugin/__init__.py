@@ -38,6 +38,7 @@ from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._lazy import LazyPluginCreator
 from ._packed import Repacked
+from ._subgraph import IUsesSubgraphs, Subgraph, SubgraphFactory
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 from ._v3 import (
     IPluginCapability,
@@ -79,6 +80,7 @@ __all__ = [
     "IPluginV3OneCore",
     "IPluginV3OneRuntime",
     "ITactics",
+    "IUsesSubgraphs",
     "IValueInference",
     "IntLike",
     "LazyPluginCreator",
@@ -92,6 +94,8 @@ __all__ = [
     "PluginTensorDesc",
     "Repacked",
     "Stream",
+    "Subgraph",
+    "SubgraphFactory",
     "TensorDesc",
     "TensorFormat",
     "UnaryPlugin",

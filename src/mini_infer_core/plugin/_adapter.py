@@ -14,13 +14,14 @@ from . import _capabilities as cap
 from ._dims import DimsExprs, ExprBuilder
 from ._fields import PluginFieldCollection
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._subgraph import IUsesSubgraphs, SubgraphFactory
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "infer_outputs", "check_formats", "configure_concrete",
            "configure_build", "workspace_size", "create", "deserialize", "values_of",
            "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
-           "in_place_of", "graph_safe"]
+           "in_place_of", "graph_safe", "clone"]
 
 _BUILDER = ExprBuilder()
 
@@ -135,18 +136,35 @@ def workspace_size(plugin: IPluginV2,
 
 
 # -- construction -------------------------------------------------------------------------
-def create(creator: IPluginCreator, name: str, fields: PluginFieldCollection) -> IPluginV2:
-    """A creator's plugin for a node, as the engine runs it (a V3 plugin wrapped)."""
-    plugin = as_v2(creator.create_plugin(name, fields))
+def _made(plugin: IPluginV2, creator: IPluginCreator, subgraphs: SubgraphFactory | None
+          ) -> IPluginV2:
+    plugin = as_v2(plugin)
     plugin.plugin_namespace = creator.plugin_namespace
+    if subgraphs is not None and isinstance(plugin, IUsesSubgraphs):
+        plugin.attach_subgraphs(subgraphs)
     return plugin
 
 
-def deserialize(creator: IPluginCreator, name: str, data: bytes) -> IPluginV2:
+def create(creator: IPluginCreator, name: str, fields: PluginFieldCollection,
+           subgraphs: SubgraphFactory | None = None) -> IPluginV2:
+    """A creator's plugin for a node, as the engine runs it (a V3 plugin wrapped), with the
+    services it declares it uses attached (``subgraphs``)."""
+    return _made(creator.create_plugin(name, fields), creator, subgraphs)
+
+
+def deserialize(creator: IPluginCreator, name: str, data: bytes,
+                subgraphs: SubgraphFactory | None = None) -> IPluginV2:
     """A plugin rebuilt from an engine file's bytes, as the engine runs it."""
-    plugin = as_v2(creator.deserialize_plugin(name, data))
-    plugin.plugin_namespace = creator.plugin_namespace
-    return plugin
+    return _made(creator.deserialize_plugin(name, data), creator, subgraphs)
+
+
+def clone(plugin: IPluginV2) -> IPluginV2:
+    """A copy for another execution context, with the same services attached."""
+    twin = plugin.clone()
+    if isinstance(plugin, IUsesSubgraphs) and plugin.subgraphs is not None and \
+            isinstance(twin, IUsesSubgraphs):
+        twin.attach_subgraphs(plugin.subgraphs)
+    return twin
 
 
 # -- optional abilities: the one place the core asks for them ------------------------------

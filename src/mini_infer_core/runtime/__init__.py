@@ -1,7 +1,6 @@
-"""Runtime: engine loading, execution contexts and the InferenceSession one-liner."""
+"""Runtime: engine files loaded, execution contexts."""
 
 from .context import ExecutionContext
 from .runtime import Runtime, load_engine
-from .session import InferenceSession, NodeArg, load
 
-__all__ = ["ExecutionContext", "InferenceSession", "NodeArg", "Runtime", "load", "load_engine"]
+__all__ = ["ExecutionContext", "Runtime", "load_engine"]

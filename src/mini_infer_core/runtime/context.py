@@ -65,7 +65,7 @@ class ExecutionContext:
         self._lock = threading.Lock()
         self.plugins: list[IPluginV2] = []
         for node in engine.nodes:
-            self.plugins.append(node.plugin.clone())
+            self.plugins.append(adapter.clone(node.plugin))
             log.debug("construct %s (clone for context)", node.describe())
         # constants live on every device that reads them
         self._constants: dict[str, dict[str, Any]] = {d: {} for d in self.devices}

@@ -6,6 +6,7 @@ import logging
 import os
 from typing import Any
 
+from ..builder import subgraph_factory
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
@@ -24,6 +25,8 @@ class Runtime:
 
     def __init__(self, registry: PluginRegistry | None = None) -> None:
         self.registry = registry if registry is not None else get_plugin_registry()
+        #: what control-flow plugins build and run their bodies with (this registry)
+        self.subgraphs = subgraph_factory(self.registry)
 
     def deserialize_engine(self, data: bytes | bytearray | memoryview) -> Engine:
         return self._engine(parse_engine_bytes(data, "<engine bytes>"))
@@ -96,7 +99,7 @@ class Runtime:
             rec = self.registry.get_creator(p["name"], p["version"], p["namespace"])
             assert rec is not None
             try:
-                plugin = adapter.deserialize(rec.creator, nd["name"], data)
+                plugin = adapter.deserialize(rec.creator, nd["name"], data, self.subgraphs)
             except MiniInferError as exc:
                 raise type(exc)(f"{ef.label}: node {nd['name']!r}: {exc}") from exc
             except Exception as exc:

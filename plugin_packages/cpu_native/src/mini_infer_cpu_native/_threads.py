@@ -53,6 +53,6 @@ def register() -> None:
         return
     _registered = True
     threadpoolctl.register(PoolController)
-    from mini_infer_core.runtime.threads import reapply_num_threads
+    from mini_infer_core.threads import reapply_num_threads
 
     reapply_num_threads()

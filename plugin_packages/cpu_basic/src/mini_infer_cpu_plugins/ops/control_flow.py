@@ -13,8 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike
-from mini_infer_core.runtime.subgraph import SubgraphRunner
+from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike, IUsesSubgraphs, Subgraph
 
 from ..serialization import CpuPlugin
 
@@ -23,15 +22,26 @@ __all__ = ["If", "Loop", "Scan"]
 _HIDDEN = {"__outer_scope__": (), "__opset_imports__": ""}
 
 
-class _ControlFlow(CpuPlugin):
+class _ControlFlow(CpuPlugin, IUsesSubgraphs):
     data_dependent = True
     bodies: ClassVar[tuple[str, ...]] = ()
 
     def setup(self) -> None:
-        self.runners = {b: SubgraphRunner(self.attrs[b], self.attrs["__opset_imports__"],
-                                          self.attrs["__outer_scope__"],
-                                          label=f"{self.name}.{b}")
-                        for b in self.bodies}
+        self._runners: dict[str, Subgraph] | None = None
+
+    @property
+    def runners(self) -> dict[str, Subgraph]:
+        """The bodies, made by the subgraph factory the core attached."""
+        if self._runners is None:
+            if self.subgraphs is None:
+                raise PluginInterfaceError(
+                    f"{self.op_type} {self.name!r}: no subgraph factory is attached (make the "
+                    "plugin through mini-infer's builder or runtime)")
+            self._runners = {b: self.subgraphs(self.attrs[b], self.attrs["__opset_imports__"],
+                                               self.attrs["__outer_scope__"],
+                                               label=f"{self.name}.{b}")
+                             for b in self.bodies}
+        return self._runners
 
     @property
     def n_outer(self) -> int:
@@ -42,7 +52,7 @@ class _ControlFlow(CpuPlugin):
         return list(inputs[:k]), list(inputs[k:])
 
     def terminate(self) -> None:
-        for r in self.runners.values():
+        for r in (self._runners or {}).values():
             r.close()
 
     def _typed(self, body: str, k: int) -> DataType:

@@ -10,14 +10,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..builder.builder import Builder, BuilderConfig
-from ..engine.engine import Engine, TensorSpec
-from ..engine.format import ENGINE_MAGIC, is_engine_file
-from ..errors import InputError
-from ..importer import parse_onnx
-from ..registry import PluginRegistry
-from .context import ExecutionContext
-from .runtime import Runtime
+from .builder import Builder, BuilderConfig
+from .engine.engine import Engine, TensorSpec
+from .engine.format import ENGINE_MAGIC, is_engine_file
+from .errors import InputError
+from .importer import parse_onnx
+from .registry import PluginRegistry
+from .runtime import ExecutionContext, Runtime
 
 __all__ = ["InferenceSession", "NodeArg", "load"]
 

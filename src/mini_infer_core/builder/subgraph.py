@@ -2,15 +2,17 @@
 
 Control-flow plugins receive their bodies as serialized ``onnx.GraphProto`` fields and the
 values the bodies read from enclosing scopes as extra inputs (the importer adds them and names
-them in the ``__outer_scope__`` field). A :class:`SubgraphRunner` turns a body into an engine
-for the element types and ranks it is called with (dimensions stay symbolic, so one engine
-serves every shape), caches it, and runs it in its own execution context.
+them in the ``__outer_scope__`` field). A :class:`SubgraphRunner` (the core's
+:class:`~mini_infer_core.plugin.SubgraphFactory`, attached to such plugins where they are made)
+turns a body into an engine for the element types and ranks it is called with (dimensions stay
+symbolic, so one engine serves every shape), caches it, and runs it in its own execution
+context.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,10 @@ def _opset_imports(text: str) -> list[onnx.OperatorSetIdProto]:
 
 class SubgraphRunner:
     def __init__(self, graph: bytes, opset_imports: str, outer_names: Sequence[str],
-                 device: str = "cpu", label: str = "subgraph") -> None:
+                 device: str = "cpu", label: str = "subgraph", *,
+                 build: Callable[[onnx.ModelProto, str], Any]) -> None:
+        #: builds an engine from a model for a device (the enclosing build's builder)
+        self._build_engine = build
         self.graph = onnx.GraphProto()
         self.graph.ParseFromString(graph)
         self.opsets = _opset_imports(opset_imports)
@@ -62,8 +67,6 @@ class SubgraphRunner:
 
     # -- running --------------------------------------------------------------------------
     def _build(self, arrays: Sequence[np.ndarray[Any, Any]]) -> Any:
-        from .session import load
-
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]
@@ -77,7 +80,7 @@ class SubgraphRunner:
                 o.type.tensor_type.ClearField("shape")
         model = onnx.helper.make_model(g, opset_imports=self.opsets)
         try:
-            engine = load(model, self.device)
+            engine = self._build_engine(model, self.device)
         except BuildError as exc:
             raise BuildError(f"{self.label}: {exc}") from exc
         return engine.create_execution_context()
