@@ -6,6 +6,9 @@ and what the user can do about it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 __all__ = [
     "MiniInferError",
     "ModelImportError",
@@ -73,3 +76,22 @@ class DeviceError(MiniInferError):
 
 class ExecutionError(MiniInferError):
     """A plugin failed while running."""
+
+
+@contextlib.contextmanager
+def node_errors(where: str | Callable[[], str], error: type[MiniInferError], doing: str
+                ) -> Iterator[None]:
+    """Every error raised inside names the node it came from: a :class:`MiniInferError` gets
+    ``where`` in front of its message (once), any other exception becomes an ``error`` that
+    says what was being ``doing``. ``where`` may be a function, called only on an error (a
+    loop over nodes keeps its current node in a variable the function reads)."""
+    try:
+        yield
+    except MiniInferError as exc:
+        text = where() if callable(where) else where
+        if text in str(exc):
+            raise
+        raise type(exc)(f"{text}: {exc}") from exc
+    except Exception as exc:
+        text = where() if callable(where) else where
+        raise error(f"{text}: {doing}: {type(exc).__name__}: {exc}") from exc

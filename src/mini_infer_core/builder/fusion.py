@@ -19,8 +19,20 @@ import numpy as np
 from ..network import Network
 from ..plugin import DataType, DimsExprs, Fusion, IPluginV2
 from ..plugin import _adapter as adapter
+from .state import BuildState, NodeWork
 
-__all__ = ["Fuser", "Fusion"]
+
+def fuse(state: BuildState, work: NodeWork) -> None:
+    """The fuse pass: the node's plugin absorbs the consumers it can (the fused nodes are
+    skipped when their turn comes); its inputs and outputs change accordingly."""
+    assert work.plugin is not None
+    inputs, work.outputs = state.fuser.absorb(work.plugin, work.index, work.inputs,
+                                              work.outputs)
+    if inputs != work.inputs:
+        work.inputs = inputs
+        work.in_types = [state.types[n] if n else None for n in inputs]
+
+__all__ = ["Fuser", "Fusion", "fuse"]
 
 
 class Fuser:

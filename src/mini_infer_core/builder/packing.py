@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.engine import EngineNode
-from ..errors import BuildError
+from ..errors import BuildError, node_errors
 from ..plugin import DataType, DimsExprs, Repacked
 from ..plugin import _adapter as adapter
 
@@ -50,11 +50,8 @@ def pack_constants(nodes: Sequence[EngineNode],
             continue
         descs = [(dims[n], types[n]) if n else None for n in nd.inputs]
         values = [constants.get(n) if n else None for n in nd.inputs]
-        try:
+        with node_errors(nd.describe(), BuildError, "pack_constants failed"):
             wanted = ability.pack_constants(descs, values) or {}
-        except Exception as exc:
-            raise BuildError(f"{nd.describe()}: pack_constants failed: "
-                             f"{type(exc).__name__}: {exc}") from exc
         for index, arr in wanted.items():
             name = nd.inputs[index] if 0 <= index < len(nd.inputs) else ""
             if name not in constants:

@@ -11,8 +11,15 @@ from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin
 from ..engine.engine import EngineNode
 from ..plugin import DataType, Device, DimsExprs
+from .state import BuildState
 
-__all__ = ["insert_copies"]
+__all__ = ["insert_copies", "place"]
+
+
+def place(state: BuildState) -> None:
+    """The place pass: explicit Copy steps between devices."""
+    state.nodes = insert_copies(state.nodes, state.device.name, state.input_names,
+                                state.constants, state.dims, state.types, state.devices)
 
 
 def insert_copies(nodes: list[EngineNode], primary: str, inputs: Iterable[str],

@@ -17,10 +17,31 @@ from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, CastPlugin
 from ..engine.engine import EngineNode
 from ..plugin import DataType, DimsExprs, IPluginV2, IPluginV2DynamicExt, PluginTensorDesc
+from ..plugin import _adapter as adapter
+from .state import BuildState, NodeWork
 
-__all__ = ["Precision"]
+__all__ = ["Precision", "precision"]
 
 F, H = DataType.FLOAT, DataType.HALF
+
+
+def precision(state: BuildState, work: NodeWork) -> None:
+    """The precision pass: a node that may run in HALF does, with Cast steps where FLOAT
+    tensors meet it (and its outputs renamed ``NAME@fp16``)."""
+    assert work.plugin is not None
+    prec = state.precision
+    half = prec.wants_half(work.plugin, work.device, work.in_types, work.out_types)
+    work.inputs, casts = prec.resolve_inputs(work.inputs, half, work.device)
+    state.nodes.extend(casts)
+    if not half:
+        return
+    h_dims = [state.dims[n] if n else None for n in work.inputs]
+    h_types = [state.types[n] if n else None for n in work.inputs]
+    out_dims, out_types = adapter.infer_outputs(work.plugin, h_dims, h_types, work.where)
+    adapter.check_formats(work.plugin, h_types, out_types, work.where)
+    work.outputs = prec.rename_outputs(work.outputs)
+    for o, od, ot in zip(work.outputs, out_dims, out_types, strict=True):
+        state.dims[o], state.types[o] = od, ot
 
 
 class Precision:

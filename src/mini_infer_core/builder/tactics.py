@@ -81,7 +81,7 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
             for timed in [False] + [True] * REPEAT:
                 for k in range(passes):
                     for step, tactics in offers.items():
-                        ability = adapter.tactics_of(steps[step][0])
+                        ability = adapter.tactics_of(steps[step].plugin)
                         assert ability is not None
                         ability.set_tactic(tactics[k if k < len(tactics) else 0])
                     took = ctx.time_steps()

@@ -45,7 +45,7 @@ def _profile(engine: Any, ctx: Any, runs: int) -> list[dict[str, Any]]:
              "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}",
              "distribution": nd.distribution, "tactic": chosen.get(nd.name, {}).get("chosen"),
              "inputs": [list(getattr(a, "shape", ())) if a is not None else None
-                        for a in step[1]],
+                        for a in step.inputs],
              "median_ms": ms * 1e3, "share": ms / total}
             for nd, step, ms in zip(engine.nodes, ctx.steps, medians, strict=True)]
 

@@ -12,15 +12,14 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExecutionError, MiniInferError
-from ..plugin import DataType, IPluginV2
+from ..errors import ExecutionError, node_errors
+from ..plugin import DataType, Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
-    from ..plugin import Device, Stream
 
-__all__ = ["run_dynamic", "with_node"]
+__all__ = ["run_dynamic"]
 
 log = logging.getLogger("mini_infer.lifecycle")
 
@@ -39,43 +38,13 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, 
         if debug >= 2:
             log.debug("enqueue   %s in=%s", node.describe(),
                       [getattr(x, "shape", None) for x in ins])
-        try:
-            dynamic = adapter.dynamic_of(plugin)
-            if dynamic is not None:
-                outs = dynamic.enqueue_dynamic(ins, None, stream)
-                if len(outs) < len(node.outputs):
-                    raise ExecutionError(f"{node.describe()} returned {len(outs)} outputs, "
-                                         f"expected {len(node.outputs)}")
-                for o, arr in zip(node.outputs, outs, strict=False):
-                    _bind(tensors[o].dims, tuple(arr.shape), bindings)
-                    if arr.dtype != tensors[o].dtype.numpy:
-                        raise ExecutionError(
-                            f"{node.describe()} returned {arr.dtype} for output {o!r}, "
-                            f"declared {tensors[o].dtype.numpy}")
-            else:
-                in_descs = [(tuple(x.shape), DataType.from_numpy(x.dtype)) if x is not None
-                            else None for x in ins]
-                out_descs = [(tensors[o].dims.evaluate(bindings), tensors[o].dtype)
-                             for o in node.outputs]
-                signature = (tuple(in_descs), tuple(out_descs))
-                ws = None
-                if configured.get(step, (None,))[0] != signature:
-                    adapter.configure_concrete(plugin, in_descs, out_descs)
-                    size = adapter.workspace_size(plugin, in_descs, out_descs)
-                    configured[step] = (signature, size)
-                size = configured[step][1]
-                if size:
-                    ws = device.allocate(size)
-                outs = [device.empty(s, t.numpy) for s, t in out_descs]
-                plugin.enqueue(ins, outs, ws, stream)
-        except MiniInferError as exc:
-            raise with_node(exc, node.describe()) from exc
-        except KeyError as exc:
-            raise ExecutionError(f"{node.describe()}: shape depends on {exc} which is not "
-                                 "known yet") from exc
-        except Exception as exc:
-            raise ExecutionError(f"{node.describe()} failed: {type(exc).__name__}: {exc}"
-                                 ) from exc
+        with node_errors(node.describe, ExecutionError, "the plugin failed while running"):
+            try:
+                outs = _step(node, plugin, step, ins, device, stream, tensors, bindings,
+                             configured)
+            except KeyError as exc:
+                raise ExecutionError(f"shape depends on {exc} which is not known yet"
+                                     ) from exc
         for o, arr in zip(node.outputs, outs, strict=False):
             values[o] = arr
             home[o] = node.device
@@ -84,11 +53,35 @@ def run_dynamic(engine: Engine, plugins: list[IPluginV2], devices: Mapping[str, 
     return values, home
 
 
-def with_node(exc: MiniInferError, where: str) -> MiniInferError:
-    """The same error, its message prefixed with the node it came from (once)."""
-    if where in str(exc):
-        return exc
-    return type(exc)(f"{where}: {exc}")
+def _step(node: Any, plugin: IPluginV2, step: int, ins: list[Any], device: Device,
+          stream: Stream, tensors: Mapping[str, Any], bindings: dict[str, int],
+          configured: dict[int, Any]) -> list[Any]:
+    """Run one node: a data-dependent one returns its outputs (and binds their symbols),
+    any other gets outputs allocated for the shapes known so far."""
+    dynamic = adapter.dynamic_of(plugin)
+    if dynamic is not None:
+        outs = dynamic.enqueue_dynamic(ins, None, stream)
+        if len(outs) < len(node.outputs):
+            raise ExecutionError(f"it returned {len(outs)} outputs, expected "
+                                 f"{len(node.outputs)}")
+        for o, arr in zip(node.outputs, outs, strict=False):
+            _bind(tensors[o].dims, tuple(arr.shape), bindings)
+            if arr.dtype != tensors[o].dtype.numpy:
+                raise ExecutionError(f"it returned {arr.dtype} for output {o!r}, declared "
+                                     f"{tensors[o].dtype.numpy}")
+        return list(outs)
+    in_descs = [(tuple(x.shape), DataType.from_numpy(x.dtype)) if x is not None else None
+                for x in ins]
+    out_descs = [(tensors[o].dims.evaluate(bindings), tensors[o].dtype) for o in node.outputs]
+    signature = (tuple(in_descs), tuple(out_descs))
+    if configured.get(step, (None,))[0] != signature:
+        adapter.configure_concrete(plugin, in_descs, out_descs)
+        configured[step] = (signature, adapter.workspace_size(plugin, in_descs, out_descs))
+    size = configured[step][1]
+    ws = device.allocate(size) if size else None
+    outs = [device.empty(s, t.numpy) for s, t in out_descs]
+    plugin.enqueue(ins, outs, ws, stream)
+    return outs
 
 
 def _bind(dims: Any, shape: tuple[int, ...], bindings: dict[str, int]) -> None:

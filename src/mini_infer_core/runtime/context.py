@@ -14,22 +14,34 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..engine.schedule import Schedule
-from ..errors import ExecutionError, InputError, MiniInferError
-from ..plugin import IPluginV2
+from ..errors import ExecutionError, InputError, MiniInferError, node_errors
+from ..plugin import IPluginV2, Stream
 from ..plugin import _adapter as adapter
-from ._dynamic import run_dynamic, with_node
+from ._dynamic import run_dynamic
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
 
-__all__ = ["ExecutionContext"]
+__all__ = ["ExecutionContext", "Step"]
 
 log = logging.getLogger("mini_infer.lifecycle")
+
+
+@dataclass(slots=True)
+class Step:
+    """One node of the prepared shapes, as ``execute`` runs it."""
+
+    plugin: IPluginV2
+    inputs: list[Any]
+    outputs: list[Any]
+    workspace: Any
+    stream: Stream
 
 
 def _debug_level() -> int:
@@ -86,7 +98,7 @@ class ExecutionContext:
         #: why graph capture failed and the context went back to eager runs (None: it did not)
         self.graph_error: str | None = None
         self._io: dict[str, Any] = {}
-        self._steps: list[tuple[IPluginV2, list[Any], list[Any], Any, Any]] = []
+        self._steps: list[Step] = []
 
     # -- graphs ---------------------------------------------------------------------------
     @property
@@ -212,15 +224,14 @@ class ExecutionContext:
                 ws = self.devices[node.device].view(
                     arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
                     (sched.workspace[step],))
-            self._steps.append((plugin, ins, outs, ws, self.streams[node.device]))
+            self._steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
         self._arenas = arenas
         self._schedule = sched
 
     @property
-    def steps(self) -> list[tuple[IPluginV2, list[Any], list[Any], Any, Any]]:
-        """Per node of the last prepared shapes: (plugin, input arrays, output arrays,
-        workspace, stream), as ``execute`` runs them; empty before the first run and for
-        engines with data-dependent shapes, which run node by node."""
+    def steps(self) -> list[Step]:
+        """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
+        first run and for engines with data-dependent shapes, which run node by node."""
         return self._steps
 
     def time_steps(self) -> list[float]:
@@ -233,11 +244,13 @@ class ExecutionContext:
                 + ("its shapes depend on data, so it runs node by node" if self._dynamic
                    else "call execute() once first"))
         took = []
-        with self._lock:
-            for plugin, ins, outs, ws, stream in self._steps:
+        step = 0
+        with self._lock, node_errors(lambda: self.engine.nodes[step].describe(),
+                                     ExecutionError, "the plugin failed while running"):
+            for step, s in enumerate(self._steps):  # noqa: B007 - names the failing node
                 start = time.perf_counter()
-                plugin.enqueue(ins, outs, ws, stream)
-                stream.synchronize()
+                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                s.stream.synchronize()
                 took.append(time.perf_counter() - start)
         return took
 
@@ -312,17 +325,15 @@ class ExecutionContext:
 
     def _enqueue_all(self, sync: bool = True) -> None:
         nodes = self.engine.nodes
-        for step, (plugin, ins, outs, ws, stream) in enumerate(self._steps):
-            if self._debug >= 2:
-                log.debug("enqueue   %s in=%s", nodes[step].describe(),
-                          [getattr(x, "shape", None) for x in ins])
-            try:
-                plugin.enqueue(ins, outs, ws, stream)
-            except MiniInferError as exc:
-                raise with_node(exc, nodes[step].describe()) from exc
-            except Exception as exc:
-                raise ExecutionError(
-                    f"{nodes[step].describe()} failed: {type(exc).__name__}: {exc}") from exc
+        debug = self._debug >= 2
+        step = 0
+        with node_errors(lambda: nodes[step].describe(), ExecutionError,
+                         "the plugin failed while running"):
+            for step, s in enumerate(self._steps):
+                if debug:
+                    log.debug("enqueue   %s in=%s", nodes[step].describe(),
+                              [getattr(x, "shape", None) for x in s.inputs])
+                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
         if sync:
             for stream in self.streams.values():
                 stream.synchronize()

@@ -10,7 +10,13 @@ from ..builder import subgraph_factory
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
-from ..errors import DeviceError, EngineFormatError, MiniInferError, PluginNotFoundError
+from ..errors import (
+    DeviceError,
+    EngineFormatError,
+    MiniInferError,
+    PluginNotFoundError,
+    node_errors,
+)
 from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
@@ -98,15 +104,10 @@ class Runtime:
                 continue
             rec = self.registry.get_creator(p["name"], p["version"], p["namespace"])
             assert rec is not None
-            try:
+            where = (f"{ef.label}: node {nd['name']!r} (plugin {p['namespace']}::{p['name']} "
+                     f"from {rec.provider})")
+            with node_errors(where, EngineFormatError, "the plugin failed to deserialize"):
                 plugin = adapter.deserialize(rec.creator, nd["name"], data, self.subgraphs)
-            except MiniInferError as exc:
-                raise type(exc)(f"{ef.label}: node {nd['name']!r}: {exc}") from exc
-            except Exception as exc:
-                raise EngineFormatError(
-                    f"{ef.label}: node {nd['name']!r}: plugin {p['namespace']}::{p['name']} "
-                    f"from {rec.provider} failed to deserialize: {type(exc).__name__}: {exc}"
-                ) from exc
             nodes.append(self._node(nd, p, plugin))
         info = dict(h.get("build_info", {}))
         info["loaded_from"] = ef.label

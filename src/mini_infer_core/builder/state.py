@@ -1,0 +1,95 @@
+"""The build state every pass reads and extends, and the per-node work item.
+
+A build is a sequence of passes over one :class:`BuildState` (builder.py lists them):
+
+- graph passes before the nodes: ``select`` (selection.py: a creator and device per node);
+- node passes, in graph order, for each node: ``infer`` (infer.py: plugin, shapes, types,
+  build-time values), ``fold`` (folding.py: all inputs known -> constants), ``fuse``
+  (fusion.py: absorb the consumer), ``precision`` (precision.py: fp16 and its casts), then the
+  node is configured and kept;
+- graph passes after the nodes: ``prune`` (prune.py), ``place`` (placement.py: copies between
+  devices), ``tensors`` (plan.py), ``tactics`` (tactics.py), ``pack`` (packing.py) and
+  ``plan`` (plan.py: the memory plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..network import Network, Node
+from ..plugin import DataType, Device, DimExpr, DimsExprs, IPluginV2, SubgraphFactory
+from ..registry import CreatorRecord, PluginRegistry
+
+if TYPE_CHECKING:
+    from ..engine.engine import Engine, EngineNode, TensorSpec
+    from .builder import BuilderConfig
+    from .fusion import Fuser
+    from .precision import Precision
+    from .selection import Selector
+
+__all__ = ["BuildState", "NodeWork"]
+
+
+@dataclass
+class BuildState:
+    network: Network
+    config: BuilderConfig
+    registry: PluginRegistry
+    subgraphs: SubgraphFactory
+    selector: Selector
+    #: the target device, and every device a node runs on
+    device: Device
+    devices: dict[str, Device]
+    #: where nodes without a plugin for the target run (None: nowhere)
+    fallback: str | None
+    #: (creator, device) per network node
+    selected: list[tuple[CreatorRecord, str]]
+    fuser: Fuser
+    precision: Precision
+    #: every tensor's shape (dimension expressions), type, and the constants' values
+    dims: dict[str, DimsExprs] = field(default_factory=dict)
+    types: dict[str, DataType] = field(default_factory=dict)
+    constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    #: the engine's steps so far
+    nodes: list[EngineNode] = field(default_factory=list)
+    folded: int = 0
+    #: what the engine is made of once the nodes are done
+    tensors: dict[str, TensorSpec] = field(default_factory=dict)
+    kept_constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    engine: Engine | None = None
+
+    def add_input(self, name: str, dtype: DataType, shape: list[int | str | None]) -> None:
+        """A graph input: fixed dimensions, named symbols, a fresh symbol per unnamed one."""
+        self.dims[name] = DimsExprs([
+            DimExpr.const(x) if isinstance(x, int) else
+            DimExpr.sym(x if isinstance(x, str) and x else f"{name}[{k}]")
+            for k, x in enumerate(shape)])
+        self.types[name] = dtype
+        self.input_names.append(name)
+
+
+@dataclass
+class NodeWork:
+    """One network node on its way through the node passes."""
+
+    index: int
+    node: Node
+    record: CreatorRecord
+    device: str
+    #: how errors name it: node, operator, plugin, distribution, placement
+    where: str
+    plugin: IPluginV2 | None = None
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    in_dims: list[DimsExprs | None] = field(default_factory=list)
+    in_types: list[DataType | None] = field(default_factory=list)
+    out_dims: list[DimsExprs] = field(default_factory=list)
+    out_types: list[DataType] = field(default_factory=list)
+    #: build-time values per output (small integer tensors), None where unknown
+    values: list[tuple[DimExpr, ...] | None] = field(default_factory=list)
