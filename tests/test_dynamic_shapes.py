@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from helpers import ort_run
 from onnx import TensorProto, helper
 
@@ -159,3 +160,23 @@ def test_context_keeps_its_plan_while_shapes_repeat(small_cnn: onnx.ModelProto) 
     ctx.execute({"x": np.ones((3, 3, 8, 8), np.float32)})
     assert ctx.schedule is not first and ctx.schedule is not None
     assert ctx.schedule.bindings == {"N": 3}
+
+
+@pytest.mark.parametrize("unnamed", ["", "?", None])
+def test_each_unnamed_dimension_is_its_own_unknown(unnamed: str | None) -> None:
+    """An input declared [?, 3, 48, ?] (no dim_param, an empty one, or the "?" some
+    converters write) accepts a 48x192 image: the two unknown axes are not one dimension."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, 48, None])
+    for axis in (0, 3):
+        dim = x.type.tensor_type.shape.dim[axis]
+        dim.Clear()
+        if unnamed is not None:
+            dim.dim_param = unnamed
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                                [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    sess = mi.InferenceSession(model)
+    feed = np.linspace(-1, 1, 3 * 48 * 192, dtype=np.float32).reshape(1, 3, 48, 192)
+    (got,) = sess.run(None, {"x": feed})
+    np.testing.assert_array_equal(got, np.maximum(feed, 0))

@@ -138,11 +138,16 @@ def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
         for d in tt.shape.dim:
             if d.HasField("dim_value") and d.dim_value >= 0:
                 shape.append(int(d.dim_value))
-            elif d.HasField("dim_param") and d.dim_param:
+            elif d.HasField("dim_param") and d.dim_param not in _UNNAMED:
                 shape.append(d.dim_param)
             else:
                 shape.append(None)
     return TensorInfo(vi.name, dtype, shape)
+
+
+#: dim_params exporters write for "unknown" (paddle2onnx, some TF converters): not a name two
+#: dimensions could share, so each such dimension is a symbol of its own
+_UNNAMED = frozenset({"", "?", "-1", "None", "unk", "unknown"})
 
 
 def _ordered_unique(names: Iterable[str]) -> list[str]:
