@@ -162,6 +162,27 @@ def test_context_keeps_its_plan_while_shapes_repeat(small_cnn: onnx.ModelProto) 
     assert ctx.schedule.bindings == {"N": 3}
 
 
+def test_plans_of_recurring_shapes_are_kept_and_results_stay_right(
+        small_cnn: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shapes that come back reuse their plan (no new schedule, the same arena views) while
+    every run still matches onnxruntime; the cache is bounded (least recently used out)."""
+    monkeypatch.setenv("MINI_INFER_PLAN_CACHE", "2")
+    ctx = mi.load(small_cnn).create_execution_context()
+    rng = np.random.default_rng(1)
+    seen: dict[int, object] = {}
+    for batch in (2, 5, 2, 5, 2, 7, 2, 5):
+        x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
+        got = ctx.execute({"x": x})
+        (want,) = ort_run(small_cnn, {"x": x})
+        np.testing.assert_allclose(got[next(iter(got))], want, rtol=1e-4, atol=1e-5)
+        sched = ctx.schedule
+        if batch in seen and batch != 5:
+            assert sched is seen[batch], batch  # 2 is always among the two most recent
+        seen[batch] = sched
+    assert ctx.plans_cached == 2  # 7 pushed 5 out: the last 5 was planned again
+    ctx.close()
+
+
 @pytest.mark.parametrize("unnamed", ["", "?", None])
 def test_each_unnamed_dimension_is_its_own_unknown(unnamed: str | None) -> None:
     """An input declared [?, 3, 48, ?] (no dim_param, an empty one, or the "?" some

@@ -14,16 +14,16 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..engine.schedule import Schedule
 from ..errors import ExecutionError, InputError, MiniInferError, node_errors
-from ..plugin import IPluginV2, Stream
+from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
 from ._dynamic import run_dynamic
+from .plans import Plan, PlanCache, Step
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -31,17 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["ExecutionContext", "Step"]
 
 log = logging.getLogger("mini_infer.lifecycle")
-
-
-@dataclass(slots=True)
-class Step:
-    """One node of the prepared shapes, as ``execute`` runs it."""
-
-    plugin: IPluginV2
-    inputs: list[Any]
-    outputs: list[Any]
-    workspace: Any
-    stream: Stream
 
 
 def _debug_level() -> int:
@@ -86,8 +75,10 @@ class ExecutionContext:
                 if n in engine.constants and n not in self._constants[node.device]:
                     self._constants[node.device][n] = \
                         self.devices[node.device].to_device(engine.constants[n])
-        self._schedule: Schedule | None = None
-        self._signature: tuple[tuple[int, ...], ...] | None = None
+        self._plans = PlanCache(engine, self.plugins, self.devices, self.streams,
+                                self._constants)
+        #: the plan the last run used
+        self._plan: Plan | None = None
         self._initialized = False
         self._closed = False
         self._debug = _debug_level()
@@ -98,7 +89,6 @@ class ExecutionContext:
         #: why graph capture failed and the context went back to eager runs (None: it did not)
         self.graph_error: str | None = None
         self._io: dict[str, Any] = {}
-        self._steps: list[Step] = []
 
     # -- graphs ---------------------------------------------------------------------------
     @property
@@ -132,7 +122,8 @@ class ExecutionContext:
         self._use_graphs = bool(enabled) and self.graphs_possible
         self._graph = None
         self.graph_error = None
-        self._signature = None
+        self._plan = None  # inputs and outputs move to buffers of the context's own
+        self._plans.clear()
         return self._use_graphs
 
     # -- inputs ---------------------------------------------------------------------------
@@ -181,64 +172,44 @@ class ExecutionContext:
         return bindings
 
     # -- planning -------------------------------------------------------------------------
-    def _prepare(self, bindings: dict[str, int]) -> None:
-        sched = Schedule(self.engine, bindings, self.plugins)
+    def _use_plan(self, signature: tuple[tuple[int, ...], ...], bindings: dict[str, int]
+                  ) -> Plan:
+        """The plan for these input shapes (made now, or kept from an earlier run), with every
+        plugin configured for its shapes when the plan changes."""
+        plan, made = self._plans.get(signature, bindings)
+        if plan is self._plan:
+            return plan
+        sched = plan.schedule
         for step, plugin in enumerate(self.plugins):
             adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step])
-            if self._debug:
+            if self._debug and made:
                 log.debug("configure %s", self.engine.nodes[step].describe())
         if not self._initialized:
             for step, plugin in enumerate(self.plugins):
                 plugin.initialize()
                 log.debug("initialize %s", self.engine.nodes[step].describe())
             self._initialized = True
-        tensors = self.engine.tensors
-        arenas = {d: self.devices[d].allocate(max(p.peak_bytes, 1))
-                  for d, p in sched.plans.items()}
-        views: dict[str, dict[str, Any]] = {d: dict(c) for d, c in self._constants.items()}
-        for name, off in sched.offsets.items():
-            dev = sched.home[name]
-            arr = self.devices[dev].view(arenas[dev], off, tensors[name].dtype.numpy,
-                                         sched.shapes[name])
-            for d in views:  # a tensor is read on its home device (copies make it so)
-                views[d][name] = arr
-        for name in sched.separate_tensors:
-            arr = self.devices[sched.home[name]].empty(sched.shapes[name],
-                                                       tensors[name].dtype.numpy)
-            for d in views:
-                views[d][name] = arr
-        self._steps = []
-        self._patches: list[tuple[str, list[Any], int]] = []
-        io = set(self.engine.input_names) | {
-            n for n in self.engine.output_names if tensors[n].kind == "output"}
-        for step, (node, plugin) in enumerate(zip(self.engine.nodes, self.plugins, strict=True)):
-            local = views[node.device]
-            ins = [local.get(n) if n else None for n in node.inputs]
-            outs = [local.get(o) for o in node.outputs]
-            for lst, names in ((ins, node.inputs), (outs, node.outputs)):
-                for k, n in enumerate(names):
-                    if n in io:
-                        self._patches.append((n, lst, k))
-            ws = None
-            if step in sched.workspace_offsets:
-                ws = self.devices[node.device].view(
-                    arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
-                    (sched.workspace[step],))
-            self._steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
-        self._arenas = arenas
-        self._schedule = sched
+        self._plan = plan
+        self._graph = None
+        return plan
+
+    @property
+    def plans_cached(self) -> int:
+        """How many input signatures this context keeps a plan for (``MINI_INFER_PLAN_CACHE``
+        bounds it, 8 by default)."""
+        return len(self._plans)
 
     @property
     def steps(self) -> list[Step]:
         """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
         first run and for engines with data-dependent shapes, which run node by node."""
-        return self._steps
+        return self._plan.steps if self._plan is not None else []
 
     def time_steps(self) -> list[float]:
         """Every step of the last prepared shapes once more, in order, each followed by a
         synchronize of its stream; the seconds each took (per-layer profiles and the builder's
         tactic timing). Call after ``execute``, so that every tensor holds values."""
-        if not self._steps:
+        if not self.steps:
             raise MiniInferError(
                 f"engine {self.engine.name!r} has no prepared steps to time: "
                 + ("its shapes depend on data, so it runs node by node" if self._dynamic
@@ -247,7 +218,7 @@ class ExecutionContext:
         step = 0
         with self._lock, node_errors(lambda: self.engine.nodes[step].describe(),
                                      ExecutionError, "the plugin failed while running"):
-            for step, s in enumerate(self._steps):  # noqa: B007 - names the failing node
+            for step, s in enumerate(self.steps):  # noqa: B007 - names the failing node
                 start = time.perf_counter()
                 s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
                 s.stream.synchronize()
@@ -256,7 +227,7 @@ class ExecutionContext:
 
     @property
     def schedule(self) -> Schedule | None:
-        return self._schedule
+        return self._plan.schedule if self._plan is not None else None
 
     # -- running --------------------------------------------------------------------------
     def execute(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray[Any, Any]]:
@@ -268,12 +239,8 @@ class ExecutionContext:
             if self._dynamic:
                 return self._execute_dynamic(feeds, bindings)
             signature = tuple(tuple(feeds[n].shape) for n in self.engine.input_names)
-            if signature != self._signature:
-                self._prepare(bindings)
-                self._signature = signature
-                self._graph = None
-            sched = self._schedule
-            assert sched is not None
+            plan = self._use_plan(signature, bindings)
+            sched = plan.schedule
             if self._use_graphs:
                 return self._execute_graph(feeds, sched)
             bound: dict[str, Any] = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
@@ -283,7 +250,7 @@ class ExecutionContext:
                 if tensors[n].kind == "output":
                     dev = self.devices[sched.home[n]]
                     bound[n] = dev.empty(sched.shapes[n], tensors[n].dtype.numpy)
-            for name, lst, k in self._patches:
+            for name, lst, k in plan.patches:
                 lst[k] = bound[name]
             self._enqueue_all()
             return self._results(bound, sched.home)
@@ -295,7 +262,8 @@ class ExecutionContext:
             self._io = {n: self.device.empty(sched.shapes[n], tensors[n].dtype.numpy)
                         for n in (*self.engine.input_names, *self.engine.output_names)
                         if n in self.engine.input_names or tensors[n].kind == "output"}
-            for name, lst, k in self._patches:
+            assert self._plan is not None
+            for name, lst, k in self._plan.patches:
                 lst[k] = self._io[name]
         for n in self.engine.input_names:
             self.device.copy(self._io[n], self.device.to_device(np.asarray(feeds[n], order="C")),
@@ -305,7 +273,7 @@ class ExecutionContext:
                 self._graph = self.device.capture_graph(self._enqueue_all_async, self.stream)
             except Exception as exc:  # noqa: BLE001 - an eager run below says if it was real
                 return self._graphs_failed(exc, sched)
-            log.debug("captured a graph of %d steps", len(self._steps))
+            log.debug("captured a graph of %d steps", len(self.steps))
         self.device.launch_graph(self._graph, self.stream)
         self.stream.synchronize()
         return self._results(self._io, sched.home)
@@ -329,7 +297,7 @@ class ExecutionContext:
         step = 0
         with node_errors(lambda: nodes[step].describe(), ExecutionError,
                          "the plugin failed while running"):
-            for step, s in enumerate(self._steps):
+            for step, s in enumerate(self.steps):
                 if debug:
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])

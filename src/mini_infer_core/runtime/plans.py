@@ -1,0 +1,135 @@
+"""Plans: an engine made ready to run for one set of input shapes, kept while they recur.
+
+A :class:`Plan` is a schedule (every shape concrete, memory planned) with its steps: each
+node's plugin, the arrays it reads and writes (views of the context's arena), its workspace and
+stream. :class:`PlanCache` keeps the plans of the last input signatures (least recently used
+out first): a model with symbolic dimensions plans each new signature once, and a signature
+that comes back costs what a static engine costs. Every plan of a context views the same arena
+per device, sized for the largest of them (one plan runs at a time); when a new plan needs a
+larger arena, the arena grows and the kept plans get views of the new one (their schedules
+stay).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..engine.schedule import Schedule
+from ..plugin import Device, IPluginV2, Stream
+
+if TYPE_CHECKING:
+    from ..engine.engine import Engine
+
+__all__ = ["Plan", "PlanCache", "Step"]
+
+Signature = tuple[tuple[int, ...], ...]
+
+
+@dataclass(slots=True)
+class Step:
+    """One node of a plan, as ``execute`` runs it."""
+
+    plugin: IPluginV2
+    inputs: list[Any]
+    outputs: list[Any]
+    workspace: Any
+    stream: Stream
+
+
+@dataclass
+class Plan:
+    schedule: Schedule
+    steps: list[Step]
+    #: where the run's own arrays go: (tensor, the list that holds it, index in that list)
+    patches: list[tuple[str, list[Any], int]] = field(default_factory=list)
+
+
+def _capacity() -> int:
+    try:
+        return max(1, int(os.environ.get("MINI_INFER_PLAN_CACHE", "8")))
+    except ValueError:
+        return 8
+
+
+class PlanCache:
+    """The plans of one execution context, by input signature."""
+
+    def __init__(self, engine: Engine, plugins: Sequence[IPluginV2],
+                 devices: Mapping[str, Device], streams: Mapping[str, Stream],
+                 constants: Mapping[str, Mapping[str, Any]], capacity: int | None = None
+                 ) -> None:
+        self.engine, self.plugins = engine, plugins
+        self.devices, self.streams, self.constants = devices, streams, constants
+        self.capacity = capacity if capacity is not None else _capacity()
+        self._plans: OrderedDict[Signature, Plan] = OrderedDict()
+        self._arenas: dict[str, tuple[int, Any]] = {}  # device -> (bytes, buffer)
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def get(self, signature: Signature, bindings: Mapping[str, int]) -> tuple[Plan, bool]:
+        """The plan for ``signature``, and whether it was made now."""
+        plan = self._plans.get(signature)
+        if plan is not None:
+            self._plans.move_to_end(signature)
+            return plan, False
+        sched = Schedule(self.engine, bindings, self.plugins)
+        grown = False
+        for dev, p in sched.plans.items():
+            size = max(p.peak_bytes, 1)
+            if dev not in self._arenas or self._arenas[dev][0] < size:
+                self._arenas[dev] = (size, self.devices[dev].allocate(size))
+                grown = True
+        if grown:  # plans made earlier view the old arenas: the same schedules, new views
+            for sig, old in self._plans.items():
+                self._plans[sig] = self._make(old.schedule)
+        plan = self._make(sched)
+        self._plans[signature] = plan
+        while len(self._plans) > self.capacity:
+            self._plans.popitem(last=False)
+        return plan, True
+
+    def _make(self, sched: Schedule) -> Plan:
+        engine, devices = self.engine, self.devices
+        tensors = engine.tensors
+        arenas = {d: buf for d, (_, buf) in self._arenas.items()}
+        views: dict[str, dict[str, Any]] = {d: dict(c) for d, c in self.constants.items()}
+        for name, off in sched.offsets.items():
+            dev = sched.home[name]
+            arr = devices[dev].view(arenas[dev], off, tensors[name].dtype.numpy,
+                                    sched.shapes[name])
+            for d in views:  # a tensor is read on its home device (copies make it so)
+                views[d][name] = arr
+        for name in sched.separate_tensors:
+            arr = devices[sched.home[name]].empty(sched.shapes[name],
+                                                  tensors[name].dtype.numpy)
+            for d in views:
+                views[d][name] = arr
+        plan = Plan(sched, [])
+        io = set(engine.input_names) | {
+            n for n in engine.output_names if tensors[n].kind == "output"}
+        for step, (node, plugin) in enumerate(zip(engine.nodes, self.plugins, strict=True)):
+            local = views[node.device]
+            ins = [local.get(n) if n else None for n in node.inputs]
+            outs = [local.get(o) for o in node.outputs]
+            for lst, names in ((ins, node.inputs), (outs, node.outputs)):
+                for k, n in enumerate(names):
+                    if n in io:
+                        plan.patches.append((n, lst, k))
+            ws = None
+            if step in sched.workspace_offsets:
+                ws = devices[node.device].view(
+                    arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
+                    (sched.workspace[step],))
+            plan.steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
+        return plan
+
+    def clear(self) -> None:
+        self._plans.clear()
+        self._arenas.clear()
