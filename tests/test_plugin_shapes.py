@@ -117,13 +117,31 @@ def test_trunc_div_cast_and_filled_values() -> None:
     assert strs(S.cast_values(v, DataType.INT32)) == [["N", "4"]]
     assert S.cast_values(v, DataType.BOOL) is None
     assert S.cast_values((c(0), c(4)), DataType.BOOL) == [[0, 1]]
-    assert S.cast_values(v, DataType.FLOAT) is None and S.cast_values(None, DataType.INT64) is None
+    # whole numbers survive a cast to float (Range(0, Cast<float>(N), 1) keeps its length)
+    assert strs(S.cast_values(v, DataType.FLOAT)) == [["N", "4"]]
+    assert S.cast_values(v, DataType.STRING) is None and S.cast_values(None, DataType.INT64) is None
     seven = np.array(7, np.int64)
     assert S.filled_values((c(2), c(3)), seven) == [[7] * 6]
     assert S.filled_values((), seven) == [[7]]
     assert S.filled_values((N, c(3)), seven) is None
     assert S.filled_values((c(9), c(9)), seven) is None            # too large to keep
     assert S.filled_values((c(2),), np.array(0.5, np.float32)) is None
+    assert S.filled_values((c(2),), np.array(1.0, np.float32)) == [[1, 1]]
+
+
+def test_comparisons_decide_from_constants_structure_and_bounds() -> None:
+    """A dimension is never negative: N == -1 is false, N >= 0 true, N + 1 > 0 true; N == 3
+    cannot be known at build time."""
+    c = DimExpr.const
+    assert S.compare(N, "==", c(-1)) == 0 and S.compare(N, "!=", c(-1)) == 1
+    assert S.compare(N, "==", N) == 1 and S.compare(N * 2, "==", N * 2) == 1
+    assert S.compare(N, ">=", c(0)) == 1 and S.compare(N + 1, ">", c(0)) == 1
+    assert S.compare(c(-1), "<", N) == 1 and S.compare(N.min(8), "<=", c(8)) == 1
+    assert S.compare(c(3), "<", c(2)) == 0
+    for a, op, b in ((N, "==", c(3)), (N, "<", c(5)), (N - 1, ">=", c(0))):
+        with pytest.raises(ValueError):
+            S.compare(a, op, b)
+    assert (N * 2 - 1).bounds() == (-1, None) and N.min(512).bounds() == (0, 512)
 
 
 def test_window_params() -> None:

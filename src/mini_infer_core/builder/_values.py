@@ -17,6 +17,8 @@ __all__ = ["output_values", "constant_values"]
 
 _INT_TYPES = {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT8,
               DataType.UINT16, DataType.UINT32, DataType.UINT64, DataType.BOOL}
+#: float types whose values are kept where the plugin's inference is exact for them
+_FLOAT_TYPES = {DataType.FLOAT, DataType.DOUBLE, DataType.HALF, DataType.BFLOAT16}
 
 
 def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
@@ -35,7 +37,8 @@ def output_values(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
     out: list[tuple[DimExpr, ...] | None] = []
     for vals, d, t in zip(list(got) + [None] * len(out_dims), out_dims, out_types,
                           strict=False):
-        if vals is None or t not in _INT_TYPES or not d.is_static():
+        exact = t in _INT_TYPES or (t in _FLOAT_TYPES and ability.float_values)
+        if vals is None or not exact or not d.is_static():
             out.append(None)
             continue
         exprs = tuple(DimExpr.wrap(v) for v in vals)

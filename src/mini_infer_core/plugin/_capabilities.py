@@ -54,7 +54,13 @@ class IValueInference:
     Shape returns its input's dimensions; Gather, Concat, Slice, Cast, Add... combine
     ``inputs[i].values``. What comes back is checked by the builder and kept in the output's
     ``DimsExprs.values``; values that are all constants fold the node without running it.
+    Values of integer and bool outputs are kept; those of float outputs only where
+    ``float_values`` says the operator's value inference is exact on whole numbers (Add,
+    Mul, Cast... are; Div is not: 3.0 / 2.0 is no whole number).
     """
+
+    #: the values it gives for float outputs are exact (whole numbers in, whole numbers out)
+    float_values: ClassVar[bool] = False
 
     def output_values(self, inputs: Sequence[DimsExprs]
                       ) -> Sequence[Sequence[IntLike] | None] | None:

@@ -8,6 +8,7 @@ anything but constants. Python operators work on them: ``(h + 2 * pad - k) // st
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
@@ -157,6 +158,44 @@ class DimExpr:
     def min(self, o: IntLike) -> DimExpr:
         return DimExpr.operation(DimensionOperation.MIN, self, o)
 
+    def bounds(self) -> tuple[int | None, int | None]:
+        """What the expression can be, ``(lowest, highest)`` (None: unbounded), knowing that
+        every symbol is a dimension (never negative). Comparisons decide with it where
+        values alone cannot: a dimension is never -1."""
+        if self._value is not None:
+            return self._value, self._value
+        if self._symbol is not None:
+            return 0, None
+        assert self._op is not None and self._args is not None
+        (alo, ahi), (blo, bhi) = self._args[0].bounds(), self._args[1].bounds()
+        op = self._op
+
+        def add(x: int | None, y: int | None) -> int | None:
+            return None if x is None or y is None else x + y
+
+        if op is DimensionOperation.SUM:
+            return add(alo, blo), add(ahi, bhi)
+        if op is DimensionOperation.SUB:
+            return (None if alo is None or bhi is None else alo - bhi,
+                    None if ahi is None or blo is None else ahi - blo)
+        if op is DimensionOperation.PROD and alo is not None and blo is not None \
+                and alo >= 0 and blo >= 0:
+            return alo * blo, (None if ahi is None or bhi is None else ahi * bhi)
+        if op is DimensionOperation.MAX:
+            return (None if alo is None and blo is None else max(x for x in (alo, blo)
+                                                                 if x is not None),
+                    None if ahi is None or bhi is None else max(ahi, bhi))
+        if op is DimensionOperation.MIN:
+            return (None if alo is None or blo is None else min(alo, blo),
+                    None if ahi is None and bhi is None else min(x for x in (ahi, bhi)
+                                                                 if x is not None))
+        if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV) and \
+                blo is not None and blo == bhi and blo > 0 and alo is not None:
+            return _apply(op, alo, blo), (None if ahi is None else _apply(op, ahi, blo))
+        if op in (DimensionOperation.EQUAL, DimensionOperation.LESS):
+            return 0, 1
+        return None, None
+
     def same_as(self, o: IntLike) -> bool:
         """Structural equality (``==`` is kept for identity semantics of hashing)."""
         other = DimExpr.wrap(o)
@@ -223,12 +262,16 @@ class DimsExprs(Sequence[DimExpr]):
 
     @classmethod
     def of_constant(cls, array: Any) -> DimsExprs:
-        """The shape of a build-time constant, as the builder hands it to plugins: small 1-D
-        integer tensors carry their ``values``, small tensors of any type their ``array``
-        (read-only)."""
+        """The shape of a build-time constant, as the builder hands it to plugins: small
+        integer and bool tensors, and float ones whose elements are all whole numbers, carry
+        their ``values`` (flattened); small tensors of any type their ``array`` (read-only)."""
         values = None
-        if array.dtype.kind in "iu" and array.ndim <= 1 and array.size <= MAX_VALUES:
+        if array.size <= MAX_VALUES and array.dtype.kind in "iub":
             values = [int(v) for v in array.reshape(-1)]
+        elif array.size <= MAX_VALUES and array.dtype.kind == "f":
+            flat = array.reshape(-1).astype(float)
+            if all(math.isfinite(v) and v == int(v) and abs(v) < 2**53 for v in flat):
+                values = [int(v) for v in flat]
         view = None
         if array.size <= MAX_VALUES and not array.dtype.hasobject:
             view = array.view()

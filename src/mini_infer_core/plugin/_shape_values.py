@@ -19,6 +19,7 @@ __all__ = [
     "Values",
     "absent",
     "cast_values",
+    "compare",
     "const",
     "const_ints",
     "dim_prod",
@@ -186,6 +187,33 @@ def variadic_values(inputs: Sequence[DimsExprs | None], fn: Callable[[Any, Any],
     return elementwise_values(inputs, fold)
 
 
+def compare(a: IntLike, op: str, b: IntLike) -> int:
+    """``a op b`` (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``) as 0 or 1, decided from the
+    values where they are constants, from structure (``N == N``) or from bounds (a dimension
+    is never negative, so ``N == -1`` is 0); ``ValueError`` when it cannot be decided at
+    build time."""
+    x, y = DimExpr.wrap(a), DimExpr.wrap(b)
+    if op in ("==", "!="):
+        if x.same_as(y):
+            return int(op == "==")
+        (xlo, xhi), (ylo, yhi) = x.bounds(), y.bounds()
+        apart = (xhi is not None and ylo is not None and xhi < ylo) or (
+            yhi is not None and xlo is not None and yhi < xlo)
+        if apart:
+            return int(op == "!=")
+        raise ValueError(f"{x} {op} {y} is not known at build time")
+    if op in (">", ">="):
+        return compare(y, "<" if op == ">" else "<=", x)
+    d = x - y  # op is "<" or "<=": decided by the bounds of the difference
+    lo, hi = d.bounds()
+    strict = op == "<"
+    if hi is not None and (hi < 0 if strict else hi <= 0):
+        return 1
+    if lo is not None and (lo >= 0 if strict else lo > 0):
+        return 0
+    raise ValueError(f"{x} {op} {y} is not known at build time")
+
+
 def trunc_div(a: DimExpr, b: DimExpr) -> IntLike:
     """Integer division rounding toward zero (ONNX, C). Symbolic only for a positive constant
     divisor (dimensions are never negative); ``ValueError`` otherwise and for a zero one."""
@@ -201,11 +229,12 @@ def trunc_div(a: DimExpr, b: DimExpr) -> IntLike:
 
 
 def cast_values(values: Sequence[DimExpr] | None, to: DataType) -> Values:
-    """``output_values`` of Cast: integer (shape) values survive a cast to an integer type
-    (:data:`INT_TYPES`), and constant ones a cast to bool; other targets lose them."""
+    """``output_values`` of Cast: values (whole numbers: dimensions and what is computed
+    from them) survive a cast to an integer or float type, constant ones a cast to bool;
+    other targets lose them."""
     if values is None:
         return None
-    if to in INT_TYPES:
+    if to in INT_TYPES or to in FLOAT_TYPES or to is DataType.BFLOAT16:
         return [list(values)]
     if to is DataType.BOOL and all(v.is_constant() for v in values):
         return [[int(v.get_constant_value() != 0) for v in values]]
@@ -213,10 +242,13 @@ def cast_values(values: Sequence[DimExpr] | None, to: DataType) -> Values:
 
 
 def filled_values(shape: Sequence[DimExpr] | None, fill: np.ndarray[Any, Any]) -> Values:
-    """``output_values`` of ConstantOfShape: ``fill`` (one integer or bool element) repeated
-    over a constant ``shape`` of at most :data:`MAX_VALUES` elements, else None."""
-    if shape is None or fill.dtype.kind not in "iub" or not all(
+    """``output_values`` of ConstantOfShape: ``fill`` (one integer, bool or whole-number float
+    element) repeated over a constant ``shape`` of at most :data:`MAX_VALUES` elements, else
+    None."""
+    if shape is None or fill.dtype.kind not in "iubf" or not all(
             d.is_constant() for d in shape):
+        return None
+    if fill.dtype.kind == "f" and not (np.isfinite(fill) and float(fill) == int(fill)):
         return None
     n = _int_product([d.get_constant_value() for d in shape])
     return [[int(fill)] * n] if n <= MAX_VALUES else None

@@ -226,6 +226,11 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
         return None if ability is None else ability.output_values(inputs)
 
     @property
+    def float_values(self) -> bool:  # type: ignore[override]
+        ability = self._ability(cap.IValueInference)
+        return ability is not None and bool(ability.float_values)
+
+    @property
     def fusable(self) -> frozenset[str]:  # type: ignore[override]
         ability = self._ability(cap.IFusion)
         return frozenset() if ability is None else frozenset(ability.fusable)
