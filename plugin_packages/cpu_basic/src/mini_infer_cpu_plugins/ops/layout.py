@@ -1,19 +1,18 @@
-"""Rearrangements: Expand, Tile, DepthToSpace, SpaceToDepth, ReverseSequence."""
+"""Rearrangements: Expand, Tile, DepthToSpace, SpaceToDepth, ReverseSequence -- NumPy kernels
+(schemas in :mod:`mini_infer_core.ops.layout`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimExpr, DimsExprs, broadcast_dims
-from mini_infer_core.plugin.shapes import Shapes, Values, flat, norm_axis, value_array
+from mini_infer_core.ops import layout as schema
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._dynamic import ValuePlugin, as_ints, emit
+from ._dynamic import as_ints, emit
 
 __all__ = ["Expand", "Tile_1", "Tile", "DepthToSpace", "SpaceToDepth_1", "SpaceToDepth",
            "ReverseSequence"]
@@ -21,86 +20,20 @@ __all__ = ["Expand", "Tile_1", "Tile", "DepthToSpace", "SpaceToDepth_1", "SpaceT
 Array = NDArray[Any]
 
 
-def _count(dims: DimsExprs, op: str) -> int:
-    """The (build-time constant) number of elements of a 1-D value input."""
-    n = dims[0] if len(dims) else DimExpr.const(1)
-    if not n.is_constant():
-        raise PluginInterfaceError(f"{op}: the length of its shape input must be static")
-    return n.get_constant_value()
-
-
-class Expand(ValuePlugin):
-    """Broadcast the input to ``shape`` (input 1) with NumPy rules (a 1 keeps the input dim)."""
-
-    min_opset = 8
-    value_inputs = (1,)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        shape = self.values(inputs, 1)
-        if self.runtime(shape is None):
-            rank = max(len(inputs[0]), _count(inputs[1], "Expand"))
-            return [list(self.unknown_dims(rank))]
-        assert shape is not None
-        return [list(broadcast_dims(list(inputs[0]), list(shape)))]
-
-    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        arr, shape = value_array(inputs[0]), inputs[1].values
-        if arr is None or shape is None or not all(d.is_constant() for d in shape):
-            return None
-        target = np.broadcast_shapes(arr.shape, tuple(d.get_constant_value() for d in shape))
-        return [flat(np.broadcast_to(arr, target))]
-
+class Expand(CpuPlugin, schema.Expand):
     def compute(self, x: Array, shape: Array, *, out: Array | None = None) -> Any:
         target = np.broadcast_shapes(x.shape, tuple(as_ints(shape)))
         return emit(np.broadcast_to(x, target), out)
 
 
-class Tile_1(ValuePlugin):  # noqa: N801
-    """Tile of opsets 1-5: repeat ``tiles`` (input 1) times along ``axis`` (input 2)."""
-
-    op_type = "Tile"
-    plugin_version = "1"
-    max_opset = 5
-    value_inputs = (1, 2)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        tiles, axis = self.ints(inputs, 1), self.ints(inputs, 2)
-        if self.runtime(tiles is None or axis is None):
-            return [list(self.unknown_dims(len(dims)))]
-        assert tiles is not None and axis is not None
-        a = norm_axis(axis[0], len(dims), "Tile axis")
-        return [dims[:a] + [dims[a] * tiles[0]] + dims[a + 1:]]
-
+class Tile_1(CpuPlugin, schema.Tile_1):  # noqa: N801
     def compute(self, x: Array, tiles: Array, axis: Array, *, out: Array | None = None) -> Any:
         reps = [1] * x.ndim
         reps[norm_axis(as_ints(axis)[0], x.ndim)] = as_ints(tiles)[0]
         return emit(np.tile(x, reps), out)
 
 
-class Tile(ValuePlugin):
-    """Tile from opset 6: ``repeats`` (input 1) per axis."""
-
-    min_opset = 6
-    plugin_version = "6"
-    value_inputs = (1,)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        reps = self.values(inputs, 1)
-        if self.runtime(reps is None):
-            return [list(self.unknown_dims(len(dims)))]
-        assert reps is not None
-        if len(reps) != len(dims):
-            raise PluginInterfaceError(f"Tile: {len(reps)} repeats for rank {len(dims)}")
-        return [[d * r for d, r in zip(dims, reps, strict=True)]]
-
-    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        arr, reps = value_array(inputs[0]), inputs[1].values
-        if arr is None or reps is None or not all(r.is_constant() for r in reps):
-            return None
-        return [flat(np.tile(arr, [r.get_constant_value() for r in reps]))]
-
+class Tile(CpuPlugin, schema.Tile):
     def compute(self, x: Array, repeats: Array, *, out: Array | None = None) -> Any:
         return emit(np.tile(x, as_ints(repeats)), out)
 
@@ -121,66 +54,18 @@ def space_to_depth(x: Array, b: int, mode: str) -> Array:
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
-def _check_mode(mode: str, op: str) -> None:
-    if mode not in ("DCR", "CRD"):
-        raise PluginInterfaceError(f"{op}: mode must be DCR or CRD, got {mode!r}")
-
-
-class DepthToSpace(CpuPlugin):
-    """(N, C, H, W) -> (N, C/b^2, H*b, W*b); ``mode`` DCR (default) or CRD (opset 11)."""
-
-    attributes: ClassVar[dict[str, Any]] = {"blocksize": REQUIRED, "mode": "DCR"}
-
-    def setup(self) -> None:
-        _check_mode(self.attrs["mode"], "DepthToSpace")
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        n, c, h, w = list(inputs[0])
-        b = self.attrs["blocksize"]
-        return [[n, c // (b * b), h * b, w * b]]
-
-    def compute(self, x: Array, *, out: Array, blocksize: int, mode: str) -> None:
-        np.copyto(out, depth_to_space(x, blocksize, mode))
-
-
-class _SpaceToDepth(CpuPlugin):
-    """(N, C, H, W) -> (N, C*b^2, H/b, W/b)."""
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        n, c, h, w = list(inputs[0])
-        b = self.attrs["blocksize"]
-        return [[n, c * (b * b), h // b, w // b]]
-
+class _Blocks(CpuPlugin, schema.BlockBase):
     def compute(self, x: Array, *, out: Array, blocksize: int, mode: str = "DCR") -> None:
-        np.copyto(out, space_to_depth(x, blocksize, mode))
+        move = depth_to_space if self.to_space else space_to_depth
+        np.copyto(out, move(x, blocksize, mode))
 
 
-class SpaceToDepth_1(_SpaceToDepth):  # noqa: N801
-    """SpaceToDepth of opsets 1-27: blocks in depth-column-row order."""
-
-    op_type = "SpaceToDepth"
-    plugin_version = "1"
-    max_opset = 27
-    attributes: ClassVar[dict[str, Any]] = {"blocksize": REQUIRED}
+DepthToSpace, SpaceToDepth_1, SpaceToDepth = (
+    type(op.__name__, (_Blocks, op), {"__module__": __name__})
+    for op in (schema.DepthToSpace, schema.SpaceToDepth_1, schema.SpaceToDepth))
 
 
-class SpaceToDepth(_SpaceToDepth):
-    """SpaceToDepth from opset 28: ``mode`` DCR (default) or CRD."""
-
-    plugin_version = "28"
-    min_opset = 28
-    attributes: ClassVar[dict[str, Any]] = {"blocksize": REQUIRED, "mode": "DCR"}
-
-    def setup(self) -> None:
-        _check_mode(self.attrs["mode"], "SpaceToDepth")
-
-
-class ReverseSequence(CpuPlugin):
-    """Reverse the first ``sequence_lens[b]`` elements along ``time_axis`` of each batch b."""
-
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"batch_axis": 1, "time_axis": 0}
-
+class ReverseSequence(CpuPlugin, schema.ReverseSequence):
     def compute(self, x: Array, sequence_lens: Array, *, out: Array, batch_axis: int,
                 time_axis: int) -> None:
         b, t = norm_axis(batch_axis, x.ndim), norm_axis(time_axis, x.ndim)

@@ -1,18 +1,16 @@
-"""Scattering: ScatterElements (and the deprecated Scatter), ScatterND.
-
-The output is a copy of ``data`` with ``updates`` written (``reduction`` none) or combined
-(add, mul, max, min; opset 16/18) at the given indices. Negative indices count from the end.
-"""
+"""Scattering: ScatterElements (and the deprecated Scatter), ScatterND -- NumPy kernels
+(schemas in :mod:`mini_infer_core.ops.scatter`): a copy of ``data``, then ``updates`` written
+or combined with a ufunc's ``at``."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.ops import scatter as schema
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
@@ -45,36 +43,21 @@ def scatter_elements(out: Array, indices: Array, updates: Array, axis: int,
     _apply(out, tuple(grid), updates, reduction)
 
 
-class ScatterElements(CpuPlugin, UnaryPlugin):
-    """ScatterElements; ``reduction`` from opset 16 (max/min from 18)."""
-
-    min_opset = 11
-    attributes: ClassVar[dict[str, Any]] = {"axis": 0, "reduction": "none"}
-
+class ScatterElements(CpuPlugin, schema.ScatterElements):
     def compute(self, data: Array, indices: Array, updates: Array, *, out: Array, axis: int,
                 reduction: str) -> None:
         np.copyto(out, data)
         scatter_elements(out, indices, updates, axis, reduction)
 
 
-class Scatter(CpuPlugin, UnaryPlugin):
-    """The deprecated Scatter (opsets 9-10): ScatterElements without reduction."""
-
-    min_opset = 9
-    attributes: ClassVar[dict[str, Any]] = {"axis": 0}
-
+class Scatter(CpuPlugin, schema.Scatter):
     def compute(self, data: Array, indices: Array, updates: Array, *, out: Array,
                 axis: int) -> None:
         np.copyto(out, data)
         scatter_elements(out, indices, updates, axis, "none")
 
 
-class ScatterND(CpuPlugin, UnaryPlugin):
-    """ScatterND: ``indices[..., :k]`` address slices of data; ``reduction`` from opset 16."""
-
-    min_opset = 11
-    attributes: ClassVar[dict[str, Any]] = {"reduction": "none"}
-
+class ScatterND(CpuPlugin, schema.ScatterND):
     def compute(self, data: Array, indices: Array, updates: Array, *, out: Array,
                 reduction: str) -> None:
         np.copyto(out, data)

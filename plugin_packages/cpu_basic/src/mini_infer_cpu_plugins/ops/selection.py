@@ -1,23 +1,20 @@
-"""Selection: TopK, NonZero, Unique, Compress.
-
-NonZero and Unique are always data-dependent (their output sizes are counts of the data);
-TopK is when K is computed at run time, Compress when its condition is not known at build
-time.
-"""
+"""Selection: TopK, NonZero, Unique, Compress -- NumPy kernels (schemas in
+:mod:`mini_infer_core.ops.selection`). NonZero and Unique always return their outputs
+(data-dependent); TopK and Compress do when K or the condition is known only at run time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimExpr, DimsExprs
-from mini_infer_core.plugin.shapes import Shapes, norm_axis
+from mini_infer_core.ops import selection as schema
+from mini_infer_core.plugin.shapes import norm_axis
 
-from ._dynamic import ValuePlugin, emit
+from ..serialization import CpuPlugin
+from ._dynamic import emit
 
 __all__ = ["TopK_1", "TopK_10", "TopK", "NonZero", "Unique", "Compress"]
 
@@ -38,76 +35,18 @@ def top_k(x: Array, k: int, axis: int, largest: bool) -> tuple[Array, Array]:
     return np.take_along_axis(x, idx, axis=axis), idx
 
 
-class _TopK(ValuePlugin):
-    n_outputs = 2
-
-    def k_of(self, inputs: Sequence[DimsExprs | None]) -> DimExpr | None:
-        vals = self.ints(inputs, 1)
-        return None if vals is None else DimExpr.const(vals[0])
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        a = norm_axis(self.attrs["axis"], len(dims), "TopK axis")
-        k = self.k_of(inputs)
-        if self.runtime(k is None):
-            k = self.dynamic_dim("k")
-        assert k is not None
-        shape = dims[:a] + [k] + dims[a + 1:]
-        return [shape, list(shape)]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], DataType.INT64]
-
+class _TopK(CpuPlugin, schema.TopKBase):
     def compute(self, x: Array, k_input: Array | None = None, *, out: Any = None, axis: int,
                 largest: int = 1, **attrs: Any) -> Any:
         kk = int(attrs["k"]) if k_input is None else int(np.asarray(k_input).reshape(-1)[0])
         return emit(top_k(x, kk, norm_axis(axis, x.ndim), bool(largest)), out)
 
 
-class TopK_1(_TopK):  # noqa: N801
-    """TopK before opset 10: ``k`` attribute."""
-
-    op_type = "TopK"
-    plugin_version = "1"
-    max_opset = 9
-    attributes: ClassVar[dict[str, Any]] = {"k": REQUIRED, "axis": -1}
-
-    def k_of(self, inputs: Sequence[DimsExprs | None]) -> DimExpr | None:
-        return DimExpr.const(self.attrs["k"])
+TopK_1, TopK_10, TopK = (type(op.__name__, (_TopK, op), {"__module__": __name__})
+                         for op in (schema.TopK_1, schema.TopK_10, schema.TopK))
 
 
-class TopK_10(_TopK):  # noqa: N801
-    """TopK of opset 10: ``K`` input, largest first."""
-
-    op_type = "TopK"
-    plugin_version = "10"
-    min_opset = 10
-    max_opset = 10
-    value_inputs = (1,)
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1}
-
-
-class TopK(_TopK):
-    """TopK from opset 11: ``K`` input, ``largest`` and ``sorted`` (always sorted here)."""
-
-    plugin_version = "11"
-    min_opset = 11
-    value_inputs = (1,)
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1, "largest": 1, "sorted": 1}
-
-
-class NonZero(ValuePlugin):
-    """Indices of the non-zero elements, INT64 of shape (rank, count)."""
-
-    min_opset = 9
-    data_dependent = True
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [[len(inputs[0]), self.dynamic_dim("count")]]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.INT64]
-
+class NonZero(CpuPlugin, schema.NonZero):
     def compute(self, x: Array, *, out: Array | None = None) -> Any:
         if x.ndim == 0:
             found = np.zeros((0, int(bool(x))), np.int64)
@@ -116,31 +55,7 @@ class NonZero(ValuePlugin):
         return emit(found, out)
 
 
-class Unique(ValuePlugin):
-    """Unique elements (or slices along ``axis``): Y, first indices, inverse indices, counts.
-
-    ``sorted=0`` keeps the order of first occurrence."""
-
-    min_opset = 11
-    data_dependent = True
-    n_outputs = 4
-    attributes: ClassVar[dict[str, Any]] = {"axis": None, "sorted": 1}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        n = self.dynamic_dim("unique")
-        axis = self.attrs["axis"]
-        if axis is None:
-            total = DimExpr.const(1)
-            for d in dims:
-                total = total * d
-            return [[n], [n], [total], [n]]
-        a = norm_axis(axis, len(dims), "Unique axis")
-        return [dims[:a] + [n] + dims[a + 1:], [n], [dims[a]], [n]]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0]] + [DataType.INT64] * 3
-
+class Unique(CpuPlugin, schema.Unique):
     def compute(self, x: Array, *, out: Any = None, axis: int | None,
                 sorted: int) -> Any:  # noqa: A002
         if axis is None:
@@ -160,29 +75,7 @@ class Unique(ValuePlugin):
                      counts.astype(np.int64)), out)
 
 
-class Compress(ValuePlugin):
-    """The slices along ``axis`` (of the flattened input without axis) where ``condition``
-    is true; a condition shorter than the axis selects among its first elements."""
-
-    min_opset = 9
-    value_inputs = (1,)
-    attributes: ClassVar[dict[str, Any]] = {"axis": None}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        cond = self.ints(inputs, 1)
-        n: DimExpr
-        if self.runtime(cond is None):
-            n = self.dynamic_dim("count")
-        else:
-            assert cond is not None
-            n = DimExpr.const(sum(1 for c in cond if c))
-        axis = self.attrs["axis"]
-        if axis is None:
-            return [[n]]
-        a = norm_axis(axis, len(dims), "Compress axis")
-        return [dims[:a] + [n] + dims[a + 1:]]
-
+class Compress(CpuPlugin, schema.Compress):
     def compute(self, x: Array, condition: Array, *, out: Array | None = None,
                 axis: int | None) -> Any:
         cond = np.asarray(condition).astype(bool).reshape(-1)

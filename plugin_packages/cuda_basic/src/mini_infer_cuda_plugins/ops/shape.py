@@ -1,150 +1,65 @@
-"""Data movement: Reshape, Flatten, Transpose, Concat, Unsqueeze, Squeeze, Identity.
+"""Data movement: Reshape, Flatten, Transpose, Concat, Unsqueeze, Squeeze, Identity -- one
+device copy into the pre-allocated output, no host round trip (schemas in
+:mod:`mini_infer_core.ops.shape`).
 
-Each copies into the pre-allocated output (one device copy; no host round trip) and passes
-the build-time values of small integer tensors through (``output_values``). Targets and axes
-given as inputs (Reshape-5, Unsqueeze-13, Squeeze-13) must be known when the engine is built
-(``shape_inputs``): the kernels never read them back from the GPU.
+Targets and axes given as inputs (Reshape-5, Unsqueeze-13, Squeeze-13) must be known when the
+engine is built (:class:`BuildTimeValues`): the kernels never read them back from the GPU.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from mini_infer_core.plugin import REQUIRED, DimsExprs, UnaryPlugin, shapes
-from mini_infer_core.plugin.shapes import Shapes, Values
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.ops import ValueOp
+from mini_infer_core.ops import shape as schema
+from mini_infer_core.plugin import shapes
 
 from ..serialization import CudaPlugin
-from ._common import array_module, copy_into, shape_values
+from ._common import array_module, copy_into
 
 __all__ = ["Reshape_1", "Reshape_5", "Flatten", "Transpose", "Concat", "Unsqueeze_1",
            "Unsqueeze_13", "Squeeze_1", "Squeeze_13", "Identity"]
 
 
+class BuildTimeValues(ValueOp):
+    """The kernel of a schema whose output shapes read input values: on this device those
+    inputs must be known when the engine is built (``shape_inputs``: the engine refuses them
+    computed at run time) and the node never turns data-dependent, since reading them back
+    from the GPU would wait for its stream."""
 
-class _Copy(CudaPlugin, UnaryPlugin):
-    """An operator whose output holds the input's elements in order, in another shape."""
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.shape_inputs = cls.value_inputs
 
-    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        return shapes.same_values(inputs)
+    def runtime(self, dynamic: bool = True) -> bool:
+        if dynamic:
+            raise PluginInterfaceError(
+                f"{self.op_type}: the values of inputs {list(self.value_inputs)} must be "
+                "build-time constants (or computed from shapes only) for the cuda device, "
+                "whose kernels never read them back from the GPU; they are not here")
+        return super().runtime(False)
+
+
+class _Copy(CudaPlugin, schema.CopyBase):
+    """The input's elements, in order, into ``out``."""
 
     def compute(self, x: Any, *_inputs: Any, out: Any, **_: Any) -> None:
         copy_into(array_module(x, out), out, x)
 
 
-class Reshape_1(_Copy):  # noqa: N801
-    """Reshape before opset 5: the target is the ``shape`` attribute."""
-
-    op_type = "Reshape"
-    plugin_version = "1"
-    max_opset = 4
-    attributes: ClassVar[dict[str, Any]] = {"shape": REQUIRED, "consumed_inputs": None}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [list(shapes.reshape_dims(list(inputs[0]), self.attrs["shape"], 0))]
+Reshape_1, Reshape_5, Flatten, Unsqueeze_1, Unsqueeze_13, Squeeze_1, Squeeze_13, Identity = (
+    type(op.__name__, (_Copy, BuildTimeValues, op) if issubclass(op, ValueOp) else (_Copy, op),
+         {"__module__": __name__})
+    for op in (schema.Reshape_1, schema.Reshape_5, schema.Flatten, schema.Unsqueeze_1,
+               schema.Unsqueeze_13, schema.Squeeze_1, schema.Squeeze_13, schema.Identity))
 
 
-class Reshape_5(_Copy):  # noqa: N801
-    """Reshape from opset 5: the target is input 1 (``allowzero`` from opset 14)."""
-
-    op_type = "Reshape"
-    plugin_version = "5"
-    min_opset = 5
-    shape_inputs = (1,)
-    attributes: ClassVar[dict[str, Any]] = {"allowzero": 0}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        target = shape_values(inputs, 1, "Reshape", "shape")
-        return [list(shapes.reshape_dims(list(inputs[0]), target, self.attrs["allowzero"]))]
-
-
-class Flatten(_Copy):
-    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [shapes.flatten_dims(list(inputs[0]), self.attrs["axis"])]
-
-
-class Unsqueeze_1(_Copy):  # noqa: N801
-    op_type = "Unsqueeze"
-    plugin_version = "1"
-    max_opset = 12
-    attributes: ClassVar[dict[str, Any]] = {"axes": REQUIRED}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [shapes.unsqueeze_dims(list(inputs[0]), self.attrs["axes"])]
-
-
-class Unsqueeze_13(_Copy):  # noqa: N801
-    """Unsqueeze from opset 13: ``axes`` is input 1."""
-
-    op_type = "Unsqueeze"
-    plugin_version = "13"
-    min_opset = 13
-    shape_inputs = (1,)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        axes = shapes.const_ints(shape_values(inputs, 1, "Unsqueeze", "axes"), "Unsqueeze", "axes")
-        return [shapes.unsqueeze_dims(list(inputs[0]), axes)]
-
-
-class Squeeze_1(_Copy):  # noqa: N801
-    op_type = "Squeeze"
-    plugin_version = "1"
-    max_opset = 12
-    attributes: ClassVar[dict[str, Any]] = {"axes": None}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [shapes.squeeze_dims(list(inputs[0]), self.attrs["axes"])]
-
-
-class Squeeze_13(_Copy):  # noqa: N801
-    """Squeeze from opset 13: optional ``axes`` input 1."""
-
-    op_type = "Squeeze"
-    plugin_version = "13"
-    min_opset = 13
-    shape_inputs = (1,)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        axes = None
-        if not shapes.absent(inputs, 1):
-            axes = shapes.const_ints(shape_values(inputs, 1, "Squeeze", "axes"), "Squeeze", "axes")
-        return [shapes.squeeze_dims(list(inputs[0]), axes)]
-
-
-class Identity(_Copy):
-    pass
-
-
-class Transpose(CudaPlugin, UnaryPlugin):
-    attributes: ClassVar[dict[str, Any]] = {"perm": None}
-
-    def _perm(self, rank: int) -> tuple[int, ...]:
-        return shapes.transpose_perm(self.attrs["perm"], rank)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        dims = list(inputs[0])
-        return [[dims[p] for p in self._perm(len(dims))]]
-
-    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        arr = shapes.value_array(inputs[0])
-        return None if arr is None else [shapes.flat(arr.transpose(self._perm(arr.ndim)))]
-
+class Transpose(CudaPlugin, schema.Transpose):
     def compute(self, x: Any, *, out: Any, perm: Any) -> None:
-        array_module(x, out).copyto(out, x.transpose(self._perm(x.ndim)))
+        array_module(x, out).copyto(out, x.transpose(self.perm(x.ndim)))
 
 
-class Concat(CudaPlugin):
-    """Concatenation along ``axis`` (negative allowed)."""
-
-    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [shapes.concat_dims(inputs, self.attrs["axis"])]
-
-    def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
-        return shapes.concat_values(inputs, self.attrs["axis"])
-
+class Concat(CudaPlugin, schema.Concat):
     def compute(self, *xs: Any, out: Any, axis: int) -> None:
         array_module(*xs, out).concatenate(xs, axis=shapes.norm_axis(axis, out.ndim), out=out)
