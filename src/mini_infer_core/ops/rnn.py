@@ -69,7 +69,8 @@ def activations(names: Sequence[Any] | None, defaults: Sequence[str], n_dirs: in
     out = []
     for name in lst:
         if name not in ACTIVATIONS:
-            raise PluginInterfaceError(f"unknown recurrent activation {name!r}")
+            raise PluginInterfaceError(f"unknown recurrent activation {name!r} (known: "
+                                       f"{', '.join(ACTIVATIONS)})")
         ua, ub, da, db = _PARAMS.get(name, (False, False, 0.0, 0.0))
         a = al.pop(0) if ua and al else da
         b = be.pop(0) if ub and be else db
@@ -88,11 +89,14 @@ class RecurrentBase(Versioned, Op):
 
     def setup(self) -> None:
         a = self.attrs
-        #: per direction, whether it runs reversed
-        self.reverse = directions(a["direction"])
-        #: ``len(default_acts)`` activations per direction
-        self.acts = activations(a["activations"], self.default_acts, len(self.reverse),
-                                a["activation_alpha"], a["activation_beta"])
+        try:
+            #: per direction, whether it runs reversed
+            self.reverse = directions(a["direction"])
+            #: ``len(default_acts)`` activations per direction
+            self.acts = activations(a["activations"], self.default_acts, len(self.reverse),
+                                    a["activation_alpha"], a["activation_beta"])
+        except PluginInterfaceError as exc:
+            raise PluginInterfaceError(f"{self.op_type} {self.name!r}: {exc}") from exc
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
         """Y and the ``n_state`` final-state outputs (Y_h, Y_c)."""
