@@ -12,11 +12,18 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
-__all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "in_place", "relu",
-           "zeros_like_chunk"]
+__all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "in_place", "kernels",
+           "relu", "zeros_like_chunk"]
 
 #: dtypes of kernels that only make sense on floating point data
 FLOATS = FLOAT_TYPES
+
+
+def kernels(family: type[Any], *schemas: type[Any], module: str) -> tuple[type[Any], ...]:
+    """One kernel class per operator schema, where a family's kernel serves several opsets
+    alike: ``family``'s ``compute`` with the schema's attributes, opsets and shapes, a class
+    named like the schema in ``module``."""
+    return tuple(type(s.__name__, (family, s), {"__module__": module}) for s in schemas)
 
 
 class Scratch:

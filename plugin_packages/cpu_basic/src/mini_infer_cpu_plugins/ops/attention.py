@@ -14,21 +14,24 @@ reference does, so float16/bfloat16 results round alike):
 * scores = (Q * sqrt(scale)) @ (K * sqrt(scale))^T, softcap (c * tanh(x / c)), + bias,
   softmax (in ``softmax_precision`` when given), rows whose bias is all -inf give 0;
 * qk_matmul_output: mode 0/1 the (softcapped) scores, 2 with the bias, 3 the softmax.
+
+Shapes and attributes are the schemas' (:mod:`mini_infer_core.ops.attention`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, IntLike
+from mini_infer_core.ops import attention as schema
+from mini_infer_core.plugin import DataType
 
 from ..serialization import CpuPlugin
 from ._nn_util import put
+from ._util import kernels
 
 __all__ = ["Attention_23", "Attention", "RotaryEmbedding"]
 
@@ -74,9 +77,7 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, past_k: Array | 
     dt = q.dtype
     three_d = q.ndim == 3
     if three_d:
-        qh, kvh = a["q_num_heads"], a["kv_num_heads"]
-        if not qh or not kvh:
-            raise PluginInterfaceError("Attention: 3-D inputs need q_num_heads and kv_num_heads")
+        qh, kvh = schema.heads(a)
         q, k, v = _heads(q, qh), _heads(k, kvh), _heads(v, kvh)
     scale = a["scale"]
     if scale is None:
@@ -148,95 +149,31 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, past_k: Array | 
     return y, present_k, present_v, qk_out.astype(dt)
 
 
-_ATTRS_23: dict[str, Any] = {
-    "is_causal": 0, "kv_num_heads": None, "q_num_heads": None, "qk_matmul_output_mode": 0,
-    "scale": None, "softcap": 0.0, "softmax_precision": None}
-
-
-class _AttentionBase(CpuPlugin):
-    op_type = "Attention"
-    n_outputs = 4
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
-
-    def output_shapes(self, inputs: Sequence[DimsExprs | None]) -> list[list[IntLike]]:
-        q, k, v = (list(x) if x is not None else [] for x in inputs[:3])
-        past = inputs[4] if len(inputs) > 4 else None
-        if len(q) == 3:
-            qh, kvh = self.attrs["q_num_heads"], self.attrs["kv_num_heads"]
-            if not qh or not kvh:
-                raise PluginInterfaceError(
-                    "Attention: 3-D inputs need q_num_heads and kv_num_heads")
-            dk, dv = k[2] // kvh, v[2] // kvh
-            b, sq, skv = q[0], q[1], k[1]
-            y: list[IntLike] = [b, sq, dv * qh]
-        elif len(q) == 4:
-            qh, kvh = q[1], k[1]
-            dk, dv = k[3], v[3]
-            b, sq, skv = q[0], q[2], k[2]
-            y = [b, qh, sq, dv]
-        else:
-            raise PluginInterfaceError(f"Attention: Q must be 3-D or 4-D, got rank {len(q)}")
-        total: DimExpr = DimExpr.wrap(skv) if past is None else past[2] + skv
-        return [y, [b, kvh, total, dk], [b, kvh, total, dv], [b, qh, sq, total]]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0]] * 4
-
+class _Attention(CpuPlugin, schema.AttentionBase):
     def compute(self, q: Array, k: Array, v: Array, mask: Array | None = None,
                 past_k: Array | None = None, past_v: Array | None = None,
                 nonpad: Array | None = None, *, out: Any, **attrs: Any) -> None:
-        if (past_k is None) != (past_v is None):
-            raise PluginInterfaceError("Attention: past_key and past_value go together")
         res = attention(q, k, v, mask, past_k, past_v, nonpad, attrs)
         for i, r in enumerate(res):
             put(out, i, r)
 
 
-class Attention_23(_AttentionBase):  # noqa: N801
-    """Opsets 23-24 (24 adds the nonpad_kv_seqlen input)."""
-
-    op_type = "Attention"
-    plugin_version = "23"
-    min_opset = 23
-    max_opset = 24
-    attributes: ClassVar[dict[str, Any]] = dict(_ATTRS_23)
+Attention_23, Attention = kernels(_Attention, schema.Attention_23, schema.Attention,
+                                  module=__name__)
 
 
-class Attention(_AttentionBase):
-    """Opset 25: sliding-window attention (left/right_window_size; -1 unbounded)."""
-
-    plugin_version = "25"
-    min_opset = 25
-    attributes: ClassVar[dict[str, Any]] = {
-        **_ATTRS_23, "left_window_size": -1, "right_window_size": -1}
-
-
-class RotaryEmbedding(CpuPlugin):
+class RotaryEmbedding(CpuPlugin, schema.RotaryEmbedding):
     """Rotates (x1, x2) pairs -- the two halves of the first ``rotary_embedding_dim``
     features, or interleaved even/odd ones -- by cos/sin caches indexed by position_ids
-    (or the caches are already (batch, seq, dim/2)). X is (batch, heads, seq, head) or
-    (batch, seq, heads * head) with ``num_heads``."""
-
-    plugin_version = "23"
-    min_opset = 23
-    attributes: ClassVar[dict[str, Any]] = {
-        "interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0}
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
+    (or the caches are already (batch, seq, dim/2))."""
 
     def compute(self, x: Array, cos: Array, sin: Array, pos: Array | None = None, *,
-                out: Array, interleaved: int, num_heads: int, rotary_embedding_dim: int
-                ) -> None:
+                out: Array, interleaved: int, num_heads: int | None,
+                rotary_embedding_dim: int) -> None:
         if x.ndim == 4:
             xt = x.transpose(0, 2, 1, 3)
         else:
-            if not num_heads:
-                raise PluginInterfaceError("RotaryEmbedding: 3-D input needs num_heads")
+            assert num_heads  # the schema checked it
             b, s, h = x.shape
             xt = x.reshape(b, s, num_heads, h // num_heads)
         dim = rotary_embedding_dim or xt.shape[3]

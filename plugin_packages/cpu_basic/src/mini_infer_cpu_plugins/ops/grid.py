@@ -5,32 +5,29 @@ GridSample is vectorised over every output position: the normalised grid coordin
 mapped to input pixel coordinates (align_corners or not), out-of-range coordinates are
 clamped (border) or reflected (reflection), and the 1 (nearest), 2^d (linear) or 4^d
 (cubic) neighbours are gathered with fancy indexing, out-of-range neighbours reading 0
-(zeros), the edge (border) or their reflection (reflection).
+(zeros), the edge (border) or their reflection (reflection). Shapes and attributes are the
+schemas' (:mod:`mini_infer_core.ops.grid`).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, IntLike
+from mini_infer_core.ops import grid as schema
 
 from ..serialization import CpuPlugin
-from ._dynamic import ValuePlugin
-from ._nn_util import to_str
+from ._dynamic import emit
+from ._util import kernels
 
 __all__ = ["GridSample_16", "GridSample", "AffineGrid"]
 
 Array = NDArray[Any]
-
-_MODE_NAMES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear",
-               "cubic": "cubic", "nearest": "nearest"}
-_PADDINGS = ("zeros", "border", "reflection")
 
 
 def _reflect(x: Array, lo: float, hi: float) -> Array:
@@ -61,26 +58,7 @@ def _cubic_coeffs(t: Array) -> list[Array]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-class GridSample(CpuPlugin):
-    plugin_version = "20"
-    min_opset = 20
-    attributes: ClassVar[dict[str, Any]] = {
-        "align_corners": 0, "mode": "linear", "padding_mode": "zeros"}
-
-    def setup(self) -> None:
-        mode = to_str(self.attrs["mode"])
-        pad = to_str(self.attrs["padding_mode"])
-        if mode not in _MODE_NAMES or pad not in _PADDINGS:
-            raise PluginInterfaceError(
-                f"GridSample: unknown mode {mode!r} or padding_mode {pad!r}")
-        self.mode, self.padding = _MODE_NAMES[mode], pad
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x, g = list(inputs[0]), list(inputs[1])
-        if len(g) != len(x) or len(x) < 3:
-            raise PluginInterfaceError("GridSample: X and grid must have the same rank >= 3")
-        return [[x[0], x[1], *g[1:-1]]]
-
+class _GridSample(CpuPlugin, schema.GridSampleBase):
     def _fetch(self, img: Array, idx: list[Array], borders: list[tuple[float, float]]
                ) -> Array:
         """img (C, *D) at integer positions ``idx`` (each shaped as the output)."""
@@ -146,41 +124,11 @@ class GridSample(CpuPlugin):
             out[n] = acc
 
 
-class GridSample_16(GridSample):  # noqa: N801
-    """Opset 16: 2-D only, modes bilinear/nearest/bicubic."""
-
-    op_type = "GridSample"
-    plugin_version = "16"
-    min_opset = 16
-    max_opset = 19
-    attributes: ClassVar[dict[str, Any]] = {
-        "align_corners": 0, "mode": "bilinear", "padding_mode": "zeros"}
+GridSample_16, GridSample = kernels(_GridSample, schema.GridSample_16, schema.GridSample,
+                                    module=__name__)
 
 
-class AffineGrid(ValuePlugin):
-    """grid[n, ..., :] = theta[n] @ (x, y[, z], 1) over the normalised base grid of
-    ``size`` = (N, C, [D,] H, W); shape from the values of ``size`` (data-dependent when
-    they are only known at run time)."""
-
-    min_opset = 20
-    attributes: ClassVar[dict[str, Any]] = {"align_corners": 0}
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        size = self.ints(inputs, 1)
-        if size is not None:
-            return [[size[0], *size[2:], len(size) - 2]]
-        k = inputs[1][0] if len(inputs[1]) == 1 else None
-        if k is None or not k.is_constant():
-            raise PluginInterfaceError("AffineGrid: size must be a 1-D tensor of static length")
-        rank = k.get_constant_value()
-        self.runtime(True)
-        return [[inputs[0][0], *(self.dynamic_dim(f"d{i}") for i in range(rank - 2)),
-                 rank - 2]]
-
+class AffineGrid(CpuPlugin, schema.AffineGrid):
     def compute(self, theta: Array, size: Array, *, out: Any = None,
                 align_corners: int) -> Any:
         spatial = [int(v) for v in size[2:]]
@@ -194,8 +142,5 @@ class AffineGrid(ValuePlugin):
         homo = np.stack([*mesh[::-1], np.ones(spatial)], axis=-1)  # (*spatial, nd+1)
         flat = homo.reshape(-1, len(spatial) + 1)
         grid = np.einsum("nij,pj->npi", theta.astype(np.float64), flat)
-        y = grid.reshape(theta.shape[0], *spatial, len(spatial)).astype(theta.dtype)
-        if out is None:
-            return y
-        np.copyto(out, y)
-        return None
+        return emit(grid.reshape(theta.shape[0], *spatial, len(spatial)).astype(theta.dtype),
+                    out)

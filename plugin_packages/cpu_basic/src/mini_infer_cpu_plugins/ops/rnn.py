@@ -4,50 +4,33 @@ The input projection of every time step is one matmul ((T*B, I) @ W^T) before th
 each step then does one (B, H) @ R^T product and the gate arithmetic. Directions forward,
 reverse and bidirectional; ``sequence_lens`` stops a batch entry after its length (its state
 is kept, its Y rows are 0; the reverse direction starts at its last valid step); ``clip``
-bounds the inputs of the activations; activations (and their alpha/beta) as attributes.
+bounds the inputs of the activations. Shapes, directions and activations are the schemas'
+(:mod:`mini_infer_core.ops.rnn`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DimsExprs, IntLike
+from mini_infer_core.ops import rnn as schema
 
 from ..serialization import CpuPlugin
 from ._nn_util import acc_dtype, put
-from ._rnn_util import Act, activations, directions, rnn_output_shapes
+from ._rnn_util import Act, make_activation
+from ._util import kernels
 
 __all__ = ["RNN", "GRU_1", "GRU", "LSTM"]
 
 Array = NDArray[Any]
 
-_COMMON: dict[str, Any] = {
-    "activation_alpha": None, "activation_beta": None, "activations": None, "clip": None,
-    "direction": "forward", "hidden_size": None, "layout": 0}
 
-
-class _Recurrent(CpuPlugin):
-    gates: ClassVar[int] = 1
-    n_state: ClassVar[int] = 1
-    default_acts: ClassVar[tuple[str, ...]] = ("tanh",)
-
+class _Recurrent(CpuPlugin, schema.RecurrentBase):
     def setup(self) -> None:
-        a = self.attrs
-        self.reverse = directions(a["direction"])
-        self.acts = activations(a["activations"], self.default_acts, len(self.reverse),
-                                a["activation_alpha"], a["activation_beta"])
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return rnn_output_shapes(inputs, self.attrs, self.n_state)
+        super().setup()
+        self.fns = [make_activation(a) for a in self.acts]
 
     def _clip(self, x: Array) -> Array:
         c = self.attrs["clip"]
@@ -62,8 +45,6 @@ class _Recurrent(CpuPlugin):
             states = [None if s is None else s.transpose(1, 0, 2) for s in states]
         t_len, batch, _ = x.shape
         nd, hid = len(self.reverse), r.shape[-1]
-        if w.shape[0] != nd:
-            raise PluginInterfaceError(f"{self.op_type}: W has {w.shape[0]} directions")
         g = self.gates
         y = np.zeros((t_len, nd, batch, hid), dt)
         finals: list[Array] = [np.zeros((nd, batch, hid), dt) for _ in range(self.n_state)]
@@ -77,7 +58,7 @@ class _Recurrent(CpuPlugin):
             st = [np.zeros((batch, hid), dt) if s is None else s[d].astype(dt)
                   for s in states]
             ex = None if extra is None else extra[d].astype(dt)
-            acts = self.acts[d * len(self.default_acts):(d + 1) * len(self.default_acts)]
+            acts = self.fns[d * len(self.default_acts):(d + 1) * len(self.default_acts)]
             for t in (steps[::-1] if rev else steps):
                 new = self._step(xw[t], st, r[d].astype(dt), bias[g * hid:], ex, acts)
                 if valid is not None:
@@ -103,12 +84,8 @@ class _Recurrent(CpuPlugin):
         raise NotImplementedError
 
 
-class RNN(_Recurrent):
+class RNN(_Recurrent, schema.RNN):
     """H = f(X W^T + H R^T + Wb + Rb)."""
-
-    n_outputs = 2
-    attributes: ClassVar[dict[str, Any]] = {
-        **_COMMON, "activations": ["Tanh", "Tanh"], "output_sequence": 0}
 
     def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
                 lens: Array | None = None, h0: Array | None = None, *, out: Any,
@@ -120,15 +97,10 @@ class RNN(_Recurrent):
         return [acts[0](self._clip(xw + st[0] @ r.T + rb))]
 
 
-class _GRU(_Recurrent):
+class _GRU(_Recurrent, schema.GRUBase):
     """Gates z, r, h: z = f(...), r = f(...), h~ = g(X Wh^T + (r * H) Rh^T + Rbh + Wbh)
     (with linear_before_reset: g(X Wh^T + r * (H Rh^T + Rbh) + Wbh)),
     H = (1 - z) * h~ + z * H."""
-
-    op_type = "GRU"
-    gates = 3
-    n_outputs = 2
-    default_acts = ("sigmoid", "tanh")
 
     def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
                 lens: Array | None = None, h0: Array | None = None, *, out: Any,
@@ -151,35 +123,12 @@ class _GRU(_Recurrent):
         return [(1 - z) * cand + z * h]
 
 
-class GRU_1(_GRU):  # noqa: N801
-    """Opsets 1-2 (the schema spells the default direction 'foward')."""
-
-    op_type = "GRU"
-    max_opset = 2
-    attributes: ClassVar[dict[str, Any]] = {
-        **{k: v for k, v in _COMMON.items() if k != "layout"}, "direction": "foward",
-        "output_sequence": 0}
+GRU_1, GRU = kernels(_GRU, schema.GRU_1, schema.GRU, module=__name__)
 
 
-class GRU(_GRU):
-    """Opset 3+: linear_before_reset."""
-
-    plugin_version = "3"
-    min_opset = 3
-    attributes: ClassVar[dict[str, Any]] = {
-        **_COMMON, "linear_before_reset": 0, "output_sequence": 0}
-
-
-class LSTM(_Recurrent):
+class LSTM(_Recurrent, schema.LSTM):
     """Gates i, o, f, c with optional peepholes P = (p_i, p_o, p_f):
     C = f * C + i * g(c), H = o * h(C); ``input_forget`` couples f = 1 - i."""
-
-    gates = 4
-    n_state = 2
-    n_outputs = 3
-    default_acts = ("sigmoid", "tanh", "tanh")
-    attributes: ClassVar[dict[str, Any]] = {
-        **_COMMON, "input_forget": 0, "output_sequence": 0}
 
     def compute(self, x: Array, w: Array, r: Array, b: Array | None = None,
                 lens: Array | None = None, h0: Array | None = None,

@@ -1,65 +1,31 @@
-"""MaxUnpool and the region-of-interest pools: MaxRoiPool, RoiAlign."""
+"""MaxUnpool and the region-of-interest pools: MaxRoiPool, RoiAlign (shapes and attributes
+are the schemas': :mod:`mini_infer_core.ops.roi`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DimsExprs, IntLike
+from mini_infer_core.ops import roi as schema
 
 from ..serialization import CpuPlugin
-from ._dynamic import ValuePlugin
-from ._nn_util import NN_FLOATS, acc_dtype, to_str
+from ._dynamic import emit
+from ._nn_util import NN_FLOATS, acc_dtype
+from ._util import kernels
 
 __all__ = ["MaxUnpool", "MaxRoiPool", "RoiAlign_10", "RoiAlign"]
 
 Array = NDArray[Any]
 
 
-class MaxUnpool(ValuePlugin):
-    """Scatters X to the flat positions ``I`` (MaxPool's Indices) of a zero tensor of the
-    inferred shape ``(in - 1) * stride - pads + kernel``; an ``output_shape`` input pads that
-    result with zeros at the end of each dimension (onnx's reference semantics).
-
-    A run-time ``output_shape`` makes the node data-dependent."""
-
-    min_opset = 9
-    attributes: ClassVar[dict[str, Any]] = {
-        "kernel_shape": REQUIRED, "pads": None, "strides": None}
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
-
-    def _inferred(self, x: Sequence[Any]) -> list[Any]:
-        k = list(self.attrs["kernel_shape"])
-        nd = len(k)
-        s = list(self.attrs["strides"] or [1] * nd)
-        p = list(self.attrs["pads"] or [0] * (2 * nd))
-        if len(x) != nd + 2:
-            raise PluginInterfaceError(f"MaxUnpool: X rank {len(x)} != {nd} + 2")
-        return [x[0], x[1], *((x[2 + i] - 1) * s[i] + (k[i] - p[i] - p[i + nd])
-                              for i in range(nd))]
-
-    def output_shapes(self, inputs: Sequence[DimsExprs | None]) -> list[list[IntLike]]:
-        x = inputs[0]
-        assert x is not None
-        if len(inputs) > 2 and inputs[2] is not None:
-            vals = self.ints(inputs, 2)
-            if vals is not None:
-                return [list(vals)]
-            self.runtime(True)
-            return [[self.dynamic_dim(f"d{i}") for i in range(len(x))]]
-        return [self._inferred(list(x))]
-
+class MaxUnpool(CpuPlugin, schema.MaxUnpool):
     def compute(self, x: Array, ind: Array, output_shape: Array | None = None, *,
                 out: Any = None, **_: Any) -> Any:
-        shape = tuple(int(v) for v in self._inferred(list(x.shape)))
+        shape = tuple(int(v) for v in self.unpooled(list(x.shape)))
         flat = np.zeros(int(np.prod(shape)), x.dtype)
         flat[ind.reshape(-1)] = x.reshape(-1)
         y: Array = flat.reshape(shape)
@@ -67,22 +33,14 @@ class MaxUnpool(ValuePlugin):
             full = np.zeros(tuple(int(v) for v in output_shape), x.dtype)
             full[tuple(slice(0, n) for n in shape)] = y
             y = full
-        if out is None:
-            return y
-        np.copyto(out, y)
-        return None
+        return emit(y, out)
 
 
-class MaxRoiPool(CpuPlugin):
-    """Max over each of pooled_shape bins of every ROI (batch_id, x1, y1, x2, y2), corners
-    rounded after ``spatial_scale`` (Caffe/onnxruntime semantics); an empty bin gives 0."""
+class MaxRoiPool(CpuPlugin, schema.MaxRoiPool):
+    """ROI corners rounded after ``spatial_scale`` (Caffe/onnxruntime semantics); an empty
+    bin gives 0."""
 
     dtypes = NN_FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"pooled_shape": REQUIRED, "spatial_scale": 1.0}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        ph, pw = self.attrs["pooled_shape"]
-        return [[inputs[1][0], inputs[0][1], ph, pw]]
 
     def compute(self, x: Array, rois: Array, *, out: Array, pooled_shape: Sequence[int],
                 spatial_scale: float) -> None:
@@ -121,30 +79,18 @@ def _axis_samples(start: float, bin_size: float, pooled: int, grid: int, size: i
     return low, high, (1.0 - frac) * valid, frac * valid, valid
 
 
-class RoiAlign(CpuPlugin):
+class _RoiAlign(CpuPlugin, schema.RoiAlignBase):
     """Average (or max) of bilinear samples on a sampling_ratio grid (adaptive when 0) per
     output bin of every ROI (x1, y1, x2, y2) of image ``batch_indices[r]``.
 
-    ``coordinate_transformation_mode`` half_pixel shifts the scaled ROI by -0.5;
-    output_half_pixel (opset 10's behaviour) does not, and forces ROIs to at least 1x1.
-    Max mode takes the max of the weighted corner values (onnxruntime's definition)."""
-
-    plugin_version = "16"
-    min_opset = 16
-    attributes: ClassVar[dict[str, Any]] = {
-        "coordinate_transformation_mode": "half_pixel", "mode": "avg", "output_height": 1,
-        "output_width": 1, "sampling_ratio": 0, "spatial_scale": 1.0}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        a = self.attrs
-        return [[inputs[1][0], inputs[0][1], a["output_height"], a["output_width"]]]
+    half_pixel shifts the scaled ROI by -0.5; output_half_pixel (opset 10's behaviour) does
+    not, and forces ROIs to at least 1x1. Max mode takes the max of the weighted corner
+    values (onnxruntime's definition)."""
 
     def compute(self, x: Array, rois: Array, batch_indices: Array, *, out: Array,
-                mode: Any, output_height: int, output_width: int, sampling_ratio: int,
-                spatial_scale: float, coordinate_transformation_mode: Any = "output_half_pixel"
-                ) -> None:
-        half = to_str(coordinate_transformation_mode) == "half_pixel"
-        is_max = to_str(mode).lower() == "max"
+                output_height: int, output_width: int, sampling_ratio: int,
+                spatial_scale: float, **_: Any) -> None:
+        half, is_max = self.half_pixel, self.max_mode
         dt = acc_dtype(x.dtype)
         h, w = x.shape[2:]
         off = 0.5 if half else 0.0
@@ -161,8 +107,8 @@ class RoiAlign(CpuPlugin):
             if gh == 0 or gw == 0:
                 out[r] = 0
                 continue
-            ylo, yhi, wyl, wyh, _ = _axis_samples(sh, bh, output_height, gh, h)
-            xlo, xhi, wxl, wxh, _ = _axis_samples(sw, bw, output_width, gw, w)
+            ylo, yhi, wyl, wyh = _axis_samples(sh, bh, output_height, gh, h)[:4]
+            xlo, xhi, wxl, wxh = _axis_samples(sw, bw, output_width, gw, w)[:4]
             if not is_max:
                 ay = np.zeros((output_height, h))
                 ax = np.zeros((output_width, w))
@@ -185,14 +131,5 @@ class RoiAlign(CpuPlugin):
             out[r] = best.max(axis=(2, 4))
 
 
-class RoiAlign_10(RoiAlign):  # noqa: N801
-    """Opset 10: no coordinate_transformation_mode (behaves as output_half_pixel)."""
-
-    op_type = "RoiAlign"
-    plugin_version = "10"
-    min_opset = 10
-    max_opset = 15
-    attributes: ClassVar[dict[str, Any]] = {
-        "mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 0,
-        "spatial_scale": 1.0}
-
+RoiAlign_10, RoiAlign = kernels(_RoiAlign, schema.RoiAlign_10, schema.RoiAlign,
+                                module=__name__)

@@ -1,0 +1,155 @@
+"""If, Loop and Scan: attributes, opsets, and the output types and ranks their bodies declare.
+
+The bodies are ``onnx.GraphProto`` attributes (serialized); the importer passes every value a
+body reads from enclosing scopes as an extra input, named in the hidden ``__outer_scope__``
+field, and the model's opsets in ``__opset_imports__``. Output shapes depend on what the
+bodies compute, so the operators are ``data_dependent``: every output dimension is known only
+once the node has run (the kernel runs the bodies and returns its outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import onnx
+
+from ..errors import PluginInterfaceError
+from ..plugin import DataType, DimsExprs, IntLike
+from ._schema import Op
+
+__all__ = ["If", "Loop", "Scan"]
+
+
+def _graph(data: Any) -> onnx.GraphProto:
+    graph = onnx.GraphProto()
+    graph.ParseFromString(bytes(data))
+    return graph
+
+
+class ControlFlowBase(Op):
+    """An operator with subgraph bodies (``bodies``: the attributes that hold them)."""
+
+    data_dependent = True
+    hidden_fields = ("__outer_scope__", "__opset_imports__")
+    bodies: ClassVar[tuple[str, ...]] = ()
+
+    def setup(self) -> None:
+        self.graphs = {b: _graph(self.attrs[b]) for b in self.bodies}
+
+    @property
+    def outer_scope(self) -> list[str]:
+        """The names of the extra inputs (values the bodies read from enclosing scopes)."""
+        return list(self.hidden.get("__outer_scope__", ()))
+
+    @property
+    def opset_imports(self) -> str:
+        """The model's opsets, ``domain:version`` joined by ``;``."""
+        return str(self.hidden.get("__opset_imports__", ""))
+
+    def split(self, inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """The operator's own inputs and the outer-scope values after them."""
+        k = len(inputs) - len(self.outer_scope)
+        return list(inputs[:k]), list(inputs[k:])
+
+    def body_inputs(self, body: str) -> int:
+        return len(self.graphs[body].input)
+
+    def body_outputs(self, body: str) -> int:
+        return len(self.graphs[body].output)
+
+    def _where(self, body: str, k: int) -> str:
+        return f"{self.op_type} {self.name!r}: output {k} of {body}"
+
+    def body_type(self, body: str, k: int) -> DataType:
+        """The element type the body declares for its output ``k``."""
+        o = self.graphs[body].output[k]
+        code = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
+        if not code:
+            raise PluginInterfaceError(f"{self._where(body, k)} has no element type in the "
+                                       "model")
+        return DataType(code)
+
+    def body_dims(self, body: str, k: int) -> list[int | None]:
+        """The dimensions the body declares for its output ``k`` (None: symbolic)."""
+        o = self.graphs[body].output[k]
+        tt = o.type.tensor_type
+        if not (o.type.HasField("tensor_type") and tt.HasField("shape")):
+            raise PluginInterfaceError(f"{self._where(body, k)} has no shape (rank) in the "
+                                       "model")
+        return [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+
+    def empty_scan(self, k: int) -> tuple[tuple[int, ...], DataType]:
+        """Shape and type of body output ``k`` stacked over zero iterations: (0, *its
+        declared dims, 0 where symbolic)."""
+        return (0, *(d or 0 for d in self.body_dims("body", k))), self.body_type("body", k)
+
+    def unknown(self, ranks: Sequence[int]) -> list[list[IntLike]]:
+        """Outputs of the given ranks, every dimension known once the node has run."""
+        return [[self.dynamic_dim(f"out{k}_d{i}") for i in range(r)]
+                for k, r in enumerate(ranks)]
+
+
+class If(ControlFlowBase):
+    """Runs then_branch or else_branch by the boolean condition."""
+
+    bodies = ("then_branch", "else_branch")
+
+    @property
+    def num_outputs(self) -> int:
+        return self.body_outputs("then_branch")
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return self.unknown([len(self.body_dims("then_branch", k))
+                             for k in range(self.num_outputs)])
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [self.body_type("then_branch", k) for k in range(self.num_outputs)]
+
+
+class Loop(ControlFlowBase):
+    """Inputs: M (trip count), cond, loop-carried v...; outputs: final v..., scan outputs
+    (the body's outputs after cond and the carried values, stacked)."""
+
+    bodies = ("body",)
+
+    @property
+    def n_carried(self) -> int:
+        return self.body_inputs("body") - 2
+
+    @property
+    def num_outputs(self) -> int:
+        return self.body_outputs("body") - 1
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return self.unknown([len(inputs[2 + k]) if k < self.n_carried
+                             else 1 + len(self.body_dims("body", 1 + k))
+                             for k in range(self.num_outputs)])
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[2 + k] if k < self.n_carried else self.body_type("body", 1 + k)
+                for k in range(self.num_outputs)]
+
+
+class Scan(ControlFlowBase):
+    """Opset 9+: N states then M scan inputs; outputs: final states, then scan outputs."""
+
+    bodies = ("body",)
+    min_opset = 9  # Scan-8 (a batch axis and sequence_lens) is not implemented
+
+    @property
+    def n_states(self) -> int:
+        return self.body_inputs("body") - int(self.attrs["num_scan_inputs"])
+
+    @property
+    def num_outputs(self) -> int:
+        return self.body_outputs("body")
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        return self.unknown([len(inputs[k]) if k < self.n_states
+                             else 1 + len(self.body_dims("body", k))
+                             for k in range(self.num_outputs)])
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[k] if k < self.n_states else self.body_type("body", k)
+                for k in range(self.num_outputs)]
