@@ -1,4 +1,6 @@
-"""N-d convolution: the Conv plugin, its fusions, and the path each shape takes.
+"""N-d convolution: the Conv kernel and the path each shape takes (the schema, with the window
+geometry, is :mod:`mini_infer_core.ops.conv`; the fusions are
+:class:`~mini_infer_core.plugin.ConvFusion`).
 
 * 1x1, stride 1, unpadded: a plain GEMM on the input; with a bias or residual, those are
   written first and the GEMM (:func:`._blas.gemm`, ``beta=1``) adds the product onto them.
