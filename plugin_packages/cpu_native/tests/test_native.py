@@ -300,7 +300,8 @@ def test_float64_lrn_is_cpu_basic_s(calls: dict[str, int]) -> None:
     x = RNG.standard_normal((1, 6, 4, 4))
     model = _model([helper.make_node("LRN", ["x"], ["y"], size=3)], x, {})
     got = mini_infer_core.InferenceSession(model).run(None, {"x": x})[0]
-    np.testing.assert_allclose(got, _lrn_spec(x, 3), rtol=1e-12)
+    # the default alpha is ONNX's, a float32 as every float attribute of a model
+    np.testing.assert_allclose(got, _lrn_spec(x, 3, alpha=float(np.float32(1e-4))), rtol=1e-12)
     assert calls["lrn"] == 0
 
 

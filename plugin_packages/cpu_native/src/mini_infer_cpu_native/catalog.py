@@ -21,13 +21,13 @@ __all__ = ["CATALOG", "catalog_entries", "lazy_creators"]
 # fmt: off
 # BEGIN GENERATED
 CATALOG: list[dict[str, Any]] = [
-    {'target': 'mini_infer_cpu_native.plugins:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'dilations', 'group', 'kernel_shape', 'pads', 'strides', '__residual__', '__relu__', '__clip__', '__tactic__', '__wpacked__')},
-    {'target': 'mini_infer_cpu_native.plugins:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'transA', 'transB', 'broadcast', '__relu__', '__wpacked__')},
-    {'target': 'mini_infer_cpu_native.plugins:MaxPool_1', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('auto_pad', 'kernel_shape', 'pads', 'strides')},
-    {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides', '__num_outputs__')},
-    {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'count_include_pad', 'dilations', 'kernel_shape', 'pads', 'strides')},
-    {'target': 'mini_infer_cpu_native.plugins:LRN', 'name': 'LRN', 'op_type': 'LRN', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', 'beta', 'bias', 'size')},
-    {'target': 'mini_infer_cpu_native.plugins:BatchNormalization', 'name': 'BatchNormalization', 'op_type': 'BatchNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('epsilon', 'momentum', 'spatial', 'is_test', 'consumed_inputs', 'training_mode', '__relu__')},
+    {'target': 'mini_infer_cpu_native.plugins:Conv', 'name': 'Conv', 'op_type': 'Conv', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('group', 'pads', 'auto_pad', 'strides', 'dilations', 'kernel_shape', '__residual__', '__relu__', '__clip__', '__tactic__', '__wpacked__')},
+    {'target': 'mini_infer_cpu_native.plugins:Gemm', 'name': 'Gemm', 'op_type': 'Gemm', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('beta', 'broadcast', 'transB', 'alpha', 'transA', '__relu__', '__wpacked__')},
+    {'target': 'mini_infer_cpu_native.plugins:MaxPool_1', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('pads', 'auto_pad', 'strides', 'kernel_shape')},
+    {'target': 'mini_infer_cpu_native.plugins:MaxPool', 'name': 'MaxPool', 'op_type': 'MaxPool', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('storage_order', 'pads', 'auto_pad', 'strides', 'kernel_shape', 'dilations', 'ceil_mode', '__num_outputs__')},
+    {'target': 'mini_infer_cpu_native.plugins:AveragePool', 'name': 'AveragePool', 'op_type': 'AveragePool', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('pads', 'auto_pad', 'strides', 'kernel_shape', 'count_include_pad', 'ceil_mode', 'dilations')},
+    {'target': 'mini_infer_cpu_native.plugins:LRN', 'name': 'LRN', 'op_type': 'LRN', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('bias', 'beta', 'alpha', 'size')},
+    {'target': 'mini_infer_cpu_native.plugins:BatchNormalization', 'name': 'BatchNormalization', 'op_type': 'BatchNormalization', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', 'momentum', 'epsilon', 'is_test', 'spatial', 'training_mode', '__relu__')},
 ]
 # END GENERATED
 # fmt: on

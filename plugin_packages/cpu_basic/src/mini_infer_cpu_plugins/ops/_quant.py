@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.ops.quantize import QUANT_TYPES
 from mini_infer_core.plugin import DataType
 
 from ._convert import FLOAT8, float_info
@@ -31,8 +32,6 @@ _INT_RANGES: dict[DataType, tuple[int, int]] = {
     DataType.UINT2: (0, 3), DataType.INT2: (-2, 1),
     DataType.INT32: (-(2 ** 31), 2 ** 31 - 1),
 }
-QUANT_TYPES: frozenset[DataType] = frozenset(
-    set(_INT_RANGES) - {DataType.INT32} | FLOAT8 | {DataType.FLOAT4E2M1})
 
 
 def int_range(t: DataType) -> tuple[int, int]:

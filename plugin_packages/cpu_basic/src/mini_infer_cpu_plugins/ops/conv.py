@@ -1,4 +1,6 @@
-"""N-d convolution: the Conv plugin, its fusions, and the path each shape takes.
+"""N-d convolution: the Conv kernel and the path each shape takes (the schema, with the window
+geometry, is :mod:`mini_infer_core.ops.conv`; the fusions are
+:class:`~mini_infer_core.plugin.ConvFusion`).
 
 * 1x1, stride 1, unpadded: a plain GEMM on the input; with a bias or residual, those are
   written first and the GEMM (:func:`._blas.gemm`, ``beta=1``) adds the product onto them.
@@ -26,15 +28,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import ConvFusion, DimsExprs, IntLike, shapes
+from mini_infer_core.ops import conv as schema
+from mini_infer_core.plugin import ConvFusion, shapes
 
 from ..serialization import CpuPlugin
 from ._blas import available, gemm
 from ._conv_depthwise import depthwise_conv
 from ._conv_taps import TapGeometry, pack_taps, tap_conv, tap_major, usable
 from ._geometry import pad_into, windows_view
-from ._util import FLOATS, Scratch, add_per_row, relu
+from ._util import Scratch, add_per_row, relu
 
 __all__ = ["Conv"]
 
@@ -93,35 +95,12 @@ class _Plan:
     taps: TapGeometry | None = None
 
 
-class Conv(ConvFusion, CpuPlugin):
-    """Also absorbs what follows it (:class:`~mini_infer_core.plugin.ConvFusion`): a
-    BatchNormalization or per-channel Mul/Add (folded into the weights and bias), an Add/Sum
-    of a same-shaped tensor (a residual, added in place), and a Relu or Clip (applied in
-    place). The ``__residual__``/``__relu__``/``__clip__`` fields record it."""
-
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
-        "pads": None, "strides": None, "__residual__": 0, "__relu__": 0, "__clip__": None}
+class ConvKernel(CpuPlugin, schema.ConvBase):
+    """The kernel of every convolution here (Conv; ConvInteger and QLinearConv run it on
+    their zero-point-shifted operands)."""
 
     def setup(self) -> None:
         self.scratch = Scratch()
-
-    def _window(self, nd: int, w_spatial: Sequence[Any]) -> shapes.Window:
-        return shapes.window_from_attrs("Conv", nd, self.attrs, w_spatial)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x, w = list(inputs[0]), list(inputs[1])
-        if len(x) < 3 or len(w) != len(x):
-            raise PluginInterfaceError(
-                f"Conv: X (rank {len(x)}) and W (rank {len(w)}) must have the same rank >= 3")
-        group = self.attrs["group"]
-        if x[1].is_constant() and w[1].is_constant() and (
-                x[1].get_constant_value() != w[1].get_constant_value() * group):
-            raise PluginInterfaceError(
-                f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
-        win = self._window(len(x) - 2, w[2:])
-        return [[x[0], w[0], *shapes.symbolic_out_dims(x[2:], win)]]
 
     def _plan(self, x: Array, w: Array, group: int) -> _Plan:
         return self._plan_for(x.shape, w.shape, x.itemsize, group)
@@ -132,16 +111,8 @@ class Conv(ConvFusion, CpuPlugin):
         plan: _Plan | None = self.scratch.get(key)
         if plan is not None:
             return plan
-        nd = len(xshape) - 2
         c, m = xshape[1], wshape[0]
-        if c != wshape[1] * group or m % group:
-            raise PluginInterfaceError(
-                f"Conv: X {xshape}, W {wshape} and group {group} do not match")
-        win = self._window(nd, wshape[2:])
-        if tuple(int(k) for k in win.kernel) != wshape[2:]:
-            raise PluginInterfaceError(
-                f"Conv: kernel_shape {win.kernel} differs from W's {wshape[2:]}")
-        geo = shapes.resolve(xshape[2:], win)
+        win, geo = self.geometry(xshape, wshape)
         begin, out_dims = geo.begin, geo.out
         ext = shapes.padded_extent(xshape[2:], win, geo)
         pad = shapes.needs_padding(xshape[2:], begin, ext)
@@ -356,3 +327,10 @@ class Conv(ConvFusion, CpuPlugin):
                     1, group, mg, (r1 - r0) * inner)
                 np.matmul(wg, part.reshape(1, group, ck, (r1 - r0) * inner), out=got)
                 np.copyto(dst[i:i + 1, :, r0:r1], got.reshape(1, group * mg, r1 - r0, *rest))
+
+
+class Conv(ConvFusion, ConvKernel, schema.Conv):
+    """Also absorbs what follows it (:class:`~mini_infer_core.plugin.ConvFusion`): a
+    BatchNormalization or per-channel Mul/Add (folded into the weights and bias), an Add/Sum
+    of a same-shaped tensor (a residual, added in place), and a Relu or Clip (applied in
+    place). The ``__residual__``/``__relu__``/``__clip__`` fields record it."""

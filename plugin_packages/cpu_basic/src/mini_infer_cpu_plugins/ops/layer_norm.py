@@ -1,23 +1,19 @@
 """Normalisation over trailing axes or channel groups: LayerNormalization,
-GroupNormalization (opset 18: per-group scale/bias; opset 21: per-channel), RMSNormalization.
-
-Statistics are computed in float32 (float64 for float64 inputs), as ``stash_type`` asks.
-"""
+GroupNormalization (opset 18: per-group scale/bias; opset 21: per-channel), RMSNormalization
+(schemas in :mod:`mini_infer_core.ops.layer_norm`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike
+from mini_infer_core.ops import layer_norm as schema
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._nn_util import NN_FLOATS, put
+from ._nn_util import put
 
 __all__ = ["LayerNormalization", "GroupNormalization_18", "GroupNormalization",
            "RMSNormalization"]
@@ -25,36 +21,12 @@ __all__ = ["LayerNormalization", "GroupNormalization_18", "GroupNormalization",
 Array = NDArray[Any]
 
 
-def _stash(stash_type: int, x: Array) -> np.dtype[Any]:
-    if x.dtype == np.float64 or stash_type == 11:
-        return np.dtype(np.float64)
-    return np.dtype(np.float32)
-
-
-class LayerNormalization(CpuPlugin):
-    """Y = (X - mean) / sqrt(var + epsilon) * Scale + B over axes [axis, rank); optional
-    outputs Mean and InvStdDev (type ``stash_type``) shaped as X with 1s from ``axis`` on."""
-
-    dtypes = NN_FLOATS
-    min_opset = 17
-    n_outputs = 3
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x: list[IntLike] = list(inputs[0])
-        a = norm_axis(self.attrs["axis"], len(x))
-        stat: list[IntLike] = [*x[:a], *([1] * (len(x) - a))]
-        return [x, stat, stat]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        u = DataType(self.attrs["stash_type"])
-        return [input_types[0], u, u]
-
+class LayerNormalization(CpuPlugin, schema.LayerNormalization):
     def compute(self, x: Array, scale: Array, b: Array | None = None, *, out: Any,
                 axis: int, epsilon: float, stash_type: int) -> None:
         a = norm_axis(axis, x.ndim)
         rows = int(np.prod(x.shape[:a], dtype=np.int64))
-        dt = _stash(stash_type, x)
+        dt = self.stash_dtype(x.dtype)
         xm = x.reshape(rows, -1).astype(dt)
         mean = xm.mean(axis=1, keepdims=True)
         d = xm - mean
@@ -69,68 +41,33 @@ class LayerNormalization(CpuPlugin):
         put(out, 2, inv)
 
 
-class _GroupNorm(CpuPlugin):
-    dtypes = NN_FLOATS
-    per_channel: ClassVar[bool] = True
-
+class _GroupNorm(CpuPlugin, schema.GroupNormBase):
     def compute(self, x: Array, scale: Array, bias: Array, *, out: Array, epsilon: float,
-                num_groups: int, **attrs: Any) -> None:
+                num_groups: int, **_: Any) -> None:
         n, c = x.shape[:2]
-        if num_groups < 1 or c % num_groups:
-            raise PluginInterfaceError(
-                f"GroupNormalization: {c} channels are not divisible by {num_groups} groups")
-        dt = _stash(attrs.get("stash_type", 1), x)
+        self.check_groups(c)
+        dt = self.stash_dtype(x.dtype)
         xg = x.reshape(n, num_groups, -1).astype(dt)
         mean = xg.mean(axis=2, keepdims=True)
         d = xg - mean
         var = np.mean(d * d, axis=2, keepdims=True)
         d /= np.sqrt(var + dt.type(epsilon))
         pshape = (1, c) + (1,) * (x.ndim - 2)
-        if self.per_channel:
-            s, b = scale.astype(dt).reshape(pshape), bias.astype(dt).reshape(pshape)
-        else:
-            rep = c // num_groups
-            s = np.repeat(scale.astype(dt), rep).reshape(pshape)
-            b = np.repeat(bias.astype(dt), rep).reshape(pshape)
+        s, b = (self.per_channel(p.astype(dt), c).reshape(pshape) for p in (scale, bias))
         y = d.reshape(x.shape) * s + b
         np.copyto(out, y, casting="unsafe")
 
 
-class GroupNormalization_18(_GroupNorm):  # noqa: N801
-    """Opset 18: ``scale`` and ``bias`` hold one value per group."""
-
-    op_type = "GroupNormalization"
-    plugin_version = "18"
-    min_opset = 18
-    max_opset = 20
-    per_channel = False
-    attributes: ClassVar[dict[str, Any]] = {"epsilon": 1e-5, "num_groups": REQUIRED}
+GroupNormalization_18, GroupNormalization = (
+    type(base.__name__, (_GroupNorm, base), {"__module__": __name__})
+    for base in (schema.GroupNormalization_18, schema.GroupNormalization))
 
 
-class GroupNormalization(_GroupNorm):
-    """Opset 21: ``scale`` and ``bias`` hold one value per channel."""
-
-    plugin_version = "21"
-    min_opset = 21
-    attributes: ClassVar[dict[str, Any]] = {
-        "epsilon": 1e-5, "num_groups": REQUIRED, "stash_type": 1}
-
-
-class RMSNormalization(CpuPlugin):
-    """Y = X / sqrt(mean(X^2 over axes [axis, rank)) + epsilon) * scale."""
-
-    dtypes = NN_FLOATS
-    plugin_version = "23"
-    min_opset = 23
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[1]]
-
+class RMSNormalization(CpuPlugin, schema.RMSNormalization):
     def compute(self, x: Array, scale: Array, *, out: Array, axis: int, epsilon: float,
                 stash_type: int) -> None:
         a = norm_axis(axis, x.ndim)
-        dt = _stash(stash_type, x)
+        dt = self.stash_dtype(x.dtype)
         xm = x.astype(dt)
         ms = np.mean(xm * xm, axis=tuple(range(a, x.ndim)), keepdims=True)
         y = xm / np.sqrt(ms + dt.type(epsilon)) * scale.astype(dt)

@@ -7,30 +7,22 @@ Inference BatchNormalization is ``y = x * a + b`` per channel, then the fused Re
 NumPy copies rows shorter than its ufunc buffer (8192 elements) through that buffer to
 broadcast ``a`` over them, about 3x slower than running on the rows in place; the kernel
 lowers the buffer size while it runs on maps of 128 or more elements (smaller maps are
-faster buffered).
+faster buffered). Schemas in :mod:`mini_infer_core.ops.normalization`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import (
-    REQUIRED,
-    BatchNormFusion,
-    DataType,
-    DimsExprs,
-    IntLike,
-    UnaryPlugin,
-)
+from mini_infer_core.ops import normalization as schema
+from mini_infer_core.plugin import BatchNormFusion
 
 from ..serialization import CpuPlugin
-from ._nn_util import NN_FLOATS, acc_dtype
-from ._util import FLOATS, Scratch, relu, zeros_like_chunk
+from ._nn_util import acc_dtype
+from ._util import Scratch, relu, zeros_like_chunk
 
 __all__ = ["BatchNormalization", "InstanceNormalization", "LRN"]
 
@@ -40,49 +32,29 @@ Array = NDArray[Any]
 BN_CHUNK_BYTES = 256 * 1024
 #: maps of at least this many elements run with a ufunc buffer smaller than them
 _UNBUFFERED_MAP = 128
-class BatchNormalization(BatchNormFusion, CpuPlugin, UnaryPlugin):
-    """y = (x - mean) / sqrt(var + epsilon) * scale + B, folded to y = x * a + b.
 
-    Legacy attributes (``spatial``, ``is_test``, ``consumed_inputs``, ``momentum``) are
-    accepted; ``spatial=0`` takes per-activation parameters shaped as ``x.shape[1:]``.
-    ``training_mode=1`` (opset 14+) normalises with the batch statistics and also outputs
-    running_mean and running_var (input_mean * momentum + batch_mean * (1 - momentum)).
-    """
 
-    dtypes = NN_FLOATS
-    attributes: ClassVar[dict[str, Any]] = {
-        "epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "is_test": 0, "consumed_inputs": None,
-        "training_mode": 0, "__relu__": 0}
+class BatchNormalization(BatchNormFusion, CpuPlugin, schema.BatchNormalization):
+    """Folded to y = x * a + b (a and b kept while the same read-only weights come back)."""
 
     def setup(self) -> None:
         self.scratch = Scratch()
-
-    @property
-    def num_outputs(self) -> int:
-        return 3 if self.attrs["training_mode"] else 1
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x: list[IntLike] = list(inputs[0])
-        if not self.attrs["training_mode"]:
-            return [x]
-        return [x, list(inputs[3]), list(inputs[4])]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], input_types[3], input_types[4]][:self.num_outputs]
 
     def compute(self, x: Array, scale: Array, bias: Array, mean: Array, var: Array, *,
                 out: Any, epsilon: float, momentum: float, training_mode: int,
                 __relu__: int = 0, **_: Any) -> None:
         if training_mode:
-            self._train(x, scale, bias, mean, var, out, epsilon, momentum)
+            outs = out if isinstance(out, tuple) else (out,)
+            for o, v in zip(outs, self.train(x, scale, bias, mean, var), strict=False):
+                np.copyto(o, v, casting="unsafe")
             return
-        c = x.shape[1] if x.ndim > 1 else 1
         a, b = self._folded((scale, bias, mean, var), epsilon, out.dtype)
-        if scale.size == c and x.ndim > 1 and x.flags.c_contiguous and out.flags.c_contiguous:
+        per_channel = self.per_channel(x, scale)
+        if per_channel and x.ndim > 1 and x.flags.c_contiguous and out.flags.c_contiguous:
             self._per_channel(x, a, b, out, bool(__relu__))
             return
         # spatial=0 (parameters per activation), or strided arrays
-        pshape = x.shape[1:] if scale.size != c else (c,) + (1,) * (x.ndim - 2)
+        pshape = (-1,) + (1,) * (x.ndim - 2) if per_channel else x.shape[1:]
         np.multiply(x, a.reshape(pshape), out=out)
         np.add(out, b.reshape(pshape), out=out)
         if __relu__:
@@ -131,33 +103,8 @@ class BatchNormalization(BatchNormFusion, CpuPlugin, UnaryPlugin):
             if old is not None:
                 np.setbufsize(old)
 
-    @staticmethod
-    def _train(x: Array, scale: Array, bias: Array, mean: Array, var: Array, out: Any,
-               epsilon: float, momentum: float) -> None:
-        dt = acc_dtype(x.dtype)
-        axes = (0, *range(2, x.ndim))
-        xa = x.astype(dt)
-        bm = xa.mean(axis=axes)
-        bv = xa.var(axis=axes)
-        pshape = (-1,) + (1,) * (x.ndim - 2)
-        y = (xa - bm.reshape(pshape)) / np.sqrt(bv.reshape(pshape) + dt.type(epsilon))
-        y = y * scale.astype(dt).reshape(pshape) + bias.astype(dt).reshape(pshape)
-        outs = out if isinstance(out, tuple) else (out,)
-        np.copyto(outs[0], y, casting="unsafe")
-        if len(outs) > 1:
-            np.copyto(outs[1], mean.astype(dt) * momentum + bm * (1 - momentum),
-                      casting="unsafe")
-            np.copyto(outs[2], var.astype(dt) * momentum + bv * (1 - momentum),
-                      casting="unsafe")
 
-
-class InstanceNormalization(CpuPlugin, UnaryPlugin):
-    """y = scale * (x - mean) / sqrt(var + epsilon) + B, statistics per (n, c) over the
-    spatial axes."""
-
-    dtypes = NN_FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"epsilon": 1e-5, "consumed_inputs": None}
-
+class InstanceNormalization(CpuPlugin, schema.InstanceNormalization):
     def compute(self, x: Array, scale: Array, bias: Array, *, out: Array, epsilon: float,
                 **_: Any) -> None:
         dt = acc_dtype(x.dtype)
@@ -171,27 +118,18 @@ class InstanceNormalization(CpuPlugin, UnaryPlugin):
         np.copyto(out, d.reshape(x.shape), casting="unsafe")
 
 
-class LRN(CpuPlugin, UnaryPlugin):
-    """Local response normalisation across channels (ONNX formula).
-
-    square_sum[c] sums x^2 over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]: the
-    squares go once into a zero-bordered channel buffer (kept per shape) and ``size``
-    shifted slices of it are added -- vectorised, exact (no cumulative-sum cancellation).
-    """
-
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {
-        "alpha": 1e-4, "beta": 0.75, "bias": 1.0, "size": REQUIRED}
+class LRN(CpuPlugin, schema.LRN):
+    """The squares go once into a zero-bordered channel buffer (kept per shape) and ``size``
+    shifted slices of it are added -- vectorised, exact (no cumulative-sum cancellation)."""
 
     def setup(self) -> None:
-        if self.attrs["size"] < 1:
-            raise PluginInterfaceError(f"LRN: size must be >= 1, got {self.attrs['size']}")
+        super().setup()
         self.scratch = Scratch()
 
     def compute(self, x: Array, *, out: Array, alpha: float, beta: float, bias: float,
                 size: int) -> None:
         c = x.shape[1]
-        lo = (size - 1) // 2
+        lo = self.lead
         sq = self.scratch.buffer(
             "sq", (x.shape[0], c + size - 1, *x.shape[2:]), x.dtype, fill=0)
         np.square(x, out=sq[:, lo:lo + c])

@@ -1,20 +1,18 @@
-"""Normalizations along axes: Hardmax, LpNormalization, MeanVarianceNormalization."""
+"""Normalizations along axes: Hardmax, LpNormalization, MeanVarianceNormalization (schemas in
+:mod:`mini_infer_core.ops.norms`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.ops import norms as schema
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from ._util import FLOATS
 
 __all__ = ["Hardmax_1", "Hardmax", "LpNormalization", "MeanVarianceNormalization"]
 
@@ -30,61 +28,28 @@ def hardmax(x: Array, axis: int) -> Array:
     return y
 
 
-class Hardmax_1(CpuPlugin, UnaryPlugin):  # noqa: N801
-    """Hardmax before opset 13: over the input coerced to 2-D at ``axis`` (default 1)."""
-
-    op_type = "Hardmax"
-    plugin_version = "1"
-    max_opset = 12
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"axis": 1}
-
-    def compute(self, x: Array, *, out: Array, axis: int) -> None:
-        a = axis + x.ndim if axis < 0 else axis
-        if not 0 <= a <= x.ndim:
-            raise PluginInterfaceError(f"Hardmax: axis {axis} out of range for rank {x.ndim}")
-        rows = math.prod(x.shape[:a])
-        flat = x.reshape(rows, -1) if x.size else x.reshape(rows, 0)
-        np.copyto(out, hardmax(flat, 1).reshape(x.shape))
+class _Hardmax(CpuPlugin, schema.HardmaxBase):
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        flat, axis = self.operand(x)
+        np.copyto(out, hardmax(flat, axis).reshape(x.shape))
 
 
-class Hardmax(CpuPlugin, UnaryPlugin):
-    """Hardmax from opset 13: along ``axis`` (default -1)."""
-
-    plugin_version = "13"
-    min_opset = 13
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1}
-
-    def compute(self, x: Array, *, out: Array, axis: int) -> None:
-        np.copyto(out, hardmax(x, norm_axis(axis, x.ndim)))
+Hardmax_1, Hardmax = (type(base.__name__, (_Hardmax, base), {"__module__": __name__})
+                      for base in (schema.Hardmax_1, schema.Hardmax))
 
 
-class LpNormalization(CpuPlugin, UnaryPlugin):
-    """x / ||x||_p along ``axis`` (p is 1 or 2); a zero norm gives 0."""
-
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"axis": -1, "p": 2}
-
+class LpNormalization(CpuPlugin, schema.LpNormalization):
     def compute(self, x: Array, *, out: Array, axis: int, p: int) -> None:
         a = norm_axis(axis, x.ndim)
         if p == 1:
             norm = np.sum(np.abs(x), axis=a, keepdims=True)
-        elif p == 2:
-            norm = np.sqrt(np.sum(np.square(x), axis=a, keepdims=True))
         else:
-            raise PluginInterfaceError(f"LpNormalization: p must be 1 or 2, got {p}")
+            norm = np.sqrt(np.sum(np.square(x), axis=a, keepdims=True))
         with np.errstate(divide="ignore", invalid="ignore"):
             np.copyto(out, np.where(norm == 0, 0, x / norm), casting="unsafe")
 
 
-class MeanVarianceNormalization(CpuPlugin, UnaryPlugin):
-    """(x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over ``axes`` (default N, H, W)."""
-
-    min_opset = 9
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"axes": [0, 2, 3]}
-
+class MeanVarianceNormalization(CpuPlugin, schema.MeanVarianceNormalization):
     def compute(self, x: Array, *, out: Array, axes: Sequence[int]) -> None:
         ax = tuple(norm_axis(a, x.ndim, "axis") for a in axes)
         mean = np.mean(x, axis=ax, keepdims=True)

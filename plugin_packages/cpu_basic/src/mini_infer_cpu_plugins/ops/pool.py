@@ -35,18 +35,16 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, DataType, DimsExprs, IntLike, UnaryPlugin, shapes
+from mini_infer_core.ops import pool as schema
+from mini_infer_core.plugin import shapes
 
 from ..serialization import CpuPlugin
-from ._dynamic import ValuePlugin
 from ._geometry import pad_into
-from ._nn_util import NN_FLOATS
 from ._util import Scratch
 
 __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "LpPool_1", "LpPool", "GlobalAveragePool",
@@ -268,14 +266,6 @@ class _Plan:
     fill: Any
 
 
-def _per_dim_counts(h: int, k: int, s: int, d: int, pb: int, pe: int, o: int,
-                    include_pad: bool) -> Array:
-    """How many taps of each output window fall inside the input (or input + pads)."""
-    lo, hi = (-pb, h + pe) if include_pad else (0, h)
-    pos = (np.arange(o)[:, None] * s - pb) + np.arange(k)[None, :] * d
-    return ((pos >= lo) & (pos < hi)).sum(axis=1)  # type: ignore[no-any-return]
-
-
 def _index_tables(spatial: Sequence[int], win: shapes.Window, begin: Sequence[int],
                   out_dims: Sequence[int], column_major: bool) -> tuple[Array, Array]:
     """(offset per tap, base per output position) of flat spatial input indices."""
@@ -296,26 +286,12 @@ def _index_tables(spatial: Sequence[int], win: shapes.Window, begin: Sequence[in
     return offs, base
 
 
-class _Pool(ValuePlugin, UnaryPlugin):
-    """``ValuePlugin`` for its ``hidden`` fields: an importer's ``__num_outputs__``."""
-
-    kind: ClassVar[str] = "max"
+class _Pool(CpuPlugin, schema.PoolBase):
+    """The separable reduction (:class:`_Grid`); MaxPool's Indices from the taps of a padded
+    copy of the input."""
 
     def setup(self) -> None:
         self.scratch = Scratch()
-
-    def _window(self, nd: int) -> shapes.Window:
-        return shapes.window_from_attrs(self.op_type, nd, self.attrs)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x = list(inputs[0])
-        if len(x) < 3:
-            raise PluginInterfaceError(f"{self.op_type}: input rank {len(x)} < 3")
-        return [[x[0], x[1], *shapes.symbolic_out_dims(x[2:], self._window(len(x) - 2))]
-                ] * self.num_outputs
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0], DataType.INT64][:self.num_outputs]
 
     def _plan(self, x: Array, p: float) -> _Plan:
         key = ("plan", x.shape, x.dtype.str)
@@ -323,40 +299,26 @@ class _Pool(ValuePlugin, UnaryPlugin):
         if plan is not None:
             return plan
         spatial = x.shape[2:]
-        win = self._window(len(spatial))
-        geo = shapes.resolve(spatial, win)
-        begin, end, out_dims = geo
+        win, geo = self.geometry(spatial)
         ext = shapes.padded_extent(spatial, win, geo)
-        taps = tuple(
-            (Ellipsis, *(slice(t * d, t * d + s * (o - 1) + 1, s) for t, d, s, o in
-                         zip(tap, win.dilations, win.strides, out_dims, strict=True)))
-            for tap in itertools.product(*(range(int(k)) for k in win.kernel)))
+        taps = self.taps(win, geo)
         scale: Array | float = 1.0 / len(taps)
-        if self.kind == "avg":
-            include = bool(self.attrs["count_include_pad"])
-            counts = [_per_dim_counts(h, int(k), s, d, b, e, o, include) for h, k, s, d, b, e, o
-                      in zip(spatial, win.kernel, win.strides, win.dilations, begin, end,
-                             out_dims, strict=True)]
-            full = np.ones((), np.int64)
-            for cnt in counts:
-                full = np.multiply.outer(full, cnt)
-            if np.any(full != len(taps)):
-                with np.errstate(divide="ignore"):
-                    scale = (1.0 / full).astype(x.dtype)
+        divisor = self.divisor(spatial, win, geo)
+        if divisor is not None:
+            with np.errstate(divide="ignore"):
+                scale = (1.0 / divisor).astype(x.dtype)
         tables = None
-        fill: Any = 0
+        fill = self.pad_value(x.dtype)
         if self.kind == "max":
-            tables = _index_tables(spatial, win, begin, out_dims,
+            tables = _index_tables(spatial, win, geo.begin, geo.out,
                                    bool(self.attrs.get("storage_order", 0)))
-            fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
         finish = {"avg": (np.multiply, np.reshape(scale, -1) if isinstance(scale, np.ndarray)
                           else scale), "lp": (np.power, 1.0 / p)}.get(self.kind)
-        grid = _Grid(spatial, win, begin, out_dims, x.dtype, self.kind, fill, finish)
-        plan = _Plan(tuple(begin), tuple(ext), shapes.needs_padding(spatial, begin, ext), taps,
+        grid = _Grid(spatial, win, geo.begin, geo.out, x.dtype, self.kind, fill, finish)
+        plan = _Plan(geo.begin, ext, shapes.needs_padding(spatial, geo.begin, ext), taps,
                      tables, grid, fill)
         self.scratch.put(key, plan)
         return plan
-
     def _source(self, x: Array, plan: _Plan) -> Array:
         if not plan.pad:
             return x
@@ -403,109 +365,38 @@ class _Pool(ValuePlugin, UnaryPlugin):
             (n, c) + (1,) * (len(shape) - 2))
 
 
-class MaxPool_1(_Pool):  # noqa: N801
-    """Max pooling before opset 8: the values only."""
-
-    op_type = "MaxPool"
-    plugin_version = "1"
-    max_opset = 7
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "kernel_shape": REQUIRED, "pads": None, "strides": None}
+class MaxPool_1(_Pool, schema.MaxPool_1):  # noqa: N801
+    """The values only."""
 
 
-class MaxPool(_Pool):
-    """Max pooling from opset 8, with the optional Indices output.
-
-    Indices make MaxPool 3-6x slower, and the engine does not tell a plugin whether a
-    node's optional output is used: the plugin declares the second output only when the
-    importer passes the node's output count (field ``__num_outputs__``) and it is 2. The
-    kernel computes Indices whenever it is given a second output buffer.
-    """
-
-    plugin_version = "8"
-    min_opset = 8
-    hidden_fields = ("__num_outputs__",)
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "ceil_mode": 0, "dilations": None, "kernel_shape": REQUIRED,
-        "pads": None, "storage_order": 0, "strides": None}
-
-    @property
-    def num_outputs(self) -> int:
-        return 2 if int(self.hidden.get("__num_outputs__", 1)) >= 2 else 1
+class MaxPool(_Pool, schema.MaxPool):
+    """The kernel computes Indices whenever it is given a second output buffer."""
 
 
-class AveragePool(_Pool):
-    dtypes = NN_FLOATS
-    kind = "avg"
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0, "dilations": None,
-        "kernel_shape": REQUIRED, "pads": None, "strides": None}
+class AveragePool(_Pool, schema.AveragePool):
+    """Sums times the reciprocal divisors."""
 
 
-class LpPool_1(_Pool):  # noqa: N801
-    """Opset 1: ``p`` is a float."""
-
-    op_type = "LpPool"
-    plugin_version = "1"
-    max_opset = 1
-    dtypes = NN_FLOATS
-    kind = "lp"
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "kernel_shape": None, "p": 2.0, "pads": None, "strides": None}
+LpPool_1, LpPool = (type(base.__name__, (_Pool, base), {"__module__": __name__})
+                    for base in (schema.LpPool_1, schema.LpPool))
 
 
-class LpPool(_Pool):
-    """(sum over the window of |x|^p)^(1/p); pads count as zeros."""
-
-    plugin_version = "2"
-    min_opset = 2
-    dtypes = NN_FLOATS
-    kind = "lp"
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "ceil_mode": 0, "dilations": None, "kernel_shape": REQUIRED,
-        "p": 2, "pads": None, "strides": None}
-
-
-class _GlobalPool(CpuPlugin, UnaryPlugin):
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        x = list(inputs[0])
-        return [x[:2] + [1] * (len(x) - 2)]
-
-
-class GlobalAveragePool(_GlobalPool):
-    dtypes = NN_FLOATS
-
+class GlobalAveragePool(CpuPlugin, schema.GlobalAveragePool):
     def compute(self, x: Array, *, out: Array) -> None:
         np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True, out=out)
 
 
-class GlobalMaxPool(_GlobalPool):
+class GlobalMaxPool(CpuPlugin, schema.GlobalMaxPool):
     def compute(self, x: Array, *, out: Array) -> None:
         np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True, out=out)
 
 
-class _GlobalLp(_GlobalPool):
-    """(sum over the spatial axes of |x|^p)^(1/p)."""
-
-    op_type = "GlobalLpPool"
-    dtypes = NN_FLOATS
-
+class _GlobalLp(CpuPlugin, schema.GlobalLpPoolBase):
     def compute(self, x: Array, *, out: Array, p: float) -> None:
         axes = tuple(range(2, x.ndim))
         np.sum(np.abs(x) ** p, axis=axes, keepdims=True, out=out)
         np.power(out, 1.0 / p, out=out)
 
 
-class GlobalLpPool_1(_GlobalLp):  # noqa: N801
-    """Opset 1: ``p`` is a float."""
-
-    op_type = "GlobalLpPool"
-    plugin_version = "1"
-    max_opset = 1
-    attributes: ClassVar[dict[str, Any]] = {"p": 2.0}
-
-
-class GlobalLpPool(_GlobalLp):
-    plugin_version = "2"
-    min_opset = 2
-    attributes: ClassVar[dict[str, Any]] = {"p": 2}
+GlobalLpPool_1, GlobalLpPool = (type(base.__name__, (_GlobalLp, base), {"__module__": __name__})
+                                for base in (schema.GlobalLpPool_1, schema.GlobalLpPool))

@@ -2,23 +2,22 @@
 
 The integer products are computed in float64 (BLAS): every product of 8-bit (or 16-bit)
 integers and every sum up to 2**53 is exact there, so the int32 results are exact and the
-speed is the float GEMM's. The convolutions reuse :class:`~.conv.Conv` (im2col + GEMM).
+speed is the float GEMM's. The convolutions reuse Conv's kernel (:class:`~.conv.ConvKernel`:
+im2col + GEMM). Schemas in :mod:`mini_infer_core.ops.qlinear`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import DataType, DimsExprs, IntLike, OnnxPlugin
-from mini_infer_core.plugin.shapes import matmul_dims
+from mini_infer_core.ops import qlinear as schema
 
 from ..serialization import CpuPlugin
 from ._quant import requantize
-from .conv import Conv
+from .conv import ConvKernel
 
 __all__ = ["MatMulInteger", "QLinearMatMul", "ConvInteger", "QLinearConv"]
 
@@ -42,17 +41,8 @@ def _shift_cols(b: Array, zp: Array | None) -> Array:
     return bf if zp is None else bf - zp.astype(np.float64)
 
 
-class MatMulInteger(CpuPlugin, OnnxPlugin):
-    """``(A - a_zero_point) @ (B - b_zero_point)`` as int32 (zero points per tensor, per row
-    of A, per column of B)."""
-
-    min_opset = 10
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [matmul_dims(list(inputs[0]), list(inputs[1]), "MatMulInteger")]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.INT32]
+class MatMulInteger(CpuPlugin, schema.MatMulInteger):
+    """Zero points per tensor, per row of A, per column of B."""
 
     def compute(self, a: Array, b: Array, a_zero_point: Array | None = None,
                 b_zero_point: Array | None = None, *, out: Array) -> None:
@@ -64,17 +54,8 @@ def _scale_rows(s: Array, rank: int) -> Array:
     return s.reshape(-1, 1) if s.ndim == 1 and s.size > 1 and rank >= 2 else s
 
 
-class QLinearMatMul(CpuPlugin, OnnxPlugin):
-    """Quantized matmul: ``y = saturate(round((a - a_zp) @ (b - b_zp) * a_scale * b_scale
-    / y_scale) + y_zp)``; a's scale/zero point may be per row, b's per column."""
-
-    min_opset = 10
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [matmul_dims(list(inputs[0]), list(inputs[3]), "QLinearMatMul")]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[7] if len(input_types) > 7 else input_types[0]]
+class QLinearMatMul(CpuPlugin, schema.QLinearMatMul):
+    """a's scale/zero point may be per row, b's per column."""
 
     def compute(self, a: Array, a_scale: Array, a_zero_point: Array, b: Array,
                 b_scale: Array, b_zero_point: Array, y_scale: Array,
@@ -84,15 +65,9 @@ class QLinearMatMul(CpuPlugin, OnnxPlugin):
         requantize(acc, multiplier, y_zero_point, out)
 
 
-class _IntegerConv(Conv):
+class _IntegerConv(ConvKernel):
     """Conv on ``x - x_zero_point`` and ``w - w_zero_point`` (per output channel allowed),
     accumulated exactly in float64."""
-
-    dtypes = None  # type: ignore[assignment]
-    w_index: ClassVar[int] = 1
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return super().output_shapes([inputs[0], inputs[self.w_index]])
 
     def accumulate(self, x: Array, x_zero_point: Array | None, w: Array,
                    w_zero_point: Array | None, group: int) -> Array:
@@ -107,18 +82,11 @@ class _IntegerConv(Conv):
             wf -= wz
         shape = (x.shape[0], w.shape[0], *self._plan(xf, wf, group).out_dims)
         acc = self.scratch.buffer("acc", shape, np.float64)
-        Conv.compute(self, xf, wf, None, out=acc, group=group)
+        ConvKernel.compute(self, xf, wf, None, out=acc, group=group)
         return acc
 
 
-class ConvInteger(_IntegerConv):
-    """Integer convolution: int32 ``conv(x - x_zero_point, w - w_zero_point)``."""
-
-    min_opset = 10
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.INT32]
-
+class ConvInteger(_IntegerConv, schema.ConvInteger):
     def compute(self, x: Array, w: Array, x_zero_point: Array | None = None,  # type: ignore[override]
                 w_zero_point: Array | None = None, *, out: Array, group: int,
                 **_: Any) -> None:
@@ -126,15 +94,8 @@ class ConvInteger(_IntegerConv):
         np.copyto(out, acc, casting="unsafe")
 
 
-class QLinearConv(_IntegerConv):
-    """Quantized convolution: ``y = saturate(round((conv(x - x_zp, w - w_zp) + B) *
-    x_scale * w_scale / y_scale) + y_zp)``; w's scale/zero point may be per output channel."""
-
-    min_opset = 10
-    w_index = 3
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[7] if len(input_types) > 7 else input_types[0]]
+class QLinearConv(_IntegerConv, schema.QLinearConv):
+    """w's scale/zero point may be per output channel."""
 
     def compute(self, x: Array, x_scale: Array, x_zero_point: Array,  # type: ignore[override]
                 w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,

@@ -1,72 +1,26 @@
 """QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked; int2/4/8/16, float8 and
-float4e2m1 quantized types) and DynamicQuantizeLinear."""
+float4e2m1 quantized types) and DynamicQuantizeLinear (schemas in
+:mod:`mini_infer_core.ops.quantize`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import DataType, DimsExprs, IntLike, OnnxPlugin
+from mini_infer_core.ops import quantize as schema
+from mini_infer_core.plugin import DataType
 
 from ..serialization import CpuPlugin
-from ._quant import QUANT_TYPES, dequantize, expand_param, quantize
+from ._quant import dequantize, expand_param, quantize
 
 __all__ = ["QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"]
 
 Array = NDArray[Any]
 
 
-def _dtype_attr(code: int, op: str, what: str) -> DataType | None:
-    if not code:
-        return None
-    try:
-        return DataType(code)
-    except ValueError as exc:
-        raise PluginInterfaceError(f"{op}: {what} {code} is not an ONNX type") from exc
-
-
-class _Linear(CpuPlugin, OnnxPlugin):
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [list(inputs[0])]
-
-
-class QuantizeLinear(_Linear):
-    """``y = saturate(round(x / y_scale) + y_zero_point)``, round half to even.
-
-    The output type is y_zero_point's, else ``output_dtype`` (opset 21), else uint8.
-    ``axis`` (13) selects per-axis scales, ``block_size`` (21) blocked ones; ``saturate``
-    (19) applies to float8 outputs; ``precision`` (23) is the type ``x / y_scale`` is
-    computed in (default: x's type).
-    """
-
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {
-        "axis": 1, "saturate": 1, "block_size": 0, "output_dtype": 0, "precision": 0}
-
-    def setup(self) -> None:
-        self.output_dtype = _dtype_attr(self.attrs["output_dtype"], "QuantizeLinear",
-                                        "output_dtype")
-        self.precision = _dtype_attr(self.attrs["precision"], "QuantizeLinear", "precision")
-        if self.output_dtype is not None and self.output_dtype not in QUANT_TYPES:
-            raise PluginInterfaceError(
-                f"QuantizeLinear: output_dtype {self.output_dtype.name} is not a quantized type")
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        # an absent zero point is reported as FLOAT, which is never a quantized type
-        zp = input_types[2] if len(input_types) > 2 else None
-        if zp in QUANT_TYPES:
-            assert zp is not None
-            if self.output_dtype is not None and self.output_dtype is not zp:
-                raise PluginInterfaceError(
-                    f"QuantizeLinear: output_dtype {self.output_dtype.name} differs from the "
-                    f"zero point's type {zp.name}")
-            return [zp]
-        return [self.output_dtype or DataType.UINT8]
-
+class QuantizeLinear(CpuPlugin, schema.QuantizeLinear):
     def compute(self, x: Array, y_scale: Array, y_zero_point: Array | None = None, *,
                 out: Array, axis: int, saturate: int, block_size: int, **_: Any) -> None:
         op = "QuantizeLinear"
@@ -79,22 +33,7 @@ class QuantizeLinear(_Linear):
                                 precision=self.precision)
 
 
-class DequantizeLinear(_Linear):
-    """``y = (x - x_zero_point) * x_scale`` (float8/float4 inputs have no zero point).
-
-    The output has the scale's type, or ``output_dtype`` (opset 23).
-    """
-
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"axis": 1, "block_size": 0, "output_dtype": 0}
-
-    def setup(self) -> None:
-        self.output_dtype = _dtype_attr(self.attrs["output_dtype"], "DequantizeLinear",
-                                        "output_dtype")
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [self.output_dtype or input_types[1]]
-
+class DequantizeLinear(CpuPlugin, schema.DequantizeLinear):
     def compute(self, x: Array, x_scale: Array, x_zero_point: Array | None = None, *,
                 out: Array, axis: int, block_size: int, **_: Any) -> None:
         op = "DequantizeLinear"
@@ -104,19 +43,7 @@ class DequantizeLinear(_Linear):
         out[...] = dequantize(x, scale, zp).astype(out.dtype)
 
 
-class DynamicQuantizeLinear(CpuPlugin, OnnxPlugin):
-    """uint8 quantization with a scale and zero point computed from x's range (which is
-    widened to include 0): outputs y, y_scale, y_zero_point."""
-
-    min_opset = 11
-    n_outputs = 3
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return [list(inputs[0]), [], []]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.UINT8, input_types[0], DataType.UINT8]
-
+class DynamicQuantizeLinear(CpuPlugin, schema.DynamicQuantizeLinear):
     def compute(self, x: Array, *, out: tuple[Array, Array, Array]) -> None:
         y, y_scale, y_zp = out
         f32 = np.float32

@@ -20,17 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import ConvFusion, DimsExprs, shapes
-from mini_infer_core.plugin.shapes import Shapes
+from mini_infer_core.ops import conv as schema
+from mini_infer_core.plugin import ConvFusion, shapes
 
 from ..serialization import CudaPlugin
 from . import _raw
-from ._common import FLOATS, Scratch, array_module, matmul_into
+from ._common import Scratch, array_module, matmul_into
 
 __all__ = ["Conv"]
 
@@ -71,36 +70,12 @@ def as_2d(w: shapes.Window, g: shapes.Geometry, spatial: Sequence[int]) -> tuple
             lead + list(g.out))
 
 
-class Conv(ConvFusion, CudaPlugin):
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {
-        "auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
-        "pads": None, "strides": None, "__residual__": 0, "__relu__": 0}
+class Conv(ConvFusion, CudaPlugin, schema.Conv):
     #: what the kernels apply after the product (no Clip: the epilogues know Relu only)
     fusable = frozenset({"BatchNormalization", "Mul", "Add", "Sum", "Relu"})
 
     def setup(self) -> None:
         self.scratch = Scratch()
-
-    def _window(self, nd: int, w_spatial: Sequence[Any]) -> shapes.Window:
-        win = shapes.window_from_attrs("Conv", nd, self.attrs, w_spatial)
-        if not all(isinstance(k, int) for k in win.kernel):
-            raise PluginInterfaceError("Conv: the kernel size must be known when the engine "
-                                       "is built (kernel_shape or a constant W)")
-        return win
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        x, w = list(inputs[0]), list(inputs[1])
-        if len(x) < 3 or len(w) != len(x):
-            raise PluginInterfaceError(
-                f"Conv: X (rank {len(x)}) and W (rank {len(w)}) must have the same rank >= 3")
-        group = self.attrs["group"]
-        if x[1].is_constant() and w[1].is_constant() and \
-                x[1].get_constant_value() != w[1].get_constant_value() * group:
-            raise PluginInterfaceError(
-                f"Conv: X has {x[1]} channels, W expects {w[1]} x group {group}")
-        win = self._window(len(x) - 2, w[2:])
-        return [[x[0], w[0], *shapes.symbolic_out_dims(x[2:], win)]]
 
     def _plan(self, x: Any, w: Any, group: int) -> _Plan:
         key = ("plan", x.shape, w.shape, x.dtype.str)
@@ -108,15 +83,7 @@ class Conv(ConvFusion, CudaPlugin):
         if plan is not None:
             return plan
         n, c = x.shape[:2]
-        m = w.shape[0]
-        if c != w.shape[1] * group or m % group:
-            raise PluginInterfaceError(
-                f"Conv: X {x.shape}, W {w.shape} and group {group} do not match")
-        win = self._window(x.ndim - 2, w.shape[2:])
-        if win.kernel != tuple(w.shape[2:]):
-            raise PluginInterfaceError(
-                f"Conv: kernel_shape {win.kernel} differs from W's {w.shape[2:]}")
-        geo = shapes.resolve(x.shape[2:], win)
+        win, geo = self.geometry(x.shape, w.shape)
         pointwise = (all(k == 1 for k in win.kernel) and all(s == 1 for s in win.strides)
                      and geo.out == tuple(x.shape[2:]))
         depthwise = group == c and w.shape[1] == 1 and group > 1
