@@ -14,6 +14,7 @@ arithmetic: ``Shape -> ReduceProd``) have build-time values.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +39,21 @@ Axes = tuple[int, ...] | None
 def _constants(arr: Any) -> Any:
     """An object array of values as Python ints (``ValueError`` for a symbolic one)."""
     return np.vectorize(const, otypes=[object])(arr) if arr.size else arr
+
+
+#: what each reduction gives over an empty set: its operation's identity
+_IDENTITY: dict[str, float] = {
+    "ReduceSum": 0.0, "ReduceMean": math.nan, "ReduceMax": -math.inf, "ReduceMin": math.inf,
+    "ReduceProd": 1.0, "ReduceL1": 0.0, "ReduceL2": 0.0, "ReduceLogSum": -math.inf,
+    "ReduceLogSumExp": -math.inf, "ReduceSumSquare": 0.0,
+}
+
+
+def reduced_shape(shape: Sequence[int], axes: Axes, keepdims: bool) -> tuple[int, ...]:
+    """The output shape of a reduction of a tensor of ``shape`` (concrete dimensions) over
+    ``axes`` (as :meth:`ReduceBase.reduce_axes` gives them)."""
+    dims = reduced_dims([DimExpr.const(d) for d in shape], axes, keepdims)
+    return tuple(d.get_constant_value() for d in dims)
 
 
 #: how each reduction folds build-time values (object arrays of DimExpr)
@@ -71,6 +87,21 @@ class ReduceBase(ValueOp):
         if sel is None:
             return None
         return tuple(sorted(norm_axis(a, rank, "axis") for a in sel))
+
+    def empty_value(self, dtype: Any) -> Any:
+        """What the reduction gives over an empty set, for a NumPy ``dtype``: the identity of
+        its operation; +-inf become the type's extremes for integers, True/False for bool
+        (NaN, the mean of nothing, becomes 0 for them)."""
+        value = _IDENTITY[self.op_type]
+        kind = np.dtype(dtype).kind
+        if kind in "iub" and math.isnan(value):
+            return 0
+        if kind == "b":
+            return bool(value > 0)
+        if kind in "iu" and math.isinf(value):
+            info = np.iinfo(dtype)
+            return info.max if value > 0 else info.min
+        return value
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         dims = list(inputs[0])
@@ -131,50 +162,57 @@ class ReduceInput18(ReduceInputBase):
     min_opset = 18
 
 
+# Each reduction in its two versions. Types: float16, float, double, int32, int64, uint32,
+# uint64; bfloat16 from opset 13; int8 and uint8 for Max and Min from 12, bool from 20;
+# LogSum and LogSumExp floats only from 28.
 class ReduceSum_1(ReduceBase):  # noqa: N801
-    """sum(x) over the ``axes`` attribute (to opset 12)."""
+    """sum(x) over the ``axes`` attribute, opsets 1 to 12."""
 
     plugin_version = "1"
     max_opset = 12
 
 
 class ReduceSum(ReduceInputBase):
-    """sum(x) over the axes input (from opset 13)."""
+    """sum(x) over the axes input, which arrived in opset 13 (five opsets before the other
+    reductions' axes inputs)."""
 
     plugin_version = "13"
     min_opset = 13
 
 
 class ReduceMean_1(ReduceAttr17):  # noqa: N801
-    """sum(x) / count."""
+    """sum(x) / n, n the number of elements reduced; NaN over an empty set."""
 
 
 class ReduceMean(ReduceInput18):
-    """sum(x) / count (the mean of nothing is NaN)."""
+    """The mean; with ``noop_with_empty_axes`` and no axes, x itself."""
 
 
 class ReduceMax_1(ReduceAttr17):  # noqa: N801
-    """max(x) (-inf, or the type's least value, over nothing)."""
+    """max(x): -inf over an empty set, for integers the type's least value."""
 
 
 class ReduceMax(ReduceInput18):
-    """max(x); bool from opset 20."""
+    """max(x), from opset 20 for bool too (an "any": an empty set gives False)."""
 
 
 class ReduceMin_1(ReduceAttr17):  # noqa: N801
-    """min(x) (+inf, or the type's greatest value, over nothing)."""
+    """min(x): +inf over an empty set, for integers the type's greatest value."""
 
 
 class ReduceMin(ReduceInput18):
-    """min(x); bool from opset 20."""
+    """min(x), from opset 20 for bool too (an "all": an empty set gives True)."""
 
 
 class ReduceProd_1(ReduceAttr17):  # noqa: N801
-    """prod(x)."""
+    """prod(x); 1 over an empty set.
+
+    Integer products wrap around as the type does, as sums do.
+    """
 
 
 class ReduceProd(ReduceInput18):
-    """prod(x) (1 over nothing)."""
+    """The product."""
 
 
 class ReduceL1_1(ReduceAttr17):  # noqa: N801
@@ -182,31 +220,36 @@ class ReduceL1_1(ReduceAttr17):  # noqa: N801
 
 
 class ReduceL1(ReduceInput18):
-    """sum(|x|); noop: |x|."""
+    """The L1 norm; with ``noop_with_empty_axes`` and no axes, |x| elementwise."""
 
 
 class ReduceL2_1(ReduceAttr17):  # noqa: N801
-    """sqrt(sum(x^2))."""
+    """sqrt(sum(x^2)), the Euclidean norm (0 over an empty set)."""
 
 
 class ReduceL2(ReduceInput18):
-    """sqrt(sum(x^2)); noop: |x|."""
+    """The Euclidean norm; noop: |x|.
+
+    For integers the root is taken in floating point and cast back (truncated), as onnx's
+    reference does.
+    """
 
 
 class ReduceLogSum_1(ReduceAttr17):  # noqa: N801
-    """log(sum(x))."""
+    """log(sum(x)): -inf over an empty set."""
 
 
 class ReduceLogSum(ReduceInput18):
-    """log(sum(x)); noop: log(x)."""
+    """log(sum(x)); noop: log(x). Floating-point types only from opset 28."""
 
 
 class ReduceLogSumExp_1(ReduceAttr17):  # noqa: N801
-    """log(sum(exp(x))), computed without overflow."""
+    """log(sum(exp(x))), computed without overflow: the maximum m is taken out first,
+    log(sum(exp(x - m))) + m."""
 
 
 class ReduceLogSumExp(ReduceInput18):
-    """log(sum(exp(x))); noop: x."""
+    """log(sum(exp(x))); noop: x. Floating-point types only from opset 28."""
 
 
 class ReduceSumSquare_1(ReduceAttr17):  # noqa: N801
@@ -214,7 +257,7 @@ class ReduceSumSquare_1(ReduceAttr17):  # noqa: N801
 
 
 class ReduceSumSquare(ReduceInput18):
-    """sum(x^2); noop: x^2."""
+    """sum(x^2); noop: x^2, elementwise."""
 
 
 class ArgBase(Op):

@@ -4,7 +4,6 @@ NumPy reductions whose results are cast to the input's type (schemas, axes and s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,9 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import reduce as schema
-from mini_infer_core.ops.reduce import Axes
-from mini_infer_core.plugin import DimExpr
-from mini_infer_core.plugin.shapes import reduced_dims
+from mini_infer_core.ops.reduce import Axes, reduced_shape
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit
@@ -30,34 +27,20 @@ __all__ = [
 Array = NDArray[Any]
 
 
-def _extreme(dtype: np.dtype[Any], low: bool) -> Any:
-    if dtype.kind == "b":
-        return not low
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.min if low else info.max
-    return -np.inf if low else np.inf
-
-
 def _sum(x: Array, axes: Axes, k: bool) -> Array:
     return np.sum(x, axis=axes, keepdims=k, dtype=x.dtype)
 
 
 def _mean(x: Array, axes: Axes, k: bool) -> Array:
-    count = x.size if axes is None else math.prod(x.shape[a] for a in axes)
-    if count == 0:  # the mean of nothing is NaN (without NumPy's warning)
-        return np.full(reduced_dims_shape(x.shape, axes, k), np.nan, x.dtype)
     return np.mean(x, axis=axes, keepdims=k, dtype=x.dtype)
 
 
-def _extreme_reduce(ufunc: Any, low: bool) -> Any:
-    def run(x: Array, axes: Axes, k: bool) -> Array:
-        if x.size == 0:
-            shape = reduced_dims([DimExpr.const(d) for d in x.shape], axes, k)
-            return np.full([d.get_constant_value() for d in shape], _extreme(x.dtype, low),
-                           x.dtype)
-        return ufunc.reduce(x, axis=axes, keepdims=k)  # type: ignore[no-any-return]
-    return run
+def _max(x: Array, axes: Axes, k: bool) -> Array:
+    return np.max(x, axis=axes, keepdims=k)  # type: ignore[no-any-return]
+
+
+def _min(x: Array, axes: Axes, k: bool) -> Array:
+    return np.min(x, axis=axes, keepdims=k)  # type: ignore[no-any-return]
 
 
 def _prod(x: Array, axes: Axes, k: bool) -> Array:
@@ -77,32 +60,23 @@ def _log_sum(x: Array, axes: Axes, k: bool) -> Array:
 
 
 def _log_sum_exp(x: Array, axes: Axes, k: bool) -> Array:
-    if x.size == 0:
-        return np.log(np.sum(x, axis=axes, keepdims=k))  # type: ignore[no-any-return]
     finite = np.where(np.isinf(x), -np.inf, x)
     m = np.max(finite, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, 0).astype(x.dtype)
     s = np.sum(np.exp(x - m), axis=axes, keepdims=True, dtype=x.dtype)
     r = np.log(s) + m
-    if not k:
-        r = r.reshape(reduced_dims_shape(x.shape, axes))
-    return r  # type: ignore[no-any-return]
-
-
-def reduced_dims_shape(shape: tuple[int, ...], axes: Axes, keepdims: bool = False
-                       ) -> tuple[int, ...]:
-    dims = reduced_dims([DimExpr.const(d) for d in shape], axes, keepdims)
-    return tuple(d.get_constant_value() for d in dims)
+    return r if k else r.reshape(reduced_shape(x.shape, axes, False))  # type: ignore[no-any-return]
 
 
 def _sum_square(x: Array, axes: Axes, k: bool) -> Array:
     return np.sum(np.square(x), axis=axes, keepdims=k, dtype=x.dtype)
 
 
-#: ``kernel(x, axes, keepdims)`` of each reduction (axes None: all, (): none)
+#: ``kernel(x, axes, keepdims)`` of each reduction of a non-empty ``x`` (axes None: all,
+#: (): none)
 _KERNELS: dict[str, Callable[[Array, Axes, bool], Array]] = {
-    "ReduceSum": _sum, "ReduceMean": _mean, "ReduceMax": _extreme_reduce(np.maximum, True),
-    "ReduceMin": _extreme_reduce(np.minimum, False), "ReduceProd": _prod, "ReduceL1": _l1,
+    "ReduceSum": _sum, "ReduceMean": _mean, "ReduceMax": _max,
+    "ReduceMin": _min, "ReduceProd": _prod, "ReduceL1": _l1,
     "ReduceL2": _l2, "ReduceLogSum": _log_sum, "ReduceLogSumExp": _log_sum_exp,
     "ReduceSumSquare": _sum_square,
 }
@@ -112,6 +86,10 @@ class _Reduce(CpuPlugin, schema.ReduceBase):
     def compute(self, x: Array, axes: Array | None = None, *, out: Array | None = None,
                 keepdims: int = 1, **_: Any) -> Any:
         sel = self.reduce_axes(as_ints(axes), x.ndim)
+        if x.size == 0:
+            r = np.full(reduced_shape(x.shape, sel, bool(keepdims)), self.empty_value(x.dtype),
+                        x.dtype)
+            return emit(r, out)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = _KERNELS[self.op_type](x, sel, bool(keepdims))
         return emit(np.asarray(r).astype(x.dtype, copy=False), out)

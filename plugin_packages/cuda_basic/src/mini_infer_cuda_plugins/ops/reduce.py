@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from mini_infer_core.ops import reduce as schema
 from mini_infer_core.plugin import DimsExprs
 from mini_infer_core.plugin.shapes import absent, const_ints
@@ -37,13 +35,12 @@ class _Reduce(CudaPlugin, schema.ReduceBase):
         if sel == ():
             xp.copyto(out, x.reshape(out.shape))
             return
+        if x.size == 0:
+            out.fill(self.empty_value(x.dtype))
+            return
         keep = bool(keepdims)
         if self.op_type == "ReduceMax":
-            if x.size == 0:
-                out.fill(-np.inf if x.dtype.kind == "f" else
-                         (False if x.dtype.kind == "b" else np.iinfo(x.dtype).min))
-            else:
-                xp.amax(x, axis=sel, keepdims=keep, out=out)
+            xp.amax(x, axis=sel, keepdims=keep, out=out)
             return
         fn = xp.sum if self.op_type == "ReduceSum" else xp.mean
         if x.dtype.kind != "f" or acc_dtype(x.dtype) == x.dtype:
