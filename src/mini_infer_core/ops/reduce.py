@@ -4,7 +4,8 @@ Each Reduce* has two versions: ``axes`` as an attribute (``*_1``: up to opset 12
 17 for the others) and ``axes`` as an optional input with ``noop_with_empty_axes`` (from 13
 for ReduceSum, 18 for the others). No axes reduce everything, unless ``noop_with_empty_axes``:
 then only the elementwise part (abs, square, exp...) is applied. Reducing an empty set gives the
-operation's identity (0, 1, -inf for Max/LogSum/LogSumExp, +inf for Min).
+operation's identity (0, 1, -inf for Max/LogSum/LogSumExp, +inf for Min, NaN for Mean:
+:meth:`ReduceBase.empty_value`).
 
 An axes input known when the engine is built gives exact output shapes; a run-time one makes
 the node data-dependent (unless a device requires it at build time: ``shape_inputs``).
