@@ -1,43 +1,31 @@
-"""Bitwise operators on integers: BitShift, BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot."""
+"""Bitwise operators on integers: BitShift, BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot
+(schemas in :mod:`mini_infer_core.ops.bitwise`)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import REQUIRED, BroadcastPlugin, UnaryPlugin
+from mini_infer_core.ops import bitwise as schema
 
 from ..serialization import CpuPlugin
+from .elementwise import kernel
 
 __all__ = ["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"]
 
 Array = NDArray[Any]
 
 
-class BitShift(CpuPlugin, BroadcastPlugin):
-    """``x << y`` or ``x >> y`` elementwise (opset 11; signed types and the out-of-range
-    rules from 28): a shift amount that is negative or at least the bit width gives 0
-    (right shifts of negative signed values: -1); left shifts wrap; right shifts of signed
-    values are arithmetic."""
-
-    min_opset = 11
-    attributes: ClassVar[dict[str, Any]] = {"direction": REQUIRED}
-
-    def setup(self) -> None:
-        if self.attrs["direction"] not in ("LEFT", "RIGHT"):
-            raise PluginInterfaceError(
-                f"BitShift: direction must be LEFT or RIGHT, got {self.attrs['direction']!r}")
-
+class BitShift(CpuPlugin, schema.BitShift):
     def compute(self, x: Array, y: Array, *, out: Array, direction: str) -> None:
         bits = x.dtype.itemsize * 8
         signed = x.dtype.kind == "i"
         valid = (y >= 0) & (y < bits) if signed or y.dtype.kind == "i" else y < bits
         amount = np.where(valid, y, 0).astype(x.dtype)
         if direction == "LEFT":
-            if signed:
+            if signed:  # wraps: shift the bits as unsigned
                 unsigned = np.dtype(f"u{x.dtype.itemsize}")
                 np.left_shift(x.view(unsigned), amount.astype(unsigned),
                               out=out.view(unsigned))
@@ -52,28 +40,13 @@ class BitShift(CpuPlugin, BroadcastPlugin):
                 np.copyto(out, 0, where=~valid)
 
 
-class _Bitwise(CpuPlugin, BroadcastPlugin):
-    min_opset = 18
-    ufunc: ClassVar[Any] = None
+class _Ufunc(CpuPlugin):
+    ufunc: Any = None
 
-    def compute(self, a: Array, b: Array, *, out: Array) -> None:
-        type(self).ufunc(a, b, out=out)
-
-
-class BitwiseAnd(_Bitwise):
-    ufunc = np.bitwise_and
+    def compute(self, *xs: Array, out: Array) -> None:
+        type(self).ufunc(*xs, out=out)
 
 
-class BitwiseOr(_Bitwise):
-    ufunc = np.bitwise_or
-
-
-class BitwiseXor(_Bitwise):
-    ufunc = np.bitwise_xor
-
-
-class BitwiseNot(CpuPlugin, UnaryPlugin):
-    min_opset = 18
-
-    def compute(self, x: Array, *, out: Array) -> None:
-        np.invert(x, out=out)
+BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot = (kernel(op, _Ufunc, f, __name__) for op, f in (
+    (schema.BitwiseAnd, np.bitwise_and), (schema.BitwiseOr, np.bitwise_or),
+    (schema.BitwiseXor, np.bitwise_xor), (schema.BitwiseNot, np.invert)))

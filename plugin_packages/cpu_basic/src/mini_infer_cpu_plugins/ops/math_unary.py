@@ -1,18 +1,19 @@
 """Unary math: trigonometric and hyperbolic functions, rounding, Sign, Reciprocal, Erf,
-IsNaN and IsInf. NumPy ufuncs (ml_dtypes types such as bfloat16 included)."""
+IsNaN and IsInf -- NumPy ufuncs (ml_dtypes types such as bfloat16 included) writing into
+``out`` (schemas in :mod:`mini_infer_core.ops.math_unary`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import DataType, UnaryPlugin
+from mini_infer_core.ops import math_unary as schema
 
 from ..serialization import CpuPlugin
 from ._erf import erf
+from .elementwise import kernel
 
 __all__ = [
     "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
@@ -23,102 +24,29 @@ __all__ = [
 Array = NDArray[Any]
 
 
-class _Ufunc(CpuPlugin, UnaryPlugin):
+class _Ufunc(CpuPlugin):
     """``out = ufunc(x)``; floating-point warnings (domain, overflow) are silenced: ONNX
     defines the results as NaN / inf, as IEEE does."""
 
-    ufunc: ClassVar[Any] = None
+    ufunc: Any = None
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         with np.errstate(all="ignore"):
             type(self).ufunc(x, out=out)
 
 
-class Sin(_Ufunc):
-    min_opset = 7
-    ufunc = np.sin
+# operators that are one NumPy ufunc (np.round rounds halves to even, as ONNX)
+(Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Reciprocal, Floor, Ceil,
+ Round, Sign) = (kernel(op, _Ufunc, f, __name__) for op, f in (
+    (schema.Sin, np.sin), (schema.Cos, np.cos), (schema.Tan, np.tan),
+    (schema.Asin, np.arcsin), (schema.Acos, np.arccos), (schema.Atan, np.arctan),
+    (schema.Sinh, np.sinh), (schema.Cosh, np.cosh), (schema.Asinh, np.arcsinh),
+    (schema.Acosh, np.arccosh), (schema.Atanh, np.arctanh), (schema.Reciprocal, np.reciprocal),
+    (schema.Floor, np.floor), (schema.Ceil, np.ceil), (schema.Round, np.round),
+    (schema.Sign, np.sign)))
 
 
-class Cos(_Ufunc):
-    min_opset = 7
-    ufunc = np.cos
-
-
-class Tan(_Ufunc):
-    min_opset = 7
-    ufunc = np.tan
-
-
-class Asin(_Ufunc):
-    min_opset = 7
-    ufunc = np.arcsin
-
-
-class Acos(_Ufunc):
-    min_opset = 7
-    ufunc = np.arccos
-
-
-class Atan(_Ufunc):
-    min_opset = 7
-    ufunc = np.arctan
-
-
-class Sinh(_Ufunc):
-    min_opset = 9
-    ufunc = np.sinh
-
-
-class Cosh(_Ufunc):
-    min_opset = 9
-    ufunc = np.cosh
-
-
-class Asinh(_Ufunc):
-    min_opset = 9
-    ufunc = np.arcsinh
-
-
-class Acosh(_Ufunc):
-    min_opset = 9
-    ufunc = np.arccosh
-
-
-class Atanh(_Ufunc):
-    min_opset = 9
-    ufunc = np.arctanh
-
-
-class Reciprocal(_Ufunc):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    ufunc = np.reciprocal
-
-
-class Floor(_Ufunc):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    ufunc = np.floor
-
-
-class Ceil(_Ufunc):
-    attributes: ClassVar[dict[str, Any]] = {"consumed_inputs": None}
-    ufunc = np.ceil
-
-
-class Round(_Ufunc):
-    """Round half to even, as ``np.round``."""
-
-    min_opset = 11
-    ufunc = np.round
-
-
-class Sign(_Ufunc):
-    min_opset = 9
-    ufunc = np.sign
-
-
-class Erf(CpuPlugin, UnaryPlugin):
-    min_opset = 9
-
+class Erf(CpuPlugin, schema.Erf):
     def compute(self, x: Array, *, out: Array) -> None:
         if x.dtype.kind in "iu":
             erf(x.astype(np.float64), out)  # integers: erf is 0 at 0, +-1 elsewhere
@@ -127,23 +55,12 @@ class Erf(CpuPlugin, UnaryPlugin):
                 erf(x, out)
 
 
-class IsNaN(CpuPlugin, UnaryPlugin):
-    min_opset = 9
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.BOOL]
-
+class IsNaN(CpuPlugin, schema.IsNaN):
     def compute(self, x: Array, *, out: Array) -> None:
         np.isnan(x, out=out)
 
 
-class IsInf(CpuPlugin, UnaryPlugin):
-    min_opset = 10
-    attributes: ClassVar[dict[str, Any]] = {"detect_negative": 1, "detect_positive": 1}
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.BOOL]
-
+class IsInf(CpuPlugin, schema.IsInf):
     def compute(self, x: Array, *, out: Array, detect_negative: int,
                 detect_positive: int) -> None:
         np.isinf(x, out=out)

@@ -1,5 +1,6 @@
 """Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (opsets 1 and 11), Erf, Gelu, Dropout
-(inference: a copy).
+(inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.math_unary`` (Erf)
+and ``.activation_extra`` (Gelu).
 
 CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are RawKernels
 (``kernels/activation.cu``) on the GPU and float64 ``math.erf`` on NumPy.
@@ -8,13 +9,12 @@ CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import activation as schema
-from mini_infer_core.plugin import UnaryPlugin
+from mini_infer_core.ops import activation_extra, math_unary
 
 from ..serialization import CudaPlugin
 from . import _raw
@@ -79,9 +79,8 @@ class Clip_11(CudaPlugin, schema.Clip_11):  # noqa: N801
         _clip(array_module(x, out), x, lo, hi, out)
 
 
-class Erf(CudaPlugin, UnaryPlugin):
-    min_opset = 9
-    dtypes = FLOATS
+class Erf(CudaPlugin, math_unary.Erf):
+    dtypes = FLOATS  # the RawKernel's types: float16, float, double
 
     def compute(self, x: Any, *, out: Any) -> None:
         xp = array_module(x, out)
@@ -91,18 +90,8 @@ class Erf(CudaPlugin, UnaryPlugin):
         _raw.elementwise(xp, "activation", "erf", x, out)
 
 
-class Gelu(CudaPlugin, UnaryPlugin):
-    """``0.5 x (1 + erf(x / sqrt 2))``, or with ``approximate="tanh"``
-    ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``."""
-
-    min_opset = 20
-    dtypes = FLOATS
-    attributes: ClassVar[dict[str, Any]] = {"approximate": "none"}
-
-    def setup(self) -> None:
-        if self.attrs["approximate"] not in ("none", "tanh"):
-            raise PluginInterfaceError(
-                f"Gelu: approximate must be 'none' or 'tanh', got {self.attrs['approximate']!r}")
+class Gelu(CudaPlugin, activation_extra.Gelu):
+    dtypes = FLOATS  # the RawKernel's types: float16, float, double
 
     def compute(self, x: Any, *, out: Any, approximate: str) -> None:
         xp = array_module(x, out)

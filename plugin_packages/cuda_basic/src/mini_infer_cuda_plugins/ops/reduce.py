@@ -1,21 +1,20 @@
-"""Reductions: ReduceSum, ReduceMean, ReduceMax, each in two versions -- ``axes`` as an
-attribute (``*_1``: up to opset 12 for ReduceSum, 17 for the others) and ``axes`` as an
-optional input with ``noop_with_empty_axes`` (from 13 for ReduceSum, 18 for the others).
+"""Reductions: ReduceSum, ReduceMean, ReduceMax, both versions (``axes`` attribute, ``axes``
+input) -- CuPy reductions into ``out`` (schemas, axes and shapes in
+:mod:`mini_infer_core.ops.reduce`).
 
-No axes reduce everything, unless ``noop_with_empty_axes``: then the input is copied. An axes
-input must be known when the engine is built; its values are recorded with the plugin, so
-the kernel never reads them back from the GPU. Float16 sums and means accumulate in float32.
+An axes input must be known when the engine is built; its values are recorded with the plugin
+(``__axes__``), so the kernel never reads them back from the GPU. Float16 sums and means
+accumulate in float32.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from mini_infer_core.plugin import DimsExprs, UnaryPlugin
-from mini_infer_core.plugin.shapes import Shapes, absent, const_ints, norm_axis, reduced_dims
+from mini_infer_core.ops import reduce as schema
+from mini_infer_core.plugin import DimsExprs
+from mini_infer_core.plugin.shapes import absent, const_ints
 
 from ..serialization import CudaPlugin
 from ._common import Scratch, acc_dtype, array_module, host_ints, shape_values
@@ -24,48 +23,26 @@ __all__ = ["ReduceSum_1", "ReduceSum", "ReduceMean_1", "ReduceMean", "ReduceMax_
            "ReduceMax"]
 
 
-Axes = tuple[int, ...] | None  # None: every axis; (): none (a copy)
-
-
-class _Reduce(CudaPlugin, UnaryPlugin):
-    """Axes from the ``axes`` attribute."""
-
-    attributes: ClassVar[dict[str, Any]] = {"axes": None, "keepdims": 1}
-    #: "sum", "mean" or "max"
-    kind: ClassVar[str] = "sum"
-
+class _Reduce(CudaPlugin, schema.ReduceBase):
     def setup(self) -> None:
         self.scratch = Scratch()
-
-    def axes_for(self, inputs: Sequence[DimsExprs | None]) -> Axes:
-        axes = self.attrs.get("axes")
-        return None if axes is None else tuple(axes)
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
-        return [reduced_dims(list(inputs[0]), self.axes_for(inputs),
-                             bool(self.attrs["keepdims"]))]
-
-    def run_axes(self, axes_input: Any) -> Axes:
-        return self.axes_for([])
 
     def compute(self, x: Any, axes: Any | None = None, *, out: Any, keepdims: int,
                 **_: Any) -> None:
         xp = array_module(x, out)
-        sel = self.run_axes(axes)
+        recorded = self.hidden.get("__axes__")
+        sel = self.reduce_axes(host_ints(axes) if recorded is None else recorded, x.ndim)
         if sel == ():
             xp.copyto(out, x.reshape(out.shape))
             return
-        if sel is not None:
-            sel = tuple(sorted(norm_axis(a, x.ndim, "axis") for a in sel))
-        keep = bool(keepdims)
-        if self.kind == "max":
-            if x.size == 0:
-                out.fill(-np.inf if x.dtype.kind == "f" else
-                         (False if x.dtype.kind == "b" else np.iinfo(x.dtype).min))
-            else:
-                xp.amax(x, axis=sel, keepdims=keep, out=out)
+        if x.size == 0:
+            out.fill(self.empty_value(x.dtype))
             return
-        fn = xp.sum if self.kind == "sum" else xp.mean
+        keep = bool(keepdims)
+        if self.op_type == "ReduceMax":
+            xp.amax(x, axis=sel, keepdims=keep, out=out)
+            return
+        fn = xp.sum if self.op_type == "ReduceSum" else xp.mean
         if x.dtype.kind != "f" or acc_dtype(x.dtype) == x.dtype:
             fn(x, axis=sel, keepdims=keep, dtype=x.dtype, out=out)
             return
@@ -74,59 +51,21 @@ class _Reduce(CudaPlugin, UnaryPlugin):
         xp.copyto(out, acc, casting="same_kind")
 
 
-class _ReduceInput(_Reduce):
-    """Axes from the optional input 1, recorded at build time."""
+class _ReduceInput(_Reduce, schema.ReduceInputBase):
+    """The axes input is required at build time and recorded."""
 
-    attributes: ClassVar[dict[str, Any]] = {"keepdims": 1, "noop_with_empty_axes": 0}
     shape_inputs = (1,)
     hidden_fields = ("__axes__",)
 
-    def axes_for(self, inputs: Sequence[DimsExprs | None]) -> Axes:
-        axes: tuple[int, ...] = ()
-        if not absent(inputs, 1):
-            axes = tuple(const_ints(shape_values(inputs, 1, self.op_type, "axes"),
-                                    self.op_type, "axes"))
-        self.record("__axes__", list(axes))
-        return axes if axes or self.attrs["noop_with_empty_axes"] else None
-
-    def run_axes(self, axes_input: Any) -> Axes:
-        got = self.hidden.get("__axes__")
-        axes = tuple(got) if got is not None else tuple(host_ints(axes_input))
-        return axes if axes or self.attrs["noop_with_empty_axes"] else None
+    def build_axes(self, inputs: Sequence[DimsExprs | None]) -> list[int] | None:
+        axes = [] if absent(inputs, 1) else const_ints(
+            shape_values(inputs, 1, self.op_type, "axes"), self.op_type, "axes")
+        self.record("__axes__", axes)
+        return axes
 
 
-class ReduceSum_1(_Reduce):  # noqa: N801
-    op_type = "ReduceSum"
-    plugin_version = "1"
-    max_opset = 12
-
-
-class ReduceSum(_ReduceInput):
-    plugin_version = "13"
-    min_opset = 13
-
-
-class ReduceMean_1(_Reduce):  # noqa: N801
-    op_type = "ReduceMean"
-    plugin_version = "1"
-    max_opset = 17
-    kind = "mean"
-
-
-class ReduceMean(_ReduceInput):
-    plugin_version = "18"
-    min_opset = 18
-    kind = "mean"
-
-
-class ReduceMax_1(_Reduce):  # noqa: N801
-    op_type = "ReduceMax"
-    plugin_version = "1"
-    max_opset = 17
-    kind = "max"
-
-
-class ReduceMax(_ReduceInput):
-    plugin_version = "18"
-    min_opset = 18
-    kind = "max"
+ReduceSum_1, ReduceMean_1, ReduceMax_1, ReduceSum, ReduceMean, ReduceMax = (
+    type(op.__name__, (family, op), {"__module__": __name__}) for family, op in (
+        (_Reduce, schema.ReduceSum_1), (_Reduce, schema.ReduceMean_1),
+        (_Reduce, schema.ReduceMax_1), (_ReduceInput, schema.ReduceSum),
+        (_ReduceInput, schema.ReduceMean), (_ReduceInput, schema.ReduceMax)))
