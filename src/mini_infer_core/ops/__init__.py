@@ -21,10 +21,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._catalog import (
+    declared_kernels,
+    kernel_catalog,
+    kernel_creators,
+    package_classes,
+    schema_named,
+)
 from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
 
-__all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "find_schema",
-           "onnx_attributes", "onnx_since", "schema_classes"]
+__all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "declared_kernels",
+           "find_schema", "kernel_catalog", "kernel_creators", "onnx_attributes", "onnx_since",
+           "package_classes", "schema_classes", "schema_named"]
 
 #: the schema modules, one per operator family
 MODULES = (
@@ -37,14 +45,7 @@ MODULES = (
 
 
 def _modules() -> list[Any]:
-    found = []
-    for name in MODULES:
-        try:
-            found.append(importlib.import_module(f"{__name__}.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    return found
+    return [importlib.import_module(f"{__name__}.{name}") for name in MODULES]
 
 
 def schema_classes() -> list[type[Op]]:

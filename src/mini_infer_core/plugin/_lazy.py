@@ -44,7 +44,9 @@ class LazyPluginCreator(IPluginCreator):
 
     @property
     def field_names(self) -> tuple[str, ...]:
-        return self._field_names
+        """The declared fields; once the plugin class is loaded, the fields it accepts."""
+        real = self._real
+        return tuple(real.field_names) if real is not None else self._field_names
 
     @property
     def loaded(self) -> bool:
@@ -73,14 +75,17 @@ class LazyPluginCreator(IPluginCreator):
             real = obj
         else:
             raise PluginLoadError(f"{self.target} is neither an OnnxPlugin class nor a creator")
-        declared = (self.name, self.plugin_version, self.op_type, self.domain,
-                    self._field_names)
-        actual = (real.name, real.plugin_version, real.op_type, real.domain,
-                  tuple(real.field_names))
-        if declared != actual:
+        declared = (self.name, self.plugin_version, self.op_type, self.domain, self.min_opset,
+                    self.max_opset)
+        actual = (real.name, real.plugin_version, real.op_type, real.domain, real.min_opset,
+                  real.max_opset)
+        missing = sorted(set(self._field_names) - set(real.field_names))
+        if declared != actual or missing:
             raise PluginLoadError(
-                f"{self.target}: declared metadata {declared} does not match the plugin "
-                f"class {actual}; regenerate the distribution's catalog")
+                f"{self.target}: declared metadata {declared} (fields {self._field_names}) "
+                f"does not match the plugin class {actual} (fields {tuple(real.field_names)}"
+                f"{', lacking ' + str(missing) if missing else ''}); the distribution's "
+                "catalog is stale or its kernel does not accept what its schema declares")
         return real
 
     def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:

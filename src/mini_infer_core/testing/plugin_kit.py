@@ -27,8 +27,8 @@ from ..plugin import (
 )
 from ..plugin import _adapter as adapter
 
-__all__ = ["PluginCheckError", "CheckReport", "check_creator_metadata", "run_plugin",
-           "check_plugin", "reference_outputs", "default_device"]
+__all__ = ["PluginCheckError", "CheckReport", "check_creator_metadata", "check_kernel_catalog",
+           "run_plugin", "check_plugin", "reference_outputs", "default_device"]
 
 
 class PluginCheckError(AssertionError):
@@ -76,6 +76,33 @@ def _sentinel(dtype: np.dtype[Any]) -> Any:
     if dtype.kind == "b":
         return True
     return np.iinfo(dtype).max if dtype.kind in "iu" else 0
+
+
+def check_kernel_catalog(creators: Sequence[IPluginCreator], classes: Sequence[Any]) -> None:
+    """The (lazy) creators a distribution hands over describe exactly its kernel classes:
+    one creator per class, which resolves to it, with its name, version, operator and opset
+    range, declaring no field the class does not accept; each passes
+    :func:`check_creator_metadata`."""
+    by_target = {f"{c.__module__}:{c.__name__}": c for c in classes}
+    seen = set()
+    for creator in creators:
+        check_creator_metadata(creator)
+        target = getattr(creator, "target", None)
+        if target not in by_target:
+            raise PluginCheckError(f"creator {creator!r} names {target!r}, which is not one "
+                                   f"of the kernel classes")
+        declared = set(creator.field_names)
+        real = creator.resolve()  # type: ignore[attr-defined]
+        cls = by_target[target]
+        got = (real.name, real.plugin_version, real.op_type, real.min_opset, real.max_opset)
+        want = (cls.plugin_type, cls.plugin_version, cls.op_type, cls.min_opset, cls.max_opset)
+        if got != want or not declared <= set(real.field_names):
+            raise PluginCheckError(f"{target}: the catalog says {got} with fields "
+                                   f"{sorted(declared)}, the class is {want} with fields "
+                                   f"{sorted(real.field_names)}")
+        seen.add(target)
+    if seen != set(by_target):
+        raise PluginCheckError(f"kernel classes without a creator: {sorted(set(by_target) - seen)}")
 
 
 def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],

@@ -1,36 +1,24 @@
-"""All cpu_basic operator kernels, one small module per family."""
+"""All cpu_basic operator kernels, one small module per operator family (each the kernels of
+the core schemas of :mod:`mini_infer_core.ops` that share its name)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from mini_infer_core.ops import package_classes
 from mini_infer_core.plugin import IPluginCreator
 
 from .. import NAMESPACE
-from ..serialization import CpuCreator, CpuPlugin
+from ..serialization import CpuCreator
 
-__all__ = ["catalog_entries", "creators", "plugin_classes"]
+__all__ = ["creators", "plugin_classes"]
 
 
-def plugin_classes() -> list[type[CpuPlugin]]:
-    """Every class listed in ``__all__`` of every public module of this package."""
-    import importlib
-    import pkgutil
-
-    classes: list[type[CpuPlugin]] = []
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
-        classes.extend(getattr(mod, name) for name in mod.__all__)
-    return classes
+def plugin_classes() -> list[Any]:
+    """Every kernel class (imports every kernel module)."""
+    return package_classes(__name__)
 
 
 def creators() -> list[IPluginCreator]:
+    """Creators made at once (tests); the entry point hands over lazy ones."""
     return [CpuCreator(cls, namespace=NAMESPACE, devices=("cpu",)) for cls in plugin_classes()]
-
-
-def catalog_entries() -> list[dict[str, object]]:
-    """What ``catalog.py`` must hold, computed from the classes (regenerate with
-    ``python -m mini_infer_cpu_plugins.catalog --write``)."""
-    from mini_infer_core.plugin.catalog import catalog_entries as entries
-
-    return entries(plugin_classes())

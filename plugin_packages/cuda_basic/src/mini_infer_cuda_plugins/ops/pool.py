@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import pool as schema
 from mini_infer_core.plugin import shapes
 
@@ -108,11 +109,21 @@ class _Pool(CudaPlugin, schema.PoolBase):
             xp.copyto(y, acc, casting="same_kind")
 
 
-# MaxPool's optional Indices output is not produced: without the hidden field
-# ``__num_outputs__`` (the node's output count) one output is declared, so a node that uses
-# Indices does not build on this device
+class _NoIndices(_Pool):
+    """MaxPool's optional Indices output is not produced here: a node that uses it is refused
+    when the engine is built (with the schema's ``__num_outputs__``)."""
+
+    @property
+    def num_outputs(self) -> int:
+        if int(self.hidden.get("__num_outputs__", 1)) >= 2:
+            raise PluginInterfaceError(
+                f"{self.op_type}: the Indices output is not computed on the cuda device; "
+                "build for the cpu device (or drop the Indices output)")
+        return 1
+
+
 MaxPool_1, MaxPool, AveragePool = (
-    type(base.__name__, (_Pool, base), {"__module__": __name__, "hidden_fields": ()})
+    type(base.__name__, (_NoIndices, base), {"__module__": __name__})
     for base in (schema.MaxPool_1, schema.MaxPool, schema.AveragePool))
 
 
