@@ -14,36 +14,19 @@ import pytest
 from onnx import TensorProto, helper
 
 import mini_infer_core as mi
+import mini_infer_core.plugin as mp
 from mini_infer_core.errors import PluginInterfaceError
-from mini_infer_core.plugin import (
-    DataType,
-    DimsExprs,
-    ExprBuilder,
-    IInPlaceInputs,
-    IPluginCapability,
-    IPluginCreatorV3One,
-    IPluginV3,
-    IPluginV3OneBuild,
-    IPluginV3OneCore,
-    IPluginV3OneRuntime,
-    ITactics,
-    IValueInference,
-    PluginCapabilityType,
-    PluginFieldCollection,
-    PluginPhase,
-    PluginTensorDesc,
-    fields_from_values,
-)
+from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, PluginTensorDesc
 from mini_infer_core.plugin import _adapter as adapter
 from mini_infer_core.registry import discover
 
 #: passes over the tensor each tactic makes: the same values, very different times
 PASSES = {"slow": 300, "fast": 1}
 #: phases in which ScaleV3 objects were created (the creator records them)
-CREATED: list[PluginPhase] = []
+CREATED: list[mp.PluginPhase] = []
 
 
-class _Build(IPluginV3OneBuild, ITactics, IValueInference):
+class _Build(mp.IPluginV3OneBuild, mp.ITactics, mp.IValueInference):
     def __init__(self, owner: ScaleV3) -> None:
         self.owner = owner
 
@@ -72,7 +55,7 @@ class _Build(IPluginV3OneBuild, ITactics, IValueInference):
         return [[v * int(self.owner.scale) for v in values]]
 
 
-class _Runtime(IPluginV3OneRuntime, IInPlaceInputs):
+class _Runtime(mp.IPluginV3OneRuntime, mp.IInPlaceInputs):
     def __init__(self, owner: ScaleV3) -> None:
         self.owner = owner
         self.shapes: list[tuple[int, ...]] = []
@@ -89,40 +72,40 @@ class _Runtime(IPluginV3OneRuntime, IInPlaceInputs):
         for _ in range(PASSES[self.owner.tactic] - 1):  # the input may live in the output
             np.add(outputs[0], 0.0, out=outputs[0])
 
-    def get_fields_to_serialize(self) -> PluginFieldCollection:
-        return fields_from_values({"scale": self.owner.scale, "tactic": self.owner.tactic})
+    def get_fields_to_serialize(self) -> mp.PluginFieldCollection:
+        return mp.fields_from_values({"scale": self.owner.scale, "tactic": self.owner.tactic})
 
     def in_place_inputs(self, inputs: Any, outputs: Any) -> dict[int, tuple[int, int]]:
         return {0: (0, 0)}  # computes elementwise: its input may live in its output
 
 
-class ScaleV3(IPluginV3):
+class ScaleV3(mp.IPluginV3):
     """y = x * scale, as a V3 plugin in the ``com.test`` domain."""
 
     def __init__(self, scale: float, tactic: str = "slow") -> None:
         self.scale, self.tactic = scale, tactic
-        self.core = IPluginV3OneCore()
+        self.core = mp.IPluginV3OneCore()
         self.core.plugin_name, self.core.plugin_namespace = "ScaleV3", "test.v3"
         self.build, self.runtime = _Build(self), _Runtime(self)
 
-    def get_capability_interface(self, kind: PluginCapabilityType
-                                 ) -> IPluginCapability | None:
-        return {PluginCapabilityType.CORE: self.core, PluginCapabilityType.BUILD: self.build,
-                PluginCapabilityType.RUNTIME: self.runtime}[kind]
+    def get_capability_interface(self, kind: mp.PluginCapabilityType
+                                 ) -> mp.IPluginCapability | None:
+        return {mp.PluginCapabilityType.CORE: self.core, mp.PluginCapabilityType.BUILD: self.build,
+                mp.PluginCapabilityType.RUNTIME: self.runtime}[kind]
 
     def clone(self) -> ScaleV3:
         return ScaleV3(self.scale, self.tactic)
 
 
-class ScaleV3Creator(IPluginCreatorV3One):
+class ScaleV3Creator(mp.IPluginCreatorV3One):
     name, plugin_namespace, domain, op_type = "ScaleV3", "test.v3", "com.test", "ScaleV3"
 
     @property
     def field_names(self) -> tuple[str, ...]:
         return ("scale", "tactic")
 
-    def create_plugin_v3(self, name: str, fields: PluginFieldCollection,
-                         phase: PluginPhase) -> IPluginV3:
+    def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                         phase: mp.PluginPhase) -> mp.IPluginV3:
         CREATED.append(phase)
         values = fields.values_dict()
         return ScaleV3(float(values["scale"]), str(values.get("tactic", "slow")))
@@ -149,7 +132,7 @@ def registry() -> Any:
 def test_a_v3_plugin_builds_times_saves_loads_and_runs(registry: Any, tmp_path: Path) -> None:
     model = _model([2, 64, 64])
     engine = mi.Builder(registry).build_engine(mi.parse_onnx(model), mi.BuilderConfig())
-    assert CREATED == [PluginPhase.BUILD]
+    assert CREATED == [mp.PluginPhase.BUILD]
     (timed,) = engine.build_info["tactics"].values()
     assert timed["chosen"] == "fast" and timed["ms"]["fast"] < timed["ms"]["slow"]
     node = next(nd for nd in engine.nodes if nd.op_type == "ScaleV3")
@@ -157,7 +140,7 @@ def test_a_v3_plugin_builds_times_saves_loads_and_runs(registry: Any, tmp_path: 
     path = tmp_path / "v3.engine"
     engine.save(str(path))
     loaded = mi.Runtime(registry).load_engine(path)
-    assert CREATED == [PluginPhase.BUILD, PluginPhase.RUNTIME]
+    assert CREATED == [mp.PluginPhase.BUILD, mp.PluginPhase.RUNTIME]
     x = np.random.default_rng(0).standard_normal((2, 64, 64)).astype(np.float32)
     with loaded.create_execution_context() as ctx:
         y = ctx.execute({"x": x})["y"]
@@ -174,7 +157,7 @@ def test_a_v3_plugin_builds_times_saves_loads_and_runs(registry: Any, tmp_path: 
 
 
 def test_v3_value_inference_folds_shape_arithmetic(registry: Any) -> None:
-    """A V3 build capability that also implements IValueInference gives build-time values:
+    """A V3 build capability that also implements mp.IValueInference gives build-time values:
     Shape -> ScaleV3 -> Reshape is computed while building."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -192,8 +175,8 @@ def test_v3_value_inference_folds_shape_arithmetic(registry: Any) -> None:
 
 def test_a_v3_plugin_without_its_capabilities_is_refused() -> None:
     class Broken(ScaleV3):
-        def get_capability_interface(self, kind: PluginCapabilityType) -> Any:
-            return None if kind is PluginCapabilityType.RUNTIME else \
+        def get_capability_interface(self, kind: mp.PluginCapabilityType) -> Any:
+            return None if kind is mp.PluginCapabilityType.RUNTIME else \
                 super().get_capability_interface(kind)
 
     with pytest.raises(PluginInterfaceError, match="RUNTIME.*IPluginV3OneRuntime"):

@@ -23,9 +23,9 @@ def test_hooks_and_the_registry_listing_import_no_cupy_and_no_kernels() -> None:
     heavy = _run(f"""
         import contextlib, io, json, sys
         from mini_infer_cuda_plugins import hooks
-        creators = hooks.mini_infer_creators()
+        creators = hooks.plugin.mini_infer_creators()
         assert creators and all(c.devices == ("cuda",) for c in creators)
-        hooks.mini_infer_devices()[0].availability()
+        hooks.plugin.mini_infer_devices()[0].availability()
         from mini_infer_core.registry import discover
         reg = discover()
         assert any(c.creator.plugin_namespace == "mini_infer.cuda"

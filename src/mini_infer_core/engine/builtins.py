@@ -30,18 +30,11 @@ __all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "deserialize_builtin"]
 CORE_NAMESPACE = "mini_infer.core"
 
 
-class CopyPlugin(IPluginV2DynamicExt):
-    plugin_type = "Copy"
+class _CoreStep(IPluginV2DynamicExt):
+    """One input, one output of the same shape; any type and format."""
+
     plugin_version = "1"
     plugin_namespace = CORE_NAMESPACE
-
-    def __init__(self, src: str, dst: str) -> None:
-        self.src_name, self.dst_name = src, dst
-        self.src: Device | None = None
-        self.dst: Device | None = None
-
-    def bind(self, devices: dict[str, Device]) -> None:
-        self.src, self.dst = devices[self.src_name], devices[self.dst_name]
 
     @property
     def num_outputs(self) -> int:
@@ -54,6 +47,18 @@ class CopyPlugin(IPluginV2DynamicExt):
     def supports_format_combination(self, pos: int, in_out: Sequence[Any],
                                     num_inputs: int) -> bool:
         return True
+
+
+class CopyPlugin(_CoreStep):
+    plugin_type = "Copy"
+
+    def __init__(self, src: str, dst: str) -> None:
+        self.src_name, self.dst_name = src, dst
+        self.src: Device | None = None
+        self.dst: Device | None = None
+
+    def bind(self, devices: dict[str, Device]) -> None:
+        self.src, self.dst = devices[self.src_name], devices[self.dst_name]
 
     def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
                 stream: Any) -> None:
@@ -73,30 +78,16 @@ class CopyPlugin(IPluginV2DynamicExt):
         return f"CopyPlugin({self.src_name} -> {self.dst_name})"
 
 
-class CastPlugin(IPluginV2DynamicExt):
+class CastPlugin(_CoreStep):
     """Element-type conversion (FLOAT <-> HALF) on whatever device holds the tensor."""
 
     plugin_type = "Cast"
-    plugin_version = "1"
-    plugin_namespace = CORE_NAMESPACE
 
     def __init__(self, to: DataType) -> None:
         self.to = to
 
-    @property
-    def num_outputs(self) -> int:
-        return 1
-
-    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
-                              expr_builder: ExprBuilder) -> DimsExprs:
-        return DimsExprs(list(inputs[0]))
-
     def get_output_data_type(self, index: int, input_types: Sequence[DataType]) -> DataType:
         return self.to
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
-                                    num_inputs: int) -> bool:
-        return True
 
     def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
                 stream: Any) -> None:

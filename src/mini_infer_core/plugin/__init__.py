@@ -14,6 +14,7 @@ from ._base import (
     UnaryPlugin,
     broadcast_dims,
 )
+from ._buffers import BufferCache
 from ._capabilities import (
     IConstantPacking,
     IDataDependentShapes,
@@ -55,6 +56,7 @@ __all__ = [
     "REQUIRED",
     "BatchNormFusion",
     "BroadcastPlugin",
+    "BufferCache",
     "ConvFusion",
     "DataType",
     "Device",

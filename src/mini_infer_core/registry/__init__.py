@@ -7,7 +7,7 @@ from ._discovery import (
     load_plugin_module,
     reset_plugin_registry,
 )
-from ._hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
+from ._hookspecs import PLUGIN_API_VERSION, PluginPackage, hookimpl, hookspec
 from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
 from ._registry import PluginRegistry
 
@@ -18,6 +18,7 @@ __all__ = [
     "CreatorRecord",
     "DeviceRecord",
     "DistributionRecord",
+    "PluginPackage",
     "PluginRegistry",
     "discover",
     "get_plugin_registry",

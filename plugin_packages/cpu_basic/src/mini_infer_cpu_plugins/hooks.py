@@ -1,26 +1,13 @@
-"""Entry point of ``mini_infer.plugins``: hands mini-infer this package's creators and device."""
+"""Entry point of ``mini_infer.plugins`` (``mini_infer_cpu_plugins.hooks:plugin``): hands
+mini-infer this package's lazy creators and the ``cpu`` device."""
 
 from __future__ import annotations
 
-from typing import Any
+from mini_infer_core.registry import PluginPackage
 
-from mini_infer_core.registry import hookimpl
+from .catalog import lazy_creators
+from .device import CpuDevice
 
+__all__ = ["plugin"]
 
-@hookimpl
-def mini_infer_plugin_api_version() -> str:
-    return "1"
-
-
-@hookimpl
-def mini_infer_creators() -> list[Any]:
-    from .catalog import lazy_creators
-
-    return lazy_creators()
-
-
-@hookimpl
-def mini_infer_devices() -> list[Any]:
-    from .device import CpuDevice
-
-    return [CpuDevice()]
+plugin = PluginPackage(creators=lazy_creators, devices=lambda: [CpuDevice()])

@@ -4,12 +4,13 @@ helpers live in :mod:`mini_infer_core.plugin.shapes`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from mini_infer_core.plugin import BufferCache
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
 __all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "in_place", "kernels",
@@ -26,25 +27,9 @@ def kernels(family: type[Any], *schemas: type[Any], module: str) -> tuple[type[A
     return tuple(type(s.__name__, (family, s), {"__module__": module}) for s in schemas)
 
 
-class Scratch:
-    """Buffers a plugin instance allocates once per key (shape) and reuses on every run.
-
-    Per-context plugins are clones, so a buffer never serves two contexts at once. At most
-    ``capacity`` keys are kept (dynamic shapes would otherwise grow it without bound).
-    """
-
-    def __init__(self, capacity: int = 12) -> None:
-        self.capacity = capacity
-        self._items: dict[Hashable, Any] = {}
-
-    def get(self, key: Hashable) -> Any:
-        return self._items.get(key)
-
-    def put(self, key: Hashable, value: Any) -> Any:
-        if key not in self._items and len(self._items) >= self.capacity:
-            self._items.pop(next(iter(self._items)))
-        self._items[key] = value
-        return value
+class Scratch(BufferCache):
+    """NumPy buffers a plugin instance allocates once per key (shape) and reuses on every
+    run."""
 
     def buffer(self, tag: str, shape: Sequence[int], dtype: Any, fill: Any = None
                ) -> NDArray[Any]:

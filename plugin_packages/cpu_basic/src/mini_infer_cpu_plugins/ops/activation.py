@@ -37,12 +37,10 @@ class LeakyRelu(CpuPlugin, schema.LeakyRelu):
 
 class Sigmoid(CpuPlugin, schema.Sigmoid):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
-        # 1 / (1 + exp(-x)); exp overflows to inf for x << 0, giving the right limit 0
+        # 1 / (1 + exp(-x)), in place; exp overflows to inf for x << 0: the right limit 0
         with np.errstate(over="ignore"):
-            np.negative(x, out=out)
-            np.exp(out, out=out)
-        np.add(out, 1, out=out)
-        np.reciprocal(out, out=out)
+            np.exp(np.negative(x, out=out), out=out)
+        np.reciprocal(np.add(out, 1, out=out), out=out)
 
 
 class Tanh(CpuPlugin, schema.Tanh):

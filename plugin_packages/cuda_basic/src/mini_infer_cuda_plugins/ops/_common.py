@@ -7,12 +7,12 @@ helpers live in :mod:`mini_infer_core.plugin.shapes`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from mini_infer_core.plugin import DimExpr, DimsExprs, shapes
+from mini_infer_core.plugin import BufferCache, DimExpr, DimsExprs, shapes
 
 from .._stream import array_module, is_cupy
 from . import _cublas
@@ -32,24 +32,13 @@ __all__ = [
 FLOATS = shapes.FLOAT_TYPES
 
 
-class Scratch:
+class Scratch(BufferCache):
     """Device buffers a plugin instance allocates once per (tag, shape, dtype) and reuses on
     every run, so steady-state runs allocate nothing (which also keeps CUDA-graph replay
-    safe). Per-context plugins are clones: a buffer never serves two contexts. At most
-    ``capacity`` buffers are kept (dynamic shapes would otherwise grow it without bound)."""
+    safe)."""
 
     def __init__(self, capacity: int = 16) -> None:
-        self.capacity = capacity
-        self._items: dict[Hashable, Any] = {}
-
-    def get(self, key: Hashable) -> Any:
-        return self._items.get(key)
-
-    def put(self, key: Hashable, value: Any) -> Any:
-        if key not in self._items and len(self._items) >= self.capacity:
-            self._items.pop(next(iter(self._items)))
-        self._items[key] = value
-        return value
+        super().__init__(capacity)
 
     def buffer(self, xp: Any, tag: str, shape: Sequence[int], dtype: Any, fill: Any = None
                ) -> Any:
