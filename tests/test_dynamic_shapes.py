@@ -201,3 +201,73 @@ def test_each_unnamed_dimension_is_its_own_unknown(unnamed: str | None) -> None:
     feed = np.linspace(-1, 1, 3 * 48 * 192, dtype=np.float32).reshape(1, 3, 48, 192)
     (got,) = sess.run(None, {"x": feed})
     np.testing.assert_array_equal(got, np.maximum(feed, 0))
+
+
+def _exporter_shape_chains() -> onnx.ModelProto:
+    """What torch's TorchScript exporter writes for a sequence model with symbolic dims:
+    ``Range(0, Cast<float>(Gather(Shape(x), 1)), 1)`` (position ids) and
+    ``Where(Equal(shape, -1), 1, shape)`` feeding Expand, and a Resize to sizes computed from
+    another tensor's shape."""
+    c = helper.make_node
+    t = helper.make_tensor
+    nodes = [
+        c("Shape", ["x"], ["s"]),
+        c("Gather", ["s", "zero_s"], ["b0"], axis=0),
+        c("Unsqueeze", ["b0", "zero"], ["b"]),
+        c("Gather", ["s", "one"], ["n"], axis=0),
+        c("Unsqueeze", ["n", "zero"], ["t"]),
+        c("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        c("Range", ["zero_f", "nf", "one_f"], ["pos_f"]),
+        c("Cast", ["pos_f"], ["pos"], to=TensorProto.INT64),
+        c("Gather", ["table", "pos"], ["pe"], axis=0),                       # [T, 4]
+        c("Concat", ["b", "minus1", "t", "four"], ["want"], axis=0),
+        c("Equal", ["want", "minus1_4"], ["isneg"]),
+        c("Where", ["isneg", "ones4", "want"], ["shape2"]),
+        c("Expand", ["pe", "shape2"], ["pe_b"]),                              # [B, 1, T, 4]
+        c("Add", ["x4", "pe_b"], ["y"]),
+        c("Shape", ["x4"], ["s4"]),
+        c("Slice", ["s4", "zero", "two", "zero"], ["nc"]),
+        c("Mul", ["s4", "twos"], ["s4x2"]),
+        c("Slice", ["s4x2", "two", "four_i", "zero"], ["hw"]),
+        c("Concat", ["nc", "hw"], ["sizes"], axis=0),
+        c("Resize", ["y", "", "", "sizes"], ["z"], mode="nearest"),
+    ]
+    rng = np.random.default_rng(0)
+    inits = [t("one", TensorProto.INT64, [], [1]), t("zero_s", TensorProto.INT64, [], [0]),
+             t("zero", TensorProto.INT64, [1], [0]), t("two", TensorProto.INT64, [1], [2]),
+             t("four_i", TensorProto.INT64, [1], [4]),
+             t("zero_f", TensorProto.FLOAT, [], [0.0]), t("one_f", TensorProto.FLOAT, [], [1.0]),
+             onnx.numpy_helper.from_array(rng.standard_normal((64, 4)).astype(np.float32),
+                                          "table"),
+             t("minus1", TensorProto.INT64, [1], [-1]), t("four", TensorProto.INT64, [1], [4]),
+             t("minus1_4", TensorProto.INT64, [4], [-1] * 4),
+             t("ones4", TensorProto.INT64, [4], [1] * 4),
+             t("twos", TensorProto.INT64, [4], [1, 1, 2, 2])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "T"])
+    x4 = helper.make_tensor_value_info("x4", TensorProto.FLOAT, ["B", 1, "T", 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "chains", [x, x4], [z], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_shape_chains_exporters_write_are_planned_with_no_data_dependent_node() -> None:
+    """Values survive Cast to float and Range, a dimension is never -1 (Equal decides), and
+    Resize takes symbolic sizes: the model builds with zero data-dependent nodes and runs
+    planned at every shape, matching onnxruntime."""
+    from mini_infer_core.plugin import _adapter as adapter
+
+    model = _exporter_shape_chains()
+    engine = mi.load(model)
+    assert not [nd.name for nd in engine.nodes if adapter.is_data_dependent(nd.plugin)]
+    ctx = engine.create_execution_context()
+    rng = np.random.default_rng(2)
+    for b, t in ((1, 5), (2, 7), (1, 5)):
+        feeds = {"x": rng.standard_normal((b, t)).astype(np.float32),
+                 "x4": rng.standard_normal((b, 1, t, 4)).astype(np.float32)}
+        (want,) = ort_run(model, feeds)
+        got = ctx.execute(feeds)["z"]
+        assert got.shape == (b, 1, 2 * t, 8) and ctx.steps  # planned, not node by node
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    ctx.close()

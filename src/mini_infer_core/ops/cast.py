@@ -44,6 +44,8 @@ class Cast(UnaryOp):
     """Cast (opset 1: ``to`` is a type name; 6+: a type code; 19+: ``saturate`` for float8;
     24+: ``round_mode`` for float8e8m0). ``target`` is the output type."""
 
+    float_values = True  # exact on whole numbers
+
     def setup(self) -> None:
         self.target = target_type(self.attrs["to"])
 

@@ -21,6 +21,8 @@ __all__ = ["Add", "Sub", "Mul", "Div", "Pow", "Mod", "Sum", "Max", "Min", "Mean"
 class BinaryBase(BroadcastOp):
     """A two-input broadcasting operator; opset<7 legacy ``broadcast``/``axis`` supported."""
 
+    float_values = True  # exact on whole numbers
+
     #: the operation on build-time values (DimExpr); None: values are not propagated
     value_fn: ClassVar[Callable[..., Any] | None] = None
 
@@ -57,6 +59,8 @@ class Mul(BinaryBase):
 class Div(BinaryBase):
     """Division; integer division truncates toward zero (ONNX, C)."""
 
+    float_values = False  # 3.0 / 2.0 is no whole number
+
     value_fn = staticmethod(shapes.trunc_div)
 
 
@@ -85,6 +89,8 @@ class Mod(BinaryBase):
 
 class VariadicBase(BroadcastOp):
     """An elementwise reduction over any number of inputs, broadcast together."""
+
+    float_values = True  # exact on whole numbers
 
     value_fn: ClassVar[Callable[..., Any] | None] = None
 
@@ -132,10 +138,14 @@ class Sqrt(UnaryOp):
 
 
 class Neg(UnaryOp):
+    float_values = True  # exact on whole numbers
+
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.elementwise_values(inputs[:1], lambda a: 0 - a)
 
 
 class Abs(UnaryOp):
+    float_values = True  # exact on whole numbers
+
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.elementwise_values(inputs[:1], lambda a: abs(shapes.const(a)))

@@ -27,6 +27,8 @@ class ConstantOfShape(ValueOp):
     ``self.fill``, a 0-D NumPy array).
     """
 
+    float_values = True  # exact on whole numbers
+
     value_inputs = (0,)
 
     def setup(self) -> None:
@@ -71,6 +73,8 @@ def range_length(start: IntLike, limit: IntLike, delta: IntLike) -> DimExpr:
 class RangeBase(ValueOp):
     """start + i * delta for i < max(ceil((limit - start) / delta), 0). Float inputs (whose
     values the engine does not carry) or run-time ones make the node data-dependent."""
+
+    float_values = True  # exact on whole numbers
 
     value_inputs = (0, 1, 2)
 

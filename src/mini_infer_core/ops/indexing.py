@@ -19,6 +19,8 @@ __all__ = ["Gather", "GatherElements", "GatherND", "OneHot"]
 class Gather(Op):
     """``take`` along ``axis``: out = data.shape[:axis] + indices.shape + data.shape[axis+1:]."""
 
+    float_values = True  # exact on whole numbers
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [gather_dims(inputs[0], inputs[1], self.attrs["axis"])]
 

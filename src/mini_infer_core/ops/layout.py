@@ -31,6 +31,8 @@ def _constant_values(dims: DimsExprs) -> list[int] | None:
 class Expand(ValueOp):
     """Broadcast the input to ``shape`` (input 1) with NumPy rules (a 1 keeps the input dim)."""
 
+    float_values = True  # exact on whole numbers
+
     value_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
@@ -67,6 +69,8 @@ class Tile_1(ValueOp):  # noqa: N801
 
 class Tile(ValueOp):
     """Tile from opset 6: ``repeats`` (input 1) per axis."""
+
+    float_values = True  # exact on whole numbers
 
     plugin_version = "6"
     min_opset = 6

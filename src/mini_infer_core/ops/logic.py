@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..plugin import DataType, DimExpr, DimsExprs, broadcast_dims
-from ..plugin.shapes import Shapes, Values, const, elementwise_values
+from ..plugin.shapes import Shapes, Values, compare, const, elementwise_values
 from ._schema import BroadcastOp, UnaryOp
 from .elementwise import BinaryBase
 
@@ -35,6 +35,11 @@ def _cmp(fn: Callable[[int, int], Any]) -> Any:
     return staticmethod(lambda a, b: int(bool(fn(const(a), const(b)))))
 
 
+def _compare(op: str) -> Any:
+    """A comparison decided from values, structure or bounds (``N == -1`` is false)."""
+    return staticmethod(lambda a, b: compare(a, op, b))
+
+
 class And(PredicateBase):
     value_fn = _cmp(lambda a, b: a and b)
 
@@ -47,32 +52,26 @@ class Xor(PredicateBase):
     value_fn = _cmp(lambda a, b: bool(a) != bool(b))
 
 
-def _equal_value(a: DimExpr, b: DimExpr) -> int:
-    if a.same_as(b):
-        return 1
-    return int(const(a) == const(b))
-
-
 class Equal(PredicateBase):
     """Equality (numbers, bool, strings from opset 19)."""
 
-    value_fn = staticmethod(_equal_value)
+    value_fn = _compare("==")
 
 
 class Less(PredicateBase):
-    value_fn = _cmp(lambda a, b: a < b)
+    value_fn = _compare("<")
 
 
 class Greater(PredicateBase):
-    value_fn = _cmp(lambda a, b: a > b)
+    value_fn = _compare(">")
 
 
 class LessOrEqual(PredicateBase):
-    value_fn = _cmp(lambda a, b: a <= b)
+    value_fn = _compare("<=")
 
 
 class GreaterOrEqual(PredicateBase):
-    value_fn = _cmp(lambda a, b: a >= b)
+    value_fn = _compare(">=")
 
 
 def _where_value(c: DimExpr, x: DimExpr, y: DimExpr) -> DimExpr:
@@ -81,6 +80,8 @@ def _where_value(c: DimExpr, x: DimExpr, y: DimExpr) -> DimExpr:
 
 class Where(BroadcastOp):
     """``x`` where ``condition`` else ``y``, all three broadcast together."""
+
+    float_values = True  # exact on whole numbers
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
         return [list(broadcast_dims(*inputs[:3]))]

@@ -69,6 +69,8 @@ _VALUE_FNS: dict[str, Callable[[Any, Axes, bool], Any]] = {
 class ReduceBase(ValueOp):
     """A reduction with the ``axes`` attribute: the version before the axes input."""
 
+    float_values = True  # exact on whole numbers
+
     def build_axes(self, inputs: Sequence[DimsExprs | None]) -> list[int] | None:
         """The axes the node names, when they are known at build time (else None)."""
         axes = self.attrs.get("axes")

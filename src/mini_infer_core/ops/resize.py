@@ -132,11 +132,12 @@ class ResizeBase(Versioned, ValueOp):
         axes = self.axes(len(x))
         out: list[IntLike] = list(x)
         k_sizes = self.slots[2]
-        sizes = self.ints(inputs, k_sizes) if k_sizes is not None else None
-        if sizes and self.opts["policy"] == "stretch" and len(sizes) == len(axes):
-            for a, v in zip(axes, sizes, strict=True):
+        given = self.values(inputs, k_sizes) if k_sizes is not None else None
+        if given and self.opts["policy"] == "stretch" and len(given) == len(axes):
+            for a, v in zip(axes, given, strict=True):  # symbolic sizes are exact too
                 out[a] = v
             return [out]
+        sizes = self.ints(inputs, k_sizes) if k_sizes is not None else None
         if sizes and x.is_static():
             n, _ = self.output_sizes(x.to_tuple(), None, sizes, axes)
             for a, v in zip(axes, n, strict=True):

@@ -30,6 +30,8 @@ def value_count(dims: DimsExprs, op: str, what: str) -> int:
 class CopyBase(UnaryOp):
     """An operator whose output holds the input's elements in order, in another shape."""
 
+    float_values = True  # exact on whole numbers
+
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.same_values(inputs)
 
@@ -67,6 +69,7 @@ class Flatten(CopyBase):
 
 
 class Transpose(UnaryOp):
+    float_values = True  # exact on whole numbers
     def perm(self, rank: int) -> tuple[int, ...]:
         """The permutation for an input of ``rank`` (default: the axes reversed)."""
         return shapes.transpose_perm(self.attrs["perm"], rank)
@@ -82,6 +85,8 @@ class Transpose(UnaryOp):
 
 class Concat(Op):
     """Concatenation along ``axis`` (negative allowed)."""
+
+    float_values = True  # exact on whole numbers
 
     # onnx requires ``axis`` from opset 4; opset 1 defaulted it to 1
     attributes: ClassVar[dict[str, Any]] = {"axis": 1}

@@ -53,6 +53,8 @@ class Size(Op):
 class Slice_1(Op):  # noqa: N801
     """Slice before opset 10: ``starts``, ``ends``, ``axes`` attributes (step 1)."""
 
+    float_values = True  # exact on whole numbers
+
     plugin_version = "1"
     max_opset = 9
 
@@ -70,6 +72,8 @@ class Slice(ValueOp):
 
     Starts and ends may be symbolic (computed from shapes) when axes and steps are known;
     unknown values make the node data-dependent."""
+
+    float_values = True  # exact on whole numbers
 
     plugin_version = "10"
     min_opset = 10

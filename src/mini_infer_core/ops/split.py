@@ -37,6 +37,8 @@ def equal_parts(dim: DimExpr, n: int) -> list[DimExpr]:
 class SplitBase(ValueOp):
     """Split, every opset."""
 
+    float_values = True  # exact on whole numbers
+
     hidden_fields = ("__num_outputs__",)
     #: where the split sizes come from: "attr", "input" or "either" (opset 1)
     split_from: ClassVar[str] = "attr"
