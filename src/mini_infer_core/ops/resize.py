@@ -134,8 +134,8 @@ class ResizeBase(Versioned, ValueOp):
         k_sizes = self.slots[2]
         given = self.values(inputs, k_sizes) if k_sizes is not None else None
         if given and self.opts["policy"] == "stretch" and len(given) == len(axes):
-            for a, v in zip(axes, given, strict=True):  # symbolic sizes are exact too
-                out[a] = v
+            for a, d in zip(axes, given, strict=True):  # symbolic sizes are exact too
+                out[a] = d
             return [out]
         sizes = self.ints(inputs, k_sizes) if k_sizes is not None else None
         if sizes and x.is_static():
