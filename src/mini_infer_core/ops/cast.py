@@ -1,4 +1,4 @@
-"""Type conversion: Cast and CastLike.
+"""Type conversion: Cast, CastLike, and BitCast (the same bits read as another type).
 
 Integer (shape) values survive a Cast to an integer type, so ``Shape -> Cast -> ...`` chains
 stay known when the engine is built.
@@ -14,7 +14,7 @@ from ..plugin import DataType, DimsExprs
 from ..plugin.shapes import Values, cast_values
 from ._schema import Op, UnaryOp
 
-__all__ = ["Cast", "CastLike"]
+__all__ = ["Cast", "CastLike", "BitCast"]
 
 #: ONNX TensorProto type names, code 1 first
 _ONNX_NAMES = [
@@ -61,3 +61,19 @@ class CastLike(Op):
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [input_types[1]]
+
+
+class BitCast(UnaryOp):
+    """BitCast (opset 26): the input's bytes read as type ``to``, of the same width (no value
+    conversion; little endian); the shape stays. ``target`` is the output type."""
+
+    def setup(self) -> None:
+        self.target = target_type(self.attrs["to"])
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        source = input_types[0]
+        if DataType.STRING in (source, self.target) or source.itemsize != self.target.itemsize:
+            raise PluginInterfaceError(
+                f"BitCast: {source.name} cannot be read as {self.target.name}: BitCast needs "
+                "two non-string types of one width (use Cast to convert values)")
+        return [self.target]

@@ -1,5 +1,5 @@
-"""Type conversion: Cast and CastLike, every ONNX element type (see ``_convert``; schemas in
-:mod:`mini_infer_core.ops.cast`)."""
+"""Type conversion: Cast, CastLike and BitCast, every ONNX element type (see ``_convert``;
+schemas in :mod:`mini_infer_core.ops.cast`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mini_infer_core.plugin import DataType
 from ..serialization import CpuPlugin
 from ._convert import cast_into
 
-__all__ = ["Cast", "CastLike"]
+__all__ = ["Cast", "CastLike", "BitCast"]
 
 Array = NDArray[Any]
 
@@ -28,3 +28,8 @@ class CastLike(CpuPlugin, schema.CastLike):
     def compute(self, x: Array, like: Array, *, out: Array, saturate: int,
                 round_mode: str) -> None:
         cast_into(out, x, DataType.from_numpy(out.dtype), bool(saturate), round_mode)
+
+
+class BitCast(CpuPlugin, schema.BitCast):
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        out[...] = x.view(out.dtype)  # NumPy's types are little endian here, as ONNX's

@@ -1,4 +1,4 @@
-"""Cast and ConstantOfShape: the element types a CuPy array holds (bool, integers, float16,
+"""Cast, BitCast and ConstantOfShape: the element types a CuPy array holds (bool, integers, float16,
 float32, float64; schemas in :mod:`mini_infer_core.ops.cast` and ``.generator``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..serialization import DEVICE_TYPES, CudaPlugin
 from ._common import array_module
 from .shape import BuildTimeValues
 
-__all__ = ["Cast", "ConstantOfShape"]
+__all__ = ["Cast", "BitCast", "ConstantOfShape"]
 
 
 def _on_device(t: DataType, what: str) -> None:
@@ -37,6 +37,19 @@ class Cast(CudaPlugin, cast.Cast):
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         with np.errstate(all="ignore"):
             array_module(x, out).copyto(out, x, casting="unsafe")
+
+
+class BitCast(CudaPlugin, cast.BitCast):
+    """The bytes viewed as the other type, copied on the stream."""
+
+    mixed_floats = True
+
+    def setup(self) -> None:
+        super().setup()
+        _on_device(self.target, "BitCast: target type")
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        array_module(x, out).copyto(out, x.view(out.dtype))
 
 
 class ConstantOfShape(CudaPlugin, BuildTimeValues, generator.ConstantOfShape):
