@@ -29,6 +29,7 @@ from .placement import place
 from .plan import check_profiles, make_engine, plan, tensors
 from .precision import Precision, precision
 from .prune import prune
+from .rewrite import rewrite
 from .selection import Selector
 from .state import BuildState, NodeWork
 from .subgraph import SubgraphRunner
@@ -104,7 +105,13 @@ class Builder:
 
     def build_engine(self, network: Network, config: BuilderConfig | None = None) -> Engine:
         t0 = time.perf_counter()
-        state = self._select(_constants_first(network), config or BuilderConfig())
+        config = config or BuilderConfig()
+        imported = len(network.nodes)
+        rewritten: list[str] = []
+        if config.fuse:
+            network, rewritten = rewrite(network)
+        state = self._select(_constants_first(network), config)
+        state.info["rewritten"] = rewritten
         for work in self._work(state):
             infer(state, work)
             if fold(state, work):
@@ -115,7 +122,7 @@ class Builder:
         used = prune(state)
         place(state)
         tensors(state, used)
-        state.info.update(_summary(state))
+        state.info.update(_summary(state), nodes_imported=imported)
         engine = make_engine(state)
         state.info["profiles"] = check_profiles(state)
         if state.config.time_tactics and state.info["device_available"]:

@@ -1,0 +1,256 @@
+"""The rewrite pass: operator chains exporters write for one activation or normalization
+become that one ONNX operator, before plugins are chosen.
+
+- ``x * Sigmoid(x)`` -> ``Swish`` (SiLU; x feeds both, which a producer's single-consumer
+  fusion cannot absorb), ``x * HardSigmoid(x)`` (1/6, 0.5) -> ``HardSwish``;
+- ``0.5 * x * (1 + Erf(x / sqrt 2))`` -> ``Gelu``, and the tanh form
+  ``0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` -> ``Gelu(approximate="tanh")``
+  (GPT-2's), in the orders torch writes them;
+- ``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (ReduceMean, Sub, Pow,
+  ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``.
+
+A chain is replaced only where its intermediate tensors are read by nothing else and are no
+graph outputs; the new node carries the opset that defines its operator (and keeps its
+result's name), so plugins are selected for it as for any node. ``BuilderConfig(fuse=False)``
+turns the pass off with the rest of fusion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..network import Network, Node
+from ..plugin import PluginField, PluginFieldCollection
+
+__all__ = ["rewrite"]
+
+#: the opset that defines each operator a rewrite makes
+_SINCE = {"Swish": 24, "HardSwish": 14, "Gelu": 20, "LayerNormalization": 17}
+
+
+@dataclass
+class _Graph:
+    nodes: list[Node | None]
+    constants: dict[str, np.ndarray[Any, Any]]
+    outputs: set[str]
+
+    def __post_init__(self) -> None:
+        self.producer: dict[str, int] = {}
+        self.readers: dict[str, list[int]] = {}
+        for i, n in enumerate(self.nodes):
+            assert n is not None
+            for o in n.outputs:
+                if o:
+                    self.producer[o] = i
+            for x in n.inputs:
+                if x:
+                    self.readers.setdefault(x, []).append(i)
+
+    def node(self, tensor: str, op: str) -> Node | None:
+        """The node of type ``op`` that produces ``tensor`` (and only it), if any."""
+        i = self.producer.get(tensor)
+        n = self.nodes[i] if i is not None else None
+        return n if n is not None and n.op_type == op and not n.domain else None
+
+    def private(self, tensor: str, readers: int = 1) -> bool:
+        """Whether ``tensor`` is read by exactly ``readers`` nodes and is no graph output."""
+        return len(self.readers.get(tensor, ())) == readers and tensor not in self.outputs
+
+    def scalar(self, tensor: str) -> float | None:
+        arr = self.constants.get(tensor)
+        return float(arr.reshape(-1)[0]) if arr is not None and arr.size == 1 else None
+
+    def other(self, node: Node, tensor: str) -> str | None:
+        """The other input of a two-input node that reads ``tensor``."""
+        a, b = (list(node.inputs) + ["", ""])[:2]
+        return b if a == tensor else a if b == tensor else None
+
+
+def _near(value: float | None, want: float, tol: float = 1e-3) -> bool:
+    return value is not None and abs(value - want) <= tol * abs(want)
+
+
+def _node(like: Node, op: str, inputs: list[str], output: str, **attrs: Any) -> Node:
+    fields = PluginFieldCollection([PluginField.from_value(k, v) for k, v in attrs.items()])
+    return Node(f"{like.name}:{op}", op, "", inputs, [output], fields, _SINCE[op])
+
+
+def _swish(g: _Graph, i: int, mul: Node) -> tuple[list[int], Node] | None:
+    """Mul(x, Sigmoid(x)) or Mul(x, HardSigmoid(x)) in either order."""
+    if mul.op_type != "Mul" or len(mul.inputs) != 2:
+        return None
+    for gate in mul.inputs:
+        for op in ("Sigmoid", "HardSigmoid"):
+            act = g.node(gate, op)
+            if act is None or g.other(mul, gate) != act.inputs[0] or not g.private(gate):
+                continue
+            if op == "Sigmoid":
+                return [g.producer[gate], i], _node(mul, "Swish", [act.inputs[0]],
+                                                    mul.outputs[0], alpha=1.0)
+            attrs = act.fields.values_dict()
+            if _near(attrs.get("alpha", 0.2), 1 / 6) and _near(attrs.get("beta", 0.5), 0.5):
+                return [g.producer[gate], i], _node(mul, "HardSwish", [act.inputs[0]],
+                                                    mul.outputs[0])
+    return None
+
+
+def _gelu_tail(g: _Graph, one_plus: str) -> tuple[str, list[int], str] | None:
+    """``0.5 * x * one_plus`` in torch's orders: (x, the nodes, the result)."""
+    m1 = _single(g, one_plus, "Mul")
+    other = g.other(m1, one_plus) if m1 is not None else None
+    if m1 is None or not other:
+        return None
+    half = g.node(other, "Mul")
+    if half is not None and g.private(other):  # Mul(Mul(x, 0.5), 1 + ...)
+        xs = [v for v in half.inputs if not _near(g.scalar(v), 0.5)]
+        if len(xs) == 1 and len(half.inputs) == 2:
+            return xs[0], [g.producer[other], g.producer[m1.outputs[0]]], m1.outputs[0]
+    m2 = _single(g, m1.outputs[0], "Mul")  # Mul(Mul(x, 1 + ...), 0.5)
+    if m2 is not None and _near(g.scalar(g.other(m2, m1.outputs[0]) or ""), 0.5):
+        return other, [g.producer[m1.outputs[0]], g.producer[m2.outputs[0]]], m2.outputs[0]
+    return None
+
+
+def _gelu(g: _Graph, i: int, act: Node) -> tuple[list[int], Node] | None:
+    """Erf or Tanh at the heart of a Gelu chain."""
+    if act.op_type not in ("Erf", "Tanh") or not g.private(act.outputs[0]):
+        return None
+    (r,) = g.readers[act.outputs[0]]
+    add = g.nodes[r]
+    if add is None or add.op_type != "Add" or not _near(
+            g.scalar(g.other(add, act.outputs[0]) or ""), 1.0):
+        return None
+    tail = _gelu_tail(g, add.outputs[0])
+    if tail is None:
+        return None
+    x, tail_nodes, out = tail
+    inner = _gelu_inner(g, act, x)
+    if inner is None:
+        return None
+    approximate = "none" if act.op_type == "Erf" else "tanh"
+    return [*inner, i, r, *tail_nodes], _node(g.nodes[r] or act, "Gelu", [x], out,
+                                              approximate=approximate)
+
+
+def _gelu_inner(g: _Graph, act: Node, x: str) -> list[int] | None:
+    """The nodes between x and the Erf/Tanh: x / sqrt2 (or x * 1/sqrt2) for Erf;
+    sqrt(2/pi) * (x + 0.044715 * x^3) for Tanh."""
+    u = act.inputs[0]
+    if act.op_type == "Erf":
+        for op, c in (("Div", math.sqrt(2)), ("Mul", 1 / math.sqrt(2))):
+            n = g.node(u, op)
+            if n is not None and g.private(u) and n.inputs[0] == x and _near(
+                    g.scalar(n.inputs[1]), c):
+                return [g.producer[u]]
+        return None
+    scale = g.node(u, "Mul")
+    w = g.other(scale, next((v for v in scale.inputs if _near(
+        g.scalar(v), math.sqrt(2 / math.pi))), "")) if scale is not None else None
+    add = g.node(w, "Add") if w and g.private(u) and g.private(w) else None
+    cube_term = g.other(add, x) if add is not None else None
+    cm = g.node(cube_term, "Mul") if cube_term and g.private(cube_term) else None
+    if cm is None:
+        return None
+    cube = g.other(cm, next((v for v in cm.inputs if _near(g.scalar(v), 0.044715)), ""))
+    pw = g.node(cube, "Pow") if cube and g.private(cube) else None
+    if pw is None or pw.inputs[0] != x or not _near(g.scalar(pw.inputs[1]), 3.0):
+        return None
+    return [g.producer[u], g.producer[w or ""], g.producer[cube_term or ""],
+            g.producer[cube or ""]]
+
+
+def _axes(g: _Graph, reduce: Node) -> list[int] | None:
+    attrs = reduce.fields.values_dict()
+    if "axes" in attrs and attrs["axes"] is not None:
+        return [int(a) for a in np.atleast_1d(attrs["axes"])]
+    if len(reduce.inputs) > 1 and reduce.inputs[1] in g.constants:
+        return [int(a) for a in g.constants[reduce.inputs[1]].reshape(-1)]
+    return None
+
+
+def _layer_norm(g: _Graph, i: int, mean: Node) -> tuple[list[int], Node] | None:
+    """ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, then Mul gamma, Add beta."""
+    if mean.op_type != "ReduceMean" or _axes(g, mean) != [-1] or not g.private(
+            mean.outputs[0]):
+        return None
+    x = mean.inputs[0]
+    (rs,) = g.readers[mean.outputs[0]]
+    sub = g.nodes[rs]
+    if sub is None or sub.op_type != "Sub" or sub.inputs[0] != x or not g.private(
+            sub.outputs[0], 2):
+        return None
+    d = sub.outputs[0]
+    pw = next((g.nodes[j] for j in g.readers[d] if (g.nodes[j] or mean).op_type == "Pow"), None)
+    div = next((g.nodes[j] for j in g.readers[d] if (g.nodes[j] or mean).op_type == "Div"), None)
+    if pw is None or div is None or not _near(g.scalar(pw.inputs[1]), 2.0) or div.inputs[0] != d:
+        return None
+    chain = [i, rs, g.producer[pw.outputs[0]]]
+    var = _single(g, pw.outputs[0], "ReduceMean")
+    if var is None or _axes(g, var) != [-1]:
+        return None
+    add = _single(g, var.outputs[0], "Add")
+    eps = g.scalar(g.other(add, var.outputs[0]) or "") if add is not None else None
+    sqrt = _single(g, add.outputs[0], "Sqrt") if add is not None else None
+    if add is None or eps is None or sqrt is None or div.inputs[1] != sqrt.outputs[0] or \
+            not g.private(sqrt.outputs[0]):
+        return None
+    chain += [g.producer[n.outputs[0]] for n in (var, add, sqrt, div)]
+    out, gamma, beta = div.outputs[0], "", ""
+    mul = _single(g, out, "Mul")
+    if mul is not None and (g.other(mul, out) or "") in g.constants:
+        gamma, out = g.other(mul, out) or "", mul.outputs[0]
+        chain.append(g.producer[out])
+        add2 = _single(g, out, "Add")
+        if add2 is not None and (g.other(add2, out) or "") in g.constants:
+            beta, out = g.other(add2, out) or "", add2.outputs[0]
+            chain.append(g.producer[out])
+    if not gamma:
+        return None  # LayerNormalization needs a scale; a bare normalization stays as it is
+    return chain, _node(mean, "LayerNormalization", [x, gamma, beta] if beta else [x, gamma],
+                        out, axis=-1, epsilon=float(eps))
+
+
+def _single(g: _Graph, tensor: str, op: str) -> Node | None:
+    """The one node that reads ``tensor``, if it is an ``op``."""
+    if not g.private(tensor):
+        return None
+    n = g.nodes[g.readers[tensor][0]]
+    return n if n is not None and n.op_type == op and not n.domain else None
+
+
+_RULES: Sequence[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = (
+    _swish, _gelu, _layer_norm)
+
+
+def rewrite(network: Network) -> tuple[Network, list[str]]:
+    """The network with every chain above replaced by its operator; what was replaced."""
+    g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
+    done: list[str] = []
+    for i in range(len(g.nodes)):
+        node = g.nodes[i]
+        if node is None or node.domain:
+            continue
+        for rule in _RULES:
+            try:
+                found = rule(g, i, node)
+            except (KeyError, ValueError, TypeError, IndexError):
+                found = None  # a shape of graph the rule does not know: leave it
+            if found is None:
+                continue
+            chain, new = found
+            if any(g.nodes[j] is None for j in chain):
+                continue
+            last = max(chain)
+            for j in chain:
+                g.nodes[j] = None
+            g.nodes[last] = new  # where the result was made: every input is made before
+            done.append(f"{new.op_type} from {len(chain)} nodes at {node.name!r}")
+            break
+    if not done:
+        return network, done
+    return replace(network, nodes=[n for n in g.nodes if n is not None]), done
