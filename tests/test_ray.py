@@ -250,3 +250,33 @@ def test_predictor_called_directly_column_rules(small_cnn: onnx.ModelProto) -> N
         pred({"x": data, "y": np.zeros(4)})
     with pytest.raises(mi.InputError, match=r"not outputs of the engine; its outputs are \['y'\]"):
         EnginePredictor(fixed, output_columns={"probs": "p"})
+
+
+@pytest.mark.slow
+def test_cli_batch_on_a_folder_of_npy_files_with_an_onnx_model(
+        ray_address: str, small_cnn: onnx.ModelProto, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process (the CLI joins the running instance and leaves it running): the ONNX
+    model is built once here, each .npy file's rows feed the engine's only input."""
+    import pyarrow.parquet as pq
+
+    from mini_infer_core.cli.main import main
+
+    onnx.save(small_cnn, str(tmp_path / "cnn.onnx"))
+    data = _images(rows=2 * BATCH, seed=5)
+    (tmp_path / "npy").mkdir()
+    for k in range(2):
+        np.save(tmp_path / "npy" / f"part{k}.npy", data[k * BATCH:(k + 1) * BATCH])
+    assert main(["batch", str(tmp_path / "cnn.onnx"), "--input", str(tmp_path / "npy"),
+                 "--output", str(tmp_path / "out"), "--batch-size", str(BATCH),
+                 "--keep-inputs"]) == 0
+    assert "wrote 16 rows" in capsys.readouterr().out
+    assert ray.is_initialized()
+    table = pq.read_table(tmp_path / "out")
+    assert sorted(table.column_names) == ["data", "y"]
+    fed = np.asarray(table.column("data").to_pylist(), np.float32)
+    got = np.asarray(table.column("y").to_pylist(), np.float32)
+    order = [int(np.flatnonzero((data == row).all(axis=(1, 2, 3)))[0]) for row in fed]
+    assert sorted(order) == list(range(2 * BATCH))
+    np.testing.assert_allclose(got, ort_run(small_cnn, {"x": data})[0][order], rtol=1e-5,
+                               atol=1e-6)
