@@ -25,8 +25,10 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                         help="batch inference over a dataset on Ray Data (mini-infer-core[ray])")
     bt.add_argument("model", help="an ONNX model (built once here) or an engine file")
     bt.add_argument("--input", required=True,
-                    help="a Parquet file or folder, or a folder of .npy files")
-    bt.add_argument("--output", required=True, help="folder to write the Parquet files to")
+                    help="a Parquet file or folder, or a folder of .npy files; on a cluster, "
+                         "on storage every node reads (shared folder, s3://...)")
+    bt.add_argument("--output", required=True,
+                    help="folder (or URI) to write the Parquet files to")
     bt.add_argument("--workers", type=int, default=1, help="actors running the engine")
     bt.add_argument("--batch-size", type=int, default=64, help="rows per engine run")
     bt.add_argument("--address", default=None,
@@ -56,20 +58,24 @@ def _worker_env(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def _read(path: Path) -> tuple[Any, str | None]:
-    """The dataset, and the column a .npy folder's arrays land in (None for Parquet)."""
+def _read(where: str) -> tuple[Any, str | None]:
+    """The dataset, and the column a .npy folder's arrays land in (None for Parquet). A URI
+    (s3://, gs://, ...) is read as Parquet by the workers; a local path is checked here."""
     import ray.data
 
+    if "://" in where:
+        return ray.data.read_parquet(where), None
+    path = Path(where)
     if not path.exists():
         raise InputError(f"--input {path}: no such file or folder")
-    if path.is_dir() and not any(path.rglob("*.parquet")) and any(path.glob("*.npy")):
-        return ray.data.read_numpy(str(path), file_extensions=["npy"]), "data"
-    if path.is_file() and path.suffix == ".npy":
-        return ray.data.read_numpy(str(path)), "data"
-    if (path.is_file() and path.suffix != ".parquet") or (
-            path.is_dir() and not any(path.rglob("*.parquet"))):
-        raise InputError(f"--input {path}: expected a Parquet file or folder, or a folder of "
-                         ".npy files")
+    if path.is_file():
+        if path.suffix == ".npy":
+            return ray.data.read_numpy(str(path)), "data"
+        return ray.data.read_parquet(str(path)), None
+    if not any(path.rglob("*.parquet")):
+        if any(path.rglob("*.npy")):
+            return ray.data.read_numpy(str(path), file_extensions=["npy"]), "data"
+        raise InputError(f"--input {path}: the folder holds neither .parquet nor .npy files")
     return ray.data.read_parquet(str(path)), None
 
 
@@ -106,11 +112,12 @@ def _stop_ray() -> None:
     ray.shutdown()
 
 
-def _rows_written(output: Path) -> tuple[int, int]:
-    import pyarrow.parquet as pq
+def _rows_written(output: str) -> tuple[int, int]:
+    """Rows and files written, from the Parquet footers (a local folder or a URI)."""
+    import pyarrow.dataset
 
-    files = sorted(output.rglob("*.parquet"))
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files), len(files)
+    written = pyarrow.dataset.dataset(output, format="parquet")
+    return written.count_rows(), len(written.files)
 
 
 def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
@@ -125,14 +132,14 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
         if not column:
             raise InputError(f"--column {item!r}: expected INPUT=COLUMN")
         columns[name] = column
-    output = Path(args.output)
-    if output.exists() and any(output.iterdir()):
+    output = args.output
+    if "://" not in output and Path(output).is_dir() and any(Path(output).iterdir()):
         raise InputError(f"--output {output}: the folder is not empty; choose a new one")
     t0 = time.perf_counter()
     started = _start_ray(args.address)
     try:
         t1 = time.perf_counter()
-        dataset, npy_column = _read(Path(args.input))
+        dataset, npy_column = _read(args.input)
         env = _worker_env(args)
         cpus = _cpus_per_worker(args.workers, args.cpus_per_worker)
         out = infer(dataset, args.model, workers=args.workers, batch_size=args.batch_size,
@@ -140,14 +147,14 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                     input_columns=columns or npy_column, drop_inputs=not args.keep_inputs,
                     preserve_order=not args.unordered, registry=reg,
                     runtime_env={"env_vars": env} if env else None)
-        out.write_parquet(str(output))
+        out.write_parquet(output)
         t2 = time.perf_counter()
     finally:
         if started:
             _stop_ray()
     rows, files = _rows_written(output)
     seconds = t2 - t1
-    return {"model": args.model, "input": args.input, "output": str(output), "rows": rows,
+    return {"model": args.model, "input": args.input, "output": output, "rows": rows,
             "files": files, "workers": args.workers, "batch_size": args.batch_size,
             "ray_start_seconds": round(t1 - t0, 3), "run_seconds": round(seconds, 3),
             "rows_per_second": round(rows / seconds, 2) if seconds else None,
