@@ -140,6 +140,12 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     try:
         t1 = time.perf_counter()
         dataset, npy_column = _read(args.input)
+        # blocks of one batch, so that every worker gets some: a file read as one block
+        # would go to one actor (streaming, no shuffle; Ray >= 2.4x, else as read)
+        try:
+            dataset = dataset.repartition(target_num_rows_per_block=args.batch_size)
+        except TypeError:  # pragma: no cover - older Ray Data
+            pass
         env = _worker_env(args)
         cpus = _cpus_per_worker(args.workers, args.cpus_per_worker)
         out = infer(dataset, args.model, workers=args.workers, batch_size=args.batch_size,
