@@ -280,3 +280,23 @@ def test_cli_batch_on_a_folder_of_npy_files_with_an_onnx_model(
     assert sorted(order) == list(range(2 * BATCH))
     np.testing.assert_allclose(got, ort_run(small_cnn, {"x": data})[0][order], rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.slow
+def test_cli_batch_blocking_a_plugin_fails_on_the_workers_with_one_error_line(
+        ray_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-p no:DIST`` reaches the actors; their start-up failure is the CLI's one error line
+    with the pip line, exit status 2."""
+    from mini_infer_core.cli.main import main
+
+    engine = tmp_path / "l2.engine"
+    mi.InferenceSession(_l2norm_model()).save_engine(engine)
+    (tmp_path / "npy").mkdir()
+    np.save(tmp_path / "npy" / "rows.npy", np.ones((BATCH, 8), np.float32))
+    assert main(["batch", str(engine), "--input", str(tmp_path / "npy"), "--output",
+                 str(tmp_path / "out"), "-p", f"no:{L2NORM_DIST}"]) == 2
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if x.startswith("mini-infer: error:"))
+    assert "MiniInferError: the run on Ray failed (ActorDiedError): PluginNotFoundError: " \
+        "Ray worker" in line
+    assert f"install it: pip install {L2NORM_DIST}==0.1.0" in err

@@ -112,6 +112,20 @@ def _stop_ray() -> None:
     ray.shutdown()
 
 
+def _ray_failure(exc: BaseException) -> MiniInferError | None:
+    """A Ray error (an actor that failed to start, a task that raised) as one CLI error line:
+    the worker's own mini-infer error where there is one (its message and pip line)."""
+    import ray.exceptions
+
+    if not isinstance(exc, ray.exceptions.RayError):
+        return None
+    text = str(exc)
+    at = text.rfind("mini_infer_core.errors.")
+    detail = text[at + len("mini_infer_core.errors."):] if at >= 0 else \
+        ([line for line in text.splitlines() if line.strip()] or [type(exc).__name__])[-1]
+    return MiniInferError(f"the run on Ray failed ({type(exc).__name__}): {detail.strip()}")
+
+
 def _rows_written(output: str) -> tuple[int, int]:
     """Rows and files written, from the Parquet footers (a local folder or a URI)."""
     import pyarrow.dataset
@@ -155,6 +169,11 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                     runtime_env={"env_vars": env} if env else None)
         out.write_parquet(output)
         t2 = time.perf_counter()
+    except Exception as exc:
+        failure = _ray_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
     finally:
         if started:
             _stop_ray()
