@@ -300,3 +300,23 @@ def test_cli_batch_blocking_a_plugin_fails_on_the_workers_with_one_error_line(
     assert "MiniInferError: the run on Ray failed (ActorDiedError): PluginNotFoundError: " \
         "Ray worker" in line
     assert f"install it: pip install {L2NORM_DIST}==0.1.0" in err
+
+
+@pytest.mark.slow
+def test_actor_threads_follow_the_cpus_ray_gives_it(ray_address: str,
+                                                    small_cnn: onnx.ModelProto) -> None:
+    from mini_infer_core.ray import EnginePredictor
+
+    def threads(predictor: EnginePredictor) -> tuple[int | None, list[int]]:
+        import numpy  # runs in the actor: nothing of this module is there
+
+        from mini_infer_core.runtime.threads import blas_info
+
+        predictor({"x": numpy.zeros((2, 3, 8, 8), numpy.float32)})  # pools register on use
+        return predictor.num_threads, [int(p["num_threads"]) for p in blas_info()]
+
+    ref = ray.put(mi.InferenceSession(small_cnn).engine.serialize())
+    actor = ray.remote(num_cpus=1)(EnginePredictor).remote(engine=ref)
+    num_threads, pools = ray.get(actor.__ray_call__.remote(threads))
+    assert num_threads == 1 and pools and set(pools) == {1}  # 2 cores, 1 given
+    ray.kill(actor)
