@@ -26,8 +26,10 @@ Method:
    the first batch over the time after it (steady state), *end to end* all rows over the
    whole run.
 
-Each configuration runs ``--repeat`` times (default 2) and the best is kept: the machine is
-shared and noisy. The engines' outputs are compared with onnxruntime's on the first batch.
+``--repeat`` rounds (default 3) each run every configuration once, the order rotating from
+round to round, so that slow drifts of a shared machine hit them alike; the best run of each
+is kept (rows/s; the shortest start-up). The outputs are compared with onnxruntime's on the
+first batch.
 
     python benchmarks/ray_batch.py                      # 256 rows, batches of 16
     python benchmarks/ray_batch.py --rows 512 --batch-size 32 --json -
@@ -41,6 +43,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -91,6 +94,10 @@ class OrtPredictor:
         return batch
 
 
+def _ort_run(session: Any, name: str, batch: np.ndarray) -> Any:
+    return session.run(None, {name: batch})
+
+
 def _timed_batches(batches: Iterator[dict[str, np.ndarray]]) -> dict[str, float]:
     t0 = time.perf_counter()
     stamps: list[tuple[float, int]] = []
@@ -124,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2,
                     help="CPUs of the local Ray instance (default: all cores)")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the results as JSON to FILE (- for stdout)")
     args = ap.parse_args(argv)
@@ -163,33 +170,44 @@ def main(argv: list[str] | None = None) -> int:
     err = float(np.abs(sess.run(None, {name: x0})[0] - want).max())
     res["max_abs_diff_vs_onnxruntime"] = err
 
-    thr = res["throughput"]
-    for threads in sorted({1, args.cpus}):
+    ort_loops = {t: _ort_session(model_bytes, t) for t in sorted({1, args.cpus})}
+
+    def loop(threads: int, run: Callable[[np.ndarray], Any]) -> dict[str, float]:
         set_num_threads(threads)
-        ort_loop = _ort_session(model_bytes, threads)
-        where = f"plain loop, 1 process, {threads} thread(s)"
-        thr[f"{where}: mini-infer"] = _best([_loop(
-            lambda b: sess.run(None, {name: b})[0], data, args.batch_size)
-            for _ in range(args.repeat)])
-        thr[f"{where}: onnxruntime"] = _best([_loop(
-            lambda b: ort_loop.run(None, {name: b})[0], data, args.batch_size)  # noqa: B023
-            for _ in range(args.repeat)])
-    set_num_threads(None)
+        try:
+            return _loop(run, data, args.batch_size)
+        finally:
+            set_num_threads(None)
 
     blocks = [data[i:i + args.batch_size] for i in range(0, args.rows, args.batch_size)]
     ds = ray.data.from_numpy(blocks).rename_columns({"data": name}).materialize()
     engine_ref, model_ref = ray.put(engine_bytes), ray.put(model_bytes)
+
+    def pipeline(workers: int, fn: type, kwargs: dict[str, Any]) -> dict[str, float]:
+        out = ds.map_batches(fn, fn_constructor_kwargs=kwargs, batch_size=args.batch_size,
+                             compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1,
+                             batch_format="numpy")
+        return _timed_batches(out.iter_batches(batch_size=None, batch_format="numpy"))
+
+    configs: dict[str, Callable[[], dict[str, float]]] = {}
+    for t, ort_loop in ort_loops.items():
+        where = f"plain loop, 1 process, {t} thread(s)"
+        configs[f"{where}: mini-infer"] = partial(loop, t, lambda b: sess.run(None, {name: b}))
+        configs[f"{where}: onnxruntime"] = partial(loop, t, partial(_ort_run, ort_loop, name))
     for workers in (1, 2):
-        for label, fn, kwargs in (("mini-infer", EnginePredictor, {"engine": engine_ref}),
-                                  ("onnxruntime", OrtPredictor, {"model": model_ref})):
-            runs = []
-            for _ in range(args.repeat):
-                out = ds.map_batches(fn, fn_constructor_kwargs=kwargs, batch_size=args.batch_size,
-                                     compute=ray.data.ActorPoolStrategy(size=workers),
-                                     num_cpus=1, batch_format="numpy")
-                runs.append(_timed_batches(out.iter_batches(batch_size=None,
-                                                            batch_format="numpy")))
-            thr[f"Ray Data, {workers} actor(s): {label}"] = _best(runs)
+        where = f"Ray Data, {workers} actor(s)"
+        configs[f"{where}: mini-infer"] = partial(pipeline, workers, EnginePredictor,
+                                                  {"engine": engine_ref})
+        configs[f"{where}: onnxruntime"] = partial(pipeline, workers, OrtPredictor,
+                                                   {"model": model_ref})
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in configs}
+    keys = list(configs)
+    for r in range(args.repeat):  # rounds, each running every configuration, order rotating
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+            runs[key].append(configs[key]())
+    thr = res["throughput"]
+    for key in keys:
+        thr[key] = _best(runs[key])
     ray.shutdown()
 
     if args.json:
