@@ -32,7 +32,7 @@ is kept (rows/s; the shortest start-up). The outputs are compared with onnxrunti
 first batch.
 
     python benchmarks/ray_batch.py                      # 256 rows, batches of 16
-    python benchmarks/ray_batch.py --rows 512 --batch-size 32 --json -
+    python benchmarks/ray_batch.py --rows 512 --batch-size 32 --json results.json  # + table
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _loop(run: Callable[[np.ndarray], Any], data: np.ndarray, batch: int
           ) -> dict[str, float]:
     def batches() -> Iterator[dict[str, np.ndarray]]:
         for i in range(0, len(data), batch):
-            yield {"y": run(data[i:i + batch])}
+            yield {"y": run(data[i:i + batch])[0]}  # run returns the list of outputs
 
     return _timed_batches(batches())
 
@@ -214,28 +214,33 @@ def main(argv: list[str] | None = None) -> int:
         text = json.dumps(res, indent=2)
         if args.json == "-":
             print(text)
-        else:
-            with open(args.json, "w") as f:
-                f.write(text)
-        return 0
-    print(f"{res['model']}: {args.rows} rows of 3x224x224 float32, batches of "
-          f"{args.batch_size}, {args.cpus} CPUs; max |mini-infer - onnxruntime| = {err:.2e}")
-    print(f"\n{'configuration':<50} {'rows/s':>8} {'end to end':>11} {'start-up s':>11} "
-          f"{'mini/ort':>9}")
+            return 0
+        with open(args.json, "w") as f:
+            f.write(text)
+    print(table(res))
+    return 0
+
+
+def table(res: dict[str, Any]) -> str:
+    """The results as the printed table."""
+    thr = res["throughput"]
+    lines = [f"{res['model']}: {res['rows']} rows of 3x224x224 float32, batches of "
+             f"{res['batch_size']}, {res['cpus']} CPUs; max |mini-infer - onnxruntime| = "
+             f"{res['max_abs_diff_vs_onnxruntime']:.2e}", "",
+             f"{'configuration':<50} {'rows/s':>8} {'end to end':>11} {'start-up s':>11} "
+             f"{'mini/ort':>9}"]
     for key, r in thr.items():
         other = key.replace("mini-infer", "onnxruntime")
         ratio = (f"{r['rows_per_s'] / thr[other]['rows_per_s']:.2f}x"
                  if key.endswith("mini-infer") and other in thr else "")
-        print(f"{key:<50} {r['rows_per_s']:>8.1f} {r['end_to_end_rows_per_s']:>11.1f} "
-              f"{r['startup_s']:>11.2f} {ratio:>9}")
-    print(f"\n{'start-up':<50} {'seconds':>8}")
-    for key, s in res["startup"].items():
-        print(f"{key:<50} {s:>8.3f}")
-    print("\nrows/s: after the first output batch (steady state); end to end: every row over "
-          "the whole run;\nstart-up: to the first output batch (Ray: actor pool start, engine "
-          "load, one batch).")
-    return 0
-
+        lines.append(f"{key:<50} {r['rows_per_s']:>8.1f} {r['end_to_end_rows_per_s']:>11.1f} "
+                     f"{r['startup_s']:>11.2f} {ratio:>9}")
+    lines += ["", f"{'start-up':<50} {'seconds':>8}"]
+    lines += [f"{key:<50} {sec:>8.3f}" for key, sec in res["startup"].items()]
+    lines += ["", "rows/s: after the first output batch (steady state); end to end: every row "
+              "over the whole run;", "start-up: to the first output batch (Ray: actor pool "
+              "start, engine load, one batch)."]
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     sys.exit(main())
