@@ -50,7 +50,11 @@ import numpy as np
 import onnx
 
 import mini_infer_core as mi
-from mini_infer_core.runtime.threads import set_num_threads
+
+try:  # where the core keeps it after its layering, and before
+    from mini_infer_core.threads import set_num_threads
+except ImportError:
+    from mini_infer_core.runtime.threads import set_num_threads
 from mini_infer_core.testing.light_models import (
     load_light_model,
     randomize_weights,
