@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv (if needed) and install the core, the CPU plugins (NumPy and compiled), the CUDA
-# plugins, the example plugin and the test tools into it.
+# plugins, the example plugin, Ray Data (the [ray] extra) and the test tools into it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -9,6 +9,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[test]" -e plugin_packages/cpu_basic -e plugin_packages/cpu_native \
+    -e ".[test,ray]" -e plugin_packages/cpu_basic -e plugin_packages/cpu_native \
     -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm

@@ -21,7 +21,7 @@ from ..errors import InputError, MiniInferError
 from ..importer import parse_onnx
 from ..registry import PluginRegistry, discover, reset_plugin_registry
 from ..runtime import Runtime
-from . import _report
+from . import _report, batch
 
 __all__ = ["main"]
 
@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
+    batch.add_parser(sub, [common])
     return p
 
 
@@ -264,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
             return 0
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
         handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
-                   "bench": _cmd_bench}[args.command]
+                   "bench": _cmd_bench, "batch": batch.command}[args.command]
         result = handler(args, reg)
         if args.json:
             result.pop("text", None)
