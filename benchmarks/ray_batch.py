@@ -50,16 +50,12 @@ import numpy as np
 import onnx
 
 import mini_infer_core as mi
-
-try:  # where the core keeps it after its layering, and before
-    from mini_infer_core.threads import set_num_threads
-except ImportError:
-    from mini_infer_core.runtime.threads import set_num_threads
 from mini_infer_core.testing.light_models import (
     load_light_model,
     randomize_weights,
     strip_initializer_inputs,
 )
+from mini_infer_core.threads import set_num_threads
 
 
 def _model(seed: int) -> onnx.ModelProto:

@@ -310,10 +310,7 @@ def test_actor_threads_follow_the_cpus_ray_gives_it(ray_address: str,
     def threads(predictor: EnginePredictor) -> tuple[int | None, list[int]]:
         import numpy  # runs in the actor: nothing of this module is there
 
-        try:  # where the core keeps it after its layering, and before
-            from mini_infer_core.threads import blas_info
-        except ImportError:
-            from mini_infer_core.runtime.threads import blas_info
+        from mini_infer_core.threads import blas_info
 
         predictor({"x": numpy.zeros((2, 3, 8, 8), numpy.float32)})  # pools register on use
         return predictor.num_threads, [int(p["num_threads"]) for p in blas_info()]

@@ -10,13 +10,9 @@ from typing import Any
 import onnx
 import ray
 
-from .. import InferenceSession
 from ..errors import DeviceError, PluginLoadError, PluginNotFoundError
-
-try:  # mini_infer_core.threads after the core's layering; runtime.threads before it
-    from ..threads import set_num_threads
-except ImportError:  # pragma: no cover - the layout this branch started from
-    from ..runtime.threads import set_num_threads  # type: ignore[no-redef,unused-ignore]
+from ..session import InferenceSession
+from ..threads import set_num_threads
 from ._columns import IOSpec, add_outputs, bind_columns, feeds_from_batch, run_rows
 
 __all__ = ["EnginePredictor", "EngineSource"]
