@@ -271,3 +271,37 @@ def test_shape_chains_exporters_write_are_planned_with_no_data_dependent_node() 
         assert got.shape == (b, 1, 2 * t, 8) and ctx.steps  # planned, not node by node
         np.testing.assert_allclose(got, want, rtol=1e-6)
     ctx.close()
+
+
+def test_a_data_dependent_node_splits_the_plan_into_segments() -> None:
+    """NonZero in the middle of a model: the nodes before and after it run as planned
+    segments (their plans kept while the shapes and the count of non-zeros recur), NonZero on
+    its own; every run matches onnxruntime."""
+    c = helper.make_node
+    nodes = [c("Relu", ["x"], ["r"]), c("Mul", ["r", "r"], ["sq"]),
+             c("NonZero", ["sq"], ["nz"]),
+             c("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             c("GatherND", ["x", "idx"], ["picked"]),
+             c("Neg", ["picked"], ["n"]), c("Add", ["n", "n"], ["y"]),
+             c("Sigmoid", ["sq"], ["z"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 6])
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("y", "z")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outs),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    ctx = mi.load(model).create_execution_context()
+    run = ctx._segmented
+    assert run is not None
+    assert [p if isinstance(p, int) else len(p.steps) for p in run.parts] == [2, 2, 5]
+    rng = np.random.default_rng(3)
+    plans = []
+    for b in (2, 3, 2):
+        xv = rng.standard_normal((b, 6)).astype(np.float32)
+        xv[0, :] = -1.0  # a row of zeros after Relu: the count varies with the data
+        got = ctx.execute({"x": xv})
+        for name, want in zip(("y", "z"), ort_run(model, {"x": xv}), strict=True):
+            np.testing.assert_allclose(got[name], want, rtol=1e-6)
+        current = run.segments[0].current
+        assert current is not None
+        plans.append(current.schedule)
+    assert plans[0] is plans[2] is not plans[1]  # batch 2's first segment plan came back

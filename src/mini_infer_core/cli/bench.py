@@ -156,7 +156,8 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
                      for k, v in out["results"].items() if k != "mini-infer"}
     out["notes"] = notes
     if profile and not ctx.steps:
-        notes["profile"] = "the engine's shapes depend on data: it runs node by node"
+        notes["profile"] = ("the engine's shapes depend on data: it runs in segments around "
+                            "its data-dependent nodes, no per-node profile")
     elif profile:
         out["profile"] = _profile(engine, ctx, max(iterations, 1))
     sched = ctx.schedule

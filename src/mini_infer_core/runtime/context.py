@@ -22,8 +22,8 @@ from ..engine.schedule import Schedule
 from ..errors import ExecutionError, InputError, MiniInferError, node_errors
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
-from ._dynamic import run_dynamic
 from .plans import Plan, PlanCache, Step
+from .segments import SegmentedRun
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -83,7 +83,9 @@ class ExecutionContext:
         self._closed = False
         self._debug = _debug_level()
         self._dynamic = any(adapter.is_data_dependent(p) for p in self.plugins)
-        self._configured: dict[int, Any] = {}
+        #: how an engine with data-dependent nodes runs: in planned segments around them
+        self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
+                                       self._constants) if self._dynamic else None
         self._use_graphs = False
         self._graph: Any = None
         #: why graph capture failed and the context went back to eager runs (None: it did not)
@@ -103,7 +105,7 @@ class ExecutionContext:
         if len(self.devices) != 1:
             return f"the engine runs on several devices ({', '.join(sorted(self.devices))})"
         if self._dynamic:
-            return "its shapes depend on data: it runs node by node"
+            return "its shapes depend on data: it runs in segments around data-dependent nodes"
         if not self.device.supports_graphs():
             return f"device {self.device.name!r} cannot capture graphs"
         unsafe = [node.describe() for node, p in zip(self.engine.nodes, self.plugins,
@@ -202,7 +204,7 @@ class ExecutionContext:
     @property
     def steps(self) -> list[Step]:
         """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
-        first run and for engines with data-dependent shapes, which run node by node."""
+        first run and for engines with data-dependent nodes, which run in segments."""
         return self._plan.steps if self._plan is not None else []
 
     def time_steps(self) -> list[float]:
@@ -212,7 +214,8 @@ class ExecutionContext:
         if not self.steps:
             raise MiniInferError(
                 f"engine {self.engine.name!r} has no prepared steps to time: "
-                + ("its shapes depend on data, so it runs node by node" if self._dynamic
+                + ("its shapes depend on data: it runs in segments around its data-dependent "
+                   "nodes" if self._dynamic
                    else "call execute() once first"))
         took = []
         step = 0
@@ -327,9 +330,8 @@ class ExecutionContext:
             self._initialized = True
         inputs = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
                   for n in self.engine.input_names}
-        values, home = run_dynamic(self.engine, self.plugins, self.devices, self.streams,
-                                   self._constants, inputs, bindings, self._configured,
-                                   self._debug)
+        assert self._segmented is not None
+        values, home = self._segmented.run(inputs, bindings, self._debug)
         return self._results(values, home)
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Plan", "PlanCache", "Step"]
 
-Signature = tuple[tuple[int, ...], ...]
+#: what picks a plan: the input shapes (or, for a segment, the values of its symbols)
+Signature = Hashable
 
 
 @dataclass(slots=True)
@@ -60,7 +61,7 @@ def _capacity() -> int:
 class PlanCache:
     """The plans of one execution context, by input signature."""
 
-    def __init__(self, engine: Engine, plugins: Sequence[IPluginV2],
+    def __init__(self, engine: Engine | Any, plugins: Sequence[IPluginV2],
                  devices: Mapping[str, Device], streams: Mapping[str, Stream],
                  constants: Mapping[str, Mapping[str, Any]], capacity: int | None = None
                  ) -> None:
