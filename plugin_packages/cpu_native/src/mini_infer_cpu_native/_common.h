@@ -16,6 +16,17 @@
 #endif
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
+
+/* whether one of the longs given is below 0 (the exported kernels' argument checks) */
+static inline int any_negative(const long *v, int n) {
+    long acc = 0;
+    for (int i = 0; i < n; i++) acc |= v[i];
+    return acc < 0;
+}
+#define ANY_NEGATIVE(...)                                                                   \
+    any_negative((const long[]){__VA_ARGS__},                                               \
+                 (int)(sizeof((const long[]){__VA_ARGS__}) / sizeof(long)))
+
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
 /* first output index o >= 0 whose read o*s + off is >= 0, and one past the last one whose
