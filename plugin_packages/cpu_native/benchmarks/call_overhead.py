@@ -80,8 +80,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="the compiled kernels' pool (default 1: no hand-off to time)")
     args = ap.parse_args()
-    import mini_infer_core as mi
     from mini_infer_cpu_native import _native
+
+    import mini_infer_core as mi
 
     _native.set_pool_threads(args.threads)
 
@@ -93,7 +94,7 @@ def main() -> None:
         native = sum(n.plugin_namespace == "mini_infer.cpu_native" for n in engine.nodes)
         ctx = engine.create_execution_context()
         x = RNG.standard_normal(shape).astype(np.float32)
-        t = _median(lambda: ctx.execute({"t0": x}), args.repeat)
+        t = _median(lambda ctx=ctx, x=x: ctx.execute({"t0": x}), args.repeat)
         print(f"{op:20s} {str(shape):16s} {t / args.nodes * 1e6:7.2f} us per node "
               f"({native}/{args.nodes} nodes compiled)")
         ctx.close()

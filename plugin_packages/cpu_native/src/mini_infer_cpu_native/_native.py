@@ -111,7 +111,7 @@ def _run(fn: Any, args: ctypes.Structure) -> None:
 
 def _call(fn: Any, args: ctypes.Structure, *arrays: Any) -> Call:
     """A call to run later, which keeps ``arrays`` (those ``args`` points to) alive."""
-    args._keep = arrays  # type: ignore[attr-defined]
+    args._keep = arrays
     return fn, (ctypes.pointer(args),)
 
 
