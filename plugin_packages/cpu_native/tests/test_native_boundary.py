@@ -392,3 +392,28 @@ def test_workers_that_cannot_start_leave_the_pool_running_with_the_others() -> N
         out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                              text=True, timeout=120)
         assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_refusal_inside_a_plugin_fails_the_run_naming_the_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should a plugin hand a wrapper a buffer too small (a bug), the run stops with a
+    MiniInferError that names the node and the kernel's complaint, and nothing is overrun."""
+    import onnx
+    from mini_infer_cpu_native import plugins
+    from onnx import TensorProto, helper
+
+    import mini_infer_core
+    from mini_infer_core.errors import ExecutionError
+
+    graph = helper.make_graph(
+        [helper.make_node("LRN", ["x"], ["y"], size=3, name="norm1")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 4, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)
+    onnx.checker.check_model(model)
+    session = mini_infer_core.InferenceSession(model, device="cpu")
+    real = plugins.lrn
+    monkeypatch.setattr(plugins, "lrn", lambda x, y, acc, *rest: real(x, y, acc[:1], *rest))
+    with pytest.raises(ExecutionError, match=r"norm1.*mi_lrn_f32: acc holds 1 floats"):
+        session.run(None, {"x": _f(1, 6, 4, 4)})
