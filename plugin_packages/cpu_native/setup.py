@@ -1,12 +1,16 @@
 """The one compiled part: ``mini_infer_cpu_native._kernels`` (plain C, loaded with ctypes), built
-from ``_kernels.c`` and ``_winograd.c``."""
+from the kernels (``_kernels.c``, ``_winograd.c``, ``_gemm.c``), their thread pool
+(``_pool.c``), the layout of their argument structs (``_abi.c``) and the module itself
+(``_module.c``)."""
 
 from setuptools import Extension, setup
 
+SRC = "src/mini_infer_cpu_native/"
+
 setup(ext_modules=[Extension(
     "mini_infer_cpu_native._kernels",
-    sources=["src/mini_infer_cpu_native/_kernels.c", "src/mini_infer_cpu_native/_winograd.c",
-             "src/mini_infer_cpu_native/_gemm.c", "src/mini_infer_cpu_native/_pool.c"],
-    depends=["src/mini_infer_cpu_native/_common.h", "src/mini_infer_cpu_native/_pool.h"],
+    sources=[SRC + name for name in ("_module.c", "_abi.c", "_kernels.c", "_winograd.c",
+                                     "_gemm.c", "_pool.c")],
+    depends=[SRC + name for name in ("_args.h", "_common.h", "_pool.h")],
     extra_compile_args=["-O3", "-fno-math-errno", "-std=c11"],
 )])

@@ -8,14 +8,27 @@
  * by the CPU's features. ISA names, not "arch=" ones: those dispatch on the exact CPU model, so
  * any CPU but a Skylake-SP or a Haswell (Ice Lake, Sapphire Rapids, Zen) got the baseline
  * copy. No AVX-512 copy: these kernels are bound by memory, and on a Sapphire Rapids the
- * AVX-512 copies of the Winograd transforms ran 10-80% slower than the AVX2/baseline ones. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * AVX-512 copies of the Winograd transforms ran 10-80% slower than the AVX2/baseline ones.
+ * MI_NO_CLONES: one copy (the sanitizers' builds, tests/sanitize: the loader runs the copies'
+ * resolvers before a sanitizer's runtime is ready). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(MI_NO_CLONES)
 #define CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define CLONES
 #endif
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
+
+/* whether one of the longs given is below 0 (the exported kernels' argument checks) */
+static inline int any_negative(const long *v, int n) {
+    long acc = 0;
+    for (int i = 0; i < n; i++) acc |= v[i];
+    return acc < 0;
+}
+#define ANY_NEGATIVE(...)                                                                   \
+    any_negative((const long[]){__VA_ARGS__},                                               \
+                 (int)(sizeof((const long[]){__VA_ARGS__}) / sizeof(long)))
+
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
 /* first output index o >= 0 whose read o*s + off is >= 0, and one past the last one whose

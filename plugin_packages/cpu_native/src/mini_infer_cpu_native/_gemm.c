@@ -17,8 +17,12 @@
  * workers spin on every core for a long time after each call, so nothing else can use the
  * other cores; with every product of a run here, OpenBLAS stays asleep.
  *
- * Without AVX-512 (checked when the library loads) every entry point runs a plain C loop
- * and mi_gemm_available() says 0: the Python side then keeps the BLAS paths. */
+ * Without AVX-512 (checked once, at the first product or mi_gemm_available call) every entry
+ * point runs a plain C loop and mi_gemm_available() says 0: the Python side then keeps the
+ * BLAS paths. Arguments: one struct per entry point (_args.h). */
+#include <stdatomic.h>
+
+#include "_args.h"
 #include "_common.h"
 #include "_pool.h"
 
@@ -40,13 +44,18 @@
 
 static long panel_offset(long ip, long k) { return ip * MR * k; }
 
-void mi_gemm_pack_f32(const float *a, long m, long k, long lda, float *out) {
+int mi_gemm_pack_f32(const mi_gemm_pack_args *p) {
+    const float *a = p->a;
+    float *out = p->out;
+    const long m = p->m, k = p->k, lda = p->lda;
+    if (!a || !out || ANY_NEGATIVE(m, k, lda)) return MI_EARGS;
     for (long i = 0; i < m; i += MR) {
         long rows = lmin(MR, m - i);
         float *dst = out + panel_offset(i / MR, k);
         for (long kk = 0; kk < k; kk++)
             for (long r = 0; r < rows; r++) dst[kk * rows + r] = a[(i + r) * lda + kk];
     }
+    return MI_OK;
 }
 
 typedef struct {
@@ -56,6 +65,7 @@ typedef struct {
     const float *bias, *res;
     long m, n, k, ldb, ldc, ldr;
     float lo, hi;
+    int avx512; /* the kernels this job runs: AVX-512 or the plain C loops */
 } tile_job;
 
 #if HAVE_X86
@@ -156,14 +166,23 @@ static int has_avx512(void) {
 #endif
 }
 
-static int avx512 = -1;
+/* -1 until the first product; relaxed: a job reads it once, into its tile_job, which the pool
+ * hands to the workers (a test switching it while another thread's product runs changes
+ * the next product, not that one) */
+static atomic_int avx512 = -1;
 
 /* tests: the plain C loops even where AVX-512 is present */
-void mi_gemm_set_plain(int plain) { avx512 = plain ? 0 : has_avx512(); }
+void mi_gemm_set_plain(int plain) {
+    atomic_store_explicit(&avx512, plain ? 0 : has_avx512(), memory_order_relaxed);
+}
 
 int mi_gemm_available(void) {
-    if (avx512 < 0) avx512 = has_avx512();
-    return avx512;
+    int on = atomic_load_explicit(&avx512, memory_order_relaxed);
+    if (on < 0) {
+        on = has_avx512();
+        atomic_store_explicit(&avx512, on, memory_order_relaxed);
+    }
+    return on;
 }
 
 /* the plain C tile (no AVX-512): rows x cols of C */
@@ -188,11 +207,11 @@ static void run_tile(const tile_job *g, long ip, long jt) {
     const float *bias = g->bias ? g->bias + i : NULL;
     const float *res = g->res ? g->res + i * g->ldr + j : NULL;
 #if HAVE_X86
-    if (avx512 && cols == 1 && rows == MR && g->ldb == 1) {
+    if (g->avx512 && cols == 1 && rows == MR && g->ldb == 1) {
         gemv_8(g, ap, b, c, bias, res);
         return;
     }
-    if (avx512) {
+    if (g->avx512) {
         long nv = (cols + 15) / 16, tail = cols - 16 * (nv - 1);
         __mmask16 last = (__mmask16)(tail == 16 ? 0xFFFF : (1u << tail) - 1u);
         micros[rows - 1][nv - 1](g, ap, b, c, bias, res, last);
@@ -245,22 +264,27 @@ static void batch_part(const void *job, int part, int parts) {
     run_batch_part((const batch_job *)job, part, parts);
 }
 
-void mi_gemm_f32(const float *ap, long m, long n, long k, const float *b, long ldb, float *c,
-                 long ldc, const float *bias, const float *res, long ldr, float lo, float hi) {
-    mi_gemm_available();  /* picks the kernels once */
-    tile_job g = {ap, b, c, bias, res, m, n, k, ldb, ldc, ldr, lo, hi};
-    if (m <= 0 || n <= 0) return;
+int mi_gemm_f32(const mi_gemm_args *a) {
+    if (!a->a || !a->b || !a->c || ANY_NEGATIVE(a->m, a->n, a->k, a->ldb, a->ldc, a->ldr))
+        return MI_EARGS;
+    tile_job g = {a->a, a->b, a->c, a->bias, a->res, a->m, a->n, a->k, a->ldb, a->ldc, a->ldr,
+                  a->lo, a->hi, mi_gemm_available()};
+    if (g.m == 0 || g.n == 0) return MI_OK;
     /* tiny products are not worth waking the pool */
-    if (m * n * k < 32768L) run_part(&g, 0, 1);
+    if (g.m * g.n * g.k < 32768L) run_part(&g, 0, 1);
     else mi_pool_run(gemm_part, &g);
+    return MI_OK;
 }
 
-void mi_gemm_batch_f32(long count, const float *ap, long a_stride, const float *b,
-                       long b_stride, long ldb, float *c, long c_stride, long ldc, long m,
-                       long n, long k) {
-    mi_gemm_available();
-    batch_job bj = {{ap, b, c, NULL, NULL, m, n, k, ldb, ldc, 0, -INFINITY, INFINITY},
-                    count, a_stride, b_stride, c_stride};
-    if (m <= 0 || n <= 0 || count <= 0) return;
+int mi_gemm_batch_f32(const mi_gemm_batch_args *a) {
+    if (!a->a || !a->b || !a->c ||
+        ANY_NEGATIVE(a->count, a->a_stride, a->b_stride, a->c_stride, a->ldb, a->ldc, a->m,
+                     a->n, a->k))
+        return MI_EARGS;
+    batch_job bj = {{a->a, a->b, a->c, NULL, NULL, a->m, a->n, a->k, a->ldb, a->ldc, 0,
+                     -INFINITY, INFINITY, mi_gemm_available()},
+                    a->count, a->a_stride, a->b_stride, a->c_stride};
+    if (bj.one.m == 0 || bj.one.n == 0 || bj.count == 0) return MI_OK;
     mi_pool_run(batch_part, &bj);
+    return MI_OK;
 }

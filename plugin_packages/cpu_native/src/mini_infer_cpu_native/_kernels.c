@@ -1,20 +1,17 @@
 /*
  * mini-infer-cpu-native: compiled float32 kernels for the NCHW operators whose NumPy form
- * costs many passes per layer: depthwise convolution, Winograd transforms, im2col, max and
- * average pooling, LRN, inference BatchNormalization, and the epilogue of a GEMM (bias, residual, Relu/Clip in one pass
- * instead of three).
+ * costs many passes per layer: depthwise convolution, im2col, max and average pooling, LRN,
+ * inference BatchNormalization, and the epilogue of a GEMM (bias, residual, Relu/Clip in one
+ * pass instead of three). The Winograd transforms are in _winograd.c, the GEMM in _gemm.c.
  *
- * Plain C called through ctypes (see _native.py): every array is C-contiguous float32 and
- * every size is a long. Each function is compiled for AVX2 and a baseline; the loader
+ * Plain C called through ctypes (see _native.py): each exported kernel takes one struct of
+ * its arguments (_args.h) and returns MI_OK or MI_EARGS; every array is C-contiguous
+ * float32 and every size a long. Each kernel is compiled for AVX2 and a baseline; the loader
  * picks one by the CPU's features (GCC target_clones, see _common.h), so one wheel runs on
- * any x86-64. Single-threaded: the BLAS pool owns the cores; these kernels are memory-bound.
- *
- * The module object exists only so that setuptools builds and installs this file as an
- * extension module; it has no methods.
+ * any x86-64. They run on the library's own thread pool (_pool.c), split by planes or rows,
+ * once a job is large enough to pay for the hand-off (PARALLEL_MIN).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
+#include "_args.h"
 #include "_common.h"
 #include "_pool.h"
 
@@ -112,20 +109,13 @@ CLONES static void dwconv2d(const float *restrict x, const float *restrict w,
     }
 }
 
-typedef struct {
-    const float *x, *w, *bias, *res;
-    float *y, *work;
-    long n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, hp, wp;
-    float lo, hi;
-} dwconv_job;
-
-static void dwconv_range(const dwconv_job *j, float *work, long u0, long u1) {
+static void dwconv_range(const mi_dwconv2d_args *j, float *work, long u0, long u1) {
     dwconv2d(j->x, j->w, j->bias, j->res, j->y, work, u0, u1, j->c, j->h, j->wd, j->kh, j->kw,
              j->sh, j->sw, j->dh, j->dw, j->pt, j->pl, j->oh, j->ow, j->hp, j->wp, j->lo, j->hi);
 }
 
 static void dwconv_part(const void *arg, int part, int parts) {
-    const dwconv_job *j = arg;
+    const mi_dwconv2d_args *j = arg;
     long u0, u1;
     mi_pool_share(j->n * j->c, part, parts, &u0, &u1);
     float *work = part == 0 ? j->work : mi_pool_scratch(j->hp * j->wp + j->oh * j->wp);
@@ -133,14 +123,15 @@ static void dwconv_part(const void *arg, int part, int parts) {
 }
 
 /* on the pool, split by (image, channel), each thread with its own padded plane */
-void mi_dwconv2d_f32(const float *x, const float *w, const float *bias, const float *res,
-                     float *y, float *work, long n, long c, long h, long wd, long kh, long kw,
-                     long sh, long sw, long dh, long dw, long pt, long pl, long oh, long ow,
-                     long hp, long wp, float lo, float hi) {
-    dwconv_job j = {x, w, bias, res, y, work, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl,
-                    oh, ow, hp, wp, lo, hi};
-    if (n * c * h * wd < PARALLEL_MIN || mi_pool_run(dwconv_part, &j))
-        dwconv_range(&j, work, 0, n * c);
+int mi_dwconv2d_f32(const mi_dwconv2d_args *a) {
+    if (!a->x || !a->w || !a->y || !a->work ||
+        ANY_NEGATIVE(a->n, a->c, a->h, a->wd, a->oh, a->ow, a->pt, a->pl, a->hp, a->wp) ||
+        ANY_NEGATIVE(a->kh - 1, a->kw - 1, a->sh - 1, a->sw - 1, a->dh - 1, a->dw - 1) ||
+        a->pt > a->hp || a->pl > a->wp)
+        return MI_EARGS;
+    if (a->n * a->c * a->h * a->wd < PARALLEL_MIN || mi_pool_run(dwconv_part, a))
+        dwconv_range(a, a->work, 0, a->n * a->c);
+    return MI_OK;
 }
 
 /*
@@ -308,20 +299,13 @@ CLONES static void pool2d(const float *restrict x, float *restrict y, float *res
     }
 }
 
-typedef struct {
-    const float *x;
-    float *y, *work;
-    long planes, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow;
-    int avg, include_pad;
-} pool_job;
-
-static void pool_range(const pool_job *j, float *work, long p0, long p1) {
+static void pool_range(const mi_pool2d_args *j, float *work, long p0, long p1) {
     pool2d(j->x, j->y, work, p0, p1, j->h, j->wd, j->kh, j->kw, j->sh, j->sw, j->dh, j->dw,
            j->pt, j->pl, j->pb, j->pr, j->oh, j->ow, j->avg, j->include_pad);
 }
 
 static void pool_part(const void *arg, int part, int parts) {
-    const pool_job *j = arg;
+    const mi_pool2d_args *j = arg;
     long p0, p1;
     mi_pool_share(j->planes, part, parts, &p0, &p1);
     float *work = part == 0 ? j->work
@@ -330,13 +314,14 @@ static void pool_part(const void *arg, int part, int parts) {
 }
 
 /* on the pool, split by planes, each thread with its own work */
-void mi_pool2d_f32(const float *x, float *y, float *work, long planes, long h, long wd, long kh,
-                   long kw, long sh, long sw, long dh, long dw, long pt, long pl, long pb,
-                   long pr, long oh, long ow, int avg, int include_pad) {
-    pool_job j = {x, y, work, planes, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow,
-                  avg, include_pad};
-    if (planes * h * wd < PARALLEL_MIN || mi_pool_run(pool_part, &j))
-        pool_range(&j, work, 0, planes);
+int mi_pool2d_f32(const mi_pool2d_args *a) {
+    if (!a->x || !a->y || !a->work ||
+        ANY_NEGATIVE(a->planes, a->h, a->wd, a->oh, a->ow, a->pt, a->pl, a->pb, a->pr) ||
+        ANY_NEGATIVE(a->kh - 1, a->kw - 1, a->sh - 1, a->sw - 1, a->dh - 1, a->dw - 1))
+        return MI_EARGS;
+    if (a->planes * a->h * a->wd < PARALLEL_MIN || mi_pool_run(pool_part, a))
+        pool_range(a, a->work, 0, a->planes);
+    return MI_OK;
 }
 
 /*
@@ -368,26 +353,23 @@ CLONES static void bias_act(float *restrict y, long cols, long ldy,
     }
 }
 
-typedef struct {
-    float *y;
-    const float *bias, *res;
-    long rows, cols, ldy, period, ldr;
-    float lo, hi;
-} bias_act_job;
-
 static void bias_act_part(const void *arg, int part, int parts) {
-    const bias_act_job *j = arg;
+    const mi_bias_act_args *j = arg;
     long i0, i1;
     mi_pool_share(j->rows, part, parts, &i0, &i1);
     bias_act(j->y, j->cols, j->ldy, j->bias, j->period, j->res, j->ldr, j->lo, j->hi, i0, i1);
 }
 
 /* on the pool, split by rows */
-void mi_bias_act_f32(float *y, long rows, long cols, long ldy, const float *bias, long period,
-                     const float *res, long ldr, float lo, float hi) {
-    bias_act_job j = {y, bias, res, rows, cols, ldy, period, ldr, lo, hi};
-    if (rows * cols < PARALLEL_MIN) bias_act(y, cols, ldy, bias, period, res, ldr, lo, hi, 0, rows);
-    else mi_pool_run(bias_act_part, &j);
+int mi_bias_act_f32(const mi_bias_act_args *a) {
+    if (!a->y || ANY_NEGATIVE(a->rows, a->cols, a->ldy, a->ldr) || (a->bias && a->period < 1))
+        return MI_EARGS;
+    if (a->rows * a->cols < PARALLEL_MIN)
+        bias_act(a->y, a->cols, a->ldy, a->bias, a->period, a->res, a->ldr, a->lo, a->hi, 0,
+                 a->rows);
+    else
+        mi_pool_run(bias_act_part, a);
+    return MI_OK;
 }
 
 /*
@@ -396,14 +378,8 @@ void mi_bias_act_f32(float *y, long rows, long cols, long ldy, const float *bias
  * x[n, c, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl], or 0 where that falls in the padding.
  * No padded copy of the input is made.
  */
-typedef struct {
-    const float *x;
-    float *cols;
-    long n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oy0, oy1, ow;
-} im2col_job;
-
 /* the (plane, ky) pairs [u0, u1) */
-CLONES static void im2col_units(const im2col_job *j, long u0, long u1) {
+CLONES static void im2col_units(const mi_im2col_args *j, long u0, long u1) {
     const long h = j->h, wd = j->wd, kh = j->kh, kw = j->kw, sh = j->sh, sw = j->sw;
     const long dh = j->dh, dw = j->dw, pt = j->pt, pl = j->pl, oy0 = j->oy0, oy1 = j->oy1;
     const long ow = j->ow, rows = oy1 - oy0;
@@ -441,19 +417,23 @@ CLONES static void im2col_units(const im2col_job *j, long u0, long u1) {
 }
 
 static void im2col_part(const void *arg, int part, int parts) {
-    const im2col_job *j = arg;
+    const mi_im2col_args *j = arg;
     long u0, u1;
     mi_pool_share(j->n * j->c * j->kh, part, parts, &u0, &u1);
     im2col_units(j, u0, u1);
 }
 
 /* on the pool, split by (plane, kernel row) */
-void mi_im2col_f32(const float *x, float *cols, long n, long c, long h, long wd, long kh,
-                   long kw, long sh, long sw, long dh, long dw, long pt, long pl, long oy0,
-                   long oy1, long ow) {
-    im2col_job j = {x, cols, n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oy0, oy1, ow};
-    if (n * c * kh * kw * (oy1 - oy0) * ow < PARALLEL_MIN) im2col_units(&j, 0, n * c * kh);
-    else mi_pool_run(im2col_part, &j);
+int mi_im2col_f32(const mi_im2col_args *a) {
+    if (!a->x || !a->cols || ANY_NEGATIVE(a->n, a->c, a->h, a->wd, a->pt, a->pl, a->ow) ||
+        ANY_NEGATIVE(a->kh - 1, a->kw - 1, a->sh - 1, a->sw - 1, a->dh - 1, a->dw - 1) ||
+        ANY_NEGATIVE(a->oy0, a->oy1 - a->oy0))
+        return MI_EARGS;
+    if (a->n * a->c * a->kh * a->kw * (a->oy1 - a->oy0) * a->ow < PARALLEL_MIN)
+        im2col_units(a, 0, a->n * a->c * a->kh);
+    else
+        mi_pool_run(im2col_part, a);
+    return MI_OK;
 }
 
 
@@ -476,26 +456,22 @@ CLONES static void scale_shift(const float *restrict x, float *restrict y,
     }
 }
 
-typedef struct {
-    const float *x, *a, *b;
-    float *y;
-    long n, c, plane;
-    float lo, hi;
-} scale_shift_job;
-
 static void scale_shift_part(const void *arg, int part, int parts) {
-    const scale_shift_job *j = arg;
+    const mi_scale_shift_args *j = arg;
     long i0, i1;
     mi_pool_share(j->n * j->c, part, parts, &i0, &i1);
     scale_shift(j->x, j->y, j->a, j->b, j->c, j->plane, j->lo, j->hi, i0, i1);
 }
 
 /* on the pool, split by planes, when there is enough to split */
-void mi_scale_shift_f32(const float *x, float *y, const float *a, const float *b, long n,
-                        long c, long plane, float lo, float hi) {
-    scale_shift_job j = {x, a, b, y, n, c, plane, lo, hi};
-    if (n * c * plane < PARALLEL_MIN) scale_shift(x, y, a, b, c, plane, lo, hi, 0, n * c);
-    else mi_pool_run(scale_shift_part, &j);
+int mi_scale_shift_f32(const mi_scale_shift_args *a) {
+    if (!a->x || !a->a || !a->b || !a->y || ANY_NEGATIVE(a->n, a->c, a->plane))
+        return MI_EARGS;
+    if (a->n * a->c * a->plane < PARALLEL_MIN)
+        scale_shift(a->x, a->y, a->a, a->b, a->c, a->plane, a->lo, a->hi, 0, a->n * a->c);
+    else
+        mi_pool_run(scale_shift_part, a);
+    return MI_OK;
 }
 
 /*
@@ -537,15 +513,8 @@ CLONES static void lrn(const float *restrict x, float *restrict y, float *restri
     }
 }
 
-typedef struct {
-    const float *x;
-    float *y, *acc;
-    long n, c, plane, size;
-    float alpha, beta, bias;
-} lrn_job;
-
 static void lrn_part(const void *arg, int part, int parts) {
-    const lrn_job *j = arg;
+    const mi_lrn_args *j = arg;
     long u0, u1;
     mi_pool_share(j->n * j->c, part, parts, &u0, &u1);
     float *acc = part == 0 ? j->acc : mi_pool_scratch(j->plane);
@@ -554,14 +523,11 @@ static void lrn_part(const void *arg, int part, int parts) {
 }
 
 /* on the pool, split by (image, channel), each thread with its own acc */
-void mi_lrn_f32(const float *x, float *y, float *acc, long n, long c, long plane, long size,
-                float alpha, float beta, float bias) {
-    lrn_job j = {x, y, acc, n, c, plane, size, alpha, beta, bias};
-    if (n * c * plane < PARALLEL_MIN || mi_pool_run(lrn_part, &j))
-        lrn(x, y, acc, c, plane, size, alpha, beta, bias, 0, n * c);
+int mi_lrn_f32(const mi_lrn_args *a) {
+    if (!a->x || !a->y || !a->acc || ANY_NEGATIVE(a->n, a->c, a->plane, a->size - 1))
+        return MI_EARGS;
+    if (a->n * a->c * a->plane < PARALLEL_MIN || mi_pool_run(lrn_part, a))
+        lrn(a->x, a->y, a->acc, a->c, a->plane, a->size, a->alpha, a->beta, a->bias, 0,
+            a->n * a->c);
+    return MI_OK;
 }
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
-                                    "compiled kernels, called through ctypes", -1, NULL};
-
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

@@ -1,7 +1,20 @@
-"""The compiled kernels (``_kernels.c``), loaded with ctypes, and their Python signatures.
+"""The compiled kernels, loaded with ctypes, and the Python wrappers that call them.
 
-Every array handed over is float32 and C-contiguous (the callers check, and fall back to the
-NumPy kernels otherwise); sizes are passed as C longs.
+Each kernel takes one struct of arguments (``_args.h``, mirrored in :mod:`._abi`, which also
+checks the library's ABI version and struct layout when it loads: a library that differs
+makes this module's import fail with :class:`._abi.AbiError`). Each wrapper checks what it
+hands over before the call: every array float32 (native byte order), aligned, C-contiguous
+(or, for the GEMM's operands, rows of contiguous floats a whole number of floats apart),
+writable where the kernel writes, shaped consistently, and large enough for every element
+the kernel touches (counted from the sizes and strides it passes); a violation raises
+``TypeError`` or ``ValueError`` naming the kernel and the argument, and nothing is called.
+The kernels themselves refuse (``MI_EARGS``) sizes below 0 and strides, dilations or kernel
+sizes below 1, which :func:`run_calls` reports as a ``ValueError``.
+
+The ``*_call`` builders check and make the struct once and return a :data:`Call`, which
+:func:`run_calls` runs again and again (an engine's Conv keeps its list while its arrays stay
+the same objects): a replay is one ctypes call per kernel, with no check and no conversion.
+A call keeps the arrays its struct points to alive.
 """
 
 from __future__ import annotations
@@ -13,107 +26,144 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from . import _kernels
+from . import _abi
+from ._abi import (
+    BiasActArgs,
+    DwConv2dArgs,
+    GemmArgs,
+    GemmBatchArgs,
+    GemmPackArgs,
+    Im2colArgs,
+    LrnArgs,
+    Pool2dArgs,
+    ScaleShiftArgs,
+    WinoInArgs,
+    WinoOutArgs,
+    WinoWeightsArgs,
+)
+from ._kernels import address, rows
 
-__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch", "gemm",
-           "gemm_available", "gemm_batch", "gemm_batch_call", "gemm_call", "im2col",
-           "im2col_call", "lrn",
-           "library_path", "pack_a", "pool2d", "pool2d_work", "pool_threads", "ptr", "run_calls",
-           "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm", "wino_in",
-           "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
+__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
+           "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
+           "gemm_call", "im2col", "im2col_call", "library_path", "lrn", "pack_a", "pool2d",
+           "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
+           "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
+           "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
 
 Array = NDArray[Any]
-#: a compiled function and its arguments (addresses as ints), ready to run
+#: a function and its arguments, ready to run: a compiled kernel and a pointer to its
+#: argument struct, or a Python function returning None
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
-_lib = ctypes.CDLL(_kernels.__file__)
-_P, _L, _F, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_int
-
-_dwconv = _lib.mi_dwconv2d_f32
-_dwconv.restype = None
-_dwconv.argtypes = [_P] * 6 + [_L] * 16 + [_F, _F]
-
-_pool = _lib.mi_pool2d_f32
-_pool.restype = None
-_pool.argtypes = [_P] * 3 + [_L] * 15 + [_I, _I]
+_lib = _abi.load()
 
 
-_bias_act = _lib.mi_bias_act_f32
-_bias_act.restype = None
-_bias_act.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _F, _F]
+def _kernel(name: str, args: type[ctypes.Structure]) -> Any:
+    fn = getattr(_lib, name)
+    fn.argtypes = [ctypes.POINTER(args)]
+    fn.restype = ctypes.c_int
+    return fn
 
 
-#: Winograd transforms by output tile size: F(2x2, 3x3) and F(4x4, 3x3) (_winograd.c)
-_wino_in = {2: _lib.mi_wino_in_f32, 4: _lib.mi_wino4_in_f32}
-_wino_out = {2: _lib.mi_wino_out_f32, 4: _lib.mi_wino4_out_f32}
-_wino_weights = {2: _lib.mi_wino_weights_f32, 4: _lib.mi_wino4_weights_f32}
-for _f in _wino_in.values():
-    _f.restype = None
-    _f.argtypes = [_P] * 3 + [_L] * 8
-for _f in _wino_out.values():
-    _f.restype = None
-    _f.argtypes = [_P] * 5 + [_L] * 6 + [_F, _F]
-for _f in _wino_weights.values():
-    _f.restype = None
-    _f.argtypes = [_P, _P, _L, _L]
+_dwconv = _kernel("mi_dwconv2d_f32", DwConv2dArgs)
+_pool = _kernel("mi_pool2d_f32", Pool2dArgs)
+_bias_act = _kernel("mi_bias_act_f32", BiasActArgs)
+_im2col = _kernel("mi_im2col_f32", Im2colArgs)
+_scale_shift = _kernel("mi_scale_shift_f32", ScaleShiftArgs)
+_lrn = _kernel("mi_lrn_f32", LrnArgs)
+_wino_in = _kernel("mi_wino_in_f32", WinoInArgs)
+_wino_out = _kernel("mi_wino_out_f32", WinoOutArgs)
+_wino_weights = _kernel("mi_wino_weights_f32", WinoWeightsArgs)
+_pack = _kernel("mi_gemm_pack_f32", GemmPackArgs)
+_gemm = _kernel("mi_gemm_f32", GemmArgs)
+_gemm_batch = _kernel("mi_gemm_batch_f32", GemmBatchArgs)
 
-
-_im2col = _lib.mi_im2col_f32
-_im2col.restype = None
-_im2col.argtypes = [_P] * 2 + [_L] * 15
-
-
-_lrn = _lib.mi_lrn_f32
-_lrn.restype = None
-_lrn.argtypes = [_P] * 3 + [_L] * 4 + [_F] * 3
-
-
-_scale_shift = _lib.mi_scale_shift_f32
-_scale_shift.restype = None
-_scale_shift.argtypes = [_P] * 4 + [_L] * 3 + [_F] * 2
-
-
-_gemm = _lib.mi_gemm_f32
-_gemm.restype = None
-_gemm.argtypes = [_P, _L, _L, _L, _P, _L, _P, _L, _P, _P, _L, _F, _F]
-
-_gemm_batch = _lib.mi_gemm_batch_f32
-_gemm_batch.restype = None
-_gemm_batch.argtypes = [_L, _P, _L, _P, _L, _L, _P, _L, _L, _L, _L, _L]
-
-_pack = _lib.mi_gemm_pack_f32
-_pack.restype = None
-_pack.argtypes = [_P, _L, _L, _L, _P]
-
-_lib.mi_gemm_available.restype = _I
-_lib.mi_pool_get_threads.restype = _I
-_lib.mi_pool_set_threads.argtypes = [_I]
-_lib.mi_pool_set_threads.restype = None
-_lib.mi_gemm_set_plain.argtypes = [_I]
-_lib.mi_gemm_set_plain.restype = None
-_lib.mi_pool_fail_scratch.argtypes = [_I]
-_lib.mi_pool_fail_scratch.restype = None
+for _name, _restype, _argtypes in (
+        ("mi_gemm_available", ctypes.c_int, []), ("mi_pool_get_threads", ctypes.c_int, []),
+        ("mi_pool_set_threads", None, [ctypes.c_int]), ("mi_pool_started", ctypes.c_int, []),
+        ("mi_pool_start_error", ctypes.c_int, []), ("mi_gemm_set_plain", None, [ctypes.c_int]),
+        ("mi_pool_fail_scratch", None, [ctypes.c_int]),
+        ("mi_pool_fail_start", None, [ctypes.c_int])):
+    getattr(_lib, _name).restype = _restype
+    getattr(_lib, _name).argtypes = _argtypes
 
 
 def library_path() -> str:
-    return str(_kernels.__file__)
+    return str(_lib._name)
 
 
-def ptr(a: Array | None) -> int | None:
-    """The address of an array's first element (None for None)."""
-    return None if a is None else int(a.__array_interface__["data"][0])
+def _refused(fn: Any, args: tuple[Any, ...]) -> ValueError:
+    """The error for a kernel that returned MI_EARGS, with the values it was given."""
+    struct = args[0].contents if args and hasattr(args[0], "contents") else None
+    values = "" if struct is None else ", ".join(
+        f"{f[0]}={getattr(struct, f[0])}" for f in struct._fields_
+        if f[1] is not ctypes.c_void_p)
+    return ValueError(f"{getattr(fn, '__name__', fn)} refused its arguments (a size below 0, "
+                      f"a kernel size, stride or dilation below 1, or a tile other than 2 or "
+                      f"4): {values}")
+
+
+def _run(fn: Any, args: ctypes.Structure) -> None:
+    """Call a kernel now (the arrays are the caller's arguments: alive during the call)."""
+    if fn(args):
+        raise _refused(fn, (ctypes.pointer(args),))
+
+
+def _call(fn: Any, args: ctypes.Structure, *arrays: Any) -> Call:
+    """A call to run later, which keeps ``arrays`` (those ``args`` points to) alive."""
+    args._keep = arrays
+    return fn, (ctypes.pointer(args),)
+
+
+def run_calls(calls: Sequence[Call]) -> None:
+    """Run calls made by the ``*_call`` builders, in order. A node whose arrays are the same
+    objects from run to run (an engine's arena views) keeps its list and runs it again: the
+    addresses, sizes and strides in it stay valid while those arrays live, and each call
+    keeps its own alive."""
+    for fn, args in calls:
+        if fn(*args):
+            raise _refused(fn, args)
+
+
+def _dims(kernel: str, name: str, a: Array, ndim: int) -> tuple[int, ...]:
+    if a.ndim != ndim:
+        raise ValueError(f"{kernel}: {name} must have {ndim} dimensions, not shape {a.shape}")
+    return tuple(a.shape)
+
+
+def _same(kernel: str, what: str, got: Any, want: Any) -> None:
+    if got != want:
+        raise ValueError(f"{kernel}: {what} is {got}, and must be {want}")
 
 
 def dwconv2d(x: Array, w: Array, bias: Array | None, res: Array | None, y: Array,
              work: Array, kernel: tuple[int, int], strides: tuple[int, int],
              dilations: tuple[int, int], begin: tuple[int, int], ext: tuple[int, int],
              lo: float, hi: float) -> None:
-    """``y = clamp(depthwise_conv(x, w) + bias + res, lo, hi)``; ``work`` holds at least
-    :func:`dwconv2d_work` floats."""
-    n, c, h, wd = x.shape
+    """``y = clamp(depthwise_conv(x, w) + bias + res, lo, hi)``: x (N, C, H, W), w (C, 1,
+    KH, KW) or any C-contiguous array of C * KH * KW floats, bias (C), res and y (N, C, OH,
+    OW); ``ext`` the padded extent the windows read, ``begin`` the padding before it;
+    ``work`` holds at least :func:`dwconv2d_work` floats."""
+    k = "mi_dwconv2d_f32"
+    n, c, h, wd = _dims(k, "x", x, 4)
+    _same(k, "y's (N, C)", _dims(k, "y", y, 4)[:2], (n, c))
     oh, ow = y.shape[2:]
-    _dwconv(ptr(x), ptr(w), ptr(bias), ptr(res), ptr(y), ptr(work), n, c, h, wd, *kernel,
-            *strides, *dilations, *begin, oh, ow, *ext, lo, hi)
+    kh, kw = kernel
+    sh, sw = strides
+    dh, dw = dilations
+    hp, wp = ext
+    reach = ((oh - 1) * sh + (kh - 1) * dh + 1 if oh else 0,
+             (ow - 1) * sw + (kw - 1) * dw + 1 if ow else 0)
+    if hp < reach[0] or wp < reach[1] or not 0 <= begin[0] <= hp or not 0 <= begin[1] <= wp:
+        raise ValueError(f"{k}: the padded extent {ext} (padding before: {begin}) must cover "
+                         f"the {reach} the windows of a {oh}x{ow} output read")
+    out = n * c * oh * ow
+    _run(_dwconv, DwConv2dArgs(
+        address(x, n * c * h * wd, False, k, "x"), address(w, c * kh * kw, False, k, "w"),
+        address(bias, c, False, k, "bias"), address(res, out, False, k, "res"),
+        address(y, out, True, k, "y"),
+        address(work, dwconv2d_work(ext, oh), True, k, "work"),
+        n, c, h, wd, kh, kw, sh, sw, dh, dw, begin[0], begin[1], oh, ow, hp, wp, lo, hi))
 
 
 def dwconv2d_work(ext: tuple[int, int], oh: int) -> int:
@@ -125,10 +175,15 @@ def pool2d(x: Array, y: Array, work: Array, kernel: tuple[int, int], strides: tu
            average: bool, include_pad: bool) -> None:
     """Max (or average) pooling of every (N, C) plane of ``x`` into ``y``; ``work`` holds at
     least :func:`pool2d_work` floats."""
-    n, c, h, wd = x.shape
+    k = "mi_pool2d_f32"
+    n, c, h, wd = _dims(k, "x", x, 4)
+    _same(k, "y's (N, C)", _dims(k, "y", y, 4)[:2], (n, c))
     oh, ow = y.shape[2:]
-    _pool(ptr(x), ptr(y), ptr(work), n * c, h, wd, *kernel, *strides, *dilations, begin[0],
-          begin[1], end[0], end[1], oh, ow, int(average), int(include_pad))
+    _run(_pool, Pool2dArgs(
+        address(x, n * c * h * wd, False, k, "x"), address(y, n * c * oh * ow, True, k, "y"),
+        address(work, pool2d_work(h, wd, oh, ow), True, k, "work"), n * c, h, wd, *kernel,
+        *strides, *dilations, begin[0], begin[1], end[0], end[1], oh, ow, int(average),
+        int(include_pad)))
 
 
 def pool2d_work(h: int, wd: int, oh: int, ow: int) -> int:
@@ -136,11 +191,30 @@ def pool2d_work(h: int, wd: int, oh: int, ow: int) -> int:
 
 
 def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: float) -> None:
-    """In place: ``y (N, M, ...) = clamp(y + bias[m] + res, lo, hi)`` in one pass."""
+    """In place: ``y (N, M, ...) = clamp(y + bias[m] + res, lo, hi)`` in one pass; ``res``
+    of y's size, in y's order."""
+    k = "mi_bias_act_f32"
+    if y.ndim < 2:
+        raise ValueError(f"{k}: y must have (N, M, ...) dimensions, not shape {y.shape}")
     m = y.shape[1]
-    rows = y.shape[0] * m
-    cols = y.size // max(rows, 1)
-    _bias_act(ptr(y), rows, cols, cols, ptr(bias), m, ptr(res), cols, lo, hi)
+    rows_ = y.shape[0] * m
+    cols = y.size // max(rows_, 1)
+    _run(_bias_act, BiasActArgs(
+        address(y, y.size, True, k, "y"), address(bias, m, False, k, "bias"),
+        address(res, y.size, False, k, "res"), rows_, cols, cols, m, cols, lo, hi))
+
+
+def _tile(kernel: str, tile: int) -> int:
+    if tile not in (2, 4):
+        raise ValueError(f"{kernel}: the output tile is {tile}x{tile}; Winograd runs 2x2 or "
+                         "4x4")
+    return (tile + 2) ** 2
+
+
+def _tile_rows(kernel: str, ty0: int, ty1: int, tw: int) -> int:
+    if not 0 <= ty0 <= ty1 or tw < 0:
+        raise ValueError(f"{kernel}: tile rows [{ty0}, {ty1}) of {tw} tiles: not a range")
+    return (ty1 - ty0) * tw
 
 
 def wino_in(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: int, ty0: int,
@@ -153,9 +227,14 @@ def wino_in_call(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: in
                  ty1: int, tile: int = 2) -> Call:
     """Winograd F(tile x tile, 3x3) input tiles of tile rows [ty0, ty1) of ``x`` (C, H, W) into
     ``v`` ((tile + 2)^2, C, T); ``rows`` holds ``2 * (tile + 2) * (tile * tw + 2)`` floats."""
-    c, h, wd = x.shape
-    return _wino_in[tile], (ptr(x), ptr(v), ptr(rows), c, h, wd, begin[0], begin[1], tw, ty0,
-                            ty1)
+    k = "mi_wino_in_f32"
+    nk = _tile(k, tile)
+    c, h, wd = _dims(k, "x", x, 3)
+    t = _tile_rows(k, ty0, ty1, tw)
+    return _call(_wino_in, WinoInArgs(
+        address(x, c * h * wd, False, k, "x"), address(v, nk * c * t, True, k, "v"),
+        address(rows, 2 * (tile + 2) * (tile * tw + 2), True, k, "rows"), c, h, wd, begin[0],
+        begin[1], tw, ty0, ty1, tile), x, v, rows)
 
 
 def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
@@ -168,20 +247,39 @@ def wino_out_call(mm: Array, y: Array, bias: Array | None, res: Array | None, ro
                   tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> Call:
     """Output tiles of tile rows [ty0, ty1) from ``mm`` ((tile + 2)^2, M, T) into ``y``
     (M, OH, OW), plus bias and residual (M, OH, OW), clamped; ``rows`` holds
-    ``tile * tile * tw`` floats."""
-    m, oh, ow = y.shape
-    return _wino_out[tile], (ptr(mm), ptr(y), ptr(bias), ptr(res), ptr(rows), m, oh, ow, tw,
-                             ty0, ty1, lo, hi)
+    ``tile * tile * tw`` floats; ``tw`` tiles cover a row of ``y``, and the tile rows lie
+    in ``y``."""
+    k = "mi_wino_out_f32"
+    nk = _tile(k, tile)
+    m, oh, ow = _dims(k, "y", y, 3)
+    t = _tile_rows(k, ty0, ty1, tw)
+    if tile * tw < ow or (ty1 > ty0 and tile * (ty1 - 1) >= oh):
+        raise ValueError(f"{k}: tile rows [{ty0}, {ty1}) of {tw} {tile}x{tile} tiles do not "
+                         f"match y's {oh}x{ow} (each row of tiles must cover the width, and "
+                         "each lie in the height)")
+    out = m * oh * ow
+    return _call(_wino_out, WinoOutArgs(
+        address(mm, nk * m * t, False, k, "mm"), address(y, out, True, k, "y"),
+        address(bias, m, False, k, "bias"), address(res, out, False, k, "res"),
+        address(rows, tile * tile * tw, True, k, "rows"), m, oh, ow, tw, ty0, ty1, lo, hi,
+        tile), mm, y, bias, res, rows)
 
 
 def im2col_call(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
                 dilations: tuple[int, int], begin: tuple[int, int], rows: tuple[int, int],
                 ow: int) -> Call:
     """``cols`` (N, C, KH, KW, r1 - r0, OW) = the windows of output rows ``rows`` = (r0, r1)
-    of ``x`` (N, C, H, W), zero-padded; ``cols`` is C-contiguous, any shape of that size."""
-    n, c, h, wd = x.shape
-    return _im2col, (ptr(x), ptr(cols), n, c, h, wd, *kernel, *strides, *dilations, *begin,
-                     *rows, ow)
+    of ``x`` (N, C, H, W), zero-padded; ``cols`` is C-contiguous, any shape of that size
+    or larger."""
+    k = "mi_im2col_f32"
+    n, c, h, wd = _dims(k, "x", x, 4)
+    kh, kw = kernel
+    if not 0 <= rows[0] <= rows[1] or ow < 0:
+        raise ValueError(f"{k}: output rows {rows} of {ow} columns: not a range")
+    return _call(_im2col, Im2colArgs(
+        address(x, n * c * h * wd, False, k, "x"),
+        address(cols, n * c * kh * kw * (rows[1] - rows[0]) * ow, True, k, "cols"), n, c, h,
+        wd, kh, kw, *strides, *dilations, *begin, *rows, ow), x, cols)
 
 
 def im2col(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
@@ -195,23 +293,41 @@ def wino_weights(w: Array, tile: int = 2) -> Array:
     """Winograd F(tile x tile, 3x3)'s U ((tile + 2)^2, M, C) = G g G^T for every 3x3 filter g
     of ``w`` (M, C, 3, 3), k = (tile + 2) * row + col (compiled: ResNet-50's 3x3 weights take a
     few ms, not the 200 ms of a NumPy version)."""
+    k = "mi_wino_weights_f32"
+    nk = _tile(k, tile)
     w = np.ascontiguousarray(w, dtype=np.float32)
-    u = np.empty(((tile + 2) ** 2, w.shape[0], w.shape[1]), np.float32)
-    _wino_weights[tile](ptr(w), ptr(u), w.shape[0], w.shape[1])
+    m, c, *taps = _dims(k, "w", w, 4)
+    _same(k, "w's kernel", tuple(taps), (3, 3))
+    u = np.empty((nk, m, c), np.float32)
+    _run(_wino_weights, WinoWeightsArgs(address(w, w.size, False, k, "w"),
+                                        address(u, u.size, True, k, "u"), m, c, tile))
     return u
 
 
 def lrn(x: Array, y: Array, acc: Array, size: int, alpha: float, beta: float,
         bias: float) -> None:
-    """ONNX LRN of ``x`` (N, C, ...) into ``y``; ``acc`` holds one plane (H*W...) of floats."""
+    """ONNX LRN of ``x`` (N, C, ...) into ``y`` (x's size); ``acc`` holds one plane (H*W...)
+    of floats."""
+    k = "mi_lrn_f32"
+    if x.ndim < 2:
+        raise ValueError(f"{k}: x must have (N, C, ...) dimensions, not shape {x.shape}")
     n, c = x.shape[:2]
-    _lrn(ptr(x), ptr(y), ptr(acc), n, c, x.size // max(n * c, 1), size, alpha, beta, bias)
+    plane = x.size // max(n * c, 1)
+    _run(_lrn, LrnArgs(address(x, x.size, False, k, "x"), address(y, x.size, True, k, "y"),
+                       address(acc, plane, True, k, "acc"), n, c, plane, size, alpha, beta,
+                       bias))
 
 
 def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) -> None:
-    """``y (N, C, ...) = clamp(x * a[c] + b[c], lo, hi)`` in one pass."""
+    """``y (N, C, ...) = clamp(x * a[c] + b[c], lo, hi)`` in one pass (y: x's size)."""
+    k = "mi_scale_shift_f32"
+    if x.ndim < 2:
+        raise ValueError(f"{k}: x must have (N, C, ...) dimensions, not shape {x.shape}")
     n, c = x.shape[:2]
-    _scale_shift(ptr(x), ptr(y), ptr(a), ptr(b), n, c, x.size // max(n * c, 1), lo, hi)
+    _run(_scale_shift, ScaleShiftArgs(
+        address(x, x.size, False, k, "x"), address(a, c, False, k, "a"),
+        address(b, c, False, k, "b"), address(y, x.size, True, k, "y"), n, c,
+        x.size // max(n * c, 1), lo, hi))
 
 
 def use_plain_gemm(plain: bool) -> None:
@@ -226,6 +342,12 @@ def fail_pool_scratch(on: bool) -> None:
     _lib.mi_pool_fail_scratch(int(on))
 
 
+def fail_pool_start(after: int | None) -> None:
+    """Tests: only ``after`` more of the pool's workers start; starting the next ones fails
+    as ``pthread_create`` does when the system has no thread to give (None: no limit)."""
+    _lib.mi_pool_fail_start(-1 if after is None else int(after))
+
+
 def gemm_available() -> bool:
     """Whether the compiled GEMM runs its AVX-512 kernels here (otherwise the callers keep
     BLAS: the plain C fallback is only for correctness)."""
@@ -234,10 +356,12 @@ def gemm_available() -> bool:
 
 def pack_a(a: Array) -> Array:
     """``a`` (M, K) packed for :func:`gemm`: panels of 8 rows, k-major (M * K floats)."""
+    k = "mi_gemm_pack_f32"
     a = np.ascontiguousarray(a, dtype=np.float32)
-    m, k = a.shape
-    out = np.empty(m * k, np.float32)
-    _pack(ptr(a), m, k, k, ptr(out))
+    m, kk = _dims(k, "a", a, 2)
+    out = np.empty(m * kk, np.float32)
+    _run(_pack, GemmPackArgs(address(a, m * kk, False, k, "a"),
+                             address(out, m * kk, True, k, "out"), m, kk, kk))
     return out
 
 
@@ -256,10 +380,16 @@ def gemm_call(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None 
               res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> Call:
     """``c (M, N) = clamp(A @ b + bias[:, None] + res, lo, hi)`` on the library's pool, with
     ``ap`` from :func:`pack_a`. ``b`` (K, N), ``c`` and ``res`` (M, N) may have any row
-    stride (rows of floats, each row contiguous); ``bias`` (M,) contiguous."""
-    n = c.shape[1]
-    return _gemm, (ptr(ap), m, n, k, ptr(b), b.strides[0] // 4, ptr(c), c.strides[0] // 4,
-                   ptr(bias), ptr(res), 0 if res is None else res.strides[0] // 4, lo, hi)
+    stride (rows of contiguous floats; ``res``'s may be 0: one row for all); ``bias`` (M,)
+    contiguous."""
+    kn = "mi_gemm_f32"
+    n = _dims(kn, "c", c, 2)[1]
+    pb, ldb = rows(b, k, n, False, kn, "b")
+    pc, ldc = rows(c, m, n, True, kn, "c")
+    pr, ldr = rows(res, m, n, False, kn, "res")
+    return _call(_gemm, GemmArgs(address(ap, m * k, False, kn, "ap"), pb, pc,
+                                 address(bias, m, False, kn, "bias"), pr, m, n, k, ldb, ldc,
+                                 ldr, lo, hi), ap, b, c, bias, res)
 
 
 def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
@@ -271,8 +401,13 @@ def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = Non
 def gemm_batch_call(ap: Array, m: int, k: int, b: Array, c: Array) -> Call:
     """``c[q] (M, N) = A_q @ b[q]`` for every q, with ``ap`` the concatenated :func:`pack_a`
     of each ``A_q`` (M, K); ``b`` (Q, K, N) and ``c`` (Q, M, N) contiguous."""
-    q, _, n = b.shape
-    return _gemm_batch, (q, ptr(ap), m * k, ptr(b), k * n, n, ptr(c), m * n, n, m, n, k)
+    kn = "mi_gemm_batch_f32"
+    q, kb, n = _dims(kn, "b", b, 3)
+    _same(kn, "b's K", kb, k)
+    _same(kn, "c's shape", _dims(kn, "c", c, 3), (q, m, n))
+    return _call(_gemm_batch, GemmBatchArgs(
+        address(ap, q * m * k, False, kn, "ap"), address(b, b.size, False, kn, "b"),
+        address(c, c.size, True, kn, "c"), q, m * k, k * n, m * n, n, n, m, n, k), ap, b, c)
 
 
 def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
@@ -280,27 +415,34 @@ def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
     run_calls([gemm_batch_call(ap, m, k, b, c)])
 
 
-def run_calls(calls: Sequence[Call]) -> None:
-    """Run compiled calls made by the ``*_call`` builders, in order. A node whose arrays are
-    the same objects from run to run (an engine's arena views) keeps its list and runs it
-    again: the addresses, sizes and strides in it stay valid while those objects live."""
-    for fn, args in calls:
-        fn(*args)
-
-
 def pool_threads() -> int:
-    """Threads the compiled GEMM's pool runs (default: the cores this process may use)."""
+    """Threads a job of the compiled kernels' pool uses (default: the cores this process may
+    use; fewer once a worker could not be started: see :func:`pool_started`)."""
     return int(_lib.mi_pool_get_threads())
 
 
+def pool_started() -> int:
+    """Threads the pool has started, the caller included (workers start at the first job
+    that needs them)."""
+    return int(_lib.mi_pool_started())
+
+
+def pool_start_error() -> int:
+    """The ``errno`` of the last worker that could not be started (0: none)."""
+    return int(_lib.mi_pool_start_error())
+
+
 def set_pool_threads(n: int) -> None:
-    """Set the pool's thread count (0: back to the default)."""
+    """Set the pool's thread count (0: back to the default); the pool tries again to start
+    workers it could not start before."""
     _lib.mi_pool_set_threads(int(n))
 
 
 def usable(*arrays: Array | None) -> bool:
-    """Whether every array given is float32 and C-contiguous (None is fine)."""
-    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in arrays)
+    """Whether every array given is float32, C-contiguous and aligned (None is fine): the
+    arrays the compiled kernels take (the plugins hand others to cpu_basic's)."""
+    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous
+                             and a.flags.aligned) for a in arrays)
 
 
 from . import _threads  # noqa: E402 - after the library: the controller reads its symbols

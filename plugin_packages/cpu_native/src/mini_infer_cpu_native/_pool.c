@@ -5,11 +5,37 @@
  * microseconds, and a futex wake costs more than that), yielding the core now and then (a
  * thread woken onto the caller's core runs only when the caller yields it), and then sleep
  * on a futex. One job at a time: a job submitted while another thread's runs is run by its
- * caller alone. After fork() the child starts without workers and makes its own.
+ * caller alone. After fork() the child starts without workers and makes its own. A worker
+ * that cannot be started (pthread_create fails) leaves nothing behind: the pool runs with the
+ * threads it has, and mi_pool_get_threads / mi_pool_started / mi_pool_start_error say so.
+ *
+ * Shared state and the memory orders it needs:
+ * - `job` (fn, arg, parts): plain fields, written by the caller holding `busy` before it
+ *   publishes the job by incrementing `generation`; workers read them after an acquire load
+ *   of `generation`, and the caller writes the next job only after acquiring every worker's
+ *   decrement of `remaining` (made after its last read of `job`).
+ * - `generation`: the job counter the workers wait on, and the futex word. The caller's
+ *   increment is seq_cst: a release for `job` and `remaining`, and one side of the
+ *   `sleepers` handshake below.
+ * - `sleepers`: workers asleep on the futex, or about to be. seq_cst on both sides: a worker
+ *   increments it and then re-reads `generation`; the caller increments `generation` and then
+ *   reads `sleepers`. In the single order of seq_cst operations either the worker sees the
+ *   new generation (and does not sleep) or the caller sees the sleeper (and wakes it);
+ *   FUTEX_WAIT also compares the word in the kernel, so a wake in between is not lost.
+ * - `remaining`: workers not finished with the current job. Stored (relaxed) before the
+ *   generation increment that publishes it; each worker's decrement is a release (the
+ *   outputs of its part), the caller's loads acquire (it returns only after seeing 0).
+ * - `scratch_failed`: set (relaxed) by a worker whose scratch allocation failed, before its
+ *   release decrement of `remaining`; reset by the caller before it publishes the job, read
+ *   after it has acquired remaining == 0.
+ * - `started`, `limit`: written by the caller holding `busy` (and in the child after fork),
+ *   read by mi_pool_get_threads / mi_pool_started from any thread: relaxed, as is `wanted`
+ *   (a setting read at the next job) and the test hooks and `start_error`.
  */
 #define _GNU_SOURCE
 #include "_pool.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -30,18 +56,26 @@ static inline void cpu_relax(void) {}
 #endif
 
 #define MAX_THREADS 64
+#define RELAXED memory_order_relaxed
 
-static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;  /* one job at a time */
-static pthread_mutex_t grow = PTHREAD_MUTEX_INITIALIZER;
-static int nthreads = 1;      /* threads that take part in a job (caller included) */
-static int started = 1;       /* threads that exist (caller included) */
-static int wanted = 0;        /* 0: not set yet (all cores) */
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+static atomic_int started = 1; /* threads that exist (caller included) */
+static atomic_int wanted = 0;  /* threads a job should use; 0: not set (all cores) */
+static atomic_int limit = 0;   /* 0, or `started` when a worker could not be started: the
+                                  pool keeps that many until the next mi_pool_set_threads */
+static atomic_int start_error = 0;  /* errno of the last failed pthread_create (0: none) */
+static atomic_int start_budget = -1; /* tests: workers that may still start (-1: any) */
 static atomic_uint generation;
 static atomic_int sleepers;
 static atomic_int remaining;
-static mi_part_fn job_fn;
-static const void *job_arg;
-static int job_parts;
+static atomic_int scratch_failed; /* a worker's scratch could not be allocated this job */
+static atomic_int fail_scratch;   /* tests: every worker's scratch allocation fails */
+
+static struct {
+    mi_part_fn fn;
+    const void *arg;
+    int parts;
+} job;
 
 /* how long a worker spins for the next job before it sleeps */
 #define SPIN_NS 300000L
@@ -54,7 +88,8 @@ static long now_ns(void) {
 
 /* the generation each new worker starts from: the one before the job it is created for (a
  * worker that started from 0 would run a finished job again, from a stale pointer: after a
- * fork, or when the pool grows) */
+ * fork, or when the pool grows). Written before pthread_create, which orders it before the
+ * worker's first read. The worker's only other state, its scratch, it allocates itself. */
 static unsigned start_generation[MAX_THREADS];
 
 static void *worker(void *arg) {
@@ -72,14 +107,14 @@ static void *worker(void *arg) {
                 atomic_fetch_sub(&sleepers, 1);
                 deadline = now_ns() + SPIN_NS;
             } else if (spins % 16 == 0) {
-                sched_yield();  /* a thread waiting for this core (the caller?) goes first */
+                sched_yield(); /* a thread waiting for this core (the caller?) goes first */
             } else {
                 cpu_relax();
             }
         }
         seen = cur;
-        if (id < job_parts) job_fn(job_arg, id, job_parts);
-        atomic_fetch_sub_explicit(&remaining, 1, memory_order_acq_rel);
+        if (id < job.parts) job.fn(job.arg, id, job.parts);
+        atomic_fetch_sub_explicit(&remaining, 1, memory_order_release);
     }
     return NULL;
 }
@@ -92,66 +127,94 @@ static int cores(void) {
 }
 
 void mi_pool_set_threads(int n) {
-    wanted = n < 1 ? 0 : (n > MAX_THREADS ? MAX_THREADS : n);
+    atomic_store_explicit(&wanted, n < 1 ? 0 : (n > MAX_THREADS ? MAX_THREADS : n), RELAXED);
+    atomic_store_explicit(&limit, 0, RELAXED); /* try again to start what is missing */
 }
 
-int mi_pool_get_threads(void) { return wanted ? wanted : cores(); }
+int mi_pool_get_threads(void) {
+    int want = atomic_load_explicit(&wanted, RELAXED);
+    int most = atomic_load_explicit(&limit, RELAXED);
+    if (!want) want = cores();
+    return most && want > most ? most : want;
+}
 
-/* set when a worker's scratch could not be allocated during the running job */
-static atomic_int scratch_failed;
+int mi_pool_started(void) { return atomic_load_explicit(&started, RELAXED); }
+
+int mi_pool_start_error(void) { return atomic_load_explicit(&start_error, RELAXED); }
+
+void mi_pool_fail_start(int after) { atomic_store_explicit(&start_budget, after, RELAXED); }
+
+/* start workers until `want` threads exist (the caller holds `busy`); a worker that cannot
+ * start keeps nothing (its attributes are destroyed, its slot is reused by the next try),
+ * and the pool stays at the threads it has until the count is set again */
+static int grow_to(int want) {
+    int have = atomic_load_explicit(&started, RELAXED);
+    while (have < want) {
+        pthread_t t;
+        pthread_attr_t attr;
+        int rc = pthread_attr_init(&attr);
+        if (rc == 0) {
+            rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            int budget = atomic_load_explicit(&start_budget, RELAXED);
+            if (rc == 0 && budget == 0) {
+                rc = EAGAIN; /* tests: as when the system has no thread left to give */
+            } else if (rc == 0) {
+                start_generation[have] = atomic_load_explicit(&generation, RELAXED);
+                rc = pthread_create(&t, &attr, worker, (void *)(intptr_t)have);
+                if (rc == 0 && budget > 0)
+                    atomic_store_explicit(&start_budget, budget - 1, RELAXED);
+            }
+            pthread_attr_destroy(&attr);
+        }
+        if (rc != 0) {
+            atomic_store_explicit(&start_error, rc, RELAXED);
+            atomic_store_explicit(&limit, have, RELAXED);
+            break;
+        }
+        have++;
+        atomic_store_explicit(&started, have, RELAXED);
+    }
+    return have;
+}
 
 int mi_pool_run(mi_part_fn fn, const void *arg) {
     int want = mi_pool_get_threads();
-    if (want <= 1 || pthread_mutex_trylock(&busy) != 0) {  /* another thread's job: alone */
+    if (want <= 1 || pthread_mutex_trylock(&busy) != 0) { /* another thread's job: alone */
         fn(arg, 0, 1);
         return 0;
     }
-    atomic_store(&scratch_failed, 0);
-    pthread_mutex_lock(&grow);
-    while (started < want) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        start_generation[started] = atomic_load(&generation);
-        if (pthread_create(&t, &attr, worker, (void *)(intptr_t)started) != 0) break;
-        pthread_attr_destroy(&attr);
-        started++;
-    }
-    pthread_mutex_unlock(&grow);
-    nthreads = want < started ? want : started;
-    job_fn = fn;
-    job_arg = arg;
-    job_parts = nthreads;
-    atomic_store_explicit(&remaining, started - 1, memory_order_release);
-    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
+    int have = grow_to(want);
+    int parts = want < have ? want : have;
+    atomic_store_explicit(&scratch_failed, 0, RELAXED);
+    job.fn = fn;
+    job.arg = arg;
+    job.parts = parts;
+    atomic_store_explicit(&remaining, have - 1, RELAXED);
+    atomic_fetch_add(&generation, 1); /* seq_cst: publishes the job, then reads sleepers */
     if (atomic_load(&sleepers) > 0)
         syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
-    fn(arg, 0, nthreads);
+    fn(arg, 0, parts);
     /* a worker woken onto the caller's core runs only when the caller yields it */
     for (unsigned spins = 1; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++)
         if (spins % 16 == 0) sched_yield(); else cpu_relax();
-    int failed = atomic_load(&scratch_failed);
+    int failed = atomic_load_explicit(&scratch_failed, RELAXED);
     pthread_mutex_unlock(&busy);
     return failed;
 }
 
-
-/* tests: every worker's scratch allocation fails, as when memory runs out */
-static atomic_int fail_scratch;
-void mi_pool_fail_scratch(int on) { atomic_store(&fail_scratch, on); }
+void mi_pool_fail_scratch(int on) { atomic_store_explicit(&fail_scratch, on, RELAXED); }
 
 float *mi_pool_scratch(long n) {
     static _Thread_local float *buf;
     static _Thread_local long size;
-    if (atomic_load(&fail_scratch)) {
-        atomic_store(&scratch_failed, 1);
+    if (atomic_load_explicit(&fail_scratch, RELAXED)) {
+        atomic_store_explicit(&scratch_failed, 1, RELAXED);
         return NULL;
     }
     if (n > size) {
         float *grown = realloc(buf, sizeof(float) * (size_t)n);
         if (!grown) {
-            atomic_store(&scratch_failed, 1);
+            atomic_store_explicit(&scratch_failed, 1, RELAXED);
             return NULL;
         }
         buf = grown;
@@ -160,11 +223,15 @@ float *mi_pool_scratch(long n) {
     return buf;
 }
 
+/* in the child, which has only the thread that forked: no workers, nobody asleep, no limit
+ * learnt from the parent's failures, and the mutex free (another thread of the parent may
+ * have held it) */
 static void after_fork(void) {
-    started = 1;
-    atomic_store(&sleepers, 0);
+    atomic_store_explicit(&started, 1, RELAXED);
+    atomic_store_explicit(&sleepers, 0, RELAXED);
+    atomic_store_explicit(&limit, 0, RELAXED);
+    atomic_store_explicit(&start_error, 0, RELAXED);
     pthread_mutex_init(&busy, NULL);
-    pthread_mutex_init(&grow, NULL);
 }
 
 __attribute__((constructor)) static void register_fork_handler(void) {

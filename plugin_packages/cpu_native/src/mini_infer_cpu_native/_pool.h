@@ -5,20 +5,32 @@
 /* one part of a job: the caller runs part 0, each worker one of the others */
 typedef void (*mi_part_fn)(const void *job, int part, int parts);
 
-/* run fn(arg, part, parts) for every part in [0, parts), parts = the pool's thread count (1
- * while another thread's job runs: then the caller runs it alone), and return when all are
- * done: 0, or 1 if a part could not get its scratch (mi_pool_scratch returned NULL) and so
- * did nothing, in which case the caller runs the whole job again alone, with its own buffers */
+/* run fn(arg, part, parts) for every part in [0, parts), parts = the threads the pool has
+ * for it (1 while another thread's job runs: then the caller runs it alone), and return
+ * when all are done: 0, or 1 if a part could not get its scratch (mi_pool_scratch returned
+ * NULL) and so did nothing, in which case the caller runs the whole job again alone, with
+ * its own buffers */
 int mi_pool_run(mi_part_fn fn, const void *arg);
 
-/* threads a job uses (default: the cores this process may run on); 0 restores the default */
+/* threads a job uses: the count set (default: the cores this process may run on), or
+ * fewer once a worker could not be started (see mi_pool_started); setting a count (0: the
+ * default) lets the pool try again to start what it lacks */
 int mi_pool_get_threads(void);
 void mi_pool_set_threads(int n);
+
+/* threads that exist, the caller included (workers start at the first job that needs them),
+ * and the error of the last pthread_create that failed (0: none) */
+int mi_pool_started(void);
+int mi_pool_start_error(void);
 
 /* a float buffer of at least n floats owned by the calling thread (kept for its next job;
  * NULL if memory runs out: the part returns at once, and mi_pool_run says so) */
 float *mi_pool_scratch(long n);
-void mi_pool_fail_scratch(int on); /* tests: make every mi_pool_scratch fail */
+
+/* tests: make every mi_pool_scratch fail (on != 0); let only `after` more workers start, the
+ * next ones failing as pthread_create does without resources (after < 0: no limit) */
+void mi_pool_fail_scratch(int on);
+void mi_pool_fail_start(int after);
 
 /* [begin, end) of `total` items for part `part` of `parts` */
 static inline void mi_pool_share(long total, int part, int parts, long *begin, long *end) {

@@ -2,12 +2,13 @@
  * Winograd convolution transforms, F(2x2, 3x3) and F(4x4, 3x3): a 3x3 stride-1 convolution as
  * GEMMs on transformed input tiles (16 of them for 2x2 output tiles, 36 for 4x4). These
  * functions do the input, output and weight transforms; the GEMMs run between them (see
- * _winograd.py). Part of the _kernels extension (same conventions: C-contiguous float32,
- * every size a long). The input and output transforms run on the pool (_pool.c), split by
- * channels, each thread with rows of its own.
+ * _winograd.py). Part of the _kernels extension (same conventions: one argument struct per
+ * exported kernel, _args.h; C-contiguous float32, every size a long). The input and output
+ * transforms run on the pool (_pool.c), split by channels, each thread with rows of its own.
  */
 #include <string.h>
 
+#include "_args.h"
 #include "_common.h"
 #include "_pool.h"
 
@@ -35,12 +36,13 @@ static inline void load_rows(float *const *d, int n, const float *plane, long fi
  * tiles, 2.25x fewer multiplications than the direct product. Output tile (ty, tx) covers
  * output rows 2ty, 2ty+1 and columns 2tx, 2tx+1 and reads the 4x4 input patch d at
  * (2ty - pt, 2tx - pl) (zero outside the input). These two functions do the transforms of
- * the tile rows [ty0, ty1) of one image; the GEMMs run in BLAS between them.
+ * the tile rows [ty0, ty1) of one image; the GEMMs run between them (the compiled GEMM's
+ * batch, or NumPy's matmul on a CPU without AVX-512).
  *
  * Input: v[k, c, t] = (B^T d B)[k] with t = (ty - ty0) * tw + tx, v (16, C, T).
  * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. The row combinations run over whole
  * (zero-bordered) input rows first, then each tile's column combinations (vectorised over
- * the tiles of a row). rows: 8 * (2*tw + 2) floats.
+ * the tiles of a row). rows: 8 * (2*tw + 2) floats (the d and e rows).
  */
 CLONES static void wino_in(const float *restrict x, float *restrict v, float *restrict rows,
                            long c, long h, long wd, long pt, long pl, long tw, long ty0,
@@ -149,7 +151,7 @@ static inline void filter2(const float *g, float *out, long stride) {
  * Winograd weights: u[k, f, ch] = (G g G^T)[k] for each 3x3 filter g = w[f, ch] (w is M x C
  * x 3 x 3), G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; u is 16 x M x C.
  */
-CLONES void mi_wino_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
+CLONES static void wino_weights(const float *restrict w, float *restrict u, long m, long c) {
     weights_by_block(w, u, m * c, 16, filter2);
 }
 
@@ -284,7 +286,8 @@ static inline void filter4(const float *g, float *out, long stride) {
     }
 }
 
-CLONES void mi_wino4_weights_f32(const float *restrict w, float *restrict u, long m, long c) {
+CLONES static void wino4_weights(const float *restrict w, float *restrict u, long m,
+                                 long c) {
     weights_by_block(w, u, m * c, 36, filter4);
 }
 
@@ -322,39 +325,33 @@ static void out_part(const void *arg, int part, int parts) {
                                           j->wd, j->tw, j->ty0, j->ty1, j->lo, j->hi, f0, f1);
 }
 
-static void run_in(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
-                   long pl, long tw, long ty0, long ty1, int tile) {
-    wino_job j = {x, NULL, NULL, v, rows, 2 * (tile + 2) * (tile * tw + 2), c, h, wd, pt, pl,
-                  tw, ty0, ty1, 0.0f, 0.0f, tile};
+/* input tiles, F(2x2, 3x3) (tile 2) or F(4x4, 3x3) (tile 4), on the pool */
+int mi_wino_in_f32(const mi_wino_in_args *a) {
+    if (!a->x || !a->v || !a->rows || (a->tile != 2 && a->tile != 4) ||
+        ANY_NEGATIVE(a->c, a->h, a->wd, a->pt, a->pl, a->tw, a->ty0, a->ty1 - a->ty0))
+        return MI_EARGS;
+    wino_job j = {a->x, NULL, NULL, a->v, a->rows, 2 * (a->tile + 2) * (a->tile * a->tw + 2),
+                  a->c, a->h, a->wd, a->pt, a->pl, a->tw, a->ty0, a->ty1, 0.0f, 0.0f, a->tile};
     if (mi_pool_run(in_part, &j)) in_part(&j, 0, 1);
+    return MI_OK;
 }
 
-static void run_out(const float *mm, float *y, const float *bias, const float *res, float *rows,
-                    long m, long oh, long ow, long tw, long ty0, long ty1, float lo, float hi,
-                    int tile) {
-    wino_job j = {mm, bias, res, y, rows, tile * tile * tw, m, oh, ow, 0, 0, tw, ty0, ty1, lo,
-                  hi, tile};
+/* output tiles, plus bias and residual, clamped, on the pool */
+int mi_wino_out_f32(const mi_wino_out_args *a) {
+    if (!a->mm || !a->y || !a->rows || (a->tile != 2 && a->tile != 4) ||
+        ANY_NEGATIVE(a->m, a->oh, a->ow, a->tw, a->ty0, a->ty1 - a->ty0) ||
+        a->tile * a->tw < a->ow || (a->ty1 > a->ty0 && a->tile * (a->ty1 - 1) >= a->oh))
+        return MI_EARGS;
+    wino_job j = {a->mm, a->bias, a->res, a->y, a->rows, a->tile * a->tile * a->tw, a->m,
+                  a->oh, a->ow, 0, 0, a->tw, a->ty0, a->ty1, a->lo, a->hi, a->tile};
     if (mi_pool_run(out_part, &j)) out_part(&j, 0, 1);
+    return MI_OK;
 }
 
-void mi_wino_in_f32(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
-                    long pl, long tw, long ty0, long ty1) {
-    run_in(x, v, rows, c, h, wd, pt, pl, tw, ty0, ty1, 2);
-}
-
-void mi_wino4_in_f32(const float *x, float *v, float *rows, long c, long h, long wd, long pt,
-                     long pl, long tw, long ty0, long ty1) {
-    run_in(x, v, rows, c, h, wd, pt, pl, tw, ty0, ty1, 4);
-}
-
-void mi_wino_out_f32(const float *mm, float *y, const float *bias, const float *res,
-                     float *rows, long m, long oh, long ow, long tw, long ty0, long ty1,
-                     float lo, float hi) {
-    run_out(mm, y, bias, res, rows, m, oh, ow, tw, ty0, ty1, lo, hi, 2);
-}
-
-void mi_wino4_out_f32(const float *mm, float *y, const float *bias, const float *res,
-                      float *rows, long m, long oh, long ow, long tw, long ty0, long ty1,
-                      float lo, float hi) {
-    run_out(mm, y, bias, res, rows, m, oh, ow, tw, ty0, ty1, lo, hi, 4);
+/* the weight transform of either tile size */
+int mi_wino_weights_f32(const mi_wino_weights_args *a) {
+    if (!a->w || !a->u || (a->tile != 2 && a->tile != 4) || ANY_NEGATIVE(a->m, a->c))
+        return MI_EARGS;
+    (a->tile == 2 ? wino_weights : wino4_weights)(a->w, a->u, a->m, a->c);
+    return MI_OK;
 }

@@ -21,7 +21,6 @@ rtol 1e-4 and a tolerance relative to the output's scale).
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -113,6 +112,12 @@ def weights(w: Array, tile: int, group: int = 1) -> tuple[Array, Array | None]:
     return u, np.concatenate([pack_a(uk) for ug in u for uk in ug])
 
 
+def _matmul(u: Array, v: Array, out: Array) -> None:
+    """The products where the compiled GEMM does not run (a call returns None: see
+    :func:`._native.run_calls`)."""
+    np.matmul(u, v, out=out)
+
+
 def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
                   begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array],
                   packed: Array | None = None) -> None:
@@ -147,7 +152,7 @@ def winograd_calls(x: Array, u: Array, b: Array | None, r: Array | None, out: Ar
                 mm = m_all[: k * m * t].reshape(k, m, t)
                 calls.append(wino_in_call(xg, v, rows, begin, tw, ty0, ty1, tile))
                 if pg is None:
-                    calls.append((partial(np.matmul, out=mm), (u[g], v)))
+                    calls.append((_matmul, (u[g], v, mm)))
                 else:
                     calls.append(gemm_batch_call(pg, m, c, v, mm))
                 calls.append(wino_out_call(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile))

@@ -11,8 +11,17 @@ from mini_infer_core.registry import hookimpl
 
 
 def _compiled_present() -> bool:
-    """Whether the compiled extension is installed (found, not loaded: listing stays cheap)."""
+    """Whether the compiled extension is installed."""
     return find_spec("mini_infer_cpu_native._kernels") is not None
+
+
+def _compiled_problem() -> str | None:
+    """Why the installed extension cannot be used (None: it can): its ABI version or the
+    layout of its argument structs differs from this package's Python side (a stale build).
+    Loads the library with ctypes, once per process (a millisecond; NumPy is not imported)."""
+    from ._abi import problem
+
+    return problem()
 
 
 @hookimpl
@@ -22,14 +31,19 @@ def mini_infer_plugin_api_version() -> str:
 
 @hookimpl
 def mini_infer_creators() -> list[Any]:
-    # Without the extension these creators would outrank cpu_basic's and then fail to load:
-    # the distribution is marked failed instead, and cpu_basic's kernels serve.
+    # Without a usable extension these creators would outrank cpu_basic's and then fail to
+    # load: the distribution is marked failed instead, and cpu_basic's kernels serve.
     if not _compiled_present():
         raise PluginLoadError(
             "the compiled extension mini_infer_cpu_native._kernels is missing (installed "
             "without a C compiler?); reinstall mini-infer-cpu-native where gcc and the Python "
             "headers are present, or `pip uninstall mini-infer-cpu-native` (mini-infer-cpu-"
             "plugins' NumPy kernels serve meanwhile)")
+    problem = _compiled_problem()
+    if problem is not None:
+        raise PluginLoadError(
+            f"the compiled extension cannot be used: {problem} (mini-infer-cpu-plugins' NumPy "
+            "kernels serve meanwhile)")
     from .catalog import lazy_creators
 
     return lazy_creators()

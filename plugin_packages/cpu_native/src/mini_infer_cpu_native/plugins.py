@@ -1,11 +1,14 @@
-"""cpu_basic's Conv, MaxPool, AveragePool, LRN and BatchNormalization with their float32 NCHW
-cases compiled.
+"""cpu_basic's Conv, Gemm, MaxPool, AveragePool, LRN and BatchNormalization with their float32
+NCHW cases compiled.
 
 Each class is the cpu_basic plugin (same fields, fusions, shape inference and serialized
 form) whose ``compute`` takes the compiled kernel when the case is one it has
-(:mod:`._native`) and hands anything else (float64, 1-D/3-D, grouped but not depthwise
-convolutions, MaxPool's Indices) to the NumPy kernel it inherits. Engines built with these
-plugins name this distribution, so loading them needs it installed.
+(:mod:`._native`) and hands anything else (float64, 1-D/3-D, arrays that are not contiguous
+or aligned, grouped convolutions on a CPU without AVX-512, MaxPool's Indices) to the NumPy
+kernel it inherits. The wrappers of :mod:`._native` check every array again before a call;
+one they refuse here (a bug) fails the run with the node named (the engine wraps it in an
+``ExecutionError``), never a read or write past an array. Engines built with these plugins
+name this distribution, so loading them needs it installed.
 """
 
 from __future__ import annotations

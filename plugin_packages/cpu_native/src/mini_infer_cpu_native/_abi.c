@@ -1,0 +1,100 @@
+/* The layout of the argument structs (_args.h) as this compiler laid them out, for _abi.py to
+ * compare with its ctypes mirrors when the library loads. Every field of _args.h has its row
+ * here (a test reads _args.h and checks). */
+#include <stddef.h>
+
+#include "_args.h"
+
+#define STRUCT(T) {#T, NULL, 0, (long)sizeof(T)}
+#define FIELD(T, f) {#T, #f, (long)offsetof(T, f), (long)sizeof(((T *)0)->f)}
+
+static const mi_abi_field layout[] = {
+    STRUCT(mi_dwconv2d_args),
+    FIELD(mi_dwconv2d_args, x), FIELD(mi_dwconv2d_args, w), FIELD(mi_dwconv2d_args, bias),
+    FIELD(mi_dwconv2d_args, res), FIELD(mi_dwconv2d_args, y), FIELD(mi_dwconv2d_args, work),
+    FIELD(mi_dwconv2d_args, n), FIELD(mi_dwconv2d_args, c), FIELD(mi_dwconv2d_args, h),
+    FIELD(mi_dwconv2d_args, wd), FIELD(mi_dwconv2d_args, kh), FIELD(mi_dwconv2d_args, kw),
+    FIELD(mi_dwconv2d_args, sh), FIELD(mi_dwconv2d_args, sw), FIELD(mi_dwconv2d_args, dh),
+    FIELD(mi_dwconv2d_args, dw), FIELD(mi_dwconv2d_args, pt), FIELD(mi_dwconv2d_args, pl),
+    FIELD(mi_dwconv2d_args, oh), FIELD(mi_dwconv2d_args, ow), FIELD(mi_dwconv2d_args, hp),
+    FIELD(mi_dwconv2d_args, wp), FIELD(mi_dwconv2d_args, lo), FIELD(mi_dwconv2d_args, hi),
+
+    STRUCT(mi_pool2d_args),
+    FIELD(mi_pool2d_args, x), FIELD(mi_pool2d_args, y), FIELD(mi_pool2d_args, work),
+    FIELD(mi_pool2d_args, planes), FIELD(mi_pool2d_args, h), FIELD(mi_pool2d_args, wd),
+    FIELD(mi_pool2d_args, kh), FIELD(mi_pool2d_args, kw), FIELD(mi_pool2d_args, sh),
+    FIELD(mi_pool2d_args, sw), FIELD(mi_pool2d_args, dh), FIELD(mi_pool2d_args, dw),
+    FIELD(mi_pool2d_args, pt), FIELD(mi_pool2d_args, pl), FIELD(mi_pool2d_args, pb),
+    FIELD(mi_pool2d_args, pr), FIELD(mi_pool2d_args, oh), FIELD(mi_pool2d_args, ow),
+    FIELD(mi_pool2d_args, avg), FIELD(mi_pool2d_args, include_pad),
+
+    STRUCT(mi_bias_act_args),
+    FIELD(mi_bias_act_args, y), FIELD(mi_bias_act_args, bias), FIELD(mi_bias_act_args, res),
+    FIELD(mi_bias_act_args, rows), FIELD(mi_bias_act_args, cols), FIELD(mi_bias_act_args, ldy),
+    FIELD(mi_bias_act_args, period), FIELD(mi_bias_act_args, ldr), FIELD(mi_bias_act_args, lo),
+    FIELD(mi_bias_act_args, hi),
+
+    STRUCT(mi_im2col_args),
+    FIELD(mi_im2col_args, x), FIELD(mi_im2col_args, cols), FIELD(mi_im2col_args, n),
+    FIELD(mi_im2col_args, c), FIELD(mi_im2col_args, h), FIELD(mi_im2col_args, wd),
+    FIELD(mi_im2col_args, kh), FIELD(mi_im2col_args, kw), FIELD(mi_im2col_args, sh),
+    FIELD(mi_im2col_args, sw), FIELD(mi_im2col_args, dh), FIELD(mi_im2col_args, dw),
+    FIELD(mi_im2col_args, pt), FIELD(mi_im2col_args, pl), FIELD(mi_im2col_args, oy0),
+    FIELD(mi_im2col_args, oy1), FIELD(mi_im2col_args, ow),
+
+    STRUCT(mi_scale_shift_args),
+    FIELD(mi_scale_shift_args, x), FIELD(mi_scale_shift_args, a), FIELD(mi_scale_shift_args, b),
+    FIELD(mi_scale_shift_args, y), FIELD(mi_scale_shift_args, n), FIELD(mi_scale_shift_args, c),
+    FIELD(mi_scale_shift_args, plane), FIELD(mi_scale_shift_args, lo),
+    FIELD(mi_scale_shift_args, hi),
+
+    STRUCT(mi_lrn_args),
+    FIELD(mi_lrn_args, x), FIELD(mi_lrn_args, y), FIELD(mi_lrn_args, acc), FIELD(mi_lrn_args, n),
+    FIELD(mi_lrn_args, c), FIELD(mi_lrn_args, plane), FIELD(mi_lrn_args, size),
+    FIELD(mi_lrn_args, alpha), FIELD(mi_lrn_args, beta), FIELD(mi_lrn_args, bias),
+
+    STRUCT(mi_wino_in_args),
+    FIELD(mi_wino_in_args, x), FIELD(mi_wino_in_args, v), FIELD(mi_wino_in_args, rows),
+    FIELD(mi_wino_in_args, c), FIELD(mi_wino_in_args, h), FIELD(mi_wino_in_args, wd),
+    FIELD(mi_wino_in_args, pt), FIELD(mi_wino_in_args, pl), FIELD(mi_wino_in_args, tw),
+    FIELD(mi_wino_in_args, ty0), FIELD(mi_wino_in_args, ty1), FIELD(mi_wino_in_args, tile),
+
+    STRUCT(mi_wino_out_args),
+    FIELD(mi_wino_out_args, mm), FIELD(mi_wino_out_args, y), FIELD(mi_wino_out_args, bias),
+    FIELD(mi_wino_out_args, res), FIELD(mi_wino_out_args, rows), FIELD(mi_wino_out_args, m),
+    FIELD(mi_wino_out_args, oh), FIELD(mi_wino_out_args, ow), FIELD(mi_wino_out_args, tw),
+    FIELD(mi_wino_out_args, ty0), FIELD(mi_wino_out_args, ty1), FIELD(mi_wino_out_args, lo),
+    FIELD(mi_wino_out_args, hi), FIELD(mi_wino_out_args, tile),
+
+    STRUCT(mi_wino_weights_args),
+    FIELD(mi_wino_weights_args, w), FIELD(mi_wino_weights_args, u),
+    FIELD(mi_wino_weights_args, m), FIELD(mi_wino_weights_args, c),
+    FIELD(mi_wino_weights_args, tile),
+
+    STRUCT(mi_gemm_pack_args),
+    FIELD(mi_gemm_pack_args, a), FIELD(mi_gemm_pack_args, out), FIELD(mi_gemm_pack_args, m),
+    FIELD(mi_gemm_pack_args, k), FIELD(mi_gemm_pack_args, lda),
+
+    STRUCT(mi_gemm_args),
+    FIELD(mi_gemm_args, a), FIELD(mi_gemm_args, b), FIELD(mi_gemm_args, c),
+    FIELD(mi_gemm_args, bias), FIELD(mi_gemm_args, res), FIELD(mi_gemm_args, m),
+    FIELD(mi_gemm_args, n), FIELD(mi_gemm_args, k), FIELD(mi_gemm_args, ldb),
+    FIELD(mi_gemm_args, ldc), FIELD(mi_gemm_args, ldr), FIELD(mi_gemm_args, lo),
+    FIELD(mi_gemm_args, hi),
+
+    STRUCT(mi_gemm_batch_args),
+    FIELD(mi_gemm_batch_args, a), FIELD(mi_gemm_batch_args, b), FIELD(mi_gemm_batch_args, c),
+    FIELD(mi_gemm_batch_args, count), FIELD(mi_gemm_batch_args, a_stride),
+    FIELD(mi_gemm_batch_args, b_stride), FIELD(mi_gemm_batch_args, c_stride),
+    FIELD(mi_gemm_batch_args, ldb), FIELD(mi_gemm_batch_args, ldc), FIELD(mi_gemm_batch_args, m),
+    FIELD(mi_gemm_batch_args, n), FIELD(mi_gemm_batch_args, k),
+
+    STRUCT(mi_abi_field),
+    FIELD(mi_abi_field, type), FIELD(mi_abi_field, field), FIELD(mi_abi_field, offset),
+    FIELD(mi_abi_field, size),
+
+    {NULL, NULL, 0, 0}};
+
+int mi_abi_version(void) { return MI_ABI_VERSION; }
+
+const mi_abi_field *mi_abi_layout(void) { return layout; }

@@ -1,0 +1,223 @@
+"""The compiled kernels' argument structs (``_args.h``) as ctypes Structures, the one place
+they are mirrored, and the check that the library found agrees with them.
+
+Each exported kernel takes one struct by pointer. When the library loads, :func:`load`
+compares ``MI_ABI_VERSION`` (``mi_abi_version``) with :data:`ABI_VERSION`, then every
+struct's size and every field's offset and size (``mi_abi_layout``) with the Structures
+below, both ways (a field on one side only is a mismatch too). A library that differs (built
+from other sources, a stale build left in place) is refused with :class:`AbiError`, and
+:func:`problem` says why; the entry point then marks the distribution failed, so that
+cpu_basic's NumPy kernels serve, as when the extension is missing. Nothing here imports NumPy:
+the entry point runs the check when plugins are listed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from importlib.util import find_spec
+
+__all__ = ["ABI_VERSION", "STRUCTS", "AbiError", "BiasActArgs", "DwConv2dArgs",
+           "GemmArgs", "GemmBatchArgs", "GemmPackArgs", "Im2colArgs", "LrnArgs",
+           "Pool2dArgs", "ScaleShiftArgs", "WinoInArgs", "WinoOutArgs", "WinoWeightsArgs",
+           "layout_mismatches", "library_file", "load", "problem"]
+
+#: MI_ABI_VERSION of ``_args.h``: change both with any struct
+ABI_VERSION = 1
+
+_P, _L, _F, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_int
+
+
+def _fields(kind: type, names: str) -> list[tuple[str, type]]:
+    return [(name, kind) for name in names.split()]
+
+
+class DwConv2dArgs(ctypes.Structure):
+    """mi_dwconv2d_args"""
+    _fields_ = (_fields(_P, "x w bias res y work")
+                + _fields(_L, "n c h wd kh kw sh sw dh dw pt pl oh ow hp wp")
+                + _fields(_F, "lo hi"))
+
+
+class Pool2dArgs(ctypes.Structure):
+    """mi_pool2d_args"""
+    _fields_ = (_fields(_P, "x y work")
+                + _fields(_L, "planes h wd kh kw sh sw dh dw pt pl pb pr oh ow")
+                + _fields(_I, "avg include_pad"))
+
+
+class BiasActArgs(ctypes.Structure):
+    """mi_bias_act_args"""
+    _fields_ = (_fields(_P, "y bias res") + _fields(_L, "rows cols ldy period ldr")
+                + _fields(_F, "lo hi"))
+
+
+class Im2colArgs(ctypes.Structure):
+    """mi_im2col_args"""
+    _fields_ = (_fields(_P, "x cols")
+                + _fields(_L, "n c h wd kh kw sh sw dh dw pt pl oy0 oy1 ow"))
+
+
+class ScaleShiftArgs(ctypes.Structure):
+    """mi_scale_shift_args"""
+    _fields_ = _fields(_P, "x a b y") + _fields(_L, "n c plane") + _fields(_F, "lo hi")
+
+
+class LrnArgs(ctypes.Structure):
+    """mi_lrn_args"""
+    _fields_ = (_fields(_P, "x y acc") + _fields(_L, "n c plane size")
+                + _fields(_F, "alpha beta bias"))
+
+
+class WinoInArgs(ctypes.Structure):
+    """mi_wino_in_args"""
+    _fields_ = (_fields(_P, "x v rows") + _fields(_L, "c h wd pt pl tw ty0 ty1")
+                + _fields(_I, "tile"))
+
+
+class WinoOutArgs(ctypes.Structure):
+    """mi_wino_out_args"""
+    _fields_ = (_fields(_P, "mm y bias res rows") + _fields(_L, "m oh ow tw ty0 ty1")
+                + _fields(_F, "lo hi") + _fields(_I, "tile"))
+
+
+class WinoWeightsArgs(ctypes.Structure):
+    """mi_wino_weights_args"""
+    _fields_ = _fields(_P, "w u") + _fields(_L, "m c") + _fields(_I, "tile")
+
+
+class GemmPackArgs(ctypes.Structure):
+    """mi_gemm_pack_args"""
+    _fields_ = _fields(_P, "a out") + _fields(_L, "m k lda")
+
+
+class GemmArgs(ctypes.Structure):
+    """mi_gemm_args"""
+    _fields_ = (_fields(_P, "a b c bias res") + _fields(_L, "m n k ldb ldc ldr")
+                + _fields(_F, "lo hi"))
+
+
+class GemmBatchArgs(ctypes.Structure):
+    """mi_gemm_batch_args"""
+    _fields_ = (_fields(_P, "a b c")
+                + _fields(_L, "count a_stride b_stride c_stride ldb ldc m n k"))
+
+
+class _AbiField(ctypes.Structure):
+    """mi_abi_field: one row of mi_abi_layout (read before the layout is known: its own
+    layout is part of MI_ABI_VERSION, and is checked with the rest)."""
+    _fields_ = [("type", ctypes.c_char_p), ("field", ctypes.c_char_p), ("offset", _L),
+                ("size", _L)]
+
+
+#: every mirrored struct by its C name
+STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "mi_dwconv2d_args": DwConv2dArgs, "mi_pool2d_args": Pool2dArgs,
+    "mi_bias_act_args": BiasActArgs, "mi_im2col_args": Im2colArgs,
+    "mi_scale_shift_args": ScaleShiftArgs, "mi_lrn_args": LrnArgs,
+    "mi_wino_in_args": WinoInArgs, "mi_wino_out_args": WinoOutArgs,
+    "mi_wino_weights_args": WinoWeightsArgs, "mi_gemm_pack_args": GemmPackArgs,
+    "mi_gemm_args": GemmArgs, "mi_gemm_batch_args": GemmBatchArgs,
+    "mi_abi_field": _AbiField}
+
+
+class AbiError(ImportError):
+    """The compiled library does not match this package's Python side."""
+
+
+def library_file() -> str | None:
+    """The compiled extension's file (None: not installed)."""
+    spec = find_spec("mini_infer_cpu_native._kernels")
+    return None if spec is None else spec.origin
+
+
+def _layout(lib: ctypes.CDLL) -> dict[str, dict[str | None, tuple[int, int]]]:
+    """mi_abi_layout as {struct: {field (None: the struct): (offset, size)}}."""
+    fn = lib.mi_abi_layout
+    fn.argtypes = []
+    fn.restype = ctypes.POINTER(_AbiField)
+    rows = fn()
+    table: dict[str, dict[str | None, tuple[int, int]]] = {}
+    i = 0
+    while rows[i].type is not None:
+        row = rows[i]
+        assert row.type is not None
+        field = None if row.field is None else row.field.decode()
+        table.setdefault(row.type.decode(), {})[field] = (int(row.offset), int(row.size))
+        i += 1
+    return table
+
+
+def layout_mismatches(lib: ctypes.CDLL,
+                      structs: dict[str, type[ctypes.Structure]] | None = None) -> list[str]:
+    """What differs between the library's mi_abi_layout and ``structs`` (default
+    :data:`STRUCTS`): one line per struct or field."""
+    structs = STRUCTS if structs is None else structs
+    table = _layout(lib)
+    found: list[str] = []
+    for name in sorted(set(table) - set(structs)):
+        found.append(f"{name}: in the library, not mirrored in _abi.py")
+    for name, mirror in structs.items():
+        c_side = table.get(name)
+        if c_side is None:
+            found.append(f"{name}: mirrored in _abi.py, not in the library")
+            continue
+        size = ctypes.sizeof(mirror)
+        if c_side.get(None, (0, -1))[1] != size:
+            found.append(f"{name}: {c_side.get(None, (0, -1))[1]} bytes in the library, "
+                         f"{size} in _abi.py")
+        py_fields = {f[0]: getattr(mirror, f[0]) for f in mirror._fields_}
+        for field in [f for f in c_side if f is not None and f not in py_fields]:
+            found.append(f"{name}.{field}: in the library, not in _abi.py")
+        for field, desc in py_fields.items():
+            if field not in c_side:
+                found.append(f"{name}.{field}: in _abi.py, not in the library")
+            elif c_side[field] != (desc.offset, desc.size):
+                found.append(f"{name}.{field}: offset {c_side[field][0]} size "
+                             f"{c_side[field][1]} in the library, offset {desc.offset} "
+                             f"size {desc.size} in _abi.py")
+    return found
+
+
+def _reinstall(path: str) -> str:
+    return (f"{path} was not built from this mini-infer-cpu-native's sources; reinstall "
+            "mini-infer-cpu-native (pip install --force-reinstall --no-deps), or remove the "
+            "stale build")
+
+
+@cache
+def load() -> ctypes.CDLL:
+    """The compiled library, checked against :data:`ABI_VERSION` and :data:`STRUCTS`
+    (:class:`AbiError` where it differs or is missing)."""
+    path = library_file()
+    if path is None:
+        raise AbiError("the compiled extension mini_infer_cpu_native._kernels is missing")
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as exc:
+        raise AbiError(f"cannot load {path}: {exc}") from exc
+    try:
+        version = lib.mi_abi_version
+    except AttributeError:
+        raise AbiError(f"{path} has no mi_abi_version (older than ABI version "
+                       f"{ABI_VERSION}): {_reinstall(path)}") from None
+    version.argtypes = []
+    version.restype = ctypes.c_int
+    if version() != ABI_VERSION:
+        raise AbiError(f"{path} has ABI version {version()}, this package's Python side "
+                       f"expects {ABI_VERSION}: {_reinstall(path)}")
+    mismatches = layout_mismatches(lib)
+    if mismatches:
+        raise AbiError(f"{path}: the argument structs differ from their mirrors in _abi.py "
+                       f"({'; '.join(mismatches)}): {_reinstall(path)}")
+    return lib
+
+
+@cache
+def problem() -> str | None:
+    """Why the compiled library cannot be used here (None: it can), checked once."""
+    try:
+        load()
+    except AbiError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,181 @@
+/* The compiled kernels' arguments: one struct per exported kernel, passed by pointer
+ * (`int mi_<kernel>_f32(const mi_<kernel>_args *)`), mirrored field for field by the ctypes
+ * Structures of _abi.py.
+ *
+ * Changing a struct here means changing its mirror in _abi.py and MI_ABI_VERSION (in both
+ * places). When the library loads, _abi.py compares MI_ABI_VERSION (mi_abi_version) and the
+ * size of every struct and the offset and size of every field (mi_abi_layout, _abi.c) with
+ * its mirror, and refuses a library that differs (the plugins then fall back to cpu_basic's
+ * NumPy kernels); a test checks that mi_abi_layout lists every field declared here.
+ *
+ * Conventions: arrays are float32 in C order; sizes and strides are counted in floats; a
+ * pointer marked "or NULL" is optional, every other one must point to an array.
+ *
+ * Return value: MI_OK, or MI_EARGS when an argument is one no call could take (a required
+ * array NULL, a size below 0, a kernel size, stride or dilation below 1, padding below 0, a
+ * tile other than 2 or 4); nothing is read or written then. The kernels cannot know how
+ * large the arrays behind the pointers are: the Python wrappers (_native.py) check every
+ * array's dtype, layout and size against what the kernel will touch before they make a call.
+ */
+#ifndef MI_ARGS_H
+#define MI_ARGS_H
+
+#define MI_ABI_VERSION 1
+
+#define MI_OK 0
+#define MI_EARGS 1
+
+/* y = clamp(depthwise_conv(x, w) + bias + res, lo, hi), one filter per channel:
+ * mi_dwconv2d_f32 (_kernels.c) */
+typedef struct mi_dwconv2d_args {
+    const float *x;    /* (n, c, h, wd) */
+    const float *w;    /* (c, kh * kw) */
+    const float *bias; /* (c) or NULL */
+    const float *res;  /* (n, c, oh, ow) or NULL */
+    float *y;          /* (n, c, oh, ow) */
+    float *work;       /* hp * wp + oh * wp floats */
+    long n, c, h, wd;
+    long kh, kw, sh, sw, dh, dw;
+    long pt, pl; /* padding before the first row and column */
+    long oh, ow;
+    long hp, wp; /* the padded plane: at least the extent the windows read, pt <= hp, pl <= wp */
+    float lo, hi;
+} mi_dwconv2d_args;
+
+/* max (avg 0) or average (avg 1) pooling of every plane: mi_pool2d_f32 (_kernels.c) */
+typedef struct mi_pool2d_args {
+    const float *x; /* (planes, h, wd) */
+    float *y;       /* (planes, oh, ow) */
+    float *work;    /* 2 * max(oh, h) * wd + oh + ow floats */
+    long planes, h, wd;
+    long kh, kw, sh, sw, dh, dw;
+    long pt, pl, pb, pr; /* padding before and after (after: the average's divisor only) */
+    long oh, ow;
+    int avg, include_pad;
+} mi_pool2d_args;
+
+/* in place: y[i, j] = clamp(y[i, j] + bias[i % period] + res[i, j], lo, hi):
+ * mi_bias_act_f32 (_kernels.c) */
+typedef struct mi_bias_act_args {
+    float *y;          /* rows x cols, rows ldy floats apart */
+    const float *bias; /* (period) or NULL */
+    const float *res;  /* rows x cols, rows ldr floats apart, or NULL */
+    long rows, cols, ldy, period, ldr;
+    float lo, hi;
+} mi_bias_act_args;
+
+/* the im2col columns of output rows [oy0, oy1): mi_im2col_f32 (_kernels.c) */
+typedef struct mi_im2col_args {
+    const float *x; /* (n, c, h, wd) */
+    float *cols;    /* (n, c, kh, kw, oy1 - oy0, ow) */
+    long n, c, h, wd;
+    long kh, kw, sh, sw, dh, dw;
+    long pt, pl;
+    long oy0, oy1, ow;
+} mi_im2col_args;
+
+/* y = clamp(x * a[ch] + b[ch], lo, hi): mi_scale_shift_f32 (_kernels.c) */
+typedef struct mi_scale_shift_args {
+    const float *x; /* (n, c, plane) */
+    const float *a; /* (c) */
+    const float *b; /* (c) */
+    float *y;       /* (n, c, plane) */
+    long n, c, plane;
+    float lo, hi;
+} mi_scale_shift_args;
+
+/* ONNX LRN across channels: mi_lrn_f32 (_kernels.c) */
+typedef struct mi_lrn_args {
+    const float *x; /* (n, c, plane) */
+    float *y;       /* (n, c, plane) */
+    float *acc;     /* plane floats */
+    long n, c, plane, size;
+    float alpha, beta, bias;
+} mi_lrn_args;
+
+/* Winograd F(tile x tile, 3x3) input tiles of tile rows [ty0, ty1): mi_wino_in_f32
+ * (_winograd.c) */
+typedef struct mi_wino_in_args {
+    const float *x; /* (c, h, wd) */
+    float *v;       /* ((tile + 2)^2, c, (ty1 - ty0) * tw) */
+    float *rows;    /* 2 * (tile + 2) * (tile * tw + 2) floats */
+    long c, h, wd;
+    long pt, pl;
+    long tw, ty0, ty1;
+    int tile; /* 2 or 4 */
+} mi_wino_in_args;
+
+/* the output tiles of tile rows [ty0, ty1), plus bias and residual, clamped: mi_wino_out_f32
+ * (_winograd.c) */
+typedef struct mi_wino_out_args {
+    const float *mm;   /* ((tile + 2)^2, m, (ty1 - ty0) * tw) */
+    float *y;          /* (m, oh, ow) */
+    const float *bias; /* (m) or NULL */
+    const float *res;  /* (m, oh, ow) or NULL */
+    float *rows;       /* tile * tile * tw floats */
+    long m, oh, ow;
+    long tw, ty0, ty1; /* tw >= ceil(ow / tile), ty1 <= ceil(oh / tile) */
+    float lo, hi;
+    int tile;
+} mi_wino_out_args;
+
+/* u[k, f, ch] = (G g G^T)[k] for every 3x3 filter g = w[f, ch]: mi_wino_weights_f32
+ * (_winograd.c) */
+typedef struct mi_wino_weights_args {
+    const float *w; /* (m, c, 3, 3) */
+    float *u;       /* ((tile + 2)^2, m, c) */
+    long m, c;
+    int tile;
+} mi_wino_weights_args;
+
+/* A (m x k, rows lda apart) packed in panels of 8 rows: mi_gemm_pack_f32 (_gemm.c) */
+typedef struct mi_gemm_pack_args {
+    const float *a;
+    float *out; /* m * k floats */
+    long m, k, lda;
+} mi_gemm_pack_args;
+
+/* C = clamp(A . B + bias + R, lo, hi): mi_gemm_f32 (_gemm.c) */
+typedef struct mi_gemm_args {
+    const float *a;    /* A packed by mi_gemm_pack_f32: m * k floats */
+    const float *b;    /* k x n, rows ldb floats apart */
+    float *c;          /* m x n, rows ldc floats apart */
+    const float *bias; /* (m) or NULL */
+    const float *res;  /* m x n, rows ldr floats apart (0: one row for all), or NULL */
+    long m, n, k, ldb, ldc, ldr;
+    float lo, hi;
+} mi_gemm_args;
+
+/* C_q = A_q . B_q for q < count, no epilogue: mi_gemm_batch_f32 (_gemm.c) */
+typedef struct mi_gemm_batch_args {
+    const float *a; /* count packed A_q, a_stride floats apart */
+    const float *b; /* count k x n, b_stride floats apart, rows ldb apart */
+    float *c;       /* count m x n, c_stride floats apart, rows ldc apart */
+    long count, a_stride, b_stride, c_stride, ldb, ldc, m, n, k;
+} mi_gemm_batch_args;
+
+/* mi_abi_layout's rows: one per struct (field NULL, size: sizeof) and one per field */
+typedef struct mi_abi_field {
+    const char *type;
+    const char *field;
+    long offset, size;
+} mi_abi_field;
+
+int mi_abi_version(void);
+/* every struct above and its fields, ended by a row whose type is NULL */
+const mi_abi_field *mi_abi_layout(void);
+
+int mi_dwconv2d_f32(const mi_dwconv2d_args *a);
+int mi_pool2d_f32(const mi_pool2d_args *a);
+int mi_bias_act_f32(const mi_bias_act_args *a);
+int mi_im2col_f32(const mi_im2col_args *a);
+int mi_scale_shift_f32(const mi_scale_shift_args *a);
+int mi_lrn_f32(const mi_lrn_args *a);
+int mi_wino_in_f32(const mi_wino_in_args *a);
+int mi_wino_out_f32(const mi_wino_out_args *a);
+int mi_wino_weights_f32(const mi_wino_weights_args *a);
+int mi_gemm_pack_f32(const mi_gemm_pack_args *a);
+int mi_gemm_f32(const mi_gemm_args *a);
+int mi_gemm_batch_f32(const mi_gemm_batch_args *a);
+
+#endif

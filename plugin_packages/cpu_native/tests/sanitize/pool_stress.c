@@ -1,0 +1,139 @@
+/* The thread pool and the kernels on it, without Python, for ThreadSanitizer,
+ * AddressSanitizer (with its leak check) and valgrind: run_sanitizers.sh builds and runs it.
+ * Not part of the test suite (it needs the sanitizer runtimes and minutes of CPU).
+ *
+ * Each round checks its results against plain loops: products split between 4 threads, from
+ * two calling threads at once (one of them then runs alone), pooling and depthwise
+ * convolutions that give each worker scratch of its own, workers that cannot start (the
+ * pool runs with those it has, then starts the rest when asked again), and scratch that
+ * cannot be allocated (the caller computes alone). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/mini_infer_cpu_native/_args.h"
+#include "../../src/mini_infer_cpu_native/_pool.h"
+
+int mi_pool_started(void);
+int mi_pool_start_error(void);
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                    \
+            fprintf(stderr, "\n");                                                           \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+static float frand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (float)((*s >> 8) & 0xFFFF) / 65536.0f - 0.5f;
+}
+
+/* C = A . B on the pool, against the plain sum */
+static void product(unsigned seed) {
+    enum { M = 40, N = 300, K = 64 };
+    float *a = malloc(sizeof(float) * M * K), *ap = malloc(sizeof(float) * M * K);
+    float *b = malloc(sizeof(float) * K * N), *c = malloc(sizeof(float) * M * N);
+    for (int i = 0; i < M * K; i++) a[i] = frand(&seed);
+    for (int i = 0; i < K * N; i++) b[i] = frand(&seed);
+    mi_gemm_pack_args pack = {a, ap, M, K, K};
+    CHECK(mi_gemm_pack_f32(&pack) == MI_OK, "pack refused");
+    mi_gemm_args g = {ap, b, c, NULL, NULL, M, N, K, N, N, 0, -INFINITY, INFINITY};
+    CHECK(mi_gemm_f32(&g) == MI_OK, "gemm refused");
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += (double)a[i * K + k] * b[k * N + j];
+            worst = fmax(worst, fabs(s - c[i * N + j]));
+        }
+    CHECK(worst < 1e-4, "product off by %g", worst);
+    free(a), free(ap), free(b), free(c);
+}
+
+/* 2x2 max pooling of 32 planes of 40x40 (over PARALLEL_MIN: on the pool, scratch per worker) */
+static void pooling(unsigned seed) {
+    enum { P = 32, H = 40, O = 20 };
+    float *x = malloc(sizeof(float) * P * H * H), *y = malloc(sizeof(float) * P * O * O);
+    float *work = malloc(sizeof(float) * (2 * H * H + 2 * O));
+    for (int i = 0; i < P * H * H; i++) x[i] = frand(&seed);
+    mi_pool2d_args p = {x, y, work, P, H, H, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, O, O, 0, 0};
+    CHECK(mi_pool2d_f32(&p) == MI_OK, "pool refused");
+    for (int q = 0; q < P; q++)
+        for (int r = 0; r < O; r++)
+            for (int o = 0; o < O; o++) {
+                const float *s = x + (q * H + 2 * r) * H + 2 * o;
+                float want = fmaxf(fmaxf(s[0], s[1]), fmaxf(s[H], s[H + 1]));
+                CHECK(y[(q * O + r) * O + o] == want, "pool (%d, %d, %d)", q, r, o);
+            }
+    free(x), free(y), free(work);
+}
+
+/* depthwise 3x3, pads 1, of 2 x 16 planes of 40x40, against the direct sum */
+static void depthwise(unsigned seed) {
+    enum { N = 2, C = 16, H = 40, HP = H + 2 };
+    float *x = malloc(sizeof(float) * N * C * H * H), *w = malloc(sizeof(float) * C * 9);
+    float *y = malloc(sizeof(float) * N * C * H * H);
+    float *work = malloc(sizeof(float) * (HP * HP + H * HP));
+    for (int i = 0; i < N * C * H * H; i++) x[i] = frand(&seed);
+    for (int i = 0; i < C * 9; i++) w[i] = frand(&seed);
+    mi_dwconv2d_args d = {x, w, NULL, NULL, y, work, N, C, H, H, 3, 3, 1, 1, 1, 1, 1, 1,
+                          H, H, HP, HP, -INFINITY, INFINITY};
+    CHECK(mi_dwconv2d_f32(&d) == MI_OK, "depthwise refused");
+    double worst = 0;
+    for (int p = 0; p < N * C; p++)
+        for (int r = 0; r < H; r++)
+            for (int o = 0; o < H; o++) {
+                double s = 0;
+                for (int t = 0; t < 9; t++) {
+                    int i = r + t / 3 - 1, j = o + t % 3 - 1;
+                    if (i >= 0 && i < H && j >= 0 && j < H)
+                        s += (double)w[(p % C) * 9 + t] * x[(p * H + i) * H + j];
+                }
+                worst = fmax(worst, fabs(s - y[(p * H + r) * H + o]));
+            }
+    CHECK(worst < 1e-4, "depthwise off by %g", worst);
+    free(x), free(w), free(y), free(work);
+}
+
+static void *caller(void *arg) {
+    unsigned seed = (unsigned)(size_t)arg;
+    for (int i = 0; i < 20; i++) {
+        product(seed + i);
+        pooling(seed + i);
+        depthwise(seed + i);
+    }
+    return NULL;
+}
+
+int main(void) {
+    /* one worker may start, the next fails: the pool runs with 2 threads of the 4 asked */
+    mi_pool_fail_start(1);
+    mi_pool_set_threads(4);
+    caller((void *)1);
+    CHECK(mi_pool_started() == 2, "started %d, wanted 2", mi_pool_started());
+    CHECK(mi_pool_get_threads() == 2, "threads %d, wanted 2", mi_pool_get_threads());
+    CHECK(mi_pool_start_error() != 0, "no start error reported");
+
+    /* asked again: the rest start; two callers at once (one runs its jobs alone) */
+    mi_pool_fail_start(-1);
+    mi_pool_set_threads(4);
+    pthread_t t[2];
+    for (size_t i = 0; i < 2; i++) pthread_create(&t[i], NULL, caller, (void *)(100 * i + 7));
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK(mi_pool_started() == 4, "started %d, wanted 4", mi_pool_started());
+
+    /* workers without scratch: the caller computes the whole job alone */
+    mi_pool_fail_scratch(1);
+    caller((void *)3);
+    mi_pool_fail_scratch(0);
+
+    printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
+    return failures != 0;
+}
