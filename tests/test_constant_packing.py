@@ -92,11 +92,11 @@ def test_cpu_native_packs_for_the_kernel_each_convolution_runs() -> None:
     conv = next(n.plugin for n in engine.nodes if n.name == "conv")
     w = engine.constants["w"]
     if gemm_available():
-        assert conv.attrs["__wpacked__"] == 1  # type: ignore[attr-defined]
+        assert conv.hidden.get("__wpacked__") == 1  # type: ignore[attr-defined]
         assert w.flags.c_contiguous and not np.array_equal(w, w_onnx)
         np.testing.assert_array_equal(np.sort(w, axis=None), np.sort(w_onnx, axis=None))
     else:
-        assert conv.attrs["__wpacked__"] == 0 and _tap_major(w)  # type: ignore[attr-defined]
+        assert not conv.hidden.get("__wpacked__") and _tap_major(w)  # type: ignore[attr-defined]
     assert engine.constants["dw"].flags.c_contiguous
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
@@ -104,7 +104,7 @@ def test_cpu_native_packs_for_the_kernel_each_convolution_runs() -> None:
     engine = mi.load(model)
     chosen = engine.build_info["tactics"]["conv"]["chosen"]
     conv = next(n.plugin for n in engine.nodes if n.name == "conv")
-    packed = conv.attrs["__wpacked__"] or _tap_major(engine.constants["w"])  # type: ignore[attr-defined]
+    packed = conv.hidden.get("__wpacked__") or _tap_major(engine.constants["w"])  # type: ignore[attr-defined]
     assert packed == (chosen == "gemm")
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)

@@ -343,7 +343,7 @@ def test_weights_packed_by_the_build_run_from_the_file_in_another_process(
     model, x = _packed_net()
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
     assert engine.build_info["constants_packed"] == 3
-    assert [n.plugin.attrs.get("__wpacked__") for n in engine.nodes  # type: ignore[attr-defined]
+    assert [n.plugin.hidden.get("__wpacked__") for n in engine.nodes  # type: ignore[attr-defined]
             if n.op_type in ("Conv", "Gemm")] == [1, 1, 1]
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]

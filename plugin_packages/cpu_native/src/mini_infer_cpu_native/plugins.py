@@ -104,8 +104,8 @@ class Conv(_Derived, _conv.Conv):
     ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides).
     ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so)."""
 
-    attributes: ClassVar[dict[str, Any]] = {**_conv.Conv.attributes, "__tactic__": "",
-                                            "__wpacked__": 0}
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_conv.Conv.hidden_fields, "__tactic__",
+                                                "__wpacked__")
     TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
     #: output tile size of each Winograd tactic
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
@@ -131,7 +131,7 @@ class Conv(_Derived, _conv.Conv):
         if name not in ("", *self.TACTICS):
             raise PluginInterfaceError(
                 f"Conv: unknown tactic {name!r} (known: {', '.join(self.TACTICS)})")
-        self.attrs["__tactic__"] = name
+        self.record("__tactic__", name)
         self._calls = None
 
     #: the compiled calls of the last run and the arrays they were made for (input, weights,
@@ -140,7 +140,7 @@ class Conv(_Derived, _conv.Conv):
     _calls: tuple[tuple[Any, ...], list[Call]] | None = None
 
     def _weights_packed(self) -> None:
-        self.attrs["__wpacked__"] = 1
+        self.record("__wpacked__", 1)
         self._calls = None
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
@@ -159,7 +159,7 @@ class Conv(_Derived, _conv.Conv):
             self._calls = (key, calls)
             run_calls(calls)
             return
-        if self.attrs["__wpacked__"]:  # packed for a GEMM that cannot run here: undo it once
+        if self.hidden.get("__wpacked__"):  # packed for a GEMM that cannot run here: undo it once
             w = self._derived(w, ("onnx", group), lambda w: _conv_gemm.unpack_weights(w, group))
         tile = self._wino_tile(x.shape, w.shape, 4, group) if w.dtype == np.float32 else 0
         if tile and usable(x, b, r, out):
@@ -207,7 +207,7 @@ class Conv(_Derived, _conv.Conv):
     def _packed_gemm(self, w: Array, group: int) -> Array:
         """The weights packed for the compiled GEMM (per group): as the engine stores them
         (``__wpacked__``, the build packed them), else made at the first run."""
-        if self.attrs["__wpacked__"]:
+        if self.hidden.get("__wpacked__"):
             return w.reshape(-1)
         return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
 
@@ -290,7 +290,7 @@ class Conv(_Derived, _conv.Conv):
     def _wino_tile(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                    group: int) -> int:
         """The Winograd output tile size this convolution runs (0: it does not)."""
-        tactic = self.attrs.get("__tactic__") or ""
+        tactic = self.hidden.get("__tactic__") or ""
         if len(xshape) != 4 or itemsize != 4 or tactic == "gemm":
             return 0
         plan = self._plan_for(xshape, wshape, itemsize, group)
@@ -312,7 +312,7 @@ class Gemm(_Derived, _gemm.Gemm):
     C (one row) as its bias and a fused Relu as its clamp, no BLAS call. Anything else
     (alpha, transA, a C of other shapes, more rows, no AVX-512) is cpu_basic's."""
 
-    attributes: ClassVar[dict[str, Any]] = {**_gemm.Gemm.attributes, "__wpacked__": 0}
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_gemm.Gemm.hidden_fields, "__wpacked__")
 
     def _ours(self, a: Array, b: Array, bias: Array | None, out: Array, alpha: float,
               beta: float, trans_a: int) -> bool:
@@ -326,14 +326,14 @@ class Gemm(_Derived, _gemm.Gemm):
                 **kw: Any) -> None:
         bias = None if c is None or beta == 0.0 else c
         if not self._ours(a, b, bias, out, alpha, beta, transA):
-            if self.attrs["__wpacked__"]:  # packed for a GEMM that does not run: undo it
+            if self.hidden.get("__wpacked__"):  # packed for a GEMM that does not run: undo it
                 b = self._derived(b, "onnx", lambda b: _unpack_gemm_b(b, transB))
             super().compute(a, b, c, out=out, alpha=alpha, beta=beta, transA=transA,
                             transB=transB, __relu__=__relu__, **kw)
             return
         lo = 0.0 if __relu__ else -np.inf
         n_out, k = out.shape[-1], a.shape[1]
-        if self.attrs["__wpacked__"]:
+        if self.hidden.get("__wpacked__"):
             packed = b.reshape(-1)
         else:
             packed = self._derived(b, ("gemm", transB), lambda b: _pack_gemm_b(b, transB))
@@ -360,7 +360,7 @@ class Gemm(_Derived, _gemm.Gemm):
                 or a[0].to_tuple()[0] > GEMM_MAX_ROWS):
             return {}
         return {1: Repacked(_pack_gemm_b(b, self.attrs["transB"]).reshape(b.shape),
-                            lambda: self.attrs.update(__wpacked__=1))}
+                            lambda: self.record("__wpacked__", 1))}
 
 
 def _pack_gemm_b(b: Array, trans_b: int) -> Array:

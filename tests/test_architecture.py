@@ -1,0 +1,81 @@
+"""What the architecture promises, checked on the tree itself: every kernel of the first-party
+device packages is its core schema plus a kernel (nothing about the operator re-declared), no
+capability is probed by name in builder, engine or runtime, and the core's layers hold
+(``lint-imports`` runs in scripts/test.sh; this test runs it too where import-linter is
+installed)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import mini_infer_cpu_native.plugins as native
+import mini_infer_cpu_plugins.ops as cpu_ops
+import mini_infer_cuda_plugins.ops as cuda_ops
+import pytest
+
+from mini_infer_core.ops import Op, schema_named
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "src" / "mini_infer_core"
+#: what a schema says about its operator; a kernel class must not say it again (op_type is
+#: set on every class from its name, and checked equal below)
+SCHEMA_MEMBERS = ("attributes", "extra_attributes", "output_shapes", "output_types",
+                  "output_values", "min_opset", "max_opset", "plugin_version", "n_outputs",
+                  "value_inputs")
+
+
+def _kernels() -> list[type[Any]]:
+    return [*cpu_ops.plugin_classes(), *cuda_ops.plugin_classes(),
+            native.Conv, native.Gemm, native.MaxPool_1, native.MaxPool, native.AveragePool,
+            native.LRN, native.BatchNormalization]
+
+
+def test_every_kernel_is_its_core_schema_plus_a_kernel() -> None:
+    kernels = _kernels()
+    assert len(kernels) > 250
+    for cls in kernels:
+        schema = schema_named(cls.__name__)
+        assert schema is not None and issubclass(cls, schema), cls
+        assert (cls.op_type, cls.plugin_version, cls.min_opset, cls.max_opset) == (
+            schema.op_type, schema.plugin_version, schema.min_opset, schema.max_opset), cls
+        device_side = [c for c in cls.__mro__ if not issubclass(c, Op)
+                       and c.__module__.split(".")[0] != "mini_infer_core"]
+        device_side += [c for c in cls.__mro__[:cls.__mro__.index(schema)]
+                        if c.__module__.split(".")[0] != "mini_infer_core"]
+        for c in device_side:
+            said = sorted(m for m in SCHEMA_MEMBERS if m in c.__dict__
+                          and not _extends(c.__dict__[m], m))
+            assert not said, f"{c.__module__}.{c.__qualname__} re-declares {said}"
+
+
+def _extends(member: Any, name: str) -> bool:
+    """A device-side override that starts from the schema's answer (to record build-time
+    facts of its own, as cuda's Slice does) does not re-declare it."""
+    return callable(member) and f"super().{name}(" in inspect.getsource(member)
+
+
+def test_no_capability_is_probed_by_name_in_builder_engine_or_runtime() -> None:
+    """The core asks for capabilities through plugin/_adapter.py, never getattr/hasattr on a
+    plugin."""
+    probe = re.compile(r"\b(getattr|hasattr)\(\s*[\w.]*plugin\b")
+    found = []
+    for folder in ("builder", "engine", "runtime"):
+        for path in (CORE / folder).glob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if probe.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_the_layers_hold() -> None:
+    exe = shutil.which("lint-imports", path=str(Path(__import__("sys").executable).parent))
+    if exe is None:
+        pytest.skip("import-linter is not installed here (pip install import-linter)")
+    proc = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
