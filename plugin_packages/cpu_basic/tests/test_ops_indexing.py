@@ -58,22 +58,9 @@ def execute(plugin: Any, inputs: Sequence[Any], known: bool = True) -> list[Any]
     return list(outs)
 
 
-def reference(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
-              n_out: int) -> list[Any]:
-    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
-    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-          for n, x in zip(names, inputs, strict=True) if x is not None]
-    outs = [f"y{k}" for k in range(n_out)]
-    node = helper.make_node(op, names, outs, **attrs)
-    graph = helper.make_graph([node], "g", vi, [helper.make_empty_tensor_value_info(o)
-                                               for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    feeds = {n: x for n, x in zip(names, inputs, strict=True) if x is not None}
-    return list(ReferenceEvaluator(model).run(None, feeds))
-
-
-def ort_reference(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
-                  n_out: int) -> list[Any]:
+def _single_node(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
+                 n_out: int) -> tuple[Any, dict[str, Any]]:
+    """A model of one ``op`` node over ``inputs`` (None: absent), and its feeds."""
     names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
     vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
           for n, x in zip(names, inputs, strict=True) if x is not None]
@@ -82,9 +69,20 @@ def ort_reference(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: 
                               [helper.make_empty_tensor_value_info(o) for o in outs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
+    return model, {n: x for n, x in zip(names, inputs, strict=True) if x is not None}
+
+
+def reference(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
+              n_out: int) -> list[Any]:
+    model, feeds = _single_node(op, inputs, attrs, opset, n_out)
+    return list(ReferenceEvaluator(model).run(None, feeds))
+
+
+def ort_reference(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
+                  n_out: int) -> list[Any]:
+    model, feeds = _single_node(op, inputs, attrs, opset, n_out)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return list(sess.run(None, {n: x for n, x in zip(names, inputs, strict=True)
-                                if x is not None}))
+    return list(sess.run(None, feeds))
 
 
 def check(op: str, inputs: Sequence[Any], attrs: dict[str, Any] | None = None,

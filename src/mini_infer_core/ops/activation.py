@@ -28,10 +28,8 @@ class LeakyRelu(UnaryOp):
 
 
 class Sigmoid(UnaryOp):
-    dtypes = FLOATS
+    """1 / (1 + exp(-x))."""
 
-
-class Tanh(UnaryOp):
     dtypes = FLOATS
 
 
@@ -48,6 +46,10 @@ class Clip_11(UnaryOp):  # noqa: N801
 
     plugin_version = "11"
     min_opset = 11
+
+
+class Tanh(UnaryOp):
+    dtypes = FLOATS
 
 
 class SoftmaxBase(UnaryOp):

@@ -129,14 +129,6 @@ class Exp(UnaryOp):
     dtypes = FLOATS
 
 
-class Log(UnaryOp):
-    dtypes = FLOATS
-
-
-class Sqrt(UnaryOp):
-    dtypes = FLOATS
-
-
 class Neg(UnaryOp):
     float_values = True  # exact on whole numbers
 
@@ -144,8 +136,16 @@ class Neg(UnaryOp):
         return shapes.elementwise_values(inputs[:1], lambda a: 0 - a)
 
 
+class Log(UnaryOp):
+    dtypes = FLOATS
+
+
 class Abs(UnaryOp):
     float_values = True  # exact on whole numbers
 
     def output_values(self, inputs: Sequence[DimsExprs]) -> Values:
         return shapes.elementwise_values(inputs[:1], lambda a: abs(shapes.const(a)))
+
+
+class Sqrt(UnaryOp):
+    dtypes = FLOATS

@@ -25,28 +25,26 @@ def _on_device(t: DataType, what: str) -> None:
             f"{sorted(d.name for d in DEVICE_TYPES)})")
 
 
-class Cast(CudaPlugin, cast.Cast):
-    """``saturate`` and ``round_mode`` only concern float8 types this device does not hold."""
+class _ToTarget(CudaPlugin):
+    """An output of the type ``to`` names (``self.target``), which the device must hold."""
 
     mixed_floats = True
 
     def setup(self) -> None:
         super().setup()
-        _on_device(self.target, "Cast: target type")
+        _on_device(self.target, f"{self.op_type}: target type")  # type: ignore[attr-defined]
+
+
+class Cast(_ToTarget, cast.Cast):
+    """``saturate`` and ``round_mode`` only concern float8 types this device does not hold."""
 
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         with np.errstate(all="ignore"):
             array_module(x, out).copyto(out, x, casting="unsafe")
 
 
-class BitCast(CudaPlugin, cast.BitCast):
+class BitCast(_ToTarget, cast.BitCast):
     """The bytes viewed as the other type, copied on the stream."""
-
-    mixed_floats = True
-
-    def setup(self) -> None:
-        super().setup()
-        _on_device(self.target, "BitCast: target type")
 
     def compute(self, x: Any, *, out: Any, **_: Any) -> None:
         array_module(x, out).copyto(out, x.view(out.dtype))
