@@ -1,6 +1,6 @@
-"""The creators' metadata without importing the compiled kernels: the classes ``plugins.py``
-lists in ``__all__`` are named like the core schemas they implement, whose metadata they have
-(:func:`mini_infer_core.ops.kernel_creators`)."""
+"""The creators' metadata without importing the compiled kernels: the classes this package's
+public modules list in ``__all__`` are named like the core schemas they implement, whose
+metadata they have (:func:`mini_infer_core.ops.kernel_creators`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,5 @@ __all__ = ["lazy_creators"]
 def lazy_creators() -> list[IPluginCreator]:
     from .plugins import NativeCreator
 
-    return kernel_creators(f"{__package__}.plugins", Path(__file__).parent / "plugins.py",
-                           namespace=NAMESPACE, devices=("cpu",), priority=PRIORITY,
-                           creator_class=NativeCreator)
+    return kernel_creators(f"{__package__}", Path(__file__).parent, namespace=NAMESPACE,
+                           devices=("cpu",), priority=PRIORITY, creator_class=NativeCreator)
