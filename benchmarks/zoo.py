@@ -136,7 +136,8 @@ def make_feeds(specs: list[dict[str, Any]], seed: int) -> dict[str, np.ndarray[A
             value = np.full(shape, fill["value"])
         else:
             raise ValueError(f"unknown fill kind {kind!r} for input {spec['name']!r}")
-        feeds[spec["name"]] = np.ascontiguousarray(np.asarray(value).astype(dtype))
+        # np.require keeps a 0-d input 0-d (np.ascontiguousarray would make it 1-d)
+        feeds[spec["name"]] = np.require(np.asarray(value).astype(dtype), requirements="C")
     return feeds
 
 
@@ -146,7 +147,7 @@ def make_feeds(specs: list[dict[str, Any]], seed: int) -> dict[str, np.ndarray[A
 def _short_error(exc: BaseException) -> str:
     lines = [ln for ln in f"{type(exc).__name__}: {exc}".splitlines() if ln.strip()]
     text = lines[0] if lines else type(exc).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 def rel_l2(a: Any, b: Any) -> float:
@@ -355,6 +356,9 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
             worst = max(errors.values(), default=0.0)
             row["rel_l2"] = worst if not math.isnan(worst) else math.inf
             row["rel_l2_per_output"] = errors
+            if all(np.asarray(v).size == 0 or float(np.std(np.asarray(v, np.float64))) == 0.0
+                   for v in outputs["ort"].values()):
+                result["constant_outputs"] = True  # the comparison says little
         if runners:
             try:
                 times = _time_blocks(runners, args)
@@ -468,6 +472,10 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
             ops = ", ".join(f"{op} x{n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1]))
             print(f"  {r['model']}: {ops or '(none flagged; the context kept no steps)'}",
                   file=file)
+    constant = [r["model"] for r in results if r.get("constant_outputs")]
+    if constant:
+        print(f"\nconstant outputs (the correctness check says little): {', '.join(constant)}",
+              file=file)
     errors = [r for r in results if "mini_error" in r or "error" in r]
     summary["mini_errors"] = {r["model"]: r.get("mini_error", r.get("error")) for r in errors}
     if errors:
