@@ -565,6 +565,10 @@ def main(argv: list[str] | None = None) -> int:
         err = result.get("mini_error") or result.get("error")
         print(f"    {'; '.join(parts)}{' ERROR ' + err if err else ''} "
               f"({result['total_s']:.0f} s)", file=sys.stderr, flush=True)
+        if args.json:  # as it goes: a long run stopped halfway keeps what it measured
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({"partial": True, "results": results, "threads": args.threads}, f,
+                          indent=1, default=str)
     pools = ", ".join(f"{b['internal_api']} {b['version']}" for b in blas_info())
     summary = print_tables(results, args)
     print(f"\nnative pools: {pools}; cores: {os.cpu_count()}; inputs seeded with {args.seed}")

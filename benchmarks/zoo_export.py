@@ -27,7 +27,7 @@ The exporting tools live in a venv of their own (torch, torchvision, transformer
 ultralytics: ``benchmarks/zoo_requirements.txt``), not in the project's ``.venv``:
 
     python3 benchmarks/zoo_export.py --setup          # creates .venv-zoo (CPU torch 2.13.0)
-    .venv-zoo/bin/python benchmarks/zoo_export.py      # export what the cache lacks (~45 min on 2 cores)
+    .venv-zoo/bin/python benchmarks/zoo_export.py      # what the cache lacks (~45 min, 2 cores)
     .venv-zoo/bin/python benchmarks/zoo_export.py --list
     .venv-zoo/bin/python benchmarks/zoo_export.py --models 'bert*' 'yolo*' --force
     .venv-zoo/bin/python benchmarks/zoo_export.py --exporters dynamo --no-wheels
