@@ -12,7 +12,7 @@ This runs in the project's venv (mini-infer and onnxruntime; no torch). Per mode
 count (``--threads``, default ``1 2``), in one process and on the same seeded inputs:
 
 1. mini-infer: ``mini_infer_core.load(path, device="cpu")`` (the build is timed) and an
-   ``ExecutionContext``; its native pools limited by ``runtime.threads.set_num_threads(N)``;
+   ``ExecutionContext``; its native pools limited by ``mini_infer_core.threads.set_num_threads(N)``;
    onnxruntime: ``CPUExecutionProvider`` with ``intra_op_num_threads=N``,
    ``inter_op_num_threads=1`` and ``session.intra_op.allow_spinning=0``;
 2. ``--warmup`` runs of each (default 2); their outputs give the correctness column: the
@@ -203,7 +203,7 @@ def rss_child(engine: str, path: Path, threads: int, seed: int) -> int:
         feeds = make_feeds(_input_specs(path, meta), seed)
         if engine == "mini":
             import mini_infer_core
-            from mini_infer_core.runtime.threads import set_num_threads
+            from mini_infer_core.threads import set_num_threads
 
             set_num_threads(threads)
             built = mini_infer_core.load(str(path), device="cpu")
@@ -291,7 +291,7 @@ def _time_blocks(runners: dict[str, Runner], args: argparse.Namespace
 def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Namespace
                 ) -> dict[str, Any]:
     import mini_infer_core
-    from mini_infer_core.runtime.threads import set_num_threads
+    from mini_infer_core.threads import set_num_threads
 
     result: dict[str, Any] = {"model": name, "family": meta.get("family", "?"),
                               "exporter": meta.get("exporter", "?"), "per_threads": {}}
@@ -545,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime
 
     import mini_infer_core
-    from mini_infer_core.runtime.threads import blas_info
+    from mini_infer_core.threads import blas_info
 
     print(f"zoo: {len(models)} model(s) in {cache}; mini-infer {mini_infer_core.__version__}, "
           f"onnxruntime {onnxruntime.__version__}; threads {args.threads}; "
