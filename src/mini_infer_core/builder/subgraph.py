@@ -47,6 +47,8 @@ class SubgraphRunner:
         self.device = device
         self.label = label
         self._contexts: dict[tuple[Any, ...], Any] = {}
+        #: signatures whose body builds only for concrete shapes
+        self._concrete_only: set[tuple[Any, ...]] = set()
         self._lock = threading.Lock()
 
     # -- declared types of the body's outputs (for build-time type inference) ---------------
@@ -66,13 +68,16 @@ class SubgraphRunner:
         return out
 
     # -- running --------------------------------------------------------------------------
-    def _build(self, arrays: Sequence[np.ndarray[Any, Any]]) -> Any:
+    def _build(self, arrays: Sequence[np.ndarray[Any, Any]], concrete: bool = False) -> Any:
+        """An execution context for the body, built for the arrays' types and ranks (one
+        engine for every shape), or -- ``concrete`` -- for their very shapes."""
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]
         names = [*self.input_names, *self.outer_names]
         for k, (name, arr) in enumerate(zip(names, arrays, strict=True)):
-            dims = [f"{self.label}_in{k}_d{i}" for i in range(arr.ndim)]
+            dims: list[Any] = list(arr.shape) if concrete else [
+                f"{self.label}_in{k}_d{i}" for i in range(arr.ndim)]
             g.input.append(onnx.helper.make_tensor_value_info(
                 name, DataType.from_numpy(arr.dtype).value, dims))
         for o in g.output:  # shapes inside a body may differ per call: keep only the type
@@ -93,8 +98,18 @@ class SubgraphRunner:
         sig = tuple((a.dtype.str, a.ndim) for a in arrays)
         with self._lock:
             ctx = self._contexts.get(sig)
+            if ctx is None and sig not in self._concrete_only:
+                try:
+                    ctx = self._contexts[sig] = self._build(arrays)
+                except BuildError:
+                    # a body whose inner control flow settles only with known shapes (an If
+                    # on a dimension whose branches differ in rank): built per shape
+                    self._concrete_only.add(sig)
             if ctx is None:
-                ctx = self._contexts[sig] = self._build(arrays)
+                exact = tuple((a.dtype.str, a.shape) for a in arrays)
+                ctx = self._contexts.get(exact)
+                if ctx is None:
+                    ctx = self._contexts[exact] = self._build(arrays, concrete=True)
         names = [*self.input_names, *self.outer_names]
         result = ctx.execute(dict(zip(names, arrays, strict=True)))
         return [result[n] for n in self.output_names]

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import onnx
 
-from ..errors import PluginInterfaceError
+from ..errors import InputShapesRequired, PluginInterfaceError
 from ..plugin import DataType, DimsExprs, IntLike
 from ._schema import Op
 
@@ -75,8 +75,11 @@ class ControlFlowBase(Op):
         o = self.graphs[body].output[k]
         tt = o.type.tensor_type
         if not (o.type.HasField("tensor_type") and tt.HasField("shape")):
-            raise PluginInterfaceError(f"{self._where(body, k)} has no shape (rank) in the "
-                                       "model")
+            raise InputShapesRequired(
+                f"{self._where(body, k)} declares no rank, and the branch taken is known only "
+                "with the input shapes: build for fixed input shapes (BuilderConfig("
+                "input_shapes=...), mini-infer build --shape NAME=D0,D1,..), or run the model "
+                "through InferenceSession, which builds for the shapes it is given")
         return [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
 
     def empty_scan(self, k: int) -> tuple[tuple[int, ...], DataType]:
