@@ -53,17 +53,19 @@ MI_TGT MI_V MI_F(exp)(MI_V x) {
     return MI_F(expx)(a, MI_SET1(0.0f));
 }
 
-/* erf(t) / t = P(t^2) for 0 <= t < MI_ERF_SPLIT */
-MI_TGT MI_V MI_F(erf_small)(MI_V t) {
+/* erf(t) / t = P(t^2) for 0 <= t < MI_ERF_SPLIT: P */
+MI_TGT MI_V MI_F(erf_small_p)(MI_V t) {
     MI_V s = t * t;
     MI_V p = MI_SET1(MI_ERF_S5);
     p = MI_FMA(p, s, MI_SET1(MI_ERF_S4));
     p = MI_FMA(p, s, MI_SET1(MI_ERF_S3));
     p = MI_FMA(p, s, MI_SET1(MI_ERF_S2));
     p = MI_FMA(p, s, MI_SET1(MI_ERF_S1));
-    p = MI_FMA(p, s, MI_SET1(MI_ERF_S0));
-    return t * p;
+    return MI_FMA(p, s, MI_SET1(MI_ERF_S0));
 }
+
+/* erf(t) = t P(t^2) for 0 <= t < MI_ERF_SPLIT */
+MI_TGT MI_V MI_F(erf_small)(MI_V t) { return t * MI_F(erf_small_p)(t); }
 
 /* erfc(t) for t >= MI_ERF_SPLIT, given t^2 = hi + lo exactly (t itself may be a rounded
  * value: it only enters h): exp(-t^2 + h(t)), h(t) = log(erfc(t)) + t^2 a degree-8
@@ -110,10 +112,11 @@ MI_TGT MI_V MI_F(gelu)(MI_V x) {
     MI_V t = MI_F(abs)(x) * MI_SET1(MI_SQRT1_2);
     MI_V xx = x * x; /* t^2 = x^2 / 2 exactly, as two floats (not the rounded t squared) */
     MI_V xl = MI_TWO_PROD_LO(x, x, xx);
-    MI_V small = MI_SET1(0.5f) * MI_F(erf_small)(t);
+    MI_V ht = MI_SET1(0.5f) * t, p = MI_F(erf_small_p)(t); /* (1 +- erf(t)) / 2, rounded once */
     MI_V tail = MI_SET1(0.5f) * MI_F(erfc_tail_sq)(t, MI_SET1(0.5f) * xx, MI_SET1(0.5f) * xl);
-    MI_V pos = MI_SEL(MI_LT(t, MI_SET1(MI_ERF_SPLIT)), MI_SET1(0.5f) + small, MI_SET1(1.0f) - tail);
-    MI_V neg = MI_SEL(MI_LT(t, MI_SET1(MI_ERF_SPLIT)), MI_SET1(0.5f) - small, tail);
+    MI_M below = MI_LT(t, MI_SET1(MI_ERF_SPLIT));
+    MI_V pos = MI_SEL(below, MI_FMA(ht, p, MI_SET1(0.5f)), MI_SET1(1.0f) - tail);
+    MI_V neg = MI_SEL(below, MI_FNMA(ht, p, MI_SET1(0.5f)), tail);
     return x * MI_SEL(MI_LT(x, MI_SET1(0.0f)), neg, pos);
 }
 
