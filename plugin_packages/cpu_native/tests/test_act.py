@@ -86,9 +86,9 @@ def _check(model: onnx.ModelProto, x: np.ndarray, op: str, rtol: float = 1e-5,
     onnxruntime's logistic is off by up to ~6e-8 absolutely in its negative tail (where
     sigmoid(-16) is 1.1e-7 it gives 6e-8, and 0 below -17), which Swish multiplies by |x|
     (up to 26 there for alpha 0.7): its Swish is compared at atol 4e-6 (the reference, whose
-    float32 formula has no such error, at atol). onnx's reference LogSoftmax is the log of its Softmax: -inf where exp underflows
-    (a logit more than ~88 below its row's maximum: onnxruntime and we give the finite
-    value), so there it is left to onnxruntime."""
+    float32 formula has no such error, at atol). onnx's reference LogSoftmax is the log of its
+    Softmax: -inf where exp underflows (a logit more than ~88 below its row's maximum:
+    onnxruntime and we give the finite value), so there it is left to onnxruntime."""
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
         device="cpu", time_tactics=False))
     sess = mini_infer_core.InferenceSession(engine)
