@@ -326,7 +326,7 @@ MATH = [
     ("tanh", np.tanh, (-12.0, 12.0), 2.0),
     ("sigmoid", _sigmoid64, (-80.0, 80.0), 2.5),
     ("gelu", lambda x: x * 0.5 * np.vectorize(math.erfc, otypes=[np.float64])(
-        -x / math.sqrt(2)), (-5.6, 10.0), 9.0),
+        -x / math.sqrt(2)), (-5.6, 10.0), 11.0),
     ("swish", lambda x: x * _sigmoid64(x), (-80.0, 80.0), 3.0),
 ]
 

@@ -15,20 +15,29 @@
  * small correction b), erf_small, erfc_tail, mul_sigmoid(x, z) = x sigmoid(z), abs,
  * with_sign.
  *
- * Accuracy against float64 (libm), every float32 input swept (tests/accuracy/act_ulp.c; ulp
- * of the float32 result; "rel" where the result is a normal float):
- *   exp          <= 1 ulp; inf from 88.7229, subnormals (gradual) below -87.34, 0 below -103.98
- *   erf          <= 2 ulp
- *   tanh         <= 2 ulp
- *   sigmoid      <= 2 ulp for every x whose result is normal (x >= -87.3)
- *   gelu         <= 4 ulp for x >= -5.6 (an erfc by exp(-t^2 + h(t)) for x < -1.3); below,
- *                where |gelu| < 5e-8, relative error up to 1.4 (a slowly varying factor held
- *                at its value at -5.65); -0 from -14.1
- *   gelu_tanh, swish: as sigmoid's plus one rounding (<= 3 ulp)
+ * Accuracy against float64 (libm), measured by tests/accuracy/act_ulp.c over every 17th
+ * float32 bit pattern (every 1021st for Gelu-tanh and Swish), in ulps of the float32 result
+ * (an ulp of a subnormal is 2^-149); the AVX-512 copy is the same source as the AVX2 one:
+ *   exp          <= 1.01 ulp; inf from 88.7229, gradual underflow below -87.34, 0 below -103.98
+ *   erf          <= 2.3 ulp
+ *   tanh         <= 1.5 ulp
+ *   sigmoid      <= 2.4 ulp, every x
+ *   gelu         <= 10.8 ulp (relative 7e-7) for x >= -5.6, at x = -1.31 where 1 - erf(t)
+ *                cancels just below the branch point; below -5.6, where
+ *                |gelu| < 5e-8, a slowly varying factor is held at its value at -5.65
+ *                (relative error up to 1.5, absolute below 5e-8); -0 from -14.1
+ *   gelu_tanh    <= 32 ulp for x >= -5.6: the rounding of its float32 argument z (|z| up to
+ *                17 there), which exp amplifies, as in any float32 evaluation of the formula
+ *   swish        <= 2.9 ulp for x >= -80 (below, results are subnormal)
  *   hard_sigmoid, hard_swish, leaky_relu: one or two roundings
- * (the figures the sweep measured are in the README). NaN in gives NaN out; +-inf give the
- * limits (erf +-1, tanh +-1, sigmoid 1/0, gelu(+inf) = +inf, gelu(-inf) = NaN as onnx's
- * 0.5 * x * (1 + erf(x / sqrt 2)) gives, swish(-inf) NaN likewise).
+ * NaN in gives NaN out; +-inf give the limits (erf +-1, tanh +-1, sigmoid 1/0, gelu(+inf)
+ * = +inf, gelu(-inf) = NaN as onnx's 0.5 * x * (1 + erf(x / sqrt 2)) gives, swish(-inf) NaN
+ * likewise).
+ *
+ * A file that defines MI_ACT_EXTRA (a header name) before including this one gets that
+ * header included inside each instruction set's section, with the section's macros
+ * (_act_simd.h's list, and the loops' MI_W, MI_LOADU, MI_TAIL...): _act.c writes its loops
+ * once that way (_act_loops.h).
  */
 #ifndef MI_ACT_H
 #define MI_ACT_H
