@@ -51,6 +51,18 @@ def as_array(x: Any) -> Any:
 
 
 def compare(ours: Any, ref: Any) -> str | None:
+    if isinstance(ref, (list, tuple)) or ref is None:  # a sequence, an empty optional
+        if ref is None or ours is None:
+            return None if ours is ref else f"{type(ours).__name__} != {type(ref).__name__}"
+        if not isinstance(ours, (list, tuple)):
+            return f"{type(ours).__name__} where a sequence is expected"
+        if len(ours) != len(ref):
+            return f"{len(ours)} elements, expected {len(ref)}"
+        for k, (o, r) in enumerate(zip(ours, ref, strict=True)):
+            problem = compare(o, r)
+            if problem:
+                return f"element {k}: {problem}"
+        return None
     ours, ref = np.asarray(ours), np.asarray(as_array(ref))
     if ours.dtype != ref.dtype:
         return f"dtype {ours.dtype} != {ref.dtype}"

@@ -11,18 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from .plugin import DataType, PluginFieldCollection
+from .plugin import TENSOR, DataType, PluginFieldCollection, ValueKind
 
 __all__ = ["TensorInfo", "Node", "Network"]
 
 
 @dataclass
 class TensorInfo:
-    """A graph input or output. ``shape`` entries are ints, symbol names, or None (unknown)."""
+    """A graph input or output. ``shape`` entries are ints, symbol names, or None (unknown).
+    A sequence, optional or map (``value_kind``) has the element type and shape of its
+    innermost tensor (``shape`` None where its rank is unknown)."""
 
     name: str
     dtype: DataType | None
     shape: list[int | str | None] | None
+    value_kind: ValueKind = TENSOR
 
 
 @dataclass

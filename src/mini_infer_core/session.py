@@ -19,7 +19,6 @@ from .engine.format import ENGINE_MAGIC, is_engine_file
 from .errors import InputError, InputShapesRequired
 from .importer import parse_onnx
 from .network import Network
-from .plugin import DataType
 from .registry import PluginRegistry
 from .runtime import ExecutionContext, Runtime
 
@@ -28,18 +27,13 @@ __all__ = ["InferenceSession", "NodeArg", "load"]
 
 @dataclass(frozen=True)
 class NodeArg:
-    """Like onnxruntime's NodeArg: name, shape (ints and symbol names), type string."""
+    """Like onnxruntime's NodeArg: name, shape (ints and symbol names), type string
+    (``tensor(float)``, ``seq(tensor(float))``, ``optional(tensor(int64))``; the shape of a
+    sequence is its elements')."""
 
     name: str
     shape: list[int | str]
     type: str
-
-
-def _type_string(dtype: DataType | None) -> str:
-    if dtype is None:
-        return "tensor(?)"
-    name = onnx.helper.tensor_dtype_to_string(dtype.value).split(".")[-1].lower()
-    return f"tensor({name})"
 
 
 def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
@@ -70,7 +64,7 @@ class _PerShape:
 
     def engine(self, feeds: Mapping[str, Any]) -> Engine:
         shapes = {t.name: tuple(np.shape(feeds[t.name])) for t in self.network.inputs
-                  if t.name in feeds}
+                  if t.name in feeds and t.value_kind.is_tensor}
         key = tuple(sorted(shapes.items()))
         with self.lock:
             engine = self.engines.get(key)
@@ -124,11 +118,11 @@ class InferenceSession:
     def _declared(self, outputs: bool) -> list[NodeArg]:
         if self.engine is not None:
             specs = self.engine.outputs if outputs else self.engine.inputs
-            return [NodeArg(t.name, list(t.shape), _type_string(t.dtype)) for t in specs]
+            return [NodeArg(t.name, list(t.shape), t.type_string) for t in specs]
         assert self._per_shape is not None
         infos = self._per_shape.network.outputs if outputs else self._per_shape.network.inputs
         return [NodeArg(t.name, [d if d is not None else "?" for d in t.shape or []],
-                        _type_string(t.dtype))
+                        t.value_kind.type_string(t.dtype))
                 for t in infos]
 
     def get_inputs(self) -> list[NodeArg]:
@@ -138,7 +132,9 @@ class InferenceSession:
         return self._declared(outputs=True)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any]
-            ) -> list[np.ndarray[Any, Any]]:
+            ) -> list[Any]:
+        """The outputs, in order: arrays; a sequence as a list of arrays, an optional as
+        None (empty) or its value, a map as a dict (as onnxruntime returns them)."""
         engine = self.engine if self._per_shape is None else self._per_shape.engine(input_feed)
         assert engine is not None
         names = list(engine.output_names) if output_names is None else list(output_names)

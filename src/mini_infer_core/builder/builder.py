@@ -17,13 +17,13 @@ import onnx
 from ..engine.engine import Engine, EngineNode
 from ..errors import BuildError
 from ..importer import parse_onnx
-from ..network import Network, Node
+from ..network import Network
 from ..plugin import DataType, DimsExprs, PluginFieldType, SubgraphFactory
 from ..plugin import _adapter as adapter
-from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
+from ..registry import PluginRegistry, get_plugin_registry
 from .folding import fold
 from .fusion import Fuser, fuse
-from .infer import infer
+from .infer import infer, where_of
 from .inline import inline_if
 from .packing import pack_constants
 from .placement import place
@@ -163,9 +163,21 @@ class Builder:
             dims=dims, types=types, constants=constants,
             output_names=[t.name for t in network.outputs])
         for ti in network.inputs:
-            if ti.dtype is None or ti.shape is None:
+            if ti.value_kind.is_tensor and (ti.dtype is None or ti.shape is None):
                 raise BuildError(f"graph input {ti.name!r} has no element type or rank in the "
                                  "model; add them (onnx.tools.update_model_dims helps)")
+            if ti.dtype is None:
+                raise BuildError(f"graph input {ti.name!r} "
+                                 f"({ti.value_kind.type_string(None)}) has no element type in "
+                                 "the model; declare it")
+            if not ti.value_kind.is_tensor:
+                if ti.name in config.input_shapes:
+                    raise BuildError(f"input_shapes names {ti.name!r}, a "
+                                     f"{ti.value_kind.type_string(ti.dtype)}: only tensor "
+                                     "inputs take fixed shapes")
+                state.add_input(ti.name, ti.dtype, ti.shape, ti.value_kind)
+                continue
+            assert ti.shape is not None
             state.add_input(ti.name, ti.dtype, _fixed(ti.name, list(ti.shape),
                                                       config.input_shapes.get(ti.name)))
         unknown = sorted(set(config.input_shapes) - {ti.name for ti in network.inputs})
@@ -181,7 +193,7 @@ class Builder:
         for index, (node, (rec, dev)) in enumerate(zip(state.network.nodes, state.selected,
                                                        strict=True)):
             if index not in state.fuser.skipped:
-                yield NodeWork(index, node, rec, dev, _where(state, node, rec, dev))
+                yield NodeWork(index, node, rec, dev, where_of(state, node, rec, dev))
 
     def _node_passes(self, state: BuildState, work: NodeWork) -> None:
         """infer, fold, fuse, precision, keep -- or, for an If whose condition is known now,
@@ -194,7 +206,7 @@ class Builder:
                     [node], state.device.name, state.fallback, state.config.strict_device)
                 state.devices.setdefault(dev, state.selector.device(dev))
                 self._node_passes(state, NodeWork(-1, node, rec, dev,
-                                                  _where(state, node, rec, dev)))
+                                                  where_of(state, node, rec, dev)))
             return
         infer(state, work)
         if fold(state, work):
@@ -215,13 +227,6 @@ def _fixed(name: str, declared: list[int | str | None], shape: tuple[int, ...] |
         raise BuildError(f"input_shapes gives input {name!r} the shape {tuple(shape)}; the "
                          f"model declares {declared}")
     return [int(x) for x in shape]
-
-
-def _where(state: BuildState, node: Node, rec: CreatorRecord, dev: str) -> str:
-    """How errors name a node: its name, operator, plugin, distribution, placement."""
-    return (f"node {node.name!r} ({node.qualified_op}, plugin "
-            f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
-            f"{'' if dev == state.device.name else ', fallback to ' + dev})")
 
 
 def _keep(state: BuildState, work: NodeWork) -> None:

@@ -31,6 +31,8 @@ def fold(state: BuildState, work: NodeWork) -> bool:
     assert plugin is not None
     if not state.config.fold_constants:
         return False
+    if any(k is not None and not k.is_tensor for k in [*work.in_kinds, *work.out_kinds]):
+        return False  # sequences, optionals, maps are never constants
     if all(constant_values(kv) for kv in work.values):
         for o, kv in zip(work.outputs, work.values, strict=True):
             state.constants[o] = np.array([v.get_constant_value() for v in kv or ()],

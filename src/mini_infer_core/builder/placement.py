@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from .._version import __version__
-from ..engine.builtins import CORE_NAMESPACE, CopyPlugin
+from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, ValueCopyPlugin
 from ..engine.engine import EngineNode
-from ..plugin import DataType, Device, DimsExprs
+from ..plugin import DataType, Device, DimsExprs, ValueKind
 from .state import BuildState
 
 __all__ = ["insert_copies", "place"]
@@ -19,13 +19,17 @@ __all__ = ["insert_copies", "place"]
 def place(state: BuildState) -> None:
     """The place pass: explicit Copy steps between devices."""
     state.nodes = insert_copies(state.nodes, state.device.name, state.input_names,
-                                state.constants, state.dims, state.types, state.devices)
+                                state.constants, state.dims, state.types, state.devices,
+                                state.kinds)
 
 
 def insert_copies(nodes: list[EngineNode], primary: str, inputs: Iterable[str],
                   constants: Mapping[str, object], dims: dict[str, DimsExprs],
-                  types: dict[str, DataType], devices: Mapping[str, Device]
-                  ) -> list[EngineNode]:
+                  types: dict[str, DataType], devices: Mapping[str, Device],
+                  kinds: dict[str, ValueKind] | None = None) -> list[EngineNode]:
+    """The nodes with a Copy step before each read of a value made on another device (a
+    sequence, optional or map -- ``kinds`` -- is copied tensor by tensor into a new one)."""
+    kinds = kinds if kinds is not None else {}
     home = {n: primary for n in inputs}
     copies: dict[tuple[str, str], str] = {}
     out: list[EngineNode] = []
@@ -39,13 +43,16 @@ def insert_copies(nodes: list[EngineNode], primary: str, inputs: Iterable[str],
             key = (x, nd.device)
             if key not in copies:
                 name = f"{x}@{nd.device}"
-                plugin = CopyPlugin(src, nd.device)
+                plugin = CopyPlugin(src, nd.device) if x not in kinds else \
+                    ValueCopyPlugin(src, nd.device, kinds[x])
                 plugin.bind(dict(devices))
                 out.append(EngineNode(
                     f"copy {x} {src}->{nd.device}", "Copy", CORE_NAMESPACE, 1, nd.device,
                     plugin, "Copy", "1", CORE_NAMESPACE, "mini-infer-core", __version__,
                     (x,), (name,)))
                 dims[name], types[name], home[name] = dims[x], types[x], nd.device
+                if x in kinds:
+                    kinds[name] = kinds[x]
                 copies[key] = name
             new_inputs.append(copies[key])
         out.append(replace(nd, inputs=tuple(new_inputs)) if new_inputs != list(nd.inputs)

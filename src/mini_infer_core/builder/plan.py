@@ -21,7 +21,7 @@ def tensors(state: BuildState, used: set[str]) -> None:
     """What each tensor of the engine is: input, constant, activation, scratch, output."""
     dims, types = state.dims, state.types
     used |= {o for nd in state.nodes for o in nd.outputs}
-    specs: dict[str, TensorSpec] = {n: TensorSpec(n, types[n], dims[n], "input")
+    specs: dict[str, TensorSpec] = {n: TensorSpec(n, types[n], dims[n], "input", state.kind(n))
                                     for n in state.input_names}
     kept = {n: np.asarray(state.constants[n], order="C") for n in used if n in state.constants}
     for n in kept:
@@ -30,10 +30,10 @@ def tensors(state: BuildState, used: set[str]) -> None:
     for nd in state.nodes:
         for o in nd.outputs:
             specs[o] = TensorSpec(o, types[o], dims[o],
-                                  "activation" if o in consumed else "scratch")
+                                  "activation" if o in consumed else "scratch", state.kind(o))
     for o in state.output_names:
         if o in specs and specs[o].kind in ("activation", "scratch"):
-            specs[o] = TensorSpec(o, types[o], dims[o], "output")
+            specs[o] = TensorSpec(o, types[o], dims[o], "output", state.kind(o))
         elif o not in specs:
             specs[o] = TensorSpec(o, types[o], dims[o], "constant")
             kept[o] = np.asarray(state.constants[o], order="C")
@@ -79,6 +79,8 @@ def plan(state: BuildState) -> dict[str, Any] | None:
     if any(adapter.is_data_dependent(nd.plugin) for nd in engine.nodes):
         return None
     specs = state.tensors
+    if any(not spec.is_tensor for spec in specs.values()):
+        return None  # values that are no tensors: made and planned at run time
     if all(specs[n].dims.is_static() for n in state.input_names):
         return Schedule(engine, {}).memory_summary()
     if state.info["profiles"]:

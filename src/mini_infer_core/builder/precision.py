@@ -30,7 +30,8 @@ def precision(state: BuildState, work: NodeWork) -> None:
     tensors meet it (and its outputs renamed ``NAME@fp16``)."""
     assert work.plugin is not None
     prec = state.precision
-    half = prec.wants_half(work.plugin, work.device, work.in_types, work.out_types)
+    half = prec.wants_half(work.plugin, work.device, work.in_types, work.out_types) and all(
+        k is None or k.is_tensor for k in [*work.in_kinds, *work.out_kinds])
     work.inputs, casts = prec.resolve_inputs(work.inputs, half, work.device)
     state.nodes.extend(casts)
     if not half:

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..network import Network, Node
-from ..plugin import DataType, Device, DimExpr, DimsExprs, IPluginV2, SubgraphFactory
+from ..plugin import (
+    TENSOR,
+    DataType,
+    Device,
+    DimExpr,
+    DimsExprs,
+    IPluginV2,
+    SubgraphFactory,
+    ValueKind,
+)
 from ..registry import CreatorRecord, PluginRegistry
 
 if TYPE_CHECKING:
@@ -53,6 +62,8 @@ class BuildState:
     dims: dict[str, DimsExprs] = field(default_factory=dict)
     types: dict[str, DataType] = field(default_factory=dict)
     constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    #: the values that are no tensors (sequences, optionals, maps); absent: a tensor
+    kinds: dict[str, ValueKind] = field(default_factory=dict)
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     #: the engine's steps so far
@@ -64,14 +75,24 @@ class BuildState:
     info: dict[str, Any] = field(default_factory=dict)
     engine: Engine | None = None
 
-    def add_input(self, name: str, dtype: DataType, shape: list[int | str | None]) -> None:
-        """A graph input: fixed dimensions, named symbols, a fresh symbol per unnamed one."""
+    def add_input(self, name: str, dtype: DataType, shape: list[int | str | None] | None,
+                  kind: ValueKind = TENSOR) -> None:
+        """A graph input: fixed dimensions, named symbols, a fresh symbol per unnamed one.
+        The elements of a sequence (or an optional's, a map's values) keep their fixed
+        dimensions; the others are symbols of their own (elements may differ), and a
+        sequence of unknown rank has none (``ValueKind.ranked``)."""
+        elements = not kind.is_tensor
         self.dims[name] = DimsExprs([
             DimExpr.const(x) if isinstance(x, int) else
-            DimExpr.sym(x if isinstance(x, str) and x else f"{name}[{k}]")
-            for k, x in enumerate(shape)])
+            DimExpr.sym(x if isinstance(x, str) and x and not elements else f"{name}[{k}]")
+            for k, x in enumerate(shape or [])])
         self.types[name] = dtype
+        if elements:
+            self.kinds[name] = kind.with_rank(shape is not None)
         self.input_names.append(name)
+
+    def kind(self, name: str) -> ValueKind:
+        return self.kinds.get(name, TENSOR)
 
 
 @dataclass
@@ -89,6 +110,9 @@ class NodeWork:
     outputs: list[str] = field(default_factory=list)
     in_dims: list[DimsExprs | None] = field(default_factory=list)
     in_types: list[DataType | None] = field(default_factory=list)
+    #: the inputs' and outputs' kinds (None: an absent input)
+    in_kinds: list[ValueKind | None] = field(default_factory=list)
+    out_kinds: list[ValueKind] = field(default_factory=list)
     out_dims: list[DimsExprs] = field(default_factory=list)
     out_types: list[DataType] = field(default_factory=list)
     #: build-time values per output (small integer tensors), None where unknown

@@ -20,6 +20,8 @@ import onnx
 
 from ..errors import BuildError
 from ..plugin import DataType
+from ..plugin._kinds import ValueSpec as Spec
+from ..plugin._kinds import kind_from_proto, kind_of_value, type_proto
 
 __all__ = ["SubgraphRunner"]
 
@@ -46,6 +48,12 @@ class SubgraphRunner:
         self.output_names = [o.name for o in self.graph.output]
         self.device = device
         self.label = label
+        #: what the body declares its formal inputs are (None: no type)
+        self._declared: list[Spec | None] = [
+            _declared(i.type) for i in self.graph.input]
+        #: what each input was when the body was built for the enclosing build (``infer``):
+        #: the element type of an empty sequence, the kind of an outer-scope value
+        self._hints: dict[int, Spec] = {}
         self._contexts: dict[tuple[Any, ...], Any] = {}
         #: signatures whose body builds only for concrete shapes
         self._concrete_only: set[tuple[Any, ...]] = set()
@@ -53,33 +61,45 @@ class SubgraphRunner:
 
     # -- declared types of the body's outputs (for build-time type inference) ---------------
     def output_types(self) -> list[DataType | None]:
-        out: list[DataType | None] = []
-        for o in self.graph.output:
-            code = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
-            out.append(DataType(code) if code else None)
-        return out
+        return [(_declared(o.type) or (None, None, None))[1] for o in self.graph.output]
 
     def output_ranks(self) -> list[int | None]:
-        out: list[int | None] = []
-        for o in self.graph.output:
-            tt = o.type.tensor_type
-            out.append(len(tt.shape.dim) if o.type.HasField("tensor_type")
-                       and tt.HasField("shape") else None)
-        return out
+        return [(_declared(o.type) or (None, None, None))[2] for o in self.graph.output]
 
-    # -- running --------------------------------------------------------------------------
-    def _build(self, arrays: Sequence[np.ndarray[Any, Any]], concrete: bool = False) -> Any:
-        """An execution context for the body, built for the arrays' types and ranks (one
-        engine for every shape), or -- ``concrete`` -- for their very shapes."""
+    # -- building ---------------------------------------------------------------------------
+    def _specs(self, values: Sequence[Any]) -> list[Spec]:
+        """What the values the body is called with are (a sequence's or an optional's kind
+        from the body's declaration, or from the build)."""
+        specs: list[Spec] = []
+        for k, value in enumerate(values):
+            declared = self._declared[k] if k < len(self._declared) else None
+            hint = self._hints.get(k)
+            guide = next((s[0] for s in (declared, hint) if s is not None
+                          and not s[0].is_tensor), None)
+            kind, dtype, rank = kind_of_value(value, guide)
+            if dtype is None:
+                dtype = next((s[1] for s in (declared, hint) if s is not None and s[1]), None)
+            if dtype is None:
+                raise BuildError(f"{self.label}: input {k} is an empty {kind} whose element "
+                                 "type the model does not declare")
+            specs.append((kind, dtype, rank))
+        return specs
+
+    def _build(self, specs: Sequence[Spec], shapes: Sequence[Any] | None = None) -> Any:
+        """An execution context for the body, built for inputs of these kinds, types and
+        ranks (one engine for every shape), or -- ``shapes`` -- for the tensors' very
+        shapes."""
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]
         names = [*self.input_names, *self.outer_names]
-        for k, (name, arr) in enumerate(zip(names, arrays, strict=True)):
-            dims: list[Any] = list(arr.shape) if concrete else [
-                f"{self.label}_in{k}_d{i}" for i in range(arr.ndim)]
-            g.input.append(onnx.helper.make_tensor_value_info(
-                name, DataType.from_numpy(arr.dtype).value, dims))
+        for k, (name, (kind, dtype, rank)) in enumerate(zip(names, specs, strict=True)):
+            assert dtype is not None
+            dims: list[Any] | None = None if rank is None else [
+                f"{self.label}_in{k}_d{i}" for i in range(rank)]
+            if shapes is not None and kind.is_tensor:
+                dims = list(shapes[k])
+            g.input.append(onnx.helper.make_value_info(name, type_proto(kind, dtype, dims)))
         for o in g.output:  # shapes inside a body may differ per call: keep only the type
             if o.type.HasField("tensor_type"):
                 o.type.tensor_type.ClearField("shape")
@@ -90,31 +110,65 @@ class SubgraphRunner:
             raise BuildError(f"{self.label}: {exc}") from exc
         return engine.create_execution_context()
 
-    def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
-        arrays = [np.asarray(a) for a in [*formal, *outer]]
+    def infer(self, specs: Sequence[Spec]) -> list[Spec | None]:
+        """What the body gives for inputs of these kinds, element types and ranks, worked
+        out by building it (kept for the runs); None for each output where it does not
+        build for them."""
+        for k, spec in enumerate(specs):
+            self._hints.setdefault(k, spec)
+        sig = tuple(specs)
+        with self._lock:
+            ctx = self._contexts.get(sig)
+            if ctx is None:
+                try:
+                    ctx = self._contexts[sig] = self._build(specs)
+                except BuildError:
+                    return [None] * len(self.output_names)
+        tensors = ctx.engine.tensors
+        return [(t.value_kind, t.dtype, len(t.dims) if t.value_kind.ranked else None)
+                for t in (tensors[n] for n in self.output_names)]
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[Any]:
         if len(formal) != len(self.input_names):
             raise BuildError(f"{self.label}: body takes {len(self.input_names)} inputs, "
                              f"got {len(formal)}")
-        sig = tuple((a.dtype.str, a.ndim) for a in arrays)
+        values = list(formal) + list(outer)
+        specs = self._specs(values)
+        values = [np.asarray(v) if s[0].is_tensor else v for v, s in zip(values, specs,
+                                                                           strict=True)]
+        sig = tuple(specs)
         with self._lock:
             ctx = self._contexts.get(sig)
             if ctx is None and sig not in self._concrete_only:
                 try:
-                    ctx = self._contexts[sig] = self._build(arrays)
+                    ctx = self._contexts[sig] = self._build(specs)
                 except BuildError:
                     # a body whose inner control flow settles only with known shapes (an If
                     # on a dimension whose branches differ in rank): built per shape
                     self._concrete_only.add(sig)
             if ctx is None:
-                exact = tuple((a.dtype.str, a.shape) for a in arrays)
+                shapes = [np.shape(v) if s[0].is_tensor else None
+                          for v, s in zip(values, specs, strict=True)]
+                exact = (sig, tuple(shapes))
                 ctx = self._contexts.get(exact)
                 if ctx is None:
-                    ctx = self._contexts[exact] = self._build(arrays, concrete=True)
+                    ctx = self._contexts[exact] = self._build(specs, shapes)
         names = [*self.input_names, *self.outer_names]
-        result = ctx.execute(dict(zip(names, arrays, strict=True)))
+        result = ctx.execute(dict(zip(names, values, strict=True)))
         return [result[n] for n in self.output_names]
 
     def close(self) -> None:
         for ctx in self._contexts.values():
             ctx.close()
         self._contexts.clear()
+
+
+def _declared(tp: onnx.TypeProto) -> Spec | None:
+    if tp.WhichOneof("value") is None:
+        return None
+    try:
+        kind, dtype, dims = kind_from_proto(tp)
+    except ValueError:
+        return None
+    return kind, dtype, None if dims is None else len(dims)

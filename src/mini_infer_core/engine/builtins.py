@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,14 +19,18 @@ from ..plugin import (
     Device,
     DimsExprs,
     ExprBuilder,
+    IDataDependentShapes,
     IPluginV2,
     IPluginV2DynamicExt,
+    ValueKind,
     decode_fields,
     encode_fields,
     fields_from_values,
 )
+from ..plugin._kinds import map_tensors
 
-__all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "deserialize_builtin"]
+__all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "ValueCopyPlugin",
+           "deserialize_builtin"]
 
 CORE_NAMESPACE = "mini_infer.core"
 
@@ -78,6 +83,34 @@ class CopyPlugin(_CoreStep):
         return f"CopyPlugin({self.src_name} -> {self.dst_name})"
 
 
+class ValueCopyPlugin(CopyPlugin, IDataDependentShapes):
+    """Copy of a sequence, optional or map: every tensor inside it, into a new value (such
+    values have no place in an arena, so the step returns it)."""
+
+    data_dependent = True
+
+    def __init__(self, src: str, dst: str, value_kind: ValueKind) -> None:
+        super().__init__(src, dst)
+        self.value_kind = value_kind
+
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        src, dst = self.src, self.dst
+        assert src is not None and dst is not None, "devices not bound"
+        return [map_tensors(lambda a: dst.to_device(src.to_host(a)), inputs[0],
+                            self.value_kind)]
+
+    def serialize(self) -> bytes:
+        return encode_fields(fields_from_values({
+            "src": self.src_name, "dst": self.dst_name,
+            "value": json.dumps(self.value_kind.to_json())}))
+
+    def clone(self) -> IPluginV2:
+        twin = ValueCopyPlugin(self.src_name, self.dst_name, self.value_kind)
+        twin.src, twin.dst = self.src, self.dst
+        return twin
+
+
 class CastPlugin(_CoreStep):
     """Element-type conversion (FLOAT <-> HALF) on whatever device holds the tensor."""
 
@@ -108,6 +141,12 @@ class CastPlugin(_CoreStep):
 def deserialize_builtin(name: str, version: str, data: bytes) -> IPluginV2:
     values = decode_fields(data).values_dict()
     if name == "Copy" and version == "1":
+        if "value" in values:  # a sequence, optional or map
+            try:
+                kind = ValueKind.from_json(json.loads(str(values["value"])))
+            except ValueError as exc:
+                raise EngineFormatError(f"core plugin Copy: bad value kind: {exc}") from exc
+            return ValueCopyPlugin(str(values["src"]), str(values["dst"]), kind)
         return CopyPlugin(str(values["src"]), str(values["dst"]))
     if name == "Cast" and version == "1":
         return CastPlugin(DataType[str(values["to"])])

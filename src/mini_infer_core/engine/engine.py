@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..plugin import DataType, Device, DimsExprs, IPluginV2
+from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, ValueKind
 from .format import serialize_engine, write_engine
 
 if TYPE_CHECKING:
@@ -23,16 +23,28 @@ log = logging.getLogger("mini_infer.lifecycle")
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor of the engine. kind: input | output | constant | activation | scratch."""
+    """A tensor of the engine. kind: input | output | constant | activation | scratch.
+    A sequence, optional or map (``value_kind``) has its innermost tensor's type and
+    dimensions; it lives outside every arena (the node that makes it returns it)."""
 
     name: str
     dtype: DataType
     dims: DimsExprs
     kind: str
+    value_kind: ValueKind = TENSOR
 
     @property
     def shape(self) -> tuple[int | str, ...]:
         return self.dims.display()
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.value_kind.is_tensor
+
+    @property
+    def type_string(self) -> str:
+        """onnxruntime's text for its type: ``tensor(float)``, ``seq(tensor(float))``..."""
+        return self.value_kind.type_string(self.dtype)
 
 
 @dataclass(frozen=True)

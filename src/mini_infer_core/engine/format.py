@@ -87,6 +87,9 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         })
     tensors = {n: {"dtype": t.dtype.name, "shape": [d.to_json() for d in t.dims],
                    "kind": t.kind} for n, t in engine.tensors.items()}
+    for n, t in engine.tensors.items():
+        if not t.value_kind.is_tensor:  # a sequence, optional or map: what wraps the tensor
+            tensors[n]["value"] = t.value_kind.to_json()
     header = {
         "format": "mini-infer-engine", "producer": f"mini-infer-core {__version__}",
         "name": engine.name, "device": engine.device_name,

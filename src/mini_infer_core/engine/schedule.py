@@ -2,7 +2,8 @@
 
 It evaluates every tensor's dimension expressions, sizes each node's workspace and plans one
 arena per device (activations, scratch outputs and workspaces share it by lifetime). Graph
-inputs, outputs, constants and string tensors live outside the arenas.
+inputs, outputs, constants and string tensors live outside the arenas; sequences, optionals
+and maps have no shape here (their nodes run data-dependently and return them).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Schedule:
         self.bindings = dict(bindings)
         self.shapes: dict[str, tuple[int, ...]] = {}
         for name, spec in engine.tensors.items():
+            if not spec.value_kind.is_tensor:
+                continue  # sequences, optionals, maps: made by the nodes at run time
             if spec.kind == "constant":
                 self.shapes[name] = tuple(engine.constants[name].shape)
             else:

@@ -18,6 +18,7 @@ from onnx import numpy_helper
 from ..errors import ModelImportError, UnsafeModelPathError
 from ..network import Network, Node, TensorInfo
 from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldType
+from ..plugin._kinds import kind_from_proto
 
 __all__ = ["parse_onnx", "load_onnx_model", "free_names", "graph_nodes", "tensor_value"]
 
@@ -103,6 +104,12 @@ def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField
     if a.type == _AT.GRAPH:
         raw = np.frombuffer(a.g.SerializeToString(), dtype=np.uint8)
         return PluginField(a.name, raw, PluginFieldType.GRAPH)
+    if a.type == _AT.TYPE_PROTO:  # Optional's type: as text, seq(tensor(float)[2,?])
+        try:
+            kind, dtype, dims = kind_from_proto(a.tp)
+        except ValueError as exc:
+            raise ModelImportError(f"{where}: attribute {a.name!r}: {exc}") from exc
+        return PluginField.from_value(a.name, kind.type_string(dtype, dims))
     raise ModelImportError(
         f"{where}: attribute {a.name!r} has type {_AT.AttributeType.Name(a.type)}, which this "
         "version of mini-infer cannot import (lists of graphs and sparse tensors)")
@@ -123,26 +130,19 @@ def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.n
 
 
 def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
-    kind = vi.type.WhichOneof("value")
-    if kind is None:  # no type given (allowed for outputs): the builder infers it
+    """A graph input or output: a tensor, or a sequence, optional or map of tensors (the
+    element type and shape of the innermost tensor, and what wraps it)."""
+    if vi.type.WhichOneof("value") is None:  # no type (allowed for outputs): inferred
         return TensorInfo(vi.name, None, None)
-    if kind != "tensor_type":
-        raise ModelImportError(
-            f"{where}: {vi.name!r} is a {kind.replace('_type', '')}; mini-infer supports tensor "
-            "inputs and outputs only (sequence, optional and map types are not supported yet)")
-    tt = vi.type.tensor_type
-    dtype = DataType.from_onnx(tt.elem_type) if tt.elem_type else None
-    shape: list[int | str | None] | None = None
-    if tt.HasField("shape"):
-        shape = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value") and d.dim_value >= 0:
-                shape.append(int(d.dim_value))
-            elif d.HasField("dim_param") and d.dim_param not in _UNNAMED:
-                shape.append(d.dim_param)
-            else:
-                shape.append(None)
-    return TensorInfo(vi.name, dtype, shape)
+    try:
+        kind, dtype, dims = kind_from_proto(vi.type)
+    except ValueError as exc:
+        raise ModelImportError(f"{where}: {vi.name!r}: {exc}; mini-infer supports tensors, "
+                               "sequences, optionals and maps") from exc
+    shape = None if dims is None else [
+        d if isinstance(d, int) or (d is not None and d not in _UNNAMED) else None
+        for d in dims]
+    return TensorInfo(vi.name, dtype, shape, kind)
 
 
 #: dim_params exporters write for "unknown" (paddle2onnx, some TF converters): not a name two

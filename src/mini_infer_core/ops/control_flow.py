@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 import onnx
 
 from ..errors import InputShapesRequired, PluginInterfaceError
-from ..plugin import DataType, DimsExprs, IntLike
+from ..plugin import TENSOR, DataType, DimsExprs, IntLike, ValueKind, ValueSpec
+from ..plugin._kinds import kind_from_proto
 from ._schema import Op
 
 __all__ = ["If", "Loop", "Scan"]
@@ -28,7 +29,11 @@ def _graph(data: Any) -> onnx.GraphProto:
 
 
 class ControlFlowBase(Op):
-    """An operator with subgraph bodies (``bodies``: the attributes that hold them)."""
+    """An operator with subgraph bodies (``bodies``: the attributes that hold them).
+
+    Outputs that are sequences or optionals (``output_kinds``) take their element type and
+    rank from what the body gives when the kernel can build it for the node's inputs
+    (``infer_body``), else from what the body declares."""
 
     data_dependent = True
     hidden_fields = ("__outer_scope__", "__opset_imports__")
@@ -36,6 +41,8 @@ class ControlFlowBase(Op):
 
     def setup(self) -> None:
         self.graphs = {b: _graph(self.attrs[b]) for b in self.bodies}
+        #: the outputs that are no tensors: index -> (kind, element type, rank)
+        self.values: dict[int, ValueSpec] = {}
 
     @property
     def outer_scope(self) -> list[str]:
@@ -61,14 +68,24 @@ class ControlFlowBase(Op):
     def _where(self, body: str, k: int) -> str:
         return f"{self.op_type} {self.name!r}: output {k} of {body}"
 
+    def declared(self, body: str, k: int) -> ValueSpec:
+        """The kind, element type and rank the body declares for its output ``k``."""
+        o = self.graphs[body].output[k]
+        if o.type.WhichOneof("value") is None:
+            return TENSOR, None, None
+        try:
+            kind, dtype, dims = kind_from_proto(o.type)
+        except ValueError as exc:
+            raise PluginInterfaceError(f"{self._where(body, k)}: {exc}") from exc
+        return kind, dtype, None if dims is None else len(dims)
+
     def body_type(self, body: str, k: int) -> DataType:
         """The element type the body declares for its output ``k``."""
-        o = self.graphs[body].output[k]
-        code = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
-        if not code:
+        dtype = self.declared(body, k)[1]
+        if dtype is None:
             raise PluginInterfaceError(f"{self._where(body, k)} has no element type in the "
                                        "model")
-        return DataType(code)
+        return dtype
 
     def body_dims(self, body: str, k: int) -> list[int | None]:
         """The dimensions the body declares for its output ``k`` (None: symbolic)."""
@@ -92,6 +109,50 @@ class ControlFlowBase(Op):
         return [[self.dynamic_dim(f"out{k}_d{i}") for i in range(r)]
                 for k, r in enumerate(ranks)]
 
+    # -- values that are no tensors -------------------------------------------------------
+    def infer_body(self, body: str, inputs: Sequence[ValueSpec]) -> list[ValueSpec | None] | None:
+        """What ``body`` gives for inputs of these kinds, element types and ranks (its
+        formal inputs, then the outer-scope values); None where it cannot tell. A kernel
+        that builds its bodies answers it (mini-infer-cpu-plugins builds the body)."""
+        return None
+
+    def value_spec(self, declared: ValueSpec, inferred: Sequence[ValueSpec | None]
+                   ) -> ValueSpec:
+        """A non-tensor output: the kind and rank the bodies give where they agree, else
+        what the body declares (its element type where the body gives none)."""
+        got = [s for s in inferred if s is not None and s[0].wrappers == declared[0].wrappers]
+        if not got or len(got) != len(inferred):
+            return declared
+        ranks = {s[2] for s in got}
+        rank = ranks.pop() if len(ranks) == 1 else None
+        dtype = got[0][1] or declared[1]
+        return got[0][0].with_rank(rank is not None), dtype, rank
+
+    def value_outputs(self, ranks: Sequence[int]) -> list[list[IntLike]]:
+        """Every output's dimensions: ``ranks`` for tensors, a non-tensor's elements'."""
+        out = self.unknown(ranks)
+        for k, (_, _, rank) in self.values.items():
+            out[k] = [self.dynamic_dim(f"out{k}_d{i}") for i in range(rank or 0)]
+        return out
+
+    def value_type(self, k: int, otherwise: DataType) -> DataType:
+        if k not in self.values:
+            return otherwise
+        dtype = self.values[k][1]
+        if dtype is None:
+            raise PluginInterfaceError(f"{self.op_type} {self.name!r}: output {k} has no "
+                                       "element type in the model")
+        return dtype
+
+    def kinds(self, n: int) -> list[ValueKind]:
+        return [self.values[k][0] if k in self.values else TENSOR for k in range(n)]
+
+
+def _outer(inputs: Sequence[ValueSpec | None], n_outer: int) -> list[ValueSpec] | None:
+    """The outer-scope values' specs (None where one is not known)."""
+    outer = list(inputs[len(inputs) - n_outer:]) if n_outer else []
+    return None if any(s is None for s in outer) else outer  # type: ignore[return-value]
+
 
 class If(ControlFlowBase):
     """Runs then_branch or else_branch by the boolean condition."""
@@ -102,17 +163,35 @@ class If(ControlFlowBase):
     def num_outputs(self) -> int:
         return self.body_outputs("then_branch")
 
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+        self.values = {}
+        inferred: dict[str, list[ValueSpec | None]] = {}
+        for k in range(self.num_outputs):
+            declared = self.declared("then_branch", k)
+            if declared[0].is_tensor:
+                continue
+            if not inferred:
+                outer = _outer(inputs, len(self.outer_scope))
+                for b in self.bodies:
+                    got = self.infer_body(b, outer) if outer is not None else None
+                    inferred[b] = got or [None] * self.num_outputs
+            self.values[k] = self.value_spec(declared, [inferred[b][k] for b in self.bodies])
+        return self.kinds(self.num_outputs)
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return self.unknown([len(self.body_dims("then_branch", k))
-                             for k in range(self.num_outputs)])
+        return self.value_outputs([0 if k in self.values else
+                                   len(self.body_dims("then_branch", k))
+                                   for k in range(self.num_outputs)])
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [self.body_type("then_branch", k) for k in range(self.num_outputs)]
+        return [self.value_type(k, self.body_type("then_branch", k))
+                for k in range(self.num_outputs)]
 
 
 class Loop(ControlFlowBase):
     """Inputs: M (trip count), cond, loop-carried v...; outputs: final v..., scan outputs
-    (the body's outputs after cond and the carried values, stacked)."""
+    (the body's outputs after cond and the carried values, stacked). A carried value may be
+    a sequence or an optional."""
 
     bodies = ("body",)
 
@@ -124,14 +203,36 @@ class Loop(ControlFlowBase):
     def num_outputs(self) -> int:
         return self.body_outputs("body") - 1
 
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+        self.values = {}
+        n = self.n_carried
+        carried = list(inputs[2 : 2 + n])
+        inferred: list[ValueSpec | None] | None = None
+        for k, spec in enumerate(carried):
+            if spec is None or spec[0].is_tensor:
+                continue
+            if inferred is None:
+                outer = _outer(inputs, len(self.outer_scope))
+                counter: ValueSpec = (TENSOR, DataType.INT64, 0)
+                cond: ValueSpec = (TENSOR, DataType.BOOL, 0)
+                formal = [counter, cond, *carried]
+                got = self.infer_body("body", [*formal, *outer]) if outer is not None and \
+                    all(s is not None for s in formal) else None  # type: ignore[list-item]
+                inferred = got or [None] * (1 + self.num_outputs)
+            body = self.declared("body", 1 + k)
+            declared = (spec[0].with_rank(body[2] is not None), body[1] or spec[1], body[2])
+            self.values[k] = self.value_spec(declared, [inferred[1 + k]])
+        return self.kinds(self.num_outputs)
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return self.unknown([len(inputs[2 + k]) if k < self.n_carried
-                             else 1 + len(self.body_dims("body", 1 + k))
-                             for k in range(self.num_outputs)])
+        return self.value_outputs([0 if k in self.values else len(inputs[2 + k])
+                                   if k < self.n_carried
+                                   else 1 + len(self.body_dims("body", 1 + k))
+                                   for k in range(self.num_outputs)])
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[2 + k] if k < self.n_carried else self.body_type("body", 1 + k)
-                for k in range(self.num_outputs)]
+        return [self.value_type(k, input_types[2 + k]) if k < self.n_carried
+                else self.body_type("body", 1 + k) for k in range(self.num_outputs)]
 
 
 class Scan(ControlFlowBase):

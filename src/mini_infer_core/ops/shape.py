@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..errors import PluginInterfaceError
-from ..plugin import REQUIRED, DimExpr, DimsExprs, shapes
+from ..plugin import REQUIRED, TENSOR, DimExpr, DimsExprs, ValueKind, ValueSpec, shapes
 from ..plugin.shapes import Shapes, Values
 from ._schema import Op, UnaryOp, ValueOp
 
@@ -159,4 +159,11 @@ class Squeeze_13(AxesBase):  # noqa: N801
 
 
 class Identity(CopyBase):
-    pass
+    """Its input. A kernel that takes sequences and optionals too (``input_kinds``) gives
+    them back as they are, running data-dependently (they have no place in an arena)."""
+
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+        kind = inputs[0][0] if inputs and inputs[0] is not None else TENSOR
+        if not kind.is_tensor:
+            self.mark_data_dependent()
+        return [kind]

@@ -23,6 +23,7 @@ from ._capabilities import (
     IInPlaceInputs,
     ITactics,
     IValueInference,
+    IValueKinds,
     TensorDesc,
 )
 from ._device import Device, Stream
@@ -37,6 +38,7 @@ from ._fields import (
 )
 from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._kinds import TENSOR, ValueKind, ValueSpec
 from ._lazy import LazyPluginCreator
 from ._packed import Repacked
 from ._subgraph import IUsesSubgraphs, Subgraph, SubgraphFactory
@@ -54,6 +56,7 @@ from ._v3 import (
 
 __all__ = [
     "REQUIRED",
+    "TENSOR",
     "BatchNormFusion",
     "BroadcastPlugin",
     "BufferCache",
@@ -84,6 +87,7 @@ __all__ = [
     "ITactics",
     "IUsesSubgraphs",
     "IValueInference",
+    "IValueKinds",
     "IntLike",
     "LazyPluginCreator",
     "OnnxPlugin",
@@ -101,6 +105,8 @@ __all__ = [
     "TensorDesc",
     "TensorFormat",
     "UnaryPlugin",
+    "ValueKind",
+    "ValueSpec",
     "broadcast_dims",
     "decode_fields",
     "encode_fields",

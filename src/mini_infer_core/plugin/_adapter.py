@@ -14,6 +14,7 @@ from . import _capabilities as cap
 from ._dims import DimsExprs, ExprBuilder
 from ._fields import PluginFieldCollection
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
+from ._kinds import TENSOR, ValueKind, ValueSpec
 from ._subgraph import IUsesSubgraphs, SubgraphFactory
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 from ._v3 import V3Plugin, as_v2
@@ -21,7 +22,8 @@ from ._v3 import V3Plugin, as_v2
 __all__ = ["interface_level", "infer_outputs", "check_formats", "configure_concrete",
            "configure_build", "workspace_size", "create", "deserialize", "values_of",
            "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
-           "in_place_of", "graph_safe", "clone"]
+           "in_place_of", "graph_safe", "clone", "refused_kind", "output_kinds",
+           "check_kinds"]
 
 _BUILDER = ExprBuilder()
 
@@ -204,3 +206,40 @@ def graph_safe(plugin: IPluginV2) -> bool:
     """Whether a run may be captured as a device graph with this plugin in it (a plugin
     that does not say is trusted, as TensorRT trusts an enqueue)."""
     return not isinstance(plugin, cap.IGraphSafety) or plugin.graph_safe
+
+
+def _accepted(plugin: IPluginV2, pos: int) -> str:
+    kinds = plugin.input_kinds if isinstance(plugin, cap.IValueKinds) else ()
+    return kinds[min(pos, len(kinds) - 1)] if kinds else "tensor"
+
+
+def refused_kind(plugin: IPluginV2, in_kinds: Sequence[ValueKind | None]) -> str | None:
+    """Why the plugin cannot take inputs of these kinds (None: it can)."""
+    for pos, kind in enumerate(in_kinds):
+        if kind is None:
+            continue
+        want = _accepted(plugin, pos)
+        if want != "any" and kind.outer not in want.split("|"):
+            return (f"input {pos} is a {kind.type_string(None).replace('tensor(?)', 'tensor')}"
+                    f", the plugin takes {want.replace('|', ' or ')} there")
+    return None
+
+
+def output_kinds(plugin: IPluginV2, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+    """The kind of each output (``IValueKinds``; tensors for a plugin without it)."""
+    kinds: list[ValueKind] = []
+    if isinstance(plugin, cap.IValueKinds):
+        kinds = list(plugin.output_kinds(inputs) or [])
+    kinds += [TENSOR] * (plugin.num_outputs - len(kinds))
+    return kinds[: plugin.num_outputs]
+
+
+def check_kinds(plugin: IPluginV2, in_kinds: Sequence[ValueKind | None],
+                out_kinds: Sequence[ValueKind], where: str) -> None:
+    """A plugin that takes or gives a value that is not a tensor must be data-dependent:
+    such values are returned by the node, never planned in an arena."""
+    if any(k is not None and not k.is_tensor for k in [*in_kinds, *out_kinds]) and \
+            not is_data_dependent(plugin):
+        raise PluginInterfaceError(
+            f"{where}: the plugin takes or gives sequences, optionals or maps but is not "
+            "data-dependent; such values are returned by the node (IDataDependentShapes)")

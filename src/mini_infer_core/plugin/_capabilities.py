@@ -17,6 +17,7 @@ ITactics                build/run  times the plugin's ways of computing, keeps t
 IDataDependentShapes    build/run  runs the node with outputs it allocates itself
 IInPlaceInputs          plan       lets an input live inside one of the outputs
 IGraphSafety            run        decides whether a run may be captured as a device graph
+IValueKinds             build/run  takes or gives sequences, optionals, maps (not tensors)
 ======================  =========  ====================================================
 """
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
 from ._dims import DimsExprs, IntLike
+from ._kinds import ValueKind, ValueSpec
 from ._types import DataType
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ __all__ = [
     "IInPlaceInputs",
     "ITactics",
     "IValueInference",
+    "IValueKinds",
     "TensorDesc",
 ]
 
@@ -143,7 +146,31 @@ class IGraphSafety:
         return True
 
 
+class IValueKinds:
+    """Inputs or outputs that are not tensors: sequences (Python lists at run time),
+    optionals (None or the value) and maps (dicts); see ``plugin/_kinds.py``.
+
+    Their dimensions and element types are those of the innermost tensor (a sequence's
+    elements), answered by the usual shape and type inference; this says what wraps them.
+    Such values have no place in a memory plan, so a plugin that takes or gives one must be
+    data-dependent (:class:`IDataDependentShapes`: it returns its outputs). A plugin without
+    this ability takes and gives tensors only; the builder then runs the node on the
+    fallback device if that plugin takes the value, or says which input it refuses.
+    """
+
+    #: what each input takes, by position: ``"tensor"``, ``"sequence"``, ``"optional"``,
+    #: ``"map"``, alternatives joined by ``|`` (``"sequence|tensor"``), or ``"any"``; the last
+    #: entry stands for every later input. Empty (the default): tensors only.
+    input_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> Sequence[ValueKind] | None:
+        """The kind of every output for inputs of these kinds, element types and ranks
+        (``(kind, dtype, rank)``, rank None where unknown; None: an absent input), asked
+        before the output shapes and types; None: every output is a tensor."""
+        return None
+
+
 class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
-                      IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IValueKinds):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""

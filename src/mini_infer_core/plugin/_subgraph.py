@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import onnx
 
+from ._kinds import ValueSpec
 from ._types import DataType
 
 __all__ = ["IUsesSubgraphs", "Subgraph", "SubgraphFactory"]
@@ -36,8 +37,15 @@ class Subgraph(Protocol):
         """The ranks the body declares for its outputs (None: not declared)."""
         ...
 
+    def infer(self, inputs: Sequence[ValueSpec]) -> list[ValueSpec | None]:
+        """What the body gives (kind, element type, rank) for inputs of these kinds, element
+        types and ranks (formal inputs, then the outer-scope values), worked out by building
+        it; None for each output where it does not build for them."""
+        ...
+
     def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[Any]:
-        """Run the body on its formal inputs and the outer-scope values it reads."""
+        """Run the body on its formal inputs and the outer-scope values it reads (arrays; a
+        sequence as a list, an optional as None or its value)."""
         ...
 
     def close(self) -> None: ...

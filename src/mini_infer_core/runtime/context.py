@@ -22,6 +22,7 @@ from ..engine.schedule import Schedule
 from ..errors import ExecutionError, InputError, MiniInferError, node_errors
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
+from ..plugin._kinds import check_value, describe_value, map_tensors
 from .plans import Plan, PlanCache, Step
 from .segments import SegmentedRun
 
@@ -82,7 +83,11 @@ class ExecutionContext:
         self._initialized = False
         self._closed = False
         self._debug = _debug_level()
-        self._dynamic = any(adapter.is_data_dependent(p) for p in self.plugins)
+        #: inputs and outputs that are sequences, optionals or maps (lists, None, dicts)
+        self._values = {n for n in (*engine.input_names, *engine.output_names)
+                        if not engine.tensors[n].is_tensor}
+        self._dynamic = bool(self._values) or any(adapter.is_data_dependent(p)
+                                                  for p in self.plugins)
         #: how an engine with data-dependent nodes runs: in planned segments around them
         self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
                                        self._constants) if self._dynamic else None
@@ -142,7 +147,16 @@ class ExecutionContext:
         bindings: dict[str, int] = {}
         for name in eng.input_names:
             spec, arr = eng.tensors[name], feeds[name]
+            if not spec.is_tensor:
+                dims = [d.get_constant_value() if d.is_constant() else None for d in spec.dims]
+                problem = check_value(arr, spec.value_kind, spec.dtype, dims)
+                if problem:
+                    raise InputError(f"input {name!r} is a {spec.type_string}: {problem}")
+                continue
             want = spec.dtype.numpy
+            if not hasattr(arr, "shape") or not hasattr(arr, "dtype"):
+                raise InputError(f"input {name!r} is a {spec.type_string} of shape "
+                                 f"{spec.shape}: pass an array (got {describe_value(arr)})")
             if getattr(arr, "dtype", None) != want:
                 raise InputError(
                     f"input {name!r} has dtype {getattr(arr, 'dtype', type(arr).__name__)}, the "
@@ -233,8 +247,9 @@ class ExecutionContext:
         return self._plan.schedule if self._plan is not None else None
 
     # -- running --------------------------------------------------------------------------
-    def execute(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray[Any, Any]]:
-        """Run once; returns every engine output as a host NumPy array."""
+    def execute(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """Run once; returns every engine output as a host NumPy array (a sequence as a list
+        of them, an optional as None or its value, a map as a dict)."""
         if self._closed:
             raise MiniInferError("this execution context has been closed")
         with self._lock:
@@ -310,10 +325,14 @@ class ExecutionContext:
                 stream.synchronize()
 
     def _results(self, values: Mapping[str, Any], home: Mapping[str, str]
-                 ) -> dict[str, np.ndarray[Any, Any]]:
-        result: dict[str, np.ndarray[Any, Any]] = {}
+                 ) -> dict[str, Any]:
+        result: dict[str, Any] = {}
         for n in self.engine.output_names:
-            if n in self.engine.constants:
+            if n in self._values:
+                dev = self.devices[home.get(n, self.device.name)]
+                result[n] = map_tensors(lambda a, d=dev: np.asarray(d.to_host(a)), values[n],
+                                        self.engine.tensors[n].value_kind)
+            elif n in self.engine.constants:
                 result[n] = np.array(self.engine.constants[n])
             elif n in self.engine.input_names:
                 result[n] = np.array(self.device.to_host(values[n]))
@@ -322,13 +341,15 @@ class ExecutionContext:
         return result
 
     def _execute_dynamic(self, feeds: Mapping[str, Any], bindings: dict[str, int]
-                         ) -> dict[str, np.ndarray[Any, Any]]:
+                         ) -> dict[str, Any]:
         if not self._initialized:
             for step, plugin in enumerate(self.plugins):
                 plugin.initialize()
                 log.debug("initialize %s", self.engine.nodes[step].describe())
             self._initialized = True
-        inputs = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
+        tensors, dev = self.engine.tensors, self.device
+        inputs = {n: map_tensors(lambda a: dev.to_device(np.asarray(a, order="C")), feeds[n],
+                                 tensors[n].value_kind)
                   for n in self.engine.input_names}
         assert self._segmented is not None
         values, home = self._segmented.run(inputs, bindings, self._debug)

@@ -17,7 +17,7 @@ from ..errors import (
     PluginNotFoundError,
     node_errors,
 )
-from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+from ..plugin import TENSOR, DataType, DimExpr, DimsExprs, IPluginV2, ValueKind
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 
@@ -90,7 +90,8 @@ class Runtime:
         constants = {c["name"]: ef.array(c) for c in h["constants"]}
         tensors = {
             n: TensorSpec(n, DataType[t["dtype"]],
-                          DimsExprs([DimExpr.from_json(d) for d in t["shape"]]), t["kind"])
+                          DimsExprs([DimExpr.from_json(d) for d in t["shape"]]), t["kind"],
+                          ValueKind.from_json(t["value"]) if "value" in t else TENSOR)
             for n, t in h["tensors"].items()}
         nodes = []
         for nd in h["nodes"]:

@@ -21,6 +21,7 @@ from ..engine.engine import EngineNode, TensorSpec
 from ..errors import ExecutionError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
+from ..plugin._kinds import check_value
 from .plans import Plan, PlanCache
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class SegmentedRun:
         for name in (*read, *made):
             spec = engine.tensors[name]
             kind = "input" if name in inputs else "output" if name in outputs else spec.kind
-            tensors[name] = TensorSpec(name, spec.dtype, spec.dims, kind)
+            tensors[name] = TensorSpec(name, spec.dtype, spec.dims, kind, spec.value_kind)
         sub = _SubEngine(engine.name, engine.device, engine.devices, tensors,
                          {n: engine.constants[n] for n in read if n in engine.constants},
                          tuple(nodes), inputs, outputs)
@@ -169,7 +170,13 @@ class SegmentedRun:
                                      f"{len(node.outputs)}")
             tensors = self.engine.tensors
             for o, arr in zip(node.outputs, outs, strict=False):
-                _bind(tensors[o].dims, tuple(arr.shape), bindings)
+                spec = tensors[o]
+                if not spec.is_tensor:  # a list, None or dict: checked, never planned
+                    problem = check_value(arr, spec.value_kind, spec.dtype, None)
+                    if problem:
+                        raise ExecutionError(f"output {o!r} is a {spec.type_string}: {problem}")
+                    continue
+                _bind(spec.dims, tuple(arr.shape), bindings)
                 if arr.dtype != tensors[o].dtype.numpy:
                     raise ExecutionError(f"it returned {arr.dtype} for output {o!r}, "
                                          f"declared {tensors[o].dtype.numpy}")

@@ -3,7 +3,8 @@ attaches (``IUsesSubgraphs``); attributes and the outputs' types and ranks are t
 (:mod:`mini_infer_core.ops.control_flow`).
 
 The engine calls ``compute`` without ``out`` (the operators are data-dependent) and binds the
-shapes it returns.
+shapes it returns. If and Loop also carry sequences and optionals (lists, None): their
+bodies are built for the kinds they are called with.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import control_flow as schema
-from mini_infer_core.plugin import IUsesSubgraphs, Subgraph
+from mini_infer_core.plugin import IUsesSubgraphs, Subgraph, ValueSpec
 
 from ..serialization import CpuPlugin
 
@@ -39,9 +40,20 @@ class _ControlFlow(CpuPlugin, schema.ControlFlowBase, IUsesSubgraphs):
                              for b in self.bodies}
         return self._runners
 
+    def infer_body(self, body: str, inputs: Any) -> list[ValueSpec | None] | None:
+        """What the body gives for these inputs, from building it (at build time, where the
+        subgraph factory is attached)."""
+        if self.subgraphs is None:
+            return None
+        return self.runners[body].infer(inputs)
+
     def terminate(self) -> None:
         for r in (self._runners or {}).values():
             r.close()
+
+    def destroy(self) -> None:
+        self.terminate()
+        self._runners = None
 
     def _empty_scan(self, k: int) -> Any:
         """Body output ``k`` stacked over zero iterations."""
@@ -49,13 +61,22 @@ class _ControlFlow(CpuPlugin, schema.ControlFlowBase, IUsesSubgraphs):
         return np.zeros(shape, dtype.numpy)
 
 
+def _tensor_or_value(v: Any) -> Any:
+    """An array as an array; a sequence (list), empty optional (None) or map as it is."""
+    return v if v is None or isinstance(v, (list, tuple, dict)) else np.asarray(v)
+
+
 class If(_ControlFlow, schema.If):
+    input_kinds = ("tensor", "any")
+
     def compute(self, cond: Any, *rest: Any, **_: Any) -> tuple[Any, ...]:
         body = "then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch"
         return tuple(self.runners[body].run([], rest))
 
 
 class Loop(_ControlFlow, schema.Loop):
+    input_kinds = ("tensor", "tensor", "any")
+
     def compute(self, *inputs: Any, **_: Any) -> tuple[Any, ...]:
         formal, outer = self.split(inputs)
         trip, cond, carried = formal[0], formal[1], list(formal[2:])
@@ -76,7 +97,7 @@ class Loop(_ControlFlow, schema.Loop):
         for k, s in enumerate(scans):
             stacked.append(np.stack(s) if s else
                            self._empty_scan(1 + self.n_carried + k))
-        return (*[np.asarray(c) for c in carried], *stacked)
+        return (*[_tensor_or_value(c) for c in carried], *stacked)
 
 
 class Scan(_ControlFlow, schema.Scan):

@@ -40,9 +40,33 @@ class _Copy(SameBytes, CpuPlugin, schema.CopyBase):
 
 
 # the operators that never turn data-dependent: a copy
-Reshape_1, Flatten, Unsqueeze_1, Squeeze_1, Identity = (
+Reshape_1, Flatten, Unsqueeze_1, Squeeze_1 = (
     type(op.__name__, (_Copy, op), {"__module__": __name__}) for op in (
-        schema.Reshape_1, schema.Flatten, schema.Unsqueeze_1, schema.Squeeze_1, schema.Identity))
+        schema.Reshape_1, schema.Flatten, schema.Unsqueeze_1, schema.Squeeze_1))
+
+
+class Identity(_Copy, schema.Identity):
+    """Tensors, and sequences and optionals (lists, None: a new list of copies, so that
+    the caller owns what it gets)."""
+
+    input_kinds = ("any",)
+
+    def compute(self, x: Any, *values: Array | None, out: Array | None = None,
+                **attrs: Any) -> Any:
+        if out is None:
+            return (_copied(x),)
+        copy_into(out, x)
+        return None
+
+
+def _copied(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_copied(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    return np.array(value)
 
 
 class Reshape_5(_Copy, schema.Reshape_5):  # noqa: N801
