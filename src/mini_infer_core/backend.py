@@ -4,6 +4,8 @@ that ``onnx.backend.test.BackendTest`` and onnx's node conformance cases run aga
     from mini_infer_core.backend import MiniInferBackend
     rep = MiniInferBackend.prepare(model, "CPU")
     outputs = rep.run([x])
+
+Sequences are lists of arrays, an empty optional is None, as onnxruntime has them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ from .session import InferenceSession
 
 __all__ = ["MiniInferBackend", "MiniInferBackendRep", "prepare", "run_model", "run_node",
            "supports_device"]
+
+
+def _value_info(name: str, value: Any) -> onnx.ValueInfoProto:
+    """An input of ``run_node``: a tensor, or a sequence (a list of arrays: their element
+    type, float for an empty one; their rank where they share it)."""
+    if not isinstance(value, (list, tuple)):
+        return onnx.helper.make_tensor_value_info(
+            name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+    items = [np.asarray(v) for v in value]
+    dtype = onnx.helper.np_dtype_to_tensor_dtype(items[0].dtype) if items else \
+        onnx.TensorProto.FLOAT
+    ranks = {v.ndim for v in items}
+    shape = [None] * ranks.pop() if len(ranks) == 1 else None
+    return onnx.helper.make_tensor_sequence_value_info(name, dtype, shape)
 
 
 def _device_name(device: str) -> str:
@@ -65,11 +81,9 @@ class MiniInferBackend(Backend):
                  outputs_info: Sequence[tuple[Any, ...]] | None = None,
                  **kwargs: Any) -> tuple[Any, ...]:
         opset = int(kwargs.get("opset_version", onnx.defs.onnx_opset_version()))
-        arrays = [np.asarray(x) for x in inputs]
+        arrays = [x if isinstance(x, (list, tuple)) else np.asarray(x) for x in inputs]
         names = [n for n in node.input if n]
-        vis = [onnx.helper.make_tensor_value_info(
-            n, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-            for n, a in zip(names, arrays, strict=False)]
+        vis = [_value_info(n, a) for n, a in zip(names, arrays, strict=False)]
         outs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.output if o]
         graph = onnx.helper.make_graph([node], "run_node", vis, outs)
         imports = [onnx.helper.make_opsetid("", opset)]

@@ -85,8 +85,9 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
                        "distribution_version": node.distribution_version,
                        "offset": add(data, len(data)), "nbytes": len(data)},
         })
-    tensors = {n: {"dtype": t.dtype.name, "shape": [d.to_json() for d in t.dims],
-                   "kind": t.kind} for n, t in engine.tensors.items()}
+    tensors: dict[str, dict[str, Any]] = {
+        n: {"dtype": t.dtype.name, "shape": [d.to_json() for d in t.dims], "kind": t.kind}
+        for n, t in engine.tensors.items()}
     for n, t in engine.tensors.items():
         if not t.value_kind.is_tensor:  # a sequence, optional or map: what wraps the tensor
             tensors[n]["value"] = t.value_kind.to_json()

@@ -148,10 +148,10 @@ class ControlFlowBase(Op):
         return [self.values[k][0] if k in self.values else TENSOR for k in range(n)]
 
 
-def _outer(inputs: Sequence[ValueSpec | None], n_outer: int) -> list[ValueSpec] | None:
+def outer_specs(inputs: Sequence[ValueSpec | None], n_outer: int) -> list[ValueSpec] | None:
     """The outer-scope values' specs (None where one is not known)."""
-    outer = list(inputs[len(inputs) - n_outer:]) if n_outer else []
-    return None if any(s is None for s in outer) else outer  # type: ignore[return-value]
+    outer = [s for s in (inputs[len(inputs) - n_outer:] if n_outer else []) if s is not None]
+    return outer if len(outer) == n_outer else None
 
 
 class If(ControlFlowBase):
@@ -171,7 +171,7 @@ class If(ControlFlowBase):
             if declared[0].is_tensor:
                 continue
             if not inferred:
-                outer = _outer(inputs, len(self.outer_scope))
+                outer = outer_specs(inputs, len(self.outer_scope))
                 for b in self.bodies:
                     got = self.infer_body(b, outer) if outer is not None else None
                     inferred[b] = got or [None] * self.num_outputs
@@ -212,12 +212,12 @@ class Loop(ControlFlowBase):
             if spec is None or spec[0].is_tensor:
                 continue
             if inferred is None:
-                outer = _outer(inputs, len(self.outer_scope))
+                outer = outer_specs(inputs, len(self.outer_scope))
                 counter: ValueSpec = (TENSOR, DataType.INT64, 0)
                 cond: ValueSpec = (TENSOR, DataType.BOOL, 0)
-                formal = [counter, cond, *carried]
+                formal = [s for s in [counter, cond, *carried] if s is not None]
                 got = self.infer_body("body", [*formal, *outer]) if outer is not None and \
-                    all(s is not None for s in formal) else None  # type: ignore[list-item]
+                    len(formal) == 2 + n else None
                 inferred = got or [None] * (1 + self.num_outputs)
             body = self.declared("body", 1 + k)
             declared = (spec[0].with_rank(body[2] is not None), body[1] or spec[1], body[2])

@@ -25,7 +25,7 @@ from ..plugin import TENSOR, DataType, DimExpr, DimsExprs, IntLike, ValueKind, V
 from ..plugin._kinds import parse_type_string
 from ..plugin.shapes import norm_axis
 from ._schema import Op
-from .control_flow import ControlFlowBase
+from .control_flow import ControlFlowBase, outer_specs
 
 __all__ = ["SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase",
            "SequenceAt", "SequenceLength", "SplitToSequence", "ConcatFromSequence",
@@ -89,7 +89,7 @@ class SequenceOp(Op):
                 f"{self.op_type} {self.name!r}: the rank of the elements of its input "
                 f"{index} is not known when the engine is built (an empty sequence, or "
                 "elements of several ranks); declare the element shape in the model")
-        return self.free(dims, "d")
+        return self.free(dims, "out")
 
     def ranked(self, kind: ValueKind, dims: Dims | None) -> tuple[ValueKind, Dims]:
         """``kind`` with its rank known or not, and the dimensions to give."""
@@ -316,9 +316,8 @@ class SequenceMap(ControlFlowBase):
                 raise PluginInterfaceError(f"SequenceMap {self.name!r}: an input is absent")
             kind, dtype, rank = spec
             elements.append((kind.inner(), dtype, rank) if kind.outer == "sequence" else spec)
-        outer = list(inputs[own:])
-        got = self.infer_body("body", [*elements, *outer]) \
-            if all(s is not None for s in outer) else None  # type: ignore[list-item]
+        outer = outer_specs(inputs, len(self.outer_scope))
+        got = self.infer_body("body", [*elements, *outer]) if outer is not None else None
         self.values = {}
         for k in range(self.num_outputs):
             kind, dtype, rank = self.declared("body", k)

@@ -329,9 +329,8 @@ class ExecutionContext:
         result: dict[str, Any] = {}
         for n in self.engine.output_names:
             if n in self._values:
-                dev = self.devices[home.get(n, self.device.name)]
-                result[n] = map_tensors(lambda a, d=dev: np.asarray(d.to_host(a)), values[n],
-                                        self.engine.tensors[n].value_kind)
+                host = self.devices[home.get(n, self.device.name)].to_host
+                result[n] = map_tensors(host, values[n], self.engine.tensors[n].value_kind)
             elif n in self.engine.constants:
                 result[n] = np.array(self.engine.constants[n])
             elif n in self.engine.input_names:
