@@ -12,11 +12,12 @@ context.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 from ..errors import BuildError
 from ..plugin import DataType
@@ -37,13 +38,16 @@ def _opset_imports(text: str) -> list[onnx.OperatorSetIdProto]:
 class SubgraphRunner:
     def __init__(self, graph: bytes, opset_imports: str, outer_names: Sequence[str],
                  device: str = "cpu", label: str = "subgraph", *,
-                 build: Callable[[onnx.ModelProto, str], Any]) -> None:
+                 build: Callable[[onnx.ModelProto, str], Any],
+                 constants: Sequence[str] = ()) -> None:
         #: builds an engine from a model for a device (the enclosing build's builder)
         self._build_engine = build
         self.graph = onnx.GraphProto()
         self.graph.ParseFromString(graph)
         self.opsets = _opset_imports(opset_imports)
         self.outer_names = list(outer_names)
+        #: outer-scope values that are constants: built into the body with their values
+        self.constants = set(constants) & set(self.outer_names)
         self.input_names = [i.name for i in self.graph.input]
         self.output_names = [o.name for o in self.graph.output]
         self.device = device
@@ -85,16 +89,23 @@ class SubgraphRunner:
             specs.append((kind, dtype, rank))
         return specs
 
-    def _build(self, specs: Sequence[Spec], shapes: Sequence[Any] | None = None) -> Any:
-        """An execution context for the body, built for inputs of these kinds, types and
-        ranks (one engine for every shape), or -- ``shapes`` -- for the tensors' very
-        shapes."""
+    def _engine(self, specs: Sequence[Spec], constants: Mapping[str, Any],
+                shapes: Sequence[Any] | None = None) -> Any:
+        """The body built for inputs (formal, then outer) of these kinds, element types and
+        ranks (every dimension symbolic, so one engine serves every shape), or -- ``shapes``
+        -- for the tensors' very shapes; the outer constants in ``constants`` built in with
+        their values."""
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]
         names = [*self.input_names, *self.outer_names]
         for k, (name, (kind, dtype, rank)) in enumerate(zip(names, specs, strict=True)):
-            assert dtype is not None
+            if name in self.constants and name in constants:
+                g.initializer.append(onnx.numpy_helper.from_array(
+                    np.asarray(constants[name]), name))
+                continue
+            if dtype is None:
+                raise BuildError(f"{self.label}: input {name!r} has no known element type")
             dims: list[Any] | None = None if rank is None else [
                 f"{self.label}_in{k}_d{i}" for i in range(rank)]
             if shapes is not None and kind.is_tensor:
@@ -105,15 +116,33 @@ class SubgraphRunner:
                 o.type.tensor_type.ClearField("shape")
         model = onnx.helper.make_model(g, opset_imports=self.opsets)
         try:
-            engine = self._build_engine(model, self.device)
-        except BuildError as exc:
-            raise BuildError(f"{self.label}: {exc}") from exc
-        return engine.create_execution_context()
+            return self._build_engine(model, self.device)
+        except BuildError as exc:  # keeps the kind (InputShapesRequired stays one)
+            raise type(exc)(f"{self.label}: {exc}") from exc
+
+    def _outputs(self, engine: Any) -> list[Spec]:
+        tensors = engine.tensors
+        return [(t.value_kind, t.dtype, len(t.dims) if t.value_kind.ranked else None)
+                for t in (tensors[n] for n in self.output_names)]
+
+    def signature(self, inputs: Sequence[Spec],
+                  constants: Mapping[str, Any] | None = None) -> list[Spec]:
+        return self._outputs(self._engine(inputs, constants or {}))
+
+    def _build(self, specs: Sequence[Spec], values: Sequence[Any] | None = None,
+               shapes: Sequence[Any] | None = None) -> Any:
+        """An execution context for the body, built for inputs of these kinds, types and
+        ranks, or -- ``shapes`` -- for the tensors' very shapes; the outer constants taken
+        from ``values`` (the inputs it is called with)."""
+        names = [*self.input_names, *self.outer_names]
+        constants = {n: v for n, v in zip(names, values or (), strict=False)
+                     if n in self.constants}
+        return self._engine(specs, constants, shapes).create_execution_context()
 
     def infer(self, specs: Sequence[Spec]) -> list[Spec | None]:
         """What the body gives for inputs of these kinds, element types and ranks, worked
-        out by building it (kept for the runs); None for each output where it does not
-        build for them."""
+        out by building it (kept for the runs where the body has no outer constants); None
+        for each output where it does not build for them."""
         for k, spec in enumerate(specs):
             self._hints.setdefault(k, spec)
         sig = tuple(specs)
@@ -121,12 +150,13 @@ class SubgraphRunner:
             ctx = self._contexts.get(sig)
             if ctx is None:
                 try:
-                    ctx = self._contexts[sig] = self._build(specs)
+                    engine = self._engine(specs, {})
                 except BuildError:
                     return [None] * len(self.output_names)
-        tensors = ctx.engine.tensors
-        return [(t.value_kind, t.dtype, len(t.dims) if t.value_kind.ranked else None)
-                for t in (tensors[n] for n in self.output_names)]
+                if self.constants:  # built without their values: not for the runs
+                    return list(self._outputs(engine))
+                ctx = self._contexts[sig] = engine.create_execution_context()
+        return list(self._outputs(ctx.engine))
 
     # -- running --------------------------------------------------------------------------
     def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[Any]:
@@ -142,7 +172,7 @@ class SubgraphRunner:
             ctx = self._contexts.get(sig)
             if ctx is None and sig not in self._concrete_only:
                 try:
-                    ctx = self._contexts[sig] = self._build(specs)
+                    ctx = self._contexts[sig] = self._build(specs, values)
                 except BuildError:
                     # a body whose inner control flow settles only with known shapes (an If
                     # on a dimension whose branches differ in rank): built per shape
@@ -153,9 +183,10 @@ class SubgraphRunner:
                 exact = (sig, tuple(shapes))
                 ctx = self._contexts.get(exact)
                 if ctx is None:
-                    ctx = self._contexts[exact] = self._build(specs, shapes)
+                    ctx = self._contexts[exact] = self._build(specs, values, shapes)
         names = [*self.input_names, *self.outer_names]
-        result = ctx.execute(dict(zip(names, values, strict=True)))
+        result = ctx.execute({n: v for n, v in zip(names, values, strict=True)
+                              if n not in self.constants})
         return [result[n] for n in self.output_names]
 
     def close(self) -> None:

@@ -15,8 +15,17 @@ from typing import Any, ClassVar
 import onnx
 
 from ..errors import InputShapesRequired, PluginInterfaceError
-from ..plugin import TENSOR, DataType, DimsExprs, IntLike, ValueKind, ValueSpec
-from ..plugin._kinds import kind_from_proto
+from ..plugin import (
+    TENSOR,
+    DataType,
+    DimsExprs,
+    IntLike,
+    IUsesSubgraphs,
+    Subgraph,
+    ValueKind,
+    ValueSpec,
+)
+from ..plugin._kinds import kind_from_proto, type_proto
 from ._schema import Op
 
 __all__ = ["If", "Loop", "Scan"]
@@ -28,21 +37,27 @@ def _graph(data: Any) -> onnx.GraphProto:
     return graph
 
 
-class ControlFlowBase(Op):
+class ControlFlowBase(Op, IUsesSubgraphs):
     """An operator with subgraph bodies (``bodies``: the attributes that hold them).
 
-    Outputs that are sequences or optionals (``output_kinds``) take their element type and
-    rank from what the body gives when the kernel can build it for the node's inputs
-    (``infer_body``), else from what the body declares."""
+    A body output that declares no element type or rank is inferred at build time: the body
+    is built (through the attached subgraph factory) for the node's input kinds, types and
+    ranks, and what it computes is written into the body's output declarations, so the
+    engine file carries bodies that declare everything. Outputs that are sequences or
+    optionals (``output_kinds``) take their element type and rank from what the body gives
+    when it can be built for the node's inputs (``infer_body``), else from what the body
+    declares."""
 
     data_dependent = True
-    hidden_fields = ("__outer_scope__", "__opset_imports__")
+    hidden_fields = ("__outer_scope__", "__opset_imports__", "__outer_constants__")
     bodies: ClassVar[tuple[str, ...]] = ()
 
     def setup(self) -> None:
         self.graphs = {b: _graph(self.attrs[b]) for b in self.bodies}
         #: the outputs that are no tensors: index -> (kind, element type, rank)
         self.values: dict[int, ValueSpec] = {}
+        #: at build time, what the node's inputs are (``output_kinds``; None: not known)
+        self.in_specs: list[ValueSpec | None] | None = None
 
     @property
     def outer_scope(self) -> list[str]:
@@ -53,6 +68,20 @@ class ControlFlowBase(Op):
     def opset_imports(self) -> str:
         """The model's opsets, ``domain:version`` joined by ``;``."""
         return str(self.hidden.get("__opset_imports__", ""))
+
+    @property
+    def outer_constants(self) -> list[str]:
+        """The outer-scope values that were build-time constants (built into the bodies)."""
+        return list(self.hidden.get("__outer_constants__", ()))
+
+    def make_body(self, body: str) -> Subgraph:
+        """The body ``body`` as a subgraph, from the attached factory."""
+        if self.subgraphs is None:
+            raise PluginInterfaceError(
+                f"{self.op_type} {self.name!r}: no subgraph factory is attached (make the "
+                "plugin through mini-infer's builder or runtime)")
+        return self.subgraphs(self.attrs[body], self.opset_imports, self.outer_scope,
+                              label=f"{self.name}.{body}", constants=self.outer_constants)
 
     def split(self, inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """The operator's own inputs and the outer-scope values after them."""
@@ -79,6 +108,79 @@ class ControlFlowBase(Op):
             raise PluginInterfaceError(f"{self._where(body, k)}: {exc}") from exc
         return kind, dtype, None if dims is None else len(dims)
 
+    # -- what the bodies declare, inferred where they do not --------------------------------
+    def formal_inputs(self, body: str, inputs: Sequence[ValueSpec]) -> list[ValueSpec]:
+        """Kinds, element types and ranks of the body's own inputs, from the node's."""
+        return []
+
+    @staticmethod
+    def _declared(o: onnx.ValueInfoProto) -> bool:
+        """Whether a body output declares its element type and rank (a sequence, optional
+        or map: its kind, the rest is ``output_kinds``' concern)."""
+        which = o.type.WhichOneof("value")
+        if which is not None and which != "tensor_type":
+            return True
+        tt = o.type.tensor_type
+        return which == "tensor_type" and bool(tt.elem_type) and tt.HasField("shape")
+
+    def _input_specs(self, inputs: Sequence[DimsExprs | None]) -> list[ValueSpec | None]:
+        """The node's inputs as kinds, element types and ranks (None where unknown)."""
+        assert self.input_types is not None
+        types = list(self.input_types) + [None] * (len(inputs) - len(self.input_types))
+        kinds = self.in_specs if self.in_specs is not None and \
+            len(self.in_specs) == len(inputs) else [None] * len(inputs)
+        out: list[ValueSpec | None] = []
+        for d, t, spec in zip(inputs, types, kinds, strict=True):
+            if spec is not None and not spec[0].is_tensor:
+                out.append(spec)
+            else:
+                out.append(None if d is None or t is None else (TENSOR, t, len(d)))
+        return out
+
+    def infer_bodies(self, inputs: Sequence[DimsExprs | None]) -> None:
+        """At build time: note which outer-scope values are constants (the bodies are built
+        with their values), and fill in each body output that declares no element type or
+        rank with what the body computes for this node's input kinds, types and ranks."""
+        if self.subgraphs is None or self.input_types is None:
+            return  # not at build time: body_dims/body_type say what is missing
+        n_own = len(inputs) - len(self.outer_scope)
+        constants = {name: d.array for name, d in zip(self.outer_scope, inputs[n_own:],
+                                                      strict=True)
+                     if d is not None and d.array is not None}
+        self.record("__outer_constants__", sorted(constants) or None)
+        if all(self._declared(o) for g in self.graphs.values() for o in g.output):
+            return
+        specs = self._input_specs(inputs)
+        outer = [s for s in specs[n_own:] if s is not None]
+        if len(outer) != len(self.outer_scope):
+            return
+        own = [s if s is not None else (TENSOR, None, None) for s in specs[:n_own]]
+        for body in self.bodies:
+            graph = self.graphs[body]
+            if all(self._declared(o) for o in graph.output):
+                continue
+            runner = self.make_body(body)
+            try:
+                found = runner.signature([*self.formal_inputs(body, own), *outer], constants)
+            finally:
+                runner.close()
+            for o, (kind, dtype, rank) in zip(graph.output, found, strict=True):
+                if self._declared(o):
+                    continue
+                tt = o.type.tensor_type
+                known = [d.dim_value if d.HasField("dim_value") else None
+                         for d in tt.shape.dim] if tt.HasField("shape") else None
+                if kind.is_tensor:
+                    assert rank is not None
+                    o.CopyFrom(onnx.helper.make_tensor_value_info(
+                        o.name, tt.elem_type or (dtype or DataType.FLOAT).value,
+                        known if known is not None and len(known) == rank
+                        else [None] * rank))
+                elif dtype is not None:
+                    o.CopyFrom(onnx.helper.make_value_info(o.name, type_proto(
+                        kind, dtype, None if rank is None else [None] * rank)))
+            self.attrs[body] = graph.SerializeToString()
+
     def body_type(self, body: str, k: int) -> DataType:
         """The element type the body declares for its output ``k``."""
         dtype = self.declared(body, k)[1]
@@ -93,10 +195,10 @@ class ControlFlowBase(Op):
         tt = o.type.tensor_type
         if not (o.type.HasField("tensor_type") and tt.HasField("shape")):
             raise InputShapesRequired(
-                f"{self._where(body, k)} declares no rank, and the branch taken is known only "
-                "with the input shapes: build for fixed input shapes (BuilderConfig("
-                "input_shapes=...), mini-infer build --shape NAME=D0,D1,..), or run the model "
-                "through InferenceSession, which builds for the shapes it is given")
+                f"{self._where(body, k)} declares no rank, and its rank is known only with "
+                "the input shapes: build for fixed input shapes (BuilderConfig(input_shapes="
+                "...), mini-infer build --shape NAME=D0,D1,..), or run the model through "
+                "InferenceSession, which builds for the shapes it is given")
         return [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
 
     def empty_scan(self, k: int) -> tuple[tuple[int, ...], DataType]:
@@ -165,6 +267,7 @@ class If(ControlFlowBase):
 
     def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
         self.values = {}
+        self.in_specs = list(inputs)
         inferred: dict[str, list[ValueSpec | None]] = {}
         for k in range(self.num_outputs):
             declared = self.declared("then_branch", k)
@@ -179,9 +282,22 @@ class If(ControlFlowBase):
         return self.kinds(self.num_outputs)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return self.value_outputs([0 if k in self.values else
-                                   len(self.body_dims("then_branch", k))
-                                   for k in range(self.num_outputs)])
+        self.infer_bodies(inputs)
+        ranks = []
+        for k in range(self.num_outputs):
+            if k in self.values:
+                ranks.append(0)
+                continue
+            then, other = (len(self.body_dims(b, k)) for b in self.bodies)
+            if then != other:
+                raise InputShapesRequired(
+                    f"{self._where('then_branch', k)} has rank {then}, of else_branch rank "
+                    f"{other}: the If's output rank is known only once the condition is; "
+                    "build for fixed input shapes (BuilderConfig(input_shapes=...), "
+                    "mini-infer build --shape NAME=D0,D1,..) if the condition follows from "
+                    "them, or run the model through InferenceSession")
+            ranks.append(then)
+        return self.value_outputs(ranks)
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [self.value_type(k, self.body_type("then_branch", k))
@@ -205,6 +321,7 @@ class Loop(ControlFlowBase):
 
     def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
         self.values = {}
+        self.in_specs = list(inputs)
         n = self.n_carried
         carried = list(inputs[2 : 2 + n])
         inferred: list[ValueSpec | None] | None = None
@@ -224,7 +341,13 @@ class Loop(ControlFlowBase):
             self.values[k] = self.value_spec(declared, [inferred[1 + k]])
         return self.kinds(self.num_outputs)
 
+    def formal_inputs(self, body: str, inputs: Sequence[ValueSpec]) -> list[ValueSpec]:
+        carried = [(kind, t or DataType.FLOAT, r if r is not None or not kind.is_tensor
+                    else 0) for kind, t, r in inputs[2:]]
+        return [(TENSOR, DataType.INT64, 0), (TENSOR, DataType.BOOL, 0), *carried]
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        self.infer_bodies(inputs)
         return self.value_outputs([0 if k in self.values else len(inputs[2 + k])
                                    if k < self.n_carried
                                    else 1 + len(self.body_dims("body", 1 + k))
@@ -249,7 +372,12 @@ class Scan(ControlFlowBase):
     def num_outputs(self) -> int:
         return self.body_outputs("body")
 
+    def formal_inputs(self, body: str, inputs: Sequence[ValueSpec]) -> list[ValueSpec]:
+        return [(TENSOR, t or DataType.FLOAT, (r or 0) - (k >= self.n_states))
+                for k, (_, t, r) in enumerate(inputs)]
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        self.infer_bodies(inputs)
         return self.unknown([len(inputs[k]) if k < self.n_states
                              else 1 + len(self.body_dims("body", k))
                              for k in range(self.num_outputs)])
