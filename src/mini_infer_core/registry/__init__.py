@@ -7,6 +7,7 @@ from ._discovery import (
     load_plugin_module,
     reset_plugin_registry,
 )
+from ._hints import install_hint, not_loaded_note
 from ._hookspecs import PLUGIN_API_VERSION, PluginPackage, hookimpl, hookspec
 from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
 from ._registry import PluginRegistry
@@ -24,6 +25,8 @@ __all__ = [
     "get_plugin_registry",
     "hookimpl",
     "hookspec",
+    "install_hint",
     "load_plugin_module",
+    "not_loaded_note",
     "reset_plugin_registry",
 ]

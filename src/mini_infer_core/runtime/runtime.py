@@ -19,7 +19,7 @@ from ..errors import (
 )
 from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
-from ..registry import PluginRegistry, get_plugin_registry
+from ..registry import PluginRegistry, get_plugin_registry, install_hint
 
 __all__ = ["Runtime", "load_engine"]
 
@@ -71,8 +71,8 @@ class Runtime:
                 lines.append(f"  plugin {name!r} version {version!r} namespace {ns!r}, {where}; "
                              f"used by {len(users)} node(s), e.g. {users[0]}")
                 if dist:
-                    installs.add(f"{dist}=={dv}" if dv else dist)
-            todo = (f"install it: pip install {' '.join(sorted(installs))}" if installs else
+                    installs.add(install_hint(self.registry, dist, dv))
+            todo = ("\n".join(sorted(installs)) if installs else
                     "register the creators before loading")
             raise PluginNotFoundError(
                 f"{ef.label}: cannot load the engine: {len(missing)} plugin creator(s) are not "
