@@ -69,17 +69,22 @@ def tensor_error(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], rtol: float,
                 "max_abs": None, "max_rel": None}
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         x, y = a.astype(np.float64), b.astype(np.float64)
-        both_nan = np.isnan(x) & np.isnan(y)
-        diff = np.where(both_nan, 0.0, np.abs(x - y))
-        ok = bool(np.all((diff <= atol + rtol * np.abs(y)) | both_nan)) if a.size else True
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        with np.errstate(invalid="ignore"):  # inf - inf
+            diff = np.abs(x - y)
+        # NaN on both sides is equal, on one side infinitely far; equal infinities are equal
+        diff = np.where(nan_x & nan_y | (x == y), 0.0, np.where(np.isnan(diff), np.inf, diff))
+        with np.errstate(invalid="ignore"):  # 0 * inf
+            ok = bool(np.all((diff == 0) | (diff <= atol + rtol * np.abs(y))))
         with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(y != 0, diff / np.abs(y), np.where(diff == 0, 0.0, np.inf))
+            rel = np.where(diff == 0, 0.0, diff / np.abs(y))
+        rel = np.where(np.isnan(rel), np.inf, rel)
         why = None if ok else "values differ beyond the tolerances"
         if a.dtype != b.dtype and ok:
             why = f"dtypes differ ({a.dtype} vs {b.dtype}); values match"
         return {"match": ok, "why": why,
-                "max_abs": float(np.nanmax(diff)) if a.size else 0.0,
-                "max_rel": float(np.nanmax(rel)) if a.size else 0.0}
+                "max_abs": float(diff.max()) if a.size else 0.0,
+                "max_rel": float(rel.max()) if a.size else 0.0}
     same = bool(np.array_equal(a, b))
     diff_count = int(np.count_nonzero(a != b)) if a.size else 0
     return {"match": same, "why": None if same else f"{diff_count} element(s) differ",
