@@ -10,18 +10,21 @@ once the node has run (the kernel runs the bodies and returns its outputs).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
-
-import onnx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InputShapesRequired, PluginInterfaceError
 from ..plugin import DataType, DimsExprs, IntLike, IUsesSubgraphs, Subgraph
 from ._schema import Op
 
+if TYPE_CHECKING:
+    import onnx
+
 __all__ = ["If", "Loop", "Scan"]
 
 
 def _graph(data: Any) -> onnx.GraphProto:
+    import onnx
+
     graph = onnx.GraphProto()
     graph.ParseFromString(bytes(data))
     return graph

@@ -24,7 +24,6 @@ from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.ops._blas import available
 from mini_infer_cpu_plugins.ops._blas import gemm as blas_gemm
-from mini_infer_cpu_plugins.serialization import CpuCreator
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
@@ -48,17 +47,13 @@ from ._native import (
     unpack_a,
     usable,
 )
+from .catalog import NativeCreator
 
 __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "Gemm", "MaxPool", "MaxPool_1",
            "NativeCreator"]
 
 Array = NDArray[Any]
 T = TypeVar("T")
-
-
-class NativeCreator(CpuCreator):
-    """cpu_basic's serialized form (format tag + fields); the plugins name this
-    distribution in errors (``package``, set at the end of this module)."""
 
 
 def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: Any) -> bool:
