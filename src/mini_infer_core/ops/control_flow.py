@@ -125,12 +125,14 @@ class ControlFlowBase(Op, IUsesSubgraphs):
                                          constants)
             finally:
                 runner.close()
+            from onnx import helper  # a body is parsed: onnx is imported already
+
             for o, (dtype, rank) in zip(graph.output, found, strict=True):
                 if not self._declared(o):
                     tt = o.type.tensor_type
                     known = [d.dim_value if d.HasField("dim_value") else None
                              for d in tt.shape.dim] if tt.HasField("shape") else None
-                    o.CopyFrom(onnx.helper.make_tensor_value_info(
+                    o.CopyFrom(helper.make_tensor_value_info(
                         o.name, tt.elem_type or dtype.value,
                         known if known is not None and len(known) == rank else [None] * rank))
             self.attrs[body] = graph.SerializeToString()
