@@ -15,6 +15,8 @@ Layout (all integers little-endian; see docs/engine-format.md)::
     80 48  zero padding (the header starts at 128)
 
 The data section can be memory-mapped: constants become read-only NumPy views of the file.
+String constants are UTF-8 text behind a table of offsets (:func:`encode_strings`), never
+pickled.
 """
 
 from __future__ import annotations
