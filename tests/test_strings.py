@@ -421,6 +421,65 @@ def test_tfidf_string_pool_refuses_integer_input_when_built() -> None:
         mi.InferenceSession(model)
 
 
+# -- Tokenizer (com.microsoft, onnxruntime's) -----------------------------------------------
+TEXTS = S("Hello, world! How are you?", "", "a", "  ab  cd ", "é✓ x.y", "one;two::three",
+          "xaby", "xbay", "héllo wörld", "a  b")
+SKL2ONNX_SEPARATORS = [" ", "[.]", "\\?", ",", ";", ":", "\\!"]
+
+
+@pytest.mark.parametrize("attrs", [
+    {"tokenexp": "[a-zA-Z0-9_]+"},
+    {"tokenexp": "[a-zA-Z0-9_]+", "mincharnum": 3},
+    {"tokenexp": "\\w+", "mark": 1},
+    {"tokenexp": "x*"},
+    {"separators": SKL2ONNX_SEPARATORS},
+    {"separators": [" "], "mincharnum": 2},
+    {"separators": ["a", "ab"]},
+    {"separators": ["ab", "b"], "mark": 1, "pad_value": "<pad>"},
+    {"separators": [""]},
+    {"separators": [""], "mark": 1},
+    {"separators": [" "], "tokenexp": "\\w+"},
+])
+def test_tokenizer_matches_onnxruntime(attrs: dict[str, Any]) -> None:
+    _re2()
+    full = {"mark": 0, "mincharnum": 1, "pad_value": "#", **attrs}
+    for x in (TEXTS, TEXTS.reshape(2, 5), S("", ""), S("x")):
+        inputs = {"x": (STRING, x)}
+        check(one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",
+                       **full), feeds_of(inputs))
+
+
+def test_tokenizer_without_tokens_or_separators_fails_the_build() -> None:
+    inputs = {"x": (STRING, S("a"))}
+    model = one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",
+                     mark=0, mincharnum=1, pad_value="#")
+    with pytest.raises(MiniInferError, match="tokenexp or at least one separator"):
+        mi.InferenceSession(model)
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("tfidf", {"norm": None}), ("tfidf", {"norm": None, "ngram_range": (1, 2)}),
+    ("count", {"ngram_range": (1, 2)}), ("tfidf", {"norm": None, "lowercase": False}),
+])
+def test_skl2onnx_text_vectorizers(kind: str, options: dict[str, Any]) -> None:
+    """scikit-learn's TfidfVectorizer / CountVectorizer converted by skl2onnx (StringNormalizer,
+    com.microsoft Tokenizer, TfIdfVectorizer): vs scikit-learn and onnxruntime."""
+    pytest.importorskip("skl2onnx", reason="skl2onnx converts the vectorizer")
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+    _re2()
+    vec = (TfidfVectorizer if kind == "tfidf" else CountVectorizer)(**options).fit(DOCS)
+    model = convert_sklearn(vec, initial_types=[("input", StringTensorType([None, 1]))])
+    x = np.array([[q] for q in QUERIES + ["The cat, the DOG! stock?"]], dtype=object)
+    got = ours(model, {"input": x})[0]
+    np.testing.assert_allclose(got, vec.transform(x.ravel()).toarray(), rtol=1e-5, atol=1e-6)
+    if any(n.op_type == "StringNormalizer" for n in model.graph.node):
+        needs_locale("en_US.UTF-8")  # onnxruntime's StringNormalizer default
+    same(got, ort(model, {"input": x})[0])
+
+
 # -- the other operators on strings ----------------------------------------------------------
 WORDS = np.array([["héllo", "", "日本"], ["x", "Ω", "straße"]], dtype=object)
 
@@ -702,8 +761,8 @@ def _missing_plugins(model: onnx.ModelProto) -> list[str]:
 
 def test_skl2onnx_tfidf_logistic_regression_pipeline() -> None:
     """scikit-learn's TfidfVectorizer + LogisticRegression converted by skl2onnx, on string
-    input, vs onnxruntime. skl2onnx tokenizes with com.microsoft's Tokenizer and classifies
-    with ai.onnx.ml operators: the test runs once plugins for all of them are installed."""
+    input, vs onnxruntime and scikit-learn. It classifies with ai.onnx.ml operators: the test
+    runs where plugins for them are installed."""
     pytest.importorskip("sklearn", reason="scikit-learn builds the classifier")
     pytest.importorskip("skl2onnx", reason="skl2onnx converts the pipeline")
     from skl2onnx import convert_sklearn
@@ -718,8 +777,12 @@ def test_skl2onnx_tfidf_logistic_regression_pipeline() -> None:
                             options={LogisticRegression: {"zipmap": False}})
     missing = _missing_plugins(model)
     if missing:
-        pytest.skip(f"no installed plugin runs {', '.join(missing)} (ai.onnx.ml: the "
-                    "mini-infer-ml-plugins wheel; com.microsoft::Tokenizer: none yet)")
-    needs_locale("en_US.UTF-8")
+        pytest.skip(f"no installed plugin runs {', '.join(missing)} (ai.onnx.ml: install "
+                    "the mini-infer-ml-plugins wheel)")
+    _re2()
     x = np.array([[q] for q in QUERIES], dtype=object)
+    got = ours(model, {"input": x})
+    np.testing.assert_array_equal(got[0], pipe.predict(x.ravel()))
+    np.testing.assert_allclose(got[1], pipe.predict_proba(x.ravel()), rtol=1e-4, atol=1e-5)
+    needs_locale("en_US.UTF-8")  # onnxruntime's StringNormalizer default
     check(model, {"input": x})

@@ -1,4 +1,5 @@
-"""Strings: StringNormalizer, StringSplit, StringConcat, RegexFullMatch and TfIdfVectorizer.
+"""Strings: StringNormalizer, StringSplit, StringConcat, RegexFullMatch and TfIdfVectorizer,
+and onnxruntime's ``com.microsoft`` Tokenizer (what skl2onnx converts text vectorizers with).
 
 String tensors are NumPy object arrays of ``str``. What the kernels of every device share
 lives here: the attribute checks (made when the engine is built, so that a malformed model
@@ -11,6 +12,7 @@ fails there, naming the node) and the output shapes:
   substrings of any element.
 - TfIdfVectorizer's n-gram pool is parsed once (:class:`NgramPool`), with onnxruntime's
   checks.
+- Tokenizer adds an axis of tokens, as many as the most any element has (data-dependent).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PluginInterfaceError
-from ..plugin import DataType, DimExpr, DimsExprs, broadcast_dims
+from ..plugin import REQUIRED, DataType, DimExpr, DimsExprs, broadcast_dims
 from ..plugin.shapes import Shapes
 from ._schema import BroadcastOp, Op, UnaryOp
 
 __all__ = ["StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch",
-           "TfIdfVectorizer"]
+           "TfIdfVectorizer", "Tokenizer"]
 
 _CASE_ACTIONS = ("NONE", "LOWER", "UPPER")
 _TFIDF_MODES = ("TF", "IDF", "TFIDF")
@@ -195,3 +197,39 @@ class TfIdfVectorizer(Op):
                 f"TfIdfVectorizer: a model with {kind} needs a "
                 f"{' or '.join(t.name for t in want)} input, got {input_types[0].name}")
         return [DataType.FLOAT]
+
+
+class Tokenizer(Op):
+    """onnxruntime's ``com.microsoft`` Tokenizer (opset 1): each element of a ``[C]`` or
+    ``[N, C]`` string tensor cut into tokens -- the text between matches of the
+    ``separators`` (RE2 expressions, the first listed winning where two match at one place;
+    ``[""]`` cuts into characters), or without separators the matches of ``tokenexp`` --
+    keeping those of at least ``mincharnum`` characters, between ``\\x02`` and ``\\x03``
+    when ``mark``, padded with ``pad_value``: a new last axis as long as the most tokens of
+    any element (0 when no element has one)."""
+
+    domain = "com.microsoft"
+    data_dependent = True
+    attributes = {"mark": REQUIRED, "pad_value": REQUIRED, "mincharnum": REQUIRED,
+                  "separators": None, "tokenexp": None}
+
+    def setup(self) -> None:
+        self.separators: tuple[str, ...] = tuple(self.attrs["separators"] or ())
+        if not self.attrs["tokenexp"] and not self.separators:
+            raise PluginInterfaceError("Tokenizer: give tokenexp or at least one separator")
+        if self.separators == ("",) and int(self.attrs["mincharnum"]) > 1:
+            raise PluginInterfaceError(
+                "Tokenizer: a separator \"\" cuts into characters; mincharnum must then be 1")
+        if "" in self.separators and len(self.separators) > 1:
+            raise PluginInterfaceError("Tokenizer: an empty separator must be the only one")
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        dims = list(inputs[0])
+        if len(dims) not in (1, 2):
+            raise PluginInterfaceError(
+                f"Tokenizer: the input must be [C] or [N, C], got rank {len(dims)}")
+        return [dims + [self.dynamic_dim("tokens")]]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        _strings_only("Tokenizer", input_types)
+        return [DataType.STRING]

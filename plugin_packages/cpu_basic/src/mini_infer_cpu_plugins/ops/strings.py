@@ -1,5 +1,6 @@
-"""Strings: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer
-(schemas in :mod:`mini_infer_core.ops.strings`). String tensors are object arrays of ``str``.
+"""Strings: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer and
+onnxruntime's com.microsoft Tokenizer (schemas in :mod:`mini_infer_core.ops.strings`). String
+tensors are object arrays of ``str``.
 
 Where onnxruntime and onnx's reference implementation disagree, these kernels do as
 onnxruntime does (the reference is looser than the specification in places):
@@ -18,6 +19,8 @@ onnxruntime does (the reference is looser than the specification in places):
   ``[[:alpha:]]``, ``a{,3}``) and is not used.
 - TfIdfVectorizer weights the count of the i-th n-gram of the pool by ``weights[i]`` (as
   onnxruntime 1.20+; the reference reads the weight of the output position).
+- Tokenizer (no reference in onnx) runs its expressions with RE2 as RegexFullMatch does. An
+  input without elements gives an axis of 0 tokens (onnxruntime drops the axis then).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from ..serialization import CpuPlugin
 from ._dynamic import emit
 
 __all__ = ["StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch",
-           "TfIdfVectorizer"]
+           "TfIdfVectorizer", "Tokenizer"]
 
 Array = NDArray[Any]
 
@@ -131,27 +134,26 @@ class StringConcat(CpuPlugin, schema.StringConcat):
         np.add(x.astype(object), y.astype(object), out=out)
 
 
-def _re2() -> Any:
+def _re2(op: str, pattern: str) -> Any:
+    """``pattern`` compiled by RE2 (a build-time error naming ``op`` if it cannot be)."""
     try:
         import re2
     except ImportError as exc:
         raise PluginInterfaceError(
-            "RegexFullMatch needs RE2 (onnx specifies RE2 syntax, which Python's re does not "
+            f"{op} needs RE2 (onnx specifies RE2 syntax, which Python's re does not "
             "follow): pip install \"mini-infer-cpu-plugins[regex]\" (the google-re2 "
             "package)") from exc
-    return re2
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise PluginInterfaceError(
+            f"{op}: pattern {pattern!r} is not a valid RE2 expression: {exc}") from exc
 
 
 class RegexFullMatch(CpuPlugin, schema.RegexFullMatch):
     def setup(self) -> None:
         super().setup()
-        re2 = _re2()
-        try:
-            self.regex = re2.compile(self.attrs["pattern"])
-        except re2.error as exc:
-            raise PluginInterfaceError(
-                f"RegexFullMatch: pattern {self.attrs['pattern']!r} is not a valid RE2 "
-                f"expression: {exc}") from exc
+        self.regex = _re2("RegexFullMatch", self.attrs["pattern"])
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         match = self.regex.fullmatch
@@ -250,3 +252,40 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
         y = np.zeros((rows.shape[0], self.width), np.float32)
         np.add.at(y.T, self.dest, values.T)  # n-grams sharing an output index add up
         out[...] = y.reshape(out.shape)
+
+
+class Tokenizer(CpuPlugin, schema.Tokenizer):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        self.least = max(int(a["mincharnum"]), 1)
+        self.chars = self.separators == ("",)
+        if not self.separators:  # separators win over tokenexp, as in onnxruntime
+            self.tokens = _re2("Tokenizer", a["tokenexp"])
+        elif not self.chars:  # one alternation: the leftmost match, the first listed at a tie
+            self.cuts = _re2("Tokenizer", "|".join(f"(?:{s})" for s in self.separators))
+
+    def split(self, s: str) -> list[str]:
+        if self.chars:
+            return list(s)
+        if not self.separators:
+            found = [m.group() for m in self.tokens.finditer(s)]
+        else:
+            found, at = [], 0
+            for m in self.cuts.finditer(s):
+                found.append(s[at:m.start()])
+                at = m.end()
+            found.append(s[at:])
+        return [t for t in found if len(t) >= self.least]
+
+    def compute(self, x: Array, *, mark: int, pad_value: str, **_: Any) -> Any:
+        rows = [self.split(s) for s in x.reshape(-1).tolist()]
+        most = max(map(len, rows), default=0)
+        if most == 0:
+            return np.empty((*x.shape, 0), dtype=object)
+        edge = 2 if mark else 0
+        y = np.full((len(rows), most + edge), pad_value, dtype=object)
+        for k, tokens in enumerate(rows):
+            row = ["\x02", *tokens, "\x03"] if mark else tokens
+            y[k, :len(row)] = row
+        return y.reshape(*x.shape, most + edge)
