@@ -128,45 +128,50 @@ class _CountedBuild(mp.IPluginV3OneBuild, mp.IInputCount):
         return 1, 1
 
 
-class _CopyRuntime(mp.IPluginV3OneRuntime):
+class _GainRuntime(mp.IPluginV3OneRuntime):
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
     def enqueue(self, input_descs: Any, output_descs: Any, inputs: Sequence[Any],
                 outputs: Sequence[Any], workspace: Any, stream: Any) -> None:
-        np.copyto(outputs[0], inputs[0])
+        np.multiply(inputs[0], self.gain, out=outputs[0])
 
     def get_fields_to_serialize(self) -> mp.PluginFieldCollection:
-        return mp.PluginFieldCollection()
+        return fields_from_values({"gain": self.gain})
 
 
-class CopyV3(mp.IPluginV3):
-    def __init__(self) -> None:
+class GainV3(mp.IPluginV3):
+    """y = gain * x, one input (declared on its build object)."""
+
+    def __init__(self, gain: float) -> None:
         self.core = mp.IPluginV3OneCore()
-        self.core.plugin_name, self.core.plugin_namespace = "CopyV3", "test.v3count"
-        self.build, self.runtime = _CountedBuild(), _CopyRuntime()
+        self.core.plugin_name, self.core.plugin_namespace = "GainV3", "test.v3count"
+        self.build, self.runtime = _CountedBuild(), _GainRuntime(gain)
 
     def get_capability_interface(self, kind: mp.PluginCapabilityType) -> Any:
         return {mp.PluginCapabilityType.CORE: self.core,
                 mp.PluginCapabilityType.BUILD: self.build,
                 mp.PluginCapabilityType.RUNTIME: self.runtime}[kind]
 
-    def clone(self) -> CopyV3:
-        return CopyV3()
+    def clone(self) -> GainV3:
+        return GainV3(self.runtime.gain)
 
 
-class CopyV3Creator(mp.IPluginCreatorV3One):
-    name, plugin_namespace, domain, op_type = "CopyV3", "test.v3count", "com.test.v3", "CopyV3"
-    field_names = ()
+class GainV3Creator(mp.IPluginCreatorV3One):
+    name, plugin_namespace, domain, op_type = "GainV3", "test.v3count", "com.test.v3", "GainV3"
+    field_names = ("gain",)
 
     def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
                          phase: mp.PluginPhase) -> mp.IPluginV3:
-        return CopyV3()
+        return GainV3(float(fields.values_dict().get("gain", 1.0)))
 
 
 def test_a_v3_plugin_declares_its_count_on_its_build_object() -> None:
     reg = discover()
-    reg.register_creator(CopyV3Creator())
+    reg.register_creator(GainV3Creator())
     with pytest.raises(BuildError, match="the node has 2 inputs, the plugin takes exactly 1"):
-        mi.load(_one_node("CopyV3", ["x", "x"], domain="com.test.v3"), registry=reg)
-    assert mi.load(_one_node("CopyV3", ["x"], domain="com.test.v3"), registry=reg).nodes
+        mi.load(_one_node("GainV3", ["x", "x"], domain="com.test.v3"), registry=reg)
+    assert mi.load(_one_node("GainV3", ["x"], domain="com.test.v3"), registry=reg).nodes
 
 
 # -- item 13: a duplicate creator is rejected alone ------------------------------------------
@@ -267,9 +272,9 @@ def test_create_plugin_says_what_it_expects(creator_for: Any) -> None:
 
 
 def test_a_v3_creator_accepts_a_mapping() -> None:
-    plugin = CopyV3Creator().create_plugin("c", {})
-    x = np.ones((2, 2), np.float32)
-    np.testing.assert_array_equal(plugin_kit.run_plugin(plugin, [x])[0], x)
+    plugin = GainV3Creator().create_plugin("c", {"gain": 2.5})
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_array_equal(plugin_kit.run_plugin(plugin, [x])[0], 2.5 * x)
 
 
 # -- item 15: the kit names a kernel that writes into its input ------------------------------
