@@ -6,7 +6,7 @@ the plugin kit (against NumPy or onnx's ReferenceEvaluator) and, where the guide
 through an engine; the hooks module through the loader that validates distributions. A block
 no check knows fails the test, so a new snippet comes with its check. The pyproject block is
 the example distribution's own, every ``mini-infer`` command line parses, and each
-``python -c`` line runs.
+``python -c`` line runs. The README names ``scripts/setup.sh``, which its two commands begin with.
 """
 
 from __future__ import annotations
@@ -210,3 +210,18 @@ def test_every_python_c_line_runs() -> None:
     assert lines
     for code in lines:
         exec(compile(code, str(DOC), "exec"), {})
+
+
+def test_the_readme_names_setup_sh_and_the_scripts_it_says_begin_with_it() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "bash scripts/setup.sh" in readme
+    assert (ROOT / "scripts" / "setup.sh").is_file()
+    # "Both begin with `bash scripts/setup.sh`": the two commands named just above
+    commands = re.findall(r"^bash (scripts/\w+\.sh)", readme.split("## The two commands")[1]
+                          .split("Both begin with")[0], flags=re.M)
+    assert commands == ["scripts/demo.sh", "scripts/test.sh"]
+    for script in commands:
+        lines = [line for line in (ROOT / script).read_text().splitlines()
+                 if line.strip() and not line.startswith("#") and not line.startswith("set ")
+                 and not line.startswith("cd ")]
+        assert lines[0] == "bash scripts/setup.sh", script
