@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -70,6 +71,28 @@ def _wheel_tags(wheel: Path) -> list[str]:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/WHEEL"))
         return [line.split(":", 1)[1].strip() for line in zf.read(meta).decode().splitlines()
                 if line.startswith("Tag:")]
+
+
+@pytest.mark.slow
+def test_a_library_an_earlier_build_left_is_not_shipped(tmp_path: Path) -> None:
+    """A checkout built before the stable ABI has ``_kernels.cpython-311-….so`` in its build
+    directory: the wheel must not ship it next to the abi3 library (Python would import it
+    first)."""
+    src = _source_copy(tmp_path)
+    build_lib = src / "build" / f"lib.{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")  # .cpython-311-x86_64-linux-gnu.so
+    stale = build_lib / "mini_infer_cpu_native" / f"_kernels{suffix}"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"\x7fELF left by an earlier build")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "--disable-pip-version-check", "-w", str(tmp_path / "out"), str(src)],
+                   check=True, timeout=900)
+    (wheel,) = (tmp_path / "out").glob("*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        libs = [n for n in zf.namelist() if n.endswith(".so")]
+    assert libs == ["mini_infer_cpu_native/_kernels.abi3.so"]
+    assert (stale.parent / "_kernels.abi3.so").is_file()  # it was this build's directory
+    assert not stale.exists()
 
 
 @pytest.fixture(scope="module")

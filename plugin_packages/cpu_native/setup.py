@@ -13,6 +13,7 @@ says so, and that mini-infer-cpu-plugins' NumPy kernels run every model without 
 import os
 import shlex
 import shutil
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -49,7 +50,19 @@ class BuildExt(build_ext):
                 return f"{shlex.quote(command[0])}{source}"
         return None
 
+    def _remove_stale_libraries(self) -> None:
+        """Delete a ``_kernels`` library an earlier build for another tag left where this one
+        goes (``_kernels.cpython-311-….so`` from before the stable ABI): Python imports that
+        name before ``_kernels.abi3.so``, and bdist_wheel would ship both."""
+        for ext in self.extensions:
+            target = Path(self.get_ext_fullpath(ext.name))
+            stem = ext.name.rsplit(".", 1)[-1]
+            for other in target.parent.glob(f"{stem}.*"):
+                if other != target and other.name.endswith((".so", ".pyd")):
+                    other.unlink()
+
     def build_extensions(self) -> None:
+        self._remove_stale_libraries()
         try:
             super().build_extensions()
         except (CCompilerError, ExecError) as exc:
