@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="new NAME: scaffold a plugin distribution in --dir (default: .)")
     pl.add_argument("name", nargs="?")
     pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
+    pl.add_argument("--check", action="store_true",
+                    help="import every kernel module of the loaded distributions and report "
+                         "each failure (exit status 1 on any)")
     b = sub.add_parser("build", parents=[common, tactics],
                        help="build an engine file from ONNX")
     b.add_argument("model")
@@ -301,7 +304,7 @@ def _main(args: argparse.Namespace) -> int:
         reset_plugin_registry(previous)
 
 
-def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> None:
+def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:
     if args.action == "new":
         from ._scaffold import scaffold
 
@@ -309,6 +312,10 @@ def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> None:
             raise MiniInferError("usage: mini-infer plugins new NAME [--dir DIR]")
         target = scaffold(args.name, Path(args.dir))
         print(f"created {target}: pip install -e '{target}[test]' && pytest {target}")
+    elif args.check:
+        from ._check import run_check
+
+        return run_check(reg, args.json)
     elif args.markdown:
         from ._operators import operators_markdown
 
@@ -317,14 +324,14 @@ def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> None:
         print(json.dumps(_report.plugins_json(reg), indent=2))
     else:
         print(_report.plugins_text(reg, creators=args.creators))
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         reg = _registry(args)
         if args.command == "plugins":
-            _plugins(args, reg)
-            return 0
+            return _plugins(args, reg)
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
         handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
                    "bench": _cmd_bench, "batch": batch.command,
