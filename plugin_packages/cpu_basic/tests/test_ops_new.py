@@ -542,7 +542,7 @@ def test_optimizers_match_the_reference(op: str, attrs: dict[str, Any], states: 
     same(got, want, rtol=1e-5, atol=1e-6)
 
 
-# -- ImageDecoder -----------------------------------------------------------------------------------
+# -- ImageDecoder ---------------------------------------------------------------------------------
 
 
 def _encoded(fmt: str, mode: str = "RGB") -> Any:

@@ -52,7 +52,7 @@ def corners(boxes: Array, center: bool) -> tuple[Array, ...]:
         x0 = np.minimum(b[..., 1], b[..., 3])
         x1 = np.maximum(b[..., 1], b[..., 3])
     area = (x1 - x0) * (y1 - y0)
-    out = (y0, x0, y1, x1, area)
+    out: tuple[Array, ...] = (y0, x0, y1, x1, area)
     empty = ~(area > 0)
     if empty.any():
         out = tuple(np.where(empty, np.float32(np.nan), c) for c in out)
@@ -77,9 +77,9 @@ def _over(a: tuple[Array, ...], b: tuple[Array, ...], thr: np.float32) -> Array:
     if thr < 0:  # boxes that do not overlap never suppress, whatever the threshold
         hit: Array = iw > 0
         iw /= ih
-        return hit & (iw > thr)  # type: ignore[no-any-return]
+        return hit & (iw > thr)
     iw /= ih
-    return iw > thr  # type: ignore[no-any-return]
+    return iw > thr
 
 
 #: pairs (rows x block x block) one block's IoU matrix holds at most
@@ -243,6 +243,7 @@ def nms_batch(box: tuple[Array, ...], scores: Array, limit: int, iou: np.float32
     take = max(64, FIRST_TAKE * min(limit, n_boxes))
     big = counts > take
     taken = np.zeros(n_classes, np.int64)
+    mask: Array | None
     if big.any():
         rows = np.flatnonzero(big)
         sub = scores[rows] if passing is None else np.where(

@@ -36,7 +36,7 @@ def cosine_window(size: int, periodic: bool, coefficients: tuple[float, ...]) ->
     out = np.full(size, coefficients[0])
     for k, a in enumerate(coefficients[1:], 1):
         out += (-1) ** k * a * np.cos(k * phase)
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 class _Window(CpuPlugin, schema.WindowBase):
