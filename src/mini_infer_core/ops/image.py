@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs
 from ..plugin.shapes import Shapes
+from ._common import ranked
 from ._schema import Op
 
 __all__ = ["ImageDecoder"]
@@ -38,11 +39,7 @@ class ImageDecoder(Op):
         return CHANNELS[self.attrs["pixel_format"]]
 
     def output_shapes(self, inputs: Sequence[DimsExprs | None]) -> Shapes:
-        x = inputs[0]
-        assert x is not None
-        if len(x) != 1:
-            raise PluginInterfaceError(f"ImageDecoder: the encoded stream must be 1-D, it has "
-                                       f"rank {len(x)}")
+        ranked("ImageDecoder", inputs, 0, 1, "the encoded stream (1-D)")
         return [[self.dynamic_dim("height"), self.dynamic_dim("width"), self.channels]]
 
     def output_types(self, input_types: Sequence[DataType | None]) -> list[DataType]:

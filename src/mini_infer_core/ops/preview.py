@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from ..errors import PluginInterfaceError
-from ..plugin import DataType, DimsExprs
+from ..plugin import DataType, DimsExprs, IUsesSubgraphs, Subgraph
 from ..plugin.shapes import Shapes
 from ._schema import Op
 
@@ -21,7 +21,7 @@ __all__ = ["FlexAttention"]
 PREVIEW = "ai.onnx.preview"
 
 
-class FlexAttention(Op):
+class FlexAttention(Op, IUsesSubgraphs):
     """Q ``(B, Hq, L, E)``, K ``(B, Hkv, S, E)``, V ``(B, Hkv, S, Ev)``: Y ``(B, Hq, L, Ev)``
     = softmax(score_mod(Q K^T * scale)) passed through prob_mod, times V; Hq a multiple of
     Hkv (grouped-query attention)."""
@@ -31,15 +31,18 @@ class FlexAttention(Op):
     #: the attributes that hold graphs
     bodies: ClassVar[tuple[str, ...]] = ("score_mod", "prob_mod")
 
-    @property
-    def outer_scope(self) -> list[str]:
-        """The names of the extra inputs (values the modifiers read from enclosing scopes)."""
-        return list(self.hidden.get("__outer_scope__", ()))
-
-    @property
-    def opset_imports(self) -> str:
-        """The model's opsets, ``domain:version`` joined by ``;``."""
-        return str(self.hidden.get("__opset_imports__", ""))
+    def make_modifier(self, body: str) -> Subgraph:
+        """The modifier graph ``body`` (an attribute in ``bodies``) as a subgraph, from the
+        attached factory; the values it reads from enclosing scopes are the node's inputs
+        after V, named in ``__outer_scope__``."""
+        factory = self.subgraphs
+        if factory is None:
+            raise PluginInterfaceError(
+                f"FlexAttention {self.name!r}: no subgraph factory is attached to run its "
+                f"{body} (make the plugin through mini-infer's builder or runtime)")
+        hidden = self.hidden
+        return factory(self.attrs[body], str(hidden.get("__opset_imports__", "")),
+                       list(hidden.get("__outer_scope__", ())), label=f"{self.name}.{body}")
 
     def output_shapes(self, inputs: Sequence[DimsExprs | None]) -> Shapes:
         q, k, v = inputs[0], inputs[1], inputs[2]

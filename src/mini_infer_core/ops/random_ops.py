@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs
 from ..plugin.shapes import Shapes
+from ._common import ranked
 from ._schema import Op
 
 __all__ = ["RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
@@ -81,11 +82,7 @@ class Multinomial(RandomBase):
     log-probabilities: ``[batch, sample_size]`` of ``dtype`` (INT32 by default)."""
 
     def output_shapes(self, inputs: Sequence[DimsExprs | None]) -> Shapes:
-        x = inputs[0]
-        assert x is not None
-        if len(x) != 2:
-            raise PluginInterfaceError(f"Multinomial: input must be [batch, classes], it has "
-                                       f"rank {len(x)}")
+        x = ranked("Multinomial", inputs, 0, 2, "[batch, classes]")
         return [[x[0], int(self.attrs["sample_size"])]]
 
     def output_types(self, input_types: Sequence[DataType | None]) -> list[DataType]:

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import preview as schema
-from mini_infer_core.plugin import DataType, IUsesSubgraphs, Subgraph
+from mini_infer_core.plugin import DataType, Subgraph
 
 from ..serialization import CpuPlugin
 
@@ -24,22 +24,16 @@ __all__ = ["FlexAttention"]
 Array = NDArray[Any]
 
 
-class FlexAttention(CpuPlugin, schema.FlexAttention, IUsesSubgraphs):
+class FlexAttention(CpuPlugin, schema.FlexAttention):
     def setup(self) -> None:
         super().setup()
         self._mods: dict[str, Subgraph] | None = None
 
     def modifiers(self) -> dict[str, Subgraph]:
-        """The modifier graphs the node has, made (on first use) by the attached factory."""
+        """The modifier graphs the node has, made on first use."""
         if self._mods is None:
-            wanted = [b for b in self.bodies if self.attrs[b] is not None]
-            if wanted and self.subgraphs is None:
-                raise PluginInterfaceError(
-                    f"FlexAttention {self.name!r}: no subgraph factory is attached (make the "
-                    "plugin through mini-infer's builder or runtime)")
-            self._mods = {b: self.subgraphs(self.attrs[b], self.opset_imports,  # type: ignore[misc]
-                                            self.outer_scope, label=f"{self.name}.{b}")
-                          for b in wanted}
+            self._mods = {b: self.make_modifier(b) for b in self.bodies
+                          if self.attrs[b] is not None}
         return self._mods
 
     def terminate(self) -> None:
