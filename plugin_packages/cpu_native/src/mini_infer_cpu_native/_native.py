@@ -51,8 +51,8 @@ __all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
            "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
-__all__ += ["B_PANEL", "gemm_isa", "matmul", "matmul_call", "pack_b", "unpack_b",
-            "use_gemm_isa"]  # MatMul and Gemm on the compiled GEMM
+__all__ += ["B_PANEL", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
+            "unpack_b", "use_gemm_isa"]  # MatMul and Gemm on the compiled GEMM
 
 Array = NDArray[Any]
 #: a function and its arguments, ready to run: a compiled kernel and a pointer to its
@@ -446,12 +446,18 @@ def use_gemm_isa(isa: str | None) -> str:
 def pack_b(b: Array) -> Array:
     """``b`` (K, N), any strides, packed for :func:`matmul_call`'s ``b_packed``: panels of
     :data:`B_PANEL` columns, each K rows of its width (K * N floats)."""
+    out = np.empty(b.shape[0] * b.shape[1] if b.ndim == 2 else 0, np.float32)
+    run_calls([pack_b_call(b, out)])
+    return out
+
+
+def pack_b_call(b: Array, out: Array) -> Call:
+    """:func:`pack_b` of ``b`` into ``out`` (K * N floats, contiguous), to run later."""
     kn = "mi_gemm_pack_b_f32"
     kk, n = _dims(kn, "b", b, 2)
     pb, (rs, cs) = strided(b, (kk, n), False, kn, "b")
-    out = np.empty(kk * n, np.float32)
-    _run(_pack_b, GemmPackBArgs(pb, address(out, kk * n, True, kn, "out"), kk, n, rs, cs))
-    return out
+    return _call(_pack_b, GemmPackBArgs(pb, address(out, kk * n, True, kn, "out"), kk, n, rs,
+                                        cs), b, out)
 
 
 def unpack_b(packed: Array, k: int, n: int) -> Array:
@@ -493,6 +499,8 @@ def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
     kn = "mi_matmul_f32"
     bp, bq, m, n = _dims(kn, "c", c, 4)
     pc, sc = _batched(kn, "c", c, (bp, bq, m, n), True)
+    sa: tuple[int, ...]
+    sb: tuple[int, ...]
     if a_packed:
         pa, sa = address(a, m * k, False, kn, "a"), (0, 0, 0, 0)
     else:
