@@ -199,19 +199,21 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     strides = PyTuple_New(nd);
     if (!strides) goto done;
+    int empty = 0; /* no element: nothing read or written, whatever the strides */
+    for (Py_ssize_t i = 0; i < nd; i++) empty |= view.shape[i] == 0;
     Py_ssize_t inner = 1; /* floats spanned by the dimensions inside the current one */
     for (Py_ssize_t i = nd - 1; i >= 0; i--) {
         Py_ssize_t st = view.strides ? view.strides[i] : 0, d = view.shape[i];
         if (!view.strides) { /* C-contiguous */
             st = 4 * inner;
         }
-        if (st % 4 != 0) {
+        if (st % 4 != 0 && !empty) {
             PyErr_Format(PyExc_ValueError,
                          "%U: %U's elements are %zd bytes apart along dimension %zd; the "
                          "kernel needs a whole number of floats", kernel, name, st, i);
             goto done;
         }
-        if (writable && d > 1 && (i == nd - 1 ? st != 4 : st < 4 * inner)) {
+        if (writable && !empty && d > 1 && (i == nd - 1 ? st != 4 : st < 4 * inner)) {
             PyObject *got = PyObject_GetAttrString(obj, "strides");
             if (!got) {
                 PyErr_Clear();
