@@ -309,6 +309,33 @@ def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
     assert (ran["matmul"] > 0) == (isa != "plain")
 
 
+@pytest.mark.parametrize("c_shape", [(12,), (1, 12), (5, 12), (5, 1), (1,)])
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_a_c_fed_as_an_input_is_read_on_every_run(c_shape: tuple[int, ...],
+                                                  beta: float) -> None:
+    """A runtime C (computed, the same arena view each run, its values changing): the
+    recorded calls read it where it is, never a copy made at the first run (a scalar, or
+    beta other than 1: NumPy's)."""
+    k, n = 20, 12
+    nodes = [helper.make_node("Neg", ["c_in"], ["c"]), helper.make_node("Neg", ["x_in"], ["x"]),
+             helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, beta=beta),
+             helper.make_node("Neg", ["g"], ["y"])]  # so every array of the Gemm's stays
+    w = RNG.standard_normal((n, k)).astype(np.float32)
+    graph = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x_in", onnx.TensorProto.FLOAT, [5, k]),
+        helper.make_tensor_value_info("c_in", onnx.TensorProto.FLOAT, list(c_shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    x = RNG.standard_normal((5, k)).astype(np.float32)
+    c = RNG.standard_normal(c_shape).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(-sess.run(None, {"x_in": -x, "c_in": -c})[0],
+                                   x.astype(np.float64) @ w.T + beta * c, rtol=1e-5, atol=1e-5)
+        c = c * -3.0 + 1.0
+
+
 def test_weights_that_change_between_runs_are_packed_again() -> None:
     """A weight fed as an input (writable) is repacked on every run: a cached packing
     would return the previous run's product."""

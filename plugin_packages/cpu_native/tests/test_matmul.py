@@ -274,16 +274,22 @@ def test_one_thread_and_two_give_the_same_sums() -> None:
         np.testing.assert_array_equal(one, two)
 
 
-def test_weights_fed_as_inputs_are_read_on_each_run() -> None:
-    """B computed (or fed) and changing between runs: nothing kept from the run before."""
-    model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
-                   {"a": _f(5, 9), "b": _f(9, 30)}, {})
+@pytest.mark.parametrize("bshape", [(9, 30), (4, 9, 30)])
+def test_operands_computed_are_read_on_each_run(bshape: tuple[int, ...]) -> None:
+    """B (and A, the residual) computed, the same arena views from run to run with other
+    values: the recorded calls read them where they are, nothing kept from the run before."""
+    nodes = [helper.make_node("Neg", [f"{x}_in"], [x]) for x in "abr"]
+    nodes += [helper.make_node("MatMul", ["a", "b"], ["p"]),
+              helper.make_node("Add", ["p", "r"], ["s"]), helper.make_node("Neg", ["s"], ["y"])]
+    a, b, r = _f(4, 5, 9), _f(*bshape), _f(4, 5, 30)
+    model = _model(nodes, {"a_in": a, "b_in": b, "r_in": r}, {})
     sess = mini_infer_core.InferenceSession(model, device="cpu")
-    a, b = _f(5, 9), _f(9, 30)
+    assert [n.op_type for n in sess.engine.nodes].count("Add") == 0  # the residual is fused
     for _ in range(3):
-        np.testing.assert_allclose(sess.run(None, {"a": a, "b": b})[0],
-                                   a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
-        b = b * -2.0
+        got = -sess.run(None, {"a_in": -a, "b_in": -b, "r_in": -r})[0]
+        np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b) + r, rtol=1e-5,
+                                   atol=1e-5)
+        a, b, r = a * 0.5 + 1.0, b * -2.0, r - 3.0
 
 
 def test_integer_products_are_cpu_basics(compiled: dict[str, int]) -> None:

@@ -76,19 +76,21 @@ def _bounds(relu: int, clip: Any) -> tuple[float, float]:
 class _Derived:
     """Arrays made from a weight once (packed, transformed) and kept while it stays."""
 
-    _derived_cache: tuple[Array, dict[Any, Any]] | None = None
+    #: key -> (the weight it was made from, what was made)
+    _derived_cache: dict[Any, tuple[Array, Any]] | None = None
 
     def _derived(self, w: Array, key: Any, make: Callable[[Array], T]) -> T:
         """``make(w)``, kept while ``w`` is the same read-only array (a constant: the engine's
-        weights); recomputed on every call for a writable one, whose values may change."""
+        weights); recomputed on every call for a writable one, whose values may change. Each
+        key keeps its own (Gemm derives from B and from C)."""
         if w.flags.writeable:
             return make(w)
-        cached = self._derived_cache
+        if self._derived_cache is None:
+            self._derived_cache = {}
+        cached = self._derived_cache.get(key)
         if cached is None or cached[0] is not w:
-            cached = self._derived_cache = (w, {})
-        if key not in cached[1]:
-            cached[1][key] = make(w)
-        made: T = cached[1][key]
+            cached = self._derived_cache[key] = (w, make(w))
+        made: T = cached[1]
         return made
 
 
@@ -358,23 +360,29 @@ class Gemm(_Derived, _gemm.Gemm):
     def _epilogue_of(self, c: Array | None, beta: float, out: Array
                      ) -> dict[str, Array | None] | None:
         """C (times beta) as the GEMM's epilogue: ``cbias`` (a row, or a scalar), ``rbias``
-        (a column) or ``res`` (M, N); None where it cannot be (a runtime C and beta not 1)."""
+        (a column) or ``res`` (M, N). A constant C is scaled and broadcast once; a runtime
+        one is read where it is (the recorded calls read it again on every run), so it must
+        be contiguous and beta 1 (None otherwise: cpu_basic's)."""
         if c is None:
             return {}
         m, n = out.shape
-        if beta != 1.0 or c.size == 1:
-            if c.flags.writeable and beta != 1.0:
-                return None
-            c = self._derived(c, ("c", beta, n), lambda v: np.ascontiguousarray(
-                np.broadcast_to(v * np.float32(beta), np.broadcast_shapes(v.shape, (1, n))
-                                if v.size == 1 else v.shape), np.float32))
+        if not c.flags.writeable:
+            if beta != 1.0 or c.size == 1:
+                c = self._derived(c, ("c", beta, n), lambda v: np.ascontiguousarray(
+                    np.broadcast_to(v.reshape(-1)[:1] if v.size == 1 else v, (1, n)
+                                    if v.size == 1 else v.shape) * np.float32(beta),
+                    np.float32))
+        elif beta != 1.0 or (c.size == 1 and n != 1):
+            return None
+        if not usable(c):
+            return None
         shape = (1,) * (2 - c.ndim) + c.shape
-        if shape == (m, n) and usable(c):
+        if shape == (m, n):
             return {"res": c.reshape(m, n)}
         if shape[0] == 1 and shape[1] == n:
-            return {"cbias": np.ascontiguousarray(c).reshape(n)}
+            return {"cbias": c.reshape(n)}
         if shape == (m, 1):
-            return {"rbias": np.ascontiguousarray(c).reshape(m)}
+            return {"rbias": c.reshape(m)}
         return None
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
