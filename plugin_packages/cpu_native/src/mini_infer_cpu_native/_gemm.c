@@ -15,11 +15,13 @@
  * Kernels, chosen once by the CPU's features (mi_gemm_isa):
  * - AVX-512: micro-tiles of 8 rows x 48 columns (24 accumulators) over the whole K.
  * - AVX2 + FMA: micro-tiles of 4 rows x 24 columns (12 ymm accumulators, 3 vectors of B and
- *   a broadcast: the 16 registers) over the whole K; an 8-row panel is two of them, the
- *   second while the first's B panel (K x 24) is still in cache. 6 x 16 (also 12
+ *   a broadcast: the 16 registers) over the whole K, half of an 8-row panel. 6 x 16 (also 12
  *   accumulators) loads 8 values per 12 FMAs where 4 x 24 loads 7, and would need panels of
- *   6 rows; measured on a Zen 3 at 2 cores, 4 x 24 reached 80-90% of the FMA peak on
- *   cache-resident tiles.
+ *   6 rows. One call walks every 4-row group of a column tile (tile2, micro2: a call per
+ *   tile cost 10-30% of a short K's time), rows in blocks whose A stays in L2 (row_block).
+ *   On a Zen 3 core (94 GFLOP/s FMA peak): 90-93 GFLOP/s on cache-resident tiles, 75-88 on
+ *   transformer shapes. Blocks of K (the partial sums kept in C) measured slower at every
+ *   size tried (96-256): they are not used.
  * - plain C loops everywhere else (and in tests, mi_gemm_set_isa(0)).
  * The B panel (K x tile columns) stays in L2 while the row panels stream past it; alpha,
  * bias, column bias, residual and the clamp are applied to the accumulators before the one
@@ -48,7 +50,6 @@
  * GB/s with 64) */
 #define PF 4
 #define GEMV_PF 64
-
 
 enum { ISA_PLAIN = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
@@ -119,57 +120,57 @@ typedef struct {
 /* ROWS x (16 * NV) accumulators over the whole K; `last` masks the last vector's columns.
  * STRIDED 0: A packed (ap[r], ROWS values per k; the original kernel, constant-folded),
  * 1: A through the tile's strides. */
-#define MICRO512(ROWS, NV, STRIDED)                                                            \
-AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 last) {        \
-    __m512 acc[ROWS][NV];                                                                      \
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                     \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps(); \
-    const float *restrict ap = t->a, *restrict b = t->b;                                       \
-    float *restrict c = t->c;                                                                  \
-    const long ldb = t->ldb, rs = STRIDED ? t->rs : 1, ks = STRIDED ? t->ks : ROWS;            \
-    const long kend = t->k, ldc = t->ldc, ldr = t->ldr;                                        \
-    const float *bias = t->bias, *cbias = t->cbias, *res = t->res;                             \
-    /* the output (and residual) lines, fetched while the k loop runs: stores into cold lines \
-     * stalled the epilogue (1x1 convolutions over 56x56 maps: K = 64 is a short loop) */     \
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                     \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                 \
-            _mm_prefetch((const char *)(c + r * ldc + 16 * v), _MM_HINT_ET0);               \
-            if (res) _mm_prefetch((const char *)(res + r * ldr + 16 * v), _MM_HINT_T0);\
-        }                                                                                      \
+#define MICRO512(ROWS, NV, STRIDED)                                                             \
+AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 last) {          \
+    __m512 acc[ROWS][NV];                                                                       \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();   \
+    const float *restrict ap = t->a, *restrict b = t->b;                                        \
+    float *restrict c = t->c;                                                                   \
+    const long ldb = t->ldb, rs = STRIDED ? t->rs : 1, ks = STRIDED ? t->ks : ROWS;             \
+    const long kend = t->k, ldc = t->ldc, ldr = t->ldr;                                         \
+    const float *bias = t->bias, *cbias = t->cbias, *res = t->res;                              \
+    /* the output (and residual) lines, fetched while the k loop runs: stores into cold lines   \
+     * stalled the epilogue (1x1 convolutions over 56x56 maps: K = 64 is a short loop) */       \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                  \
+            _mm_prefetch((const char *)(c + r * ldc + 16 * v), _MM_HINT_ET0);                   \
+            if (res) _mm_prefetch((const char *)(res + r * ldr + 16 * v), _MM_HINT_T0);         \
+        }                                                                                       \
     for (long kk = 0; kk < kend; kk++) {                                                        \
-        __m512 bv[NV];                                                                         \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                   \
-            bv[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)                      \
-                                : _mm512_loadu_ps(b + 16 * v);                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                               \
-            __m512 av = _mm512_set1_ps(ap[r * rs]);                                            \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                               \
-                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);                             \
-        }                                                                                      \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                   \
-            _mm_prefetch((const char *)(b + PF * ldb + 16 * v), _MM_HINT_T0);                  \
-        ap += ks;                                                                              \
-        b += ldb;                                                                              \
-    }                                                                                          \
-    const __m512 lo = _mm512_set1_ps(t->lo), hi = _mm512_set1_ps(t->hi);                      \
-    const __m512 alpha = _mm512_set1_ps(t->alpha);                                             \
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                   \
-        const __m512 bb = _mm512_set1_ps(bias ? bias[r] : 0.0f);                        \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                 \
-            const __mmask16 mk = v == NV - 1 ? last : (__mmask16)0xFFFF;                       \
-            __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bb);                                  \
-            if (cbias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cbias + 16 * v));  \
-            if (res)                                                                        \
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, res + r * ldr + 16 * v)); \
-            /* max(lo, x), min(hi, .): a NaN (the second operand) passes through */           \
-            x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));                                       \
-            _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mk, x);                             \
-        }                                                                                      \
-    }                                                                                          \
+        __m512 bv[NV];                                                                          \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                    \
+            bv[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)                       \
+                                : _mm512_loadu_ps(b + 16 * v);                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                \
+            __m512 av = _mm512_set1_ps(ap[r * rs]);                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                \
+                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);                              \
+        }                                                                                       \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                    \
+            _mm_prefetch((const char *)(b + PF * ldb + 16 * v), _MM_HINT_T0);                   \
+        ap += ks;                                                                               \
+        b += ldb;                                                                               \
+    }                                                                                           \
+    const __m512 lo = _mm512_set1_ps(t->lo), hi = _mm512_set1_ps(t->hi);                        \
+    const __m512 alpha = _mm512_set1_ps(t->alpha);                                              \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                    \
+        const __m512 bb = _mm512_set1_ps(bias ? bias[r] : 0.0f);                                \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                  \
+            const __mmask16 mk = v == NV - 1 ? last : (__mmask16)0xFFFF;                        \
+            __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bb);                                   \
+            if (cbias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cbias + 16 * v));         \
+            if (res)                                                                            \
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, res + r * ldr + 16 * v));        \
+            /* max(lo, x), min(hi, .): a NaN (the second operand) passes through */             \
+            x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));                                        \
+            _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mk, x);                                 \
+        }                                                                                       \
+    }                                                                                           \
 }
 #define MICRO512_ROWS(ROWS, S) MICRO512(ROWS, 1, S) MICRO512(ROWS, 2, S) MICRO512(ROWS, 3, S)
-#define MICRO512_ALL(S)                                                                        \
-    MICRO512_ROWS(1, S) MICRO512_ROWS(2, S) MICRO512_ROWS(3, S) MICRO512_ROWS(4, S)            \
+#define MICRO512_ALL(S)                                                                         \
+    MICRO512_ROWS(1, S) MICRO512_ROWS(2, S) MICRO512_ROWS(3, S) MICRO512_ROWS(4, S)             \
     MICRO512_ROWS(5, S) MICRO512_ROWS(6, S) MICRO512_ROWS(7, S) MICRO512_ROWS(8, S)
 MICRO512_ALL(0)
 MICRO512_ALL(1)
@@ -209,9 +210,9 @@ AVX512 static void gemv512(const tile *t) {
 }
 
 typedef void (*micro512_fn)(const tile *, __mmask16);
-#define M512_ROW(S, ROWS) {micro512_##S##_##ROWS##_1, micro512_##S##_##ROWS##_2, \
+#define M512_ROW(S, ROWS) {micro512_##S##_##ROWS##_1, micro512_##S##_##ROWS##_2,                \
                            micro512_##S##_##ROWS##_3}
-#define M512_TABLE(S) {M512_ROW(S, 1), M512_ROW(S, 2), M512_ROW(S, 3), M512_ROW(S, 4), \
+#define M512_TABLE(S) {M512_ROW(S, 1), M512_ROW(S, 2), M512_ROW(S, 3), M512_ROW(S, 4),          \
                        M512_ROW(S, 5), M512_ROW(S, 6), M512_ROW(S, 7), M512_ROW(S, 8)}
 static const micro512_fn micros512[2][MR][3] = {M512_TABLE(0), M512_TABLE(1)};
 
@@ -221,59 +222,59 @@ static const micro512_fn micros512[2][MR][3] = {M512_TABLE(0), M512_TABLE(1)};
  * walks a column tile: a call per 4 rows cost 10-20% of a short K's time), A through the
  * tile's strides; TAIL: the last vector holds fewer than 8 columns (masked loads and
  * stores, `last` its lanes) */
-#define MICRO2(ROWS, NV, TAIL)                                                                 \
-AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {                 \
-    const long ldb = t->ldb, rs = t->rs, ks = t->ks, kend = t->k, ldc = t->ldc, ldr = t->ldr;  \
-    const long groups = t->groups, a_ps = t->a_ps, a_hs = t->a_hs;                             \
-    const __m256 lo = _mm256_set1_ps(t->lo), hi = _mm256_set1_ps(t->hi);                       \
-    const __m256 alpha = _mm256_set1_ps(t->alpha);                                             \
-    const float *cbias = t->cbias;                                                             \
-    for (long g = 0; g < groups; g++) {                                                        \
-        const float *restrict ap = t->a + (g >> 1) * a_ps + (g & 1) * a_hs;                    \
-        const float *restrict b = t->b;                                                        \
-        float *restrict c = t->c + 4 * g * ldc;                                                \
-        const float *bias = t->bias ? t->bias + 4 * g : NULL;                                  \
-        const float *res = t->res ? t->res + 4 * g * ldr : NULL;                               \
-        __m256 acc[ROWS][NV];                                                                  \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                               \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();\
-            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                            \
-            _mm_prefetch((const char *)(c + r * ldc + 8 * NV - 1), _MM_HINT_T0);               \
-        }                                                                                      \
-        _Pragma("GCC unroll 2") for (long kk = 0; kk < kend; kk++) {                           \
-            __m256 bv[NV];                                                                     \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                               \
-                bv[v] = TAIL && v == NV - 1 ? _mm256_maskload_ps(b + 8 * v, last)              \
-                                            : _mm256_loadu_ps(b + 8 * v);                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                           \
-                __m256 av = _mm256_broadcast_ss(ap + r * rs);                                  \
-                _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                           \
-                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);                         \
-            }                                                                                  \
-            _mm_prefetch((const char *)(b + PF * ldb), _MM_HINT_T0);                           \
-            if (NV > 1) _mm_prefetch((const char *)(b + PF * ldb + 8 * NV - 1), _MM_HINT_T0);  \
-            ap += ks;                                                                          \
-            b += ldb;                                                                          \
-        }                                                                                      \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                               \
-            const __m256 bb = _mm256_set1_ps(bias ? bias[r] : 0.0f);                           \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                             \
-                const int part = TAIL && v == NV - 1;                                          \
-                __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bb);                              \
-                if (cbias)                                                                     \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(cbias + 8 * v, last)        \
-                                              : _mm256_loadu_ps(cbias + 8 * v));               \
-                if (res) {                                                                     \
-                    const float *rp = res + r * ldr + 8 * v;                                   \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, last)                   \
-                                              : _mm256_loadu_ps(rp));                          \
-                }                                                                              \
-                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */        \
-                if (part) _mm256_maskstore_ps(c + r * ldc + 8 * v, last, x);                   \
-                else _mm256_storeu_ps(c + r * ldc + 8 * v, x);                                 \
-            }                                                                                  \
-        }                                                                                      \
-    }                                                                                          \
+#define MICRO2(ROWS, NV, TAIL)                                                                  \
+AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {                   \
+    const long ldb = t->ldb, rs = t->rs, ks = t->ks, kend = t->k, ldc = t->ldc, ldr = t->ldr;   \
+    const long groups = t->groups, a_ps = t->a_ps, a_hs = t->a_hs;                              \
+    const __m256 lo = _mm256_set1_ps(t->lo), hi = _mm256_set1_ps(t->hi);                        \
+    const __m256 alpha = _mm256_set1_ps(t->alpha);                                              \
+    const float *cbias = t->cbias;                                                              \
+    for (long g = 0; g < groups; g++) {                                                         \
+        const float *restrict ap = t->a + (g >> 1) * a_ps + (g & 1) * a_hs;                     \
+        const float *restrict b = t->b;                                                         \
+        float *restrict c = t->c + 4 * g * ldc;                                                 \
+        const float *bias = t->bias ? t->bias + 4 * g : NULL;                                   \
+        const float *res = t->res ? t->res + 4 * g * ldr : NULL;                                \
+        __m256 acc[ROWS][NV];                                                                   \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps(); \
+            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                             \
+            _mm_prefetch((const char *)(c + r * ldc + 8 * NV - 1), _MM_HINT_T0);                \
+        }                                                                                       \
+        _Pragma("GCC unroll 2") for (long kk = 0; kk < kend; kk++) {                            \
+            __m256 bv[NV];                                                                      \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                                \
+                bv[v] = TAIL && v == NV - 1 ? _mm256_maskload_ps(b + 8 * v, last)               \
+                                            : _mm256_loadu_ps(b + 8 * v);                       \
+            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                            \
+                __m256 av = _mm256_broadcast_ss(ap + r * rs);                                   \
+                _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                            \
+                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);                          \
+            }                                                                                   \
+            _mm_prefetch((const char *)(b + PF * ldb), _MM_HINT_T0);                            \
+            if (NV > 1) _mm_prefetch((const char *)(b + PF * ldb + 8 * NV - 1), _MM_HINT_T0);   \
+            ap += ks;                                                                           \
+            b += ldb;                                                                           \
+        }                                                                                       \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                \
+            const __m256 bb = _mm256_set1_ps(bias ? bias[r] : 0.0f);                            \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                              \
+                const int part = TAIL && v == NV - 1;                                           \
+                __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bb);                               \
+                if (cbias)                                                                      \
+                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(cbias + 8 * v, last)         \
+                                              : _mm256_loadu_ps(cbias + 8 * v));                \
+                if (res) {                                                                      \
+                    const float *rp = res + r * ldr + 8 * v;                                    \
+                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, last)                    \
+                                              : _mm256_loadu_ps(rp));                           \
+                }                                                                               \
+                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */         \
+                if (part) _mm256_maskstore_ps(c + r * ldc + 8 * v, last, x);                    \
+                else _mm256_storeu_ps(c + r * ldc + 8 * v, x);                                  \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
 }
 #define MICRO2_ROWS(ROWS, T) MICRO2(ROWS, 1, T) MICRO2(ROWS, 2, T) MICRO2(ROWS, 3, T)
 #define MICRO2_ALL(T) MICRO2_ROWS(1, T) MICRO2_ROWS(2, T) MICRO2_ROWS(3, T) MICRO2_ROWS(4, T)
