@@ -95,6 +95,7 @@ SHAPES = [
     ((5, 7), (7, 3)),
     ((2, 5, 7), (7, 30)),                # activations of rank 3 x a weight: one GEMM
     ((2, 3, 9, 16), (16, 25)),
+    ((3, 5, 7), (1, 7, 4)),              # a weight with a batch of one
     ((3, 17, 8), (3, 8, 33)),            # a batch of products
     ((2, 1, 6, 5), (3, 5, 7)),           # batch dimensions broadcast both ways
     ((1, 12, 13, 8), (1, 12, 8, 13)),    # attention's Q.K^T
