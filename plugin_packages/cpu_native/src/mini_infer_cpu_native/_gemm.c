@@ -20,8 +20,13 @@
  *   6 rows. One call walks every 4-row group of a column tile (tile2, micro2: a call per
  *   tile cost 10-30% of a short K's time), rows in blocks whose A stays in L2 (row_block).
  *   On a Zen 3 core (94 GFLOP/s FMA peak): 90-93 GFLOP/s on cache-resident tiles, 75-88 on
- *   transformer shapes. Blocks of K (the partial sums kept in C) measured slower at every
- *   size tried (96-256): they are not used.
+ *   transformer shapes. K over KC_FROM (512) runs in blocks of KC (256), the partial sums
+ *   kept in C (loaded by the next block, the epilogue on the last): a block of A then stays
+ *   in L2 for more rows (row_block). On a loaded 2-core Zen 3 VM: 128x1152x784 (packed A)
+ *   15-30 -> 47-65 GFLOP/s, 256x2304x196 12-62 -> 57-67, 128x3072x768 8-15 -> 18-28; K up to
+ *   512 unchanged (blocks of 96-256 were slower there). The matrix-vector kernels take all
+ *   of K (one column is not blocked). C is written before the residual and column bias are
+ *   read: neither may alias C (the engine never hands an output that aliases an input).
  * - plain C loops everywhere else (and in tests, mi_gemm_set_isa(0)).
  * The B panel (K x tile columns) stays in L2 while the row panels stream past it; alpha,
  * bias, column bias, residual and the clamp are applied to the accumulators before the one
@@ -50,6 +55,12 @@
  * GB/s with 64) */
 #define PF 4
 #define GEMV_PF 64
+#ifndef KC
+#define KC 256
+#endif
+#ifndef KC_FROM
+#define KC_FROM 512
+#endif
 
 enum { ISA_PLAIN = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
@@ -101,6 +112,7 @@ typedef struct {
     long batch0, batch1, a_s0, a_s1, b_s0, b_s1, c_s0, c_s1, r_s0, r_s1;
     int a_packed, b_packed;
     int isa; /* the kernels this job runs, read once (ISA_*) */
+    long kc; /* k per block (AVX2; elsewhere all of K) */
     float alpha, lo, hi;
 } gemm_job;
 
@@ -110,6 +122,11 @@ typedef struct {
     float *c;
     const float *bias, *cbias, *res;
     long rs, ks, ldb, ldc, ldr, k;
+    /* AVX2, blocks of K: this one is [k0, k0 + k) of kfull (A's rows start at k = 0, B's at
+     * k0); the first block starts from 0, the others from the partial sums in C, the last
+     * applies the epilogue, the others store the partial sums */
+    long k0, kfull;
+    int first, last;
     /* AVX2: `groups` groups of 4 rows, group g's A at a + (g / 2) * a_ps + (g % 2) * a_hs
      * (8-row panels: packed, or strided rows), its C, bias and residual 4 rows further */
     long groups, a_ps, a_hs;
@@ -218,7 +235,8 @@ static const micro512_fn micros512[2][MR][3] = {M512_TABLE(0), M512_TABLE(1)};
 
 /* ---- AVX2 + FMA ---- */
 
-/* ROWS x (8 * NV) accumulators over the whole K for each of the tile's row groups (one call
+/* ROWS x (8 * NV) accumulators over the tile's K (from 0, or from C's partial sums) for each
+ * of the tile's row groups (one call
  * walks a column tile: a call per 4 rows cost 10-20% of a short K's time), A through the
  * tile's strides; TAIL: the last vector holds fewer than 8 columns (masked loads and
  * stores, `last` its lanes) */
@@ -229,15 +247,19 @@ AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {   
     const __m256 lo = _mm256_set1_ps(t->lo), hi = _mm256_set1_ps(t->hi);                        \
     const __m256 alpha = _mm256_set1_ps(t->alpha);                                              \
     const float *cbias = t->cbias;                                                              \
+    const int first = t->first;                                                                 \
     for (long g = 0; g < groups; g++) {                                                         \
-        const float *restrict ap = t->a + (g >> 1) * a_ps + (g & 1) * a_hs;                     \
+        const float *restrict ap = t->a + (g >> 1) * a_ps + (g & 1) * a_hs + t->k0 * ks;        \
         const float *restrict b = t->b;                                                         \
         float *restrict c = t->c + 4 * g * ldc;                                                 \
         const float *bias = t->bias ? t->bias + 4 * g : NULL;                                   \
         const float *res = t->res ? t->res + 4 * g * ldr : NULL;                                \
         __m256 acc[ROWS][NV];                                                                   \
         _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps(); \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                                \
+                acc[r][v] = first ? _mm256_setzero_ps()                                         \
+                            : TAIL && v == NV - 1 ? _mm256_maskload_ps(c + r * ldc + 8 * v, last) \
+                            : _mm256_loadu_ps(c + r * ldc + 8 * v);                             \
             _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                             \
             _mm_prefetch((const char *)(c + r * ldc + 8 * NV - 1), _MM_HINT_T0);                \
         }                                                                                       \
@@ -255,6 +277,15 @@ AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {   
             if (NV > 1) _mm_prefetch((const char *)(b + PF * ldb + 8 * NV - 1), _MM_HINT_T0);   \
             ap += ks;                                                                           \
             b += ldb;                                                                           \
+        }                                                                                       \
+        if (!t->last) { /* the partial sums, for the next block of K */                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++)                              \
+                _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                          \
+                    if (TAIL && v == NV - 1)                                                    \
+                        _mm256_maskstore_ps(c + r * ldc + 8 * v, last, acc[r][v]);              \
+                    else _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);                      \
+                }                                                                               \
+            continue;                                                                           \
         }                                                                                       \
         _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                \
             const __m256 bb = _mm256_set1_ps(bias ? bias[r] : 0.0f);                            \
@@ -324,7 +355,7 @@ AVX2 static void tile2(const tile *t, long rows, long cols, int packed, long pan
     long done;
     if (gemv) { /* packed A, one contiguous column */
         for (long p = 0; p < panels; p++) {
-            w.a = t->a + p * MR * t->k;
+            w.a = t->a + p * MR * t->kfull;
             w.c = t->c + p * MR * t->ldc;
             w.bias = t->bias ? t->bias + p * MR : NULL;
             w.res = t->res ? t->res + p * MR * t->ldr : NULL;
@@ -333,14 +364,14 @@ AVX2 static void tile2(const tile *t, long rows, long cols, int packed, long pan
         done = panels * MR;
     } else {
         w.groups = packed ? 2 * panels : rows / 4;
-        w.a_ps = packed ? MR * t->k : MR * t->rs;
+        w.a_ps = packed ? MR * t->kfull : MR * t->rs;
         w.a_hs = packed ? 4 : 4 * t->rs;
         if (packed) w.ks = MR;
         if (w.groups) micros2[tl][3][nv - 1](&w, last);
         done = 4 * w.groups;
     }
     /* the rest: fewer than 4 strided rows, or the packed partial panel (r rows per k) */
-    const float *a = packed ? t->a + (done / MR) * MR * t->k : t->a + done * t->rs;
+    const float *a = packed ? t->a + (done / MR) * MR * t->kfull : t->a + done * t->rs;
     long ks = packed ? rows - done : t->ks;
     for (long h = done; h < rows; h += 4) {
         long r = lmin(4, rows - h);
@@ -412,8 +443,8 @@ static void tile_plain(const tile *t, long rows, long cols) {
 
 static long tile_cols(const gemm_job *g) { return g->isa == ISA_AVX512 ? NR512 : NR2; }
 
-/* rows [i0, i1) (i0 a multiple of MR) of column tile jt of product q */
-static void run_block(const gemm_job *g, long q, long i0, long i1, long jt) {
+/* rows [i0, i1) (i0 a multiple of MR) of column tile jt of product q, k in [k0, k0 + kc) */
+static void run_block(const gemm_job *g, long q, long i0, long i1, long jt, long k0) {
     long q0 = g->batch1 == 1 ? q : q / g->batch1, q1 = g->batch1 == 1 ? 0 : q % g->batch1;
     long nr = tile_cols(g);
     long j = jt * nr, cols = lmin(nr, g->n - j), rows = i1 - i0;
@@ -432,10 +463,10 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt) {
     if (g->b_packed) { /* nr divides NB: the tile lies in one panel */
         long p0 = j / NB * NB;
         t.ldb = lmin(NB, g->n - p0);
-        t.b = b + p0 * g->k + (j - p0);
+        t.b = b + p0 * g->k + k0 * t.ldb + (j - p0);
     } else {
         t.ldb = g->ldb;
-        t.b = b + j;
+        t.b = b + k0 * g->ldb + j;
     }
     t.c = g->c + q0 * g->c_s0 + q1 * g->c_s1 + i0 * g->ldc + j;
     t.ldc = g->ldc;
@@ -443,14 +474,18 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt) {
     t.cbias = g->cbias ? g->cbias + j : NULL;
     t.res = g->res ? g->res + q0 * g->r_s0 + q1 * g->r_s1 + i0 * g->ldr + j : NULL;
     t.ldr = g->ldr;
-    t.k = g->k;
+    t.k = lmin(g->kc, g->k - k0);
+    t.k0 = k0;
+    t.kfull = g->k;
+    t.first = k0 == 0;
+    t.last = k0 + t.k >= g->k;
     t.groups = 1;
     t.a_ps = t.a_hs = 0;
     t.alpha = g->alpha;
     t.lo = g->lo;
     t.hi = g->hi;
-    /* packed A, one contiguous column: the matrix-vector kernels, panel by full panel */
-    int gemv = cols == 1 && g->a_packed && t.ldb == 1;
+    /* packed A, one contiguous column, all of K: the matrix-vector kernels, panel by panel */
+    int gemv = cols == 1 && g->a_packed && t.ldb == 1 && t.first && t.last;
     long panels = g->a_packed ? rows / MR : 0;
 #if HAVE_X86
     if (g->isa == ISA_AVX2) {
@@ -486,10 +521,15 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt) {
  * L2 (A_BLOCK bytes) instead of A coming from L3 for each column tile (3136 x 384 x 384 on
  * one Zen 3 core: 20-35 -> 55-70 GFLOP/s; 128 KiB blocks no slower than 256 KiB); the
  * others: all rows */
+#ifndef A_BLOCK
 #define A_BLOCK (128L * 1024)
+#endif
+#ifndef MIN_ROWS
+#define MIN_ROWS (8 * MR)
+#endif
 static long row_block(const gemm_job *g) {
     if (g->isa != ISA_AVX2) return lmax(g->m, 1);
-    return lmax(8 * MR, A_BLOCK / (4 * lmax(g->k, 1)) / MR * MR);
+    return lmax(MIN_ROWS, A_BLOCK / (4 * lmax(g->kc, 1)) / MR * MR);
 }
 
 /* part `part` of `parts`. One product: many column tiles: they are split, each B panel
@@ -503,17 +543,21 @@ static void run_part(const gemm_job *g, int part, int parts) {
     if (count > 1) {
         long total = nt * count;
         for (long x = total * part / parts; x < total * (part + 1) / parts; x++)
-            run_block(g, x / nt, 0, g->m, x % nt);
+            for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
+                run_block(g, x / nt, 0, g->m, x % nt, k0);
     } else if (nt >= 4 * parts || mp < parts) {
         long mc = row_block(g);
         for (long i0 = 0; i0 < g->m; i0 += mc)
-            for (long jt = nt * part / parts; jt < nt * (part + 1) / parts; jt++)
-                run_block(g, 0, i0, lmin(g->m, i0 + mc), jt);
+            for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
+                for (long jt = nt * part / parts; jt < nt * (part + 1) / parts; jt++)
+                    run_block(g, 0, i0, lmin(g->m, i0 + mc), jt, k0);
     } else { /* AVX2: blocks of rows (each in L2 while the column tiles pass); else panels */
         long step = g->isa == ISA_AVX2 ? row_block(g) : MR;
         long i1 = lmin(g->m, mp * (part + 1) / parts * MR);
         for (long i0 = mp * part / parts * MR; i0 < i1; i0 += step)
-            for (long jt = 0; jt < nt; jt++) run_block(g, 0, i0, lmin(i1, i0 + step), jt);
+            for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
+                for (long jt = 0; jt < nt; jt++)
+                    run_block(g, 0, i0, lmin(i1, i0 + step), jt, k0);
     }
 }
 
@@ -523,6 +567,7 @@ static void gemm_part(const void *job, int part, int parts) {
 
 static int run_job(gemm_job *g) {
     g->isa = mi_gemm_isa();
+    g->kc = g->isa == ISA_AVX2 && g->n > 1 && g->k > KC_FROM ? KC : lmax(g->k, 1);
     long count = g->batch0 * g->batch1;
     if (g->m == 0 || g->n == 0 || count == 0) return MI_OK;
     /* tiny products are not worth waking the pool */
