@@ -86,3 +86,26 @@ def test_memory_plan_random_lifetimes_never_collide() -> None:
                 if lifetimes[i][0] <= lifetimes[j][1] and lifetimes[j][0] <= lifetimes[i][1]:
                     ai, aj = plan.offsets[i], plan.offsets[j]
                     assert ai + sizes[i] <= aj or aj + sizes[j] <= ai
+
+
+def test_equal_expressions_are_equal_however_they_were_built() -> None:
+    """Sums and products are kept in canonical form: what reshapes and broadcasts compute
+    reduces to the dimension it is (no growing max() chains), and evaluation agrees with
+    plain integer arithmetic."""
+    n, t, h = DimExpr.sym("N"), DimExpr.sym("T"), DimExpr.sym("H")
+    assert ((n * 12) // 12).same_as(n) and ((n * t * 768) // (n * t * 12)).same_as(64)
+    assert (t * n - n * t).same_as(0) and n.max(n).same_as(n)
+    assert ((n + 1) * (t + 2)).same_as(n * t + 2 * n + t + 2)
+    assert n.max(n + 1).same_as(n + 1) and n.min(-1).same_as(-1)  # decided by bounds
+    assert not (n // 2).same_as(n) and not ((n + 1) // 2).same_as((n + 2) // 2)
+    nested = n
+    for _ in range(200):  # a chain exporters write: reshape back and forth, broadcast
+        nested = ((nested * 12) // 12).max((nested * 3) // 3) + 0
+    assert nested.same_as(n) and len(str(nested)) < 5
+    exprs = [(n + 5) // 2 * 3 - t, (h * 2 + 1).ceil_div(3), n.max(t) * h - 7]
+    for values in ({"N": 3, "T": 4, "H": 5}, {"N": 0, "T": 9, "H": 1}):
+        got = [e.evaluate(values) for e in exprs]
+        n_, t_, h_ = values["N"], values["T"], values["H"]
+        assert got == [(n_ + 5) // 2 * 3 - t_, -(-(h_ * 2 + 1) // 3), max(n_, t_) * h_ - 7]
+        for e in exprs:  # the engine file's form gives back the same expression
+            assert DimExpr.from_json(e.to_json()).evaluate(values) == e.evaluate(values)

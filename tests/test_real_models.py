@@ -138,7 +138,9 @@ def test_detector_head_with_shape_computed_reshape(tmp_path: Path) -> None:
     assert engine.tensors["box_out"].shape[0] == "N"  # the Reshape target stayed symbolic
     # constant float scales give Resize exact symbolic output dims: nothing data-dependent
     assert not any(getattr(n.plugin, "data_dependent", False) for n in engine.nodes)
-    assert str(engine.tensors["up"].dims[2]).endswith("* 2)")  # H after conv, times 2
+    up = engine.tensors["up"].dims[2]  # H after the stride-2 conv, times 2
+    assert [up.evaluate({"H": h}) for h in (8, 9, 16)] == [2 * ((h - 1) // 2 + 1)
+                                                           for h in (8, 9, 16)]
 
 
 def test_transformer_encoder_block(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ __all__ = [
     "UnsafeModelPathError",
     "UnsupportedOperatorError",
     "BuildError",
+    "InputShapesRequired",
     "PluginInterfaceError",
     "PluginNotFoundError",
     "PluginLoadError",
@@ -40,6 +41,14 @@ class UnsafeModelPathError(ModelImportError):
 
 class BuildError(MiniInferError):
     """The network cannot be built into an engine."""
+
+
+class InputShapesRequired(BuildError):
+    """The model's shapes cannot be worked out for every input shape at once (control flow
+    whose branches differ in output rank, on a condition that depends on the inputs'
+    dimensions): build it for given input shapes (``BuilderConfig(input_shapes=...)``,
+    ``mini-infer build --shape``), or run it through ``InferenceSession``, which builds for
+    the shapes it is given."""
 
 
 class UnsupportedOperatorError(BuildError):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +14,12 @@ import numpy as np
 import onnx
 
 from .builder import Builder, BuilderConfig
-from .engine.engine import Engine, TensorSpec
+from .engine.engine import Engine
 from .engine.format import ENGINE_MAGIC, is_engine_file
-from .errors import InputError
+from .errors import InputError, InputShapesRequired
 from .importer import parse_onnx
+from .network import Network
+from .plugin import DataType
 from .registry import PluginRegistry
 from .runtime import ExecutionContext, Runtime
 
@@ -30,8 +35,10 @@ class NodeArg:
     type: str
 
 
-def _type_string(spec: TensorSpec) -> str:
-    name = onnx.helper.tensor_dtype_to_string(spec.dtype.value).split(".")[-1].lower()
+def _type_string(dtype: DataType | None) -> str:
+    if dtype is None:
+        return "tensor(?)"
+    name = onnx.helper.tensor_dtype_to_string(dtype.value).split(".")[-1].lower()
     return f"tensor({name})"
 
 
@@ -49,48 +56,104 @@ def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
     return Builder(registry).build_engine(parse_onnx(source), cfg)
 
 
+class _PerShape:
+    """A model built once per set of input shapes (at most ``capacity`` kept), for a network
+    whose shapes cannot be worked out for every input shape at once (as many kept as
+    ``MINI_INFER_PLAN_CACHE`` plans, default 8)."""
+
+    def __init__(self, network: Network, config: BuilderConfig,
+                 registry: PluginRegistry | None) -> None:
+        self.network, self.config, self.registry = network, config, registry
+        self.capacity = max(1, int(os.environ.get("MINI_INFER_PLAN_CACHE", "8")))
+        self.engines: OrderedDict[tuple[Any, ...], Engine] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def engine(self, feeds: Mapping[str, Any]) -> Engine:
+        shapes = {t.name: tuple(np.shape(feeds[t.name])) for t in self.network.inputs
+                  if t.name in feeds}
+        key = tuple(sorted(shapes.items()))
+        with self.lock:
+            engine = self.engines.get(key)
+            if engine is None:
+                config = dataclasses.replace(self.config, input_shapes=shapes)
+                engine = Builder(self.registry).build_engine(self.network, config)
+                self.engines[key] = engine
+                while len(self.engines) > self.capacity:
+                    self.engines.popitem(last=False)
+            self.engines.move_to_end(key)
+            return engine
+
+
 class InferenceSession:
     """``InferenceSession(path, device="cpu").run(None, {"x": x})``.
 
     ``path`` may be an ``.onnx`` file (built on the fly), an engine file, ONNX or engine
     bytes, or an ``onnx.ModelProto``. One session may be used from several threads: each
-    thread gets its own execution context.
+    thread gets its own execution context. A model whose shapes can be worked out only for
+    given input shapes (:class:`~mini_infer_core.errors.InputShapesRequired`) is built for
+    the shapes of each run, once per set of shapes (``engine`` is then None).
     """
 
     def __init__(self, path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
                  device: str = "cpu", *, config: BuilderConfig | None = None,
                  registry: PluginRegistry | None = None) -> None:
-        self.engine = load(path_or_model, device, config=config, registry=registry)
+        self._per_shape: _PerShape | None = None
+        try:
+            self.engine: Engine | None = load(path_or_model, device, config=config,
+                                              registry=registry)
+        except InputShapesRequired:
+            if isinstance(path_or_model, Engine):
+                raise
+            self.engine = None
+            self._per_shape = _PerShape(parse_onnx(path_or_model),
+                                        config or BuilderConfig(device=device), registry)
         self._local = threading.local()
         self._contexts: list[ExecutionContext] = []
         self._lock = threading.Lock()
 
-    def _context(self) -> ExecutionContext:
-        ctx = getattr(self._local, "ctx", None)
-        if ctx is None:
-            ctx = self.engine.create_execution_context()
-            self._local.ctx = ctx
+    def _context(self, engine: Engine) -> ExecutionContext:
+        mine: dict[int, ExecutionContext] = getattr(self._local, "contexts", None) or {}
+        self._local.contexts = mine
+        ctx = mine.get(id(engine))
+        if ctx is None or ctx.engine is not engine:
+            ctx = mine[id(engine)] = engine.create_execution_context()
             with self._lock:
                 self._contexts.append(ctx)
         return ctx
 
+    def _declared(self, outputs: bool) -> list[NodeArg]:
+        if self.engine is not None:
+            specs = self.engine.outputs if outputs else self.engine.inputs
+            return [NodeArg(t.name, list(t.shape), _type_string(t.dtype)) for t in specs]
+        assert self._per_shape is not None
+        infos = self._per_shape.network.outputs if outputs else self._per_shape.network.inputs
+        return [NodeArg(t.name, [d if d is not None else "?" for d in t.shape or []],
+                        _type_string(t.dtype))
+                for t in infos]
+
     def get_inputs(self) -> list[NodeArg]:
-        return [NodeArg(t.name, list(t.shape), _type_string(t)) for t in self.engine.inputs]
+        return self._declared(outputs=False)
 
     def get_outputs(self) -> list[NodeArg]:
-        return [NodeArg(t.name, list(t.shape), _type_string(t)) for t in self.engine.outputs]
+        return self._declared(outputs=True)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any]
             ) -> list[np.ndarray[Any, Any]]:
-        names = list(self.engine.output_names) if output_names is None else list(output_names)
-        unknown = [n for n in names if n not in self.engine.output_names]
+        engine = self.engine if self._per_shape is None else self._per_shape.engine(input_feed)
+        assert engine is not None
+        names = list(engine.output_names) if output_names is None else list(output_names)
+        unknown = [n for n in names if n not in engine.output_names]
         if unknown:
             raise InputError(f"unknown output name(s) {unknown}; the engine's outputs are "
-                             f"{list(self.engine.output_names)}")
-        result = self._context().execute(input_feed)
+                             f"{list(engine.output_names)}")
+        result = self._context(engine).execute(input_feed)
         return [result[n] for n in names]
 
     def save_engine(self, path: str | os.PathLike[str]) -> None:
+        if self.engine is None:
+            raise InputShapesRequired(
+                "this model is built per input shape: build an engine for given shapes "
+                "(mini-infer build --shape NAME=D0,D1,.., BuilderConfig(input_shapes=...))")
         self.engine.save(str(path))
 
     def close(self) -> None:

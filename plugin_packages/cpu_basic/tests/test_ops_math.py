@@ -107,6 +107,11 @@ def test_erf_precision() -> None:
     assert np.isnan(execute(make_plugin("Erf", {}, 13), [np.array([np.nan])])[0][0])
 
 
+def test_erf_of_integers_matches_the_reference() -> None:
+    """erf(4) rounds to 1 in float32: onnx's reference gives 1, not a truncated 0.99..."""
+    check("Erf", [np.arange(-6, 7, dtype=np.int32)], opset=13, oracles=("ref",))
+
+
 @pytest.mark.parametrize("attrs", [{}, {"detect_negative": 0}, {"detect_positive": 0}])
 def test_isinf(attrs: dict[str, Any]) -> None:
     x = np.array([1.0, np.inf, -np.inf, np.nan, -2.0], np.float32)

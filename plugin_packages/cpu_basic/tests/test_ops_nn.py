@@ -203,6 +203,10 @@ def test_layer_normalization(xs: tuple[int, ...], axis: int) -> None:
               opset=17, n_out=3)
 
 
+def test_layer_normalization_of_no_rows() -> None:
+    check("LayerNormalization", [rand(0, 8), rand(8)], {}, opset=17, n_out=3, oracles=("ort",))
+
+
 def test_layer_normalization_float16() -> None:
     x, s = rand(2, 5, 8, dtype=np.float16), rand(8, dtype=np.float16)
     check("LayerNormalization", [x, s], {}, opset=17, n_out=3, oracles=("ort",),

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import NAMESPACE, _conv_gemm, _native, _winograd, plugins
+from mini_infer_cpu_native import NAMESPACE, _conv_gemm, _native, _winograd, activations, plugins
 from mini_infer_cpu_native.catalog import lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -554,6 +554,7 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
     kernels += [matmul.MatMul]
+    kernels += [getattr(activations, name) for name in activations.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 

@@ -468,7 +468,7 @@ def test_slice_with_starts_known_only_at_run_time_gathers_on_the_device(
     x = f32(6, 7)
     n = DimExpr.sym("n")
     plugin = creator_for("Slice", 13).create_plugin("s", fields_from_values({}))
-    sym = [n - n + v for v in starts]  # symbolic expressions of the right values
+    sym = [n // (n + 1) + v for v in starts]  # symbolic, and v for every dimension n
     dims = plugin.get_output_dimensions(  # type: ignore[attr-defined]
         0, [DimsExprs(x.shape), DimsExprs((len(starts),), values=sym),
             DimsExprs((len(ends),), values=ends), DimsExprs((len(axes),), values=axes),

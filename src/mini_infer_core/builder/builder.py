@@ -17,13 +17,14 @@ import onnx
 from ..engine.engine import Engine, EngineNode
 from ..errors import BuildError
 from ..importer import parse_onnx
-from ..network import Network
+from ..network import Network, Node
 from ..plugin import DataType, DimsExprs, PluginFieldType, SubgraphFactory
 from ..plugin import _adapter as adapter
-from ..registry import PluginRegistry, get_plugin_registry
+from ..registry import CreatorRecord, PluginRegistry, get_plugin_registry
 from .folding import fold
 from .fusion import Fuser, fuse
 from .infer import infer
+from .inline import inline_if
 from .packing import pack_constants
 from .placement import place
 from .plan import check_profiles, make_engine, plan, tensors
@@ -82,6 +83,10 @@ class BuilderConfig:
     #: time the tactics plugins offer on the real shapes and keep the fastest
     #: (see builder/tactics.py); off: each plugin's own default, a faster build
     time_tactics: bool = True
+    #: input shapes to build for (onnxruntime's free dimension overrides, trtexec's
+    #: --shapes): the model's symbolic dimensions of those inputs become these numbers, so
+    #: everything that depends on them is computed now (an If on a shape is settled)
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -113,12 +118,7 @@ class Builder:
         state = self._select(_constants_first(network), config)
         state.info["rewritten"] = rewritten
         for work in self._work(state):
-            infer(state, work)
-            if fold(state, work):
-                continue
-            fuse(state, work)
-            precision(state, work)
-            _keep(state, work)
+            self._node_passes(state, work)
         used = prune(state)
         place(state)
         tensors(state, used)
@@ -166,22 +166,62 @@ class Builder:
             if ti.dtype is None or ti.shape is None:
                 raise BuildError(f"graph input {ti.name!r} has no element type or rank in the "
                                  "model; add them (onnx.tools.update_model_dims helps)")
-            state.add_input(ti.name, ti.dtype, list(ti.shape))
+            state.add_input(ti.name, ti.dtype, _fixed(ti.name, list(ti.shape),
+                                                      config.input_shapes.get(ti.name)))
+        unknown = sorted(set(config.input_shapes) - {ti.name for ti in network.inputs})
+        if unknown:
+            raise BuildError(f"input_shapes names unknown input(s) {unknown}; the model's "
+                             f"inputs are {[ti.name for ti in network.inputs]}")
         return state
 
     @staticmethod
     def _work(state: BuildState) -> Iterator[NodeWork]:
         """Each network node, in order, as the node passes see it (nodes a fusion absorbed
         are skipped)."""
-        target = state.device.name
         for index, (node, (rec, dev)) in enumerate(zip(state.network.nodes, state.selected,
                                                        strict=True)):
-            if index in state.fuser.skipped:
-                continue
-            where = (f"node {node.name!r} ({node.qualified_op}, plugin "
-                     f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
-                     f"{'' if dev == target else ', fallback to ' + dev})")
-            yield NodeWork(index, node, rec, dev, where)
+            if index not in state.fuser.skipped:
+                yield NodeWork(index, node, rec, dev, _where(state, node, rec, dev))
+
+    def _node_passes(self, state: BuildState, work: NodeWork) -> None:
+        """infer, fold, fuse, precision, keep -- or, for an If whose condition is known now,
+        the same for each node of the branch it takes (inline.py)."""
+        inlined = inline_if(state, work.node) if state.config.fold_constants else None
+        if inlined is not None:
+            state.info.setdefault("inlined", []).append(work.node.name)
+            for node in inlined:
+                ((rec, dev),) = state.selector.select(
+                    [node], state.device.name, state.fallback, state.config.strict_device)
+                state.devices.setdefault(dev, state.selector.device(dev))
+                self._node_passes(state, NodeWork(-1, node, rec, dev,
+                                                  _where(state, node, rec, dev)))
+            return
+        infer(state, work)
+        if fold(state, work):
+            return
+        if work.index >= 0:  # fusion looks at the network's consumers of a network node
+            fuse(state, work)
+        precision(state, work)
+        _keep(state, work)
+
+
+def _fixed(name: str, declared: list[int | str | None], shape: tuple[int, ...] | None
+           ) -> list[int | str | None]:
+    """The declared shape, or ``shape`` where the config fixes it (checked against it)."""
+    if shape is None:
+        return declared
+    if len(shape) != len(declared) or any(
+            isinstance(d, int) and d != x for d, x in zip(declared, shape, strict=False)):
+        raise BuildError(f"input_shapes gives input {name!r} the shape {tuple(shape)}; the "
+                         f"model declares {declared}")
+    return [int(x) for x in shape]
+
+
+def _where(state: BuildState, node: Node, rec: CreatorRecord, dev: str) -> str:
+    """How errors name a node: its name, operator, plugin, distribution, placement."""
+    return (f"node {node.name!r} ({node.qualified_op}, plugin "
+            f"{rec.creator.plugin_namespace}::{rec.creator.name} from {rec.provider}"
+            f"{'' if dev == state.device.name else ', fallback to ' + dev})")
 
 
 def _keep(state: BuildState, work: NodeWork) -> None:

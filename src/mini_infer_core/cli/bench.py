@@ -4,6 +4,7 @@ adds the time of every node (trtexec's ``--dumpProfile``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import statistics
@@ -15,12 +16,28 @@ from typing import Any
 
 from ..builder import Builder, BuilderConfig
 from ..engine.format import is_engine_file
+from ..errors import InputShapesRequired
 from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
 from ..threads import blas_info, get_num_threads, set_num_threads
 
-__all__ = ["bench", "bench_text"]
+__all__ = ["bench", "bench_text", "build_for_shapes"]
+
+
+def build_for_shapes(registry: PluginRegistry, model: str, config: BuilderConfig,
+                     shapes: dict[str, tuple[int, ...]]) -> Any:
+    """Build ``model``; a model whose control flow needs concrete input shapes (branches of
+    different rank) is built again for ``shapes``, the shapes this run feeds."""
+    network = parse_onnx(model)
+    try:
+        return Builder(registry).build_engine(network, config)
+    except InputShapesRequired as exc:
+        if not shapes:
+            raise InputShapesRequired(f"{exc}; give them with --shape NAME=D0,D1,.. or "
+                                      f"--input NAME=FILE.npy") from None
+        return Builder(registry).build_engine(network, dataclasses.replace(
+            config, input_shapes=shapes))
 
 
 def _stats(times: list[float]) -> dict[str, float]:
@@ -89,8 +106,8 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
           device: str = "cpu", warmup: int = 3, iterations: int = 20,
           compare: list[str] | None = None, threads: int | None = None,
-          time_tactics: bool = True, profile: bool = False, graphs: bool = False
-          ) -> dict[str, Any]:
+          time_tactics: bool = True, profile: bool = False, graphs: bool = False,
+          input_shapes: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
     set_num_threads(threads)
     out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads()}
     is_engine = is_engine_file(model)
@@ -100,8 +117,8 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
         out["load_seconds"] = time.perf_counter() - t0
     else:
         t0 = time.perf_counter()
-        built = Builder(registry).build_engine(parse_onnx(model), BuilderConfig(
-            device=device, time_tactics=time_tactics))
+        built = build_for_shapes(registry, model, BuilderConfig(
+            device=device, time_tactics=time_tactics), input_shapes or {})
         out["build_seconds"] = time.perf_counter() - t0
         out["tactics"] = built.build_info.get("tactics", {})
         with tempfile.TemporaryDirectory() as tmp:

@@ -22,6 +22,7 @@ from ..importer import parse_onnx
 from ..registry import PluginRegistry, discover, reset_plugin_registry
 from ..runtime import Runtime
 from . import _report, batch
+from .bench import build_for_shapes
 
 __all__ = ["main"]
 
@@ -67,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="fail instead of falling back to the CPU for nodes the device lacks")
     b.add_argument("--fp16", action="store_true",
                    help="run nodes in half precision where the device's plugins accept it")
+    b.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
+                   help="fix a dynamic input's shape in the engine (settles control flow "
+                        "on shapes; needed by models whose branches differ in rank)")
     r = sub.add_parser("run", parents=[common, feeds],
                        help="run an ONNX model or an engine file")
     r.add_argument("model")
@@ -104,11 +108,28 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
     return reg
 
 
+def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """--shape NAME=D0,D1,.. options, and the shapes of --input arrays."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in getattr(args, "shape", []):
+        name, _, dims = item.partition("=")
+        try:
+            shapes[name] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise InputError(f"--shape {item!r}: expected NAME=D0,D1,.. with whole numbers"
+                             ) from None
+    for item in getattr(args, "input", []):
+        name, _, path = item.partition("=")
+        if path and name not in shapes:
+            shapes[name] = tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+    return shapes
+
+
 def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
     if is_engine_file(args.model):
         return Runtime(reg).load_engine(args.model)
-    return Builder(reg).build_engine(parse_onnx(args.model),
-                                     BuilderConfig(device=getattr(args, "device", "cpu")))
+    return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
+                            _shapes(args))
 
 
 def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
@@ -121,7 +142,7 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     t0 = time.perf_counter()
     engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
-        time_tactics=not args.no_tactic_timing))
+        time_tactics=not args.no_tactic_timing, input_shapes=_shapes(args)))
     t1 = time.perf_counter()
     engine.save(args.output)
     size = os.path.getsize(args.output)
@@ -139,10 +160,7 @@ def _inputs(args: argparse.Namespace, engine: Any) -> dict[str, np.ndarray[Any, 
         if not path:
             raise InputError(f"--input {item!r}: expected NAME=FILE.npy")
         feeds[name] = np.load(path, allow_pickle=False)
-    shapes = {}
-    for item in args.shape:
-        name, _, dims = item.partition("=")
-        shapes[name] = tuple(int(d) for d in dims.split(","))
+    shapes = _shapes(args)
     rng = np.random.default_rng(args.seed)
     profiles = engine.build_info.get("profiles") or []
     for spec in engine.inputs:
@@ -206,7 +224,7 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
                    warmup=args.warmup, iterations=args.iterations, compare=args.compare,
                    threads=args.threads, time_tactics=not args.no_tactic_timing,
-                   profile=args.profile, graphs=args.cuda_graph)
+                   profile=args.profile, graphs=args.cuda_graph, input_shapes=_shapes(args))
     result["text"] = bench_text(result)
     return result
 

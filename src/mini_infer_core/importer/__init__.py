@@ -1,5 +1,5 @@
 """Importers: model formats → :class:`mini_infer_core.network.Network`."""
 
-from .onnx_importer import parse_onnx
+from .onnx_importer import graph_nodes, parse_onnx, tensor_value
 
-__all__ = ["parse_onnx"]
+__all__ = ["graph_nodes", "parse_onnx", "tensor_value"]

@@ -19,7 +19,7 @@ from ..errors import ModelImportError, UnsafeModelPathError
 from ..network import Network, Node, TensorInfo
 from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldType
 
-__all__ = ["parse_onnx", "load_onnx_model", "free_names"]
+__all__ = ["parse_onnx", "load_onnx_model", "free_names", "graph_nodes", "tensor_value"]
 
 _AT = onnx.AttributeProto
 
@@ -169,21 +169,13 @@ def free_names(graph: onnx.GraphProto) -> list[str]:
     return _ordered_unique(used)
 
 
-def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
-    """Import an ONNX model (path, bytes or ModelProto) into a Network."""
-    model, base = load_onnx_model(source)
-    g = model.graph
-    label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
-    opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
-              for o in model.opset_import}
-    if "" not in opsets and model.ir_version < 3:
-        opsets[""] = 1
-    constants: dict[str, np.ndarray[Any, Any]] = {}
-    for init in g.initializer:
-        constants[init.name] = _tensor(init, base, f"{label}: initializer")
-    inputs = [_value_info(vi, f"{label}: graph input") for vi in g.input
-              if vi.name not in constants]
-    outputs = [_value_info(vi, f"{label}: graph output") for vi in g.output]
+def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
+                constants: dict[str, np.ndarray[Any, Any]], base: Path | None = None,
+                label: str = "model") -> list[Node]:
+    """The nodes of a graph (or a body of If, Loop, Scan) as network nodes; its Constant
+    nodes' values go to ``constants``. A node with bodies gets the names they read from
+    enclosing scopes as extra inputs (``__outer_scope__``) and the opsets
+    (``__opset_imports__``)."""
     nodes: list[Node] = []
     for i, n in enumerate(g.node):
         name = n.name or f"{n.op_type}_{i}"
@@ -208,4 +200,28 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
             fields = PluginFieldCollection([*fields.fields, *extra])
         nodes.append(Node(name, n.op_type, domain, node_inputs, list(n.output), fields,
                           opsets[domain]))
+    return nodes
+
+
+def tensor_value(t: onnx.TensorProto, label: str = "model") -> np.ndarray[Any, Any]:
+    """An initializer's value (a body's: its data is in the model, never external here)."""
+    return _tensor(t, None, label)
+
+
+def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
+    """Import an ONNX model (path, bytes or ModelProto) into a Network."""
+    model, base = load_onnx_model(source)
+    g = model.graph
+    label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
+              for o in model.opset_import}
+    if "" not in opsets and model.ir_version < 3:
+        opsets[""] = 1
+    constants: dict[str, np.ndarray[Any, Any]] = {}
+    for init in g.initializer:
+        constants[init.name] = _tensor(init, base, f"{label}: initializer")
+    inputs = [_value_info(vi, f"{label}: graph input") for vi in g.input
+              if vi.name not in constants]
+    outputs = [_value_info(vi, f"{label}: graph output") for vi in g.output]
+    nodes = graph_nodes(g, opsets, constants, base, label)
     return Network(g.name or "model", inputs, outputs, nodes, constants, opsets, label)

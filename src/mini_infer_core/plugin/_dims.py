@@ -53,22 +53,78 @@ def _apply(op: DimensionOperation, a: int, b: int) -> int:
 IntLike = Union[int, "DimExpr"]
 
 
+#: a product of atoms: ((atom text, power), ...) sorted by text; () is the constant term
+Monomial = tuple[tuple[str, int], ...]
+#: a polynomial over atoms (symbols and operations that are not sums or products)
+Poly = dict[Monomial, int]
+_COMMUTATIVE = (DimensionOperation.MAX, DimensionOperation.MIN, DimensionOperation.EQUAL)
+
+
+def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
+    powers = dict(a)
+    for atom, e in b:
+        powers[atom] = powers.get(atom, 0) + e
+    return tuple(sorted(powers.items()))
+
+
+def _mono_div(a: Monomial, b: Monomial) -> Monomial | None:
+    """``a / b`` when ``b`` divides ``a`` (every atom of b in a, to no higher power)."""
+    powers = dict(a)
+    for atom, e in b:
+        if powers.get(atom, 0) < e:
+            return None
+        powers[atom] -= e
+    return tuple(sorted((k, v) for k, v in powers.items() if v))
+
+
+def _interval_mul(a: tuple[int | None, int | None], b: tuple[int | None, int | None]
+                  ) -> tuple[int | None, int | None]:
+    (alo, ahi), (blo, bhi) = a, b
+    if alo is None or blo is None or alo < 0 or blo < 0:
+        return None, None
+    return alo * blo, (None if ahi is None or bhi is None else ahi * bhi)
+
+
 class DimExpr:
-    """An immutable integer expression. Build them with :class:`ExprBuilder` or operators."""
+    """An immutable integer expression. Build them with :class:`ExprBuilder` or operators.
 
-    __slots__ = ("_value", "_symbol", "_op", "_args")
+    Sums, differences and products are kept as a polynomial in canonical form over *atoms*
+    (symbols, and the operations that are no polynomial: floor and ceiling division, max,
+    min, comparisons), so equal expressions are equal however they were built:
+    ``(N * 12) // 12`` is ``N``, ``max(N, N)`` is ``N``, ``T * B - B * T`` is ``0``. Every
+    expression's text is made once and is its identity (:meth:`same_as`)."""
 
-    def __init__(
-        self,
-        value: int | None = None,
-        symbol: str | None = None,
-        op: DimensionOperation | None = None,
-        args: tuple[DimExpr, DimExpr] | None = None,
-    ) -> None:
+    __slots__ = ("_value", "_symbol", "_op", "_args", "_poly", "_atoms", "_text",
+                 "_symbols")
+
+    def __init__(self, value: int | None = None, symbol: str | None = None,
+                 op: DimensionOperation | None = None,
+                 args: tuple[DimExpr, DimExpr] | None = None,
+                 poly: Poly | None = None, atoms: dict[str, DimExpr] | None = None) -> None:
         self._value = value
         self._symbol = symbol
         self._op = op
         self._args = args
+        if value is not None:
+            self._poly: Poly = {(): value} if value else {}
+            self._atoms: dict[str, DimExpr] = {}
+            self._text = str(value)
+            self._symbols: frozenset[str] = frozenset()
+        elif poly is not None:  # a sum or product of atoms
+            self._poly, self._atoms = poly, dict(atoms or {})
+            self._text = _render(poly)
+            self._symbols = frozenset().union(*(a._symbols for a in self._atoms.values()))
+        else:  # an atom: a symbol, or an operation kept as it is
+            if symbol is not None:
+                self._text, self._symbols = symbol, frozenset((symbol,))
+            else:
+                assert op is not None and args is not None
+                a, b = args
+                self._text = (f"{op.value}({a._text}, {b._text})" if op in (
+                    DimensionOperation.MAX, DimensionOperation.MIN,
+                    DimensionOperation.CEIL_DIV) else f"({a._text} {op.value} {b._text})")
+                self._symbols = a._symbols | b._symbols
+            self._poly, self._atoms = {((self._text, 1),): 1}, {self._text: self}
 
     # -- TensorRT's IDimensionExpr ------------------------------------------------------
     def is_constant(self) -> bool:
@@ -82,19 +138,25 @@ class DimExpr:
     # -- evaluation -----------------------------------------------------------------------
     @property
     def symbols(self) -> frozenset[str]:
-        if self._symbol is not None:
-            return frozenset((self._symbol,))
-        if self._args is not None:
-            return self._args[0].symbols | self._args[1].symbols
-        return frozenset()
+        return self._symbols
 
     def evaluate(self, bindings: Mapping[str, int]) -> int:
         if self._value is not None:
             return self._value
         if self._symbol is not None:
             return bindings[self._symbol]
-        assert self._op is not None and self._args is not None
-        return _apply(self._op, self._args[0].evaluate(bindings), self._args[1].evaluate(bindings))
+        if self._op is not None:
+            assert self._args is not None
+            return _apply(self._op, self._args[0].evaluate(bindings),
+                          self._args[1].evaluate(bindings))
+        atoms = {k: a.evaluate(bindings) for k, a in self._atoms.items()}
+        total = 0
+        for mono, coeff in self._poly.items():
+            term = coeff
+            for atom, e in mono:
+                term *= atoms[atom] ** e
+            total += term
+        return total
 
     # -- construction ---------------------------------------------------------------------
     @staticmethod
@@ -110,19 +172,44 @@ class DimExpr:
         return x if isinstance(x, DimExpr) else DimExpr(value=int(x))
 
     @staticmethod
+    def _of_poly(poly: Poly, atoms: dict[str, DimExpr]) -> DimExpr:
+        poly = {m: c for m, c in poly.items() if c}
+        if not poly:
+            return DimExpr(value=0)
+        if list(poly) == [()]:
+            return DimExpr(value=poly[()])
+        if len(poly) == 1:
+            ((mono, coeff),) = poly.items()
+            if coeff == 1 and len(mono) == 1 and mono[0][1] == 1:
+                return atoms[mono[0][0]]
+        used = {atom for mono in poly for atom, _ in mono}
+        return DimExpr(poly=dict(sorted(poly.items(), key=lambda t: (t[0] == (), t[0]))),
+                       atoms={k: v for k, v in atoms.items() if k in used})
+
+    @staticmethod
     def operation(op: DimensionOperation, a: IntLike, b: IntLike) -> DimExpr:
         ea, eb = DimExpr.wrap(a), DimExpr.wrap(b)
         if ea._value is not None and eb._value is not None:
             return DimExpr(value=_apply(op, ea._value, eb._value))
-        # a few identities keep symbolic shapes readable
-        if op is DimensionOperation.PROD and (eb._value == 1 or ea._value == 1):
-            return ea if eb._value == 1 else eb
-        if op in (DimensionOperation.SUM, DimensionOperation.SUB) and eb._value == 0:
-            return ea
-        if op is DimensionOperation.SUM and ea._value == 0:
-            return eb
-        if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV) and eb._value == 1:
-            return ea
+        atoms = {**ea._atoms, **eb._atoms}
+        if op in (DimensionOperation.SUM, DimensionOperation.SUB):
+            sign = 1 if op is DimensionOperation.SUM else -1
+            poly = dict(ea._poly)
+            for m, c in eb._poly.items():
+                poly[m] = poly.get(m, 0) + sign * c
+            return DimExpr._of_poly(poly, atoms)
+        if op is DimensionOperation.PROD:
+            poly = {}
+            for ma, ca in ea._poly.items():
+                for mb, cb in eb._poly.items():
+                    m = _mono_mul(ma, mb)
+                    poly[m] = poly.get(m, 0) + ca * cb
+            return DimExpr._of_poly(poly, atoms)
+        simpler = _simplified(op, ea, eb)
+        if simpler is not None:
+            return simpler
+        if op in _COMMUTATIVE and eb._text < ea._text:
+            ea, eb = eb, ea
         return DimExpr(op=op, args=(ea, eb))
 
     def __add__(self, o: IntLike) -> DimExpr:
@@ -166,52 +253,31 @@ class DimExpr:
             return self._value, self._value
         if self._symbol is not None:
             return 0, None
-        assert self._op is not None and self._args is not None
-        (alo, ahi), (blo, bhi) = self._args[0].bounds(), self._args[1].bounds()
-        op = self._op
-
-        def add(x: int | None, y: int | None) -> int | None:
-            return None if x is None or y is None else x + y
-
-        if op is DimensionOperation.SUM:
-            return add(alo, blo), add(ahi, bhi)
-        if op is DimensionOperation.SUB:
-            return (None if alo is None or bhi is None else alo - bhi,
-                    None if ahi is None or blo is None else ahi - blo)
-        if op is DimensionOperation.PROD and alo is not None and blo is not None \
-                and alo >= 0 and blo >= 0:
-            return alo * blo, (None if ahi is None or bhi is None else ahi * bhi)
-        if op is DimensionOperation.MAX:
-            return (None if alo is None and blo is None else max(x for x in (alo, blo)
-                                                                 if x is not None),
-                    None if ahi is None or bhi is None else max(ahi, bhi))
-        if op is DimensionOperation.MIN:
-            return (None if alo is None or blo is None else min(alo, blo),
-                    None if ahi is None and bhi is None else min(x for x in (ahi, bhi)
-                                                                 if x is not None))
-        if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV) and \
-                blo is not None and blo == bhi and blo > 0 and alo is not None:
-            return _apply(op, alo, blo), (None if ahi is None else _apply(op, ahi, blo))
-        if op in (DimensionOperation.EQUAL, DimensionOperation.LESS):
-            return 0, 1
-        return None, None
+        if self._op is not None:
+            assert self._args is not None
+            return _op_bounds(self._op, self._args[0].bounds(), self._args[1].bounds())
+        lo: int | None = 0
+        hi: int | None = 0
+        for mono, coeff in self._poly.items():
+            t: tuple[int | None, int | None] = (coeff, coeff) if coeff >= 0 else (None, None)
+            if coeff < 0:
+                t = (1, 1)
+            for atom, e in mono:
+                for _ in range(e):
+                    t = _interval_mul(t, self._atoms[atom].bounds())
+            if coeff < 0:  # -|c| * [lo, hi] = [-|c| hi, -|c| lo]
+                t = (None if t[1] is None else coeff * t[1],
+                     None if t[0] is None else coeff * t[0])
+            lo = None if lo is None or t[0] is None else lo + t[0]
+            hi = None if hi is None or t[1] is None else hi + t[1]
+        return lo, hi
 
     def same_as(self, o: IntLike) -> bool:
-        """Structural equality (``==`` is kept for identity semantics of hashing)."""
-        other = DimExpr.wrap(o)
-        return str(self) == str(other)
+        """Equality of the canonical forms (``==`` keeps identity semantics for hashing)."""
+        return self._text == DimExpr.wrap(o)._text
 
     def __str__(self) -> str:
-        if self._value is not None:
-            return str(self._value)
-        if self._symbol is not None:
-            return self._symbol
-        assert self._op is not None and self._args is not None
-        a, b = self._args
-        if self._op in (DimensionOperation.MAX, DimensionOperation.MIN,
-                        DimensionOperation.CEIL_DIV):
-            return f"{self._op.value}({a}, {b})"
-        return f"({a} {self._op.value} {b})"
+        return self._text
 
     def __repr__(self) -> str:
         return f"DimExpr({self})"
@@ -222,8 +288,18 @@ class DimExpr:
             return self._value
         if self._symbol is not None:
             return self._symbol
-        assert self._op is not None and self._args is not None
-        return [self._op.name, self._args[0].to_json(), self._args[1].to_json()]
+        if self._op is not None:
+            assert self._args is not None
+            return [self._op.name, self._args[0].to_json(), self._args[1].to_json()]
+        total: object = None
+        for mono, coeff in self._poly.items():
+            term: object = coeff
+            for atom, e in mono:
+                for _ in range(e):
+                    term = self._atoms[atom].to_json() if term == 1 else \
+                        ["PROD", term, self._atoms[atom].to_json()]
+            total = term if total is None else ["SUM", total, term]
+        return total
 
     @staticmethod
     def from_json(obj: object) -> DimExpr:
@@ -237,6 +313,8 @@ class DimExpr:
             op = DimensionOperation[obj[0]]
             return DimExpr.operation(op, DimExpr.from_json(obj[1]), DimExpr.from_json(obj[2]))
         raise ValueError(f"bad dimension expression {obj!r}")
+
+
 
 
 class DimsExprs(Sequence[DimExpr]):
@@ -317,3 +395,70 @@ class ExprBuilder:
 
     def operation(self, op: DimensionOperation, a: IntLike, b: IntLike) -> DimExpr:
         return DimExpr.operation(op, a, b)
+
+
+def _render(poly: Poly) -> str:
+    """The canonical text of a polynomial: terms in order, atoms then the coefficient."""
+    parts = []
+    for mono, coeff in poly.items():
+        factors = [a if e == 1 else f"{a}^{e}" for a, e in mono]
+        if not factors:
+            parts.append((coeff, str(abs(coeff))))
+        else:
+            parts.append((coeff, " * ".join(factors + ([str(abs(coeff))] if abs(coeff) != 1
+                                                       else []))))
+    text = ""
+    for k, (coeff, body) in enumerate(parts):
+        text += (("-" if coeff < 0 else "") + body) if k == 0 else \
+            ((" - " if coeff < 0 else " + ") + body)
+    return f"({text})"
+
+
+def _simplified(op: DimensionOperation, a: DimExpr, b: DimExpr) -> DimExpr | None:
+    """An operation that is no polynomial, where it reduces: exact divisions, max/min and
+    comparisons that structure or bounds decide."""
+    if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV):
+        if b._value == 1:
+            return a
+        if len(b._poly) == 1:  # a divisor of one term: exact where it divides every term
+            ((mb, cb),) = b._poly.items()
+            if cb > 0:
+                poly: Poly = {}
+                for m, c in a._poly.items():
+                    q = _mono_div(m, mb)
+                    if q is None or c % cb:
+                        return None
+                    poly[q] = c // cb
+                return DimExpr._of_poly(poly, {**a._atoms, **b._atoms})
+        return None
+    if op in (DimensionOperation.MAX, DimensionOperation.MIN):
+        if a._text == b._text:
+            return a
+        lo, hi = DimExpr.operation(DimensionOperation.SUB, a, b).bounds()  # of a - b
+        a_below, b_below = hi is not None and hi <= 0, lo is not None and lo >= 0
+        if a_below or b_below:
+            low, high = (a, b) if a_below else (b, a)
+            return high if op is DimensionOperation.MAX else low
+        return None
+    if op is DimensionOperation.EQUAL and a._text == b._text:
+        return DimExpr(value=1)
+    return None
+
+
+def _op_bounds(op: DimensionOperation, a: tuple[int | None, int | None],
+               b: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+    (alo, ahi), (blo, bhi) = a, b
+    if op is DimensionOperation.MAX:
+        return (None if alo is None and blo is None else max(x for x in (alo, blo)
+                                                             if x is not None),
+                None if ahi is None or bhi is None else max(ahi, bhi))
+    if op is DimensionOperation.MIN:
+        return (None if alo is None or blo is None else min(alo, blo),
+                None if ahi is None and bhi is None else min(x for x in (ahi, bhi)
+                                                             if x is not None))
+    if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV) and \
+            blo is not None and blo == bhi and blo > 0 and alo is not None:
+        return _apply(op, alo, blo), (None if ahi is None else _apply(op, ahi, blo))
+    if op in (DimensionOperation.EQUAL, DimensionOperation.LESS):
+        return 0, 1
+    return None, None

@@ -11,7 +11,8 @@ import onnx
 import ray
 import ray.data
 
-from .. import Engine, InferenceSession, PluginRegistry
+from .. import Engine, PluginRegistry
+from ..session import load
 from ._predictor import EnginePredictor, EngineSource
 
 __all__ = ["infer", "ship_engine"]
@@ -28,7 +29,7 @@ def ship_engine(engine: EngineSource | Engine, *, device: str = "cpu",
         return ray.put(engine.serialize())
     if isinstance(engine, onnx.ModelProto) or (
             isinstance(engine, (str, os.PathLike)) and Path(engine).suffix.lower() == ".onnx"):
-        built = InferenceSession(engine, device=device, registry=registry).engine
+        built = load(engine, device, registry=registry)
         return ray.put(built.serialize())
     if isinstance(engine, (str, os.PathLike)):
         return ray.put(Path(engine).read_bytes())

@@ -111,6 +111,22 @@ static const mi_abi_field layout[] = {
     FIELD(mi_abi_field, type), FIELD(mi_abi_field, field), FIELD(mi_abi_field, offset),
     FIELD(mi_abi_field, size),
 
+    /* activations, Softmax, LayerNormalization (_act.c) */
+    STRUCT(mi_act_args),
+    FIELD(mi_act_args, x), FIELD(mi_act_args, y), FIELD(mi_act_args, n),
+    FIELD(mi_act_args, alpha), FIELD(mi_act_args, beta), FIELD(mi_act_args, op),
+
+    STRUCT(mi_softmax_args),
+    FIELD(mi_softmax_args, x), FIELD(mi_softmax_args, y), FIELD(mi_softmax_args, outer),
+    FIELD(mi_softmax_args, n), FIELD(mi_softmax_args, inner), FIELD(mi_softmax_args, log),
+
+    STRUCT(mi_layer_norm_args),
+    FIELD(mi_layer_norm_args, x), FIELD(mi_layer_norm_args, scale),
+    FIELD(mi_layer_norm_args, bias), FIELD(mi_layer_norm_args, y),
+    FIELD(mi_layer_norm_args, mean), FIELD(mi_layer_norm_args, inv_std),
+    FIELD(mi_layer_norm_args, rows), FIELD(mi_layer_norm_args, n),
+    FIELD(mi_layer_norm_args, epsilon),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

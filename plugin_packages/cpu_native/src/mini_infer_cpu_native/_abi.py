@@ -239,3 +239,27 @@ def problem() -> str | None:
     except AbiError as exc:
         return str(exc)
     return None
+
+
+# ---- activations, Softmax, LayerNormalization (_act.c) ----------------------------------
+
+class ActArgs(ctypes.Structure):
+    """mi_act_args"""
+    _fields_ = (_fields(_P, "x y") + _fields(_L, "n") + _fields(_F, "alpha beta")
+                + _fields(_I, "op"))
+
+
+class SoftmaxArgs(ctypes.Structure):
+    """mi_softmax_args"""
+    _fields_ = _fields(_P, "x y") + _fields(_L, "outer n inner") + _fields(_I, "log")
+
+
+class LayerNormArgs(ctypes.Structure):
+    """mi_layer_norm_args"""
+    _fields_ = (_fields(_P, "x scale bias y mean inv_std") + _fields(_L, "rows n")
+                + _fields(_F, "epsilon"))
+
+
+STRUCTS.update({"mi_act_args": ActArgs, "mi_softmax_args": SoftmaxArgs,
+                "mi_layer_norm_args": LayerNormArgs})
+__all__ += ["ActArgs", "LayerNormArgs", "SoftmaxArgs"]

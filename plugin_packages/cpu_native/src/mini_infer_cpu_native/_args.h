@@ -208,4 +208,58 @@ int mi_gemm_batch_f32(const mi_gemm_batch_args *a);
 int mi_gemm_pack_b_f32(const mi_gemm_pack_b_args *a);
 int mi_matmul_f32(const mi_matmul_args *a);
 
+/* ---- activations, Softmax, LayerNormalization (_act.c) ---------------------------------- */
+
+/* the elementwise functions of mi_act_f32 */
+#define MI_ACT_ERF 0
+#define MI_ACT_GELU 1      /* approximate "none": x (1 + erf(x / sqrt 2)) / 2 */
+#define MI_ACT_GELU_TANH 2 /* approximate "tanh" */
+#define MI_ACT_SIGMOID 3
+#define MI_ACT_SWISH 4       /* x sigmoid(alpha x) */
+#define MI_ACT_HARD_SIGMOID 5 /* max(0, min(1, alpha x + beta)) */
+#define MI_ACT_HARD_SWISH 6
+#define MI_ACT_TANH 7
+#define MI_ACT_LEAKY_RELU 8 /* x >= 0 ? x : alpha x */
+#define MI_ACT_EXP 9
+#define MI_ACT_COUNT 10
+
+/* y = f(x) elementwise (y may be x itself, not a part of it): mi_act_f32 (_act.c) */
+typedef struct mi_act_args {
+    const float *x; /* (n) */
+    float *y;       /* (n) */
+    long n;
+    float alpha, beta; /* Swish, LeakyRelu: alpha; HardSigmoid: alpha and beta */
+    int op;            /* MI_ACT_* */
+} mi_act_args;
+
+/* Softmax (log 0) or LogSoftmax (log 1) along the middle axis of (outer, n, inner):
+ * mi_softmax_f32 (_act.c) */
+typedef struct mi_softmax_args {
+    const float *x; /* (outer, n, inner) */
+    float *y;       /* (outer, n, inner), not overlapping x */
+    long outer, n, inner;
+    int log;
+} mi_softmax_args;
+
+/* y = (x - mean) / sqrt(var + epsilon) * scale + bias over each row of n:
+ * mi_layer_norm_f32 (_act.c) */
+typedef struct mi_layer_norm_args {
+    const float *x;     /* (rows, n) */
+    const float *scale; /* (n) */
+    const float *bias;  /* (n) or NULL */
+    float *y;           /* (rows, n), not overlapping x */
+    float *mean;        /* (rows) or NULL */
+    float *inv_std;     /* (rows) or NULL: 1 / sqrt(var + epsilon) */
+    long rows, n;
+    float epsilon;
+} mi_layer_norm_args;
+
+int mi_act_f32(const mi_act_args *a);
+int mi_softmax_f32(const mi_softmax_args *a);
+int mi_layer_norm_f32(const mi_layer_norm_args *a);
+/* the instruction set the kernels of _act.c run: 2 AVX-512F, 1 AVX2+FMA, 0 plain C (the best
+ * this CPU has); tests: mi_act_set_isa(n) runs at most n (-1: the best again) */
+int mi_act_isa(void);
+void mi_act_set_isa(int most);
+
 #endif

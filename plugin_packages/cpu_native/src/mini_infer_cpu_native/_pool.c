@@ -1,6 +1,7 @@
 /* The compiled kernels' thread pool: the calling thread plus workers started on first use.
  *
- * A job is split in as many parts as threads; the caller runs part 0 and waits for the rest.
+ * A job is split in chunks (CHUNKS_PER_THREAD per thread) that the caller and the workers
+ * claim one by one (see `claim`); the caller returns when every chunk is done.
  * Workers spin for SPIN_NS after each job (in an engine run the next one comes within tens of
  * microseconds, and a futex wake costs more than that), yielding the core now and then (a
  * thread woken onto the caller's core runs only when the caller yields it), and then sleep
@@ -11,23 +12,24 @@
  *
  * Shared state and the memory orders it needs:
  * - `job` (fn, arg, parts): plain fields, written by the caller holding `busy` before it
- *   publishes the job by incrementing `generation`; workers read them after an acquire load
- *   of `generation`, and the caller writes the next job only after acquiring every worker's
- *   decrement of `remaining` (made after its last read of `job`).
+ *   publishes the job (a release store of `claim`, then the generation increment); a thread
+ *   reads them only after claiming a chunk of that job (an acquire compare-and-swap of
+ *   `claim`), and the caller writes the next job only after acquiring `done` == the chunk
+ *   count, i.e. after every claimed chunk (and the reads of `job` it made) is finished.
+ * - `claim`: (generation, chunks, next chunk) in one word; see run_chunks.
+ * - `done`: chunks finished; each increment is a release (the outputs of that chunk), the
+ *   caller's loads acquire.
  * - `generation`: the job counter the workers wait on, and the futex word. The caller's
- *   increment is seq_cst: a release for `job` and `remaining`, and one side of the
+ *   increment is seq_cst: a release for `job`, `claim` and `done`, and one side of the
  *   `sleepers` handshake below.
  * - `sleepers`: workers asleep on the futex, or about to be. seq_cst on both sides: a worker
  *   increments it and then re-reads `generation`; the caller increments `generation` and then
  *   reads `sleepers`. In the single order of seq_cst operations either the worker sees the
  *   new generation (and does not sleep) or the caller sees the sleeper (and wakes it);
  *   FUTEX_WAIT also compares the word in the kernel, so a wake in between is not lost.
- * - `remaining`: workers not finished with the current job. Stored (relaxed) before the
- *   generation increment that publishes it; each worker's decrement is a release (the
- *   outputs of its part), the caller's loads acquire (it returns only after seeing 0).
- * - `scratch_failed`: set (relaxed) by a worker whose scratch allocation failed, before its
- *   release decrement of `remaining`; reset by the caller before it publishes the job, read
- *   after it has acquired remaining == 0.
+ * - `scratch_failed`: set (relaxed) by a thread whose scratch allocation failed, before its
+ *   release increment of `done`; reset by the caller before it publishes the job, read
+ *   after it has acquired done == chunks.
  * - `started`, `limit`: written by the caller holding `busy` (and in the child after fork),
  *   read by mi_pool_get_threads / mi_pool_started from any thread: relaxed, as is `wanted`
  *   (a setting read at the next job) and the test hooks and `start_error`.
@@ -67,7 +69,6 @@ static atomic_int start_error = 0;  /* errno of the last failed pthread_create (
 static atomic_int start_budget = -1; /* tests: workers that may still start (-1: any) */
 static atomic_uint generation;
 static atomic_int sleepers;
-static atomic_int remaining;
 static atomic_int scratch_failed; /* a worker's scratch could not be allocated this job */
 static atomic_int fail_scratch;   /* tests: every worker's scratch allocation fails */
 
@@ -92,6 +93,33 @@ static long now_ns(void) {
  * worker's first read. The worker's only other state, its scratch, it allocates itself. */
 static unsigned start_generation[MAX_THREADS];
 
+/* Chunks of the current job are claimed through one word: the job's generation (high 32
+ * bits), its chunk count (16 bits) and the next chunk to take (low 16 bits). A thread takes
+ * chunk i by a compare-and-swap from (gen, n, i) to (gen, n, i + 1); a thread that woke too
+ * late for a job finds its chunks all taken, or a newer generation, and takes none. The
+ * caller returns when `done` reaches the chunk count, so it never waits for a worker that
+ * has not started (a worker the scheduler holds back on a busy machine), only for chunks
+ * being computed. */
+static _Atomic uint64_t claim;
+static atomic_int done;
+
+#define CLAIM(gen, n, next) (((uint64_t)(gen) << 32) | ((uint64_t)(n) << 16) | (uint64_t)(next))
+
+/* run chunks of job `gen` until none is left; the job's fields are stable while a chunk of
+ * it is claimed and not done (the caller waits for it before publishing another) */
+static void run_chunks(unsigned gen) {
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&claim, memory_order_acquire);
+        int n = (int)((w >> 16) & 0xffff), next = (int)(w & 0xffff);
+        if ((unsigned)(w >> 32) != gen || next >= n) return;
+        if (!atomic_compare_exchange_weak_explicit(&claim, &w, w + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        job.fn(job.arg, next, n);
+        atomic_fetch_add_explicit(&done, 1, memory_order_release);
+    }
+}
+
 static void *worker(void *arg) {
     int id = (int)(intptr_t)arg;
     unsigned seen = start_generation[id];
@@ -113,8 +141,7 @@ static void *worker(void *arg) {
             }
         }
         seen = cur;
-        if (id < job.parts) job.fn(job.arg, id, job.parts);
-        atomic_fetch_sub_explicit(&remaining, 1, memory_order_release);
+        run_chunks(cur);
     }
     return NULL;
 }
@@ -177,6 +204,10 @@ static int grow_to(int want) {
     return have;
 }
 
+/* chunks per thread: a job is claimed piece by piece, so a thread the scheduler holds back
+ * (a busy machine) delays it by one small chunk at most, and the others take the rest */
+#define CHUNKS_PER_THREAD 4
+
 int mi_pool_run(mi_part_fn fn, const void *arg) {
     int want = mi_pool_get_threads();
     if (want <= 1 || pthread_mutex_trylock(&busy) != 0) { /* another thread's job: alone */
@@ -184,18 +215,22 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
         return 0;
     }
     int have = grow_to(want);
-    int parts = want < have ? want : have;
+    int threads = want < have ? want : have;
+    int chunks = threads * CHUNKS_PER_THREAD;
     atomic_store_explicit(&scratch_failed, 0, RELAXED);
     job.fn = fn;
     job.arg = arg;
-    job.parts = parts;
-    atomic_store_explicit(&remaining, have - 1, RELAXED);
+    job.parts = chunks;
+    atomic_store_explicit(&done, 0, RELAXED);
+    unsigned gen = atomic_load_explicit(&generation, RELAXED) + 1;
+    atomic_store_explicit(&claim, CLAIM(gen, chunks, 0), memory_order_release);
     atomic_fetch_add(&generation, 1); /* seq_cst: publishes the job, then reads sleepers */
     if (atomic_load(&sleepers) > 0)
         syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
-    fn(arg, 0, parts);
-    /* a worker woken onto the caller's core runs only when the caller yields it */
-    for (unsigned spins = 1; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++)
+    run_chunks(gen);
+    /* chunks other threads took are being computed: wait for them (yielding the core to
+     * a worker the scheduler put on it) */
+    for (unsigned spins = 1; atomic_load_explicit(&done, memory_order_acquire) < chunks; spins++)
         if (spins % 16 == 0) sched_yield(); else cpu_relax();
     int failed = atomic_load_explicit(&scratch_failed, RELAXED);
     pthread_mutex_unlock(&busy);

@@ -2,14 +2,14 @@
 #ifndef MI_POOL_H
 #define MI_POOL_H
 
-/* one part of a job: the caller runs part 0, each worker one of the others */
+/* one part of a job: the threads of the pool claim the parts one by one */
 typedef void (*mi_part_fn)(const void *job, int part, int parts);
 
-/* run fn(arg, part, parts) for every part in [0, parts), parts = the threads the pool has
- * for it (1 while another thread's job runs: then the caller runs it alone), and return
- * when all are done: 0, or 1 if a part could not get its scratch (mi_pool_scratch returned
- * NULL) and so did nothing, in which case the caller runs the whole job again alone, with
- * its own buffers */
+/* run fn(arg, part, parts) for every part in [0, parts), parts = a few per thread the pool
+ * has for it (1 while another thread's job runs: then the caller runs it alone), each part
+ * on whichever thread claims it, and return when all are done: 0, or 1 if a part could not
+ * get its scratch (mi_pool_scratch returned NULL) and so did nothing, in which case the
+ * caller runs the whole job again alone, with its own buffers */
 int mi_pool_run(mi_part_fn fn, const void *arg);
 
 /* threads a job uses: the count set (default: the cores this process may run on), or

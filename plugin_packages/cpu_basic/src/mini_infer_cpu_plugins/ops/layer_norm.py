@@ -27,7 +27,7 @@ class LayerNormalization(CpuPlugin, schema.LayerNormalization):
         a = norm_axis(axis, x.ndim)
         rows = int(np.prod(x.shape[:a], dtype=np.int64))
         dt = self.stash_dtype(x.dtype)
-        xm = x.reshape(rows, -1).astype(dt)
+        xm = x.reshape(rows, int(np.prod(x.shape[a:], dtype=np.int64))).astype(dt)
         mean = xm.mean(axis=1, keepdims=True)
         d = xm - mean
         var = np.mean(d * d, axis=1, keepdims=True)

@@ -1,0 +1,176 @@
+"""cpu_basic's Erf, Gelu, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu, Softmax,
+LogSoftmax and LayerNormalization with their float32 cases compiled (``_act.c``: one pass
+over memory, vectorised for AVX-512F or AVX2+FMA where the CPU has them).
+
+Each class is the cpu_basic plugin (same fields, shape inference and serialized form) whose
+``compute`` runs the compiled kernel for float32, C-contiguous, aligned arrays and hands
+anything else (float64, float16, integers for Erf, strided views, LayerNormalization with a
+float64 ``stash_type`` or a scale or bias that is not one value per normalised element) to
+the NumPy kernel it inherits. The compiled call is made (and its arrays checked) once, and
+run again while the node's arrays are the same objects (an engine's arena views).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import activation as _activation
+from mini_infer_cpu_plugins.ops import activation_extra as _extra
+from mini_infer_cpu_plugins.ops import layer_norm as _layer_norm
+from mini_infer_cpu_plugins.ops import math_unary as _math_unary
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin.shapes import norm_axis
+
+from ._act import act_call, layer_norm_call, softmax_call
+from ._native import Call, run_calls, usable
+
+__all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
+           "LogSoftmax_1", "LogSoftmax_13", "Sigmoid", "Softmax_1", "Softmax_13", "Swish",
+           "Tanh"]
+
+Array = NDArray[Any]
+
+
+class _Compiled:
+    """The compiled call of the last run, run again while its arrays are the same objects
+    (their addresses, sizes and strides, checked when the call was made, stay valid while
+    the call keeps them alive)."""
+
+    _act_last: tuple[tuple[Any, ...], Call] | None = None
+
+    def _run(self, arrays: tuple[Any, ...], make: Callable[[], Call]) -> None:
+        last = self._act_last
+        if last is None or len(last[0]) != len(arrays) or not all(
+                a is b for a, b in zip(last[0], arrays, strict=True)):
+            last = self._act_last = (arrays, make())
+        run_calls([last[1]])
+
+
+def _compiled(*arrays: Array | None) -> bool:
+    """float32 arrays the kernels take (None: an absent optional one)."""
+    return all(a is None or a.dtype == np.float32 for a in arrays) and usable(*arrays)
+
+
+class _Elementwise(_Compiled):
+    """One compiled function of x, or the cpu_basic kernel."""
+
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        """The kernel's function and its alpha, beta for these attributes."""
+        raise NotImplementedError
+
+    def compute(self, x: Array, *, out: Array, **attrs: Any) -> None:
+        if not (_compiled(x, out) and x.size == out.size):
+            super().compute(x, out=out, **attrs)  # type: ignore[misc]
+            return
+        op, alpha, beta = self._function(attrs)
+        self._run((x, out), lambda: act_call(op, x, out, alpha, beta))
+
+
+class Erf(_Elementwise, _math_unary.Erf):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "erf", 0.0, 0.0
+
+
+class Gelu(_Elementwise, _extra.Gelu):
+    """approximate "none" (erf) and "tanh"."""
+
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return ("gelu_tanh" if attrs["approximate"] == "tanh" else "gelu"), 0.0, 0.0
+
+
+class Sigmoid(_Elementwise, _activation.Sigmoid):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "sigmoid", 0.0, 0.0
+
+
+class Swish(_Elementwise, _extra.Swish):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "swish", float(attrs["alpha"]), 0.0
+
+
+class HardSigmoid(_Elementwise, _extra.HardSigmoid):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "hard_sigmoid", float(attrs["alpha"]), float(attrs["beta"])
+
+
+class HardSwish(_Elementwise, _extra.HardSwish):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "hard_swish", 0.0, 0.0
+
+
+class Tanh(_Elementwise, _activation.Tanh):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "tanh", 0.0, 0.0
+
+
+class LeakyRelu(_Elementwise, _activation.LeakyRelu):
+    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
+        return "leaky_relu", float(attrs["alpha"]), 0.0
+
+
+class _Softmax(_Compiled):
+    """Along ``axis`` (before opset 13: over the input flattened to 2-D at ``axis``), each
+    row (or block of neighbouring positions along an inner axis) in one compiled pass."""
+
+    log: bool
+
+    def compute(self, x: Array, *, out: Array, axis: int) -> None:
+        if x.ndim == 0 or not (_compiled(x, out) and x.size == out.size):
+            super().compute(x, out=out, axis=axis)  # type: ignore[misc]
+            return
+        if x.size == 0:
+            return
+        xs, ys, a = self.operands(x, out)  # type: ignore[attr-defined]
+        self._run((x, out), lambda: softmax_call(xs, ys, a, self.log))
+
+
+class Softmax_1(_Softmax, _activation.Softmax_1):  # noqa: N801
+    pass
+
+
+class Softmax_13(_Softmax, _activation.Softmax_13):  # noqa: N801
+    pass
+
+
+class LogSoftmax_1(_Softmax, _activation.LogSoftmax_1):  # noqa: N801
+    pass
+
+
+class LogSoftmax_13(_Softmax, _activation.LogSoftmax_13):  # noqa: N801
+    pass
+
+
+class LayerNormalization(_Compiled, _layer_norm.LayerNormalization):
+    """float32 statistics (``stash_type`` 1), a scale and bias of one value per normalised
+    element: each row's mean, variance and output in one compiled pass over memory, Mean and
+    InvStdDev written where asked. Everything else is cpu_basic's."""
+
+    def compute(self, x: Array, scale: Array, b: Array | None = None, *, out: Any,
+                axis: int, epsilon: float, stash_type: int) -> None:
+        outs = out if isinstance(out, tuple) else (out,)
+        y = outs[0]
+        mean = outs[1] if len(outs) > 1 else None
+        inv = outs[2] if len(outs) > 2 else None
+        if x.size == 0:
+            return  # nothing to write (cpu_basic's reshape would fail on it)
+        a = norm_axis(axis, x.ndim) if x.ndim else 0
+        rows = math.prod(x.shape[:a])
+        n = x.size // rows
+        if (stash_type != 1 or y is None or n == 0 or scale.size != n
+                or (b is not None and b.size != n)
+                or not (_compiled(x, scale, b, y, mean, inv) and y.size == x.size)):
+            super().compute(x, scale, b, out=out, axis=axis, epsilon=epsilon,
+                            stash_type=stash_type)
+            return
+        self._run((x, scale, b, y, mean, inv),
+                  lambda: layer_norm_call(x, scale, b, y, rows, float(epsilon), mean, inv))
+
+
+# errors about serialized data name this distribution (the layout is cpu_basic's)
+for _cls in (Erf, Gelu, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu, Softmax_1,
+             Softmax_13, LogSoftmax_1, LogSoftmax_13, LayerNormalization):
+    _cls.package = "mini-infer-cpu-native"
