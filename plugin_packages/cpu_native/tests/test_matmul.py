@@ -339,8 +339,8 @@ def test_views_are_read_through_their_strides(what: str, a: np.ndarray, b: np.nd
 
 @pytest.mark.parametrize("m, k, n", [(1, 1, 1), (4, 7, 24), (9, 33, 25), (31, 64, 47),
                                      (8, 256, 48), (130, 20, 3), (3, 200, 97),
-                                     # K in blocks (AVX2: over 512), the last one short
-                                     (37, 777, 29), (9, 1100, 50), (70, 513, 200),
+                                     # K in blocks (AVX2: M over 16, K over 512), the last one short
+                                     (37, 777, 29), (21, 1100, 50), (70, 513, 200),
                                      (20, 600, 49)])  # one column left: not a GEMV
 def test_the_vector_kernels_agree_with_the_plain_loops(m: int, k: int, n: int) -> None:
     """The same products (both operands packed, and in place with their epilogue) on every

@@ -20,13 +20,14 @@
  *   6 rows. One call walks every 4-row group of a column tile (tile2, micro2: a call per
  *   tile cost 10-30% of a short K's time), rows in blocks whose A stays in L2 (row_block).
  *   On a Zen 3 core (94 GFLOP/s FMA peak): 90-93 GFLOP/s on cache-resident tiles, 75-88 on
- *   transformer shapes. K over KC_FROM (512) runs in blocks of KC (256), the partial sums
- *   kept in C (loaded by the next block, the epilogue on the last): a block of A then stays
- *   in L2 for more rows (row_block). On a loaded 2-core Zen 3 VM: 128x1152x784 (packed A)
- *   15-30 -> 47-65 GFLOP/s, 256x2304x196 12-62 -> 57-67, 128x3072x768 8-15 -> 18-28; K up to
- *   512 unchanged (blocks of 96-256 were slower there). The matrix-vector kernels take all
- *   of K (one column is not blocked). C is written before the residual and column bias are
- *   read: neither may alias C (the engine never hands an output that aliases an input).
+ *   transformer shapes. K over KC_FROM (512), with M over 16, runs in blocks of KC (256),
+ *   the partial sums kept in C (loaded by the next block, the epilogue on the last): a block
+ *   of A then stays in L2 for more rows (row_block) and the tile's B block in L1. On a loaded
+ *   2-core Zen 3 VM: 128x1152x784 (packed A) 15-30 -> 47-65 GFLOP/s, 256x2304x196 12-62 ->
+ *   57-67, 128x3072x768 8-15 -> 18-35; K up to 512 unchanged (blocks of 96-256 were slower
+ *   there). The matrix-vector kernels take all of K (one column is not blocked), as do a few
+ *   rows (nothing of a B block is reused). C is written before the residual and column bias
+ *   are read: neither may alias C (the engine never hands an output that aliases an input).
  * - plain C loops everywhere else (and in tests, mi_gemm_set_isa(0)).
  * The B panel (K x tile columns) stays in L2 while the row panels stream past it; alpha,
  * bias, column bias, residual and the clamp are applied to the accumulators before the one
@@ -567,7 +568,9 @@ static void gemm_part(const void *job, int part, int parts) {
 
 static int run_job(gemm_job *g) {
     g->isa = mi_gemm_isa();
-    g->kc = g->isa == ISA_AVX2 && g->n > 1 && g->k > KC_FROM ? KC : lmax(g->k, 1);
+    /* blocks of K where A has rows enough to reuse a B block (not a decoding step's row) */
+    g->kc = g->isa == ISA_AVX2 && g->m > 2 * MR && g->n > 1 && g->k > KC_FROM ? KC
+                                                                              : lmax(g->k, 1);
     long count = g->batch0 * g->batch1;
     if (g->m == 0 || g->n == 0 || count == 0) return MI_OK;
     /* tiny products are not worth waking the pool */
