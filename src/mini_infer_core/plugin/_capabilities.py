@@ -18,6 +18,7 @@ IDataDependentShapes    build/run  runs the node with outputs it allocates itsel
 IInPlaceInputs          plan       lets an input live inside one of the outputs
 IGraphSafety            run        decides whether a run may be captured as a device graph
 IValueKinds             build/run  takes or gives sequences, optionals, maps (not tensors)
+IInputCount             build      refuses a node with too few or too many inputs
 ======================  =========  ====================================================
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "IFusion",
     "IGraphSafety",
     "IInPlaceInputs",
+    "IInputCount",
     "ITactics",
     "IValueInference",
     "IValueKinds",
@@ -170,7 +172,20 @@ class IValueKinds:
         return None
 
 
+class IInputCount:
+    """How many inputs a node of this plugin may have. The builder checks every node against
+    it before asking for shapes, so that a node with a wrong count is a build error that
+    names the node and the count expected, not a failure inside the kernel at run time."""
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """``(fewest, most)`` inputs (most None: any number); inputs past the fewest are
+        optional, and an absent one (or one named ``""`` in the model) reaches the kernel as
+        None. None: not declared, nothing is checked."""
+        return None
+
+
 class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
-                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IValueKinds):
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IValueKinds,
+                      IInputCount):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""

@@ -20,12 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
 
 from ._types import DataType
+
+if TYPE_CHECKING:  # onnx stays off the listing and engine-loading paths (test_onnx_free)
+    import onnx
 
 __all__ = ["TENSOR", "WRAPPERS", "ValueKind", "ValueSpec", "check_value", "describe_value",
            "kind_from_proto", "kind_of_value", "map_tensors", "parse_type_string", "spec_of",
@@ -44,7 +46,8 @@ def type_name(dtype: DataType | None) -> str:
     """ONNX's lower-case element type name: ``float``, ``int64``, ``?`` when unknown."""
     if dtype is None:
         return "?"
-    return onnx.helper.tensor_dtype_to_string(dtype.value).split(".")[-1].lower()
+    # onnx's TensorProto names (tensor_dtype_to_string) lower-cased; only HALF is named otherwise
+    return "float16" if dtype is DataType.HALF else dtype.name.lower()
 
 
 _BY_NAME = {type_name(t): t for t in DataType}
@@ -213,15 +216,17 @@ def kind_from_proto(tp: onnx.TypeProto) -> tuple[ValueKind, DataType | None, lis
 
 def type_proto(kind: ValueKind, dtype: DataType, dims: Sequence[Dim] | None) -> onnx.TypeProto:
     """The ONNX type of a value of this kind (``dims`` None: rank unknown)."""
-    tp = onnx.helper.make_tensor_type_proto(dtype.value, None if dims is None else list(dims))
+    from onnx import helper
+
+    tp = helper.make_tensor_type_proto(dtype.value, None if dims is None else list(dims))
     for w in reversed(kind.wrappers):
         if w == "sequence":
-            tp = onnx.helper.make_sequence_type_proto(tp)
+            tp = helper.make_sequence_type_proto(tp)
         elif w == "optional":
-            tp = onnx.helper.make_optional_type_proto(tp)
+            tp = helper.make_optional_type_proto(tp)
         else:
             assert kind.key is not None
-            tp = onnx.helper.make_map_type_proto(kind.key.value, tp)
+            tp = helper.make_map_type_proto(kind.key.value, tp)
     return tp
 
 
