@@ -171,11 +171,11 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "strided(): the shape must be a tuple");
         return NULL;
     }
-    Py_ssize_t nd = PyTuple_GET_SIZE(want);
+    Py_ssize_t nd = PyTuple_Size(want);
     if (obj == Py_None) {
         PyObject *zeros = PyTuple_New(nd);
         if (!zeros) return NULL;
-        for (Py_ssize_t i = 0; i < nd; i++) PyTuple_SET_ITEM(zeros, i, PyLong_FromLong(0));
+        for (Py_ssize_t i = 0; i < nd; i++) PyTuple_SetItem(zeros, i, PyLong_FromLong(0));
         return Py_BuildValue("(iN)", 0, zeros);
     }
     int writable = PyObject_IsTrue(args[2]);
@@ -185,7 +185,7 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *result = NULL, *strides = NULL;
     int same = view.ndim == nd;
     for (Py_ssize_t i = 0; same && i < nd; i++) {
-        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(want, i));
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GetItem(want, i));
         if (d == -1 && PyErr_Occurred()) goto done;
         same = view.shape[i] == d;
     }
@@ -228,7 +228,7 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             Py_XDECREF(got);
             goto done;
         }
-        PyTuple_SET_ITEM(strides, i, PyLong_FromSsize_t(st / 4));
+        PyTuple_SetItem(strides, i, PyLong_FromSsize_t(st / 4));
         if (d > 1) inner = (st < 0 ? -st : st) / 4 * (d - 1) + inner;
     }
     result = Py_BuildValue("(NO)", PyLong_FromVoidPtr(view.buf), strides);
