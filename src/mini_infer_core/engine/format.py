@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
-from ..errors import EngineFormatError, EngineIntegrityError
+from ..errors import EngineFormatError, EngineIntegrityError, PluginInterfaceError, node_errors
+from ._versions import check_producer, format_advice, producer_of
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -256,10 +257,17 @@ def parse_engine_bytes(buf: Any, label: str, keep: Any = None, verify: bool = Tr
             f"{label}: not a mini-infer engine file, or its first bytes are corrupt "
             f"(magic {bytes(magic)!r}); {hint}")
     if version != FORMAT_VERSION:
-        raise EngineFormatError(
-            f"{label}: engine format version {version}; this mini-infer-core ({__version__}) "
-            f"reads version {FORMAT_VERSION}. Rebuild the engine with this version")
-    if h_off != _HEADER_AT or d_off < h_off + h_len or d_off + d_len != len(mv):
+        head = mv[h_off : h_off + h_len] if h_off == _HEADER_AT and h_off + h_len <= len(mv) \
+            else None
+        raise EngineFormatError(format_advice(label, version, FORMAT_VERSION,
+                                              producer_of(head)))
+    end = d_off + d_len
+    if h_off == _HEADER_AT and d_off >= h_off + h_len and len(mv) > end:
+        raise EngineIntegrityError(
+            f"{label}: {len(mv) - end} trailing bytes after the end of the engine (it ends at "
+            f"byte {end}, the file has {len(mv)}): something was appended to it, or it is not "
+            f"one engine file; {hint}")
+    if h_off != _HEADER_AT or d_off < h_off + h_len or end != len(mv):
         raise EngineIntegrityError(
             f"{label}: section table does not match the file size ({len(mv)} bytes): the file "
             f"is truncated or corrupt; {hint}")
@@ -274,6 +282,7 @@ def parse_engine_bytes(buf: Any, label: str, keep: Any = None, verify: bool = Tr
         raise EngineIntegrityError(f"{label}: header is not readable: {exc}; {hint}") from exc
     if not isinstance(header, dict) or header.get("format") != "mini-infer-engine":
         raise EngineFormatError(f"{label}: header does not describe a mini-infer engine")
+    check_producer(label, header.get("producer"))
     return EngineFile(header, mv[d_off : d_off + d_len], label, keep)
 
 
