@@ -75,7 +75,7 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         constants.append(entry)
     nodes = []
     for node in engine.nodes:
-        data = node.plugin.serialize()
+        data = _serialized(node)
         nodes.append({
             "name": node.name, "op_type": node.op_type, "domain": node.domain,
             "opset": node.opset, "device": node.device,
@@ -96,6 +96,21 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         "build_info": dict(engine.build_info), "data_length": offset,
     }
     return header, blobs
+
+
+def _serialized(node: Any) -> bytes:
+    """A node's plugin bytes; a failing or wrong ``serialize()`` names the node, plugin and
+    distribution."""
+    where = f"cannot write the engine: {node.describe()}"
+    with node_errors(where, PluginInterfaceError,
+                     "the plugin's serialize() failed (a bug of the plugin's distribution: "
+                     "report it there, or pin another provider of the operator)"):
+        data = node.plugin.serialize()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise PluginInterfaceError(
+            f"{where}: the plugin's serialize() returned {type(data).__name__}, not bytes (a "
+            "bug of the plugin's distribution: report it there, or pin another provider)")
+    return bytes(data)
 
 
 def memory_order(arr: np.ndarray[Any, Any]) -> tuple[tuple[int, ...], np.ndarray[Any, Any]]:
