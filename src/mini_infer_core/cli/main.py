@@ -21,6 +21,7 @@ from ..errors import InputError, MiniInferError
 from ..importer import parse_onnx
 from ..registry import PluginRegistry, discover, reset_plugin_registry
 from ..runtime import Runtime
+from ..runtime._binding import ALLOW_ENV
 from . import _report, batch
 from .bench import build_for_shapes
 
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="log build steps and each plugin's lifecycle (construct, "
                         "configure, initialize, enqueue, terminate, destroy)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("--allow-plugin-substitutes", action="store_true",
+                        help="load engines whose plugins are now provided by another "
+                             "distribution than the one that built them (with a warning)")
     feeds = argparse.ArgumentParser(add_help=False)  # inputs of run and bench
     feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     feeds.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
@@ -255,10 +259,17 @@ def _main(args: argparse.Namespace) -> int:
     from ..registry import _discovery
 
     previous = _discovery._default  # the CLI's registry is process-wide only while it runs
+    allow = os.environ.get(ALLOW_ENV)
+    if args.allow_plugin_substitutes:  # every Runtime this command makes (run, bench, batch)
+        os.environ[ALLOW_ENV] = "1"
     try:
         return _run(args)
     finally:
         reset_plugin_registry(previous)
+        if allow is None:
+            os.environ.pop(ALLOW_ENV, None)
+        else:
+            os.environ[ALLOW_ENV] = allow
 
 
 def _run(args: argparse.Namespace) -> int:
