@@ -23,7 +23,9 @@ def tensors(state: BuildState, used: set[str]) -> None:
     used |= {o for nd in state.nodes for o in nd.outputs}
     specs: dict[str, TensorSpec] = {n: TensorSpec(n, types[n], dims[n], "input")
                                     for n in state.input_names}
-    kept = {n: np.asarray(state.constants[n], order="C") for n in used if n in state.constants}
+    # in the constants' own order (a set's order changes with the hash seed: reproducible
+    # builds need the same file from the same model)
+    kept = {n: np.asarray(a, order="C") for n, a in state.constants.items() if n in used}
     for n in kept:
         specs[n] = TensorSpec(n, types[n], dims[n], "constant")
     consumed = {x for nd in state.nodes for x in nd.inputs if x}

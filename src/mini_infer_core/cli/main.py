@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
                    help="fix a dynamic input's shape in the engine (settles control flow "
                         "on shapes; needed by models whose branches differ in rank)")
+    b.add_argument("--timing-cache", metavar="FILE",
+                   help="read tactic timings from FILE and add new ones to it (created if "
+                        "missing); builds with the same cache give identical engine files")
     r = sub.add_parser("run", parents=[common, feeds],
                        help="run an ONNX model or an engine file")
     r.add_argument("model")
@@ -146,7 +149,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     t0 = time.perf_counter()
     engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
-        time_tactics=not args.no_tactic_timing, input_shapes=_shapes(args)))
+        time_tactics=not args.no_tactic_timing, input_shapes=_shapes(args),
+        timing_cache=args.timing_cache))
     t1 = time.perf_counter()
     engine.save(args.output)
     size = os.path.getsize(args.output)
