@@ -10,7 +10,7 @@ import numpy as np
 
 from ..engine.engine import Engine, TensorSpec
 from ..engine.schedule import Schedule
-from ..errors import BuildError
+from ..errors import BuildError, InputError
 from ..plugin import _adapter as adapter
 from .state import BuildState
 
@@ -81,12 +81,15 @@ def plan(state: BuildState) -> dict[str, Any] | None:
     if any(adapter.is_data_dependent(nd.plugin) for nd in engine.nodes):
         return None
     specs = state.tensors
-    if all(specs[n].dims.is_static() for n in state.input_names):
-        return Schedule(engine, {}).memory_summary()
-    if state.info["profiles"]:
-        opt = {n: tuple(p["opt"]) for n, p in state.info["profiles"][0].items()}
-        sched = Schedule(engine, _bindings(specs, state.input_names, opt))
-        return {**sched.memory_summary(), "at": "opt shapes of profile 0"}
+    try:
+        if all(specs[n].dims.is_static() for n in state.input_names):
+            return Schedule(engine, {}).memory_summary()
+        if state.info["profiles"]:
+            opt = {n: tuple(p["opt"]) for n, p in state.info["profiles"][0].items()}
+            sched = Schedule(engine, _bindings(specs, state.input_names, opt))
+            return {**sched.memory_summary(), "at": "opt shapes of profile 0"}
+    except InputError as exc:  # the model's own shapes, not a caller's inputs
+        raise BuildError(str(exc)) from exc
     return None
 
 
