@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 
 import mini_infer_core as mi
 from mini_infer_core.builder import TimingCache
-from mini_infer_core.errors import BuildError
+from mini_infer_core.errors import BuildError, PluginInterfaceError
 from mini_infer_core.plugin import OnnxPlugin, OnnxPluginCreator
 from mini_infer_core.registry import discover
 
@@ -137,6 +137,17 @@ def test_an_unreadable_cache_is_a_build_error_that_says_what_to_do(
     path.write_text(content)
     with pytest.raises(BuildError, match="timing cache|not a mini-infer timing cache"):
         _build(_model(), registry, path)
+
+
+def test_a_failing_serialize_while_keying_the_cache_names_the_node(
+        registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache key digests the plugin's bytes: a serialize() that fails there is the same
+    PluginInterfaceError writing the engine gives, not a raw exception from the builder."""
+    def broken(self: Any) -> bytes:
+        raise RuntimeError("cannot pack")
+    monkeypatch.setattr(Tuned, "serialize", broken)
+    with pytest.raises(PluginInterfaceError, match="node 'n0'.*cannot pack"):
+        _build(_model(), registry, TimingCache())
 
 
 # -- byte-for-byte reproducible engine files, built in separate processes --------------------

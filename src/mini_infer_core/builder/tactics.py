@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.engine import Engine
+from ..engine.format import plugin_bytes
 from ..plugin import _adapter as adapter
 from .timing_cache import TimingCache, host_identity
 
@@ -70,7 +71,8 @@ def _key(engine: Engine, step: int) -> str:
     input shapes and types, device and host CPU (see timing_cache.py)."""
     nd = engine.nodes[step]
     device = engine.devices[nd.device]
-    fields = hashlib.sha256(nd.plugin.serialize()).hexdigest()[:16]
+    # a failing serialize() is the error writing the engine would give, naming the node
+    fields = hashlib.sha256(plugin_bytes(nd)).hexdigest()[:16]
     ins = ";".join(f"{engine.tensors[n].dtype.name}{list(engine.tensors[n].dims.to_tuple())}"
                    if n else "-" for n in nd.inputs)
     dist = f"{nd.distribution}=={nd.distribution_version}" if nd.distribution else "in-process"

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 __all__ = ["ENGINE_MAGIC", "FORMAT_VERSION", "serialize_engine", "write_engine",
-           "read_engine_file", "EngineFile", "is_engine_file"]
+           "read_engine_file", "EngineFile", "is_engine_file", "plugin_bytes"]
 
 ENGINE_MAGIC = b"MINIENG\0"
 FORMAT_VERSION = 2  # 2: per-chunk CRC-32 instead of SHA-256; constants keep their axis order
@@ -75,7 +75,7 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         constants.append(entry)
     nodes = []
     for node in engine.nodes:
-        data = _serialized(node)
+        data = plugin_bytes(node)
         nodes.append({
             "name": node.name, "op_type": node.op_type, "domain": node.domain,
             "opset": node.opset, "device": node.device,
@@ -98,7 +98,7 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
     return header, blobs
 
 
-def _serialized(node: Any) -> bytes:
+def plugin_bytes(node: Any) -> bytes:
     """A node's plugin bytes; a failing or wrong ``serialize()`` names the node, plugin and
     distribution."""
     where = f"cannot write the engine: {node.describe()}"
