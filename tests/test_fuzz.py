@@ -174,3 +174,50 @@ def test_a_negative_dimension_computed_at_build_time_is_a_build_error() -> None:
                  [numpy_helper.from_array(np.array([1.0, -1.0], np.float32), "s")])
     with pytest.raises(MiniInferError, match="negative"):
         FUZZER.onnx(raw)
+
+
+def test_a_constant_without_output_is_a_model_import_error() -> None:
+    """Found by the long run: IndexError from the Constant's missing output."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    raw = _graph([helper.make_node("Constant", [], [], value=numpy_helper.from_array(
+        np.ones(2, np.float32), "v")), helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", 1, [2])])
+    with pytest.raises(MiniInferError, match="Constant must have exactly one output, it has 0"):
+        FUZZER.onnx(raw)
+
+
+def test_a_weight_of_an_unsupported_element_type_is_a_model_import_error() -> None:
+    """Found by the long run: a FLOAT6E3M2 initializer reached the builder (ValueError)."""
+    from onnx import helper
+
+    hi = helper.make_tensor("hi", 1, [], [1.0])
+    hi.data_type = 28  # FLOAT6E3M2 (onnx reads it as ml_dtypes' float6_e3m2fn)
+    hi.ClearField("float_data")
+    hi.int32_data.append(0)
+    raw = _graph([helper.make_node("Add", ["x", "hi"], ["y"])],
+                 [helper.make_tensor_value_info("x", 1, [2])], [hi])
+    with pytest.raises(MiniInferError, match="tensor 'hi' has element type FLOAT6E3M2"):
+        FUZZER.onnx(raw)
+
+
+def test_a_name_in_a_body_that_is_not_text_is_a_model_import_error() -> None:
+    """Found by the long run: a body's outer-scope name that is not UTF-8 reached numpy
+    (UnicodeDecodeError) when it became the If node's input."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    vi = helper.make_tensor_value_info
+    then = helper.make_graph([helper.make_node("Neg", ["OUTERX"], ["o"])], "then", [],
+                             [vi("o", 1, [3])])
+    other = helper.make_graph([helper.make_node("Abs", ["OUTERX"], ["o"])], "else", [],
+                              [vi("o", 1, [3])])
+    raw = _graph([helper.make_node("Greater", ["c", "zero"], ["cond"]),
+                  helper.make_node("If", ["cond"], ["y"], then_branch=then, else_branch=other)],
+                 [vi("c", 1, []), vi("OUTERX", 1, [3])],
+                 [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    at = raw.rindex(b"OUTERX", 0, raw.index(b"Neg"))  # the Neg's input (written before it)
+    raw = raw[:at] + b"\x8fUTERX" + raw[at + 6:]
+    with pytest.raises(MiniInferError, match="body 'then' node 0: an input name is not valid"):
+        FUZZER.onnx(raw)

@@ -79,9 +79,18 @@ def _tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.ndarray[An
     if t.data_location == onnx.TensorProto.EXTERNAL:
         return _external_tensor(t, base, where)
     try:
-        return numpy_helper.to_array(t)
+        arr = numpy_helper.to_array(t)
     except Exception as exc:
         raise ModelImportError(f"{where}: tensor {t.name!r} cannot be read: {exc}") from exc
+    try:
+        DataType.from_numpy(arr.dtype)
+    except ValueError:
+        kind = onnx.TensorProto.DataType.Name(t.data_type)
+        raise ModelImportError(
+            f"{where}: tensor {t.name!r} has element type {kind} ({arr.dtype}), which "
+            "mini-infer does not support; convert the model's weights to a supported type "
+            "(float32, float16, int64, ...)") from None
+    return arr
 
 
 def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField:
@@ -132,7 +141,28 @@ def _names(values: Iterable[Any], what: str, where: str) -> list[str]:
     return [_text(v, what, where) for v in values]
 
 
+def _body_texts(g: onnx.GraphProto, where: str) -> None:
+    """Every name of a body (and of the bodies in it) is text: names a body reads from the
+    enclosing scope become its node's inputs before the body itself is imported."""
+    for what, items in (("input", g.input), ("output", g.output),
+                        ("initializer", g.initializer)):
+        _names((t.name for t in items), f"a body {what} name", where)
+    for i, n in enumerate(g.node):
+        at = f"{where}: body {_text(g.name, 'a body name', where)!r} node {i}"
+        for what, items in (("an operator type", [n.op_type]), ("a node name", [n.name]),
+                            ("a domain", [n.domain]), ("an input name", n.input),
+                            ("an output name", n.output),
+                            ("an attribute name", [a.name for a in n.attribute])):
+            _names(items, what, at)
+        for a in n.attribute:
+            for sub in [a.g] if a.type == _AT.GRAPH else list(a.graphs):
+                _body_texts(sub, at)
+
+
 def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
+    if len(node.output) != 1:
+        raise ModelImportError(f"{where}: Constant must have exactly one output, it has "
+                               f"{len(node.output)}")
     if len(node.attribute) != 1:
         raise ModelImportError(f"{where}: Constant must have exactly one value attribute")
     a = node.attribute[0]
@@ -221,6 +251,8 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
         graphs = [a.g for a in n.attribute if a.type == _AT.GRAPH]
         if graphs:
             # names the subgraphs read from enclosing scopes become extra (implicit) inputs
+            for body in graphs:
+                _body_texts(body, where)
             outer = _ordered_unique(x for g in graphs for x in free_names(g))
             extra = [PluginField.from_value("__opset_imports__", ";".join(
                 f"{d}:{v}" for d, v in sorted(opsets.items())))]
