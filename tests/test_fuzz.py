@@ -221,3 +221,14 @@ def test_a_name_in_a_body_that_is_not_text_is_a_model_import_error() -> None:
     raw = raw[:at] + b"\x8fUTERX" + raw[at + 6:]
     with pytest.raises(MiniInferError, match="body 'then' node 0: an input name is not valid"):
         FUZZER.onnx(raw)
+
+
+def test_an_unreadable_constant_element_type_is_an_engine_format_error() -> None:
+    """Found by the long run: numpy's dtype parser raised SyntaxError for a constant's element
+    type "(,)" in a resealed header."""
+    blob = next(s[1:] for s in FUZZER.seeds()["engine"] if b'"dtype":"<f4"' in s
+                or b'"dtype": "<f4"' in s)
+    at = blob.index(b'"<f4"')
+    bad = reseal(blob[:at] + b'"(,)"' + blob[at + 5:])
+    with pytest.raises(EngineFormatError, match="unreadable element type"):
+        FUZZER.runtime.deserialize_engine(bad)

@@ -232,9 +232,16 @@ class EngineFile:
         return self.data[offset : offset + nbytes]
 
     def array(self, entry: dict[str, Any]) -> np.ndarray[Any, Any]:
-        dtype = np.dtype(entry["dtype"])
-        if dtype.hasobject:
-            raise EngineFormatError(f"{self.label}: object arrays are not allowed")
+        try:
+            dtype = np.dtype(entry["dtype"])
+        except Exception as exc:  # noqa: BLE001 - numpy's dtype parser raises many kinds
+            raise EngineFormatError(
+                f"{self.label}: constant {entry.get('name')!r} has an unreadable element type "
+                f"({type(exc).__name__}: {exc}); rebuild the engine") from None
+        if dtype.hasobject or dtype.shape != () or dtype.names is not None:
+            raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r}: element "
+                                    f"type {dtype.str!r} is not allowed (objects, records, "
+                                    "sub-arrays)")
         raw = self.blob(int(entry["offset"]), int(entry["nbytes"]))
         shape = [int(d) for d in entry["shape"]]
         order = [int(i) for i in entry.get("order", range(len(shape)))]
