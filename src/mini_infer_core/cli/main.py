@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="new NAME: scaffold a plugin distribution in --dir (default: .)")
     pl.add_argument("name", nargs="?")
     pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
+    pl.add_argument("--check", action="store_true",
+                    help="import every kernel module of the loaded distributions and report "
+                         "each failure (exit status 1 on any)")
     b = sub.add_parser("build", parents=[common, tactics],
                        help="build an engine file from ONNX")
     b.add_argument("model")
@@ -287,6 +290,10 @@ def _run(args: argparse.Namespace) -> int:
                     raise MiniInferError("usage: mini-infer plugins new NAME [--dir DIR]")
                 target = scaffold(args.name, Path(args.dir))
                 print(f"created {target}: pip install -e '{target}[test]' && pytest {target}")
+            elif args.check:
+                from ._check import run_check
+
+                return run_check(reg, args.json)
             elif args.markdown:
                 from ._operators import operators_markdown
 

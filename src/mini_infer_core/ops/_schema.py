@@ -29,7 +29,8 @@ from ..errors import PluginInterfaceError
 from ..plugin import REQUIRED, BroadcastPlugin, DimExpr, DimsExprs, OnnxPlugin, UnaryPlugin
 from ..plugin.shapes import absent, input_values
 
-__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_since"]
+__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_input_count",
+           "onnx_since"]
 
 _NEWEST = 10**6
 
@@ -94,6 +95,27 @@ def onnx_attributes(op_type: str, domain: str = "", min_opset: int = 1,
     return out
 
 
+@functools.cache
+def onnx_input_count(op_type: str, domain: str = "", min_opset: int = 1,
+                     max_opset: int | None = None) -> tuple[int, int | None] | None:
+    """The fewest and most inputs (None: any number) of every version of the operator in
+    ``[min_opset, max_opset]``: the fewest any of them needs, the most any of them takes.
+    None: onnx does not define the operator."""
+    versions = _versions(op_type, domain)
+    if not versions:
+        return None
+    hi = _NEWEST if max_opset is None else max_opset
+    counts = []
+    for k, schema in enumerate(versions):
+        until = versions[k + 1].since_version - 1 if k + 1 < len(versions) else _NEWEST
+        if until >= min_opset and schema.since_version <= hi:
+            counts.append((schema.min_input, schema.max_input))
+    if not counts:
+        return None
+    most = max(c[1] for c in counts)
+    return min(c[0] for c in counts), None if most >= 2**31 - 1 else most
+
+
 class Op(OnnxPlugin):
     """The schema of one ONNX operator (or of a family, in a private base class)."""
 
@@ -113,6 +135,16 @@ class Op(OnnxPlugin):
         if not declared:
             derived = onnx_attributes(cls.op_type, cls.domain, cls.min_opset, cls.max_opset)
             cls.attributes = {**(derived or {}), **cls.extra_attributes}
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """The declared ``(min_inputs, max_inputs)``, else onnx's counts for the operator over
+        the schema's opset range, else what ``compute`` takes."""
+        if self.min_inputs is None:
+            counts = onnx_input_count(self.op_type, self.domain, self.min_opset,
+                                      self.max_opset)
+            if counts is not None:
+                return counts
+        return super().input_count()
 
 
 class UnaryOp(Op, UnaryPlugin):

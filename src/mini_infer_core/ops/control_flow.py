@@ -52,6 +52,14 @@ class ControlFlowBase(Op, IUsesSubgraphs):
         """The model's opsets, ``domain:version`` joined by ``;``."""
         return str(self.hidden.get("__opset_imports__", ""))
 
+    def input_count(self) -> tuple[int, int | None] | None:
+        """The operator's own inputs, then one per outer-scope value."""
+        counts = super().input_count()
+        if counts is None:
+            return None
+        extra = len(self.outer_scope)
+        return counts[0] + extra, None if counts[1] is None else counts[1] + extra
+
     @property
     def outer_constants(self) -> list[str]:
         """The outer-scope values that were build-time constants (built into the bodies)."""

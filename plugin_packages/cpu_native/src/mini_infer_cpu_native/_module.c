@@ -1,8 +1,9 @@
 /*
- * The extension module mini_infer_cpu_native._kernels. The kernels are plain C reached through
- * ctypes (_native.py, _abi.py); the module exists so that setuptools builds and installs the
- * library, and it has the two functions the Python wrappers check each array with before
- * they hand its address to a kernel:
+ * The extension module mini_infer_cpu_native._kernels. It uses only CPython's stable ABI
+ * (Py_LIMITED_API 3.11, set by setup.py), so one build serves every CPython from 3.11 on. The
+ * kernels are plain C reached through ctypes (_native.py, _abi.py); the module exists so that
+ * setuptools builds and installs the library, and it has the two functions the Python
+ * wrappers check each array with before they hand its address to a kernel:
  *
  *   address(array, floats, writable, kernel, name) -> int
  *   rows(array, nrows, ncols, writable, kernel, name) -> (int, int)
@@ -29,7 +30,7 @@ static PyObject *dtype_of(PyObject *obj) {
     PyObject *dt = PyObject_GetAttrString(obj, "dtype");
     if (dt) return dt;
     PyErr_Clear();
-    return PyUnicode_FromString(Py_TYPE(obj)->tp_name);
+    return PyType_GetName(Py_TYPE(obj));
 }
 
 /* the buffer of `obj` with its format, shape and strides, checked for what every kernel
@@ -38,8 +39,10 @@ static int float_view(PyObject *obj, Py_buffer *view, int writable, PyObject *ke
                       PyObject *name) {
     if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%U: %U must be a float32 array, not %s", kernel, name,
-                     Py_TYPE(obj)->tp_name);
+        PyObject *type = PyType_GetName(Py_TYPE(obj));
+        PyErr_Format(PyExc_TypeError, "%U: %U must be a float32 array, not %S", kernel, name,
+                     type ? type : Py_None);
+        Py_XDECREF(type);
         return -1;
     }
     const char *f = view->format ? view->format : "B";
