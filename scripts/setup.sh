@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[test,ray]" -e plugin_packages/cpu_basic -e plugin_packages/cpu_native \
+    -e ".[test,ray]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
     -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm
 # the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)

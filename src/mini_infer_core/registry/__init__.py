@@ -8,6 +8,7 @@ from ._discovery import (
     load_plugin_module,
     reset_plugin_registry,
 )
+from ._hints import install_hint, not_loaded_note
 from ._hookspecs import PLUGIN_API_VERSION, PluginPackage, core_requirement, hookimpl, hookspec
 from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
 from ._registry import DuplicateCreatorError, PluginRegistry
@@ -28,6 +29,8 @@ __all__ = [
     "get_plugin_registry",
     "hookimpl",
     "hookspec",
+    "install_hint",
     "load_plugin_module",
+    "not_loaded_note",
     "reset_plugin_registry",
 ]
