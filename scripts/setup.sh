@@ -12,3 +12,6 @@ fi
     -e ".[test,ray]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
     -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm
+# the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[fuzz]" \
+    || echo "setup.sh: atheris did not install; benchmarks/fuzz.py will use Hypothesis" >&2
