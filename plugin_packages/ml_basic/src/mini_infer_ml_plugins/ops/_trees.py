@@ -39,8 +39,10 @@ _LEGACY_MODES = {"LEAF": LEAF, "BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE":
                  "BRANCH_GT": GT, "BRANCH_EQ": EQ, "BRANCH_NEQ": NEQ}
 #: pairs (row, tree) the NumPy walk holds at once
 _CHUNK = 1 << 20
-#: rows per thread below which the compiled walk does not split the rows
+#: rows per thread below which the compiled walk does not split the rows, and the (row, tree)
+#: pairs below which it does not even ask how many threads it may use (that costs ~ms)
 _ROWS_PER_THREAD = 256
+_PAIRS_PER_THREAD = 100_000
 
 
 class ForestError(ValueError):
@@ -279,11 +281,23 @@ def compiled_available() -> bool:
     return _LIB is not None
 
 
-def _threads() -> int:
+def _cores() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _parts(rows: int, trees: int) -> int:
+    """Into how many row ranges (threads) a walk is split: one for small work, else as many as
+    the cores and mini-infer's thread limit (``set_num_threads``, ``threadpool_limits``, which
+    limit the BLAS and so ``get_num_threads``) allow."""
+    if rows < 2 * _ROWS_PER_THREAD or rows * trees < 2 * _PAIRS_PER_THREAD:
+        return 1
+    from mini_infer_core.threads import get_num_threads
+
+    return max(1, min(_cores(), get_num_threads(), rows // _ROWS_PER_THREAD,
+                      rows * trees // _PAIRS_PER_THREAD))
 
 
 def _compiled(forest: Forest, x: Array, agg: int) -> tuple[Array, Array]:
@@ -303,12 +317,12 @@ def _compiled(forest: Forest, x: Array, agg: int) -> tuple[Array, Array]:
                       weights.ctypes.data, k, agg, fast, scores[r0:].ctypes.data,
                       has[r0:].ctypes.data))
 
-    parts = min(_threads(), max(1, n // _ROWS_PER_THREAD))
+    parts = _parts(n, forest.n_trees)
     if parts <= 1:
         status = [run(0, n)]
     else:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_threads(),
+            _POOL = ThreadPoolExecutor(max_workers=_cores(),
                                        thread_name_prefix="mini-infer-ml-trees")
         bounds = np.linspace(0, n, parts + 1).astype(int)
         status = list(_POOL.map(run, bounds[:-1], bounds[1:]))
