@@ -26,10 +26,14 @@ count (``--threads``, default ``1 2``), in one process and on the same seeded in
 
 Columns: mini-infer ms, onnxruntime ms, mini/ort, mini-infer's build seconds, ``plan``
 ("planned", or "NODE-BY-NODE" when the execution context kept no planned steps after a run:
-some plugin has data-dependent shapes; the data-dependent nodes are listed under the table),
-the relative L2 error and pass/FAIL, and with ``--memory`` the peak RSS of a child process that
-builds the mini-infer engine and runs it twice over that of one that creates the onnxruntime
-session and runs it twice (``VmHWM``, i.e. ``ru_maxrss`` of the child's own address space;
+some plugin has data-dependent shapes; the data-dependent nodes are listed under the table;
+"(fixed)": a model whose control flow needs known input shapes, built for the benchmark's
+shapes as ``InferenceSession`` does),
+the relative L2 error and pass/FAIL ("pass*": above 1e-3 but within onnxruntime's own spread,
+its results with graph optimizations on against off), and with ``--memory`` the peak RSS of a
+child process that builds the mini-infer engine and runs it twice over that of one that creates
+the onnxruntime session and runs it twice (``VmHWM``, i.e. ``ru_maxrss`` of the child's own
+address space;
 measured once per model, at the first thread count).
 Each table ends with the geometric mean of mini/ort and the worst model. A model that fails to
 build or run in mini-infer is a row with the error's first line, never a crash of the harness.
@@ -158,16 +162,31 @@ def rel_l2(a: Any, b: Any) -> float:
     return float(np.linalg.norm(a64 - b64)) / (norm if norm > 0 else 1.0)
 
 
-def _ort_session(path: Path, threads: int) -> Any:
+def _ort_session(path: Path, threads: int, optimize: bool = True) -> Any:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), sess_options=options,
                                         providers=["CPUExecutionProvider"])
+
+
+def _ort_spread(path: Path, feeds: dict[str, Any], optimized: dict[str, Any]) -> float:
+    """How far onnxruntime's own results move between its graph optimizations on and off
+    (the largest relative L2 over the outputs): a model whose float sums are this sensitive
+    cannot be held to a tighter bound than onnxruntime holds itself to."""
+    try:
+        plain = _ort_session(path, 1, optimize=False)
+        names = [o.name for o in plain.get_outputs()]
+        got = dict(zip(names, plain.run(None, feeds), strict=True))
+        return max((rel_l2(got[n], optimized[n]) for n in names), default=0.0)
+    except Exception:  # noqa: BLE001 (no spread known: the strict bound stays)
+        return 0.0
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -291,6 +310,8 @@ def _time_blocks(runners: dict[str, Runner], args: argparse.Namespace
 def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Namespace
                 ) -> dict[str, Any]:
     import mini_infer_core
+    from mini_infer_core.builder import BuilderConfig
+    from mini_infer_core.errors import InputShapesRequired
     from mini_infer_core.threads import set_num_threads
 
     result: dict[str, Any] = {"model": name, "family": meta.get("family", "?"),
@@ -307,7 +328,12 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
     set_num_threads(args.threads[0])
     try:
         start = time.perf_counter()
-        engine = mini_infer_core.load(str(path), device="cpu")
+        try:
+            engine = mini_infer_core.load(str(path), device="cpu")
+        except InputShapesRequired:  # as InferenceSession does: built for the run's shapes
+            engine = mini_infer_core.load(str(path), device="cpu", config=BuilderConfig(
+                input_shapes={k: tuple(v.shape) for k, v in feeds.items()}))
+            result["fixed_shapes"] = True
         result["mini_build_s"] = time.perf_counter() - start
         ctx = engine.create_execution_context()
     except Exception as exc:  # reported in the table
@@ -356,6 +382,8 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
             worst = max(errors.values(), default=0.0)
             row["rel_l2"] = worst if not math.isnan(worst) else math.inf
             row["rel_l2_per_output"] = errors
+            if row["rel_l2"] > PASS_REL_L2 and "ort_spread" not in result:
+                result["ort_spread"] = _ort_spread(path, feeds, outputs["ort"])
             if all(np.asarray(v).size == 0 or float(np.std(np.asarray(v, np.float64))) == 0.0
                    for v in outputs["ort"].values()):
                 result["constant_outputs"] = True  # the comparison says little
@@ -405,9 +433,11 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
             plan = "-"
             if "unplanned" in r:
                 plan = "NODE-BY-NODE" if r["unplanned"] else "planned"
+                plan += " (fixed)" if r.get("fixed_shapes") else ""
             ok = "-"
             if "rel_l2" in row:
-                ok = "pass" if row["rel_l2"] <= PASS_REL_L2 else "FAIL"
+                ok = "pass" if row["rel_l2"] <= PASS_REL_L2 else (
+                    "pass*" if row["rel_l2"] <= r.get("ort_spread", 0.0) else "FAIL")
             if "mini_error" in r or "error" in r:
                 ok = "ERROR"
             cells = [
@@ -449,8 +479,15 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
                   f"worst: {worst} {ratios[worst]:.2f}; above 2.0: {len(s['above_2'])}",
                   file=file)
         failed_check = [r["model"] for r in results
-                        if r["per_threads"].get(key, {}).get("rel_l2", 0.0) > PASS_REL_L2]
+                        if r["per_threads"].get(key, {}).get("rel_l2", 0.0) > max(
+                            PASS_REL_L2, r.get("ort_spread", 0.0))]
         s["incorrect"] = failed_check
+        spread = {r["model"]: r["ort_spread"] for r in results if r.get("ort_spread")
+                  and r["model"] not in failed_check
+                  and r["per_threads"].get(key, {}).get("rel_l2", 0.0) > PASS_REL_L2}
+        if spread:
+            print("pass*: within onnxruntime's own spread (its optimizations on vs off): "
+                  + ", ".join(f"{m} {v:.1e}" for m, v in spread.items()), file=file)
         if failed_check:
             print(f"outputs differing from onnxruntime (rel L2 > {PASS_REL_L2:g}): "
                   f"{', '.join(failed_check)}", file=file)

@@ -63,7 +63,7 @@ def test_if_on_a_fixed_dimension_is_inlined(n: int) -> None:
 
 
 def test_rank_changing_if_needs_input_shapes() -> None:
-    with pytest.raises(InputShapesRequired, match="declares no rank.*input_shapes"):
+    with pytest.raises(InputShapesRequired, match="rank.*input_shapes"):
         Builder(mi.get_plugin_registry()).build_engine(
             parse_onnx(squeeze_if_one(declare_rank=False)), BuilderConfig())
 

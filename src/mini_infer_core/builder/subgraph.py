@@ -12,11 +12,12 @@ context.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 from ..errors import BuildError
 from ..plugin import DataType
@@ -35,13 +36,16 @@ def _opset_imports(text: str) -> list[onnx.OperatorSetIdProto]:
 class SubgraphRunner:
     def __init__(self, graph: bytes, opset_imports: str, outer_names: Sequence[str],
                  device: str = "cpu", label: str = "subgraph", *,
-                 build: Callable[[onnx.ModelProto, str], Any]) -> None:
+                 build: Callable[[onnx.ModelProto, str], Any],
+                 constants: Sequence[str] = ()) -> None:
         #: builds an engine from a model for a device (the enclosing build's builder)
         self._build_engine = build
         self.graph = onnx.GraphProto()
         self.graph.ParseFromString(graph)
         self.opsets = _opset_imports(opset_imports)
         self.outer_names = list(outer_names)
+        #: outer-scope values that are constants: built into the body with their values
+        self.constants = set(constants) & set(self.outer_names)
         self.input_names = [i.name for i in self.graph.input]
         self.output_names = [o.name for o in self.graph.output]
         self.device = device
@@ -67,28 +71,47 @@ class SubgraphRunner:
                        and tt.HasField("shape") else None)
         return out
 
-    # -- running --------------------------------------------------------------------------
-    def _build(self, arrays: Sequence[np.ndarray[Any, Any]], concrete: bool = False) -> Any:
-        """An execution context for the body, built for the arrays' types and ranks (one
-        engine for every shape), or -- ``concrete`` -- for their very shapes."""
+    # -- building -------------------------------------------------------------------------
+    def _engine(self, inputs: Sequence[tuple[DataType, Sequence[int] | int]],
+                constants: Mapping[str, Any]) -> Any:
+        """The body built for inputs (formal, then outer) of these element types and shapes
+        (a rank: every dimension symbolic, so one engine serves every shape), the outer
+        constants with their values."""
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]
         names = [*self.input_names, *self.outer_names]
-        for k, (name, arr) in enumerate(zip(names, arrays, strict=True)):
-            dims: list[Any] = list(arr.shape) if concrete else [
-                f"{self.label}_in{k}_d{i}" for i in range(arr.ndim)]
-            g.input.append(onnx.helper.make_tensor_value_info(
-                name, DataType.from_numpy(arr.dtype).value, dims))
+        for k, (name, (dtype, shape)) in enumerate(zip(names, inputs, strict=True)):
+            if name in self.constants and name in constants:
+                g.initializer.append(onnx.numpy_helper.from_array(
+                    np.asarray(constants[name]), name))
+                continue
+            dims: list[Any] = [f"{self.label}_in{k}_d{i}" for i in range(shape)] \
+                if isinstance(shape, int) else list(shape)
+            g.input.append(onnx.helper.make_tensor_value_info(name, dtype.value, dims))
         for o in g.output:  # shapes inside a body may differ per call: keep only the type
             if o.type.HasField("tensor_type"):
                 o.type.tensor_type.ClearField("shape")
         model = onnx.helper.make_model(g, opset_imports=self.opsets)
         try:
-            engine = self._build_engine(model, self.device)
-        except BuildError as exc:
-            raise BuildError(f"{self.label}: {exc}") from exc
-        return engine.create_execution_context()
+            return self._build_engine(model, self.device)
+        except BuildError as exc:  # keeps the kind (InputShapesRequired stays one)
+            raise type(exc)(f"{self.label}: {exc}") from exc
+
+    def signature(self, inputs: Sequence[tuple[DataType, int]],
+                  constants: Mapping[str, Any] | None = None) -> list[tuple[DataType, int]]:
+        engine = self._engine(inputs, constants or {})
+        return [(spec.dtype, len(spec.shape)) for spec in engine.outputs]
+
+    # -- running --------------------------------------------------------------------------
+    def _build(self, arrays: Sequence[np.ndarray[Any, Any]], concrete: bool = False) -> Any:
+        """An execution context for the body, built for the arrays' types and ranks, or --
+        ``concrete`` -- for their very shapes."""
+        names = [*self.input_names, *self.outer_names]
+        return self._engine([(DataType.from_numpy(a.dtype), a.shape if concrete else a.ndim)
+                             for a in arrays],
+                            {n: a for n, a in zip(names, arrays, strict=True)
+                             if n in self.constants}).create_execution_context()
 
     def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
         arrays = [np.asarray(a) for a in [*formal, *outer]]
@@ -111,7 +134,8 @@ class SubgraphRunner:
                 if ctx is None:
                     ctx = self._contexts[exact] = self._build(arrays, concrete=True)
         names = [*self.input_names, *self.outer_names]
-        result = ctx.execute(dict(zip(names, arrays, strict=True)))
+        result = ctx.execute({n: a for n, a in zip(names, arrays, strict=True)
+                              if n not in self.constants})
         return [result[n] for n in self.output_names]
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import onnx
 
 from ..errors import InputShapesRequired, PluginInterfaceError
-from ..plugin import DataType, DimsExprs, IntLike
+from ..plugin import DataType, DimsExprs, IntLike, IUsesSubgraphs, Subgraph
 from ._schema import Op
 
 __all__ = ["If", "Loop", "Scan"]
@@ -27,11 +27,16 @@ def _graph(data: Any) -> onnx.GraphProto:
     return graph
 
 
-class ControlFlowBase(Op):
-    """An operator with subgraph bodies (``bodies``: the attributes that hold them)."""
+class ControlFlowBase(Op, IUsesSubgraphs):
+    """An operator with subgraph bodies (``bodies``: the attributes that hold them).
+
+    A body output that declares no element type or rank is inferred at build time: the body
+    is built (through the attached subgraph factory) for the node's input types and ranks,
+    and what it computes is written into the body's output declarations, so the engine file
+    carries bodies that declare everything."""
 
     data_dependent = True
-    hidden_fields = ("__outer_scope__", "__opset_imports__")
+    hidden_fields = ("__outer_scope__", "__opset_imports__", "__outer_constants__")
     bodies: ClassVar[tuple[str, ...]] = ()
 
     def setup(self) -> None:
@@ -47,6 +52,20 @@ class ControlFlowBase(Op):
         """The model's opsets, ``domain:version`` joined by ``;``."""
         return str(self.hidden.get("__opset_imports__", ""))
 
+    @property
+    def outer_constants(self) -> list[str]:
+        """The outer-scope values that were build-time constants (built into the bodies)."""
+        return list(self.hidden.get("__outer_constants__", ()))
+
+    def make_body(self, body: str) -> Subgraph:
+        """The body ``body`` as a subgraph, from the attached factory."""
+        if self.subgraphs is None:
+            raise PluginInterfaceError(
+                f"{self.op_type} {self.name!r}: no subgraph factory is attached (make the "
+                "plugin through mini-infer's builder or runtime)")
+        return self.subgraphs(self.attrs[body], self.opset_imports, self.outer_scope,
+                              label=f"{self.name}.{body}", constants=self.outer_constants)
+
     def split(self, inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """The operator's own inputs and the outer-scope values after them."""
         k = len(inputs) - len(self.outer_scope)
@@ -60,6 +79,58 @@ class ControlFlowBase(Op):
 
     def _where(self, body: str, k: int) -> str:
         return f"{self.op_type} {self.name!r}: output {k} of {body}"
+
+    # -- what the bodies declare, inferred where they do not --------------------------------
+    def formal_inputs(self, body: str, types: Sequence[DataType | None],
+                      ranks: Sequence[int | None]) -> list[tuple[DataType, int]]:
+        """Element types and ranks of the body's own inputs, from the node's inputs."""
+        return []
+
+    @staticmethod
+    def _declared(o: onnx.ValueInfoProto) -> bool:
+        tt = o.type.tensor_type
+        return o.type.HasField("tensor_type") and bool(tt.elem_type) and tt.HasField("shape")
+
+    def infer_bodies(self, inputs: Sequence[DimsExprs | None]) -> None:
+        """At build time: note which outer-scope values are constants (the bodies are built
+        with their values), and fill in each body output that declares no element type or
+        rank with what the body computes for this node's input types and ranks."""
+        if self.subgraphs is None or self.input_types is None:
+            return  # not at build time: body_dims/body_type say what is missing
+        n_own = len(inputs) - len(self.outer_scope)
+        constants = {name: d.array for name, d in zip(self.outer_scope, inputs[n_own:],
+                                                      strict=True)
+                     if d is not None and d.array is not None}
+        self.record("__outer_constants__", sorted(constants) or None)
+        if all(self._declared(o) for g in self.graphs.values() for o in g.output):
+            return
+        ranks = [None if d is None else len(d) for d in inputs]
+        types = list(self.input_types) + [None] * (len(ranks) - len(self.input_types))
+        outer = []
+        for t, r in zip(types[n_own:], ranks[n_own:], strict=True):
+            if t is None or r is None:
+                return
+            outer.append((t, r))
+        for body in self.bodies:
+            graph = self.graphs[body]
+            if all(self._declared(o) for o in graph.output):
+                continue
+            runner = self.make_body(body)
+            try:
+                found = runner.signature([*self.formal_inputs(body, types[:n_own],
+                                                              ranks[:n_own]), *outer],
+                                         constants)
+            finally:
+                runner.close()
+            for o, (dtype, rank) in zip(graph.output, found, strict=True):
+                if not self._declared(o):
+                    tt = o.type.tensor_type
+                    known = [d.dim_value if d.HasField("dim_value") else None
+                             for d in tt.shape.dim] if tt.HasField("shape") else None
+                    o.CopyFrom(onnx.helper.make_tensor_value_info(
+                        o.name, tt.elem_type or dtype.value,
+                        known if known is not None and len(known) == rank else [None] * rank))
+            self.attrs[body] = graph.SerializeToString()
 
     def body_type(self, body: str, k: int) -> DataType:
         """The element type the body declares for its output ``k``."""
@@ -76,10 +147,10 @@ class ControlFlowBase(Op):
         tt = o.type.tensor_type
         if not (o.type.HasField("tensor_type") and tt.HasField("shape")):
             raise InputShapesRequired(
-                f"{self._where(body, k)} declares no rank, and the branch taken is known only "
-                "with the input shapes: build for fixed input shapes (BuilderConfig("
-                "input_shapes=...), mini-infer build --shape NAME=D0,D1,..), or run the model "
-                "through InferenceSession, which builds for the shapes it is given")
+                f"{self._where(body, k)} declares no rank, and its rank is known only with "
+                "the input shapes: build for fixed input shapes (BuilderConfig(input_shapes="
+                "...), mini-infer build --shape NAME=D0,D1,..), or run the model through "
+                "InferenceSession, which builds for the shapes it is given")
         return [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
 
     def empty_scan(self, k: int) -> tuple[tuple[int, ...], DataType]:
@@ -103,8 +174,19 @@ class If(ControlFlowBase):
         return self.body_outputs("then_branch")
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
-        return self.unknown([len(self.body_dims("then_branch", k))
-                             for k in range(self.num_outputs)])
+        self.infer_bodies(inputs)
+        ranks = []
+        for k in range(self.num_outputs):
+            then, other = (len(self.body_dims(b, k)) for b in self.bodies)
+            if then != other:
+                raise InputShapesRequired(
+                    f"{self._where('then_branch', k)} has rank {then}, of else_branch rank "
+                    f"{other}: the If's output rank is known only once the condition is; "
+                    "build for fixed input shapes (BuilderConfig(input_shapes=...), "
+                    "mini-infer build --shape NAME=D0,D1,..) if the condition follows from "
+                    "them, or run the model through InferenceSession")
+            ranks.append(then)
+        return self.unknown(ranks)
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [self.body_type("then_branch", k) for k in range(self.num_outputs)]
@@ -124,7 +206,14 @@ class Loop(ControlFlowBase):
     def num_outputs(self) -> int:
         return self.body_outputs("body") - 1
 
+    def formal_inputs(self, body: str, types: Sequence[DataType | None],
+                      ranks: Sequence[int | None]) -> list[tuple[DataType, int]]:
+        carried = [(t or DataType.FLOAT, r or 0) for t, r in zip(types[2:], ranks[2:],
+                                                                   strict=True)]
+        return [(DataType.INT64, 0), (DataType.BOOL, 0), *carried]
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        self.infer_bodies(inputs)
         return self.unknown([len(inputs[2 + k]) if k < self.n_carried
                              else 1 + len(self.body_dims("body", 1 + k))
                              for k in range(self.num_outputs)])
@@ -148,7 +237,13 @@ class Scan(ControlFlowBase):
     def num_outputs(self) -> int:
         return self.body_outputs("body")
 
+    def formal_inputs(self, body: str, types: Sequence[DataType | None],
+                      ranks: Sequence[int | None]) -> list[tuple[DataType, int]]:
+        return [(t or DataType.FLOAT, (r or 0) - (k >= self.n_states))
+                for k, (t, r) in enumerate(zip(types, ranks, strict=True))]
+
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[list[IntLike]]:
+        self.infer_bodies(inputs)
         return self.unknown([len(inputs[k]) if k < self.n_states
                              else 1 + len(self.body_dims("body", k))
                              for k in range(self.num_outputs)])

@@ -39,6 +39,8 @@ def interface_level(plugin: IPluginV2) -> str:
 def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
                   in_types: Sequence[DataType | None], where: str
                   ) -> tuple[list[DimsExprs], list[DataType]]:
+    if isinstance(plugin, IUsesSubgraphs):
+        plugin.bind_input_types(in_types)
     n = plugin.num_outputs
     present = [d for d in in_dims if d is not None]
     types = [t if t is not None else DataType.FLOAT for t in in_types]

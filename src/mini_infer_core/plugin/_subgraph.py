@@ -10,7 +10,7 @@ called with and runs it. So a plugin package never imports the builder or the ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import onnx
@@ -36,6 +36,15 @@ class Subgraph(Protocol):
         """The ranks the body declares for its outputs (None: not declared)."""
         ...
 
+    def signature(self, inputs: Sequence[tuple[DataType, int]],
+                  constants: Mapping[str, Any] | None = None) -> list[tuple[DataType, int]]:
+        """The element types and ranks of the body's outputs when it is built for inputs
+        (formal, then outer-scope) of these element types and ranks, the outer-scope
+        constants' arrays given in ``constants``: what the body computes, whatever it
+        declares. Raises ``InputShapesRequired`` where an output's rank depends on the
+        inputs' dimensions."""
+        ...
+
     def run(self, formal: Sequence[Any], outer: Sequence[Any]) -> list[Any]:
         """Run the body on its formal inputs and the outer-scope values it reads."""
         ...
@@ -44,14 +53,26 @@ class Subgraph(Protocol):
 
 
 class SubgraphFactory(Protocol):
+    """``constants``: the outer-scope names that are build-time constants of the enclosing
+    graph; the body is built with their values (so that, e.g., ``axes`` read from the outer
+    scope are known inside)."""
+
     def __call__(self, graph: bytes, opset_imports: str, outer_names: Sequence[str],
-                 device: str = "cpu", label: str = "subgraph") -> Subgraph: ...
+                 device: str = "cpu", label: str = "subgraph", *,
+                 constants: Sequence[str] = ()) -> Subgraph: ...
 
 
 class IUsesSubgraphs:
-    """A plugin that runs subgraphs; ``subgraphs`` is attached by the core before use."""
+    """A plugin that runs subgraphs; ``subgraphs`` is attached by the core before use, and at
+    build time ``input_types`` (the element types of the node's inputs, None where absent) is
+    bound before the plugin is asked for its output shapes, so that it can infer what its
+    bodies produce (:meth:`Subgraph.signature`) where they declare nothing."""
 
     subgraphs: SubgraphFactory | None = None
+    input_types: list[DataType | None] | None = None
 
     def attach_subgraphs(self, factory: SubgraphFactory) -> None:
         self.subgraphs = factory
+
+    def bind_input_types(self, types: Sequence[DataType | None]) -> None:
+        self.input_types = list(types)

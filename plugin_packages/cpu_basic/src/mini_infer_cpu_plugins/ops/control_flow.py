@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import control_flow as schema
-from mini_infer_core.plugin import IUsesSubgraphs, Subgraph
+from mini_infer_core.plugin import Subgraph
 
 from ..serialization import CpuPlugin
 
 __all__ = ["If", "Loop", "Scan"]
 
 
-class _ControlFlow(CpuPlugin, schema.ControlFlowBase, IUsesSubgraphs):
+class _ControlFlow(CpuPlugin, schema.ControlFlowBase):
     def setup(self) -> None:
         super().setup()
         self._runners: dict[str, Subgraph] | None = None
@@ -30,13 +29,7 @@ class _ControlFlow(CpuPlugin, schema.ControlFlowBase, IUsesSubgraphs):
     def runners(self) -> dict[str, Subgraph]:
         """The bodies, made (on first use) by the subgraph factory the core attached."""
         if self._runners is None:
-            if self.subgraphs is None:
-                raise PluginInterfaceError(
-                    f"{self.op_type} {self.name!r}: no subgraph factory is attached (make the "
-                    "plugin through mini-infer's builder or runtime)")
-            self._runners = {b: self.subgraphs(self.attrs[b], self.opset_imports,
-                                               self.outer_scope, label=f"{self.name}.{b}")
-                             for b in self.bodies}
+            self._runners = {b: self.make_body(b) for b in self.bodies}
         return self._runners
 
     def terminate(self) -> None:
