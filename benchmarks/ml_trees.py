@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
+from mini_infer_ml_plugins.ops import _trees
 from threadpoolctl import threadpool_limits
 
 import mini_infer_core
-from mini_infer_ml_plugins.ops import _trees
 
 
 def _forests(rows: int, features: int, trees: int) -> list[tuple[str, Any, np.ndarray]]:

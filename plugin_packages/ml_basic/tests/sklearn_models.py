@@ -1,7 +1,7 @@
 """Real scikit-learn models and pipelines, trained here on generated (or bundled) data and
 converted with skl2onnx, with the inputs to run them on: what test_sklearn.py checks against
-onnxruntime and benchmarks/ml_sklearn.py times. Classifiers are converted without ZipMap
-(``zipmap: False``), so probabilities come out as a tensor."""
+onnxruntime. Classifiers are converted without ZipMap (``zipmap: False``), so probabilities
+come out as a tensor."""
 
 from __future__ import annotations
 
@@ -100,11 +100,15 @@ def as_tree_ensemble(model: onnx.ModelProto) -> onnx.ModelProto:
 
     true = [child(i, "nodes_truenodeids") for i in branches]
     false = [child(i, "nodes_falsenodeids") for i in branches]
-    roots = sorted({t: branch_at[i] for i, (t, _) in reversed(list(enumerate(ids)))}.items())
-    aggregate = {b"AVERAGE": 0, b"SUM": 1, b"MIN": 2, b"MAX": 3}[a["aggregate_function"]]
+    first: dict[int, int] = {}  # each tree's first node is its root (skl2onnx's order)
+    for i, (t, _) in enumerate(ids):
+        first.setdefault(t, i)
+    assert all(modes[i] != "LEAF" for i in first.values()), "no single-leaf tree"
+    roots = sorted((t, branch_at[i]) for t, i in first.items())
+    aggregate = {b"AVERAGE": 0, b"SUM": 1, b"MIN": 2, b"MAX": 3}[a.get("aggregate_function", b"SUM")]
     node = helper.make_node(
         "TreeEnsemble", list(old.input), list(old.output), domain="ai.onnx.ml",
-        n_targets=a["n_targets"], aggregate_function=aggregate, post_transform=0,
+        n_targets=a.get("n_targets", 1), aggregate_function=aggregate, post_transform=0,
         tree_roots=[r for _, r in roots],
         nodes_featureids=[a["nodes_featureids"][i] for i in branches],
         nodes_splits=numpy_helper.from_array(
