@@ -105,7 +105,8 @@ def as_tree_ensemble(model: onnx.ModelProto) -> onnx.ModelProto:
         first.setdefault(t, i)
     assert all(modes[i] != "LEAF" for i in first.values()), "no single-leaf tree"
     roots = sorted((t, branch_at[i]) for t, i in first.items())
-    aggregate = {b"AVERAGE": 0, b"SUM": 1, b"MIN": 2, b"MAX": 3}[a.get("aggregate_function", b"SUM")]
+    aggregate = {b"AVERAGE": 0, b"SUM": 1, b"MIN": 2, b"MAX": 3}[
+        a.get("aggregate_function", b"SUM")]
     node = helper.make_node(
         "TreeEnsemble", list(old.input), list(old.output), domain="ai.onnx.ml",
         n_targets=a.get("n_targets", 1), aggregate_function=aggregate, post_transform=0,

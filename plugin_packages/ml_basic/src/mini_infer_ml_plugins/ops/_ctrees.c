@@ -7,7 +7,8 @@
  *   walk every tree from its root to a leaf and fold the leaf's weights into that row's
  *   scores (n_targets per row): SUM adds, MIN/MAX keep the extreme; `has` marks each target
  *   that received a weight. Rows are taken in blocks of 64, every tree over the block, so that
- *   a tree's upper nodes stay in cache.
+ *   a tree's upper nodes stay in cache; in the fast case (every branch x <= t, no NaN rule)
+ *   LANES rows of a block walk a tree together, so that their node loads overlap.
  *
  * A node is a branch (mode 1..6: x <= t, x < t, x >= t, x > t, x == t, x != t; a NaN x takes
  * the true branch where `mt` says so) whose children are node indices `tc` (true) and `fc`
@@ -26,6 +27,7 @@ enum { LEAF = 0, LEQ = 1, LT = 2, GTE = 3, GT = 4, EQ = 5, NEQ = 6 };
 enum { AGG_SUM = 0, AGG_MIN = 1, AGG_MAX = 2 };
 
 #define BLOCK 64
+#define LANES 8
 
 typedef struct {
     float thr;
@@ -63,6 +65,25 @@ typedef struct {
         return n;                                                                           \
     }                                                                                       \
                                                                                             \
+    /* the fast loop for LANES rows at once: their walks are independent, so the loads of  \
+     * one row's next node overlap with the others' instead of waiting in a chain */        \
+    static inline void walk_lanes_##SUFFIX(const NODE *nodes, const NODE *root, const T *x, \
+                                           int64_t stride, const NODE **out) {             \
+        const NODE *n[LANES];                                                               \
+        for (int i = 0; i < LANES; ++i) n[i] = root;                                        \
+        for (;;) {                                                                          \
+            int moving = 0;                                                                 \
+            for (int i = 0; i < LANES; ++i) {                                               \
+                const NODE *c = n[i];                                                       \
+                const int32_t next = x[i * stride + c->feat] <= c->thr ? c->tc : c->fc;   \
+                n[i] = c->mode ? nodes + next : c;                                          \
+                moving |= c->mode;                                                          \
+            }                                                                               \
+            if (!moving) break;                                                             \
+        }                                                                                   \
+        for (int i = 0; i < LANES; ++i) out[i] = n[i];                                      \
+    }                                                                                       \
+                                                                                            \
     int mi_forest_##SUFFIX(const T *X, int64_t n_rows, int64_t stride, const NODE *nodes,   \
                            const int32_t *roots, int64_t n_trees, const int32_t *wt_target, \
                            const T *wt_value, int64_t n_targets, int32_t agg, int32_t fast, \
@@ -74,8 +95,17 @@ typedef struct {
             int64_t r1 = r0 + BLOCK < n_rows ? r0 + BLOCK : n_rows;                         \
             for (int64_t t = 0; t < n_trees; ++t) {                                         \
                 const NODE *root = nodes + roots[t];                                        \
+                const NODE *lane[LANES];                                                    \
+                int64_t lanes_end = fast && stride > 0 ? r0 + (r1 - r0) / LANES * LANES : r0;\
                 for (int64_t r = r0; r < r1; ++r) {                                         \
-                    const NODE *leaf = walk_##SUFFIX(nodes, root, X + r * stride, fast);    \
+                    const NODE *leaf;                                                       \
+                    if (r < lanes_end) {                                                    \
+                        if ((r - r0) % LANES == 0)                                          \
+                            walk_lanes_##SUFFIX(nodes, root, X + r * stride, stride, lane); \
+                        leaf = lane[(r - r0) % LANES];                                      \
+                    } else {                                                                \
+                        leaf = walk_##SUFFIX(nodes, root, X + r * stride, fast);            \
+                    }                                                                       \
                     T *s = scores + r * n_targets;                                          \
                     uint8_t *h = has + r * n_targets;                                       \
                     const int32_t end = leaf->tc + leaf->fc;                                \

@@ -117,7 +117,8 @@ class Forest:
                                ("mode", "u1"), ("mt", "u1"), ("pad", "u1", (2,))], align=True)
             packed = np.zeros(len(self.mode), layout)
             packed["thr"], packed["feat"], packed["mode"], packed["mt"] = (
-                self.thr.astype(dtype), self.feat, self.mode, self.mt)
+                self.thr.astype(dtype), np.where(self.mode == LEAF, 0, self.feat), self.mode,
+                self.mt)  # a leaf reads feature 0 (the C walk's lanes read, then ignore it)
             packed["tc"], packed["fc"] = self.tc, self.fc
             self.packed[key] = packed
         return self.packed[key]
