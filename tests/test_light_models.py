@@ -3,9 +3,10 @@
 Per model: ``mini-infer build`` writes an engine file in one process, ``mini-infer run``
 loads it in another; outputs must match the expected output onnx ships and onnxruntime's, be
 bit-identical to running the same engine file in this process, and close to a fresh build
-from the ONNX file (a build times its tactics, so two builds may pick different kernels). Because the shipped weights are constants
-(so most outputs are a near-uniform softmax), each model also runs with random, well-scaled
-weights and its logits (before the final Softmax) are compared with onnxruntime's.
+from the ONNX file (a build times its tactics, so two builds may pick different kernels).
+Because the shipped weights are constants (so most outputs are a near-uniform softmax), each
+model also runs with random, well-scaled weights and its logits (before the final Softmax)
+are compared with onnxruntime's.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Layout (all integers little-endian; see docs/engine-format.md)::
     80 48  zero padding (the header starts at 128)
 
 The data section can be memory-mapped: constants become read-only NumPy views of the file.
+String constants are UTF-8 text behind a table of offsets (:func:`encode_strings`), never
+pickled.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from ..errors import EngineFormatError, EngineIntegrityError
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["ENGINE_MAGIC", "FORMAT_VERSION", "serialize_engine", "write_engine",
-           "read_engine_file", "EngineFile", "is_engine_file"]
+__all__ = ["ENGINE_MAGIC", "FORMAT_VERSION", "STRING_ENCODING", "serialize_engine",
+           "write_engine", "read_engine_file", "EngineFile", "is_engine_file",
+           "encode_strings", "decode_strings"]
 
 ENGINE_MAGIC = b"MINIENG\0"
 FORMAT_VERSION = 2  # 2: per-chunk CRC-32 instead of SHA-256; constants keep their axis order
@@ -65,6 +68,12 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
 
     constants = []
     for name, arr in engine.constants.items():
+        if np.asarray(arr).dtype.hasobject:  # a string tensor: UTF-8 bytes, never pickled
+            raw = encode_strings(name, np.asarray(arr))
+            constants.append({"name": name, "dtype": "|O", "encoding": STRING_ENCODING,
+                              "shape": list(np.shape(arr)), "offset": add(raw, len(raw)),
+                              "nbytes": len(raw)})
+            continue
         order, stored = memory_order(np.asarray(arr))
         entry: dict[str, Any] = {"name": name, "dtype": stored.dtype.str,
                                  "shape": list(arr.shape)}
@@ -106,6 +115,67 @@ def memory_order(arr: np.ndarray[Any, Any]) -> tuple[tuple[int, ...], np.ndarray
     if not stored.flags.c_contiguous:
         order, stored = tuple(range(arr.ndim)), np.ascontiguousarray(arr)
     return order, stored
+
+
+#: how a string constant is stored (its header entry's ``encoding``): see :func:`encode_strings`
+STRING_ENCODING = "utf-8+offsets"
+_OFFSET = np.dtype("<u8")
+
+
+def encode_strings(name: str, arr: np.ndarray[Any, Any]) -> bytes:
+    """A string tensor as bytes, without pickle: ``n + 1`` little-endian u64 offsets (the
+    first 0, the last the length of the text), then the elements' UTF-8 bytes one after the
+    other in C order; element ``i`` is ``text[offsets[i]:offsets[i + 1]]``. Elements must be
+    ``str`` (or ``bytes`` holding UTF-8); anything else is refused, naming the tensor."""
+    parts: list[bytes] = []
+    for k, item in enumerate(arr.reshape(-1).tolist()):
+        try:
+            if isinstance(item, str):
+                parts.append(item.encode("utf-8"))
+            elif isinstance(item, bytes):
+                item.decode("utf-8")
+                parts.append(item)
+            else:
+                raise EngineFormatError(
+                    f"string constant {name!r}: element {k} is a {type(item).__name__}, not "
+                    "a string; only tensors of strings can be object arrays in an engine")
+        except (UnicodeEncodeError, UnicodeDecodeError) as exc:
+            raise EngineFormatError(f"string constant {name!r}: element {k} is not valid "
+                                    f"UTF-8 text ({exc.reason})") from exc
+    offsets = np.zeros(len(parts) + 1, _OFFSET)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    return offsets.tobytes() + b"".join(parts)
+
+
+def decode_strings(name: str, raw: Any, shape: list[int], label: str
+                   ) -> np.ndarray[Any, Any]:
+    """What :func:`encode_strings` wrote, as an object array of ``str`` of ``shape``; a
+    section that does not hold exactly that raises :class:`EngineFormatError` naming the
+    tensor."""
+    def bad(why: str) -> EngineFormatError:
+        return EngineFormatError(f"{label}: string constant {name!r} is corrupt: {why}; "
+                                 "rebuild the engine with `mini-infer build`")
+
+    if any(d < 0 for d in shape):
+        raise bad(f"negative dimension in shape {shape}")
+    n = int(np.prod(shape, dtype=np.int64))
+    table = (n + 1) * _OFFSET.itemsize
+    if len(raw) < table:
+        raise bad(f"{len(raw)} bytes cannot hold the offsets of {n} elements")
+    offsets = np.frombuffer(raw, _OFFSET, n + 1)
+    text = bytes(raw[table:])
+    if offsets[0] != 0 or offsets[-1] != len(text) or np.any(np.diff(offsets.astype(
+            np.int64)) < 0) or np.any(offsets > len(text)):
+        raise bad("its offsets do not describe its text")
+    ends = offsets.tolist()
+    out = np.empty(n, dtype=object)
+    try:
+        out[:] = [text[ends[i]:ends[i + 1]].decode("utf-8") for i in range(n)]
+    except UnicodeDecodeError as exc:
+        raise bad(f"an element is not valid UTF-8 ({exc.reason})") from exc
+    out = out.reshape(shape)
+    out.flags.writeable = False  # as every constant read from an engine
+    return out
 
 
 CHUNK = 8 * 2**20
@@ -216,11 +286,20 @@ class EngineFile:
         return self.data[offset : offset + nbytes]
 
     def array(self, entry: dict[str, Any]) -> np.ndarray[Any, Any]:
-        dtype = np.dtype(entry["dtype"])
-        if dtype.hasobject:
-            raise EngineFormatError(f"{self.label}: object arrays are not allowed")
         raw = self.blob(int(entry["offset"]), int(entry["nbytes"]))
         shape = [int(d) for d in entry["shape"]]
+        if "encoding" in entry:
+            if entry["encoding"] != STRING_ENCODING:
+                raise EngineFormatError(
+                    f"{self.label}: constant {entry.get('name')!r} has encoding "
+                    f"{entry['encoding']!r}; this mini-infer-core ({__version__}) reads "
+                    f"{STRING_ENCODING!r} only. Rebuild the engine with this version")
+            return decode_strings(str(entry.get("name")), raw, shape, self.label)
+        dtype = np.dtype(entry["dtype"])
+        if dtype.hasobject:
+            raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r}: object "
+                                    "arrays are not allowed (string constants carry an "
+                                    "\"encoding\")")
         order = [int(i) for i in entry.get("order", range(len(shape)))]
         if sorted(order) != list(range(len(shape))):
             raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r} has an "

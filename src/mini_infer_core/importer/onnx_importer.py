@@ -119,6 +119,14 @@ def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.n
     if a.name in simple:
         v, dt = simple[a.name]
         return np.array(v, dtype=dt)
+    if a.name in ("value_string", "value_strings"):  # UTF-8 text, as string tensors hold it
+        try:
+            text = [b.decode() for b in ([a.s] if a.name == "value_string" else a.strings)]
+        except UnicodeDecodeError as exc:
+            raise ModelImportError(f"{where}: {a.name} is not UTF-8 text: {exc}") from exc
+        strings = np.empty(len(text), dtype=object)
+        strings[:] = text
+        return strings.reshape(()) if a.name == "value_string" else strings
     raise ModelImportError(f"{where}: Constant with {a.name!r} is not supported")
 
 

@@ -40,7 +40,7 @@ MODULES = (
     "conv_transpose", "cumulative", "einsum", "elementwise", "gemm", "generator", "grid",
     "indexing", "layer_norm", "layout", "logic", "loss", "math_unary", "ml", "normalization",
     "norms", "padding", "pool", "qlinear", "quantize", "reduce", "resize", "rnn", "roi",
-    "scatter", "selection", "shape", "slicing", "spectral", "split",
+    "scatter", "selection", "shape", "slicing", "spectral", "split", "strings",
 )
 
 

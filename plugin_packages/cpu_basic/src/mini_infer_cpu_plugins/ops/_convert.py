@@ -56,6 +56,26 @@ def _parse_strings(x: Array, dtype: np.dtype[Any]) -> Array:
     return text.astype(np.float64 if dtype.itemsize > 4 else np.float32)
 
 
+_SPECIAL = {"inf": "INF", "-inf": "-INF", "nan": "NaN", "-nan": "NaN"}
+
+
+def _to_strings(x: Array) -> Array:
+    """Numbers as text, as onnxruntime writes them: floats ``%.8g`` with ONNX's ``INF``,
+    ``-INF`` and ``NaN``, bools ``1`` / ``0``, integers in full."""
+    if x.dtype == object:
+        return x
+    if x.dtype.kind in "SU":
+        return np.asarray(x.astype(np.str_), dtype=object)
+    if x.dtype.kind == "b":
+        x = x.astype(np.uint8)
+    elif x.dtype.kind == "f" or not is_native(x.dtype):
+        flat = [format(v, ".8g") for v in x.astype(np.float64).reshape(-1).tolist()]
+        out = np.empty(len(flat), dtype=object)
+        out[:] = [_SPECIAL.get(s, s) for s in flat]
+        return out.reshape(x.shape)
+    return np.asarray(x.astype(np.str_), dtype=object)
+
+
 def to_e8m0(x: Array, saturate: bool = True, round_mode: str = "up") -> Array:
     """float -> float8e8m0 (a power of two): keep the float32 exponent, round its mantissa
     away ("up"), to nearest-even ("nearest") or drop it ("down"); NaN/Inf -> 0xFF."""
@@ -88,9 +108,7 @@ def cast_array(x: Array, to: DataType, saturate: bool = True, round_mode: str = 
     """``x`` converted to ``to`` with ONNX Cast semantics (a new array or ``x`` itself)."""
     dst = to.numpy
     if to is DataType.STRING:
-        if x.dtype == object:
-            return x
-        return np.asarray(x.astype(np.str_), dtype=object)
+        return _to_strings(x)
     if x.dtype.kind in "OSU":
         x = _parse_strings(x, dst)
     if to in FLOAT8 and saturate:

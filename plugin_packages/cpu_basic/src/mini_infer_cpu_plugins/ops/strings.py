@@ -1,0 +1,291 @@
+"""Strings: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer and
+onnxruntime's com.microsoft Tokenizer (schemas in :mod:`mini_infer_core.ops.strings`). String
+tensors are object arrays of ``str``.
+
+Where onnxruntime and onnx's reference implementation disagree, these kernels do as
+onnxruntime does (the reference is looser than the specification in places):
+
+- StringNormalizer drops the elements *equal* to a stopword (the reference drops words
+  inside elements, drops empty strings and strips accents); the case changes character by
+  character with Unicode's simple case mapping (``"ß"`` stays ``"ß"`` in upper case, as C's
+  ``towupper``), or ASCII only for the plain ``C`` / ``POSIX`` locales (not ``C.UTF-8``). No
+  locale needs to be installed: every other locale name gets the Unicode mapping (no
+  Turkish dotless i).
+- StringSplit without a delimiter splits on runs of spaces (``" "`` only, as onnxruntime)
+  and trims them at both ends; an empty string gives no substrings.
+- RegexFullMatch uses RE2 itself (the ``google-re2`` package: ``pip install
+  "mini-infer-cpu-plugins[regex]"``), so that a pattern means what it means in onnxruntime;
+  Python's ``re`` differs from RE2 silently in places (``\\d`` matches other digits,
+  ``[[:alpha:]]``, ``a{,3}``) and is not used.
+- TfIdfVectorizer weights the count of the i-th n-gram of the pool by ``weights[i]`` (as
+  onnxruntime 1.20+; the reference reads the weight of the output position).
+- Tokenizer (no reference in onnx) runs its expressions with RE2 as RegexFullMatch does. An
+  input without elements gives an axis of 0 tokens (onnxruntime drops the axis then).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.ops import strings as schema
+
+from ..serialization import CpuPlugin
+from ._dynamic import emit
+
+__all__ = ["StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch",
+           "TfIdfVectorizer", "Tokenizer"]
+
+Array = NDArray[Any]
+
+_DEFAULT_LOCALE = "en_US.UTF-8"  # onnxruntime's default on Linux and macOS
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+@functools.cache
+def _lower_char(c: str) -> str:
+    """Unicode's simple lowercase mapping (one character to one, as ``towlower``)."""
+    full = c.lower()
+    return full if len(full) == 1 else full[0]  # only U+0130 lowers to two: "i" + dot
+
+
+@functools.cache
+def _upper_char(c: str) -> str:
+    """Unicode's simple uppercase mapping: the full mapping where it is one character, else
+    the titlecase one where that is (Greek with ypogegrammeni), else unchanged (``ß``)."""
+    full = c.upper()
+    if len(full) == 1:
+        return full
+    title = c.title()
+    return title if len(title) == 1 else c
+
+
+def _case_mapper(action: str, locale: str) -> Any:
+    """``str -> str`` changing the case as ``action`` says (None for NONE)."""
+    if action == "NONE":
+        return None
+    base, _, codeset = locale.partition(".")
+    ascii_only = base.upper() in ("C", "POSIX") and codeset.upper().replace("-", "") != "UTF8"
+    table = _ASCII_LOWER if action == "LOWER" else _ASCII_UPPER
+    per_char = _lower_char if action == "LOWER" else _upper_char
+
+    def change(s: str) -> str:
+        if ascii_only or s.isascii():
+            return s.translate(table)
+        return "".join(map(per_char, s))
+    return change
+
+
+class StringNormalizer(CpuPlugin, schema.StringNormalizer):
+    def setup(self) -> None:
+        super().setup()
+        locale = self.attrs["locale"] or _DEFAULT_LOCALE
+        self.change = _case_mapper(self.attrs["case_change_action"], locale)
+        if self.attrs["is_case_sensitive"]:
+            self.fold = None
+            self.stops = frozenset(self.stopwords)
+        else:  # onnxruntime compares in lower case
+            self.fold = _case_mapper("LOWER", locale)
+            self.stops = frozenset(map(self.fold, self.stopwords))
+
+    def compute(self, x: Array, *, out: Array | None = None, **_: Any) -> Any:
+        items = x.reshape(-1).tolist()
+        if self.stops:
+            key = self.fold or (lambda s: s)
+            items = [s for s in items if key(s) not in self.stops] or [""]
+        if self.change is not None:
+            items = [self.change(s) for s in items]
+        y = np.empty(len(items), dtype=object)
+        y[:] = items
+        return emit(y.reshape((1, -1) if x.ndim == 2 else (-1,)), out)
+
+
+def _split(s: str, delimiter: str, limit: int) -> list[str]:
+    """``s`` split at most ``limit`` times (-1: no limit), as onnxruntime splits it."""
+    if delimiter:
+        return s.split(delimiter, limit) if s else []
+    s = s.strip(" ")
+    if not s:
+        return []
+    return [s] if limit == 0 else re.split(" +", s, maxsplit=max(limit, 0))
+
+
+class StringSplit(CpuPlugin, schema.StringSplit):
+    def compute(self, x: Array, *, out: Any = None, delimiter: str | None,
+                maxsplit: int | None) -> Any:
+        limit = -1 if maxsplit is None or maxsplit < 0 else int(maxsplit)
+        parts = [_split(s, delimiter or "", limit) for s in x.reshape(-1).tolist()]
+        counts = np.array([len(p) for p in parts], dtype=np.int64).reshape(x.shape)
+        width = int(counts.max(initial=0))
+        y = np.full((len(parts), width), "", dtype=object)
+        for k, p in enumerate(parts):
+            y[k, :len(p)] = p
+        return emit((y.reshape(*x.shape, width), counts), out)
+
+
+class StringConcat(CpuPlugin, schema.StringConcat):
+    def compute(self, x: Array, y: Array, *, out: Array) -> None:
+        np.add(x.astype(object), y.astype(object), out=out)
+
+
+def _re2(op: str, pattern: str) -> Any:
+    """``pattern`` compiled by RE2 (a build-time error naming ``op`` if it cannot be)."""
+    try:
+        import re2
+    except ImportError as exc:
+        raise PluginInterfaceError(
+            f"{op} needs RE2 (onnx specifies RE2 syntax, which Python's re does not "
+            "follow): pip install \"mini-infer-cpu-plugins[regex]\" (the google-re2 "
+            "package)") from exc
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise PluginInterfaceError(
+            f"{op}: pattern {pattern!r} is not a valid RE2 expression: {exc}") from exc
+
+
+class RegexFullMatch(CpuPlugin, schema.RegexFullMatch):
+    def setup(self) -> None:
+        super().setup()
+        self.regex = _re2("RegexFullMatch", self.attrs["pattern"])
+
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        match = self.regex.fullmatch
+        out[...] = np.fromiter((match(s) is not None for s in x.reshape(-1).tolist()),
+                               dtype=bool, count=x.size).reshape(x.shape)
+
+
+class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
+    """The pool's tokens are numbered from 1 (0: a token not in the pool); an n-gram is then
+    one integer, its tokens' numbers as digits in base (tokens + 1), looked up in its
+    length's sorted keys for every window of the input at every skip -- NumPy over all rows
+    at once. A pool too large for 63-bit keys is looked up as tuples in a dict instead.
+    N-grams sharing an output index add up."""
+
+    def setup(self) -> None:
+        super().setup()
+        grams = self.pool.ids
+        ordered = sorted({t for gram in grams for t in gram})  # integers: searchsorted
+        tokens = {t: k + 1 for k, t in enumerate(ordered)}
+        self.tokens = tokens
+        self.base = len(tokens) + 1
+        self.lengths = sorted({len(g) for g in grams})
+        self.packed = self.base ** max(self.lengths, default=1) < 2**63
+        self.tables: dict[int, tuple[Array, Array]] = {}
+        self.tuples: dict[tuple[int, ...], int] = {}
+        if self.packed:
+            for n in self.lengths:
+                keyed = sorted((self._key(g), i) for g, i in grams.items() if len(g) == n)
+                self.tables[n] = (np.array([k for k, _ in keyed], np.int64),
+                                  np.array([i for _, i in keyed], np.int64))
+        else:
+            self.tuples = {tuple(tokens[t] for t in g): i for g, i in grams.items()}
+        n = self.pool.count
+        self.weight = np.array(self.weights[:n] or [1.0] * n, np.float32)
+        self.dest = np.array(self.indexes[:n], np.int64)
+        self.int_tokens = None if isinstance(next(iter(ordered), ""), str) else \
+            np.array(ordered, np.int64)
+
+    def _key(self, gram: tuple[Any, ...]) -> int:
+        key = 0
+        for t in gram:
+            key = key * self.base + self.tokens[t]
+        return key
+
+    def numbered(self, x: Array) -> Array:
+        """Each token's number (0: not in the pool), int64 of x's shape."""
+        if self.int_tokens is None:
+            get = self.tokens.get
+            return np.fromiter((get(t, 0) for t in x.reshape(-1).tolist()), np.int64,
+                               count=x.size).reshape(x.shape)
+        keys = self.int_tokens
+        flat = x.astype(np.int64)
+        at = np.minimum(np.searchsorted(keys, flat), len(keys) - 1)
+        return np.where(keys[at] == flat, at + 1, 0)
+
+    def counts(self, ids: Array) -> Array:
+        """How often each n-gram of the pool occurs in each row: int64 [rows, n-grams].
+        Unigrams are counted once; longer n-grams at every skip up to max_skip_count."""
+        rows, width = ids.shape
+        counts = np.zeros((rows, self.pool.count), np.int64)
+        row = np.arange(rows)[:, None]
+        skips = int(self.attrs["max_skip_count"]) + 1
+        for n in self.lengths:
+            for d in range(1, 2 if n == 1 else skips + 1):
+                span = (n - 1) * d
+                if span >= width:
+                    break
+                windows = [ids[:, k * d: width - span + k * d] for k in range(n)]
+                if self.packed:
+                    keys = np.zeros_like(windows[0])
+                    for w in windows:
+                        keys = keys * self.base + w
+                    table, gram_ids = self.tables[n]
+                    at = np.minimum(np.searchsorted(table, keys), len(table) - 1)
+                    hit = table[at] == keys
+                    np.add.at(counts, (np.broadcast_to(row, hit.shape)[hit],
+                                       gram_ids[at[hit]]), 1)
+                    continue
+                stacked = np.stack(windows, -1).tolist()
+                for r, grams in enumerate(stacked):
+                    for gram in grams:
+                        found = self.tuples.get(tuple(gram))
+                        if found is not None:
+                            counts[r, found] += 1
+        return counts
+
+    def compute(self, x: Array, *, out: Array, mode: str, **_: Any) -> None:
+        rows = x.reshape(1, -1) if x.ndim < 2 else x
+        counts = self.counts(self.numbered(rows))
+        if mode == "TF":
+            values = counts.astype(np.float32)
+        elif mode == "IDF":
+            values = (counts > 0).astype(np.float32) * self.weight
+        else:
+            values = counts.astype(np.float32) * self.weight
+        y = np.zeros((rows.shape[0], self.width), np.float32)
+        np.add.at(y.T, self.dest, values.T)  # n-grams sharing an output index add up
+        out[...] = y.reshape(out.shape)
+
+
+class Tokenizer(CpuPlugin, schema.Tokenizer):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        self.least = max(int(a["mincharnum"]), 1)
+        self.chars = self.separators == ("",)
+        if not self.separators:  # separators win over tokenexp, as in onnxruntime
+            self.tokens = _re2("Tokenizer", a["tokenexp"])
+        elif not self.chars:  # one alternation: the leftmost match, the first listed at a tie
+            self.cuts = _re2("Tokenizer", "|".join(f"(?:{s})" for s in self.separators))
+
+    def split(self, s: str) -> list[str]:
+        if self.chars:
+            return list(s)
+        if not self.separators:
+            found = [m.group() for m in self.tokens.finditer(s)]
+        else:
+            found, at = [], 0
+            for m in self.cuts.finditer(s):
+                found.append(s[at:m.start()])
+                at = m.end()
+            found.append(s[at:])
+        return [t for t in found if len(t) >= self.least]
+
+    def compute(self, x: Array, *, mark: int, pad_value: str, **_: Any) -> Any:
+        rows = [self.split(s) for s in x.reshape(-1).tolist()]
+        most = max(map(len, rows), default=0)
+        if most == 0:
+            return np.empty((*x.shape, 0), dtype=object)
+        edge = 2 if mark else 0
+        y = np.full((len(rows), most + edge), pad_value, dtype=object)
+        for k, tokens in enumerate(rows):
+            row = ["\x02", *tokens, "\x03"] if mark else tokens
+            y[k, :len(row)] = row
+        return y.reshape(*x.shape, most + edge)
