@@ -10,6 +10,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[test,ray]" -e plugin_packages/cpu_basic -e plugin_packages/cpu_native \
+    -e ".[test,ray]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
     -e "plugin_packages/ml_basic[test]" -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm

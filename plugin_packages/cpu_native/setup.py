@@ -1,9 +1,23 @@
 """The one compiled part: ``mini_infer_cpu_native._kernels`` (plain C, loaded with ctypes), built
 from the kernels (``_kernels.c``, ``_winograd.c``, ``_gemm.c``), their thread pool
 (``_pool.c``), the layout of their argument structs (``_abi.c``) and the module itself
-(``_module.c``)."""
+(``_module.c``).
+
+The module's two array checks (``address``, ``rows``) use only CPython's stable ABI (the
+limited API of 3.11), and the kernels no Python at all, so one wheel serves every CPython from
+3.11 on: it is tagged ``cp311-abi3`` (``auditwheel repair`` then makes it ``manylinux``).
+Building from source needs a C compiler; without one the build stops with a message that
+says so, and that mini-infer-cpu-plugins' NumPy kernels run every model without it.
+"""
+
+import os
+import shlex
+import shutil
+from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 SRC = "src/mini_infer_cpu_native/"
 
@@ -13,9 +27,66 @@ DEPENDS = ["_args.h", "_common.h", "_pool.h"]
 SOURCES += ["_act.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h"]
 
-setup(ext_modules=[Extension(
-    "mini_infer_cpu_native._kernels",
-    sources=[SRC + name for name in SOURCES],
-    depends=[SRC + name for name in DEPENDS],
-    extra_compile_args=["-O3", "-fno-math-errno", "-std=c11"],
-)])
+#: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)
+LIMITED_API = "0x030B0000"
+
+_ADVICE = (
+    "Install a C compiler (Debian/Ubuntu: apt-get install gcc; Fedora: dnf install gcc; "
+    "macOS: xcode-select --install) and install mini-infer-cpu-native again, or install a "
+    "prebuilt mini-infer-cpu-native wheel for this platform. mini-infer does not need this "
+    "package: the NumPy kernels of mini-infer-cpu-plugins (pip install mini-infer-cpu-plugins) "
+    "run every model without a compiler; these compiled ones only make some operators faster.")
+
+
+class BuildExt(build_ext):
+    """build_ext that says what to do when there is no C compiler, or it fails."""
+
+    def _missing_compiler(self) -> str | None:
+        """The compiler or linker program that is not on PATH (None: both are)."""
+        for attr in ("compiler_so", "linker_so"):
+            command = getattr(self.compiler, attr, None)
+            if command and shutil.which(command[0]) is None:
+                source = " (from $CC)" if os.environ.get("CC") and attr == "compiler_so" else ""
+                return f"{shlex.quote(command[0])}{source}"
+        return None
+
+    def _remove_stale_libraries(self) -> None:
+        """Delete a ``_kernels`` library an earlier build for another tag left where this one
+        goes (``_kernels.cpython-311-….so`` from before the stable ABI): Python imports that
+        name before ``_kernels.abi3.so``, and bdist_wheel would ship both."""
+        for ext in self.extensions:
+            target = Path(self.get_ext_fullpath(ext.name))
+            stem = ext.name.rsplit(".", 1)[-1]
+            for other in target.parent.glob(f"{stem}.*"):
+                if other != target and other.name.endswith((".so", ".pyd")):
+                    other.unlink()
+
+    def build_extensions(self) -> None:
+        self._remove_stale_libraries()
+        try:
+            super().build_extensions()
+        except (CCompilerError, ExecError) as exc:
+            missing = self._missing_compiler()
+            if missing is not None:
+                raise PlatformError(
+                    "mini-infer-cpu-native compiles its C kernels when it is installed from "
+                    f"source, and no C compiler was found: {missing} is not on PATH. "
+                    f"{_ADVICE}") from exc
+            raise PlatformError(f"mini-infer-cpu-native: compiling its C kernels failed "
+                                f"({exc}). {_ADVICE}") from exc
+
+
+setup(
+    ext_modules=[Extension(
+        "mini_infer_cpu_native._kernels",
+        sources=[SRC + name for name in SOURCES],
+        depends=[SRC + name for name in DEPENDS],
+        # a call outside the limited API is an error, not a silent implicit declaration
+        extra_compile_args=["-O3", "-fno-math-errno", "-std=c11",
+                            "-Werror=implicit-function-declaration"],
+        define_macros=[("Py_LIMITED_API", LIMITED_API)],
+        py_limited_api=True,
+    )],
+    cmdclass={"build_ext": BuildExt},
+    options={"bdist_wheel": {"py_limited_api": "cp311"}},
+)

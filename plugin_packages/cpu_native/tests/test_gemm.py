@@ -25,19 +25,21 @@ from mini_infer_core.threads import blas_info, set_num_threads
 
 RNG = np.random.default_rng(11)
 
-AVX512 = pytest.mark.skipif(not _native.gemm_available(),
-                            reason="this CPU has no AVX-512: only the plain C loops run here")
+VECTOR = pytest.mark.skipif(not _native.gemm_available(),
+                            reason="this CPU has neither AVX-512 nor AVX2 + FMA: only the "
+                                   "plain C loops run here")
 
 
-@pytest.fixture(params=["avx512", "plain C"])
+@pytest.fixture(params=["avx512", "avx2", "plain"])
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Both code paths of the GEMM: its AVX-512 kernels and the plain C loops that run on a
-    CPU without them."""
-    if request.param == "avx512" and not _native.gemm_available():
-        pytest.skip("this CPU has no AVX-512: only the plain C loops run here")
-    _native.use_plain_gemm(request.param == "plain C")
+    """Every code path of the GEMM this CPU can run: its AVX-512 kernels, its AVX2 + FMA
+    kernels (also on an AVX-512 CPU) and the plain C loops that run on a CPU without
+    either."""
+    if _native.use_gemm_isa(request.param) != request.param:
+        _native.use_gemm_isa(None)
+        pytest.skip(f"this CPU cannot run the GEMM's {request.param} kernels")
     yield request.param
-    _native.use_plain_gemm(False)
+    _native.use_gemm_isa(None)
 
 
 def _want(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, res: np.ndarray | None,
@@ -58,7 +60,8 @@ def _close(got: np.ndarray, want: np.ndarray, k: int) -> None:
 
 # every row tail (M mod 8) and column tail (N mod 48, N mod 16), K from 1 up
 SHAPES = [(1, 1, 1), (3, 5, 2), (8, 48, 16), (9, 49, 7), (13, 17, 33), (16, 96, 64),
-          (31, 100, 5), (64, 3136, 64), (24, 1, 300), (7, 63, 129), (2048, 49, 64)]
+          (31, 100, 5), (64, 3136, 64), (24, 1, 300), (7, 63, 129), (2048, 49, 64),
+          (17, 70, 1030), (300, 30, 600)]  # K in blocks (AVX2: M over 16, K over 512)
 
 
 @pytest.mark.parametrize("m, n, k", SHAPES)
@@ -70,7 +73,7 @@ def test_gemm_matches_the_float64_product(m: int, n: int, k: int, isa: str) -> N
     _close(c, _want(a, b, None, None, -np.inf, np.inf), k)
 
 
-@pytest.mark.parametrize("m, n, k", [(9, 49, 7), (16, 100, 40), (5, 3, 300)])
+@pytest.mark.parametrize("m, n, k", [(9, 49, 7), (16, 100, 40), (5, 3, 300), (19, 60, 900)])
 @pytest.mark.parametrize("bias, res, clamp", [(True, False, (0.0, np.inf)),
                                               (False, True, (-np.inf, np.inf)),
                                               (True, True, (-1.0, 6.0))])
@@ -120,7 +123,7 @@ def test_batched_products(isa: str) -> None:
     _close(out, np.matmul(u.astype(np.float64), v), k)
 
 
-@AVX512
+@VECTOR
 def test_one_thread_and_the_pool_give_the_same_sums() -> None:
     """Each output is one thread's sum in a fixed order: the split changes nothing."""
     m, n, k = 256, 196, 512
@@ -240,8 +243,9 @@ def test_a_forked_child_makes_its_own_workers() -> None:
 
 
 def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...] | None,
-                relu: bool = False, **attrs: Any) -> tuple[onnx.ModelProto, np.ndarray]:
-    x = RNG.standard_normal((rows, k)).astype(np.float32)
+                relu: bool = False, trans_a: int = 0, **attrs: Any
+                ) -> tuple[onnx.ModelProto, np.ndarray]:
+    x = RNG.standard_normal((k, rows) if trans_a else (rows, k)).astype(np.float32)
     w = RNG.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
     inits = [numpy_helper.from_array(w, "w")]
     inputs = ["x", "w"]
@@ -249,39 +253,51 @@ def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...
         inits.append(numpy_helper.from_array(RNG.standard_normal(c_shape).astype(np.float32),
                                              "c"))
         inputs.append("c")
-    nodes = [helper.make_node("Gemm", inputs, ["g" if relu else "y"], transB=trans_b, **attrs)]
+    nodes = [helper.make_node("Gemm", inputs, ["g" if relu else "y"], transB=trans_b,
+                              transA=trans_a, **attrs)]
     if relu:
         nodes.append(helper.make_node("Relu", ["g"], ["y"]))
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
-        "x", onnx.TensorProto.FLOAT, [rows, k])], [helper.make_tensor_value_info(
+        "x", onnx.TensorProto.FLOAT, list(x.shape))], [helper.make_tensor_value_info(
             "y", onnx.TensorProto.FLOAT, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              ir_version=8), x
 
 
 @pytest.mark.parametrize("relu", [False, True])  # a Relu after it is fused into the Gemm
-@pytest.mark.parametrize("rows, k, n, trans_b, c_shape, attrs, compiled", [
-    (1, 300, 70, 1, (70,), {}, True),            # a fully connected layer at batch 1
-    (1, 64, 33, 0, (1, 33), {}, True),
-    (3, 50, 20, 1, None, {}, True),              # a few rows: through transposed buffers
-    (16, 40, 24, 1, (24,), {}, True),
-    (17, 40, 24, 1, (24,), {}, False),           # more rows than GEMM_MAX_ROWS: BLAS
-    (2, 30, 10, 1, (2, 10), {}, False),          # a C per row: cpu_basic's
-    (1, 30, 10, 1, (10,), {"alpha": 0.5}, False),
-    (1, 30, 10, 1, (10,), {"beta": 2.0}, False),
+@pytest.mark.parametrize("rows, k, n, trans_b, c_shape, attrs", [
+    (1, 300, 70, 1, (70,), {}),                  # a fully connected layer at batch 1
+    (1, 64, 33, 0, (1, 33), {}),
+    (3, 50, 20, 1, None, {}),
+    (16, 40, 24, 1, (24,), {}),
+    (17, 40, 24, 1, (24,), {}),                  # any number of rows
+    (197, 96, 130, 1, (130,), {}),
+    (130, 70, 50, 0, (130, 50), {}),             # a C per element: the residual
+    (37, 20, 26, 1, (37, 1), {}),                # a C per row: the row bias
+    (9, 20, 26, 0, (), {"beta": 0.5}),           # a scalar C, beta folded into it
+    (5, 30, 10, 1, (10,), {"alpha": 0.5}),
+    (5, 30, 10, 1, (10,), {"beta": 2.0}),
+    (5, 30, 10, 1, (10,), {"transA": 1}),        # A^T read in place
+    (40, 33, 10, 0, (10,), {"transA": 1, "alpha": -1.5}),
+    (4, 0, 6, 1, (6,), {}),                      # K = 0: C alone
 ])
 def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
-                         c_shape: tuple[int, ...] | None, attrs: dict[str, Any], compiled: bool,
-                         relu: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = {"gemm": 0}
-    real = plugins.gemm
+                         c_shape: tuple[int, ...] | None, attrs: dict[str, Any],
+                         relu: bool, isa: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Gemm runs on the compiled GEMM (its calls replayed while its arrays stay) where the
+    vector kernels run; with the plain C loops, cpu_basic's BLAS path."""
+    from mini_infer_cpu_native import _matmul
 
-    def counted(*args: Any, **kw: Any) -> None:
-        ran["gemm"] += 1
-        real(*args, **kw)
+    ran = {"matmul": 0}
+    real = _matmul.matmul_call
 
-    monkeypatch.setattr(plugins, "gemm", counted)
-    model, x = _gemm_model(rows, k, n, trans_b, c_shape, relu, **attrs)
+    def counted(*args: Any, **kw: Any) -> Any:
+        ran["matmul"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_matmul, "matmul_call", counted)
+    trans_a = attrs.pop("transA", 0)
+    model, x = _gemm_model(rows, k, n, trans_b, c_shape, relu, trans_a, **attrs)
     sess = mini_infer_core.InferenceSession(model, device="cpu")
     assert [n.op_type for n in sess.engine.nodes] == ["Gemm"]
     assert sess.engine.nodes[0].plugin_namespace == "mini_infer.cpu_native"
@@ -291,7 +307,34 @@ def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(got, got_again)
-    assert ran["gemm"] == (2 if compiled and _native.gemm_available() else 0)
+    assert (ran["matmul"] > 0) == (isa != "plain")
+
+
+@pytest.mark.parametrize("c_shape", [(12,), (1, 12), (5, 12), (5, 1), (1,)])
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_a_c_fed_as_an_input_is_read_on_every_run(c_shape: tuple[int, ...],
+                                                  beta: float) -> None:
+    """A runtime C (computed, the same arena view each run, its values changing): the
+    recorded calls read it where it is, never a copy made at the first run (a scalar, or
+    beta other than 1: NumPy's)."""
+    k, n = 20, 12
+    nodes = [helper.make_node("Neg", ["c_in"], ["c"]), helper.make_node("Neg", ["x_in"], ["x"]),
+             helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, beta=beta),
+             helper.make_node("Neg", ["g"], ["y"])]  # so every array of the Gemm's stays
+    w = RNG.standard_normal((n, k)).astype(np.float32)
+    graph = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x_in", onnx.TensorProto.FLOAT, [5, k]),
+        helper.make_tensor_value_info("c_in", onnx.TensorProto.FLOAT, list(c_shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    x = RNG.standard_normal((5, k)).astype(np.float32)
+    c = RNG.standard_normal(c_shape).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(-sess.run(None, {"x_in": -x, "c_in": -c})[0],
+                                   x.astype(np.float64) @ w.T + beta * c, rtol=1e-5, atol=1e-5)
+        c = c * -3.0 + 1.0
 
 
 def test_weights_that_change_between_runs_are_packed_again() -> None:
@@ -337,14 +380,14 @@ def _packed_net() -> tuple[onnx.ModelProto, np.ndarray]:
                              ir_version=8), x
 
 
-@AVX512
+@VECTOR
 def test_weights_packed_by_the_build_run_from_the_file_in_another_process(
         tmp_path: Path) -> None:
     model, x = _packed_net()
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
     assert engine.build_info["constants_packed"] == 3
     assert [n.plugin.hidden.get("__wpacked__") for n in engine.nodes  # type: ignore[attr-defined]
-            if n.op_type in ("Conv", "Gemm")] == [1, 1, 1]
+            if n.op_type in ("Conv", "Gemm")] == [1, 1, 2]  # Gemm: column panels of B^T
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     path = tmp_path / "packed.engine"
@@ -359,11 +402,11 @@ def test_weights_packed_by_the_build_run_from_the_file_in_another_process(
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
 
 
-@AVX512
+@VECTOR
 def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An engine built with packed weights, run where the GEMM is unavailable (a CPU
-    without AVX-512 loading it): the NumPy/BLAS paths get the weights in ONNX's order."""
+    without AVX2 loading it): the NumPy/BLAS paths get the weights in ONNX's order."""
     model, x = _packed_net()
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
     assert engine.build_info["constants_packed"] == 3

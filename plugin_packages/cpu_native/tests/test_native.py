@@ -85,10 +85,10 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
 
 @pytest.fixture(params=["compiled GEMM", "BLAS"])
 def gemm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The GEMM convolutions run on: the compiled GEMM (AVX-512 CPUs) or, where it cannot
+    """The GEMM convolutions run on: the compiled GEMM (AVX-512 or AVX2 CPUs) or, where it cannot
     run, cpu_basic's BLAS paths with the compiled im2col and epilogue."""
     if request.param == "compiled GEMM" and not _native.gemm_available():
-        pytest.skip("this CPU has no AVX-512: the compiled GEMM does not run here")
+        pytest.skip("this CPU has neither AVX-512 nor AVX2: the compiled GEMM does not run here")
     if request.param == "BLAS":
         monkeypatch.setattr(plugins, "gemm_available", lambda: False)
         monkeypatch.setattr(_winograd, "gemm_available", lambda: False)
@@ -549,8 +549,11 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
 
 
 def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleType) -> None:
+    from mini_infer_cpu_native import matmul
+
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
+    kernels += [matmul.MatMul]
     kernels += [getattr(activations, name) for name in activations.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 

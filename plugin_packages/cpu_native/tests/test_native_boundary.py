@@ -56,7 +56,7 @@ def test_the_header_the_layout_table_and_the_mirrors_list_the_same_fields_in_ord
     """A field added to _args.h but forgotten in _abi.c's table or _abi.py's mirror (or the
     other way round) fails here, even where it would hide in padding."""
     header = _header_structs()
-    assert len(header) == len(_abi.STRUCTS) == 16
+    assert len(header) == len(_abi.STRUCTS) == 18
     table = _abi._layout(_native._lib)
     for name, fields in header.items():
         mirror = _abi.STRUCTS[name]
@@ -219,6 +219,18 @@ def _gemm_batch() -> tuple[Callable[..., Any], dict[str, Any]]:
                                     c=np.zeros((3, 6, 11), F32))
 
 
+def _matmul() -> tuple[Callable[..., Any], dict[str, Any]]:
+    return _native.matmul, dict(a=_f(2, 3, 9, 7), b=_f(2, 3, 7, 20),
+                                c=np.zeros((2, 3, 9, 20), F32), k=7, cbias=_f(20),
+                                res=_f(2, 3, 9, 20))
+
+
+def _matmul_packed() -> tuple[Callable[..., Any], dict[str, Any]]:
+    return _native.matmul, dict(a=_native.pack_a(_f(9, 7)), b=_native.pack_b(_f(7, 20)),
+                                c=np.zeros((1, 1, 9, 20), F32), k=7, a_packed=True,
+                                b_packed=True, bias=_f(9))
+
+
 #: each wrapper, its valid arguments, and which of them may be one element too short (the
 #: others' sizes are their shapes', which fix the geometry), and which the kernel writes
 WRAPPERS: dict[str, tuple[Callable[[], tuple[Callable[..., Any], dict[str, Any]]],
@@ -233,12 +245,19 @@ WRAPPERS: dict[str, tuple[Callable[[], tuple[Callable[..., Any], dict[str, Any]]
     "scale_shift": (_scale_shift, ("y", "a", "b"), ("y",)),
     "gemm": (_gemm, ("ap", "bias", "b", "res"), ("c",)),
     "gemm_batch": (_gemm_batch, ("ap",), ("c",)),
+    # MatMul and Gemm: operands of any shape (a too-small one has the wrong shape) and A of
+    # any strides, or packed (contiguous)
+    "matmul": (_matmul, ("a", "b", "res", "cbias"), ("c",)),
+    "matmul_packed": (_matmul_packed, ("a", "b", "bias"), ("c",)),
 }
+#: arguments whose kernel reads them through any strides
+ANY_STRIDES = {("matmul", "a")}
 
 CASES = [(w, arg, fault) for w, (make, small, written) in WRAPPERS.items()
          for arg, value in make()[1].items() if isinstance(value, np.ndarray)
          for fault in ("too small", "float64", "strided", "read-only")
-         if (fault != "too small" or arg in small) and (fault != "read-only" or arg in written)]
+         if (fault != "too small" or arg in small) and (fault != "read-only" or arg in written)
+         and (fault != "strided" or (w, arg) not in ANY_STRIDES)]
 
 
 @pytest.mark.parametrize("wrapper", WRAPPERS)
@@ -310,6 +329,33 @@ def test_gemm_operands_of_the_wrong_shape_or_overlapping_rows_are_refused() -> N
             np.zeros(40, F32), (9, 20), (8, 4))})
     # a residual of one row for all (row stride 0) is read, so it is fine
     fn(**{**kwargs, "res": np.broadcast_to(_f(1, 20), (9, 20))})
+
+
+def test_matmul_operands_of_the_wrong_shape_or_overlapping_rows_are_refused() -> None:
+    fn, kwargs = _matmul()
+    with pytest.raises(ValueError, match=r"mi_matmul_f32: b has shape \(2, 3, 7, 19\)"):
+        fn(**{**kwargs, "b": kwargs["b"][..., :19]})
+    with pytest.raises(ValueError, match="c's strides .* share memory"):
+        fn(**{**kwargs, "c": np.lib.stride_tricks.as_strided(
+            np.zeros(400, F32), (2, 3, 9, 20), (0, 80, 80, 4))})
+    with pytest.raises(ValueError, match="b's rows are not contiguous"):
+        fn(**{**kwargs, "b": np.swapaxes(_f(2, 3, 20, 7), 2, 3)})
+    # read through any strides: a transposed, broadcast A; a residual of one row for all
+    fn(**{**kwargs, "a": np.broadcast_to(_f(7, 9).T, (2, 3, 9, 7)),
+          "res": np.broadcast_to(_f(1, 20), (2, 3, 9, 20))})
+
+
+def test_the_matmul_kernel_refuses_negative_sizes_itself() -> None:
+    """What the wrappers never pass, the kernel refuses (MI_EARGS) without touching memory."""
+    a, b, c = _f(4, 4), _f(4, 4), np.zeros((4, 4), F32)
+    base = dict(a=a.ctypes.data, b=b.ctypes.data, c=c.ctypes.data, m=4, n=4, k=4, a_rs=4,
+                a_ks=1, ldb=4, ldc=4, batch0=1, batch1=1, alpha=1.0, lo=-np.inf, hi=np.inf)
+    for change in ({"m": -1}, {"ldc": -4}, {"batch1": -1}, {"c_s0": -16}, {"c": 0}):
+        args = _abi.MatMulArgs(**{**base, **change})
+        assert _native._matmul(ctypes.byref(args)) == 1, change
+    assert (c == 0).all()
+    assert _native._matmul(ctypes.byref(_abi.MatMulArgs(**base))) == 0
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
 
 
 def test_misaligned_arrays_are_refused() -> None:

@@ -7,7 +7,7 @@ import logging
 
 from ..errors import BuildError, node_errors
 from ..network import Node
-from ..plugin import PluginField, PluginFieldCollection
+from ..plugin import LazyPluginCreator, PluginField, PluginFieldCollection
 from ..plugin import _adapter as adapter
 from ..registry import CreatorRecord
 from ._values import output_values
@@ -20,8 +20,13 @@ log = logging.getLogger("mini_infer.lifecycle")
 
 def fields_for(rec: CreatorRecord, node: Node) -> PluginFieldCollection:
     """The node's fields, plus ``__num_outputs__`` for creators that declare it (a plugin
-    whose work depends on how many outputs the node uses, e.g. Split, MaxPool's Indices)."""
-    if "__num_outputs__" in rec.creator.field_names and "__num_outputs__" not in node.fields:
+    whose work depends on how many outputs the node uses, e.g. Split, MaxPool's Indices). A
+    lazy creator is asked once its class is loaded: its ``hidden_fields`` count, whether or not
+    its distribution declared them."""
+    creator = rec.creator
+    names = creator.resolve().field_names if isinstance(creator, LazyPluginCreator) else \
+        creator.field_names
+    if "__num_outputs__" in names and "__num_outputs__" not in node.fields:
         return PluginFieldCollection([*node.fields.fields, PluginField.from_value(
             "__num_outputs__", len(node.outputs))])
     return node.fields
@@ -37,6 +42,7 @@ def infer(state: BuildState, work: NodeWork) -> None:
         plugin = adapter.create(work.record.creator, node.name, fields_for(work.record, node),
                                 state.subgraphs)
         log.debug("construct %s", work.where)
+        adapter.check_input_count(plugin, len(node.inputs), work.where)
         work.plugin = plugin
         work.inputs = list(node.inputs)
         work.in_dims = [state.dims[n] if n else None for n in node.inputs]
@@ -46,7 +52,8 @@ def infer(state: BuildState, work: NodeWork) -> None:
         adapter.check_formats(plugin, work.in_types, work.out_types, work.where)
     if len(node.outputs) > plugin.num_outputs:
         raise BuildError(f"{work.where}: the node has {len(node.outputs)} outputs, the "
-                         f"plugin produces {plugin.num_outputs}")
+                         f"plugin produces at most {plugin.num_outputs}: fix the model, or "
+                         "pin a provider whose plugin has them (--pin)")
     work.outputs = [node.outputs[k] if k < len(node.outputs) and node.outputs[k]
                     else f"{node.name}:scratch{k}" for k in range(plugin.num_outputs)]
     work.values = output_values(plugin, work.in_dims, work.out_dims, work.out_types)

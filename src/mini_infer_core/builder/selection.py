@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import BuildError, DeviceError, UnsupportedOperatorError
 from ..network import Node
 from ..plugin import Device
-from ..registry import CreatorRecord, PluginRegistry
+from ..registry import CreatorRecord, PluginRegistry, not_loaded_note
 
 __all__ = ["Selector"]
 
@@ -21,9 +21,11 @@ class Selector:
         dev = self.registry.get_device(name)
         if dev is None:
             known = self.registry.device_names()
-            hint = ("no plugin distribution provides any device: "
-                    "pip install mini-infer-cpu-plugins" if not known
-                    else f"devices provided by installed plugins: {', '.join(known)}")
+            idle = not_loaded_note(self.registry)
+            hint = (f"devices provided by installed plugins: {', '.join(known)}" if known
+                    else f"no plugin distribution provides any device: {idle}" if idle
+                    else "no plugin distribution provides any device: "
+                         "pip install mini-infer-cpu-plugins")
             raise DeviceError(f"unknown device {name!r}; {hint}")
         return dev
 
@@ -89,9 +91,12 @@ class Selector:
                 "placement forbids falling back:\n" + "\n".join(lines)
                 + "\ninstall plugins for them, or build without --strict-device")
         dists = [d.name for d in self.registry.distributions if d.status == "loaded"]
-        hint = ("no plugin distribution is loaded: pip install mini-infer-cpu-plugins"
-                if not dists else
-                "install a plugin distribution that provides them, or choose another device")
+        idle = not_loaded_note(self.registry)
+        hint = ("install a plugin distribution that provides them, or choose another device"
+                if dists else f"no plugin distribution is loaded: {idle}" if idle else
+                "no plugin distribution is loaded: pip install mini-infer-cpu-plugins")
+        if dists and idle:
+            hint += f" (installed, not loaded: {idle})"
         return UnsupportedOperatorError(
             f"{count} node(s) have no plugin for device {device!r}:\n" + "\n".join(lines)
             + f"\n{hint}")

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._version import __version__
 from ..engine.engine import Engine
 from ..engine.schedule import Schedule
 from ..plugin._adapter import interface_level
@@ -40,26 +41,60 @@ def header_line(reg: PluginRegistry) -> str:
     return text
 
 
-def plugins_text(reg: PluginRegistry) -> str:
+def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
+    """pytest's header style: the core, each distribution (status, what it provides), the
+    devices, and counts; ``creators`` adds the full creator table and the conflicts."""
+    from ..registry import PLUGIN_API_VERSION
+
     data = plugins_json(reg)
-    out = ["distributions:"]
-    if not data["distributions"]:
-        out.append("  (none) — install one, e.g. pip install mini-infer-cpu-plugins")
+    rows = data["creators"]
+    loaded = [f"{d['name']}-{d['version']}" for d in data["distributions"]
+              if d["status"] == "loaded"]
+    out = [f"mini-infer-core {__version__}, plugin API {PLUGIN_API_VERSION}",
+           "plugins: " + (", ".join(loaded) if loaded else "none loaded" if
+                          data["distributions"] else "none (pip install mini-infer-cpu-plugins)")]
+    if data["distributions"]:
+        out.append("distributions:")
+    width = max((len(f"{d['name']} {d['version']}") for d in data["distributions"]), default=0)
     for d in data["distributions"]:
-        err = f"  error: {d['error']}" if d["error"] else ""
-        out.append(f"  {d['name']} {d['version']} [{d['status']}] {d['entry_point']}{err}")
+        label = f"{d['name']} {d['version']}"
+        if d["status"] == "loaded":
+            n = len(d["creators"])
+            what = f"{n} creator{'s' if n != 1 else ''}"
+            if d["devices"]:
+                what += f", device{'s' if len(d['devices']) > 1 else ''} " + ", ".join(
+                    d["devices"])
+        else:
+            what = {"blocked": "not imported (-p no: / MINI_INFER_BLOCK_PLUGINS)",
+                    "disabled": "not loaded (autoload is off; -p NAME loads it)"}.get(
+                        d["status"], d["error"] or "")
+        out.append(f"  {label:<{width}}  {d['status']:<12} {what}")
     out.append("devices:")
+    if not data["devices"]:
+        out.append("  (none)")
     for d in data["devices"]:
         state = "available" if d["available"] else f"unavailable: {d['reason']}"
-        out.append(f"  {d['name']} ({state}) from {d['distribution']}")
-    out.append(f"creators ({len(data['creators'])}):")
-    for c in data["creators"]:
+        out.append(f"  {d['name']:<5} {state} ({d['distribution']})")
+    ops = {(c["domain"], c["op_type"]) for c in rows}
+    devices = sorted({c["device"] for c in rows})
+    per_dev = ", ".join(f"{sum(1 for c in rows if c['device'] == dev)} on {dev}"
+                        for dev in devices)
+    conflicts = data["conflicts"]
+    summary = (f"creators: {len(rows)}{f' ({per_dev})' if per_dev else ''} for {len(ops)} "
+               "operators; "
+               f"{len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} resolved by "
+               "priority")
+    if not creators:
+        out.append(summary + " (the full table: mini-infer plugins --creators, or --json)")
+        return "\n".join(out)
+    out.append(summary + ":")
+    for c in rows:
         opsets = f"{c['min_opset']}-{c['max_opset'] or ''}"
         out.append(f"  {c['domain']}::{c['op_type']:<22} v{c['version']:<3} "
                    f"opsets {opsets:<6} {c['namespace']:<18} {c['device']:<5} "
                    f"prio {c['priority']:<3} {c['distribution']}")
-    out.append(f"conflicts ({len(data['conflicts'])}):")
-    for c in data["conflicts"]:
+    out.append(f"conflicts ({len(conflicts)}):")
+    for c in conflicts:
         others = ", ".join(f"{o['namespace']} ({o['distribution']}, prio {o['priority']})"
                            for o in c["others"])
         out.append(f"  {c['domain']}::{c['op_type']} on {c['device']}: chose "

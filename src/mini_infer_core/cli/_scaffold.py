@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 from pathlib import Path
 
-from .._version import __version__
 from ..errors import MiniInferError
 
-__all__ = ["scaffold"]
+__all__ = ["RESERVED", "check_name", "scaffold"]
 
 _PYPROJECT = '''[build-system]
 requires = ["hatchling>=1.20"]
@@ -20,8 +20,10 @@ version = "0.1.0"
 description = "A mini-infer plugin: {domain}::Scale"
 readme = "README.md"
 requires-python = ">=3.11"
-# the cpu device comes from mini-infer-cpu-plugins
-dependencies = ["mini-infer-core>={core}", "mini-infer-cpu-plugins>={core}", "numpy>=1.24"]
+# the mini-infer-core releases that speak plugin API {api} (a compatible-release range: see
+# "Versions" in mini-infer's docs/plugin-authoring.md); the cpu device comes from
+# mini-infer-cpu-plugins
+dependencies = ["{core_req}", "{cpu_req}", "numpy>=1.24"]
 
 [project.optional-dependencies]
 test = ["pytest>=8", "onnx>=1.15"]
@@ -124,18 +126,77 @@ def test_scale_in_a_model_through_an_engine_file(tmp_path: Any) -> None:
 '''
 
 
-def scaffold(name: str, where: Path) -> Path:
-    dist = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
-    if not dist:
-        raise MiniInferError(f"plugin name {name!r} has no letters or digits")
+#: mini-infer's own distributions (and the planned ones): a scaffold must never replace them
+RESERVED = ("mini-infer", "mini-infer-core", "mini-infer-cpu-plugins", "mini-infer-cpu-native",
+            "mini-infer-cuda-plugins", "mini-infer-ml-plugins")
+#: a valid distribution name (PEP 508), which also makes a valid import name below
+_VALID = re.compile(r"[A-Za-z][A-Za-z0-9]*([-_.][A-Za-z0-9]+)*")
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_name(name: str) -> tuple[str, str]:
+    """The distribution and import names for ``plugins new NAME``, or a :class:`MiniInferError`
+    that says why NAME cannot be used: not a valid distribution name, one of mini-infer's
+    own, or a distribution or module that is already installed (the new package would
+    replace or shadow it)."""
+    if not _VALID.fullmatch(name):
+        raise MiniInferError(
+            f"{name!r} is not a valid distribution name: use letters, digits and single '-', "
+            "'_' or '.' between them, starting with a letter (e.g. acme-l2norm)")
+    dist = _normalize(name)
     pkg = dist.replace("-", "_")
+    if dist in RESERVED or dist.startswith("mini-infer-core"):
+        raise MiniInferError(
+            f"{dist!r} is one of mini-infer's own distributions; installing a package made "
+            "under that name would replace it. Choose a name of your own (e.g. "
+            f"acme-{dist.removeprefix('mini-infer-')})")
+    import importlib.util
+
+    import importlib_metadata
+
+    try:
+        installed = importlib_metadata.distribution(dist)
+    except importlib_metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None:
+        raise MiniInferError(
+            f"a distribution named {installed.metadata['Name']!r} "
+            f"({installed.version}) is already installed; a package made under that name "
+            "would replace it: choose another name")
+    try:
+        taken = importlib.util.find_spec(pkg) is not None
+    except (ImportError, ValueError):
+        taken = True
+    if taken or keyword.iskeyword(pkg):
+        raise MiniInferError(
+            f"the import name {pkg!r} (from {name!r}) is already taken by an installed module "
+            "or is a Python keyword: choose another name")
+    return dist, pkg
+
+
+def _cpu_requirement() -> str:
+    """mini-infer-cpu-plugins, at least the release installed here (if one is)."""
+    import importlib_metadata
+
+    try:
+        return f"mini-infer-cpu-plugins>={importlib_metadata.version('mini-infer-cpu-plugins')}"
+    except importlib_metadata.PackageNotFoundError:
+        return "mini-infer-cpu-plugins"
+
+
+def scaffold(name: str, where: Path) -> Path:
+    dist, pkg = check_name(name)
     target = where / dist
     if target.exists():
         raise MiniInferError(f"{str(target)!r} already exists; choose another name or --dir")
-    from ..registry import PLUGIN_API_VERSION
+    from ..registry import PLUGIN_API_VERSION, core_requirement
 
     values = {"dist": dist, "pkg": pkg, "entry": pkg, "domain": f"com.{pkg}",
-              "core": __version__, "api": PLUGIN_API_VERSION}
+              "core_req": core_requirement(), "cpu_req": _cpu_requirement(),
+              "api": PLUGIN_API_VERSION}
     files = {
         "pyproject.toml": _PYPROJECT, "README.md": _README,
         f"src/{pkg}/__init__.py": '"""{dist}: a mini-infer plugin distribution."""\n',

@@ -25,7 +25,7 @@ from ..threads import blas_info, get_num_threads, set_num_threads
 __all__ = ["bench", "bench_text", "build_for_shapes"]
 
 
-def build_for_shapes(registry: PluginRegistry, model: str, config: BuilderConfig,
+def build_for_shapes(registry: PluginRegistry, model: str | bytes | Any, config: BuilderConfig,
                      shapes: dict[str, tuple[int, ...]]) -> Any:
     """Build ``model``; a model whose control flow needs concrete input shapes (branches of
     different rank) is built again for ``shapes``, the shapes this run feeds."""
@@ -93,21 +93,33 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
         # idle intra-op threads would otherwise spin after each run and take the cores from
         # the mini-infer run interleaved with it (ResNet-50: 53 -> 81 ms)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        sess = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        try:
+            sess = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime refuses the model: say why
+            return f"onnxruntime cannot load the model: {_first_line(exc)}"
         return lambda feeds: sess.run(None, feeds)
     if name == "reference":
         from onnx.reference import ReferenceEvaluator
 
-        ref = ReferenceEvaluator(model_path)
+        try:
+            ref = ReferenceEvaluator(model_path)
+        except Exception as exc:  # noqa: BLE001 - the evaluator refuses the model: say why
+            return f"onnx's ReferenceEvaluator cannot load the model: {_first_line(exc)}"
         return lambda feeds: ref.run(None, feeds)
     return f"unknown comparison target {name!r} (onnxruntime, reference)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return (text[:300] + " ...") if len(text) > 300 else text or type(exc).__name__
 
 
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
           device: str = "cpu", warmup: int = 3, iterations: int = 20,
           compare: list[str] | None = None, threads: int | None = None,
           time_tactics: bool = True, profile: bool = False, graphs: bool = False,
-          input_shapes: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
+          input_shapes: dict[str, tuple[int, ...]] | None = None,
+          trace: str | None = None) -> dict[str, Any]:
     set_num_threads(threads)
     out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads()}
     is_engine = is_engine_file(model)
@@ -154,6 +166,11 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
             notes[name] = "needs the ONNX model, not an engine file"
             continue
         anchor = _anchor(name, model)
+        if not isinstance(anchor, str):
+            try:  # a model the anchor loads but cannot run is skipped the same way
+                anchor(feeds)
+            except Exception as exc:  # noqa: BLE001 - the anchor's failure, reported
+                anchor = f"{name} failed to run the model: {_first_line(exc)}"
         if isinstance(anchor, str):
             notes[name] = anchor
         else:
@@ -177,6 +194,13 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
                             "its data-dependent nodes, no per-node profile")
     elif profile:
         out["profile"] = _profile(engine, ctx, max(iterations, 1))
+    if trace and not ctx.steps:
+        notes["trace"] = ("the engine's shapes depend on data: it runs in segments around "
+                          "its data-dependent nodes, no per-node trace")
+    elif trace:
+        from ._trace import write_trace
+
+        out["trace"] = {"path": trace, "slices": write_trace(trace, engine, ctx, model)}
     sched = ctx.schedule
     out["arena_bytes"] = sched.plan.peak_bytes if sched is not None else None
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -212,4 +236,7 @@ def bench_text(r: dict[str, Any]) -> str:
                      f"{r['peak_rss_mib']:.0f} MiB")
     if r.get("profile"):
         lines += _profile_text(r["profile"])
+    if r.get("trace"):
+        lines.append(f"  trace of one run ({r['trace']['slices']} node slices) written to "
+                     f"{r['trace']['path']} (open in ui.perfetto.dev or chrome://tracing)")
     return "\n".join(lines)

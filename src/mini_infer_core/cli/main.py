@@ -14,23 +14,29 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..builder import Builder, BuilderConfig
-from ..engine.format import is_engine_file
-from ..engine.schedule import Schedule
-from ..errors import InputError, MiniInferError
-from ..importer import parse_onnx
+from ..errors import MiniInferError
 from ..registry import PluginRegistry, discover, reset_plugin_registry
-from ..runtime import Runtime
-from . import _report, batch
-from .bench import build_for_shapes
+from . import _args, _report, batch, compare
 
 __all__ = ["main"]
+
+# The modules behind the commands (the builder, onnx) are imported by the commands that need
+# them: `mini-infer plugins`, `--help` and loading an engine file do not import onnx.
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mini-infer", description=(
         "Build and run ONNX models with plugin kernels discovered from installed wheels."))
     p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
+    # the options every command shares are accepted before the command too (pytest's
+    # `pytest -p no:NAME ...`); they are merged with those given after it
+    p.add_argument("-p", dest="pre_plugin_opts", action="append", default=[],
+                   metavar="[no:]NAME", help="as the command's -p (block or load a plugin "
+                   "distribution)")
+    p.add_argument("-v", "--verbose", dest="pre_verbose", action="count", default=0,
+                   help="as the command's -v")
+    p.add_argument("--json", dest="pre_json", action="store_true", help="as the command's "
+                   "--json")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-p", dest="plugin_opts", action="append", default=[],
                         metavar="[no:]NAME", help="-p no:NAME blocks a plugin distribution "
@@ -53,10 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
     pl.add_argument("--markdown", action="store_true",
                     help="print the operator table (docs/operators.md)")
+    pl.add_argument("--creators", action="store_true",
+                    help="also list every creator and conflict (the full table)")
     pl.add_argument("action", nargs="?", choices=["new"],
                     help="new NAME: scaffold a plugin distribution in --dir (default: .)")
     pl.add_argument("name", nargs="?")
     pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
+    pl.add_argument("--check", action="store_true",
+                    help="import every kernel module of the loaded distributions and report "
+                         "each failure (exit status 1 on any)")
     b = sub.add_parser("build", parents=[common, tactics],
                        help="build an engine file from ONNX")
     b.add_argument("model")
@@ -91,10 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--cuda-graph", action="store_true",
                     help="replay the run as a device graph after the first run (trtexec's "
                          "--useCudaGraph); says why where the engine or device cannot")
+    bn.add_argument("--trace", metavar="FILE.json",
+                    help="write a Chrome/Perfetto trace (Trace Event Format) of one run: one "
+                         "slice per node with its operator, plugin, device and shapes")
     i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
     i.add_argument("model")
     i.add_argument("--device", default="cpu")
     batch.add_parser(sub, [common])
+    compare.add_parser(sub, [common, feeds, tactics])
     return p
 
 
@@ -110,41 +125,72 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
 
 def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """--shape NAME=D0,D1,.. options, and the shapes of --input arrays."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for item in getattr(args, "shape", []):
-        name, _, dims = item.partition("=")
-        try:
-            shapes[name] = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            raise InputError(f"--shape {item!r}: expected NAME=D0,D1,.. with whole numbers"
-                             ) from None
+    shapes = _args.parse_shapes(getattr(args, "shape", []))
     for item in getattr(args, "input", []):
         name, _, path = item.partition("=")
         if path and name not in shapes:
-            shapes[name] = tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+            try:
+                shapes[name] = tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+            except (OSError, ValueError):
+                _args.load_npy(item)  # raises the InputError that says what is wrong
     return shapes
 
 
 def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
+    from ..engine.format import is_engine_file
+
     if is_engine_file(args.model):
+        from ..runtime import Runtime
+
         return Runtime(reg).load_engine(args.model)
+    from ..builder import BuilderConfig
+    from .bench import build_for_shapes
+
     return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
                             _shapes(args))
 
 
+def _model_operators(network: Any) -> set[str]:
+    """The operators of a network, with those inside control-flow bodies."""
+    import onnx
+
+    ops: set[str] = set()
+
+    def graph_ops(g: onnx.GraphProto) -> None:
+        for n in g.node:
+            ops.add(f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type)
+            for a in n.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    graph_ops(sub)
+
+    for node in network.nodes:
+        ops.add(node.qualified_op)
+        for f in node.fields.fields:
+            if f.type.name == "GRAPH":
+                graph_ops(onnx.GraphProto.FromString(f.data.tobytes()))
+    return ops
+
+
 def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
-    pins = {}
-    for item in args.pin:
-        op, _, prov = item.partition("=")
-        if not prov:
-            raise MiniInferError(f"--pin {item!r}: expected OP=PROVIDER")
-        pins[op] = prov
+    from ..builder import Builder, BuilderConfig
+    from ..importer import parse_onnx
+
+    pins = _args.parse_pins(args.pin)
+    shapes = _shapes(args)
+    _args.check_output_path(args.output)
     t0 = time.perf_counter()
-    engine = Builder(reg).build_engine(parse_onnx(args.model), BuilderConfig(
+    network = parse_onnx(args.model)
+    _args.check_input_names("--shape", shapes, [t.name for t in network.inputs])
+    _args.check_pins(pins, _model_operators(network))
+    engine = Builder(reg).build_engine(network, BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
-        time_tactics=not args.no_tactic_timing, input_shapes=_shapes(args)))
+        time_tactics=not args.no_tactic_timing, input_shapes=shapes))
     t1 = time.perf_counter()
-    engine.save(args.output)
+    try:
+        engine.save(args.output)
+    except OSError as exc:  # the temporary file beside it is removed by save
+        raise MiniInferError(f"cannot write the engine to {args.output}: "
+                             f"{exc.strerror or exc}") from None
     size = os.path.getsize(args.output)
     return {"engine": args.output, "bytes": size, "nodes": len(engine.nodes),
             "build_seconds": round(t1 - t0, 3), "write_seconds":
@@ -153,39 +199,11 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                     f"built in {t1 - t0:.2f}s)"}
 
 
-def _inputs(args: argparse.Namespace, engine: Any) -> dict[str, np.ndarray[Any, Any]]:
-    feeds: dict[str, np.ndarray[Any, Any]] = {}
-    for item in args.input:
-        name, _, path = item.partition("=")
-        if not path:
-            raise InputError(f"--input {item!r}: expected NAME=FILE.npy")
-        feeds[name] = np.load(path, allow_pickle=False)
-    shapes = _shapes(args)
-    rng = np.random.default_rng(args.seed)
-    profiles = engine.build_info.get("profiles") or []
-    for spec in engine.inputs:
-        if spec.name in feeds:
-            continue
-        shape = shapes.get(spec.name)
-        if shape is None and profiles and spec.name in profiles[0]:
-            shape = tuple(profiles[0][spec.name]["opt"])
-        if shape is None:
-            shape = tuple(d if isinstance(d, int) else 1 for d in spec.shape)
-            if any(not isinstance(d, int) for d in spec.shape):
-                print(f"note: random input {spec.name!r}: dynamic dimensions set to 1 "
-                      f"{shape}; choose them with --shape {spec.name}=D0,D1,...",
-                      file=sys.stderr)
-        dt = spec.dtype.numpy
-        feeds[spec.name] = (rng.random(shape, dtype=np.float32).astype(dt) if dt.kind == "f"
-                            else rng.integers(0, 2, shape).astype(dt))
-    return feeds
-
-
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     t0 = time.perf_counter()
     engine = _load(args, reg)
     t1 = time.perf_counter()
-    feeds = _inputs(args, engine)
+    feeds = _args.feeds(args, engine)
     with engine.create_execution_context() as ctx:
         t2 = time.perf_counter()
         outs = ctx.execute(feeds)
@@ -209,6 +227,8 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
 
 def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from ..engine.schedule import Schedule
+
     engine = _load(args, reg)
     static = all(t.dims.is_static() for t in engine.inputs) and \
         engine.build_info.get("memory_plan") is not None
@@ -221,18 +241,41 @@ def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any
 def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     from .bench import bench, bench_text
 
-    result = bench(args.model, reg, lambda engine: _inputs(args, engine), device=args.device,
+    if args.trace:
+        _args.check_output_path(args.trace, "--trace", "trace")
+    result = bench(args.model, reg, lambda engine: _args.feeds(args, engine), device=args.device,
                    warmup=args.warmup, iterations=args.iterations, compare=args.compare,
                    threads=args.threads, time_tactics=not args.no_tactic_timing,
-                   profile=args.profile, graphs=args.cuda_graph, input_shapes=_shapes(args))
+                   profile=args.profile, graphs=args.cuda_graph, input_shapes=_shapes(args),
+                   trace=args.trace)
     result["text"] = bench_text(result)
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not args.verbose:
-        return _main(args)
+    args.plugin_opts = [*args.pre_plugin_opts, *args.plugin_opts]
+    args.verbose += args.pre_verbose
+    args.json = args.json or args.pre_json
+    try:
+        status = _verbose(args) if args.verbose else _main(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        # `mini-infer plugins | head`: the reader is gone; as the Python docs recommend,
+        # point stdout at devnull so that the flush at exit does not fail again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (captured in process)
+            pass
+        return 1
+    except KeyboardInterrupt:
+        print("mini-infer: interrupted", file=sys.stderr)
+        return 130
+
+
+def _verbose(args: argparse.Namespace) -> int:
     logger = logging.getLogger("mini_infer")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
@@ -261,36 +304,46 @@ def _main(args: argparse.Namespace) -> int:
         reset_plugin_registry(previous)
 
 
+def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:
+    if args.action == "new":
+        from ._scaffold import scaffold
+
+        if not args.name:
+            raise MiniInferError("usage: mini-infer plugins new NAME [--dir DIR]")
+        target = scaffold(args.name, Path(args.dir))
+        print(f"created {target}: pip install -e '{target}[test]' && pytest {target}")
+    elif args.check:
+        from ._check import run_check
+
+        return run_check(reg, args.json)
+    elif args.markdown:
+        from ._operators import operators_markdown
+
+        print(operators_markdown(reg), end="")
+    elif args.json:
+        print(json.dumps(_report.plugins_json(reg), indent=2))
+    else:
+        print(_report.plugins_text(reg, creators=args.creators))
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         reg = _registry(args)
         if args.command == "plugins":
-            if args.action == "new":
-                from ._scaffold import scaffold
-
-                if not args.name:
-                    raise MiniInferError("usage: mini-infer plugins new NAME [--dir DIR]")
-                target = scaffold(args.name, Path(args.dir))
-                print(f"created {target}: pip install -e '{target}[test]' && pytest {target}")
-            elif args.markdown:
-                from ._operators import operators_markdown
-
-                print(operators_markdown(reg), end="")
-            elif args.json:
-                print(json.dumps(_report.plugins_json(reg), indent=2))
-            else:
-                print(_report.plugins_text(reg))
-            return 0
+            return _plugins(args, reg)
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
         handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
-                   "bench": _cmd_bench, "batch": batch.command}[args.command]
+                   "bench": _cmd_bench, "batch": batch.command,
+                   "compare": compare.command}[args.command]
         result = handler(args, reg)
+        status = int(result.pop("exit_status", 0))
         if args.json:
             result.pop("text", None)
             print(json.dumps(result, indent=2, default=str))
         else:
             print(result["text"])
-        return 0
+        return status
     except MiniInferError as exc:
         print(f"mini-infer: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

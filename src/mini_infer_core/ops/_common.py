@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Versioned"]
+from ..errors import PluginInterfaceError
+from ..plugin import DimsExprs
+
+__all__ = ["Versioned", "ranked"]
+
+
+def ranked(op: str, inputs: Sequence[DimsExprs | None], index: int, rank: int,
+           layout: str) -> DimsExprs:
+    """Input ``index``'s dimensions, refused unless it has ``rank`` of them (``layout`` says
+    which, for the message)."""
+    x = inputs[index]
+    assert x is not None
+    if len(x) != rank:
+        raise PluginInterfaceError(f"{op}: input {index} must be {layout}, it has rank "
+                                   f"{len(x)}")
+    return x
 
 
 class Versioned:

@@ -12,24 +12,27 @@ types and build-time values. A device package makes it a plugin by adding ``comp
 Attributes and their defaults come from ``onnx.defs`` (every version of the operator the
 schema's opset range covers; the newest version's default wins), so a schema declares them
 only to differ from ONNX (``attributes``) or to add fields of its own (``extra_attributes``).
-The opset range starts no earlier than the operator exists.
+The opset range starts no earlier than the operator exists. What the schemas read from
+``onnx.defs`` is recorded in a generated table (:mod:`._memo`), so that importing them (to
+list plugins or load an engine file) does not import onnx.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, ClassVar
-
-import onnx
-import onnx.defs
-from onnx import helper, numpy_helper
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
 from ..plugin import REQUIRED, BroadcastPlugin, DimExpr, DimsExprs, OnnxPlugin, UnaryPlugin
 from ..plugin.shapes import absent, input_values
+from . import _memo
 
-__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_since"]
+if TYPE_CHECKING:  # onnx is imported only for an answer the generated table lacks
+    import onnx.defs
+
+__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_input_count",
+           "onnx_since"]
 
 _NEWEST = 10**6
 
@@ -41,6 +44,8 @@ def _domain(domain: str) -> str:
 @functools.cache
 def _versions(op_type: str, domain: str) -> tuple[onnx.defs.OpSchema, ...]:
     """Every version of an operator's ONNX schema, oldest first (none: not an ONNX op)."""
+    import onnx.defs
+
     found: list[onnx.defs.OpSchema] = []
     upto = _NEWEST
     while upto >= 1:
@@ -54,6 +59,9 @@ def _versions(op_type: str, domain: str) -> tuple[onnx.defs.OpSchema, ...]:
 
 
 def _default(attr: onnx.defs.OpSchema.Attribute) -> Any:
+    import onnx
+    from onnx import helper, numpy_helper
+
     proto = attr.default_value
     if proto is None or proto.type == onnx.AttributeProto.UNDEFINED:
         return REQUIRED if attr.required else None
@@ -67,19 +75,13 @@ def _default(attr: onnx.defs.OpSchema.Attribute) -> Any:
     return value
 
 
-def onnx_since(op_type: str, domain: str = "") -> int | None:
-    """The first opset of ``domain`` that has the operator (None: onnx does not define it)."""
+def _onnx_since(op_type: str, domain: str) -> int | None:
     versions = _versions(op_type, domain)
-    return versions[0].since_version if versions else None
+    return int(versions[0].since_version) if versions else None
 
 
-@functools.cache
-def onnx_attributes(op_type: str, domain: str = "", min_opset: int = 1,
-                    max_opset: int | None = None) -> dict[str, Any] | None:
-    """The attributes of every version of the operator in ``[min_opset, max_opset]``, each
-    with its default (``REQUIRED`` where the model must give it, None where it is optional
-    without a default); where versions differ, the newest wins. None: onnx does not define
-    the operator."""
+def _onnx_attributes(op_type: str, domain: str, min_opset: int,
+                     max_opset: int | None) -> dict[str, Any] | None:
     versions = _versions(op_type, domain)
     if not versions:
         return None
@@ -92,6 +94,47 @@ def onnx_attributes(op_type: str, domain: str = "", min_opset: int = 1,
         for name, attr in schema.attributes.items():
             out[name] = _default(attr)
     return out
+
+
+@functools.cache
+def onnx_since(op_type: str, domain: str = "") -> int | None:
+    """The first opset of ``domain`` that has the operator (None: onnx does not define it)."""
+    domain = _domain(domain)
+    return _memo.since(op_type, domain, lambda: _onnx_since(op_type, domain))
+
+
+@functools.cache
+def onnx_attributes(op_type: str, domain: str = "", min_opset: int = 1,
+                    max_opset: int | None = None) -> dict[str, Any] | None:
+    """The attributes of every version of the operator in ``[min_opset, max_opset]``, each
+    with its default (``REQUIRED`` where the model must give it, None where it is optional
+    without a default); where versions differ, the newest wins. None: onnx does not define
+    the operator."""
+    domain = _domain(domain)
+    return _memo.attributes(  # type: ignore[no-any-return]
+        (op_type, domain, min_opset, max_opset),
+        lambda: _onnx_attributes(op_type, domain, min_opset, max_opset))
+
+
+@functools.cache
+def onnx_input_count(op_type: str, domain: str = "", min_opset: int = 1,
+                     max_opset: int | None = None) -> tuple[int, int | None] | None:
+    """The fewest and most inputs (None: any number) of every version of the operator in
+    ``[min_opset, max_opset]``: the fewest any of them needs, the most any of them takes.
+    None: onnx does not define the operator."""
+    versions = _versions(op_type, domain)
+    if not versions:
+        return None
+    hi = _NEWEST if max_opset is None else max_opset
+    counts = []
+    for k, schema in enumerate(versions):
+        until = versions[k + 1].since_version - 1 if k + 1 < len(versions) else _NEWEST
+        if until >= min_opset and schema.since_version <= hi:
+            counts.append((schema.min_input, schema.max_input))
+    if not counts:
+        return None
+    most = max(c[1] for c in counts)
+    return min(c[0] for c in counts), None if most >= 2**31 - 1 else most
 
 
 class Op(OnnxPlugin):
@@ -113,6 +156,16 @@ class Op(OnnxPlugin):
         if not declared:
             derived = onnx_attributes(cls.op_type, cls.domain, cls.min_opset, cls.max_opset)
             cls.attributes = {**(derived or {}), **cls.extra_attributes}
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """The declared ``(min_inputs, max_inputs)``, else onnx's counts for the operator over
+        the schema's opset range, else what ``compute`` takes."""
+        if self.min_inputs is None:
+            counts = onnx_input_count(self.op_type, self.domain, self.min_opset,
+                                      self.max_opset)
+            if counts is not None:
+                return counts
+        return super().input_count()
 
 
 class UnaryOp(Op, UnaryPlugin):

@@ -10,18 +10,21 @@ once the node has run (the kernel runs the bodies and returns its outputs).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
-
-import onnx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InputShapesRequired, PluginInterfaceError
 from ..plugin import DataType, DimsExprs, IntLike, IUsesSubgraphs, Subgraph
 from ._schema import Op
 
+if TYPE_CHECKING:
+    import onnx
+
 __all__ = ["If", "Loop", "Scan"]
 
 
 def _graph(data: Any) -> onnx.GraphProto:
+    import onnx
+
     graph = onnx.GraphProto()
     graph.ParseFromString(bytes(data))
     return graph
@@ -51,6 +54,14 @@ class ControlFlowBase(Op, IUsesSubgraphs):
     def opset_imports(self) -> str:
         """The model's opsets, ``domain:version`` joined by ``;``."""
         return str(self.hidden.get("__opset_imports__", ""))
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """The operator's own inputs, then one per outer-scope value."""
+        counts = super().input_count()
+        if counts is None:
+            return None
+        extra = len(self.outer_scope)
+        return counts[0] + extra, None if counts[1] is None else counts[1] + extra
 
     @property
     def outer_constants(self) -> list[str]:
@@ -122,12 +133,14 @@ class ControlFlowBase(Op, IUsesSubgraphs):
                                          constants)
             finally:
                 runner.close()
+            from onnx import helper  # a body is parsed: onnx is imported already
+
             for o, (dtype, rank) in zip(graph.output, found, strict=True):
                 if not self._declared(o):
                     tt = o.type.tensor_type
                     known = [d.dim_value if d.HasField("dim_value") else None
                              for d in tt.shape.dim] if tt.HasField("shape") else None
-                    o.CopyFrom(onnx.helper.make_tensor_value_info(
+                    o.CopyFrom(helper.make_tensor_value_info(
                         o.name, tt.elem_type or dtype.value,
                         known if known is not None and len(known) == rank else [None] * rank))
             self.attrs[body] = graph.SerializeToString()

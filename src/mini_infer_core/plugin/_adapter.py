@@ -18,9 +18,9 @@ from ._subgraph import IUsesSubgraphs, SubgraphFactory
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 from ._v3 import V3Plugin, as_v2
 
-__all__ = ["interface_level", "infer_outputs", "check_formats", "configure_concrete",
-           "configure_build", "workspace_size", "create", "deserialize", "values_of",
-           "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
+__all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
+           "configure_concrete", "configure_build", "workspace_size", "create", "deserialize",
+           "values_of", "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
            "in_place_of", "graph_safe", "clone"]
 
 _BUILDER = ExprBuilder()
@@ -34,6 +34,28 @@ def interface_level(plugin: IPluginV2) -> str:
     if isinstance(plugin, IPluginV2Ext):
         return "IPluginV2Ext"
     return "IPluginV2"
+
+
+def _count(lo: int, hi: int | None) -> str:
+    if hi is None:
+        return f"at least {lo} input{'s' if lo != 1 else ''}"
+    if hi == lo:
+        return f"exactly {lo} input{'s' if lo != 1 else ''}"
+    return f"{lo} to {hi} inputs"
+
+
+def check_input_count(plugin: IPluginV2, n_inputs: int, where: str) -> None:
+    """Refuse a node whose input count the plugin does not take (``IInputCount``)."""
+    count = plugin.input_count() if isinstance(plugin, cap.IInputCount) else None
+    if count is None:
+        return
+    lo, hi = count
+    if n_inputs < lo or (hi is not None and n_inputs > hi):
+        raise PluginInterfaceError(
+            f"{where}: the node has {n_inputs} input{'s' if n_inputs != 1 else ''}, the "
+            f"plugin takes {_count(lo, hi)}: fix the model (onnx.checker.check_model reports "
+            "such nodes of ONNX operators); if the node is right, the plugin declares a wrong "
+            "count: pin another provider (--pin) or report it to the plugin's distribution")
 
 
 def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],

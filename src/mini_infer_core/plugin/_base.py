@@ -16,8 +16,10 @@ and type inference in ``output_types``; both default to "same as the first input
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +27,13 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ._capabilities import EveryCapability
 from ._dims import DimExpr, DimsExprs, ExprBuilder, IntLike
-from ._fields import PluginFieldCollection, decode_fields, encode_fields, fields_from_values
+from ._fields import (
+    PluginFieldCollection,
+    as_field_collection,
+    decode_fields,
+    encode_fields,
+    fields_from_values,
+)
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
@@ -78,6 +86,34 @@ def broadcast_dims(*shapes: Sequence[IntLike]) -> list[DimExpr]:
     return out
 
 
+@functools.cache
+def _compute_input_count(cls: type[OnnxPlugin]) -> tuple[int, int | None] | None:
+    """The input counts ``compute`` can be called with, as ``enqueue`` calls it: inputs
+    positionally, attributes (and ``out``) by keyword. None where there is no ``compute``."""
+    raw = inspect.getattr_static(cls, "compute", None)
+    if raw is None:
+        return None
+    fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(raw, staticmethod):
+        params = params[1:]  # self (or cls)
+    keywords = {"out", *cls.attributes}
+    lo = hi = 0
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return lo, None
+        if p.kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                          inspect.Parameter.POSITIONAL_OR_KEYWORD) or p.name in keywords:
+            break
+        hi += 1
+        if p.default is inspect.Parameter.empty:
+            lo = hi
+    return lo, hi
+
+
 def _coerce(name: str, default: Any, value: Any) -> Any:
     if default is REQUIRED or default is None or isinstance(value, np.ndarray):
         return value
@@ -115,6 +151,13 @@ class OnnxPlugin(IPluginV2DynamicExt, EveryCapability):
     hidden_fields: ClassVar[tuple[str, ...]] = ()
     #: number of outputs (override ``num_outputs`` for a count that depends on attributes)
     n_outputs: ClassVar[int] = 1
+    #: how many inputs a node may give it: at least ``min_inputs``, at most ``max_inputs``
+    #: (None: any number); those past ``min_inputs`` are optional and an absent one arrives
+    #: as None. Checked at build time (``input_count``). Left undeclared (``min_inputs``
+    #: None), an operator schema takes the counts from onnx.defs and any other plugin from
+    #: the positional parameters of its ``compute``.
+    min_inputs: ClassVar[int | None] = None
+    max_inputs: ClassVar[int | None] = None
     #: input dtypes accepted (None: any)
     dtypes: ClassVar[tuple[DataType, ...] | None] = None
     #: the kernel: ``compute(*inputs, out=..., **attributes)`` (declared, not defined, so
@@ -187,6 +230,12 @@ class OnnxPlugin(IPluginV2DynamicExt, EveryCapability):
     @property
     def num_outputs(self) -> int:
         return self.n_outputs
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """The declared ``(min_inputs, max_inputs)``, else what ``compute`` takes."""
+        if self.min_inputs is not None:
+            return self.min_inputs, self.max_inputs
+        return _compute_input_count(type(self))
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Sequence[Sequence[IntLike]]:
         """Shapes of every output. Default: one output shaped as the first input."""
@@ -293,7 +342,12 @@ class OnnxPluginCreator(IPluginCreator):
         e.g. ``__num_outputs__``, which the builder then provides)."""
         return (*self.plugin_cls.attributes, *self.plugin_cls.hidden_fields)
 
-    def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
+    def create_plugin(self, name: str,
+                      fields: PluginFieldCollection | Mapping[str, Any]) -> IPluginV2:
+        """A plugin from its fields: a PluginFieldCollection, or a mapping of field names to
+        values (``{"alpha": 2.0}``)."""
+        fields = as_field_collection(fields, f"{self.plugin_namespace}::{self.name} "
+                                             "create_plugin")
         plugin = self.plugin_cls(name, **fields.values_dict())
         plugin.plugin_namespace = self.plugin_namespace
         return plugin

@@ -17,6 +17,7 @@ ITactics                build/run  times the plugin's ways of computing, keeps t
 IDataDependentShapes    build/run  runs the node with outputs it allocates itself
 IInPlaceInputs          plan       lets an input live inside one of the outputs
 IGraphSafety            run        decides whether a run may be captured as a device graph
+IInputCount             build      refuses a node with too few or too many inputs
 ======================  =========  ====================================================
 """
 
@@ -39,6 +40,7 @@ __all__ = [
     "IFusion",
     "IGraphSafety",
     "IInPlaceInputs",
+    "IInputCount",
     "ITactics",
     "IValueInference",
     "TensorDesc",
@@ -143,7 +145,19 @@ class IGraphSafety:
         return True
 
 
+class IInputCount:
+    """How many inputs a node of this plugin may have. The builder checks every node against
+    it before asking for shapes, so that a node with a wrong count is a build error that
+    names the node and the count expected, not a failure inside the kernel at run time."""
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        """``(fewest, most)`` inputs (most None: any number); inputs past the fewest are
+        optional, and an absent one (or one named ``""`` in the model) reaches the kernel as
+        None. None: not declared, nothing is checked."""
+        return None
+
+
 class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
-                      IDataDependentShapes, IInPlaceInputs, IGraphSafety):
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IInputCount):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PluginInterfaceError
+
 __all__ = [
+    "as_field_collection",
     "PluginFieldType",
     "PluginField",
     "PluginFieldCollection",
@@ -126,6 +129,29 @@ def fields_from_values(values: Mapping[str, Any]) -> PluginFieldCollection:
     return PluginFieldCollection(
         PluginField.from_value(k, v, is_tensor=isinstance(v, np.ndarray)) for k, v in values.items()
     )
+
+
+def as_field_collection(fields: Any, who: str = "create_plugin") -> PluginFieldCollection:
+    """What a creator's ``create_plugin(name, fields)`` was given, as a collection: a
+    :class:`PluginFieldCollection` as it is, a mapping of field names to values
+    (``{"scale": 2.0}``) or to :class:`PluginField` converted, anything else refused with a
+    message that says what is expected."""
+    if isinstance(fields, PluginFieldCollection):
+        return fields
+    if isinstance(fields, Mapping) and all(isinstance(k, str) for k in fields):
+        if all(isinstance(v, PluginField) for v in fields.values()):
+            return PluginFieldCollection(fields.values())
+        try:
+            return fields_from_values(fields)
+        except (TypeError, ValueError) as exc:
+            raise PluginInterfaceError(f"{who}: a field value cannot be made a PluginField: "
+                                       f"{exc}") from exc
+    if fields is None:
+        return PluginFieldCollection()
+    raise PluginInterfaceError(
+        f"{who}: fields must be a PluginFieldCollection or a mapping of field name to value "
+        f"such as {{'alpha': 2.0}} (mini_infer_core.plugin.fields_from_values makes one), "
+        f"not {type(fields).__name__}")
 
 
 _MAGIC = b"MIPF"

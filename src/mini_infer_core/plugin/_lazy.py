@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import PluginLoadError
 from ._base import OnnxPlugin, OnnxPluginCreator
-from ._fields import PluginFieldCollection
+from ._fields import PluginFieldCollection, as_field_collection
 from ._interfaces import IPluginCreator, IPluginV2
 
 __all__ = ["LazyPluginCreator"]
@@ -88,7 +88,10 @@ class LazyPluginCreator(IPluginCreator):
                 "catalog is stale or its kernel does not accept what its schema declares")
         return real
 
-    def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
+    def create_plugin(self, name: str,
+                      fields: PluginFieldCollection | Mapping[str, Any]) -> IPluginV2:
+        fields = as_field_collection(fields, f"{self.plugin_namespace}::{self.name} "
+                                             "create_plugin")
         return self.resolve().create_plugin(name, fields)
 
     def deserialize_plugin(self, name: str, data: bytes) -> IPluginV2:

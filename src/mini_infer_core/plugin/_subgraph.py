@@ -11,11 +11,12 @@ called with and runs it. So a plugin package never imports the builder or the ru
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
-
-import onnx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._types import DataType
+
+if TYPE_CHECKING:  # onnx is imported where a body is parsed, not to list or load plugins
+    import onnx
 
 __all__ = ["IUsesSubgraphs", "Subgraph", "SubgraphFactory"]
 

@@ -25,7 +25,7 @@ from ..errors import PluginInterfaceError
 from . import _capabilities as cap
 from ._capabilities import TensorDesc
 from ._dims import DimsExprs, ExprBuilder, IntLike
-from ._fields import PluginFieldCollection, decode_fields, encode_fields
+from ._fields import PluginFieldCollection, as_field_collection, decode_fields, encode_fields
 from ._fusion import Fusion
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
@@ -132,7 +132,10 @@ class IPluginCreatorV3One(IPluginCreator):
     def create_plugin_v3(self, name: str, fields: PluginFieldCollection,
                          phase: PluginPhase) -> IPluginV3: ...
 
-    def create_plugin(self, name: str, fields: PluginFieldCollection) -> IPluginV2:
+    def create_plugin(self, name: str,
+                      fields: PluginFieldCollection | Mapping[str, Any]) -> IPluginV2:
+        fields = as_field_collection(fields, f"{self.plugin_namespace}::{self.name} "
+                                             "create_plugin")
         return V3Plugin(self.create_plugin_v3(name, fields, PluginPhase.BUILD))
 
     def deserialize_plugin(self, name: str, data: bytes) -> IPluginV2:
@@ -279,6 +282,10 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
     def graph_safe(self) -> bool:
         ability = self._ability(cap.IGraphSafety)
         return ability is None or bool(ability.graph_safe)
+
+    def input_count(self) -> tuple[int, int | None] | None:
+        ability = self._ability(cap.IInputCount)
+        return None if ability is None else ability.input_count()
 
     def __repr__(self) -> str:
         return f"V3Plugin({self.v3!r})"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -25,10 +26,11 @@ import pluggy
 from ..errors import PluginLoadError
 from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs
 from ._records import DistributionRecord
-from ._registry import PluginRegistry
+from ._registry import DuplicateCreatorError, PluginRegistry
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "DuplicatePluginWarning",
     "discover",
     "get_plugin_registry",
     "reset_plugin_registry",
@@ -58,6 +60,11 @@ def _summary(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
 
 
+class DuplicatePluginWarning(UserWarning):
+    """A distribution's creator has an identity (name, version, namespace) another one
+    registered first: that creator is ignored, the rest of the distribution loads."""
+
+
 def _new_manager() -> pluggy.PluginManager:
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(PluginSpecs)
@@ -66,10 +73,15 @@ def _new_manager() -> pluggy.PluginManager:
 
 def load_plugin_module(registry: PluginRegistry, module: ModuleType | object, *,
                        distribution: str | None, version: str | None,
-                       pm: pluggy.PluginManager | None = None) -> tuple[list[str], list[str]]:
+                       pm: pluggy.PluginManager | None = None,
+                       record: DistributionRecord | None = None
+                       ) -> tuple[list[str], list[str]]:
     """Validate and call one distribution's hook module; register what it provides.
 
-    Returns (creator names, device names). Raises on any problem; the caller isolates.
+    Returns (creator names, device names). Raises on any problem; the caller isolates. A
+    creator whose (name, version, namespace) is already registered is rejected alone, as
+    TensorRT's registry does: a :class:`DuplicatePluginWarning` names both distributions, and
+    ``record.rejected`` keeps the reason.
     """
     pm = pm or _new_manager()
     name = distribution or getattr(module, "__name__", repr(module))
@@ -95,7 +107,15 @@ def load_plugin_module(registry: PluginRegistry, module: ModuleType | object, *,
         devices = [d for res in call("mini_infer_devices") for d in (res or [])]
         names: list[str] = []
         for c in creators:
-            registry.register_creator(c, distribution=distribution, distribution_version=version)
+            try:
+                registry.register_creator(c, distribution=distribution,
+                                          distribution_version=version)
+            except DuplicateCreatorError as exc:
+                reason = f"{exc}; {name}'s other plugins are loaded"
+                warnings.warn(reason, DuplicatePluginWarning, stacklevel=2)
+                if record is not None:
+                    record.rejected.append(str(exc))
+                continue
             names.append(f"{c.plugin_namespace}::{c.name}")
         for d in devices:
             registry.register_device(d, distribution=distribution)
@@ -147,7 +167,7 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
         try:
             module = ep.load()
             rec.creators, rec.devices = load_plugin_module(
-                registry, module, distribution=dname, version=dversion, pm=pm)
+                registry, module, distribution=dname, version=dversion, pm=pm, record=rec)
             rec.status = "loaded"
         except _Incompatible as exc:
             rec.status, rec.error = "incompatible", str(exc)

@@ -6,17 +6,32 @@ that module implements any of these hooks with ``@mini_infer_core.registry.hooki
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pluggy
 
+from .._version import __version__
+
 __all__ = ["PROJECT", "PLUGIN_API_VERSION", "hookspec", "hookimpl", "PluginPackage",
-           "PluginSpecs"]
+           "PluginSpecs", "core_requirement"]
 
 PROJECT = "mini_infer"
 #: the plugin API version this core publishes; distributions say which one they target
 PLUGIN_API_VERSION = "1"
+
+
+def core_requirement(version: str = __version__) -> str:
+    """What a plugin distribution puts in its dependencies: the mini-infer-core releases
+    that speak the plugin API of ``version``. The plugin API changes only with the minor
+    version before 1.0 (0.1.x all speak API 1) and with the major version from 1.0 on, so a
+    compatible-release range: ``mini-infer-core>=0.1.0,<0.2``."""
+    found = re.match(r"(\d+)(?:\.(\d+))?", version)
+    major, minor = (int(found[1]), int(found[2] or 0)) if found else (0, 0)
+    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
+    return f"mini-infer-core>={version},<{upper}"
+
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)

@@ -19,11 +19,14 @@ class DistributionRecord:
     error: str | None = None
     creators: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
+    #: creators of this distribution that were not registered, each with the reason (an
+    #: identity another distribution registered first); the rest of it loads
+    rejected: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "entry_point": self.entry_point,
                 "status": self.status, "error": self.error, "creators": list(self.creators),
-                "devices": list(self.devices)}
+                "devices": list(self.devices), "rejected": list(self.rejected)}
 
 
 @dataclass(frozen=True)

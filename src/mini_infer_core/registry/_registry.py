@@ -16,7 +16,18 @@ from ..errors import PluginLoadError
 from ..plugin import Device, IPluginCreator
 from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
 
-__all__ = ["PluginRegistry"]
+__all__ = ["DuplicateCreatorError", "PluginRegistry"]
+
+
+class DuplicateCreatorError(PluginLoadError):
+    """A creator's (name, version, namespace) is already registered by another creator.
+
+    Discovery rejects only that creator (TensorRT's registry does the same) and keeps the
+    rest of its distribution; ``existing`` is the record that keeps the identity."""
+
+    def __init__(self, message: str, existing: CreatorRecord) -> None:
+        super().__init__(message)
+        self.existing = existing
 
 
 def _tie_key(r: CreatorRecord) -> tuple[int, str, str, str]:
@@ -28,6 +39,12 @@ def _overlap(a: CreatorRecord, b: CreatorRecord) -> bool:
     hi_a = a.creator.max_opset if a.creator.max_opset is not None else 10**9
     hi_b = b.creator.max_opset if b.creator.max_opset is not None else 10**9
     return a.creator.min_opset <= hi_b and b.creator.min_opset <= hi_a
+
+
+def _who(r: CreatorRecord) -> str:
+    if r.distribution and r.distribution_version:
+        return f"{r.distribution} {r.distribution_version}"
+    return r.provider
 
 
 def validate_creator(creator: Any, distribution: str | None) -> None:
@@ -72,10 +89,10 @@ class PluginRegistry:
         with self._lock:
             old = self._by_key.get(rec.key)
             if old is not None and old.creator is not creator:
-                raise PluginLoadError(
+                raise DuplicateCreatorError(
                     f"plugin {rec.key[0]!r} version {rec.key[1]!r} namespace {rec.key[2]!r} "
-                    f"from {rec.provider} is already registered by {old.provider}; "
-                    "uninstall one of them or give the plugin its own namespace")
+                    f"from {_who(rec)} is already registered by {_who(old)}; "
+                    "uninstall one of them or give the plugin its own namespace", old)
             self._by_key[rec.key] = rec
         return rec
 

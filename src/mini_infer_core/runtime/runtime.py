@@ -6,7 +6,6 @@ import logging
 import os
 from typing import Any
 
-from ..builder import subgraph_factory
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
@@ -17,13 +16,24 @@ from ..errors import (
     PluginNotFoundError,
     node_errors,
 )
-from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2
+from ..plugin import DataType, DimExpr, DimsExprs, IPluginV2, SubgraphFactory
 from ..plugin import _adapter as adapter
-from ..registry import PluginRegistry, get_plugin_registry
+from ..registry import PluginRegistry, get_plugin_registry, install_hint
 
 __all__ = ["Runtime", "load_engine"]
 
 log = logging.getLogger("mini_infer.lifecycle")
+
+
+def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
+    """The builder's body runners for control-flow plugins, imported when a body is first
+    made: the builder imports onnx, which loading an engine without If/Loop/Scan never needs."""
+    def make(*args: Any, **kwargs: Any) -> Any:
+        from ..builder import subgraph_factory as builders
+
+        return builders(registry)(*args, **kwargs)
+
+    return make
 
 
 class Runtime:
@@ -71,8 +81,8 @@ class Runtime:
                 lines.append(f"  plugin {name!r} version {version!r} namespace {ns!r}, {where}; "
                              f"used by {len(users)} node(s), e.g. {users[0]}")
                 if dist:
-                    installs.add(f"{dist}=={dv}" if dv else dist)
-            todo = (f"install it: pip install {' '.join(sorted(installs))}" if installs else
+                    installs.add(install_hint(self.registry, dist, dv))
+            todo = ("\n".join(sorted(installs)) if installs else
                     "register the creators before loading")
             raise PluginNotFoundError(
                 f"{ef.label}: cannot load the engine: {len(missing)} plugin creator(s) are not "

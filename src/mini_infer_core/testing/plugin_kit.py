@@ -5,8 +5,9 @@
 - :func:`run_plugin` — shape/type inference + enqueue on a device, as the engine does it;
 - :func:`check_plugin` — everything at once for one set of fields and inputs: field names
   honoured, declared output shapes and dtypes match what enqueue writes (every element is
-  written), serialize → deserialize gives identical outputs, clones are independent, and for
-  standard ONNX operators the outputs agree with onnx's ReferenceEvaluator.
+  written), inputs left as they were (they are handed over read-only, as an engine's
+  constants are), serialize → deserialize gives identical outputs, clones are independent,
+  and for standard ONNX operators the outputs agree with onnx's ReferenceEvaluator.
 """
 
 from __future__ import annotations
@@ -105,6 +106,18 @@ def check_kernel_catalog(creators: Sequence[IPluginCreator], classes: Sequence[A
         raise PluginCheckError(f"kernel classes without a creator: {sorted(set(by_target) - seen)}")
 
 
+_NO_WRITES = ("a kernel must never write into its inputs (an engine's constants are "
+              "read-only, possibly memory-mapped, and other nodes read the same tensors): "
+              "write into `out`, or into scratch memory of its own")
+
+
+def _read_only(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A read-only copy of an input (the caller's array stays as it was, and writable)."""
+    copy = np.array(x, copy=True)
+    copy.flags.writeable = False
+    return copy
+
+
 def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
                device: Device | None = None, *, check_written: bool = True
                ) -> list[np.ndarray[Any, Any]]:
@@ -112,7 +125,9 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
 
     With ``check_written`` every output is pre-filled with a sentinel (NaN, or the dtype's
     maximum) and must be fully overwritten (for float outputs; NaN outputs that the reference
-    also has are the caller's business).
+    also has are the caller's business). Inputs are handed over as read-only copies (an
+    engine's constants are read-only, possibly memory-mapped), and must be unchanged after
+    ``enqueue``: a kernel that writes into one is reported as such.
     """
     device = device or default_device()
     # as the builder hands constants to plugins (small ones carry their values and contents)
@@ -133,9 +148,20 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
         for shape, t in out_descs:
             host = np.full(shape, _sentinel(t.numpy), dtype=t.numpy)
             outs.append(device.to_device(host) if device.name != "cpu" else host)
-        dev_in = [None if x is None else device.to_device(x) for x in inputs]
-        plugin.enqueue(dev_in, outs, ws, device.create_stream())
+        dev_in = [None if x is None else device.to_device(_read_only(x)) for x in inputs]
+        try:
+            plugin.enqueue(dev_in, outs, ws, device.create_stream())
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            raise PluginCheckError(
+                f"{where}: enqueue wrote into one of its inputs, which the kit hands over "
+                f"read-only ({exc}): {_NO_WRITES}") from exc
         device.synchronize()
+        for k, (x, d) in enumerate(zip(inputs, dev_in, strict=True)):
+            if x is not None and np.asarray(device.to_host(d)).tobytes() != \
+                    np.ascontiguousarray(x).tobytes():
+                raise PluginCheckError(f"{where}: enqueue changed input {k}: {_NO_WRITES}")
     finally:
         plugin.terminate()
     result = [np.asarray(device.to_host(o)) for o in outs]

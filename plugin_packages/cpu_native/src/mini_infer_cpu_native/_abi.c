@@ -89,6 +89,24 @@ static const mi_abi_field layout[] = {
     FIELD(mi_gemm_batch_args, ldb), FIELD(mi_gemm_batch_args, ldc), FIELD(mi_gemm_batch_args, m),
     FIELD(mi_gemm_batch_args, n), FIELD(mi_gemm_batch_args, k),
 
+    /* MatMul and Gemm on the compiled GEMM */
+    STRUCT(mi_gemm_pack_b_args),
+    FIELD(mi_gemm_pack_b_args, b), FIELD(mi_gemm_pack_b_args, out),
+    FIELD(mi_gemm_pack_b_args, k), FIELD(mi_gemm_pack_b_args, n), FIELD(mi_gemm_pack_b_args, rs),
+    FIELD(mi_gemm_pack_b_args, cs),
+
+    STRUCT(mi_matmul_args),
+    FIELD(mi_matmul_args, a), FIELD(mi_matmul_args, b), FIELD(mi_matmul_args, c),
+    FIELD(mi_matmul_args, bias), FIELD(mi_matmul_args, cbias), FIELD(mi_matmul_args, res),
+    FIELD(mi_matmul_args, m), FIELD(mi_matmul_args, n), FIELD(mi_matmul_args, k),
+    FIELD(mi_matmul_args, a_rs), FIELD(mi_matmul_args, a_ks), FIELD(mi_matmul_args, ldb),
+    FIELD(mi_matmul_args, ldc), FIELD(mi_matmul_args, ldr), FIELD(mi_matmul_args, batch0),
+    FIELD(mi_matmul_args, batch1), FIELD(mi_matmul_args, a_s0), FIELD(mi_matmul_args, a_s1),
+    FIELD(mi_matmul_args, b_s0), FIELD(mi_matmul_args, b_s1), FIELD(mi_matmul_args, c_s0),
+    FIELD(mi_matmul_args, c_s1), FIELD(mi_matmul_args, r_s0), FIELD(mi_matmul_args, r_s1),
+    FIELD(mi_matmul_args, a_packed), FIELD(mi_matmul_args, b_packed),
+    FIELD(mi_matmul_args, alpha), FIELD(mi_matmul_args, lo), FIELD(mi_matmul_args, hi),
+
     STRUCT(mi_abi_field),
     FIELD(mi_abi_field, type), FIELD(mi_abi_field, field), FIELD(mi_abi_field, offset),
     FIELD(mi_abi_field, size),

@@ -21,6 +21,7 @@ __all__ = ["ABI_VERSION", "STRUCTS", "AbiError", "BiasActArgs", "DwConv2dArgs",
            "GemmArgs", "GemmBatchArgs", "GemmPackArgs", "Im2colArgs", "LrnArgs",
            "Pool2dArgs", "ScaleShiftArgs", "WinoInArgs", "WinoOutArgs", "WinoWeightsArgs",
            "layout_mismatches", "library_file", "load", "problem"]
+__all__ += ["GemmPackBArgs", "MatMulArgs"]  # MatMul and Gemm on the compiled GEMM
 
 #: MI_ABI_VERSION of ``_args.h``: change both with any struct
 ABI_VERSION = 1
@@ -103,6 +104,21 @@ class GemmBatchArgs(ctypes.Structure):
                 + _fields(_L, "count a_stride b_stride c_stride ldb ldc m n k"))
 
 
+# ---- MatMul and Gemm on the compiled GEMM ----
+
+class GemmPackBArgs(ctypes.Structure):
+    """mi_gemm_pack_b_args"""
+    _fields_ = _fields(_P, "b out") + _fields(_L, "k n rs cs")
+
+
+class MatMulArgs(ctypes.Structure):
+    """mi_matmul_args"""
+    _fields_ = (_fields(_P, "a b c bias cbias res")
+                + _fields(_L, "m n k a_rs a_ks ldb ldc ldr")
+                + _fields(_L, "batch0 batch1 a_s0 a_s1 b_s0 b_s1 c_s0 c_s1 r_s0 r_s1")
+                + _fields(_I, "a_packed b_packed") + _fields(_F, "alpha lo hi"))
+
+
 class _AbiField(ctypes.Structure):
     """mi_abi_field: one row of mi_abi_layout (read before the layout is known: its own
     layout is part of MI_ABI_VERSION, and is checked with the rest)."""
@@ -118,7 +134,9 @@ STRUCTS: dict[str, type[ctypes.Structure]] = {
     "mi_wino_in_args": WinoInArgs, "mi_wino_out_args": WinoOutArgs,
     "mi_wino_weights_args": WinoWeightsArgs, "mi_gemm_pack_args": GemmPackArgs,
     "mi_gemm_args": GemmArgs, "mi_gemm_batch_args": GemmBatchArgs,
-    "mi_abi_field": _AbiField}
+    "mi_abi_field": _AbiField,
+    # MatMul and Gemm on the compiled GEMM
+    "mi_gemm_pack_b_args": GemmPackBArgs, "mi_matmul_args": MatMulArgs}
 
 
 class AbiError(ImportError):

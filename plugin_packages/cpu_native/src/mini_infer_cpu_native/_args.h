@@ -154,6 +154,34 @@ typedef struct mi_gemm_batch_args {
     long count, a_stride, b_stride, c_stride, ldb, ldc, m, n, k;
 } mi_gemm_batch_args;
 
+/* ---- MatMul and Gemm on the compiled GEMM (_gemm.c) ---- */
+
+/* B (k x n, element (kk, j) at b[kk * rs + j * cs]) packed in panels of 48 columns, the
+ * layout mi_matmul_f32 reads with b_packed: mi_gemm_pack_b_f32 (_gemm.c) */
+typedef struct mi_gemm_pack_b_args {
+    const float *b;
+    float *out; /* k * n floats */
+    long k, n, rs, cs;
+} mi_gemm_pack_b_args;
+
+/* C_q = clamp(alpha * A_q . B_q + bias + cbias + R_q, lo, hi) for every product q = q0 *
+ * batch1 + q1 (q0 < batch0, q1 < batch1), each operand X_q at x + q0 * x_s0 + q1 * x_s1:
+ * mi_matmul_f32 (_gemm.c). Strides of what is read may be 0 (broadcast) or below 0. */
+typedef struct mi_matmul_args {
+    const float *a;     /* A_q (m x k): [i, kk] at a[i * a_rs + kk * a_ks], or packed
+                           (a_packed: mi_gemm_pack_f32, a_rs and a_ks unused) */
+    const float *b;     /* B_q (k x n): [kk, j] at b[kk * ldb + j], or packed (b_packed:
+                           mi_gemm_pack_b_f32, ldb unused) */
+    float *c;           /* C_q (m x n): [i, j] at c[i * ldc + j] */
+    const float *bias;  /* (m) or NULL: one value per row */
+    const float *cbias; /* (n) or NULL: one value per column */
+    const float *res;   /* R_q (m x n): [i, j] at res[i * ldr + j] (ldr 0: one row), or NULL */
+    long m, n, k, a_rs, a_ks, ldb, ldc, ldr;
+    long batch0, batch1, a_s0, a_s1, b_s0, b_s1, c_s0, c_s1, r_s0, r_s1;
+    int a_packed, b_packed;
+    float alpha, lo, hi;
+} mi_matmul_args;
+
 /* mi_abi_layout's rows: one per struct (field NULL, size: sizeof) and one per field */
 typedef struct mi_abi_field {
     const char *type;
@@ -177,6 +205,8 @@ int mi_wino_weights_f32(const mi_wino_weights_args *a);
 int mi_gemm_pack_f32(const mi_gemm_pack_args *a);
 int mi_gemm_f32(const mi_gemm_args *a);
 int mi_gemm_batch_f32(const mi_gemm_batch_args *a);
+int mi_gemm_pack_b_f32(const mi_gemm_pack_b_args *a);
+int mi_matmul_f32(const mi_matmul_args *a);
 
 /* ---- activations, Softmax, LayerNormalization (_act.c) ---------------------------------- */
 

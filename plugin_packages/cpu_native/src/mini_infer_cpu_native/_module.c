@@ -1,13 +1,15 @@
 /*
- * The extension module mini_infer_cpu_native._kernels. The kernels are plain C reached through
- * ctypes (_native.py, _abi.py); the module exists so that setuptools builds and installs the
- * library, and it has the two functions the Python wrappers check each array with before
- * they hand its address to a kernel:
+ * The extension module mini_infer_cpu_native._kernels. It uses only CPython's stable ABI
+ * (Py_LIMITED_API 3.11, set by setup.py), so one build serves every CPython from 3.11 on. The
+ * kernels are plain C reached through ctypes (_native.py, _abi.py); the module exists so that
+ * setuptools builds and installs the library, and it has the two functions the Python
+ * wrappers check each array with before they hand its address to a kernel:
  *
  *   address(array, floats, writable, kernel, name) -> int
  *   rows(array, nrows, ncols, writable, kernel, name) -> (int, int)
+ *   strided(array, shape, writable, kernel, name) -> (int, (int, ...))
  *
- * Both read the array through the buffer protocol (a fraction of a microsecond, where
+ * Each reads the array through the buffer protocol (a fraction of a microsecond, where
  * NumPy's __array_interface__ costs one to three) and raise TypeError or ValueError, naming
  * the kernel and the argument, unless it is float32 (native byte order), aligned to 4 bytes,
  * writable if the kernel writes it and:
@@ -17,6 +19,7 @@
  *   floats apart and not behind one another (and, if written, not overlapping), so that every
  *   element r * ld + j (r < nrows, j < ncols) the kernel touches is one of the array's;
  *   returns the address and ld, the row stride in floats. None gives (0, 0).
+ * - strided: exactly `shape`, any strides of whole floats (see the function).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,7 +32,7 @@ static PyObject *dtype_of(PyObject *obj) {
     PyObject *dt = PyObject_GetAttrString(obj, "dtype");
     if (dt) return dt;
     PyErr_Clear();
-    return PyUnicode_FromString(Py_TYPE(obj)->tp_name);
+    return PyType_GetName(Py_TYPE(obj));
 }
 
 /* the buffer of `obj` with its format, shape and strides, checked for what every kernel
@@ -38,8 +41,10 @@ static int float_view(PyObject *obj, Py_buffer *view, int writable, PyObject *ke
                       PyObject *name) {
     if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%U: %U must be a float32 array, not %s", kernel, name,
-                     Py_TYPE(obj)->tp_name);
+        PyObject *type = PyType_GetName(Py_TYPE(obj));
+        PyErr_Format(PyExc_TypeError, "%U: %U must be a float32 array, not %S", kernel, name,
+                     type ? type : Py_None);
+        Py_XDECREF(type);
         return -1;
     }
     const char *f = view->format ? view->format : "B";
@@ -148,6 +153,91 @@ static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return result;
 }
 
+/* strided(array, shape, writable, kernel, name) -> (address, strides in floats): a float32
+ * array of exactly `shape` (a tuple) read through its own strides, each a whole number of
+ * floats: any view NumPy makes (transposed, sliced, broadcast with 0 strides, reversed) keeps
+ * every element (i0, i1, ...) with i < shape inside its buffer, and the kernel touches no
+ * other. Written (writable): its last stride must be one float (where the last dimension is
+ * over 1) and every other stride at least the extent of the dimensions inside it, so that no
+ * two elements share memory. None gives (0, (0, ...)). */
+static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "strided() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *obj = args[0], *want = args[1], *kernel = args[3], *name = args[4];
+    if (!PyTuple_Check(want)) {
+        PyErr_SetString(PyExc_TypeError, "strided(): the shape must be a tuple");
+        return NULL;
+    }
+    Py_ssize_t nd = PyTuple_GET_SIZE(want);
+    if (obj == Py_None) {
+        PyObject *zeros = PyTuple_New(nd);
+        if (!zeros) return NULL;
+        for (Py_ssize_t i = 0; i < nd; i++) PyTuple_SET_ITEM(zeros, i, PyLong_FromLong(0));
+        return Py_BuildValue("(iN)", 0, zeros);
+    }
+    int writable = PyObject_IsTrue(args[2]);
+    if (writable < 0) return NULL;
+    Py_buffer view;
+    if (float_view(obj, &view, writable, kernel, name) != 0) return NULL;
+    PyObject *result = NULL, *strides = NULL;
+    int same = view.ndim == nd;
+    for (Py_ssize_t i = 0; same && i < nd; i++) {
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(want, i));
+        if (d == -1 && PyErr_Occurred()) goto done;
+        same = view.shape[i] == d;
+    }
+    if (!same) {
+        PyObject *shape = PyObject_GetAttrString(obj, "shape");
+        if (!shape) {
+            PyErr_Clear();
+            shape = PyUnicode_FromString("?");
+        }
+        PyErr_Format(PyExc_ValueError, "%U: %U has shape %S, and the kernel reads %S", kernel,
+                     name, shape, want);
+        Py_XDECREF(shape);
+        goto done;
+    }
+    strides = PyTuple_New(nd);
+    if (!strides) goto done;
+    int empty = 0; /* no element: nothing read or written, whatever the strides */
+    for (Py_ssize_t i = 0; i < nd; i++) empty |= view.shape[i] == 0;
+    Py_ssize_t inner = 1; /* floats spanned by the dimensions inside the current one */
+    for (Py_ssize_t i = nd - 1; i >= 0; i--) {
+        Py_ssize_t st = view.strides ? view.strides[i] : 0, d = view.shape[i];
+        if (!view.strides) { /* C-contiguous */
+            st = 4 * inner;
+        }
+        if (st % 4 != 0 && !empty) {
+            PyErr_Format(PyExc_ValueError,
+                         "%U: %U's elements are %zd bytes apart along dimension %zd; the "
+                         "kernel needs a whole number of floats", kernel, name, st, i);
+            goto done;
+        }
+        if (writable && !empty && d > 1 && (i == nd - 1 ? st != 4 : st < 4 * inner)) {
+            PyObject *got = PyObject_GetAttrString(obj, "strides");
+            if (!got) {
+                PyErr_Clear();
+                got = PyUnicode_FromString("?");
+            }
+            PyErr_Format(PyExc_ValueError,
+                         "%U: %U's strides %S let elements share memory or leave its rows "
+                         "not contiguous, and the kernel writes it", kernel, name, got);
+            Py_XDECREF(got);
+            goto done;
+        }
+        PyTuple_SET_ITEM(strides, i, PyLong_FromSsize_t(st / 4));
+        if (d > 1) inner = (st < 0 ? -st : st) / 4 * (d - 1) + inner;
+    }
+    result = Py_BuildValue("(NO)", PyLong_FromVoidPtr(view.buf), strides);
+done:
+    Py_XDECREF(strides);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"address", (PyCFunction)(void (*)(void))address, METH_FASTCALL,
      "address(array, floats, writable, kernel, name): the address of a float32 C-contiguous "
@@ -156,6 +246,10 @@ static PyMethodDef methods[] = {
      "rows(array, nrows, ncols, writable, kernel, name): (address, row stride in floats) of a "
      "float32 nrows x ncols array with contiguous rows (None: (0, 0)), or "
      "TypeError/ValueError"},
+    {"strided", (PyCFunction)(void (*)(void))strided, METH_FASTCALL,
+     "strided(array, shape, writable, kernel, name): (address, strides in floats) of a "
+     "float32 array of exactly that shape read through its own strides (None: (0, zeros)), "
+     "or TypeError/ValueError"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

@@ -33,15 +33,17 @@ from ._abi import (
     GemmArgs,
     GemmBatchArgs,
     GemmPackArgs,
+    GemmPackBArgs,
     Im2colArgs,
     LrnArgs,
+    MatMulArgs,
     Pool2dArgs,
     ScaleShiftArgs,
     WinoInArgs,
     WinoOutArgs,
     WinoWeightsArgs,
 )
-from ._kernels import address, rows
+from ._kernels import address, rows, strided
 
 __all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
@@ -49,6 +51,8 @@ __all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
            "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
+__all__ += ["B_PANEL", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
+            "unpack_b", "use_gemm_isa"]  # MatMul and Gemm on the compiled GEMM
 
 Array = NDArray[Any]
 #: a function and its arguments, ready to run: a compiled kernel and a pointer to its
@@ -77,13 +81,16 @@ _wino_weights = _kernel("mi_wino_weights_f32", WinoWeightsArgs)
 _pack = _kernel("mi_gemm_pack_f32", GemmPackArgs)
 _gemm = _kernel("mi_gemm_f32", GemmArgs)
 _gemm_batch = _kernel("mi_gemm_batch_f32", GemmBatchArgs)
+_pack_b = _kernel("mi_gemm_pack_b_f32", GemmPackBArgs)
+_matmul = _kernel("mi_matmul_f32", MatMulArgs)
 
 for _name, _restype, _argtypes in (
         ("mi_gemm_available", ctypes.c_int, []), ("mi_pool_get_threads", ctypes.c_int, []),
         ("mi_pool_set_threads", None, [ctypes.c_int]), ("mi_pool_started", ctypes.c_int, []),
         ("mi_pool_start_error", ctypes.c_int, []), ("mi_gemm_set_plain", None, [ctypes.c_int]),
         ("mi_pool_fail_scratch", None, [ctypes.c_int]),
-        ("mi_pool_fail_start", None, [ctypes.c_int])):
+        ("mi_pool_fail_start", None, [ctypes.c_int]),
+        ("mi_gemm_isa", ctypes.c_int, []), ("mi_gemm_set_isa", ctypes.c_int, [ctypes.c_int])):
     getattr(_lib, _name).restype = _restype
     getattr(_lib, _name).argtypes = _argtypes
 
@@ -331,8 +338,8 @@ def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) ->
 
 
 def use_plain_gemm(plain: bool) -> None:
-    """Tests: run the GEMM's plain C loops even where AVX-512 is present (the CPUs without
-    it run them)."""
+    """Tests: run the GEMM's plain C loops even where a vector kernel could run (the CPUs
+    without AVX2 run them)."""
     _lib.mi_gemm_set_plain(int(plain))
 
 
@@ -349,8 +356,8 @@ def fail_pool_start(after: int | None) -> None:
 
 
 def gemm_available() -> bool:
-    """Whether the compiled GEMM runs its AVX-512 kernels here (otherwise the callers keep
-    BLAS: the plain C fallback is only for correctness)."""
+    """Whether the compiled GEMM runs vector kernels here, AVX-512 or AVX2 + FMA (otherwise
+    the callers keep BLAS: the plain C fallback is only for correctness)."""
     return bool(_lib.mi_gemm_available())
 
 
@@ -413,6 +420,106 @@ def gemm_batch_call(ap: Array, m: int, k: int, b: Array, c: Array) -> Call:
 def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
     """:func:`gemm_batch_call`, run."""
     run_calls([gemm_batch_call(ap, m, k, b, c)])
+
+
+# ---- MatMul and Gemm on the compiled GEMM ----
+
+#: the GEMM kernels by the level mi_gemm_isa reports
+_ISAS = ("plain", "avx2", "avx512")
+#: columns per panel of :func:`pack_b`
+B_PANEL = 48
+
+
+def gemm_isa() -> str:
+    """The compiled GEMM's kernels in use: ``"avx512"``, ``"avx2"`` (AVX2 + FMA) or
+    ``"plain"`` (C loops)."""
+    return _ISAS[int(_lib.mi_gemm_isa())]
+
+
+def use_gemm_isa(isa: str | None) -> str:
+    """Tests: run the kernels of ``isa`` (``"plain"``, ``"avx2"``, ``"avx512"``), or the best
+    this CPU has where it lacks them or ``isa`` is None; returns the kernels now in use."""
+    level = -1 if isa is None else _ISAS.index(isa)
+    return _ISAS[int(_lib.mi_gemm_set_isa(level))]
+
+
+def pack_b(b: Array) -> Array:
+    """``b`` (K, N), any strides, packed for :func:`matmul_call`'s ``b_packed``: panels of
+    :data:`B_PANEL` columns, each K rows of its width (K * N floats)."""
+    out = np.empty(b.shape[0] * b.shape[1] if b.ndim == 2 else 0, np.float32)
+    run_calls([pack_b_call(b, out)])
+    return out
+
+
+def pack_b_call(b: Array, out: Array) -> Call:
+    """:func:`pack_b` of ``b`` into ``out`` (K * N floats, contiguous), to run later."""
+    kn = "mi_gemm_pack_b_f32"
+    kk, n = _dims(kn, "b", b, 2)
+    pb, (rs, cs) = strided(b, (kk, n), False, kn, "b")
+    return _call(_pack_b, GemmPackBArgs(pb, address(out, kk * n, True, kn, "out"), kk, n, rs,
+                                        cs), b, out)
+
+
+def unpack_b(packed: Array, k: int, n: int) -> Array:
+    """:func:`pack_b` undone: the (K, N) matrix."""
+    full = n // B_PANEL * B_PANEL
+    flat = packed.reshape(-1)
+    out = np.empty((k, n), np.float32)
+    out[:, :full] = flat[: full * k].reshape(full // B_PANEL, k, B_PANEL).transpose(
+        1, 0, 2).reshape(k, full)
+    if n > full:
+        out[:, full:] = flat[full * k: n * k].reshape(k, n - full)
+    return out
+
+
+def _batched(kernel: str, name: str, x: Array | None, shape: tuple[int, int, int, int],
+             writable: bool = False) -> tuple[int, tuple[int, ...]]:
+    """(address, strides in floats) of a 4-D operand read through its strides; its rows
+    (last axis) contiguous where it has more than one column."""
+    p, st = strided(x, shape, writable, kernel, name)
+    if x is not None and shape[3] > 1 and st[3] != 1:
+        raise ValueError(f"{kernel}: {name}'s rows are not contiguous (strides "
+                         f"{x.strides}); the kernel reads each row as one block")
+    return p, st
+
+
+def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
+                b_packed: bool = False, bias: Array | None = None, cbias: Array | None = None,
+                res: Array | None = None, alpha: float = 1.0, lo: float = -np.inf,
+                hi: float = np.inf) -> Call:
+    """``c[p, q] (M, N) = clamp(alpha * A[p, q] @ B[p, q] + bias[:, None] + cbias + res[p, q],
+    lo, hi)`` for every (p, q) of ``c`` (P, Q, M, N), on the library's pool; each output one
+    thread's sum in k order.
+
+    ``a`` (P, Q, M, K): any strides (transposed, broadcast), or with ``a_packed`` the M * K
+    floats of :func:`pack_a`, the same for every product. ``b`` (P, Q, K, N) with contiguous
+    rows, any other strides, or with ``b_packed`` the K * N floats of :func:`pack_b`. ``c``
+    rows contiguous, its elements apart; ``res`` (P, Q, M, N) rows contiguous (broadcast:
+    stride 0); ``bias`` (M,), ``cbias`` (N,) contiguous."""
+    kn = "mi_matmul_f32"
+    bp, bq, m, n = _dims(kn, "c", c, 4)
+    pc, sc = _batched(kn, "c", c, (bp, bq, m, n), True)
+    sa: tuple[int, ...]
+    sb: tuple[int, ...]
+    if a_packed:
+        pa, sa = address(a, m * k, False, kn, "a"), (0, 0, 0, 0)
+    else:
+        pa, sa = strided(a, (bp, bq, m, k), False, kn, "a")
+    if b_packed:
+        pb, sb = address(b, k * n, False, kn, "b"), (0, 0, 0, 0)
+    else:
+        pb, sb = _batched(kn, "b", b, (bp, bq, k, n))
+    pr, sr = _batched(kn, "res", res, (bp, bq, m, n))
+    return _call(_matmul, MatMulArgs(
+        pa, pb, pc, address(bias, m, False, kn, "bias"), address(cbias, n, False, kn, "cbias"),
+        pr, m, n, k, sa[2], sa[3], sb[2], sc[2], sr[2], bp, bq, sa[0], sa[1], sb[0], sb[1],
+        sc[0], sc[1], sr[0], sr[1], int(a_packed), int(b_packed), alpha, lo, hi),
+        a, b, c, bias, cbias, res)
+
+
+def matmul(a: Array, b: Array, c: Array, k: int, **kw: Any) -> None:
+    """:func:`matmul_call`, run."""
+    run_calls([matmul_call(a, b, c, k, **kw)])
 
 
 def pool_threads() -> int:

@@ -6,16 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mini_infer_cpu_plugins.serialization import CpuCreator
+
 from mini_infer_core.ops import kernel_creators
 from mini_infer_core.plugin import IPluginCreator
 
 from . import NAMESPACE, PRIORITY
 
-__all__ = ["lazy_creators"]
+__all__ = ["NativeCreator", "lazy_creators"]
+
+
+class NativeCreator(CpuCreator):
+    """cpu_basic's serialized form (format tag + fields); the plugins name this
+    distribution in errors (``package``, set at the end of :mod:`.plugins`). Defined here so
+    that listing plugins imports no kernel module (nor NumPy)."""
 
 
 def lazy_creators() -> list[IPluginCreator]:
-    from .plugins import NativeCreator
-
     return kernel_creators(f"{__package__}", Path(__file__).parent, namespace=NAMESPACE,
                            devices=("cpu",), priority=PRIORITY, creator_class=NativeCreator)

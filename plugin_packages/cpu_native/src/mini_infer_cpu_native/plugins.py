@@ -24,41 +24,36 @@ from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.ops._blas import available
 from mini_infer_cpu_plugins.ops._blas import gemm as blas_gemm
-from mini_infer_cpu_plugins.serialization import CpuCreator
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
-from . import _conv_gemm, _winograd
+from . import _conv_gemm, _matmul, _winograd
 from ._native import (
     Call,
     bias_act,
     dwconv2d,
     dwconv2d_work,
-    gemm,
     gemm_available,
     im2col,
     lrn,
-    pack_a,
+    pack_b,
     pool2d,
     pool2d_work,
     run_calls,
     scale_shift,
     unpack_a,
+    unpack_b,
     usable,
 )
+from .catalog import NativeCreator
 
 __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "Gemm", "MaxPool", "MaxPool_1",
            "NativeCreator"]
 
 Array = NDArray[Any]
 T = TypeVar("T")
-
-
-class NativeCreator(CpuCreator):
-    """cpu_basic's serialized form (format tag + fields); the plugins name this
-    distribution in errors (``package``, set at the end of this module)."""
 
 
 def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: Any) -> bool:
@@ -76,19 +71,21 @@ def _bounds(relu: int, clip: Any) -> tuple[float, float]:
 class _Derived:
     """Arrays made from a weight once (packed, transformed) and kept while it stays."""
 
-    _derived_cache: tuple[Array, dict[Any, Any]] | None = None
+    #: key -> (the weight it was made from, what was made)
+    _derived_cache: dict[Any, tuple[Array, Any]] | None = None
 
     def _derived(self, w: Array, key: Any, make: Callable[[Array], T]) -> T:
         """``make(w)``, kept while ``w`` is the same read-only array (a constant: the engine's
-        weights); recomputed on every call for a writable one, whose values may change."""
+        weights); recomputed on every call for a writable one, whose values may change. Each
+        key keeps its own (Gemm derives from B and from C)."""
         if w.flags.writeable:
             return make(w)
-        cached = self._derived_cache
+        if self._derived_cache is None:
+            self._derived_cache = {}
+        cached = self._derived_cache.get(key)
         if cached is None or cached[0] is not w:
-            cached = self._derived_cache = (w, {})
-        if key not in cached[1]:
-            cached[1][key] = make(w)
-        made: T = cached[1][key]
+            cached = self._derived_cache[key] = (w, make(w))
+        made: T = cached[1]
         return made
 
 
@@ -301,79 +298,111 @@ class Conv(_Derived, _conv.Conv):
         return _winograd.applies(*args)
 
 
-#: batch rows up to which Gemm runs on the compiled GEMM (weights as its packed side)
-GEMM_MAX_ROWS = 16
-
-
 class Gemm(_Derived, _gemm.Gemm):
-    """float32 ``A @ B' + C`` for up to :data:`GEMM_MAX_ROWS` rows of A (fully connected
-    layers at inference): computed as ``(B'^T @ A^T)^T`` on the compiled GEMM with B'^T
-    packed (by the build where B is a constant: ``__wpacked__``, stored so in the engine),
-    C (one row) as its bias and a fused Relu as its clamp, no BLAS call. Anything else
-    (alpha, transA, a C of other shapes, more rows, no AVX-512) is cpu_basic's."""
+    """float32 ``alpha * A' @ B' + beta * C`` on the compiled GEMM for any number of rows
+    (:mod:`._matmul`): A' read through its strides (transA: A^T, no copy); B' packed by the
+    build where B is a constant (``__wpacked__`` = 2: :func:`._native.pack_b`'s column
+    panels of B'; 1, engines built before: panels of 8 rows of B'^T, repacked once), else
+    read in place (or packed on each run, transB); C in the epilogue: one row as a bias per
+    column, one column as a bias per row, a full (M, N) as a residual, a scalar; beta
+    folded into a constant C; a fused Relu as the clamp. No BLAS call. Anything else (other
+    dtypes, a runtime C with beta other than 1, no vector kernels) is cpu_basic's."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (*_gemm.Gemm.hidden_fields, "__wpacked__")
-
-    def _ours(self, a: Array, b: Array, bias: Array | None, out: Array, alpha: float,
-              beta: float, trans_a: int) -> bool:
-        return (gemm_available() and not trans_a and alpha == 1.0 and a.ndim == 2
-                and b.ndim == 2 and a.shape[0] <= GEMM_MAX_ROWS and b.dtype == np.float32
-                and usable(a, out, bias) and (bias is None or (
-                    beta == 1.0 and bias.size == out.shape[-1])))
+    #: the compiled calls of the last run and the arrays they were made for
+    _calls: tuple[tuple[Any, ...], list[Call]] | None = None
 
     def compute(self, a: Array, b: Array, c: Array | None = None, *, out: Array, alpha: float,
                 beta: float, transA: int, transB: int, __relu__: int = 0,  # noqa: N803
                 **kw: Any) -> None:
-        bias = None if c is None or beta == 0.0 else c
-        if not self._ours(a, b, bias, out, alpha, beta, transA):
+        key = (a, b, c, out)
+        if self._calls is not None and all(
+                x is y for x, y in zip(self._calls[0], key, strict=True)):
+            run_calls(self._calls[1])  # the same arrays as last time: the same calls
+            return
+        c = None if c is None or beta == 0.0 else c
+        epilogue = self._epilogue_of(c, beta, out) if self._ours(a, b, c, out) else None
+        if epilogue is None:
             if self.hidden.get("__wpacked__"):  # packed for a GEMM that does not run: undo it
-                b = self._derived(b, "onnx", lambda b: _unpack_gemm_b(b, transB))
+                b = self._derived(b, "onnx", lambda w: _unpack_gemm_b(
+                    w, transB, self.hidden["__wpacked__"]))
             super().compute(a, b, c, out=out, alpha=alpha, beta=beta, transA=transA,
                             transB=transB, __relu__=__relu__, **kw)
             return
-        lo = 0.0 if __relu__ else -np.inf
-        n_out, k = out.shape[-1], a.shape[1]
-        if self.hidden.get("__wpacked__"):
-            packed = b.reshape(-1)
+        bt = b.T if transB else b
+        if self.hidden.get("__wpacked__") == 2:
+            packed: Array | None = b.reshape(-1)
+        elif self.hidden.get("__wpacked__"):  # an engine of before: B'^T in row panels
+            packed = self._derived(b, "panels", lambda w: pack_b(_unpack_gemm_b(w, 1, 1).T))
+        elif not b.flags.writeable:  # a constant the build left alone
+            packed = self._derived(b, ("panels", transB), lambda w: pack_b(
+                w.T if transB else w))
         else:
-            packed = self._derived(b, ("gemm", transB), lambda b: _pack_gemm_b(b, transB))
-        bias = None if bias is None else bias.reshape(n_out)
-        rows = a.shape[0]
-        if rows == 1:  # A^T and Y^T are the same memory as A and Y: one column each
-            gemm(packed, n_out, k, a.reshape(k, 1), out.reshape(n_out, 1), bias, None, lo)
-            return
-        at = self.scratch.buffer("a_t", (k, rows), np.float32)
-        yt = self.scratch.buffer("y_t", (n_out, rows), np.float32)
-        np.copyto(at, a.T)
-        gemm(packed, n_out, k, at, yt, bias, None, lo)
-        np.copyto(out, yt.T)
+            packed = None
+        calls = _matmul.product_calls(a.T if transA else a, bt, out, packed_b=packed,
+                                      alpha=float(alpha), lo=0.0 if __relu__ else -np.inf,
+                                      scratch=self.scratch, cbias=epilogue.get("cbias"),
+                                      rbias=epilogue.get("rbias"), res=epilogue.get("res"))
+        self._calls = (key, calls)
+        run_calls(calls)
+
+    @staticmethod
+    def _ours(a: Array, b: Array, c: Array | None, out: Array) -> bool:
+        return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == np.float32
+                and a.flags.aligned and b.flags.aligned and usable(out)
+                and (c is None or c.dtype == np.float32) and gemm_available())
+
+    def _epilogue_of(self, c: Array | None, beta: float, out: Array
+                     ) -> dict[str, Array | None] | None:
+        """C (times beta) as the GEMM's epilogue: ``cbias`` (a row, or a scalar), ``rbias``
+        (a column) or ``res`` (M, N). A constant C is scaled and broadcast once; a runtime
+        one is read where it is (the recorded calls read it again on every run), so it must
+        be contiguous and beta 1 (None otherwise: cpu_basic's)."""
+        if c is None:
+            return {}
+        m, n = out.shape
+        if not c.flags.writeable:
+            if beta != 1.0 or c.size == 1:
+                c = self._derived(c, ("c", beta, n), lambda v: np.ascontiguousarray(
+                    np.broadcast_to(v.reshape(-1)[:1] if v.size == 1 else v, (1, n)
+                                    if v.size == 1 else v.shape) * np.float32(beta),
+                    np.float32))
+        elif beta != 1.0 or (c.size == 1 and n != 1):
+            return None
+        if not usable(c):
+            return None
+        shape = (1,) * (2 - c.ndim) + c.shape
+        if shape == (m, n):
+            return {"res": c.reshape(m, n)}
+        if shape[0] == 1 and shape[1] == n:
+            return {"cbias": c.reshape(n)}
+        if shape == (m, 1):
+            return {"rbias": c.reshape(m)}
+        return None
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
                        ) -> dict[int, Any]:
-        """A constant B stored in the compiled GEMM's panels where that GEMM will run (a
-        static number of rows, few enough; float32; no transA or alpha)."""
+        """A constant float32 B stored as the compiled GEMM's column panels of B'."""
         b = constants[1] if len(constants) > 1 else None
-        a = inputs[0]
+        a = inputs[0] if inputs else None
         if (b is None or a is None or b.ndim != 2 or b.dtype != np.float32
-                or not gemm_available() or self.attrs["transA"] or self.attrs["alpha"] != 1.0
-                or not a[0].is_static() or len(a[0]) != 2
-                or a[0].to_tuple()[0] > GEMM_MAX_ROWS):
+                or not gemm_available()):
             return {}
-        return {1: Repacked(_pack_gemm_b(b, self.attrs["transB"]).reshape(b.shape),
-                            lambda: self.record("__wpacked__", 1))}
+        bt = b.T if self.attrs["transB"] else b
+        return {1: Repacked(pack_b(bt).reshape(b.shape),
+                            lambda: self.record("__wpacked__", 2))}
 
 
-def _pack_gemm_b(b: Array, trans_b: int) -> Array:
-    """B'^T (N, K) packed: B itself where transB, B^T otherwise."""
-    return pack_a(b if trans_b else b.T)
-
-
-def _unpack_gemm_b(packed: Array, trans_b: int) -> Array:
-    """:func:`_pack_gemm_b` undone: B in its ONNX order (and shape)."""
-    k_n = packed.shape
-    n, k = (k_n[0], k_n[1]) if trans_b else (k_n[1], k_n[0])
-    bt = unpack_a(packed, n, k)
-    return bt if trans_b else np.ascontiguousarray(bt.T)
+def _unpack_gemm_b(packed: Array, trans_b: int, layout: int) -> Array:
+    """B in its ONNX order (and shape) from the build's packing: ``layout`` 2 column panels of
+    B' (:func:`._native.pack_b`), 1 (engines built before) panels of 8 rows of B'^T."""
+    rows, cols = packed.shape
+    k, n = (cols, rows) if trans_b else (rows, cols)
+    if layout == 2:
+        bt = unpack_b(packed.reshape(-1), k, n)
+        return np.ascontiguousarray(bt.T) if trans_b else bt
+    wt = unpack_a(packed, n, k)
+    return wt if trans_b else np.ascontiguousarray(wt.T)
 
 
 class _CompiledPool:

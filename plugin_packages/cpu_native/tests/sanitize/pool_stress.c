@@ -4,9 +4,10 @@
  *
  * Each round checks its results against plain loops: products split between 4 threads, from
  * two calling threads at once (one of them then runs alone), pooling and depthwise
- * convolutions that give each worker scratch of its own, workers that cannot start (the
- * pool runs with those it has, then starts the rest when asked again), and scratch that
- * cannot be allocated (the caller computes alone). */
+ * convolutions that give each worker scratch of its own, batched products with their
+ * epilogue (on each GEMM kernel the CPU has), workers that cannot start (the pool runs
+ * with those it has, then starts the rest when asked again), and scratch that cannot be
+ * allocated (the caller computes alone). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 int mi_pool_started(void);
 int mi_pool_start_error(void);
+int mi_gemm_set_isa(int level);
 
 static int failures;
 
@@ -102,12 +104,46 @@ static void depthwise(unsigned seed) {
     free(x), free(w), free(y), free(work);
 }
 
+/* a batch of 3 products C_q = clamp(0.5 * A_q . B + cbias + R_q, -1, 1), A read through its
+ * transpose (strides 1, M), B packed in 48-column panels, each kernel this CPU has (the
+ * ISA is a process-wide setting: the callers may see each other's; every one is right) */
+static void matmul(unsigned seed) {
+    enum { Q = 3, M = 37, N = 101, K = 29 };
+    float *a = malloc(sizeof(float) * Q * K * M), *b = malloc(sizeof(float) * K * N);
+    float *bp = malloc(sizeof(float) * K * N), *c = malloc(sizeof(float) * Q * M * N);
+    float *r = malloc(sizeof(float) * Q * M * N), *cb = malloc(sizeof(float) * N);
+    for (int i = 0; i < Q * K * M; i++) a[i] = frand(&seed);
+    for (int i = 0; i < K * N; i++) b[i] = frand(&seed);
+    for (int i = 0; i < Q * M * N; i++) r[i] = frand(&seed);
+    for (int i = 0; i < N; i++) cb[i] = frand(&seed);
+    mi_gemm_pack_b_args pack = {b, bp, K, N, N, 1};
+    CHECK(mi_gemm_pack_b_f32(&pack) == MI_OK, "pack_b refused");
+    mi_matmul_args g = {.a = a, .b = bp, .c = c, .cbias = cb, .res = r, .m = M, .n = N, .k = K,
+                        .a_rs = 1, .a_ks = M, .ldc = N, .ldr = N, .batch0 = 1, .batch1 = Q,
+                        .a_s1 = K * M, .c_s1 = M * N, .r_s1 = M * N, .b_packed = 1,
+                        .alpha = 0.5f, .lo = -1.0f, .hi = 1.0f};
+    CHECK(mi_matmul_f32(&g) == MI_OK, "matmul refused");
+    double worst = 0;
+    for (int q = 0; q < Q; q++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int k = 0; k < K; k++) s += (double)a[q * K * M + k * M + i] * b[k * N + j];
+                s = 0.5 * s + cb[j] + r[(q * M + i) * N + j];
+                s = fmin(1.0, fmax(-1.0, s));
+                worst = fmax(worst, fabs(s - c[(q * M + i) * N + j]));
+            }
+    CHECK(worst < 1e-4, "matmul off by %g", worst);
+    free(a), free(b), free(bp), free(c), free(r), free(cb);
+}
+
 static void *caller(void *arg) {
     unsigned seed = (unsigned)(size_t)arg;
     for (int i = 0; i < 20; i++) {
         product(seed + i);
         pooling(seed + i);
         depthwise(seed + i);
+        matmul(seed + i);
     }
     return NULL;
 }
@@ -133,6 +169,11 @@ int main(void) {
     mi_pool_fail_scratch(1);
     caller((void *)3);
     mi_pool_fail_scratch(0);
+
+    /* every GEMM kernel this CPU has: plain C, AVX2, AVX-512 */
+    for (int isa = 0; isa <= 2; isa++)
+        if (mi_gemm_set_isa(isa) == isa) caller((void *)(size_t)(11 + isa));
+    mi_gemm_set_isa(-1);
 
     printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
     return failures != 0;

@@ -1,0 +1,54 @@
+"""Start-up time of the commands that must not import onnx (issue 17, item 24): each is run in
+a fresh process, best of ``--repeat`` wall times, beside a bare interpreter, ``import numpy``
+(which the core needs) and ``import onnx`` (what listing no longer pays).
+
+    python benchmarks/startup.py [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def best(argv: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    py, cli = sys.executable, [sys.executable, "-m", "mini_infer_core.cli.main"]
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = Path(tmp) / "relu.engine"
+        subprocess.run([py, "-c", (
+            "import onnx, mini_infer_core as mi; from onnx import helper as h, TensorProto as T;"
+            "v = lambda n: h.make_tensor_value_info(n, T.FLOAT, [1, 8]);"
+            "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [v('x')], [v('y')]);"
+            f"mi.build_engine(mi.parse_onnx(h.make_model(g))).save({str(engine)!r})")],
+            check=True)
+        rows = {
+            "python -c pass": [py, "-c", "pass"],
+            "import numpy": [py, "-c", "import numpy"],
+            "import onnx": [py, "-c", "import onnx"],
+            "mini-infer --help": [*cli, "--help"],
+            "mini-infer plugins": [*cli, "plugins"],
+            "load an engine file": [py, "-c", "import mini_infer_core as mi; "
+                                    f"mi.Runtime().load_engine({str(engine)!r})"],
+        }
+        for name, argv in rows.items():
+            print(f"{name:22s} {best(argv, args.repeat) * 1000:7.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

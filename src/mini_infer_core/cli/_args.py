@@ -1,0 +1,125 @@
+"""Checks of the CLI's own arguments (--shape, --input, --pin, -o): a mistake is an
+:class:`InputError` that says what was expected and lists the valid names, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["check_input_names", "check_output_path", "check_pins", "feeds", "load_npy",
+           "parse_pins", "parse_shapes"]
+
+
+def parse_shapes(items: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """``--shape NAME=D0,D1,..`` options: whole numbers >= 0, each input once."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        name, eq, dims = item.partition("=")
+        name = name.strip()
+        want = "expected NAME=D0,D1,.. (e.g. x=1,3,224,224)"
+        if not eq or not name:
+            raise InputError(f"--shape {item!r}: {want}")
+        parts = [d.strip() for d in dims.split(",")] if dims.strip() else []
+        bad = [d for d in parts if not d.lstrip("+").isdigit()]
+        if bad:
+            raise InputError(f"--shape {item!r}: {bad[0]!r} is not a dimension; every "
+                             f"dimension is a whole number >= 0; {want}")
+        if name in shapes:
+            raise InputError(f"--shape {item!r}: input {name!r} is given twice")
+        shapes[name] = tuple(int(d) for d in parts)
+    return shapes
+
+
+def load_npy(item: str) -> tuple[str, np.ndarray[Any, Any]]:
+    """``--input NAME=FILE.npy``: the name and the array (read without pickle)."""
+    name, _, path = item.partition("=")
+    if not name or not path:
+        raise InputError(f"--input {item!r}: expected NAME=FILE.npy")
+    try:
+        return name, np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--input {item!r}: no such file {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--input {item!r}: {path} is not a NumPy .npy file "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
+def check_input_names(option: str, given: Iterable[str], valid: Iterable[str]) -> None:
+    """Every name given to ``option`` is an input of the model."""
+    valid = list(valid)
+    unknown = [n for n in given if n not in valid]
+    if unknown:
+        raise InputError(f"{option} names {', '.join(map(repr, unknown))}, not an input of the "
+                         f"model; its inputs are {', '.join(map(repr, valid)) or 'none'}")
+
+
+def parse_pins(items: Iterable[str]) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for item in items:
+        op, _, prov = item.partition("=")
+        if not op.strip() or not prov.strip():
+            raise InputError(f"--pin {item!r}: expected OP=PROVIDER (e.g. "
+                             "Conv=mini_infer.cpu, a namespace or a distribution name)")
+        pins[op.strip()] = prov.strip()
+    return pins
+
+
+def check_pins(pins: dict[str, str], operators: Iterable[str]) -> None:
+    """Every pinned operator (``Conv`` or ``domain::Op``) occurs in the model."""
+    ops = set(operators)
+    bare = {o.rsplit("::", 1)[-1] for o in ops}
+    unknown = [op for op in pins if op not in ops and op not in bare]
+    if unknown:
+        raise InputError(f"--pin names operator(s) {', '.join(map(repr, unknown))} that the "
+                         f"model does not use; its operators are {', '.join(sorted(ops))}")
+
+
+def check_output_path(path: str, option: str = "-o", what: str = "engine") -> None:
+    """The folder of a file to write (an engine, a trace) exists and is writable (checked
+    before a build that may take minutes)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise InputError(f"{option} {path}: is a folder; give the {what} file's path in it")
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: cannot write the {what} there: folder {folder} "
+                         "does not exist (create it first)")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{option} {path}: cannot write the {what} there: folder {folder} is "
+                         "not writable")
+
+
+def feeds(args: Any, engine: Any) -> dict[str, np.ndarray[Any, Any]]:
+    """The inputs of a run: ``--input`` files, the rest random (``--seed``), shaped by
+    ``--shape``, else by the engine's first optimization profile, else with dynamic dimensions
+    set to 1 (a note on stderr says so)."""
+    given = dict(load_npy(item) for item in args.input)
+    shapes = parse_shapes(args.shape)
+    names = [t.name for t in engine.inputs]
+    check_input_names("--input", given, names)
+    check_input_names("--shape", shapes, names)
+    rng = np.random.default_rng(args.seed)
+    profiles = engine.build_info.get("profiles") or []
+    for spec in engine.inputs:
+        if spec.name in given:
+            continue
+        shape = shapes.get(spec.name)
+        if shape is None and profiles and spec.name in profiles[0]:
+            shape = tuple(profiles[0][spec.name]["opt"])
+        if shape is None:
+            shape = tuple(d if isinstance(d, int) else 1 for d in spec.shape)
+            if any(not isinstance(d, int) for d in spec.shape):
+                print(f"note: random input {spec.name!r}: dynamic dimensions set to 1 "
+                      f"{shape}; choose them with --shape {spec.name}=D0,D1,...",
+                      file=sys.stderr)
+        dt = spec.dtype.numpy
+        given[spec.name] = (rng.random(shape, dtype=np.float32).astype(dt) if dt.kind == "f"
+                            else rng.integers(0, 2, shape).astype(dt))
+    return given

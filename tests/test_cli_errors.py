@@ -1,0 +1,268 @@
+"""Every user mistake on the command line is one ``mini-infer: error:`` line, never a Python
+traceback (issue 17, items 4, 6, 7, 8, 9, 10, 11, 21); the CLI runs in another process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from helpers import make_model, run_cli
+from onnx import TensorProto, helper
+
+
+def _fails_cleanly(*args: str, env: dict[str, str] | None = None) -> str:
+    """Run the CLI, expect exit 2 with one error line and no traceback; return stderr."""
+    proc = run_cli(*args, check=False, env=env, timeout=300)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert "mini-infer: error:" in proc.stderr
+    return proc.stderr
+
+
+@pytest.fixture
+def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
+    path = tmp_path / "cnn.onnx"
+    onnx.save(small_cnn, str(path))
+    return path
+
+
+# -- item 4: malformed --shape -------------------------------------------------------------
+
+@pytest.mark.parametrize("command, shape, said", [
+    ("run", "x=2,x", "'x' is not a dimension"),
+    ("run", "x", "expected NAME=D0,D1"),
+    ("run", "x=-1,3,8,8", "'-1' is not a dimension"),
+    ("run", "=1,3,8,8", "expected NAME=D0,D1"),
+    ("bench", "x=1,,8,8", "'' is not a dimension"),
+    ("build", "x=-1,3,8,8", "'-1' is not a dimension"),
+])
+def test_a_malformed_shape_is_one_error_line(cnn_file: Path, tmp_path: Path, command: str,
+                                             shape: str, said: str) -> None:
+    extra = ["-o", str(tmp_path / "m.engine")] if command == "build" else []
+    err = _fails_cleanly(command, str(cnn_file), "--shape", shape, *extra)
+    assert "InputError" in err and f"--shape {shape!r}" in err and said in err
+    assert not (tmp_path / "m.engine").exists()
+
+
+def test_an_input_file_that_is_not_npy_is_one_error_line(cnn_file: Path,
+                                                          tmp_path: Path) -> None:
+    bad = tmp_path / "x.npy"
+    bad.write_text("not numpy")
+    err = _fails_cleanly("run", str(cnn_file), "--input", f"x={bad}")
+    assert "is not a NumPy .npy file" in err
+    err = _fails_cleanly("run", str(cnn_file), "--input", f"x={tmp_path / 'missing.npy'}")
+    assert "no such file" in err
+
+
+# -- item 11: names that do not exist -------------------------------------------------------
+
+def test_shape_of_an_unknown_input_lists_the_inputs(cnn_file: Path, tmp_path: Path) -> None:
+    err = _fails_cleanly("run", str(cnn_file), "--shape", "q=1,3,8,8")
+    assert "--shape names 'q', not an input of the model; its inputs are 'x'" in err
+    engine = tmp_path / "m.engine"
+    run_cli("build", str(cnn_file), "-o", str(engine), "--no-tactic-timing")
+    err = _fails_cleanly("run", str(engine), "--shape", "x=1,3,8,8", "--shape", "q=2")
+    assert "'q'" in err and "its inputs are 'x'" in err
+    np.save(tmp_path / "q.npy", np.zeros((1, 3, 8, 8), np.float32))
+    err = _fails_cleanly("run", str(engine), "--input", f"q={tmp_path / 'q.npy'}")
+    assert "--input names 'q'" in err
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(tmp_path / "b.engine"),
+                         "--shape", "q=1,3,8,8")
+    assert "--shape names 'q'" in err and not (tmp_path / "b.engine").exists()
+
+
+def test_pin_of_an_operator_the_model_lacks_lists_its_operators(cnn_file: Path,
+                                                                 tmp_path: Path) -> None:
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(tmp_path / "m.engine"),
+                         "--pin", "Cnov=mini_infer.cpu")
+    assert "--pin names operator(s) 'Cnov' that the model does not use" in err
+    for op in ("Conv", "Relu", "MaxPool", "Gemm", "Softmax"):
+        assert op in err
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(tmp_path / "m.engine"),
+                         "--pin", "Conv")
+    assert "expected OP=PROVIDER" in err
+    # a real operator pinned to a real provider still builds
+    run_cli("build", str(cnn_file), "-o", str(tmp_path / "m.engine"), "--no-tactic-timing",
+            "--pin", "Conv=mini-infer-cpu-plugins")
+
+
+# -- item 9: the engine's folder does not exist ---------------------------------------------
+
+def test_build_into_a_missing_folder_names_the_target(cnn_file: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "dir" / "a.engine"
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(target))
+    assert f"-o {target}" in err and f"folder {target.parent} does not exist" in err
+    assert ".partial" not in err
+    assert not target.parent.exists()
+    assert not [p for p in tmp_path.rglob("*") if p.suffix in (".partial", ".engine")]
+
+
+def test_build_onto_a_folder_says_so(cnn_file: Path, tmp_path: Path) -> None:
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(tmp_path))
+    assert "is a folder" in err
+
+
+# -- item 10: options before the command -----------------------------------------------------
+
+def test_dash_p_before_the_command_works_as_after_it(cnn_file: Path, tmp_path: Path) -> None:
+    before = json.loads(run_cli("-p", "no:cpu_native", "plugins", "--json").stdout)
+    after = json.loads(run_cli("plugins", "--json", "-p", "no:cpu_native").stdout)
+    for data in (before, after):
+        dists = {d["name"]: d["status"] for d in data["distributions"]}
+        assert dists["mini-infer-cpu-native"] == "blocked"
+    engine = tmp_path / "m.engine"
+    proc = run_cli("-p", "no:cpu_native", "--json", "build", str(cnn_file), "-o", str(engine),
+                   "--no-tactic-timing")
+    assert json.loads(proc.stdout)["nodes"] >= 1
+    inspect = json.loads(run_cli("inspect", str(engine), "--json").stdout)
+    assert "mini-infer-cpu-native" not in {n["distribution"] for n in inspect["nodes"]}
+    # both places at once add up
+    err = _fails_cleanly("-p", "no:cpu_native", "run", str(engine), "-p", "no:cpu_basic")
+    assert "mini-infer-cpu-plugins 0.1.0 is installed but blocked" in err
+
+
+# -- item 6: a closed pipe -----------------------------------------------------------------
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`mini-infer plugins --json | head -1`: the reader closes early."""
+    proc = subprocess.Popen([sys.executable, "-m", "mini_infer_core.cli.main", "plugins",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # as head does after its lines
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1
+
+
+# -- item 21: the short listing --------------------------------------------------------------
+
+def test_plugins_prints_a_short_header_and_the_table_on_request() -> None:
+    text = run_cli("plugins").stdout
+    lines = text.splitlines()
+    assert lines[0].startswith("mini-infer-core ") and "plugin API" in lines[0]
+    assert lines[1].startswith("plugins: ") and "mini-infer-cpu-plugins-0.1.0" in lines[1]
+    assert len(lines) < 20, text
+    data = json.loads(run_cli("plugins", "--json").stdout)
+    n_cpu = sum(1 for c in data["creators"] if c["distribution"] == "mini-infer-cpu-plugins")
+    assert any(line.split()[:3] == ["mini-infer-cpu-plugins", "0.1.0", "loaded"]
+               and f"{n_cpu} creators" in line and "device cpu" in line for line in lines)
+    assert f"creators: {len(data['creators'])} " in text and "--creators" in text
+    full = run_cli("plugins", "--creators").stdout
+    assert len(full.splitlines()) > len(data["creators"])
+    assert f"conflicts ({len(data['conflicts'])}):" in full
+
+
+# -- item 7: a comparison target that refuses the model ---------------------------------------
+
+def test_bench_skips_a_comparison_that_refuses_the_model(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("L2Norm", ["x"], ["y"], domain="com.example", name="norm")], "g",
+        [x], [y]), opset_imports=[helper.make_opsetid("", 17),
+                                  helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "l2.onnx"
+    onnx.save(model, str(path))
+    proc = run_cli("bench", str(path), "--compare", "onnxruntime", "--warmup", "1",
+                   "--iterations", "2", "--json")
+    assert "Traceback" not in proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["results"]["mini-infer"]["median_ms"] > 0 and "onnxruntime" not in data["results"]
+    note = data["notes"]["onnxruntime"]
+    assert note.startswith("onnxruntime cannot load the model") and "L2Norm" in note
+    text = run_cli("bench", str(path), "--compare", "onnxruntime", "--warmup", "1",
+                   "--iterations", "2").stdout
+    assert "onnxruntime: skipped: onnxruntime cannot load the model" in text
+
+
+# -- item 8: install hints for installed but idle distributions -------------------------------
+
+_HOOKS = '''
+import os
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+
+@hookimpl
+def mini_infer_plugin_api_version():
+    if os.environ.get("MI_TEST_FAIL"):
+        raise RuntimeError("the hook module is broken on purpose")
+    return os.environ.get("MI_TEST_API", "1")
+
+@hookimpl
+def mini_infer_creators():
+    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
+                              op_type="L2Norm", domain="com.example", plugin_version="1",
+                              namespace="com.example", field_names=("epsilon", "axis"),
+                              devices=("cpu",))]
+'''
+
+
+@pytest.fixture
+def twin_site(tmp_path: Path) -> Path:
+    """A plugin distribution ``mi-test-l2twin`` 0.0.7 (the example's L2Norm creator under
+    another distribution) installed into a folder put on PYTHONPATH."""
+    site = tmp_path / "site"
+    info = site / "mi_test_l2twin-0.0.7.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mi-test-l2twin\n"
+                                   "Version: 0.0.7\n")
+    (info / "entry_points.txt").write_text("[mini_infer.plugins]\nl2twin = mi_test_l2twin\n")
+    (site / "mi_test_l2twin.py").write_text(textwrap.dedent(_HOOKS))
+    return site
+
+
+def test_install_hints_say_why_an_installed_distribution_serves_nothing(
+        twin_site: Path, tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    model = make_model([helper.make_node("L2Norm", ["x"], ["y"], domain="com.example",
+                                         name="norm")], [x], [y])
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    path, engine = tmp_path / "l2.onnx", tmp_path / "l2.engine"
+    onnx.save(model, str(path))
+    site = {"PYTHONPATH": os.pathsep.join([str(twin_site), os.environ.get("PYTHONPATH", "")])}
+    run_cli("build", str(path), "-o", str(engine), "-p", "no:l2norm", env=site)
+    assert "mi-test-l2twin" in {n["distribution"] for n in json.loads(
+        run_cli("inspect", str(engine), "--json", "-p", "no:l2norm", env=site).stdout)["nodes"]}
+    load = ("run", str(engine), "-p", "no:l2norm")
+    # not installed at all: the pip line
+    err = _fails_cleanly(*load)
+    assert "pip install mi-test-l2twin==0.0.7" in err
+    # installed but blocked / failing / made for another plugin API: say that instead
+    err = _fails_cleanly(*load, "-p", "no:mi-test-l2twin", env=site)
+    assert "mi-test-l2twin 0.0.7 is installed but blocked" in err and "pip install" not in err
+    err = _fails_cleanly(*load, env={**site, "MI_TEST_FAIL": "1"})
+    assert "mi-test-l2twin 0.0.7 is installed but failed to load: RuntimeError: the hook " \
+           "module is broken on purpose" in err
+    assert "pip install mi-test-l2twin==0.0.7\n" not in err
+    err = _fails_cleanly(*load, env={**site, "MI_TEST_API": "0"})
+    assert "mi-test-l2twin 0.0.7 is installed but incompatible with this mini-infer-core " \
+           "(plugin API 1): targets plugin API 0" in err
+    assert "pip install mi-test-l2twin==0.0.7" not in err
+    err = _fails_cleanly(*load, env={**site, "MINI_INFER_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                     "MINI_INFER_PLUGINS": "cpu_basic"})
+    assert "is installed but not loaded, plugin autoload is off" in err
+    assert "MINI_INFER_PLUGINS=mi-test-l2twin" in err
+
+
+def test_an_incompatible_cpu_distribution_is_not_told_to_install_itself(
+        twin_site: Path, cnn_file: Path, tmp_path: Path) -> None:
+    """The only distribution allowed to load targets another plugin API: build says that,
+    not `pip install mini-infer-cpu-plugins`."""
+    site = {"PYTHONPATH": os.pathsep.join([str(twin_site), os.environ.get("PYTHONPATH", "")]),
+            "MINI_INFER_DISABLE_PLUGIN_AUTOLOAD": "1", "MINI_INFER_PLUGINS": "l2twin",
+            "MI_TEST_API": "0"}
+    err = _fails_cleanly("build", str(cnn_file), "-o", str(tmp_path / "m.engine"), env=site)
+    assert "no plugin distribution provides any device" in err
+    assert "mi-test-l2twin 0.0.7 is installed but incompatible" in err
+    assert "mini-infer-cpu-plugins 0.1.0 is installed but not loaded" in err
+    assert "pip install mini-infer-cpu-plugins" not in err
