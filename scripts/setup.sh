@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (if needed) and install the core, the CPU plugins (NumPy and compiled), the CUDA
-# plugins, the example plugin, Ray Data (the [ray] extra) and the test tools into it.
+# Create .venv (if needed) and install the core, the CPU plugins (NumPy and compiled), the
+# ai.onnx.ml plugins, the CUDA plugins, the example plugin, Ray Data (the [ray] extra) and the
+# test tools (with scikit-learn and skl2onnx, which the ai.onnx.ml tests convert models with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -10,5 +11,8 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
     -e ".[test,ray]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
-    -e plugin_packages/cuda_basic \
+    -e "plugin_packages/ml_basic[test]" -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm
+# the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[fuzz]" \
+    || echo "setup.sh: atheris did not install; benchmarks/fuzz.py will use Hypothesis" >&2

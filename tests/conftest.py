@@ -43,6 +43,7 @@ WHEEL_SOURCES = {
     "cpu": CPU_PKG,
     "cuda": ROOT / "plugin_packages" / "cuda_basic",
     "native": ROOT / "plugin_packages" / "cpu_native",
+    "ml": ROOT / "plugin_packages" / "ml_basic",
     "l2norm": ROOT / "examples" / "plugins" / "l2norm",
     **{name: ROOT / "tests" / "data" / "plugins" / name
        for name in ("broken", "oldapi", "marker", "badhook")},

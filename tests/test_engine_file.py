@@ -15,6 +15,7 @@ from mini_infer_core.errors import (
     EngineFormatError,
     EngineIntegrityError,
     MiniInferError,
+    PluginInterfaceError,
     PluginNotFoundError,
 )
 from mini_infer_core.registry import PluginRegistry, discover
@@ -100,7 +101,7 @@ def test_failed_write_leaves_nothing_behind(small_cnn: onnx.ModelProto, tmp_path
 
     node = engine.nodes[-1]
     monkeypatch.setattr(type(node.plugin), "serialize", boom)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(PluginInterfaceError, match="disk full"):  # names the node (issue 17)
         engine.save(str(target))
     assert os.listdir(tmp_path) == []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from helpers import Venv, make_venv
+from helpers import Venv, make_venv, ort_run
 from onnx import TensorProto, helper, numpy_helper
 
 pytestmark = pytest.mark.slow
@@ -65,3 +65,58 @@ def test_compiled_plugins_outrank_numpy_ones_and_their_engine_needs_them(
     proc = native_venv.cli("run", str(engine), check=False)
     assert proc.returncode == 2
     assert "pip install mini-infer-cpu-native==0.1.0" in proc.stderr
+
+
+def _tree_pipeline() -> onnx.ModelProto:
+    """Scaler then a two-tree TreeEnsembleRegressor (ai.onnx.ml opset 3)."""
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["s"], domain=ml, offset=[1.0, -1.0, 0.0],
+                         scale=[0.5, 2.0, 1.0]),
+        helper.make_node(
+            "TreeEnsembleRegressor", ["s"], ["y"], domain=ml, n_targets=1,
+            aggregate_function="SUM", base_values=[0.25],
+            nodes_treeids=[0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 0, 1, 2],
+            nodes_featureids=[0, 0, 0, 2, 0, 0], nodes_values=[0.1, 0, 0, -0.3, 0, 0],
+            nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_GT", "LEAF", "LEAF"],
+            nodes_truenodeids=[1, 0, 0, 1, 0, 0], nodes_falsenodeids=[2, 0, 0, 2, 0, 0],
+            target_treeids=[0, 0, 1, 1], target_nodeids=[1, 2, 1, 2], target_ids=[0] * 4,
+            target_weights=[1.0, -2.0, 10.0, 20.0]),
+    ]
+    graph = helper.make_graph(
+        nodes, "trees", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(ml, 3)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture(scope="module")
+def ml_venv(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Venv:
+    """Core, cpu_basic and the ai.onnx.ml wheel (its tree walk compiled here where it can be)."""
+    return make_venv(tmp_path_factory, wheels, "core", "cpu", "ml")
+
+
+def test_ml_plugins_are_listed_run_a_pipeline_and_their_engine_needs_them(
+        ml_venv: Venv, tmp_path: Path) -> None:
+    data = json.loads(ml_venv.cli("plugins", "--json").stdout)
+    ml = {c["op_type"] for c in data["creators"]
+          if c["distribution"] == "mini-infer-ml-plugins"}
+    assert {"TreeEnsembleRegressor", "TreeEnsemble", "LinearClassifier", "SVMClassifier",
+            "Scaler", "LabelEncoder", "OneHotEncoder"} <= ml
+    dist = {d["name"]: d for d in data["distributions"]}["mini-infer-ml-plugins"]
+    assert (dist["version"], dist["status"]) == ("0.1.0", "loaded")
+    model, engine, out = tmp_path / "t.onnx", tmp_path / "t.engine", tmp_path / "out"
+    onnx.save(_tree_pipeline(), str(model))
+    x = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    ml_venv.cli("build", str(model), "-o", str(engine))
+    ml_venv.cli("run", str(engine), "--input", f"x={tmp_path / 'x.npy'}",
+                "--output-dir", str(out))
+    (want,) = ort_run(_tree_pipeline(), {"x": x})
+    np.testing.assert_allclose(np.load(out / "y.npy"), want, rtol=1e-6)
+    ml_venv.pip("uninstall", "-y", "mini-infer-ml-plugins")
+    proc = ml_venv.cli("run", str(engine), check=False)
+    assert proc.returncode == 2
+    assert "pip install mini-infer-ml-plugins==0.1.0" in proc.stderr

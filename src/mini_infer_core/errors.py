@@ -21,9 +21,12 @@ __all__ = [
     "PluginLoadError",
     "EngineFormatError",
     "EngineIntegrityError",
+    "PluginSubstituteError",
+    "PluginFieldsError",
     "InputError",
     "DeviceError",
     "ExecutionError",
+    "PluginSubstituteWarning",
 ]
 
 
@@ -75,6 +78,18 @@ class EngineIntegrityError(EngineFormatError):
     """An engine file's checksum does not match: it is corrupt or truncated."""
 
 
+class PluginSubstituteError(EngineFormatError):
+    """An engine's plugin is now provided by another distribution than the one that built
+    it (the original blocked or uninstalled, another wheel registering the same plugin):
+    it may compute different results, so loading refuses unless substitutes are allowed."""
+
+
+class PluginFieldsError(EngineFormatError, ValueError):
+    """Serialized plugin fields (``decode_fields``) are malformed: the plugin's bytes in an
+    engine file are corrupt or were written by something else. Also a ``ValueError``, which
+    is what ``decode_fields`` documented before."""
+
+
 class InputError(MiniInferError):
     """Inputs given to a run do not match the engine (names, dtypes, shapes)."""
 
@@ -85,6 +100,11 @@ class DeviceError(MiniInferError):
 
 class ExecutionError(MiniInferError):
     """A plugin failed while running."""
+
+
+class PluginSubstituteWarning(UserWarning):
+    """An engine was loaded with a plugin from another distribution than the one that built
+    it, because substitutes were allowed (``Runtime(allow_substitutes=True)``)."""
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from .selection import Selector
 from .state import BuildState, NodeWork
 from .subgraph import SubgraphRunner
 from .tactics import time_tactics
+from .timing_cache import TimingCache, open_timing_cache
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
            "subgraph_factory"]
@@ -87,6 +89,10 @@ class BuilderConfig:
     #: --shapes): the model's symbolic dimensions of those inputs become these numbers, so
     #: everything that depends on them is computed now (an If on a shape is settled)
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: a timing cache (trtexec's --timingCacheFile): a file path or a TimingCache. Tactic
+    #: timings are read from it and the new ones added (the file is rewritten); builds with
+    #: the same cache make the same engine, byte for byte (see timing_cache.py)
+    timing_cache: TimingCache | str | os.PathLike[str] | None = None
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -126,17 +132,21 @@ class Builder:
         engine = make_engine(state)
         state.info["profiles"] = check_profiles(state)
         if state.config.time_tactics and state.info["device_available"]:
-            state.info["tactics"] = time_tactics(engine)
+            cache = open_timing_cache(config.timing_cache)
+            state.info["tactics"] = time_tactics(engine, cache)
+            if cache is not None and cache.added and cache.path is not None:
+                cache.save()
         # after the tactics are chosen: a plugin packs for the kernel it will really run
         state.info["constants_packed"] = pack_constants(
             state.nodes, state.kept_constants, state.dims, state.types, state.output_names)
         if state.info["constants_packed"]:
             engine = make_engine(state)
         state.info["memory_plan"] = plan(state)
-        state.info["build_seconds"] = round(time.perf_counter() - t0, 4)
+        # the build time is logged, not kept: an engine file holds nothing that depends on
+        # when, where or how fast it was built (reproducible builds)
         blog.info("built %r: %d nodes (%d folded) on %s in %.3fs", network.name,
                   len(state.nodes), state.folded, state.device.name,
-                  state.info["build_seconds"])
+                  time.perf_counter() - t0)
         return engine
 
     # -- passes ---------------------------------------------------------------------------
@@ -248,7 +258,9 @@ def _summary(state: BuildState) -> dict[str, Any]:
     nodes, network = state.nodes, state.network
     ok, reason = state.device.availability()
     return {
-        "source": network.source, "opsets": dict(network.opsets),
+        # the model's file name without its folder: an engine holds no path of the machine
+        # that built it (reproducible builds)
+        "source": os.path.basename(str(network.source)), "opsets": dict(network.opsets),
         "nodes_imported": len(network.nodes), "nodes_folded": state.folded,
         "nodes_pruned": len(network.nodes) - state.folded - len(state.fuser.skipped) - sum(
             1 for nd in nodes if nd.domain != "mini_infer.core"),

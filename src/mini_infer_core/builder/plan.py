@@ -10,7 +10,7 @@ import numpy as np
 
 from ..engine.engine import Engine, TensorSpec
 from ..engine.schedule import Schedule
-from ..errors import BuildError
+from ..errors import BuildError, InputError
 from ..plugin import _adapter as adapter
 from .state import BuildState
 
@@ -23,7 +23,9 @@ def tensors(state: BuildState, used: set[str]) -> None:
     used |= {o for nd in state.nodes for o in nd.outputs}
     specs: dict[str, TensorSpec] = {n: TensorSpec(n, types[n], dims[n], "input", state.kind(n))
                                     for n in state.input_names}
-    kept = {n: np.asarray(state.constants[n], order="C") for n in used if n in state.constants}
+    # in the constants' own order (a set's order changes with the hash seed: reproducible
+    # builds need the same file from the same model)
+    kept = {n: np.asarray(a, order="C") for n, a in state.constants.items() if n in used}
     for n in kept:
         specs[n] = TensorSpec(n, types[n], dims[n], "constant")
     consumed = {x for nd in state.nodes for x in nd.inputs if x}
@@ -81,12 +83,15 @@ def plan(state: BuildState) -> dict[str, Any] | None:
     specs = state.tensors
     if any(not spec.is_tensor for spec in specs.values()):
         return None  # values that are no tensors: made and planned at run time
-    if all(specs[n].dims.is_static() for n in state.input_names):
-        return Schedule(engine, {}).memory_summary()
-    if state.info["profiles"]:
-        opt = {n: tuple(p["opt"]) for n, p in state.info["profiles"][0].items()}
-        sched = Schedule(engine, _bindings(specs, state.input_names, opt))
-        return {**sched.memory_summary(), "at": "opt shapes of profile 0"}
+    try:
+        if all(specs[n].dims.is_static() for n in state.input_names):
+            return Schedule(engine, {}).memory_summary()
+        if state.info["profiles"]:
+            opt = {n: tuple(p["opt"]) for n, p in state.info["profiles"][0].items()}
+            sched = Schedule(engine, _bindings(specs, state.input_names, opt))
+            return {**sched.memory_summary(), "at": "opt shapes of profile 0"}
+    except InputError as exc:  # the model's own shapes, not a caller's inputs
+        raise BuildError(str(exc)) from exc
     return None
 
 

@@ -19,17 +19,23 @@ The winners are told to the engine's plugins and ``build_info["tactics"]`` recor
 Timing needs static input shapes, floating-point inputs and the target device present;
 otherwise, or if a run fails, the plugins keep their own default choice.
 ``BuilderConfig(time_tactics=False)`` (CLI ``--no-tactic-timing``) skips it for a faster build.
+``BuilderConfig(timing_cache=FILE)`` (CLI ``--timing-cache FILE``) reads timings from a file
+and adds the new ones (timing_cache.py): a build that finds every node there times nothing,
+and builds with the same cache make the same engine, byte for byte.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
 import numpy as np
 
 from ..engine.engine import Engine
+from ..engine.format import plugin_bytes
 from ..plugin import _adapter as adapter
+from .timing_cache import TimingCache, host_identity
 
 __all__ = ["REPEAT", "time_tactics"]
 
@@ -60,15 +66,75 @@ def _offers(engine: Engine) -> dict[int, list[str]]:
     return offers
 
 
-def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
+def _key(engine: Engine, step: int) -> str:
+    """The timing cache's key of a step: plugin and distribution, a digest of its fields,
+    input shapes and types, device and host CPU (see timing_cache.py)."""
+    nd = engine.nodes[step]
+    device = engine.devices[nd.device]
+    # a failing serialize() is the error writing the engine would give, naming the node
+    fields = hashlib.sha256(plugin_bytes(nd)).hexdigest()[:16]
+    ins = ";".join(f"{engine.tensors[n].dtype.name}{list(engine.tensors[n].dims.to_tuple())}"
+                   if n else "-" for n in nd.inputs)
+    dist = f"{nd.distribution}=={nd.distribution_version}" if nd.distribution else "in-process"
+    dev = f"{device.name}[{device.identity()}]" if device.identity() else device.name
+    return (f"{nd.plugin_namespace}::{nd.plugin_name}/v{nd.plugin_version} {dist} | "
+            f"{nd.op_type} fields:{fields} | in {ins} | {dev} | {host_identity()[0]}")
+
+
+def time_tactics(engine: Engine, cache: TimingCache | None = None
+                 ) -> dict[str, dict[str, Any]]:
     """Time every tunable node's tactics and set the fastest on the engine's plugins;
     returns ``{node name: {"chosen": tactic, "ms": {tactic: best time}}}``. Nothing runs
-    when no plugin has a choice to make."""
+    when no plugin has a choice to make. With a ``cache``, nodes it knows are not timed (they
+    run their cached choice while the others are timed) and new timings are added to it;
+    every choice then comes from the cache, so a build that times nothing makes the same
+    engine as the build that filled the cache."""
     if not any(adapter.tactics_of(nd.plugin) for nd in engine.nodes) or not _tunable(engine):
         return {}
     offers = _offers(engine)
     if not offers:
         return {}
+    keys = {step: _key(engine, step) for step in offers} if cache is not None else {}
+    known: dict[int, dict[str, float]] = {}
+    if cache is not None:
+        for step, tactics in offers.items():
+            hit = cache.get(keys[step], tactics)
+            if hit is not None:
+                known[step] = hit
+    todo = {step: t for step, t in offers.items() if step not in known}
+    measured = _measure(engine, todo, {s: min(t, key=t.__getitem__) for s, t in known.items()}
+                        ) if todo else {}
+    if todo and measured is None:
+        return {}
+    timings = dict(known)
+    filled: set[str] = set()
+    for step, times in (measured or {}).items():
+        if cache is not None:
+            if keys[step] not in filled:  # the first node of a signature fills its entry
+                filled.add(keys[step])
+                cache.put(keys[step], times)
+            entry = cache.entries[keys[step]]
+            times = {t: entry[t] for t in offers[step]}
+        timings[step] = times
+    report: dict[str, dict[str, Any]] = {}
+    for step in sorted(offers):
+        node, times = engine.nodes[step], timings[step]
+        chosen = min(times, key=times.__getitem__)
+        ability = adapter.tactics_of(node.plugin)
+        assert ability is not None
+        ability.set_tactic(chosen)
+        report[node.name] = {"chosen": chosen, "ms": times}
+        log.debug("tactics of %s: %s -> %s%s", node.describe(), times, chosen,
+                  " (timing cache)" if step in known else "")
+    if cache is not None:
+        log.info("timing cache: %d node(s) found, %d timed", len(known), len(todo))
+    return report
+
+
+def _measure(engine: Engine, offers: dict[int, list[str]], fixed: dict[int, str]
+             ) -> dict[int, dict[str, float]] | None:
+    """Each offered tactic's best time (ms, rounded as the report and the cache keep it),
+    with the ``fixed`` steps running their given tactic; None if a run failed."""
     rng = np.random.default_rng(0)
     feeds = {n: rng.standard_normal(engine.tensors[n].dims.to_tuple()).astype(
         engine.tensors[n].dtype.numpy) for n in engine.input_names}
@@ -78,6 +144,10 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
         with engine.create_execution_context() as ctx:
             ctx.execute(feeds)  # every tensor now holds values of its shape
             steps = ctx.steps
+            for step, tactic in fixed.items():
+                ability = adapter.tactics_of(steps[step].plugin)
+                assert ability is not None
+                ability.set_tactic(tactic)
             for timed in [False] + [True] * REPEAT:
                 for k in range(passes):
                     for step, tactics in offers.items():
@@ -91,15 +161,6 @@ def time_tactics(engine: Engine) -> dict[str, dict[str, Any]]:
                                 best[step][k] = min(best[step][k], took[step])
     except Exception as exc:  # noqa: BLE001 - timing is an optimisation; defaults stay
         log.info("tactic timing skipped: %s: %s", type(exc).__name__, exc)
-        return {}
-    report: dict[str, dict[str, Any]] = {}
-    for step, tactics in offers.items():
-        node = engine.nodes[step]
-        times = {t: round(s * 1e3, 4) for t, s in zip(tactics, best[step], strict=True)}
-        chosen = min(times, key=times.__getitem__)
-        ability = adapter.tactics_of(node.plugin)
-        assert ability is not None
-        ability.set_tactic(chosen)
-        report[node.name] = {"chosen": chosen, "ms": times}
-        log.debug("tactics of %s: %s -> %s", node.describe(), times, chosen)
-    return report
+        return None
+    return {step: {t: round(s * 1e3, 4) for t, s in zip(tactics, best[step], strict=True)}
+            for step, tactics in offers.items()}

@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="log build steps and each plugin's lifecycle (construct, "
                         "configure, initialize, enqueue, terminate, destroy)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("--allow-plugin-substitutes", action="store_true",
+                        help="load engines whose plugins are now provided by another "
+                             "distribution than the one that built them (with a warning)")
     feeds = argparse.ArgumentParser(add_help=False)  # inputs of run and bench
     feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     feeds.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
@@ -82,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
                    help="fix a dynamic input's shape in the engine (settles control flow "
                         "on shapes; needed by models whose branches differ in rank)")
+    b.add_argument("--timing-cache", metavar="FILE",
+                   help="read tactic timings from FILE and add new ones to it (created if "
+                        "missing); builds with the same cache give identical engine files")
     r = sub.add_parser("run", parents=[common, feeds],
                        help="run an ONNX model or an engine file")
     r.add_argument("model")
@@ -184,7 +190,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     _args.check_pins(pins, _model_operators(network))
     engine = Builder(reg).build_engine(network, BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
-        time_tactics=not args.no_tactic_timing, input_shapes=shapes))
+        time_tactics=not args.no_tactic_timing, input_shapes=shapes,
+        timing_cache=args.timing_cache))
     t1 = time.perf_counter()
     try:
         engine.save(args.output)
@@ -298,10 +305,23 @@ def _main(args: argparse.Namespace) -> int:
     from ..registry import _discovery
 
     previous = _discovery._default  # the CLI's registry is process-wide only while it runs
+    env: str | None = None
+    allow: str | None = None
+    if args.allow_plugin_substitutes:  # every Runtime this command makes (run, bench, batch)
+        from ..runtime._binding import ALLOW_ENV  # lazily (startup time)
+
+        env = ALLOW_ENV
+        allow = os.environ.get(env)
+        os.environ[env] = "1"
     try:
         return _run(args)
     finally:
         reset_plugin_registry(previous)
+        if env is not None:
+            if allow is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = allow
 
 
 def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:

@@ -35,14 +35,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
-from ..errors import EngineFormatError, EngineIntegrityError
+from ..errors import EngineFormatError, EngineIntegrityError, PluginInterfaceError, node_errors
+from ._versions import check_producer, format_advice, producer_of
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 __all__ = ["ENGINE_MAGIC", "FORMAT_VERSION", "STRING_ENCODING", "serialize_engine",
            "write_engine", "read_engine_file", "EngineFile", "is_engine_file",
-           "encode_strings", "decode_strings"]
+           "encode_strings", "decode_strings", "plugin_bytes"]
 
 ENGINE_MAGIC = b"MINIENG\0"
 FORMAT_VERSION = 2  # 2: per-chunk CRC-32 instead of SHA-256; constants keep their axis order
@@ -83,7 +84,7 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         constants.append(entry)
     nodes = []
     for node in engine.nodes:
-        data = node.plugin.serialize()
+        data = plugin_bytes(node)
         nodes.append({
             "name": node.name, "op_type": node.op_type, "domain": node.domain,
             "opset": node.opset, "device": node.device,
@@ -108,6 +109,21 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
         "build_info": dict(engine.build_info), "data_length": offset,
     }
     return header, blobs
+
+
+def plugin_bytes(node: Any) -> bytes:
+    """A node's plugin bytes; a failing or wrong ``serialize()`` names the node, plugin and
+    distribution."""
+    where = f"cannot write the engine: {node.describe()}"
+    with node_errors(where, PluginInterfaceError,
+                     "the plugin's serialize() failed (a bug of the plugin's distribution: "
+                     "report it there, or pin another provider of the operator)"):
+        data = node.plugin.serialize()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise PluginInterfaceError(
+            f"{where}: the plugin's serialize() returned {type(data).__name__}, not bytes (a "
+            "bug of the plugin's distribution: report it there, or pin another provider)")
+    return bytes(data)
 
 
 def memory_order(arr: np.ndarray[Any, Any]) -> tuple[tuple[int, ...], np.ndarray[Any, Any]]:
@@ -299,11 +315,19 @@ class EngineFile:
                     f"{entry['encoding']!r}; this mini-infer-core ({__version__}) reads "
                     f"{STRING_ENCODING!r} only. Rebuild the engine with this version")
             return decode_strings(str(entry.get("name")), raw, shape, self.label)
-        dtype = np.dtype(entry["dtype"])
+        try:
+            dtype = np.dtype(entry["dtype"])
+        except Exception as exc:  # noqa: BLE001 - numpy's dtype parser raises many kinds
+            raise EngineFormatError(
+                f"{self.label}: constant {entry.get('name')!r} has an unreadable element type "
+                f"({type(exc).__name__}: {exc}); rebuild the engine") from None
         if dtype.hasobject:
             raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r}: object "
                                     "arrays are not allowed (string constants carry an "
                                     "\"encoding\")")
+        if dtype.shape != () or dtype.names is not None:
+            raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r}: element "
+                                    f"type {dtype.str!r} is not allowed (records, sub-arrays)")
         order = [int(i) for i in entry.get("order", range(len(shape)))]
         if sorted(order) != list(range(len(shape))):
             raise EngineFormatError(f"{self.label}: constant {entry.get('name')!r} has an "
@@ -339,10 +363,17 @@ def parse_engine_bytes(buf: Any, label: str, keep: Any = None, verify: bool = Tr
             f"{label}: not a mini-infer engine file, or its first bytes are corrupt "
             f"(magic {bytes(magic)!r}); {hint}")
     if version != FORMAT_VERSION:
-        raise EngineFormatError(
-            f"{label}: engine format version {version}; this mini-infer-core ({__version__}) "
-            f"reads version {FORMAT_VERSION}. Rebuild the engine with this version")
-    if h_off != _HEADER_AT or d_off < h_off + h_len or d_off + d_len != len(mv):
+        head = mv[h_off : h_off + h_len] if h_off == _HEADER_AT and h_off + h_len <= len(mv) \
+            else None
+        raise EngineFormatError(format_advice(label, version, FORMAT_VERSION,
+                                              producer_of(head)))
+    end = d_off + d_len
+    if h_off == _HEADER_AT and d_off >= h_off + h_len and len(mv) > end:
+        raise EngineIntegrityError(
+            f"{label}: {len(mv) - end} trailing bytes after the end of the engine (it ends at "
+            f"byte {end}, the file has {len(mv)}): something was appended to it, or it is not "
+            f"one engine file; {hint}")
+    if h_off != _HEADER_AT or d_off < h_off + h_len or end != len(mv):
         raise EngineIntegrityError(
             f"{label}: section table does not match the file size ({len(mv)} bytes): the file "
             f"is truncated or corrupt; {hint}")
@@ -357,6 +388,7 @@ def parse_engine_bytes(buf: Any, label: str, keep: Any = None, verify: bool = Tr
         raise EngineIntegrityError(f"{label}: header is not readable: {exc}; {hint}") from exc
     if not isinstance(header, dict) or header.get("format") != "mini-infer-engine":
         raise EngineFormatError(f"{label}: header does not describe a mini-infer engine")
+    check_producer(label, header.get("producer"))
     return EngineFile(header, mv[d_off : d_off + d_len], label, keep)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InputError
 from ..plugin import DataType, IPluginV2
 from ..plugin import _adapter as adapter
 from .memory import MemoryPlan, plan_memory
@@ -37,7 +38,12 @@ class Schedule:
                 self.shapes[name] = spec.dims.evaluate(self.bindings)
         for name, shape in self.shapes.items():
             if any(d < 0 for d in shape):
-                raise ValueError(f"tensor {name!r} would have negative shape {shape}")
+                producer = next((f"output of {nd.describe()}" for nd in engine.nodes
+                                 if name in nd.outputs), "an input or constant")
+                raise InputError(
+                    f"tensor {name!r} ({producer}) would have the negative shape {shape}"
+                    + (f" for the input dimensions {self.bindings}" if self.bindings else "")
+                    + ": the model's shapes are inconsistent with these dimensions")
         plugins = plugins if plugins is not None else [n.plugin for n in engine.nodes]
         t = engine.tensors
         self.in_descs: list[list[Desc | None]] = []

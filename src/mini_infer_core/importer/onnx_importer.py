@@ -67,7 +67,7 @@ def _external_tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.n
     with open(target, "rb") as fh:
         fh.seek(offset)
         raw = fh.read(int(length)) if length is not None else fh.read()
-    dtype = DataType.from_onnx(t.data_type).numpy
+    dtype = _elem_type(t.data_type, f"tensor {t.name!r}", where).numpy
     shape = tuple(t.dims)
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(raw) != expected:
@@ -80,9 +80,18 @@ def _tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.ndarray[An
     if t.data_location == onnx.TensorProto.EXTERNAL:
         return _external_tensor(t, base, where)
     try:
-        return numpy_helper.to_array(t)
+        arr = numpy_helper.to_array(t)
     except Exception as exc:
         raise ModelImportError(f"{where}: tensor {t.name!r} cannot be read: {exc}") from exc
+    try:
+        DataType.from_numpy(arr.dtype)
+    except ValueError:
+        kind = onnx.TensorProto.DataType.Name(t.data_type)
+        raise ModelImportError(
+            f"{where}: tensor {t.name!r} has element type {kind} ({arr.dtype}), which "
+            "mini-infer does not support; convert the model's weights to a supported type "
+            "(float32, float16, int64, ...)") from None
+    return arr
 
 
 def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField:
@@ -115,7 +124,52 @@ def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField
         "version of mini-infer cannot import (lists of graphs and sparse tensors)")
 
 
+def _text(value: Any, what: str, where: str) -> str:
+    """A string field of the model; protobuf hands over bytes where a file holds text that is
+    not UTF-8 (a corrupt or mutated file), which must not reach the builder."""
+    if isinstance(value, str):
+        return value
+    raise ModelImportError(
+        f"{where}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r}); the model file is "
+        "corrupt or was not written by an ONNX exporter: re-export it")
+
+
+def _elem_type(code: int, what: str, where: str) -> DataType:
+    try:
+        return DataType.from_onnx(code)
+    except ValueError:
+        raise ModelImportError(
+            f"{where}: {what} has element type code {code}, which is no ONNX element type "
+            f"mini-infer knows (1..{max(t.value for t in DataType)}); the model is corrupt or "
+            "newer than this version of mini-infer") from None
+
+
+def _names(values: Iterable[Any], what: str, where: str) -> list[str]:
+    return [_text(v, what, where) for v in values]
+
+
+def _body_texts(g: onnx.GraphProto, where: str) -> None:
+    """Every name of a body (and of the bodies in it) is text: names a body reads from the
+    enclosing scope become its node's inputs before the body itself is imported."""
+    for what, items in (("input", g.input), ("output", g.output),
+                        ("initializer", g.initializer)):
+        _names((t.name for t in items), f"a body {what} name", where)
+    for i, n in enumerate(g.node):
+        at = f"{where}: body {_text(g.name, 'a body name', where)!r} node {i}"
+        for what, items in (("an operator type", [n.op_type]), ("a node name", [n.name]),
+                            ("a domain", [n.domain]), ("an input name", n.input),
+                            ("an output name", n.output),
+                            ("an attribute name", [a.name for a in n.attribute])):
+            _names(items, what, at)
+        for a in n.attribute:
+            for sub in [a.g] if a.type == _AT.GRAPH else list(a.graphs):
+                _body_texts(sub, at)
+
+
 def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
+    if len(node.output) != 1:
+        raise ModelImportError(f"{where}: Constant must have exactly one output, it has "
+                               f"{len(node.output)}")
     if len(node.attribute) != 1:
         raise ModelImportError(f"{where}: Constant must have exactly one value attribute")
     a = node.attribute[0]
@@ -142,6 +196,11 @@ def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
     element type and shape of the innermost tensor, and what wraps it)."""
     if vi.type.WhichOneof("value") is None:  # no type (allowed for outputs): inferred
         return TensorInfo(vi.name, None, None)
+    inner = vi.type  # the innermost tensor's element type is checked as a tensor's would be
+    while (w := inner.WhichOneof("value")) in ("sequence_type", "optional_type", "map_type"):
+        inner = inner.map_type.value_type if w == "map_type" else getattr(inner, w).elem_type
+    if w == "tensor_type" and inner.tensor_type.elem_type:
+        _elem_type(inner.tensor_type.elem_type, repr(vi.name), where)
     try:
         kind, dtype, dims = kind_from_proto(vi.type)
     except ValueError as exc:
@@ -186,9 +245,15 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
     (``__opset_imports__``)."""
     nodes: list[Node] = []
     for i, n in enumerate(g.node):
-        name = n.name or f"{n.op_type}_{i}"
-        where = f"{label}: node {name!r} ({n.op_type})"
-        domain = "" if n.domain == "ai.onnx" else n.domain
+        op_type = _text(n.op_type, "an operator type", f"{label}: node {i}")
+        name = _text(n.name, "a node name", f"{label}: node {i} ({op_type})") or \
+            f"{op_type}_{i}"
+        where = f"{label}: node {name!r} ({op_type})"
+        domain = _text(n.domain, "the operator domain", where)
+        domain = "" if domain == "ai.onnx" else domain
+        _names(n.input, "an input name", where)
+        _names(n.output, "an output name", where)
+        _names((a.name for a in n.attribute), "an attribute name", where)
         if domain == "" and n.op_type == "Constant":
             constants[n.output[0]] = _constant_value(n, base, where)
             continue
@@ -199,6 +264,8 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
         graphs = [a.g for a in n.attribute if a.type == _AT.GRAPH]
         if graphs:
             # names the subgraphs read from enclosing scopes become extra (implicit) inputs
+            for body in graphs:
+                _body_texts(body, where)
             outer = _ordered_unique(x for g in graphs for x in free_names(g))
             extra = [PluginField.from_value("__opset_imports__", ";".join(
                 f"{d}:{v}" for d, v in sorted(opsets.items())))]
@@ -206,7 +273,7 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
                 extra.append(PluginField.from_value("__outer_scope__", list(outer)))
                 node_inputs += outer
             fields = PluginFieldCollection([*fields.fields, *extra])
-        nodes.append(Node(name, n.op_type, domain, node_inputs, list(n.output), fields,
+        nodes.append(Node(name, op_type, domain, node_inputs, list(n.output), fields,
                           opsets[domain]))
     return nodes
 
@@ -221,8 +288,13 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
     model, base = load_onnx_model(source)
     g = model.graph
     label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
+    _text(g.name, "the graph name", label)
+    _names((o.domain for o in model.opset_import), "an opset domain", label)
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
               for o in model.opset_import}
+    for what, items in (("initializer", g.initializer), ("graph input", g.input),
+                        ("graph output", g.output)):
+        _names((t.name for t in items), f"a {what} name", label)
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
     constants: dict[str, np.ndarray[Any, Any]] = {}

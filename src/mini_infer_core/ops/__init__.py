@@ -38,7 +38,7 @@ __all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "declared_kerne
 MODULES = (
     "activation", "activation_extra", "attention", "bitwise", "cast", "control_flow", "conv",
     "conv_transpose", "cumulative", "einsum", "elementwise", "gemm", "generator", "grid",
-    "indexing", "layer_norm", "layout", "logic", "loss", "math_unary", "normalization",
+    "indexing", "layer_norm", "layout", "logic", "loss", "math_unary", "ml", "normalization",
     "norms", "padding", "pool", "qlinear", "quantize", "reduce", "resize", "rnn", "roi",
     "scatter", "selection", "sequence", "shape", "slicing", "spectral", "split", "strings",
     # issue 15: the operators no schema described yet

@@ -86,6 +86,42 @@ def broadcast_dims(*shapes: Sequence[IntLike]) -> list[DimExpr]:
     return out
 
 
+_NUMBER = (int, float, np.integer, np.floating, np.bool_)
+
+
+def _kind(default: Any) -> tuple[str, tuple[type, ...]] | None:
+    """What a value must be, judged by the attribute's default: (described, accepted)."""
+    if isinstance(default, bool):
+        return "a bool (0 or 1)", _NUMBER
+    if isinstance(default, (int, float)):
+        return ("a float" if isinstance(default, float) else "an int"), _NUMBER
+    if isinstance(default, str):
+        return "a string", (str,)
+    return None
+
+
+def _check(plugin: str, name: str, default: Any, value: Any) -> None:
+    """Raise if ``value`` cannot be what the attribute's default says it is."""
+    if isinstance(default, tuple):
+        items = value if isinstance(value, tuple) else (value,)
+        kinds = [k for k in map(_kind, default) if k is not None]
+        if not kinds or len({accepted for _, accepted in kinds}) != 1:
+            return
+        what, accepted = kinds[0]
+        bad = [v for v in items if not isinstance(v, accepted)]
+        if bad:
+            raise PluginInterfaceError(
+                f"{plugin}: attribute {name!r} must be {what} or a list of them (its default "
+                f"is {default!r}), got {type(bad[0]).__name__} {bad[0]!r}; fix the model's "
+                "attribute")
+        return
+    kind = _kind(default)
+    if kind is not None and not isinstance(value, kind[1]):
+        raise PluginInterfaceError(
+            f"{plugin}: attribute {name!r} must be {kind[0]} (its default is {default!r}), got "
+            f"{type(value).__name__} {value!r:.80}; fix the model's attribute")
+
+
 @functools.cache
 def _compute_input_count(cls: type[OnnxPlugin]) -> tuple[int, int | None] | None:
     """The input counts ``compute`` can be called with, as ``enqueue`` calls it: inputs
@@ -114,14 +150,17 @@ def _compute_input_count(cls: type[OnnxPlugin]) -> tuple[int, int | None] | None
     return lo, hi
 
 
-def _coerce(name: str, default: Any, value: Any) -> Any:
+def _coerce(plugin: str, name: str, default: Any, value: Any) -> Any:
+    """A field's value as the attribute's default types it, checked first (a string given
+    for a float attribute is a creation error naming the attribute, not a failure later)."""
     if default is REQUIRED or default is None or isinstance(value, np.ndarray):
         return value
+    _check(plugin, name, default, value)
     if isinstance(default, bool):
         return bool(value)
-    if isinstance(default, float) and isinstance(value, (int, float)):
+    if isinstance(default, float) and isinstance(value, _NUMBER):
         return float(value)
-    if isinstance(default, int) and isinstance(value, (int, float)):
+    if isinstance(default, int) and isinstance(value, _NUMBER):
         return int(value)
     if isinstance(default, tuple) and not isinstance(value, tuple):
         return (value,)
@@ -194,7 +233,7 @@ class OnnxPlugin(IPluginV2DynamicExt, EveryCapability):
         values: dict[str, Any] = {}
         for key, default in self.attributes.items():
             if key in attrs and attrs[key] is not None:
-                values[key] = _coerce(key, default, attrs[key])
+                values[key] = _coerce(self.plugin_type, key, default, attrs[key])
             elif default is REQUIRED:
                 raise PluginInterfaceError(
                     f"{self.plugin_type}: required attribute {key!r} is missing")

@@ -31,6 +31,12 @@ class Device(ABC):
         """(available, reason when not). Must not raise."""
         return True, ""
 
+    def identity(self) -> str:
+        """What tactic timings on this device depend on besides its name and the host CPU
+        (a GPU's model and compute capability): part of the timing cache's keys. Must not
+        raise; ``""`` when nothing (the CPU is described by the cache itself)."""
+        return ""
+
     @abstractmethod
     def allocate(self, nbytes: int) -> Any:
         """A flat uint8 buffer of ``nbytes`` bytes on the device."""

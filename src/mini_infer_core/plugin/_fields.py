@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PluginInterfaceError
+from ..errors import PluginFieldsError, PluginInterfaceError
 
 __all__ = [
     "as_field_collection",
@@ -88,13 +88,17 @@ class PluginField:
             return self.data.tobytes()
         if self.type is PluginFieldType.CHAR:
             if self.data.ndim == 0:
-                return bytes(self.data.item()).decode()
-            return tuple(bytes(v).decode() for v in self.data.tolist())
+                return _text(self.data.item())
+            return tuple(_text(v) for v in self.data.reshape(-1).tolist())
         if self.is_tensor:
             return self.data
         if self.data.ndim == 0:
             return self.data.item()
         return tuple(self.data.tolist())
+
+
+def _text(item: Any) -> str:
+    return item if isinstance(item, str) else bytes(item).decode()
 
 
 class PluginFieldCollection(Mapping[str, PluginField]):
@@ -177,23 +181,82 @@ def encode_fields(fields: PluginFieldCollection | Iterable[PluginField]) -> byte
     return _MAGIC + struct.pack("<HI", _VERSION, len(head)) + head + b"".join(blobs)
 
 
-def decode_fields(data: bytes) -> PluginFieldCollection:
-    """bytes → fields; raises ValueError on anything malformed."""
+#: element types a field may have: numbers, booleans, byte and unicode strings (no objects,
+#: no records, no sub-arrays)
+_KINDS = "biufcSU"
+_MAX_NDIM = 32
+
+
+def _bad(msg: str) -> PluginFieldsError:
+    return PluginFieldsError(f"corrupt plugin fields: {msg}")
+
+
+def _entry(e: Any, body: bytes) -> PluginField:
+    """One row of the table, checked against the data it points at."""
+    if not isinstance(e, dict):
+        raise _bad(f"table row {str(e)[:40]!r} is not an object")
+    name = e.get("name")
+    if not isinstance(name, str):
+        raise _bad(f"a field name is {type(name).__name__}, not a string")
+    try:
+        ftype = PluginFieldType(e.get("type"))
+        dtype = np.dtype(e.get("dtype"))
+    except Exception as exc:  # noqa: BLE001 - numpy's dtype parser raises many kinds
+        raise _bad(f"field {name!r}: {type(exc).__name__}: {exc}") from None
+    if dtype.kind not in _KINDS or dtype.shape != () or dtype.names is not None or \
+            dtype.itemsize == 0:
+        raise _bad(f"field {name!r}: element type {dtype.str!r} is not allowed")
+    shape, start, n = e.get("shape"), e.get("offset"), e.get("nbytes")
+    if not isinstance(shape, list) or len(shape) > _MAX_NDIM or not all(
+            type(d) is int and d >= 0 for d in shape):
+        raise _bad(f"field {name!r}: shape {str(shape)[:60]} is not a list of sizes")
+    if not (type(start) is int and type(n) is int and 0 <= start and 0 <= n):
+        raise _bad(f"field {name!r}: offset/nbytes are not sizes")
+    if start + n > len(body):
+        raise _bad(f"field {name!r} runs past the end of the data")
+    size = 1
+    for d in shape:
+        size *= d
+    if size * dtype.itemsize != n:
+        raise _bad(f"field {name!r}: {n} bytes do not hold a {shape} array of {dtype.str}")
+    if not isinstance(e.get("tensor"), bool):
+        raise _bad(f"field {name!r}: 'tensor' is not true or false")
+    if ftype is PluginFieldType.GRAPH and (dtype != np.uint8 or len(shape) != 1):
+        raise _bad(f"field {name!r}: a graph is bytes (uint8, one axis)")
+    if ftype is PluginFieldType.CHAR and size and dtype.kind not in "SU":
+        raise _bad(f"field {name!r}: a string field holds {dtype.str}")
+    if ftype not in (PluginFieldType.CHAR, PluginFieldType.GRAPH, PluginFieldType.UNKNOWN) \
+            and dtype.name != ftype.value:
+        raise _bad(f"field {name!r}: type {ftype.value} holds {dtype.str}")
+    arr = np.frombuffer(body, dtype=dtype, count=size, offset=start).reshape(shape).copy() \
+        if size else np.zeros(shape, dtype)
+    if dtype.kind == "S":
+        try:
+            items: list[Any] = arr.reshape(-1).tolist()
+            for item in items:
+                bytes(item).decode()
+        except UnicodeDecodeError as exc:
+            raise _bad(f"field {name!r}: a string is not UTF-8 ({exc})") from None
+    return PluginField(name, arr, ftype, e["tensor"])
+
+
+def decode_fields(data: bytes | bytearray | memoryview) -> PluginFieldCollection:
+    """bytes → fields; raises :class:`PluginFieldsError` (a ``ValueError`` and an
+    ``EngineFormatError``) on anything malformed, having checked every row of the table
+    against the data (types, element types, shapes, sizes, UTF-8 strings)."""
+    data = bytes(data)
     if data[:4] != _MAGIC or len(data) < 10:
-        raise ValueError("not an encoded plugin field collection")
+        raise PluginFieldsError("not an encoded plugin field collection")
     version, hlen = struct.unpack("<HI", data[4:10])
     if version != _VERSION:
-        raise ValueError(f"plugin field encoding version {version} is not supported")
-    table = json.loads(data[10 : 10 + hlen].decode())
+        raise PluginFieldsError(f"plugin field encoding version {version} is not supported")
+    if 10 + hlen > len(data):
+        raise _bad(f"the table ({hlen} bytes) runs past the end of the data")
+    try:
+        table = json.loads(data[10 : 10 + hlen].decode())
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _bad(f"the table is not readable JSON ({type(exc).__name__})") from None
+    if not isinstance(table, list):
+        raise _bad("the table is not a list")
     body = data[10 + hlen :]
-    out: list[PluginField] = []
-    for e in table:
-        dtype = np.dtype(e["dtype"])
-        if dtype.hasobject:
-            raise ValueError("object arrays are not allowed in plugin fields")
-        start, n = int(e["offset"]), int(e["nbytes"])
-        if start + n > len(body):
-            raise ValueError(f"field {e['name']!r} runs past the end of the data")
-        arr = np.frombuffer(body[start : start + n], dtype=dtype).reshape(e["shape"]).copy()
-        out.append(PluginField(e["name"], arr, PluginFieldType(e["type"]), bool(e["tensor"])))
-    return PluginFieldCollection(out)
+    return PluginFieldCollection(_entry(e, body) for e in table)

@@ -19,6 +19,7 @@ from ..errors import (
 from ..plugin import TENSOR, DataType, DimExpr, DimsExprs, IPluginV2, SubgraphFactory, ValueKind
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry, install_hint
+from ._binding import allow_substitutes_default, check_substitutes
 
 __all__ = ["Runtime", "load_engine"]
 
@@ -37,10 +38,17 @@ def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
 
 
 class Runtime:
-    """TensorRT's IRuntime: ``Runtime().deserialize_engine(data_or_path)``."""
+    """TensorRT's IRuntime: ``Runtime().deserialize_engine(data_or_path)``.
 
-    def __init__(self, registry: PluginRegistry | None = None) -> None:
+    ``allow_substitutes``: load an engine whose plugins are now provided by another
+    distribution than the one that built them (with a warning); None reads
+    ``MINI_INFER_ALLOW_PLUGIN_SUBSTITUTES``. See ``runtime/_binding.py``."""
+
+    def __init__(self, registry: PluginRegistry | None = None, *,
+                 allow_substitutes: bool | None = None) -> None:
         self.registry = registry if registry is not None else get_plugin_registry()
+        self.allow_substitutes = (allow_substitutes_default() if allow_substitutes is None
+                                  else allow_substitutes)
         #: what control-flow plugins build and run their bodies with (this registry)
         self.subgraphs = subgraph_factory(self.registry)
 
@@ -87,6 +95,8 @@ class Runtime:
             raise PluginNotFoundError(
                 f"{ef.label}: cannot load the engine: {len(missing)} plugin creator(s) are not "
                 "registered:\n" + "\n".join(lines) + f"\n{todo}")
+        check_substitutes(ef.label, h["nodes"], self.registry, CORE_NAMESPACE,
+                          self.allow_substitutes)
         devices = {}
         for name in dict.fromkeys([h["device"], *(nd["device"] for nd in h["nodes"])]):
             dev = self.registry.get_device(name)

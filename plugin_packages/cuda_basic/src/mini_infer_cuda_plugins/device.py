@@ -77,6 +77,20 @@ class CudaDevice(Device):
     def availability(self) -> tuple[bool, str]:
         return probe_cuda()
 
+    def identity(self) -> str:
+        """The GPU's model and compute capability (part of the timing cache's keys)."""
+        if not self.availability()[0]:
+            return ""
+        try:
+            import cupy
+
+            dev = cupy.cuda.Device()
+            name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            return f"{name} sm_{dev.compute_capability}"
+        except Exception:  # noqa: BLE001 - an identity is best effort, never an error
+            return ""
+
     def _cp(self) -> Any:
         ok, reason = self.availability()
         if not ok:

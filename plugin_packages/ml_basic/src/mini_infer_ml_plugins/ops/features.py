@@ -1,0 +1,111 @@
+"""Per-feature transforms: Binarizer, Imputer, Scaler, Normalizer, ArrayFeatureExtractor and
+FeatureVectorizer (onnxruntime's semantics, which the ONNX specification leaves open in
+places: a Normalizer row whose norm is 0 is copied, an Imputer with one value per feature
+applies them along the last axis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import ExecutionError
+from mini_infer_core.ops import ml
+
+from ..serialization import MlPlugin
+
+__all__ = ["ArrayFeatureExtractor", "Binarizer", "FeatureVectorizer", "Imputer", "Normalizer",
+           "Scaler"]
+
+Array = NDArray[Any]
+
+
+def _per_feature(values: Any, features: int, dtype: Any) -> Array:
+    """An attribute list of one value for all features, or one per feature."""
+    arr = np.asarray(values if values is not None else (), dtype)
+    return arr if arr.size == features else arr[:1]
+
+
+class Binarizer(MlPlugin, ml.Binarizer):
+    def compute(self, x: Array, *, out: Array, threshold: float, **_: Any) -> None:
+        thr = np.asarray(threshold, np.float32).astype(x.dtype) if x.dtype.kind == "f" \
+            else threshold
+        np.copyto(out, np.where(x > thr, 1, 0).astype(out.dtype))
+
+
+class Imputer(MlPlugin, ml.Imputer):
+    def compute(self, x: Array, *, out: Array, imputed_value_floats: Any,
+                imputed_value_int64s: Any, replaced_value_float: float,
+                replaced_value_int64: int, **_: Any) -> None:
+        floats = x.dtype.kind == "f"
+        values = imputed_value_floats if floats else imputed_value_int64s
+        if not values:
+            kind = "imputed_value_floats" if floats else "imputed_value_int64s"
+            raise ExecutionError(f"Imputer {self.name!r}: X is {x.dtype}, which needs {kind}; "
+                                 "the model gives none")
+        features = x.shape[-1] if x.ndim else 1
+        imputed = _per_feature(values, features, x.dtype)
+        if floats:
+            replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype)
+            hit = np.isnan(x) if np.isnan(replaced) else x == replaced
+        else:
+            hit = x == replaced_value_int64
+        np.copyto(out, np.where(hit, np.broadcast_to(imputed, x.shape), x))
+
+
+class Scaler(MlPlugin, ml.Scaler):
+    def compute(self, x: Array, *, out: Array, offset: Any, scale: Any, **_: Any) -> None:
+        dtype = np.float64 if x.dtype == np.float64 else np.float32
+        features = x.shape[-1] if x.ndim else 1
+        off = _per_feature(offset if offset is not None else (0.0,), features, np.float32)
+        sc = _per_feature(scale if scale is not None else (1.0,), features, np.float32)
+        np.copyto(out, (x.astype(dtype) - off.astype(dtype)) * sc.astype(dtype),
+                  casting="unsafe")
+
+
+class Normalizer(MlPlugin, ml.Normalizer):
+    def compute(self, x: Array, *, out: Array, norm: str, **_: Any) -> None:
+        if x.ndim > 2:
+            raise ExecutionError(f"Normalizer {self.name!r}: X must have rank 1 or 2, "
+                                 f"got shape {x.shape}")
+        rows = np.atleast_2d(x)
+        xf = rows.astype(np.float32)
+        if norm == "MAX":
+            z = xf.max(axis=1, keepdims=True)
+            y = xf / np.where(z != 0, z, np.float32(1))
+        elif norm == "L1":
+            z = np.abs(rows).astype(np.float32).sum(axis=1, keepdims=True)
+            y = xf / np.where(z != 0, z, np.float32(1))
+        elif norm == "L2":
+            sq = (rows * rows).astype(np.float32)
+            z = sq.sum(axis=1, keepdims=True)
+            y = np.where(z != 0, np.sqrt(sq / np.where(z != 0, z, np.float32(1))), xf)
+            y = np.where((z != 0) & (rows < 0), -y, y)
+        else:
+            raise ExecutionError(f"Normalizer {self.name!r}: norm {norm!r} is not one of "
+                                 "MAX, L1, L2")
+        np.copyto(out, y.reshape(out.shape))
+
+
+class ArrayFeatureExtractor(MlPlugin, ml.ArrayFeatureExtractor):
+    def compute(self, x: Array, y: Array, *, out: Array, **_: Any) -> None:
+        index = np.asarray(y, np.int64).reshape(-1)
+        size = x.shape[-1]
+        bad = (index < 0) | (index >= size)
+        if bad.any():
+            raise ExecutionError(
+                f"ArrayFeatureExtractor {self.name!r}: index {int(index[bad][0])} is out of "
+                f"range for the last axis of X (size {size})")
+        np.copyto(out, x[..., index].reshape(out.shape))
+
+
+class FeatureVectorizer(MlPlugin, ml.FeatureVectorizer):
+    def compute(self, *inputs: Array, out: Array, inputdimensions: Any, **_: Any) -> None:
+        out[...] = 0
+        start = 0
+        for x, width in zip(inputs, inputdimensions, strict=True):
+            rows = x.reshape(1, -1) if x.ndim == 1 else x.reshape(x.shape[0], -1)
+            take = min(int(width), rows.shape[1])
+            out[:, start:start + take] = rows[:, :take]
+            start += int(width)

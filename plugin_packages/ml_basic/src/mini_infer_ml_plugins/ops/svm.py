@@ -1,0 +1,187 @@
+"""Support-vector machines: SVMClassifier and SVMRegressor, onnxruntime's semantics.
+
+A model with support vectors (``vectors_per_class`` / ``n_supports``) is libsvm's: kernel
+values against every support vector, one decision per pair of classes, the label by votes and,
+with ``prob_a``/``prob_b``, probabilities by Platt scaling and pairwise coupling (libsvm's
+``multiclass_probability``); without support vectors it is liblinear's, one linear score per
+class. Kernels: LINEAR, POLY ((gamma x.y + coef0) ** degree), RBF (exp(-gamma |x - y|^2)),
+SIGMOID (tanh(gamma x.y + coef0)); distances are computed in float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import ExecutionError
+from mini_infer_core.ops import ml
+
+from ..serialization import MlPlugin
+from ._post import logistic, transform_scores
+
+__all__ = ["SVMClassifier", "SVMRegressor"]
+
+Array = NDArray[Any]
+
+
+def _rows(x: Array) -> Array:
+    return np.asarray(x, np.float32).reshape(1 if x.ndim == 1 else x.shape[0], -1)
+
+
+class _Svm(MlPlugin):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        params = tuple(a["kernel_params"] or ())
+        self.gamma, self.coef0, self.degree = (tuple(params) + (0.0, 0.0, 0.0))[:3]
+        self.kernel = a["kernel_type"]
+        self.coefficients = np.asarray(a["coefficients"] or (), np.float32)
+        self.rho = np.asarray(a["rho"] or (), np.float32)
+        self.support = np.asarray(a["support_vectors"] or (), np.float32)
+
+    def kernel_dot(self, x: Array, vectors: Array, kernel: str) -> Array:
+        """The kernel of every row of ``x`` with every row of ``vectors``: [N, V] (float64)."""
+        x64, v64 = x.astype(np.float64), vectors.astype(np.float64)
+        if kernel == "RBF":
+            d2 = (x64 * x64).sum(1)[:, None] + (v64 * v64).sum(1)[None, :] - 2 * x64 @ v64.T
+            result: Array = np.exp(-self.gamma * np.maximum(d2, 0))
+            return result
+        dot = x64 @ v64.T
+        if kernel == "LINEAR":
+            return dot
+        dot = self.gamma * dot + self.coef0
+        if kernel in ("POLY", "SIGMOID"):
+            result = np.power(dot, self.degree) if kernel == "POLY" else np.tanh(dot)
+            return result
+        raise ExecutionError(f"{self.op_type} {self.name!r}: kernel_type {kernel!r} is not one "
+                             "of LINEAR, POLY, RBF, SIGMOID")
+
+    def features(self, x: Array, count: int) -> Array:
+        rows = _rows(x)
+        if rows.shape[1] != count:
+            raise ExecutionError(f"{self.op_type} {self.name!r}: X has {rows.shape[1]} "
+                                 f"features, the model {count}")
+        return rows
+
+
+class SVMRegressor(_Svm, ml.SVMRegressor):
+    def compute(self, x: Array, *, out: Array, n_supports: int, one_class: int,
+                **_: Any) -> None:
+        if n_supports > 0:
+            rows = self.features(x, self.support.size // n_supports)
+            k = self.kernel_dot(rows, self.support.reshape(n_supports, -1), self.kernel)
+            y = k @ self.coefficients.astype(np.float64) + self.rho[0]
+        else:
+            rows = self.features(x, self.coefficients.size)
+            y = self.kernel_dot(rows, self.coefficients.reshape(1, -1), "LINEAR")[:, 0] \
+                + self.rho[0]
+        if one_class:
+            y = np.where(y > 0, 1.0, -1.0)
+        np.copyto(out, y.reshape(out.shape), casting="unsafe")
+
+
+def _coupling(pairwise: Array, k: int) -> Array:
+    """libsvm's multiclass_probability for every row at once: class probabilities [N, k] from
+    the pairwise ones r[i, j] [N, k, k], in float32 like onnxruntime."""
+    r = pairwise.astype(np.float32)
+    n = r.shape[0]
+    q = np.zeros((n, k, k), np.float32)
+    for i in range(k):
+        for j in range(k):
+            if j != i:
+                q[:, i, i] += r[:, j, i] * r[:, j, i]
+                q[:, i, j] = -r[:, j, i] * r[:, i, j]
+    p = np.full((n, k), 1.0 / k, np.float32)
+    eps = np.float32(0.005 / k)
+    active = np.ones(n, bool)
+    for _ in range(100):
+        qp = np.einsum("nij,nj->ni", q, p).astype(np.float32)
+        pqp = (p * qp).sum(1).astype(np.float32)
+        active &= np.abs(qp - pqp[:, None]).max(1) >= eps
+        if not active.any():
+            break
+        rows = np.flatnonzero(active)
+        qa, pa, qpa, pqpa = q[rows], p[rows], qp[rows], pqp[rows]
+        for t in range(k):
+            diff = (-qpa[:, t] + pqpa) / qa[:, t, t]
+            pa[:, t] += diff
+            pqpa = (pqpa + diff * (diff * qa[:, t, t] + 2 * qpa[:, t])) / (1 + diff) / (1 + diff)
+            qpa = (qpa + diff[:, None] * qa[:, t, :]) / (1 + diff)[:, None]
+            pa /= (1 + diff)[:, None]
+        p[rows] = pa
+    return p
+
+
+class SVMClassifier(_Svm, ml.SVMClassifier):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        self.labels = list(a["classlabels_strings"] or a["classlabels_ints"] or ())
+        self.per_class = [int(v) for v in a["vectors_per_class"] or ()]
+        self.prob_a = np.asarray(a["prob_a"] or (), np.float32)
+        self.prob_b = np.asarray(a["prob_b"] or (), np.float32)
+        self.all_positive = bool((self.coefficients >= 0).all())
+
+    def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
+                **_: Any) -> None:
+        labels_out, scores_out = out
+        k = len(self.labels)
+        vectors = sum(self.per_class)
+        have_proba = self.prob_a.size > 0
+        second = -1
+        if vectors > 0:
+            rows = self.features(x, self.support.size // vectors)
+            kern = self.kernel_dot(rows, self.support.reshape(vectors, -1), self.kernel)
+            scores, votes = self._pairwise(kern, k, vectors)
+            if have_proba:
+                scores = self._probabilities(scores, k)
+            elif k <= 2:
+                second = 2 if post_transform == "NONE" else 0
+            maxclass = np.argmax(votes, axis=1)
+            max_weight = np.zeros(len(rows), np.float32)
+        else:
+            rows = self.features(x, self.coefficients.size // k)
+            scores = (self.kernel_dot(rows, self.coefficients.reshape(k, -1), "LINEAR")
+                      + self.rho[0]).astype(np.float32)
+            maxclass = np.argmax(scores, axis=1)
+            max_weight = scores[np.arange(len(rows)), maxclass]
+        chosen = maxclass
+        if k == 2 and not have_proba:
+            positive = (max_weight >= 0.5) if self.all_positive else (max_weight > 0)
+            chosen = np.where(positive, 1, maxclass)
+        labels_out[...] = np.array(self.labels, dtype=labels_out.dtype)[chosen]
+        np.copyto(scores_out, transform_scores(post_transform, scores, second))
+
+    def _pairwise(self, kern: Array, k: int, vectors: int) -> tuple[Array, Array]:
+        """One decision value per pair of classes [N, k(k-1)/2] and the votes [N, k]."""
+        coef = self.coefficients.astype(np.float64).reshape(k - 1, vectors)
+        starts = np.concatenate([[0], np.cumsum(self.per_class)])
+        n = kern.shape[0]
+        scores = np.empty((n, k * (k - 1) // 2), np.float32)
+        votes = np.zeros((n, k), np.int64)
+        c = 0
+        for i in range(k - 1):
+            si = slice(starts[i], starts[i + 1])
+            for j in range(i + 1, k):
+                sj = slice(starts[j], starts[j + 1])
+                s = kern[:, si] @ coef[j - 1, si] + kern[:, sj] @ coef[i, sj] + self.rho[c]
+                scores[:, c] = s
+                votes[np.arange(n), np.where(s > 0, i, j)] += 1
+                c += 1
+        return scores, votes
+
+    def _probabilities(self, scores: Array, k: int) -> Array:
+        """Platt-scaled pairwise probabilities coupled into one per class [N, k]."""
+        n = scores.shape[0]
+        pairwise = np.zeros((n, k, k), np.float32)
+        c = 0
+        for i in range(k - 1):
+            for j in range(i + 1, k):
+                v = np.float32(1) - logistic(scores[:, c] * self.prob_a[c] + self.prob_b[c])
+                v = np.clip(v, np.float32(1e-7), np.float32(1 - 1e-7))
+                pairwise[:, i, j] = v
+                pairwise[:, j, i] = 1 - v
+                c += 1
+        return _coupling(pairwise, k)

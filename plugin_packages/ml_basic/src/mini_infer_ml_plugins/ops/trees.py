@@ -1,0 +1,183 @@
+"""Tree ensembles: TreeEnsembleRegressor, TreeEnsembleClassifier (opsets 1-4 of the domain) and
+TreeEnsemble (opset 5), walked by :mod:`._trees`; what they do with the leaf scores follows
+onnxruntime exactly, including its rules for binary classifiers (a single class's scores,
+``base_values`` of one or two values, the label by a score above 0.5 or 0, the second score
+column made as ``1 - p`` or ``-p``).
+
+The ensemble is made into arrays once per plugin, when it is configured (where a malformed one
+fails the build) or at its first run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import ExecutionError, PluginInterfaceError
+from mini_infer_core.ops import ml
+from mini_infer_core.plugin import DynamicPluginTensorDesc
+
+from ..serialization import MlPlugin
+from ._post import TRANSFORMS, expand_binary, probit, transform, transform_scores
+from ._trees import (
+    AGG_MAX,
+    AGG_MIN,
+    AGG_SUM,
+    Forest,
+    ForestError,
+    base_values,
+    evaluate,
+    legacy_forest,
+    rows_of,
+    v5_forest,
+)
+
+__all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
+
+Array = NDArray[Any]
+_AGGREGATES = {"SUM": AGG_SUM, "AVERAGE": AGG_SUM, "MIN": AGG_MIN, "MAX": AGG_MAX}
+
+
+class _Trees(MlPlugin):
+    _forest: Forest | None = None
+
+    def make_forest(self) -> Forest:
+        raise NotImplementedError
+
+    @property
+    def forest(self) -> Forest:
+        if self._forest is None:
+            try:
+                self._forest = self.make_forest()
+            except ForestError as exc:
+                raise PluginInterfaceError(
+                    f"{self.op_type} {self.name!r}: {exc}; the model is malformed") from exc
+        return self._forest
+
+    def configure_plugin(self, inputs: Sequence[DynamicPluginTensorDesc],  # type: ignore[override]
+                         outputs: Sequence[DynamicPluginTensorDesc]) -> None:
+        super().configure_plugin(inputs, outputs)
+        _ = self.forest  # a malformed ensemble fails the build, not the first run
+
+    def scores(self, x: Array, agg: int) -> tuple[Array, Array]:
+        try:
+            rows = rows_of(x, self.forest, f"{self.op_type} {self.name!r}")
+        except ValueError as exc:
+            raise ExecutionError(str(exc)) from exc
+        return evaluate(self.forest, rows, agg)
+
+    def regression(self, x: Array, aggregate: str, base: Sequence[float]) -> Array:
+        """onnxruntime's regression: aggregate, average over trees, add the base values (when
+        there is one per target)."""
+        s, _ = self.scores(x, _AGGREGATES[aggregate])
+        if aggregate == "AVERAGE" and self.forest.n_trees:
+            s = s / s.dtype.type(self.forest.n_trees)
+        if len(base) == s.shape[1]:
+            s = s + np.asarray(base, s.dtype)
+        return s
+
+
+class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
+    def make_forest(self) -> Forest:
+        return legacy_forest(self.attrs, "target", int(self.attrs["n_targets"]))
+
+    def compute(self, x: Array, *, out: Array, aggregate_function: str, post_transform: str,
+                **_: Any) -> None:
+        s = self.regression(x, aggregate_function, base_values(self.attrs))
+        np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
+
+
+class TreeEnsemble(_Trees, ml.TreeEnsemble):
+    def make_forest(self) -> Forest:
+        return v5_forest(self.attrs)
+
+    def compute(self, x: Array, *, out: Array, aggregate_function: int, post_transform: int,
+                **_: Any) -> None:
+        aggregate = ("AVERAGE", "SUM", "MIN", "MAX")[int(aggregate_function)]
+        s = self.regression(x, aggregate, ())
+        np.copyto(out, transform_scores(TRANSFORMS[int(post_transform)], s), casting="unsafe")
+
+
+class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        self.labels = list(a["classlabels_strings"] or a["classlabels_int64s"] or ())
+        if len(self.labels) < 2:
+            raise PluginInterfaceError(
+                f"TreeEnsembleClassifier {self.name!r}: {len(self.labels)} class label(s); "
+                "mini-infer needs at least two (classlabels_int64s or classlabels_strings)")
+        ids = np.asarray(a["class_ids"] or (), np.int64)
+        weights = np.asarray(a.get("class_weights_as_tensor") if a.get(
+            "class_weights_as_tensor") is not None else a["class_weights"] or (), np.float64)
+        self.binary_case = len(self.labels) == 2 and len(np.unique(ids)) == 1
+        self.all_positive = bool((weights >= 0).all())
+
+    def make_forest(self) -> Forest:
+        return legacy_forest(self.attrs, "class", len(self.labels))
+
+    def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
+                **_: Any) -> None:
+        labels_out, scores_out = out
+        s, has = self.scores(x, AGG_SUM)
+        base = base_values(self.attrs)
+        if len(self.labels) > 2:
+            for k, b in enumerate(base[:s.shape[1]]):
+                s[:, k] += s.dtype.type(b)
+                has[:, k] = True
+            chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
+            table = np.array(self.labels, dtype=labels_out.dtype)
+            np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
+                      casting="unsafe")
+        else:
+            chosen, z, raw = self._binary(s, has, base, post_transform)
+            np.copyto(scores_out, z, casting="unsafe")
+            table = np.array(self.labels if labels_out.dtype == object or not raw else [0, 1],
+                             dtype=labels_out.dtype)
+        labels_out[...] = table[chosen]
+
+    def _binary(self, s: Array, has: Array, base: Sequence[float], post: str
+                ) -> tuple[Array, Array, bool]:
+        """Two classes: (index of each row's label, scores [N, 2], whether the index is the
+        raw label 0/1 rather than a class label's index)."""
+        s0, s1, h0, h1 = s[:, 0].copy(), s[:, 1].copy(), has[:, 0], has[:, 1].copy()
+        two = np.ones(len(s), bool)  # rows whose predictions keep both classes
+        mode = np.full(len(s), -1)
+        if len(base) == 2:
+            shifted = s.dtype.type(base[1]) + s0
+            s1 = np.where(h1, shifted, s1 + s.dtype.type(base[1]))
+            s0 = np.where(h1, -shifted, s0 + s.dtype.type(base[0]))
+        elif len(base) == 1:
+            s0 = s0 + s.dtype.type(base[0])
+            two = h1.copy()
+        elif not base:
+            mode[:] = 3
+            two = h1.copy()
+        pos = np.where(two & h1, s1, np.where(h0, s0, 0))
+        if self.binary_case:
+            positive = pos > 0.5 if self.all_positive else pos > 0
+            mode = np.where(positive, 0, 1) if self.all_positive else np.where(positive, 2, 3)
+        else:
+            positive = pos > 0
+        v0, v1 = np.where(h0, s0, 0), np.where(h1, s1, 0)
+        z = np.zeros((len(s), 2), np.float32)
+        if two.any():
+            z[two] = transform(post, np.stack([v0[two], v1[two]], axis=1))
+        single = ~two
+        if single.any():
+            v = v0[single]
+            if post == "PROBIT":
+                z[single, 0] = probit(v)
+            else:
+                m = mode[single]
+                pairs = z[single]
+                prob = (m == 0) | (m == 1)
+                margin = (m == 2) | (m == 3)
+                pairs[prob] = expand_binary(v[prob], post, 0)
+                pairs[margin] = expand_binary(v[margin], post, 2)
+                pairs[m < 0, 0] = v[m < 0]
+                z[single] = pairs
+        return positive.astype(np.int64), z, not self.binary_case
