@@ -31,6 +31,10 @@ class FlexAttention(Op, IUsesSubgraphs):
     #: the attributes that hold graphs
     bodies: ClassVar[tuple[str, ...]] = ("score_mod", "prob_mod")
 
+    def input_count(self) -> tuple[int, int | None] | None:
+        """Q, K and V, then the values the modifiers read from enclosing scopes."""
+        return 3, None
+
     def make_modifier(self, body: str) -> Subgraph:
         """The modifier graph ``body`` (an attribute in ``bodies``) as a subgraph, from the
         attached factory; the values it reads from enclosing scopes are the node's inputs
