@@ -18,7 +18,7 @@ concatenated) is checked when it is made.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import PluginInterfaceError
 from ..plugin import TENSOR, DataType, DimExpr, DimsExprs, IntLike, ValueKind, ValueSpec
@@ -167,10 +167,10 @@ class SequenceAt(SequenceOp):
         return [self.taken_out(0, inputs)]
 
 
-class SequenceLength(SequenceOp):
-    """The number of elements, an int64 scalar."""
+class _ScalarOp(SequenceOp):
+    """A schema whose one output is a tensor scalar of the type ``output_type``."""
 
-    input_kinds = ("sequence",)
+    output_type: ClassVar[DataType]
 
     def kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
         return [TENSOR]
@@ -179,7 +179,14 @@ class SequenceLength(SequenceOp):
         return [[]]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.INT64]
+        return [self.output_type]
+
+
+class SequenceLength(_ScalarOp):
+    """The number of elements, an int64 scalar."""
+
+    input_kinds = ("sequence",)
+    output_type = DataType.INT64
 
 
 class SplitToSequence(SequenceOp):
@@ -263,20 +270,12 @@ class Optional(SequenceOp):
         return [self.declared[1]]
 
 
-class OptionalHasElement(SequenceOp):
+class OptionalHasElement(_ScalarOp):
     """Whether the optional holds a value (a tensor or sequence given: true; no input:
     false), a bool scalar."""
 
     input_kinds = ("any",)
-
-    def kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
-        return [TENSOR]
-
-    def output_shapes(self, inputs: Sequence[DimsExprs]) -> list[Dims]:
-        return [[]]
-
-    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [DataType.BOOL]
+    output_type = DataType.BOOL
 
 
 class OptionalGetElement(SequenceOp):

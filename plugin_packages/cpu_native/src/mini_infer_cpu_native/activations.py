@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import activation as _activation
@@ -56,11 +56,17 @@ def _compiled(*arrays: Array | None) -> bool:
 
 
 class _Elementwise(_Compiled):
-    """One compiled function of x, or the cpu_basic kernel."""
+    """One compiled function of x, or the cpu_basic kernel: ``_act_function``, with the
+    attributes ``_act_params`` names (at most two) as its alpha and beta (0.0 for those it
+    does not name)."""
+
+    _act_function: ClassVar[str]
+    _act_params: ClassVar[tuple[str, ...]] = ()
 
     def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
         """The kernel's function and its alpha, beta for these attributes."""
-        raise NotImplementedError
+        alpha, beta = (*(float(attrs[p]) for p in self._act_params), 0.0, 0.0)[:2]
+        return self._act_function, alpha, beta
 
     def compute(self, x: Array, *, out: Array, **attrs: Any) -> None:
         if not (_compiled(x, out) and x.size == out.size):
@@ -71,8 +77,7 @@ class _Elementwise(_Compiled):
 
 
 class Erf(_Elementwise, _math_unary.Erf):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "erf", 0.0, 0.0
+    _act_function = "erf"
 
 
 class Gelu(_Elementwise, _extra.Gelu):
@@ -83,33 +88,30 @@ class Gelu(_Elementwise, _extra.Gelu):
 
 
 class Sigmoid(_Elementwise, _activation.Sigmoid):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "sigmoid", 0.0, 0.0
+    _act_function = "sigmoid"
 
 
 class Swish(_Elementwise, _extra.Swish):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "swish", float(attrs["alpha"]), 0.0
+    _act_function = "swish"
+    _act_params = ("alpha",)
 
 
 class HardSigmoid(_Elementwise, _extra.HardSigmoid):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "hard_sigmoid", float(attrs["alpha"]), float(attrs["beta"])
+    _act_function = "hard_sigmoid"
+    _act_params = ("alpha", "beta")
 
 
 class HardSwish(_Elementwise, _extra.HardSwish):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "hard_swish", 0.0, 0.0
+    _act_function = "hard_swish"
 
 
 class Tanh(_Elementwise, _activation.Tanh):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "tanh", 0.0, 0.0
+    _act_function = "tanh"
 
 
 class LeakyRelu(_Elementwise, _activation.LeakyRelu):
-    def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
-        return "leaky_relu", float(attrs["alpha"]), 0.0
+    _act_function = "leaky_relu"
+    _act_params = ("alpha",)
 
 
 class _Softmax(_Compiled):

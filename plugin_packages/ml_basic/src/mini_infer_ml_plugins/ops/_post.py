@@ -2,20 +2,33 @@
 all rows at once, in float32 as onnxruntime computes them (its probit is the erf-inverse
 approximation with a = 0.147, which this reproduces rather than the exact function), and
 onnxruntime's rule for a single score column: only PROBIT applies to it, or, where the
-operator asks for a second class, the column is expanded to two.
+operator asks for a second class, the column is expanded to two. Also the float32 views of
+inputs and attributes that the linear and SVM models share.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TRANSFORMS", "expand_binary", "logistic", "probit", "softmax", "softmax_zero",
-           "transform", "transform_scores"]
+__all__ = ["TRANSFORMS", "expand_binary", "float32s", "float_rows", "logistic", "probit",
+           "softmax", "softmax_zero", "transform", "transform_scores"]
 
 Array = NDArray[Any]
+
+
+def float_rows(x: Array) -> Array:
+    """``x`` as float32 rows: [N, F] (a 1-D input is one row)."""
+    return np.asarray(x, np.float32).reshape(1 if x.ndim == 1 else x.shape[0], -1)
+
+
+def float32s(values: Iterable[float] | None) -> Array:
+    """An attribute's list of floats as a float32 array (empty where it is not set)."""
+    return np.asarray(values or (), np.float32)
+
 
 #: ``post_transform`` names (opsets 1-4) by the integer codes of TreeEnsemble (opset 5)
 TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")

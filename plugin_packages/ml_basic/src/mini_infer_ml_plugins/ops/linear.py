@@ -12,27 +12,22 @@ from numpy.typing import NDArray
 from mini_infer_core.ops import ml
 
 from ..serialization import MlPlugin
-from ._post import transform_scores
+from ._post import float32s, float_rows, transform_scores
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
 
 Array = NDArray[Any]
 
 
-def _rows(x: Array) -> Array:
-    return np.asarray(x, np.float32).reshape(1 if x.ndim == 1 else x.shape[0], -1)
-
-
 class _Linear(MlPlugin):
     def setup(self) -> None:
         super().setup()
-        a = self.attrs
-        self.intercepts = np.asarray(a["intercepts"] or (), np.float32)
-        self.coefficients = np.asarray(a["coefficients"] or (), np.float32)
+        self.intercepts = float32s(self.attrs["intercepts"])
+        self.coefficients = float32s(self.attrs["coefficients"])
 
     def scores(self, x: Array, targets: int) -> Array:
         """X @ coefficients.T + intercepts, [N, targets] float32."""
-        rows = _rows(x)
+        rows = float_rows(x)
         w = self.coefficients.reshape(targets, rows.shape[1])
         s = rows @ w.T
         if self.intercepts.size:
@@ -50,7 +45,7 @@ class LinearClassifier(_Linear, ml.LinearClassifier):
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
                 classlabels_strings: Any, classlabels_ints: Any, **_: Any) -> None:
         labels_out, scores_out = out
-        classes = self.intercepts.size or self.coefficients.size // _rows(x).shape[1]
+        classes = self.intercepts.size or self.coefficients.size // float_rows(x).shape[1]
         s = self.scores(x, classes)
         labels = list(classlabels_strings or classlabels_ints or ())
         if classes == 1:

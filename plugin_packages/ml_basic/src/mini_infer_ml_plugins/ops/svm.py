@@ -19,15 +19,11 @@ from mini_infer_core.errors import ExecutionError
 from mini_infer_core.ops import ml
 
 from ..serialization import MlPlugin
-from ._post import logistic, transform_scores
+from ._post import float32s, float_rows, logistic, transform_scores
 
 __all__ = ["SVMClassifier", "SVMRegressor"]
 
 Array = NDArray[Any]
-
-
-def _rows(x: Array) -> Array:
-    return np.asarray(x, np.float32).reshape(1 if x.ndim == 1 else x.shape[0], -1)
 
 
 class _Svm(MlPlugin):
@@ -37,9 +33,9 @@ class _Svm(MlPlugin):
         params = tuple(a["kernel_params"] or ())
         self.gamma, self.coef0, self.degree = (tuple(params) + (0.0, 0.0, 0.0))[:3]
         self.kernel = a["kernel_type"]
-        self.coefficients = np.asarray(a["coefficients"] or (), np.float32)
-        self.rho = np.asarray(a["rho"] or (), np.float32)
-        self.support = np.asarray(a["support_vectors"] or (), np.float32)
+        self.coefficients = float32s(a["coefficients"])
+        self.rho = float32s(a["rho"])
+        self.support = float32s(a["support_vectors"])
 
     def kernel_dot(self, x: Array, vectors: Array, kernel: str) -> Array:
         """The kernel of every row of ``x`` with every row of ``vectors``: [N, V] (float64)."""
@@ -59,7 +55,7 @@ class _Svm(MlPlugin):
                              "of LINEAR, POLY, RBF, SIGMOID")
 
     def features(self, x: Array, count: int) -> Array:
-        rows = _rows(x)
+        rows = float_rows(x)
         if rows.shape[1] != count:
             raise ExecutionError(f"{self.op_type} {self.name!r}: X has {rows.shape[1]} "
                                  f"features, the model {count}")
@@ -120,8 +116,8 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
         a = self.attrs
         self.labels = list(a["classlabels_strings"] or a["classlabels_ints"] or ())
         self.per_class = [int(v) for v in a["vectors_per_class"] or ()]
-        self.prob_a = np.asarray(a["prob_a"] or (), np.float32)
-        self.prob_b = np.asarray(a["prob_b"] or (), np.float32)
+        self.prob_a = float32s(a["prob_a"])
+        self.prob_b = float32s(a["prob_b"])
         self.all_positive = bool((self.coefficients >= 0).all())
 
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
