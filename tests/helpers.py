@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import venv
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,19 @@ def run_cli(*args: str, python: str = sys.executable, env: dict[str, str] | None
         raise AssertionError(f"mini-infer {' '.join(args)} failed ({proc.returncode}):\n"
                              f"{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def install_plugin_module(site: Path, dist: str, version: str, entry: str, source: str) -> None:
+    """Install into the folder ``site`` a distribution ``dist`` ``version`` made of one module
+    (``dist`` with ``_`` for ``-``, holding the dedented ``source``) that registers the plugin
+    entry point ``entry`` (mini_infer.plugins) naming that module."""
+    module = dist.replace("-", "_")
+    info = site / f"{module}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\n"
+                                   f"Version: {version}\n")
+    (info / "entry_points.txt").write_text(f"[mini_infer.plugins]\n{entry} = {module}\n")
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
 
 
 class Venv:

@@ -6,14 +6,13 @@ kernel installed as a plugin distribution is what the per-node search must find.
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from helpers import make_model, run_cli
+from helpers import install_plugin_module, make_model, run_cli
 from onnx import TensorProto, helper
 
 from mini_infer_core.cli.compare import tensor_error
@@ -90,12 +89,7 @@ def test_per_node_names_the_first_diverging_node_and_its_plugin(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
-    info = site / "mi_test_badrelu-0.0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mi-test-badrelu\n"
-                                   "Version: 0.0.1\n")
-    (info / "entry_points.txt").write_text("[mini_infer.plugins]\nbadrelu = mi_test_badrelu\n")
-    (site / "mi_test_badrelu.py").write_text(textwrap.dedent(_BAD_RELU))
+    install_plugin_module(site, "mi-test-badrelu", "0.0.1", "badrelu", _BAD_RELU)
     monkeypatch.syspath_prepend(str(site))
     path = tmp_path / "chain.onnx"
     onnx.save(_chain(), str(path))

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from helpers import make_model, run_cli
+from helpers import install_plugin_module, make_model, run_cli
 from onnx import TensorProto, helper
 
 
@@ -211,12 +210,7 @@ def twin_site(tmp_path: Path) -> Path:
     """A plugin distribution ``mi-test-l2twin`` 0.0.7 (the example's L2Norm creator under
     another distribution) installed into a folder put on PYTHONPATH."""
     site = tmp_path / "site"
-    info = site / "mi_test_l2twin-0.0.7.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mi-test-l2twin\n"
-                                   "Version: 0.0.7\n")
-    (info / "entry_points.txt").write_text("[mini_infer.plugins]\nl2twin = mi_test_l2twin\n")
-    (site / "mi_test_l2twin.py").write_text(textwrap.dedent(_HOOKS))
+    install_plugin_module(site, "mi-test-l2twin", "0.0.7", "l2twin", _HOOKS)
     return site
 
 

@@ -262,12 +262,17 @@ def test_an_engine_naming_no_readable_producer_is_refused(l2_engine: bytes,
         mi.Runtime().deserialize_engine(_relayout(l2_engine, edit))
 
 
-def test_a_newer_format_version_says_upgrade_naming_the_core_that_made_it(
-        l2_engine: bytes) -> None:
-    raw = _relayout(l2_engine, _producer("0.4.0"), version=3)
+def _refusal(l2_engine: bytes, producer: str, version: int) -> str:
+    """The message an engine relaid with this producer and format version is refused with."""
+    raw = _relayout(l2_engine, _producer(producer), version=version)
     with pytest.raises(EngineFormatError) as err:
         mi.Runtime().deserialize_engine(raw)
-    msg = str(err.value)
+    return str(err.value)
+
+
+def test_a_newer_format_version_says_upgrade_naming_the_core_that_made_it(
+        l2_engine: bytes) -> None:
+    msg = _refusal(l2_engine, "0.4.0", 3)
     assert "format version 3 (made by mini-infer-core 0.4.0) is newer" in msg
     assert "upgrade mini-infer-core (pip install 'mini-infer-core>=0.4.0')" in msg
     assert "or rebuild the engine" in msg
@@ -275,10 +280,7 @@ def test_a_newer_format_version_says_upgrade_naming_the_core_that_made_it(
 
 def test_an_older_format_version_says_rebuild_or_install_the_core_that_reads_it(
         l2_engine: bytes) -> None:
-    raw = _relayout(l2_engine, _producer("0.0.7"), version=1)
-    with pytest.raises(EngineFormatError) as err:
-        mi.Runtime().deserialize_engine(raw)
-    msg = str(err.value)
+    msg = _refusal(l2_engine, "0.0.7", 1)
     assert "rebuild the engine" in msg
     assert "install mini-infer-core 0.0.7 that reads format 1" in msg
 

@@ -45,27 +45,16 @@ def test_every_seed_is_accepted(target: str) -> None:
         FUZZER.target(target)(data)
 
 
-def test_engine_loader_short_fuzz() -> None:
+@pytest.mark.parametrize("target", [
+    "engine",  # the engine loader
+    "onnx",    # the ONNX importer and the builder
+    "fields",  # the plugin-field decoder
+])
+def test_short_fuzz(target: str) -> None:
     @SHORT
-    @given(hypothesis_inputs(FUZZER, "engine"))
+    @given(hypothesis_inputs(FUZZER, target))
     def run(data: bytes) -> None:
-        _only_mini_infer_errors("engine", data)
-    run()
-
-
-def test_onnx_importer_and_builder_short_fuzz() -> None:
-    @SHORT
-    @given(hypothesis_inputs(FUZZER, "onnx"))
-    def run(data: bytes) -> None:
-        _only_mini_infer_errors("onnx", data)
-    run()
-
-
-def test_plugin_field_decoder_short_fuzz() -> None:
-    @SHORT
-    @given(hypothesis_inputs(FUZZER, "fields"))
-    def run(data: bytes) -> None:
-        _only_mini_infer_errors("fields", data)
+        _only_mini_infer_errors(target, data)
     run()
 
 

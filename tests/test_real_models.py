@@ -149,17 +149,13 @@ def test_transformer_encoder_block(tmp_path: Path) -> None:
     nodes = [
         helper.make_node("Gather", ["emb", "ids"], ["x"]),
         helper.make_node("LayerNormalization", ["x", "ln1_g", "ln1_b"], ["h"], axis=-1),
-        helper.make_node("MatMul", ["h", "wq"], ["q"]),
-        helper.make_node("MatMul", ["h", "wk"], ["k"]),
-        helper.make_node("MatMul", ["h", "wv"], ["v"]),
+        # the projections q, k and v, split into heads (k transposed for the product)
+        *(helper.make_node("MatMul", ["h", f"w{t}"], [t]) for t in "qkv"),
         helper.make_node("Shape", ["ids"], ["bt"]),
         helper.make_node("Concat", ["bt", "heads_dh"], ["split_shape"], axis=0),
-        helper.make_node("Reshape", ["q", "split_shape"], ["q4"]),
-        helper.make_node("Reshape", ["k", "split_shape"], ["k4"]),
-        helper.make_node("Reshape", ["v", "split_shape"], ["v4"]),
-        helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
-        helper.make_node("Transpose", ["k4"], ["kh"], perm=[0, 2, 3, 1]),
-        helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        *(helper.make_node("Reshape", [t, "split_shape"], [f"{t}4"]) for t in "qkv"),
+        *(helper.make_node("Transpose", [f"{t}4"], [f"{t}h"], perm=perm)
+          for t, perm in zip("qkv", ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3]), strict=True)),
         helper.make_node("MatMul", ["qh", "kh"], ["scores"]),
         helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
         helper.make_node("Softmax", ["scaled"], ["attn"], axis=-1),

@@ -670,6 +670,19 @@ QUERIES = ["The Cat and the dog", "stock markets ROSE", "", "unknown words only"
            "cat stock cat stock dog", "the  cat"]
 
 
+def _tfidf_classifier_model(nodes: list[onnx.NodeProto], clf: Any) -> onnx.ModelProto:
+    """The graph of ``nodes`` from the string tensor ``docs`` to the probability ``p1``, with the
+    logistic regression's coefficients ``coef`` and ``bias`` as initializers (opset 20)."""
+    vi, const = helper.make_tensor_value_info, numpy_helper.from_array
+    graph = helper.make_graph(
+        nodes, "tfidf_classifier", [vi("docs", STRING, [None])], [vi("p1", FLOAT, None)],
+        [const(clf.coef_.T.astype(np.float32), "coef"),
+         const(clf.intercept_.astype(np.float32), "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    return model
+
+
 def test_tfidf_text_classifier_built_from_scikit_learn() -> None:
     """Lower-case, split on spaces, TF-IDF of unigrams and bigrams, L2 norm, a logistic
     regression: mini-infer vs onnxruntime vs scikit-learn's own predict_proba."""
@@ -686,7 +699,7 @@ def test_tfidf_text_classifier_built_from_scikit_learn() -> None:
     bi = [g for g in grams if " " in g]
     pool = uni + [w for g in bi for w in g.split(" ")]
     indexes = [vec.vocabulary_[g] for g in uni + bi]
-    make, vi, const = helper.make_node, helper.make_tensor_value_info, numpy_helper.from_array
+    make = helper.make_node
     nodes = [
         make("StringNormalizer", ["docs"], ["lower"], case_change_action="LOWER"),
         make("StringSplit", ["lower"], ["tokens", "n"], delimiter=" "),
@@ -699,12 +712,7 @@ def test_tfidf_text_classifier_built_from_scikit_learn() -> None:
         make("Add", ["logit", "bias"], ["score"]),
         make("Sigmoid", ["score"], ["p1"]),
     ]
-    graph = helper.make_graph(
-        nodes, "tfidf_classifier", [vi("docs", STRING, [None])], [vi("p1", FLOAT, None)],
-        [const(clf.coef_.T.astype(np.float32), "coef"),
-         const(clf.intercept_.astype(np.float32), "bias")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
-    model.ir_version = 9
+    model = _tfidf_classifier_model(nodes, clf)
     docs = S(*QUERIES)
     got = ours(model, {"docs": docs})[0]
     want = clf.predict_proba(vec.transform([q.lower() for q in QUERIES]))[:, 1:]
@@ -725,7 +733,7 @@ def test_tfidf_text_classifier_engine_without_locale_dependence(tmp_path: Path) 
                           lowercase=False)
     clf = LogisticRegression().fit(vec.fit_transform(docs), LABELS)
     words = sorted(vec.vocabulary_, key=vec.vocabulary_.__getitem__)
-    make, vi, const = helper.make_node, helper.make_tensor_value_info, numpy_helper.from_array
+    make = helper.make_node
     nodes = [
         make("StringSplit", ["docs"], ["tokens", "n"], delimiter=" "),
         make("TfIdfVectorizer", ["tokens"], ["tf"], mode="TFIDF", min_gram_length=1,
@@ -736,12 +744,7 @@ def test_tfidf_text_classifier_engine_without_locale_dependence(tmp_path: Path) 
         make("Gemm", ["unit", "coef", "bias"], ["score"]),
         make("Sigmoid", ["score"], ["p1"]),
     ]
-    graph = helper.make_graph(
-        nodes, "tfidf_classifier", [vi("docs", STRING, [None])], [vi("p1", FLOAT, None)],
-        [const(clf.coef_.T.astype(np.float32), "coef"),
-         const(clf.intercept_.astype(np.float32), "bias")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
-    model.ir_version = 9
+    model = _tfidf_classifier_model(nodes, clf)
     path = tmp_path / "classifier.engine"
     mi.InferenceSession(model).save_engine(path)
     queries = [q.lower() for q in QUERIES]

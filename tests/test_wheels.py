@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -14,10 +15,15 @@ from onnx import TensorProto, helper, numpy_helper
 pytestmark = pytest.mark.slow
 
 
+def _listing(venv: Venv, distribution: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``mini-infer plugins --json`` run in ``venv``: the whole listing, and the creators that
+    ``distribution`` registers."""
+    data = json.loads(venv.cli("plugins", "--json").stdout)
+    return data, [c for c in data["creators"] if c["distribution"] == distribution]
+
+
 def test_fresh_venv_lists_cpu_plugins_with_distribution_and_version(fresh_venv: Venv) -> None:
-    proc = fresh_venv.cli("plugins", "--json")
-    data = json.loads(proc.stdout)
-    creators = [c for c in data["creators"] if c["distribution"] == "mini-infer-cpu-plugins"]
+    data, creators = _listing(fresh_venv, "mini-infer-cpu-plugins")
     ops = {c["op_type"] for c in creators}
     assert {"Conv", "Gemm", "Relu", "MaxPool", "BatchNormalization", "LRN"} <= ops
     assert all(c["distribution_version"] == "0.1.0" for c in creators)
@@ -38,17 +44,28 @@ def test_engine_fails_to_load_once_its_plugin_distribution_is_uninstalled(
     assert "PluginNotFoundError" in proc.stderr
 
 
-@pytest.fixture(scope="module")
-def native_venv(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Venv:
-    """Core, cpu_basic and the compiled cpu_native wheel (built here with the C compiler)."""
-    return make_venv(tmp_path_factory, wheels, "core", "cpu", "native")
+def _venv_fixture(name: str, doc: str, *keys: str) -> Any:
+    """A module-scoped fixture ``name``: a new virtual environment with the wheels ``keys``."""
+    def fixture(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Venv:
+        return make_venv(tmp_path_factory, wheels, *keys)
+    fixture.__doc__ = doc
+    return pytest.fixture(scope="module", name=name)(fixture)
+
+
+native_venv = _venv_fixture(
+    "native_venv",
+    "Core, cpu_basic and the compiled cpu_native wheel (built here with the C compiler).",
+    "core", "cpu", "native")
+ml_venv = _venv_fixture(
+    "ml_venv",
+    "Core, cpu_basic and the ai.onnx.ml wheel (its tree walk compiled here where it can be).",
+    "core", "cpu", "ml")
 
 
 def test_compiled_plugins_outrank_numpy_ones_and_their_engine_needs_them(
         native_venv: Venv, tmp_path: Path) -> None:
-    data = json.loads(native_venv.cli("plugins", "--json").stdout)
-    native = {c["op_type"]: c for c in data["creators"]
-              if c["distribution"] == "mini-infer-cpu-native"}
+    _, creators = _listing(native_venv, "mini-infer-cpu-native")
+    native = {c["op_type"]: c for c in creators}
     assert {"Conv", "MaxPool", "AveragePool"} <= set(native)
     assert all(c["priority"] > 0 for c in native.values())
     w = np.random.default_rng(0).standard_normal((4, 1, 3, 3)).astype(np.float32)
@@ -92,17 +109,10 @@ def _tree_pipeline() -> onnx.ModelProto:
     return model
 
 
-@pytest.fixture(scope="module")
-def ml_venv(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Venv:
-    """Core, cpu_basic and the ai.onnx.ml wheel (its tree walk compiled here where it can be)."""
-    return make_venv(tmp_path_factory, wheels, "core", "cpu", "ml")
-
-
 def test_ml_plugins_are_listed_run_a_pipeline_and_their_engine_needs_them(
         ml_venv: Venv, tmp_path: Path) -> None:
-    data = json.loads(ml_venv.cli("plugins", "--json").stdout)
-    ml = {c["op_type"] for c in data["creators"]
-          if c["distribution"] == "mini-infer-ml-plugins"}
+    data, creators = _listing(ml_venv, "mini-infer-ml-plugins")
+    ml = {c["op_type"] for c in creators}
     assert {"TreeEnsembleRegressor", "TreeEnsemble", "LinearClassifier", "SVMClassifier",
             "Scaler", "LabelEncoder", "OneHotEncoder"} <= ml
     dist = {d["name"]: d for d in data["distributions"]}["mini-infer-ml-plugins"]

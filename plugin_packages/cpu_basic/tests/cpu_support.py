@@ -4,7 +4,7 @@ model an independent oracle (onnx's ReferenceEvaluator or onnxruntime) runs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, fields_from_values
 
 __all__ = ["creator_for", "make_plugin", "reads", "in_dims", "execute", "run", "make_model",
-           "run_oracle"]
+           "run_oracle", "compare_with_oracles"]
 
 
 def creator_for(op: str, opset: int) -> Any:
@@ -108,3 +108,19 @@ def run_oracle(kind: str, model: onnx.ModelProto, inputs: Sequence[Any]) -> list
     sess = ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
     return list(sess.run(None, feeds))
+
+
+def compare_with_oracles(op: str, inputs: Sequence[Any], attrs: dict[str, Any], opset: int,
+                         n_out: int, oracles: Sequence[str],
+                         oracle: Callable[[str, str, Sequence[Any], dict[str, Any], int, int],
+                                          list[Any]],
+                         compare: Callable[[Any, Any, str], None]) -> list[Any]:
+    """Run the plugin ``op`` on ``inputs``, then for each oracle kind in ``oracles`` call
+    ``compare(got, want, kind)`` on each of the first ``n_out`` outputs, ``want`` from
+    ``oracle(kind, op, inputs, attrs, opset, n_out)``; the plugin's outputs, all of them."""
+    got = execute(make_plugin(op, attrs, opset), inputs)
+    for kind in oracles:
+        want = oracle(kind, op, inputs, attrs, opset, n_out)
+        for g, w in zip(got[:n_out], want, strict=True):
+            compare(g, w, kind)
+    return got

@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from cpu_support import creator_for, execute, in_dims, make_model, make_plugin, reads, run_oracle
+from cpu_support import (
+    compare_with_oracles,
+    creator_for,
+    execute,
+    in_dims,
+    make_model,
+    make_plugin,
+    reads,
+    run_oracle,
+)
 from mini_infer_cpu_plugins.ops import creators
 from onnx import helper
 
@@ -53,16 +62,13 @@ def oracle(kind: str, op: str, inputs: Sequence[Any], attrs: dict[str, Any], ops
 def check(op: str, inputs: Sequence[Any], attrs: dict[str, Any] | None = None,
           opset: int = OPSET, n_out: int = 1, oracles: Sequence[str] = ("ref", "ort"),
           rtol: float = 1e-4, atol: float = 1e-5) -> list[Any]:
-    attrs = attrs or {}
-    got = execute(make_plugin(op, attrs, opset), inputs)
-    for kind in oracles:
-        want = oracle(kind, op, inputs, attrs, opset, n_out)
-        for g, w in zip(got[:n_out], want, strict=True):
-            w = np.asarray(w)
-            assert g.shape == w.shape, (kind, g.shape, w.shape)
-            assert g.dtype == w.dtype, (kind, g.dtype, w.dtype)
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=kind)
-    return got
+    def compare(g: Any, w: Any, kind: str) -> None:
+        w = np.asarray(w)
+        assert g.shape == w.shape, (kind, g.shape, w.shape)
+        assert g.dtype == w.dtype, (kind, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=kind)
+
+    return compare_with_oracles(op, inputs, attrs or {}, opset, n_out, oracles, oracle, compare)
 
 
 # -- convolution -----------------------------------------------------------------------------

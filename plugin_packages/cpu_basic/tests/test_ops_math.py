@@ -14,7 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from cpu_support import execute, make_model, make_plugin, run_oracle
+from cpu_support import compare_with_oracles, execute, make_model, make_plugin, run_oracle
 from onnx import TensorProto, helper
 
 from mini_infer_core.errors import PluginInterfaceError
@@ -72,13 +72,10 @@ def assert_same(got: Any, want: Any, rtol: float, atol: float, msg: str = "") ->
 def check(op: str, inputs: Sequence[Any], attrs: dict[str, Any] | None = None,
           opset: int = 21, n_out: int = 1, oracles: Sequence[str] = ("ref", "ort"),
           rtol: float = 1e-5, atol: float = 1e-6) -> list[Any]:
-    attrs = attrs or {}
-    got = execute(make_plugin(op, attrs, opset), inputs)
-    for kind in oracles:
-        want = oracle(kind, op, inputs, attrs, opset, n_out)
-        for g, w in zip(got[:n_out], want, strict=True):
-            assert_same(g, w, rtol, atol, f"{op} vs {kind}")
-    return got
+    def compare(g: Any, w: Any, kind: str) -> None:
+        assert_same(g, w, rtol, atol, f"{op} vs {kind}")
+
+    return compare_with_oracles(op, inputs, attrs or {}, opset, n_out, oracles, oracle, compare)
 
 
 # -- unary math ------------------------------------------------------------------------------

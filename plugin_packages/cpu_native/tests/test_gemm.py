@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -283,19 +283,13 @@ def _gemm_model(rows: int, k: int, n: int, trans_b: int, c_shape: tuple[int, ...
 ])
 def test_the_gemm_plugin(rows: int, k: int, n: int, trans_b: int,
                          c_shape: tuple[int, ...] | None, attrs: dict[str, Any],
-                         relu: bool, isa: str, monkeypatch: pytest.MonkeyPatch) -> None:
+                         relu: bool, isa: str,
+                         count_calls: Callable[[Any, str, str], dict[str, int]]) -> None:
     """Every Gemm runs on the compiled GEMM (its calls replayed while its arrays stay) where the
     vector kernels run; with the plain C loops, cpu_basic's BLAS path."""
     from mini_infer_cpu_native import _matmul
 
-    ran = {"matmul": 0}
-    real = _matmul.matmul_call
-
-    def counted(*args: Any, **kw: Any) -> Any:
-        ran["matmul"] += 1
-        return real(*args, **kw)
-
-    monkeypatch.setattr(_matmul, "matmul_call", counted)
+    ran = count_calls(_matmul, "matmul_call", "matmul")
     trans_a = attrs.pop("transA", 0)
     model, x = _gemm_model(rows, k, n, trans_b, c_shape, relu, trans_a, **attrs)
     sess = mini_infer_core.InferenceSession(model, device="cpu")

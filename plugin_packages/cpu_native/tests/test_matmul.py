@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +39,9 @@ def isa(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-def compiled(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+def compiled(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, int]:
     """How often the plugins made compiled products (so a test fails if NumPy took over)."""
-    count = {"products": 0}
-    real = _matmul.product_calls
-
-    def counted(*args: Any, **kw: Any) -> Any:
-        count["products"] += 1
-        return real(*args, **kw)
-
-    monkeypatch.setattr(_matmul, "product_calls", counted)
-    return count
+    return count_calls(_matmul, "product_calls", "products")
 
 
 def _f(*shape: int, scale: float = 1.0) -> np.ndarray:

@@ -1,0 +1,25 @@
+"""Fixtures the cpu_native tests share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str, str], dict[str, int]]:
+    """``count_calls(module, name, key)`` wraps ``module.name`` (for the test only) and returns
+    ``{key: n}``, ``n`` the number of calls made through it so far."""
+    def install(module: Any, name: str, key: str) -> dict[str, int]:
+        count = {key: 0}
+        real = getattr(module, name)
+
+        def counted(*args: Any, **kw: Any) -> Any:
+            count[key] += 1
+            return real(*args, **kw)
+
+        monkeypatch.setattr(module, name, counted)
+        return count
+    return install
