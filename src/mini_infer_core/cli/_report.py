@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..engine.engine import Engine
-from ..engine.schedule import Schedule
-from ..plugin._adapter import interface_level
-from ..registry import PluginRegistry
+
+if TYPE_CHECKING:  # the engine views import them; listing plugins imports no NumPy
+    import numpy as np
+
+    from ..engine.engine import Engine
+    from ..engine.schedule import Schedule
+    from ..registry import PluginRegistry
 
 __all__ = ["plugins_json", "plugins_text", "header_line", "engine_json", "engine_text",
            "summary"]
@@ -104,6 +105,8 @@ def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
 
 
 def engine_json(engine: Engine, schedule: Schedule | None) -> dict[str, Any]:
+    from ..plugin._adapter import interface_level
+
     def shape(n: str) -> list[Any]:
         if schedule is not None and n in schedule.shapes:
             return list(schedule.shapes[n])
@@ -157,6 +160,8 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
 
 
 def summary(arr: np.ndarray[Any, Any]) -> dict[str, Any]:
+    import numpy as np
+
     out: dict[str, Any] = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
     if arr.size and arr.dtype.kind in "fiub":
         a = arr.astype(np.float64)

@@ -13,39 +13,10 @@ from typing import Any
 from ..errors import InputError, MiniInferError
 from ..registry import PluginRegistry
 
-__all__ = ["add_parser", "command"]
+__all__ = ["command"]
 
 _PLUGIN_ENV = ("MINI_INFER_DISABLE_PLUGIN_AUTOLOAD", "MINI_INFER_STRICT_PLUGINS",
                "MINI_INFER_BLOCK_PLUGINS", "MINI_INFER_PLUGINS")
-
-
-def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Declare ``batch`` on the CLI's subparsers."""
-    bt = sub.add_parser("batch", parents=parents,
-                        help="batch inference over a dataset on Ray Data (mini-infer-core[ray])")
-    bt.add_argument("model", help="an ONNX model (built once here) or an engine file")
-    bt.add_argument("--input", required=True,
-                    help="a Parquet file or folder, or a folder of .npy files; on a cluster, "
-                         "on storage every node reads (shared folder, s3://...)")
-    bt.add_argument("--output", required=True,
-                    help="folder (or URI) to write the Parquet files to")
-    bt.add_argument("--workers", type=int, default=1, help="actors running the engine")
-    bt.add_argument("--batch-size", type=int, default=64, help="rows per engine run")
-    bt.add_argument("--address", default=None,
-                    help="Ray cluster to join (e.g. HEAD_IP:6379, or auto); default: start a "
-                         "local Ray instance for this run")
-    bt.add_argument("--device", default=None, choices=["cpu", "cuda"],
-                    help="cuda: build for and give each worker one GPU (default: cpu)")
-    bt.add_argument("--cpus-per-worker", type=float, default=1.0,
-                    help="CPUs Ray reserves per actor; its kernel threads follow (default 1)")
-    bt.add_argument("--column", action="append", default=[], metavar="INPUT=COLUMN",
-                    help="feed engine input INPUT from COLUMN (default: the column of the same "
-                         "name; a .npy folder's column is 'data')")
-    bt.add_argument("--keep-inputs", action="store_true",
-                    help="also write the columns fed to the engine (default: only the other "
-                         "columns, e.g. ids, and the outputs)")
-    bt.add_argument("--unordered", action="store_true",
-                    help="let rows come out in any order (faster; default: input order)")
 
 
 def _worker_env(args: argparse.Namespace) -> dict[str, str]:

@@ -26,27 +26,9 @@ from ..errors import DeviceError, InputError, MiniInferError
 from ..registry import PluginRegistry
 from . import _args
 
-__all__ = ["add_parser", "command", "tensor_error"]
+__all__ = ["command", "tensor_error"]
 
 _ANCHORS = ("onnxruntime", "reference")
-
-
-def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Declare ``compare`` on the CLI's subparsers."""
-    c = sub.add_parser("compare", parents=parents,
-                       help="run a model on two backends and compare the outputs "
-                            "(polygraphy run --compare)")
-    c.add_argument("model", help="an ONNX model")
-    c.add_argument("--a", default="cpu", metavar="DEVICE",
-                   help="the first side: a mini-infer device (default: cpu)")
-    c.add_argument("--b", default="onnxruntime", metavar="TARGET",
-                   help="the second side: a mini-infer device (cuda, ...), onnxruntime or "
-                        "reference (onnx's ReferenceEvaluator); default: onnxruntime")
-    c.add_argument("--rtol", type=float, default=1e-3,
-                   help="relative tolerance (default 1e-3): |a-b| <= atol + rtol*|b|")
-    c.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
-    c.add_argument("--per-node", action="store_true",
-                   help="compare every node's outputs and name the first that diverges")
 
 
 @dataclass

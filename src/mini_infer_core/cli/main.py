@@ -4,119 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .._version import __version__
 from ..errors import MiniInferError
 from ..registry import PluginRegistry, discover, reset_plugin_registry
-from . import _args, _report, batch, compare
+from . import _report
+from ._parser import parser as _parser
 
 __all__ = ["main"]
 
-# The modules behind the commands (the builder, onnx) are imported by the commands that need
-# them: `mini-infer plugins`, `--help` and loading an engine file do not import onnx.
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mini-infer", description=(
-        "Build and run ONNX models with plugin kernels discovered from installed wheels."))
-    p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
-    # the options every command shares are accepted before the command too (pytest's
-    # `pytest -p no:NAME ...`); they are merged with those given after it
-    p.add_argument("-p", dest="pre_plugin_opts", action="append", default=[],
-                   metavar="[no:]NAME", help="as the command's -p (block or load a plugin "
-                   "distribution)")
-    p.add_argument("-v", "--verbose", dest="pre_verbose", action="count", default=0,
-                   help="as the command's -v")
-    p.add_argument("--json", dest="pre_json", action="store_true", help="as the command's "
-                   "--json")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-p", dest="plugin_opts", action="append", default=[],
-                        metavar="[no:]NAME", help="-p no:NAME blocks a plugin distribution "
-                        "before it is imported; -p NAME loads it even when autoload is off "
-                        "(entry-point or distribution name); repeatable")
-    common.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log build steps and each plugin's lifecycle (construct, "
-                        "configure, initialize, enqueue, terminate, destroy)")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument("--allow-plugin-substitutes", action="store_true",
-                        help="load engines whose plugins are now provided by another "
-                             "distribution than the one that built them (with a warning)")
-    feeds = argparse.ArgumentParser(add_help=False)  # inputs of run and bench
-    feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
-    feeds.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
-                       help="concrete shape for a dynamic input when inputs are random")
-    feeds.add_argument("--seed", type=int, default=0, help="seed for random inputs")
-    tactics = argparse.ArgumentParser(add_help=False)  # of build and bench
-    tactics.add_argument("--no-tactic-timing", action="store_true",
-                         help="keep each plugin's default tactic instead of timing them "
-                              "(faster build)")
-    sub = p.add_subparsers(dest="command", required=True)
-    pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
-    pl.add_argument("--markdown", action="store_true",
-                    help="print the operator table (docs/operators.md)")
-    pl.add_argument("--creators", action="store_true",
-                    help="also list every creator and conflict (the full table)")
-    pl.add_argument("action", nargs="?", choices=["new"],
-                    help="new NAME: scaffold a plugin distribution in --dir (default: .)")
-    pl.add_argument("name", nargs="?")
-    pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
-    pl.add_argument("--check", action="store_true",
-                    help="import every kernel module of the loaded distributions and report "
-                         "each failure (exit status 1 on any)")
-    b = sub.add_parser("build", parents=[common, tactics],
-                       help="build an engine file from ONNX")
-    b.add_argument("model")
-    b.add_argument("-o", "--output", required=True, help="engine file to write")
-    b.add_argument("--device", default="cpu")
-    b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
-                   help="use this namespace or distribution for operator OP")
-    b.add_argument("--strict-device", action="store_true",
-                   help="fail instead of falling back to the CPU for nodes the device lacks")
-    b.add_argument("--fp16", action="store_true",
-                   help="run nodes in half precision where the device's plugins accept it")
-    b.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
-                   help="fix a dynamic input's shape in the engine (settles control flow "
-                        "on shapes; needed by models whose branches differ in rank)")
-    b.add_argument("--timing-cache", metavar="FILE",
-                   help="read tactic timings from FILE and add new ones to it (created if "
-                        "missing); builds with the same cache give identical engine files")
-    r = sub.add_parser("run", parents=[common, feeds],
-                       help="run an ONNX model or an engine file")
-    r.add_argument("model")
-    r.add_argument("--device", default="cpu")
-    r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
-    bn = sub.add_parser("bench", parents=[common, feeds, tactics],
-                        help="time a model or engine (trtexec-style)")
-    bn.add_argument("model")
-    bn.add_argument("--device", default="cpu")
-    bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
-                    help="also time onnxruntime or reference (onnx ReferenceEvaluator)")
-    bn.add_argument("--warmup", type=int, default=3)
-    bn.add_argument("--iterations", type=int, default=20)
-    bn.add_argument("--threads", type=int, default=None,
-                    help="BLAS/native threads (default: all cores)")
-    bn.add_argument("--profile", action="store_true",
-                    help="also time every node (per operator and the slowest nodes)")
-    bn.add_argument("--cuda-graph", action="store_true",
-                    help="replay the run as a device graph after the first run (trtexec's "
-                         "--useCudaGraph); says why where the engine or device cannot")
-    bn.add_argument("--trace", metavar="FILE.json",
-                    help="write a Chrome/Perfetto trace (Trace Event Format) of one run: one "
-                         "slice per node with its operator, plugin, device and shapes")
-    i = sub.add_parser("inspect", parents=[common], help="show nodes, plugins, memory plan")
-    i.add_argument("model")
-    i.add_argument("--device", default="cpu")
-    batch.add_parser(sub, [common])
-    compare.add_parser(sub, [common, feeds, tactics])
-    return p
+# The modules behind the commands (the builder, onnx, NumPy) are imported by the commands that
+# need them: `mini-infer plugins` and `--help` import neither onnx nor NumPy, and loading an
+# engine file does not import onnx.
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
@@ -131,6 +34,10 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
 
 def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """--shape NAME=D0,D1,.. options, and the shapes of --input arrays."""
+    import numpy as np
+
+    from . import _args
+
     shapes = _args.parse_shapes(getattr(args, "shape", []))
     for item in getattr(args, "input", []):
         name, _, path = item.partition("=")
@@ -180,6 +87,7 @@ def _model_operators(network: Any) -> set[str]:
 def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     from ..builder import Builder, BuilderConfig
     from ..importer import parse_onnx
+    from . import _args
 
     pins = _args.parse_pins(args.pin)
     shapes = _shapes(args)
@@ -207,6 +115,10 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    import numpy as np
+
+    from . import _args
+
     t0 = time.perf_counter()
     engine = _load(args, reg)
     t1 = time.perf_counter()
@@ -246,6 +158,7 @@ def _cmd_inspect(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any
 
 
 def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from . import _args
     from .bench import bench, bench_text
 
     if args.trace:
@@ -257,6 +170,18 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                    trace=args.trace)
     result["text"] = bench_text(result)
     return result
+
+
+def _cmd_batch(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from .batch import command
+
+    return command(args, reg)
+
+
+def _cmd_compare(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from .compare import command
+
+    return command(args, reg)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _verbose(args: argparse.Namespace) -> int:
+    import logging
+
     logger = logging.getLogger("mini_infer")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
@@ -354,8 +281,8 @@ def _run(args: argparse.Namespace) -> int:
             return _plugins(args, reg)
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
         handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
-                   "bench": _cmd_bench, "batch": batch.command,
-                   "compare": compare.command}[args.command]
+                   "bench": _cmd_bench, "batch": _cmd_batch,
+                   "compare": _cmd_compare}[args.command]
         result = handler(args, reg)
         status = int(result.pop("exit_status", 0))
         if args.json:

@@ -19,7 +19,7 @@ operator and opset, :func:`schema_classes` lists them all.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._catalog import (
     declared_kernels,
@@ -28,7 +28,9 @@ from ._catalog import (
     package_classes,
     schema_named,
 )
-from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
+
+if TYPE_CHECKING:
+    from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
 
 __all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "declared_kernels",
            "find_schema", "kernel_catalog", "kernel_creators", "onnx_attributes", "onnx_since",
@@ -45,6 +47,16 @@ MODULES = (
     "deform_conv", "detection", "image", "linalg", "llm", "preview", "random_ops",
     "training", "windows",
 )
+
+
+def __getattr__(name: str) -> Any:
+    """The schema base classes are imported on first use (PEP 562): a distribution's hooks
+    import :func:`kernel_creators` from here, and listing plugins imports no schema."""
+    if name not in ("BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_since"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}._schema"), name)
+    globals()[name] = value
+    return value
 
 
 def _modules() -> list[Any]:

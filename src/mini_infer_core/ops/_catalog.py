@@ -3,8 +3,10 @@
 A package whose kernels are named like the schemas they implement (``class Relu(CpuPlugin,
 ops.activation.Relu)``, listed in its modules' ``__all__``) needs no catalog of its own: the
 names in ``__all__`` are read from the source (no import, so no CuPy), and each one's
-metadata -- operator, domain, plugin version, opset range, fields -- is its schema's. Adding
-an operator to a device is then its schema and its kernel, and nothing else.
+metadata -- operator, domain, plugin version, opset range, fields -- is its schema's, read
+from the generated table (:func:`._memo.schemas`) where it is current, so that listing plugins
+imports no schema module. Adding an operator to a device is then its schema and its kernel,
+and nothing else.
 """
 
 from __future__ import annotations
@@ -13,20 +15,25 @@ import ast
 import functools
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..plugin import IPluginCreator
 from ..plugin.catalog import lazy_creators
-from ._schema import Op
+from . import _memo
+
+if TYPE_CHECKING:
+    from ..plugin import IPluginCreator
+    from ._schema import Op
 
 __all__ = ["declared_kernels", "kernel_catalog", "kernel_creators", "package_classes",
-           "schema_named"]
+           "schema_named", "schemas_by_name"]
 
 
 @functools.cache
-def _schemas_by_name() -> dict[str, type[Op]]:
+def schemas_by_name() -> dict[str, type[Op]]:
+    """Every operator schema by class name (imports them all)."""
     from . import schema_classes
 
     found: dict[str, type[Op]] = {}
@@ -40,7 +47,17 @@ def _schemas_by_name() -> dict[str, type[Op]]:
 
 def schema_named(name: str) -> type[Op] | None:
     """The operator schema whose class is called ``name`` (``Conv``, ``Softmax_13``)."""
-    return _schemas_by_name().get(name)
+    return schemas_by_name().get(name)
+
+
+@functools.cache
+def _metadata() -> dict[str, dict[str, Any]]:
+    """Every schema's creator metadata by class name: from the generated table where it is
+    current (no schema imported), else from the classes."""
+    table = _memo.schemas()
+    if table is not None:
+        return table
+    return {name: _memo.schema_metadata(cls) for name, cls in schemas_by_name().items()}
 
 
 def _all_names(path: Path) -> tuple[str, ...]:
@@ -48,9 +65,41 @@ def _all_names(path: Path) -> tuple[str, ...]:
     return _parsed_all(str(path), path.stat().st_mtime_ns)
 
 
+#: a line that may begin a module-level ``__all__ = ...`` (not ``==``, ``+=`` or annotated)
+_ALL_LINE = re.compile(r"^__all__[ \t]*=(?!=)", re.MULTILINE)
+#: the longest ``__all__`` statement parsed alone; a longer one is read with the whole module
+_MAX_LINES = 200
+
+
 @functools.lru_cache(maxsize=512)
 def _parsed_all(path: str, mtime_ns: int) -> tuple[str, ...]:
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    text = Path(path).read_text(encoding="utf-8")
+    for found in _ALL_LINE.finditer(text):
+        names = _statement_all(text, found.start())
+        if names is not None:
+            return names
+    return _tree_all(ast.parse(text, path))
+
+
+def _statement_all(text: str, start: int) -> tuple[str, ...] | None:
+    """The names of the ``__all__ = [...]`` statement that begins at ``start``, parsed alone
+    (a whole module's parse costs far more); None where that is not sure: the line may sit in
+    a string, or the statement is not a list or tuple."""
+    if text.count('"""', 0, start) % 2 or text.count("'''", 0, start) % 2:
+        return None
+    lines = text[start:].splitlines(keepends=True)[:_MAX_LINES]
+    for end in range(1, len(lines) + 1):
+        try:
+            tree = ast.parse("".join(lines[:end]))
+        except SyntaxError:
+            continue
+        names = _tree_all(tree)
+        return names or None
+    return None
+
+
+def _tree_all(tree: ast.Module) -> tuple[str, ...]:
+    """The string literals of the first module-level ``__all__`` list or tuple."""
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
@@ -71,24 +120,18 @@ def _modules(package: str, directory: Path) -> list[tuple[str, Path]]:
 def declared_kernels(package: str, directory: Path) -> list[tuple[str, str]]:
     """``(module, class name)`` for every name a public module of ``package`` (or the module
     ``directory`` itself, when it is a file) lists in ``__all__`` that names a schema."""
+    schemas = _metadata()
     return [(module, name) for module, path in _modules(package, directory)
-            for name in _all_names(path) if schema_named(name) is not None]
+            for name in _all_names(path) if name in schemas]
 
 
 def kernel_catalog(package: str, directory: str | Path) -> list[dict[str, Any]]:
     """The catalog entries (``target``, ``name``, ``op_type``, ``domain``, ``version``, opset
     range, ``fields``) of the kernels ``package`` declares, from their schemas, for
     :func:`mini_infer_core.plugin.catalog.lazy_creators`."""
-    entries = []
-    for module, name in declared_kernels(package, Path(directory)):
-        schema = schema_named(name)
-        assert schema is not None
-        entries.append({"target": f"{module}:{name}", "name": schema.plugin_type,
-                        "op_type": schema.op_type, "domain": schema.domain,
-                        "version": schema.plugin_version, "min_opset": schema.min_opset,
-                        "max_opset": schema.max_opset,
-                        "fields": (*schema.attributes, *schema.hidden_fields)})
-    return entries
+    schemas = _metadata()
+    return [{"target": f"{module}:{name}", **schemas[name]}
+            for module, name in declared_kernels(package, Path(directory))]
 
 
 def kernel_creators(package: str, directory: str | Path, *, namespace: str,

@@ -6,7 +6,11 @@ The table holds the first opset of every operator onnx defines (:func:`~._schema
 an operator it lacks is not onnx's, e.g. a plugin's private base class) and each answer of
 :func:`~._schema.onnx_attributes` that a core schema asks for, under its arguments. It is used
 only with the onnx release it was made from; a question it lacks (a schema added since,
-another onnx) is answered by onnx as before, only slower. ``tests/test_onnx_free.py``
+another onnx) is answered by onnx as before, only slower. It also holds every schema's creator
+metadata (``SCHEMAS``: plugin name, operator, domain, version, opsets, fields), so that
+listing plugins imports no schema module; that part serves only while the sources it was made
+from (``SOURCES``, a digest of this package and the plugin base class) are unchanged, else
+the schemas are imported as before. ``tests/test_onnx_free.py``
 regenerates it and fails where it differs. To regenerate::
 
     python -m mini_infer_core.ops          # rewrites _table.py
@@ -16,6 +20,7 @@ regenerates it and fails where it differs. To regenerate::
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
 import subprocess
@@ -24,9 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["attributes", "main", "render", "since"]
+__all__ = ["attributes", "main", "render", "schema_metadata", "schemas", "since",
+           "sources_digest"]
 
 _TABLE = Path(__file__).with_name("_table.py")
+#: what the schemas' metadata is made of: this package and the plugin base class
+_SOURCES = (Path(__file__).parent, Path(__file__).parent.parent / "plugin" / "_base.py")
 #: set in the process that makes the table: every question goes to onnx and is recorded
 _RECORDED: dict[tuple[Any, ...], Any] | None = (
     {} if os.environ.get("MINI_INFER_SCHEMA_TABLE") == "record" else None)
@@ -66,6 +74,36 @@ def attributes(key: tuple[Any, ...], ask_onnx: Callable[[], Any]) -> Any:
         else ask_onnx()
 
 
+def sources_digest() -> str:
+    """A digest of the sources the schemas' metadata comes from (the table excepted)."""
+    digest = hashlib.sha256()
+    folder, base = _SOURCES
+    for path in [*sorted(folder.glob("*.py")), base]:
+        if path != _TABLE:
+            digest.update(f"{path.name}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def schema_metadata(cls: Any) -> dict[str, Any]:
+    """What a creator of a kernel of schema ``cls`` declares (see
+    :func:`mini_infer_core.plugin.catalog.lazy_creators`), but its target."""
+    return {"name": cls.plugin_type, "op_type": cls.op_type, "domain": cls.domain,
+            "version": cls.plugin_version, "min_opset": cls.min_opset,
+            "max_opset": cls.max_opset, "fields": (*cls.attributes, *cls.hidden_fields)}
+
+
+@functools.cache
+def schemas() -> dict[str, dict[str, Any]] | None:
+    """Every core schema's :func:`schema_metadata`, by class name, from the table where it
+    was made from these sources and the installed onnx (no schema imported); else None."""
+    table = _table()
+    if table is None or getattr(table, "SOURCES", None) != sources_digest():
+        return None
+    found: dict[str, dict[str, Any]] = table.SCHEMAS
+    return found
+
+
 def _literal(value: Any) -> str:
     from ..plugin import REQUIRED
 
@@ -89,9 +127,9 @@ def _dump() -> None:
 
     import onnx.defs
 
-    from . import schema_classes
+    from ._catalog import schemas_by_name
 
-    schema_classes()
+    by_name = schemas_by_name()
     assert _RECORDED is not None
     first: dict[tuple[str, str], int] = {}
     for s in onnx.defs.get_all_schemas_with_history():
@@ -104,6 +142,9 @@ def _dump() -> None:
     lines += ["}", "", "ATTRIBUTES = {"]
     lines += [f"    {key!r}: {_literal(_RECORDED[key])},"
               for key in sorted(_RECORDED, key=repr)]
+    lines += ["}", "", f"SOURCES = {sources_digest()!r}", "", "SCHEMAS = {"]
+    lines += [f"    {name!r}: {_literal(schema_metadata(cls))},"
+              for name, cls in sorted(by_name.items())]
     print("\n".join([*lines, "}"]))
 
 

@@ -3,9 +3,18 @@
 :mod:`mini_infer_core.plugin.shapes` holds the shape, type and value inference helpers that
 plugin packages share (axes, build-time values, window geometry, output shapes of common
 operators): ``from mini_infer_core.plugin import shapes``.
+
+What discovering plugins needs (creators, devices, the plugin base classes) is imported with
+the package; the rest -- shape helpers, fusions, IPluginV3, subgraphs -- on first use (PEP
+562), so that listing plugins stays fast.
 """
 
-from . import shapes
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import _capabilities
 from ._base import (
     REQUIRED,
     BroadcastPlugin,
@@ -14,19 +23,7 @@ from ._base import (
     UnaryPlugin,
     broadcast_dims,
 )
-from ._buffers import BufferCache
-from ._capabilities import (
-    IConstantPacking,
-    IDataDependentShapes,
-    IFusion,
-    IGraphSafety,
-    IInPlaceInputs,
-    IInputCount,
-    ITactics,
-    IValueInference,
-    IValueKinds,
-    TensorDesc,
-)
+from ._capabilities import *  # noqa: F403 - the capability interfaces are public here
 from ._device import Device, Stream
 from ._dims import DimensionOperation, DimExpr, DimsExprs, ExprBuilder, IntLike
 from ._fields import (
@@ -38,23 +35,53 @@ from ._fields import (
     encode_fields,
     fields_from_values,
 )
-from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._kinds import TENSOR, ValueKind, ValueSpec
 from ._lazy import LazyPluginCreator
-from ._packed import Repacked
-from ._subgraph import IUsesSubgraphs, Subgraph, SubgraphFactory
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
-from ._v3 import (
-    IPluginCapability,
-    IPluginCreatorV3One,
-    IPluginV3,
-    IPluginV3OneBuild,
-    IPluginV3OneCore,
-    IPluginV3OneRuntime,
-    PluginCapabilityType,
-    PluginPhase,
-)
+
+if TYPE_CHECKING:
+    from . import shapes
+    from ._buffers import BufferCache
+    from ._fusion import BatchNormFusion, ConvFusion, Fusion, per_channel
+    from ._packed import Repacked
+    from ._subgraph import IUsesSubgraphs, Subgraph, SubgraphFactory
+    from ._v3 import (
+        IPluginCapability,
+        IPluginCreatorV3One,
+        IPluginV3,
+        IPluginV3OneBuild,
+        IPluginV3OneCore,
+        IPluginV3OneRuntime,
+        PluginCapabilityType,
+        PluginPhase,
+    )
+
+#: the submodule of each name imported on first use
+_LAZY = {
+    "BufferCache": "_buffers", "BatchNormFusion": "_fusion", "ConvFusion": "_fusion",
+    "Fusion": "_fusion", "per_channel": "_fusion", "Repacked": "_packed",
+    "IUsesSubgraphs": "_subgraph", "Subgraph": "_subgraph", "SubgraphFactory": "_subgraph",
+    "IPluginCapability": "_v3", "IPluginCreatorV3One": "_v3", "IPluginV3": "_v3",
+    "IPluginV3OneBuild": "_v3", "IPluginV3OneCore": "_v3", "IPluginV3OneRuntime": "_v3",
+    "PluginCapabilityType": "_v3", "PluginPhase": "_v3",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "shapes":
+        return importlib.import_module(f"{__name__}.shapes")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "REQUIRED",
@@ -71,12 +98,6 @@ __all__ = [
     "DynamicPluginTensorDesc",
     "ExprBuilder",
     "Fusion",
-    "IConstantPacking",
-    "IDataDependentShapes",
-    "IFusion",
-    "IGraphSafety",
-    "IInPlaceInputs",
-    "IInputCount",
     "IPluginCapability",
     "IPluginCreator",
     "IPluginCreatorV3One",
@@ -87,10 +108,7 @@ __all__ = [
     "IPluginV3OneBuild",
     "IPluginV3OneCore",
     "IPluginV3OneRuntime",
-    "ITactics",
     "IUsesSubgraphs",
-    "IValueInference",
-    "IValueKinds",
     "IntLike",
     "LazyPluginCreator",
     "OnnxPlugin",
@@ -105,7 +123,6 @@ __all__ = [
     "Stream",
     "Subgraph",
     "SubgraphFactory",
-    "TensorDesc",
     "TensorFormat",
     "UnaryPlugin",
     "ValueKind",
@@ -118,3 +135,4 @@ __all__ = [
     "per_channel",
     "shapes",
 ]
+__all__ += _capabilities.__all__

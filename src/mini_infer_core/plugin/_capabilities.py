@@ -35,8 +35,8 @@ from ._types import DataType
 if TYPE_CHECKING:
     from ._fusion import Fusion
 
+# EveryCapability (all of them, for the plugin base classes) is not public
 __all__ = [
-    "EveryCapability",
     "IConstantPacking",
     "IDataDependentShapes",
     "IFusion",

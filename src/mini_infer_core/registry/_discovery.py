@@ -128,6 +128,19 @@ class _Incompatible(Exception):
     pass
 
 
+def _entry_points() -> list[tuple[importlib_metadata.EntryPoint, str, str]]:
+    """The group's entry points with their distribution's name and version (each
+    distribution's metadata read once), in the order of the distributions' names."""
+    found = []
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.dist is None:
+            found.append((ep, ep.module, "unknown"))
+        else:
+            meta = ep.dist.metadata
+            found.append((ep, meta["Name"], meta["Version"]))
+    return sorted(found, key=lambda e: (_normalize(e[1]) if e[0].dist else e[1], e[0].name))
+
+
 def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = None,
              block: Iterable[str] = (), load: Iterable[str] = (),
              strict: bool | None = None) -> PluginRegistry:
@@ -145,13 +158,7 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
     wanted = {_normalize(n.strip()) for n in [*load, *env_load]}
     seen: set[str] = set()
     pm = _new_manager()
-    eps = sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
-                 key=lambda e: (_normalize(e.dist.metadata["Name"]) if e.dist else e.module,
-                                e.name))
-    for ep in eps:
-        dist = ep.dist
-        dname = dist.metadata["Name"] if dist is not None else ep.module
-        dversion = dist.version if dist is not None else "unknown"
+    for ep, dname, dversion in _entry_points():
         ident = _normalize(dname)
         if ident in seen:  # the same distribution found twice on sys.path
             continue

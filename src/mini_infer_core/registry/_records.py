@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..plugin import Device, IPluginCreator
+if TYPE_CHECKING:  # not imported with the registry: `mini-infer --help` imports no NumPy
+    from ..plugin import Device, IPluginCreator
 
 __all__ = ["DistributionRecord", "CreatorRecord", "DeviceRecord", "Conflict"]
 

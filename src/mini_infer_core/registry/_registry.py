@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PluginLoadError
-from ..plugin import Device, IPluginCreator
 from ._records import Conflict, CreatorRecord, DeviceRecord, DistributionRecord
+
+if TYPE_CHECKING:  # imported where a creator or device registers (see _records)
+    from ..plugin import Device, IPluginCreator
 
 __all__ = ["DuplicateCreatorError", "PluginRegistry"]
 
@@ -49,6 +51,8 @@ def _who(r: CreatorRecord) -> str:
 
 def validate_creator(creator: Any, distribution: str | None) -> None:
     """Check a creator when it registers, not when it is first used."""
+    from ..plugin import IPluginCreator
+
     who = f" from distribution {distribution!r}" if distribution else ""
     if not isinstance(creator, IPluginCreator):
         raise PluginLoadError(f"{creator!r}{who} is not an IPluginCreator")
@@ -105,6 +109,8 @@ class PluginRegistry:
         return False
 
     def register_device(self, device: Device, *, distribution: str | None = None) -> None:
+        from ..plugin import Device
+
         if not isinstance(device, Device) or not device.name:
             raise PluginLoadError(
                 f"{device!r} from {distribution or 'in-process'} is not a named Device")

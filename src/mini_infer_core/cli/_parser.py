@@ -1,0 +1,177 @@
+"""The command line's declarations: every command and option of ``mini-infer``.
+
+Kept apart from the commands so that parsing (``--help``, ``mini-infer plugins``) imports
+neither NumPy nor the modules behind the commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._version import __version__
+
+__all__ = ["flags", "parser"]
+
+
+def flags(parser: argparse.ArgumentParser, **helps: str) -> None:
+    """A ``--name`` switch (``store_true``) for each keyword: ``cuda_graph="..."`` declares
+    ``--cuda-graph`` with that help."""
+    for name, text in helps.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", action="store_true", help=text)
+
+
+def _shared(parser: argparse.ArgumentParser, dest: str = "") -> None:
+    """``-p``, ``-v`` and ``--json``: on every command, and before it under ``pre_*`` names
+    (``dest``), merged with those given after it (pytest's ``pytest -p no:NAME ...``)."""
+    plugin = "as the command's -p (block or load a plugin distribution)" if dest else (
+        "-p no:NAME blocks a plugin distribution before it is imported; -p NAME loads it even "
+        "when autoload is off (entry-point or distribution name); repeatable")
+    verbose = "as the command's -v" if dest else (
+        "log build steps and each plugin's lifecycle (construct, configure, initialize, "
+        "enqueue, terminate, destroy)")
+    parser.add_argument("-p", dest=f"{dest}plugin_opts", action="append", default=[],
+                        metavar="[no:]NAME", help=plugin)
+    parser.add_argument("-v", "--verbose", dest=f"{dest}verbose", action="count", default=0,
+                        help=verbose)
+    parser.add_argument("--json", dest=f"{dest}json", action="store_true",
+                        help="as the command's --json" if dest else "machine-readable output")
+
+
+def _shape(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,..",
+                        help=text)
+
+
+def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser], text: str,
+                   device: bool = True) -> argparse.ArgumentParser:
+    """A command on one model (an ONNX file or an engine file), on ``--device`` (cpu) unless
+    ``device`` is False (the caller declares it, later)."""
+    cmd: argparse.ArgumentParser = sub.add_parser(name, parents=parents, help=text)
+    cmd.add_argument("model")
+    if device:
+        cmd.add_argument("--device", default="cpu")
+    return cmd
+
+
+def _parents() -> tuple[argparse.ArgumentParser, ...]:
+    """The options the commands share: every command's, the inputs of a run (run, bench,
+    compare), the build's tactics (build, bench, compare)."""
+    common = argparse.ArgumentParser(add_help=False)
+    _shared(common)
+    flags(common, allow_plugin_substitutes="load engines whose plugins are now provided by "
+          "another distribution than the one that built them (with a warning)")
+    feeds = argparse.ArgumentParser(add_help=False)
+    feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    _shape(feeds, "concrete shape for a dynamic input when inputs are random")
+    feeds.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    tactics = argparse.ArgumentParser(add_help=False)
+    flags(tactics, no_tactic_timing="keep each plugin's default tactic instead of timing them "
+          "(faster build)")
+    return common, feeds, tactics
+
+
+def _plugins(sub: Any, common: argparse.ArgumentParser) -> None:
+    pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
+    flags(pl, markdown="print the operator table (docs/operators.md)",
+          creators="also list every creator and conflict (the full table)")
+    pl.add_argument("action", nargs="?", choices=["new"],
+                    help="new NAME: scaffold a plugin distribution in --dir (default: .)")
+    pl.add_argument("name", nargs="?")
+    pl.add_argument("--dir", default=".", help="where `plugins new` creates the package")
+    flags(pl, check="import every kernel module of the loaded distributions and report each "
+          "failure (exit status 1 on any)")
+
+
+def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    b = _model_command(sub, "build", parents, "build an engine file from ONNX", device=False)
+    b.add_argument("-o", "--output", required=True, help="engine file to write")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
+                   help="use this namespace or distribution for operator OP")
+    flags(b, strict_device="fail instead of falling back to the CPU for nodes the device lacks",
+          fp16="run nodes in half precision where the device's plugins accept it")
+    _shape(b, "fix a dynamic input's shape in the engine (settles control flow on shapes; "
+           "needed by models whose branches differ in rank)")
+    b.add_argument("--timing-cache", metavar="FILE",
+                   help="read tactic timings from FILE and add new ones to it (created if "
+                        "missing); builds with the same cache give identical engine files")
+
+
+def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    bn = _model_command(sub, "bench", parents, "time a model or engine (trtexec-style)")
+    bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
+                    help="also time onnxruntime or reference (onnx ReferenceEvaluator)")
+    bn.add_argument("--warmup", type=int, default=3)
+    bn.add_argument("--iterations", type=int, default=20)
+    bn.add_argument("--threads", type=int, default=None,
+                    help="BLAS/native threads (default: all cores)")
+    flags(bn, profile="also time every node (per operator and the slowest nodes)",
+          cuda_graph="replay the run as a device graph after the first run (trtexec's "
+          "--useCudaGraph); says why where the engine or device cannot")
+    bn.add_argument("--trace", metavar="FILE.json",
+                    help="write a Chrome/Perfetto trace (Trace Event Format) of one run: one "
+                         "slice per node with its operator, plugin, device and shapes")
+
+
+def _batch(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``batch`` (:mod:`.batch`)."""
+    bt = sub.add_parser("batch", parents=parents,
+                        help="batch inference over a dataset on Ray Data (mini-infer-core[ray])")
+    bt.add_argument("model", help="an ONNX model (built once here) or an engine file")
+    bt.add_argument("--input", required=True,
+                    help="a Parquet file or folder, or a folder of .npy files; on a cluster, "
+                         "on storage every node reads (shared folder, s3://...)")
+    bt.add_argument("--output", required=True,
+                    help="folder (or URI) to write the Parquet files to")
+    bt.add_argument("--workers", type=int, default=1, help="actors running the engine")
+    bt.add_argument("--batch-size", type=int, default=64, help="rows per engine run")
+    bt.add_argument("--address", default=None,
+                    help="Ray cluster to join (e.g. HEAD_IP:6379, or auto); default: start a "
+                         "local Ray instance for this run")
+    bt.add_argument("--device", default=None, choices=["cpu", "cuda"],
+                    help="cuda: build for and give each worker one GPU (default: cpu)")
+    bt.add_argument("--cpus-per-worker", type=float, default=1.0,
+                    help="CPUs Ray reserves per actor; its kernel threads follow (default 1)")
+    bt.add_argument("--column", action="append", default=[], metavar="INPUT=COLUMN",
+                    help="feed engine input INPUT from COLUMN (default: the column of the same "
+                         "name; a .npy folder's column is 'data')")
+    flags(bt, keep_inputs="also write the columns fed to the engine (default: only the other "
+          "columns, e.g. ids, and the outputs)",
+          unordered="let rows come out in any order (faster; default: input order)")
+
+
+def _compare(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``compare`` (:mod:`.compare`)."""
+    c = sub.add_parser("compare", parents=parents,
+                       help="run a model on two backends and compare the outputs "
+                            "(polygraphy run --compare)")
+    c.add_argument("model", help="an ONNX model")
+    c.add_argument("--a", default="cpu", metavar="DEVICE",
+                   help="the first side: a mini-infer device (default: cpu)")
+    c.add_argument("--b", default="onnxruntime", metavar="TARGET",
+                   help="the second side: a mini-infer device (cuda, ...), onnxruntime or "
+                        "reference (onnx's ReferenceEvaluator); default: onnxruntime")
+    c.add_argument("--rtol", type=float, default=1e-3,
+                   help="relative tolerance (default 1e-3): |a-b| <= atol + rtol*|b|")
+    c.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    flags(c, per_node="compare every node's outputs and name the first that diverges")
+
+
+def parser() -> argparse.ArgumentParser:
+    """``mini-infer``'s parser."""
+    p = argparse.ArgumentParser(prog="mini-infer", description=(
+        "Build and run ONNX models with plugin kernels discovered from installed wheels."))
+    p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
+    _shared(p, "pre_")
+    common, feeds, tactics = _parents()
+    sub = p.add_subparsers(dest="command", required=True)
+    _plugins(sub, common)
+    _build(sub, [common, tactics])
+    r = _model_command(sub, "run", [common, feeds], "run an ONNX model or an engine file")
+    r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
+    _bench(sub, [common, feeds, tactics])
+    _model_command(sub, "inspect", [common], "show nodes, plugins, memory plan")
+    _batch(sub, [common])
+    _compare(sub, [common, feeds, tactics])
+    return p
