@@ -334,6 +334,7 @@ def print_table(results: list[dict[str, Any]], rate: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mini_infer_core.cli._parser import flags
     from mini_infer_core.testing.light_models import LIGHT_MODELS
 
     parser = argparse.ArgumentParser(
@@ -354,14 +355,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed ReferenceEvaluator runs per model (default 3)")
     parser.add_argument("--ref-budget", type=float, default=20.0,
                         help="seconds of ReferenceEvaluator per model (default 20)")
-    parser.add_argument("--skip-reference", action="store_true",
-                        help="do not run onnx's ReferenceEvaluator")
-    parser.add_argument("--ort-spinning", action="store_true",
-                        help="let onnxruntime's idle threads spin (its default; off here "
-                             "because it slows the engine timed after it)")
-    parser.add_argument("--blas-spinning", action="store_true",
-                        help="let OpenBLAS's idle threads spin (its default; off here "
-                             "because it slows the engine timed after ReferenceEvaluator)")
+    flags(parser, skip_reference="do not run onnx's ReferenceEvaluator",
+          ort_spinning="let onnxruntime's idle threads spin (its default; off here because "
+          "it slows the engine timed after it)",
+          blas_spinning="let OpenBLAS's idle threads spin (its default; off here because it "
+          "slows the engine timed after ReferenceEvaluator)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--json", metavar="FILE",
                         help="write the results as JSON to FILE ('-': stdout)")

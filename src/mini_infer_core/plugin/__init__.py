@@ -57,26 +57,19 @@ if TYPE_CHECKING:
         PluginPhase,
     )
 
-#: the submodule of each name imported on first use
-_LAZY = {
-    "BufferCache": "_buffers", "BatchNormFusion": "_fusion", "ConvFusion": "_fusion",
-    "Fusion": "_fusion", "per_channel": "_fusion", "Repacked": "_packed",
-    "IUsesSubgraphs": "_subgraph", "Subgraph": "_subgraph", "SubgraphFactory": "_subgraph",
-    "IPluginCapability": "_v3", "IPluginCreatorV3One": "_v3", "IPluginV3": "_v3",
-    "IPluginV3OneBuild": "_v3", "IPluginV3OneCore": "_v3", "IPluginV3OneRuntime": "_v3",
-    "PluginCapabilityType": "_v3", "PluginPhase": "_v3",
-}
+#: the submodules imported on first use of one of the names in ``__all__`` (or of themselves)
+_LAZY = ("shapes", "_buffers", "_fusion", "_packed", "_subgraph", "_v3")
 
 
 def __getattr__(name: str) -> Any:
-    if name == "shapes":
-        return importlib.import_module(f"{__name__}.shapes")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
+    if name in __all__:
+        for module in _LAZY:
+            found = importlib.import_module(f"{__name__}.{module}")
+            value = found if module == name else getattr(found, name, None)
+            if value is not None:
+                globals()[name] = value  # later look-ups skip this function
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
