@@ -44,7 +44,7 @@ _RECORDED: dict[tuple[Any, ...], Any] | None = (
 def _table() -> Any:
     """The table where it was made from the installed onnx (and not while making it), else
     None."""
-    from importlib import metadata
+    import importlib_metadata as metadata  # the one plugin discovery uses: its caches serve
 
     if _RECORDED is not None:
         return None

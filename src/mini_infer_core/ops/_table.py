@@ -499,7 +499,7 @@ ATTRIBUTES = {
     ('Xor', '', 1, None): {'axis': None, 'broadcast': 0},
 }
 
-SOURCES = '98424b66697bfc23d2396377c078445223093e80d954e1d13379f2394119b748'
+SOURCES = 'e2de445f29d69dbb36d158ac496735fadd4eeffefaaaceebe29a535540c21e6a'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
