@@ -8,12 +8,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MiniInferError
-from ..registry import PluginRegistry, discover, reset_plugin_registry
 from . import _report
 from ._parser import parser as _parser
+
+if TYPE_CHECKING:
+    from ..registry import PluginRegistry
 
 __all__ = ["main"]
 
@@ -23,6 +25,8 @@ __all__ = ["main"]
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
+    from ..registry import discover, reset_plugin_registry
+
     blocked: list[str] = []
     load: list[str] = []
     for opt in args.plugin_opts:
@@ -229,7 +233,7 @@ def _verbose(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from ..registry import _discovery
+    from ..registry import _discovery, reset_plugin_registry
 
     previous = _discovery._default  # the CLI's registry is process-wide only while it runs
     env: str | None = None
