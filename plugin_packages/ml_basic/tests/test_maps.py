@@ -6,6 +6,7 @@ inputs."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,17 @@ def test_an_engine_file_with_a_map_input_runs_in_another_process(tmp_path: Path)
                           capture_output=True, text=True, timeout=300)
     want = ort_session(model).run(None, {"x": {"kiwi": 1.5, "lime": -2.0}})[0]
     assert done.stdout.strip() == repr(want.tolist())
+
+
+def test_mini_infer_plugins_lists_them() -> None:
+    """``mini-infer plugins --json`` (the installed distribution's entry point, its catalog
+    read without importing a kernel) names both, on the cpu device."""
+    cli = Path(sys.executable).with_name("mini-infer")
+    if not cli.exists():
+        pytest.skip(f"no mini-infer command next to {sys.executable} (install the core)")
+    done = subprocess.run([str(cli), "plugins", "--json"], check=True, capture_output=True,
+                          text=True, timeout=300)
+    creators = {c["op_type"]: c for c in json.loads(done.stdout)["creators"]
+                if c["distribution"] == "mini-infer-ml-plugins"}
+    for op in ("ZipMap", "DictVectorizer"):
+        assert (creators[op]["domain"], creators[op]["device"]) == (ML, "cpu"), creators[op]
