@@ -8,6 +8,10 @@ engine is built. The element type is ``dtype`` where given, else the input's.
 Every one is :class:`~mini_infer_core.ops.INondeterministic`: the builder never folds it into
 constants, seeded or not, even where its inputs are constants (RandomNormal has none), so an
 unseeded node draws afresh on every run; a seeded one gives what its kernel makes of the seed.
+The runtimes differ there: onnxruntime seeds one generator per session, so a seeded node
+gives a new draw on every run and the same sequence in every new session; onnx's
+ReferenceEvaluator (which cpu_basic follows) reseeds on every run, so every run repeats one
+draw.
 """
 
 from __future__ import annotations
