@@ -289,6 +289,7 @@ ATTRIBUTES = {
     ('DepthToSpace', '', 1, None): {'blocksize': REQUIRED, 'mode': 'DCR'},
     ('DequantizeLinear', '', 10, None): {'axis': 1, 'block_size': 0, 'output_dtype': 0},
     ('Det', '', 11, None): {},
+    ('DictVectorizer', 'ai.onnx.ml', 1, None): {'int64_vocabulary': None, 'string_vocabulary': None},
     ('Div', '', 1, None): {'axis': None, 'consumed_inputs': None, 'broadcast': 0},
     ('Dropout', '', 1, 9): {'is_test': 0, 'consumed_inputs': None, 'ratio': 0.5},
     ('Dropout', '', 10, None): {'ratio': 0.5, 'seed': None},
@@ -497,9 +498,10 @@ ATTRIBUTES = {
     ('Upsample', '', 9, 9): {'mode': 'nearest'},
     ('Where', '', 9, None): {},
     ('Xor', '', 1, None): {'axis': None, 'broadcast': 0},
+    ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = 'e2de445f29d69dbb36d158ac496735fadd4eeffefaaaceebe29a535540c21e6a'
+SOURCES = '0925e13bd5f3bde7c8102f7fc35429743a11d8008d64d801842399c6e3580309'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -557,6 +559,7 @@ SCHEMAS = {
     'DepthToSpace': {'name': 'DepthToSpace', 'op_type': 'DepthToSpace', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('blocksize', 'mode', )},
     'DequantizeLinear': {'name': 'DequantizeLinear', 'op_type': 'DequantizeLinear', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('axis', 'block_size', 'output_dtype', )},
     'Det': {'name': 'Det', 'op_type': 'Det', 'domain': '', 'version': '1', 'min_opset': 11, 'max_opset': None, 'fields': ()},
+    'DictVectorizer': {'name': 'DictVectorizer', 'op_type': 'DictVectorizer', 'domain': 'ai.onnx.ml', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('int64_vocabulary', 'string_vocabulary', '__value_type__', )},
     'Div': {'name': 'Div', 'op_type': 'Div', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'consumed_inputs', 'broadcast', )},
     'Dropout_1': {'name': 'Dropout', 'op_type': 'Dropout', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': 9, 'fields': ('is_test', 'consumed_inputs', 'ratio', )},
     'Dropout_10': {'name': 'Dropout', 'op_type': 'Dropout', 'domain': '', 'version': '10', 'min_opset': 10, 'max_opset': None, 'fields': ('ratio', 'seed', )},
@@ -769,4 +772,5 @@ SCHEMAS = {
     'Upsample_9': {'name': 'Upsample', 'op_type': 'Upsample', 'domain': '', 'version': '9', 'min_opset': 9, 'max_opset': 9, 'fields': ('mode', )},
     'Where': {'name': 'Where', 'op_type': 'Where', 'domain': '', 'version': '1', 'min_opset': 9, 'max_opset': None, 'fields': ()},
     'Xor': {'name': 'Xor', 'op_type': 'Xor', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'broadcast', )},
+    'ZipMap': {'name': 'ZipMap', 'op_type': 'ZipMap', 'domain': 'ai.onnx.ml', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('classlabels_int64s', 'classlabels_strings', )},
 }
