@@ -23,6 +23,7 @@ from mini_infer_cpu_plugins.ops import layer_norm as _layer_norm
 from mini_infer_cpu_plugins.ops import math_unary as _math_unary
 from numpy.typing import NDArray
 
+from mini_infer_core.ops import schema_kernels
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._act import act_call, layer_norm_call, softmax_call
@@ -114,36 +115,23 @@ class LeakyRelu(_Elementwise, _activation.LeakyRelu):
     _act_params = ("alpha",)
 
 
-class _Softmax(_Compiled):
+class _Softmax(_Compiled, _activation._Softmax):
     """Along ``axis`` (before opset 13: over the input flattened to 2-D at ``axis``), each
     row (or block of neighbouring positions along an inner axis) in one compiled pass."""
 
-    log: bool
-
     def compute(self, x: Array, *, out: Array, axis: int) -> None:
         if x.ndim == 0 or not (_compiled(x, out) and x.size == out.size):
-            super().compute(x, out=out, axis=axis)  # type: ignore[misc]
+            super().compute(x, out=out, axis=axis)
             return
         if x.size == 0:
             return
-        xs, ys, a = self.operands(x, out)  # type: ignore[attr-defined]
+        xs, ys, a = self.operands(x, out)
         self._run((x, out), lambda: softmax_call(xs, ys, a, self.log))
 
 
-class Softmax_1(_Softmax, _activation.Softmax_1):  # noqa: N801
-    pass
-
-
-class Softmax_13(_Softmax, _activation.Softmax_13):  # noqa: N801
-    pass
-
-
-class LogSoftmax_1(_Softmax, _activation.LogSoftmax_1):  # noqa: N801
-    pass
-
-
-class LogSoftmax_13(_Softmax, _activation.LogSoftmax_13):  # noqa: N801
-    pass
+Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
+    _Softmax, _activation.Softmax_1, _activation.Softmax_13, _activation.LogSoftmax_1,
+    _activation.LogSoftmax_13, module=__name__)
 
 
 class LayerNormalization(_Compiled, _layer_norm.LayerNormalization):
