@@ -75,10 +75,6 @@ __device__ __forceinline__ int mi_peel(long long& i, int n) {
     return q;
 }
 
-// A 2-D window over row-major H x W planes: output OH x OW, kernel KH x KW, strides SH, SW,
-// begin pads PH, PW, dilations DH, DW. The entry points take it as twelve ints in this order
-// (MI_WINDOW_PARAMS; ops/conv.py's window_args on the launchers' side) and hand it to the
-// kernel as one value (MI_WINDOW).
 // the taps k of [0, K) whose position at + k * D lies in [0, N): k0 <= k < k1 (D >= 1)
 __device__ __forceinline__ void mi_taps_inside(int at, int D, int K, int N, int& k0, int& k1) {
     k0 = at < 0 ? (D - 1 - at) / D : 0;
@@ -86,6 +82,10 @@ __device__ __forceinline__ void mi_taps_inside(int at, int D, int K, int N, int&
     if (k1 > K) k1 = K;
 }
 
+// A 2-D window over row-major H x W planes: output OH x OW, kernel KH x KW, strides SH, SW,
+// begin pads PH, PW, dilations DH, DW. The entry points take it as twelve ints in this order
+// (MI_WINDOW_PARAMS; ops/conv.py's window_args on the launchers' side) and hand it to the
+// kernel as one value (MI_WINDOW).
 struct mi_window {
     int H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
     // the input row of output row oh under kernel row kh (outside [0, H) in the padding)
