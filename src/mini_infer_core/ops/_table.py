@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = '0925e13bd5f3bde7c8102f7fc35429743a11d8008d64d801842399c6e3580309'
+SOURCES = '645cc4f804f6a34a24c588b8d0522ab40880b98ac1114426a8f962e642446188'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
