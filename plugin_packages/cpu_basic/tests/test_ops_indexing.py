@@ -126,6 +126,17 @@ def test_reduce_noop_and_empty_set(op: str) -> None:
     check(op, [np.zeros((2, 0, 4), np.float32), i64(1)], {"keepdims": 1}, opset=new)
 
 
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"])
+def test_reductions_written_straight_into_the_output(op: str) -> None:
+    """The one-ufunc reductions of float tensors reduce into ``out`` (a (1, 1) mean as
+    silero_vad's, all axes, none, a middle axis, float64) and agree with the reference."""
+    new = 13 if op == "ReduceSum" else 18
+    check(op, [f32(1, 1)], {"keepdims": 0}, opset=new)
+    check(op, [f32(2, 5, 3), i64(1)], {"keepdims": 0}, opset=new)
+    check(op, [f32(2, 5, 3).astype(np.float64), i64(0, 2)], {"keepdims": 1}, opset=new)
+    check(op, [f32(4, 6), np.zeros(0, np.int64)], {"noop_with_empty_axes": 1}, opset=new)
+
+
 def test_reduce_integer_and_bool() -> None:
     x = RNG.integers(-5, 5, (3, 4)).astype(np.int32)
     check("ReduceSum", [x, i64(1)], {"keepdims": 0}, opset=13)
@@ -345,6 +356,21 @@ def test_split() -> None:
     assert [g.shape[0] for g in got] == [1, 0, 6]
     with pytest.raises(Exception, match="number of outputs"):
         _ = plugin_for("Split", {}, 13).num_outputs
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad_written_straight_into_the_output(mode: str) -> None:
+    """Pads written in place in ``out`` (silero_vad's reflection of (1, 576) by 64 at the
+    end; every axis padded; pads as wide as one reflection or wrap covers) and the ones it
+    leaves to np.pad (wider than the axis, negative), against the reference."""
+    check("Pad", [f32(1, 576), i64(0, 0, 0, 64)], {"mode": mode}, opset=18)
+    x = f32(3, 4, 5)
+    check("Pad", [x, i64(1, 3, 2, 2, 0, 4), np.array(-2.5, np.float32)], {"mode": mode},
+          opset=19)
+    check("Pad", [x, i64(2, 3, 4, 2, 3, 4)], {"mode": mode}, opset=19)
+    if mode in ("constant", "edge"):
+        check("Pad", [x, i64(5, 0, 7, 4, 9, 1)], {"mode": mode}, opset=19)
+    check("Pad", [x, i64(1, -1, 2, 0, 1, -2)], {"mode": mode}, opset=19, oracle="ort")
 
 
 # -- rearrangements and padding ----------------------------------------------------------

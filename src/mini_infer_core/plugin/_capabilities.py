@@ -133,6 +133,11 @@ class IInPlaceInputs:
     """Inputs that may live inside an output (Concat's inputs in its result, an Identity):
     the producer then writes straight into the output and the plugin copies nothing."""
 
+    #: whether the plugin has nothing left to do once every input it asks for in place is
+    #: placed so (an Identity, a Reshape: the output is those bytes): the engine then leaves
+    #: its step out of the runs of those shapes
+    in_place_only: bool = False
+
     def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
                         outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
         """``{input index: (output index, element offset)}`` for these concrete shapes."""

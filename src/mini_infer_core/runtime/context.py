@@ -221,6 +221,16 @@ class ExecutionContext:
         first run and for engines with data-dependent nodes, which run in segments."""
         return self._plan.steps if self._plan is not None else []
 
+    @property
+    def steps_left_out(self) -> list[int]:
+        """The nodes (indices) whose steps the runs of the last prepared shapes leave out:
+        plugins with nothing to do once their input is planned inside their output
+        (``in_place_only``: an Identity, a Reshape). ``time_steps`` still times them."""
+        if self._plan is None:
+            return []
+        run = {step for step, _ in self._plan.calls}
+        return [k for k in range(len(self._plan.steps)) if k not in run]
+
     def time_steps(self) -> list[float]:
         """Every step of the last prepared shapes once more, in order, each followed by a
         synchronize of its stream; the seconds each took (per-layer profiles and the builder's
@@ -311,15 +321,17 @@ class ExecutionContext:
 
     def _enqueue_all(self, sync: bool = True) -> None:
         nodes = self.engine.nodes
-        debug = self._debug >= 2
         step = 0
         with node_errors(lambda: nodes[step].describe(), ExecutionError,
                          "the plugin failed while running"):
-            for step, s in enumerate(self.steps):
-                if debug:
+            if self._debug >= 2:  # every step, each logged
+                for step, s in enumerate(self.steps):
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])
-                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                    s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+            elif self._plan is not None:
+                for step, call in self._plan.calls:  # noqa: B007 - names the failing node
+                    call()
         if sync:
             for stream in self.streams.values():
                 stream.synchronize()

@@ -50,17 +50,20 @@ class _Recurrent(CpuPlugin, schema.RecurrentBase):
         finals: list[Array] = [np.zeros((nd, batch, hid), dt) for _ in range(self.n_state)]
         steps = np.arange(t_len)
         valid = (steps[:, None] < lens.reshape(1, -1)) if lens is not None else None
-        xa = x.astype(dt)
+        # copy=False: the weights are read where they are (float32 models copied W and R
+        # on every run, R on every time step)
+        xa = x.astype(dt, copy=False)
         for d, rev in enumerate(self.reverse):
-            bias = np.zeros(2 * g * hid, dt) if b is None else b[d].astype(dt)
-            xw = (xa.reshape(t_len * batch, -1) @ w[d].astype(dt).T).reshape(
+            bias = np.zeros(2 * g * hid, dt) if b is None else b[d].astype(dt, copy=False)
+            xw = (xa.reshape(t_len * batch, -1) @ w[d].astype(dt, copy=False).T).reshape(
                 t_len, batch, g * hid) + bias[:g * hid]
             st = [np.zeros((batch, hid), dt) if s is None else s[d].astype(dt)
                   for s in states]
-            ex = None if extra is None else extra[d].astype(dt)
+            ex = None if extra is None else extra[d].astype(dt, copy=False)
             acts = self.fns[d * len(self.default_acts):(d + 1) * len(self.default_acts)]
+            rd, rb = r[d].astype(dt, copy=False), bias[g * hid:]
             for t in (steps[::-1] if rev else steps):
-                new = self._step(xw[t], st, r[d].astype(dt), bias[g * hid:], ex, acts)
+                new = self._step(xw[t], st, rd, rb, ex, acts)
                 if valid is not None:
                     m = valid[t][:, None]
                     new = [np.where(m, n, s) for n, s in zip(new, st, strict=True)]
