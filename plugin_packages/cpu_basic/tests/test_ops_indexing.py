@@ -224,6 +224,12 @@ def test_gathers() -> None:
     data = f32(4, 5, 3)
     check("Gather", [data, np.array([[0, -1], [2, 1]], np.int64)], {"axis": 1}, opset=13)
     check("Gather", [data, np.array(-2, np.int32)], {"axis": 0}, opset=13)
+    # one index (silero_vad's state[0]): a view of the data copied out, any axis, either sign
+    for axis, i in ((0, 3), (1, -5), (2, 1), (-1, -1)):
+        check("Gather", [data, np.array(i, np.int64)], {"axis": axis}, opset=13)
+    plugin = plugin_for("Gather", {"axis": 1}, 13)
+    with pytest.raises(Exception, match="out of bounds"):
+        execute(plugin, [data, np.array(5, np.int64)])
     idx = RNG.integers(-4, 4, (2, 5, 3)).astype(np.int64)
     check("GatherElements", [data, idx], {"axis": 0}, opset=13)
     check("GatherND", [data, np.array([[0, 1], [3, -1]], np.int64)], opset=13)
@@ -305,6 +311,32 @@ def test_values_flow_through_shape_ops() -> None:
                                      DimsExprs((1,), values=(2,))]) == [["1", "N", "1", "N"]]
     assert values_of("Split", {"num_outputs": 2}, 18, [DimsExprs((3,), values=(1, 2, N))]) == [
         ["1", "2"], ["N"]]
+
+
+def test_slice_keeps_its_index_only_while_the_same_constants_come_back() -> None:
+    """The index is kept for read-only starts/ends/axes/steps (the engine's constants) while
+    the same arrays come back; other arrays, or writable ones changed in place, give their
+    own slice (each against the reference)."""
+    x = f32(6, 8)
+    plugin = plugin_for("Slice", {}, 13)
+
+    def ro(*values: int) -> Any:
+        a = i64(*values)
+        a.flags.writeable = False
+        return a
+
+    starts, ends, axes = ro(1, -3), ro(5, 8), ro(0, 1)
+    live = i64(0, 2)  # writable: changed between runs
+    for args in ([starts, ends, axes], [starts, ends, axes], [ro(2, 0), ends, axes],
+                 [live, ends, axes], "bump", [live, ends, axes]):
+        if args == "bump":
+            live[:] = (3, 1)
+            continue
+        inputs = [x, *args]
+        want = reference("Slice", inputs, {}, 13, 1)[0]
+        out = np.full(want.shape, np.nan, np.float32)
+        plugin.compute(*inputs, out=out)
+        np.testing.assert_array_equal(out, want)
 
 
 def test_symbolic_slice_and_range_shapes() -> None:

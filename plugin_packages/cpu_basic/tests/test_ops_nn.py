@@ -344,6 +344,22 @@ def test_recurrent_batch_first_layout(op: str) -> None:
         np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-6)
 
 
+@pytest.mark.parametrize("attrs", [
+    {"direction": "bidirectional"},  # the one-sigmoid gates, both directions
+    {"activations": ["Sigmoid", "Tanh", "Tanh"]},  # named as the defaults: the same
+    {"activations": ["HardSigmoid", "Tanh", "Relu"]},  # others: gate by gate
+])
+def test_lstm_gates(attrs: dict[str, Any]) -> None:
+    """An LSTM without peepholes, clip or coupled gates computes i, o and f in one sigmoid;
+    against onnxruntime, as every other activation choice."""
+    nd = 2 if attrs.get("direction") == "bidirectional" else 1
+    ins = _rnn_inputs("LSTM", nd, full=False)
+    check("LSTM", ins, {**attrs, "hidden_size": 4}, n_out=3, oracles=("ort",), rtol=1e-4,
+          atol=1e-5)
+    plugin = make_plugin("LSTM", {**attrs, "hidden_size": 4}, 14)
+    assert plugin._plain == ("HardSigmoid" not in attrs.get("activations", []))
+
+
 def test_recurrent_options() -> None:
     ins = _rnn_inputs("GRU", 1)
     check("GRU", ins, {"hidden_size": 4, "linear_before_reset": 1}, n_out=2,

@@ -19,7 +19,7 @@ from mini_infer_core.ops import rnn as schema
 
 from ..serialization import CpuPlugin
 from ._nn_util import acc_dtype, put
-from ._rnn_util import Act, make_activation
+from ._rnn_util import Act, _sigmoid, make_activation
 from ._util import kernels
 
 __all__ = ["RNN", "GRU_1", "GRU", "LSTM"]
@@ -139,12 +139,24 @@ class LSTM(_Recurrent, schema.LSTM):
                 **_: Any) -> None:
         self._run(x, w, r, b, lens, [h0, c0], p, out)
 
+    def setup(self) -> None:
+        super().setup()
+        #: sigmoid, tanh, tanh everywhere, no clip, no coupled gates: i, o and f are one
+        #: sigmoid over the first three gate blocks (ONNX's order i, o, f, c)
+        self._plain = (self.attrs["clip"] is None and not self.attrs["input_forget"]
+                       and [a.name for a in self.acts]
+                       == list(self.default_acts) * len(self.reverse))
+
     def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
               acts: list[Act]) -> list[Array]:
         h, c = st
         hid = h.shape[1]
         f, g, hf = acts
         gates = xw + h @ r.T + rb
+        if self._plain and extra is None:
+            s = _sigmoid(gates[:, :3 * hid])
+            c_new = s[:, 2 * hid:] * c + s[:, :hid] * np.tanh(gates[:, 3 * hid:])
+            return [s[:, hid:2 * hid] * np.tanh(c_new), c_new]
         gi, go, gf, gc = (gates[:, k * hid:(k + 1) * hid] for k in range(4))
         pi, po, pf = (0, 0, 0) if extra is None else (
             extra[:hid], extra[hid:2 * hid], extra[2 * hid:])
