@@ -23,8 +23,15 @@ class _Binary(CpuPlugin, schema.BinaryBase):
     #: the NumPy ufunc, for operators that are one
     ufunc: Any = None
 
+    def setup(self) -> None:
+        super().setup()
+        #: the legacy ``broadcast`` attribute (opset < 7) lines b up at ``axis``
+        self._legacy = bool(self.attrs.get("broadcast"))
+
     def compute(self, a: Array, b: Array, *, out: Array, **_: Any) -> None:
-        self.apply(*self.operands(a, b), out)
+        if self._legacy:
+            a, b = self.operands(a, b)
+        self.apply(a, b, out)
 
     def apply(self, a: Array, b: Array, out: Array) -> None:
         type(self).ufunc(a, b, out=out)
