@@ -96,6 +96,9 @@ class ExecutionContext:
         #: why graph capture failed and the context went back to eager runs (None: it did not)
         self.graph_error: str | None = None
         self._io: dict[str, Any] = {}
+        #: the (dtype, shape) of each input of the last run that passed the checks, and the
+        #: dimension values it bound
+        self._checked: tuple[tuple[Any, ...] | None, dict[str, int]] = (None, {})
 
     # -- graphs ---------------------------------------------------------------------------
     @property
@@ -135,6 +138,24 @@ class ExecutionContext:
 
     # -- inputs ---------------------------------------------------------------------------
     def _bind(self, feeds: Mapping[str, Any]) -> dict[str, int]:
+        """The inputs checked against the engine (names, dtypes, shapes, profiles); the
+        values of the symbolic dimensions. Inputs of the dtypes and shapes of the last
+        checked run pass without the checks again (they depend on nothing else)."""
+        eng = self.engine
+        key: tuple[Any, ...] | None = None
+        if not self._values and len(feeds) == len(eng.input_names):
+            try:
+                key = tuple((feeds[n].dtype, feeds[n].shape) for n in eng.input_names)
+            except (KeyError, AttributeError):
+                key = None
+            if key is not None and key == self._checked[0]:
+                return dict(self._checked[1])
+        bindings = self._check(feeds)
+        if key is not None:
+            self._checked = (key, dict(bindings))
+        return bindings
+
+    def _check(self, feeds: Mapping[str, Any]) -> dict[str, int]:
         eng = self.engine
         missing = [n for n in eng.input_names if n not in feeds]
         unknown = [n for n in feeds if n not in eng.input_names]
