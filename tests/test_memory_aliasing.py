@@ -138,3 +138,29 @@ def test_steps_whose_output_already_holds_the_input_are_left_out_of_the_runs(
         assert left_out == ["r", "q", "i", "f", "n1"] or left_out == ["r", "q", "i", "f", "n2"]
         assert len(ctx.steps) == len(nodes)  # profiles still see (and time) every node
         assert len(ctx.time_steps()) == len(nodes)
+
+
+def test_bound_steps_run_their_ufunc_on_the_arrays_of_each_run() -> None:
+    """Add/Sub/Mul steps between planned tensors run as their ufunc bound to the step's
+    arrays (``bind_run``); steps reading a graph input or writing a graph output stay on
+    ``enqueue`` (their arrays change from run to run). Every run against onnxruntime."""
+    import functools
+
+    c = onnx.numpy_helper.from_array(np.full((1, 3, 4, 5), 0.5, np.float32), "c")
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"]),      # reads the graph input
+             helper.make_node("Mul", ["a", "a"], ["m"]),
+             helper.make_node("Sub", ["m", "c"], ["s"]),
+             helper.make_node("Add", ["s", "a"], ["y"])]      # writes the graph output
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                  None)], [c], opset=17)
+    ctx = mi.load(model).create_execution_context()
+    for seed in range(3):
+        xv = np.random.default_rng(seed).standard_normal((1, 3, 4, 5)).astype(np.float32)
+        got = ctx.execute({"x": xv})["y"]
+        np.testing.assert_allclose(got, ort_run(model, {"x": xv})[0], rtol=1e-6, atol=1e-6)
+    assert ctx._plan is not None
+    calls = dict(ctx._plan.calls)
+    bound = [k for k, call in calls.items()
+             if isinstance(call, functools.partial) and isinstance(call.func, np.ufunc)]
+    assert bound == [1, 2]

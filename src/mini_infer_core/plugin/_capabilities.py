@@ -17,6 +17,7 @@ ITactics                build/run  times the plugin's ways of computing, keeps t
 IDataDependentShapes    build/run  runs the node with outputs it allocates itself
 IInPlaceInputs          plan       lets an input live inside one of the outputs
 IGraphSafety            run        decides whether a run may be captured as a device graph
+IBoundRun               plan       runs a step by a call made for its very arrays
 IValueKinds             build/run  takes or gives sequences, optionals, maps (not tensors)
 IInputCount             build      refuses a node with too few or too many inputs
 ======================  =========  ====================================================
@@ -24,7 +25,7 @@ IInputCount             build      refuses a node with too few or too many input
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EveryCapability",
+    "IBoundRun",
     "IConstantPacking",
     "IDataDependentShapes",
     "IFusion",
@@ -153,6 +155,21 @@ class IGraphSafety:
         return True
 
 
+class IBoundRun:
+    """A step run by a call the plugin makes once for the step's arrays (a ufunc with its
+    operands and output bound, say) rather than through ``enqueue`` on every run: the
+    Python between the engine and the kernel is most of a tiny node's time."""
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """A call with no arguments that does what ``enqueue(inputs, outputs, workspace,
+        stream)`` does, for as long as these very arrays are the step's (the plan makes it
+        when it views them and drops it with them); None: run through ``enqueue``. The
+        engine never binds a step whose arrays change between runs (graph inputs and
+        outputs), nor when each enqueue is logged."""
+        return None
+
+
 class IValueKinds:
     """Inputs or outputs that are not tensors: sequences (Python lists at run time),
     optionals (None or the value) and maps (dicts); see ``plugin/_kinds.py``.
@@ -190,7 +207,7 @@ class IInputCount:
 
 
 class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
-                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IValueKinds,
-                      IInputCount):
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IBoundRun,
+                      IValueKinds, IInputCount):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""

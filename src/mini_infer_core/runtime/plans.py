@@ -142,19 +142,24 @@ class PlanCache:
             local = views[node.device]
             ins = [local.get(n) if n else None for n in node.inputs]
             outs = [local.get(o) for o in node.outputs]
+            patched = False
             for lst, names in ((ins, node.inputs), (outs, node.outputs)):
                 for k, n in enumerate(names):
                     if n in io:
                         plan.patches.append((n, lst, k))
+                        patched = True
             ws = None
             if step in sched.workspace_offsets:
                 ws = devices[node.device].view(
                     arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
                     (sched.workspace[step],))
             plan.steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
-            if not _nothing_to_do(sched, step, node, plugin):
-                plan.calls.append((step, partial(plugin.enqueue, ins, outs, ws,
-                                                 self.streams[node.device])))
+            if _nothing_to_do(sched, step, node, plugin):
+                continue
+            binder = adapter.bound_run_of(plugin)
+            call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
+            plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
+                                                     self.streams[node.device])))
         return plan
 
     def clear(self) -> None:

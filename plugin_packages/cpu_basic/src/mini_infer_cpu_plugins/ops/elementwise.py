@@ -4,6 +4,8 @@ Neg, Abs -- NumPy ufuncs writing into ``out`` (schemas in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,15 @@ class _Binary(CpuPlugin, schema.BinaryBase):
 
     def apply(self, a: Array, b: Array, out: Array) -> None:
         type(self).ufunc(a, b, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The ufunc with the step's operands and output bound (operators that are one
+        ufunc, without the legacy broadcast): ~1.5 us of Python less per node."""
+        if self._legacy or type(self).apply is not _Binary.apply or type(self).ufunc is None:
+            return None
+        a, b = inputs
+        return partial(type(self).ufunc, a, b, out=outputs[0])
 
 
 def kernel(base: type[Any], family: type[CpuPlugin], ufunc: Any, module: str = __name__
