@@ -116,7 +116,7 @@ class InstanceNormalization(CpuPlugin, schema.InstanceNormalization):
         direct = out.dtype == dt and out.flags.c_contiguous
         d = out.reshape(xm.shape) if direct else np.empty(xm.shape, dt)
         np.subtract(xm, mean, out=d)
-        var = np.vecdot(d, d, axis=2)[..., None] / dt.type(max(xm.shape[2], 1))
+        var = np.vecdot(d, d)[..., None] / dt.type(max(xm.shape[2], 1))
         d *= (scale.astype(dt, copy=False).reshape(1, c, 1) / np.sqrt(var + dt.type(epsilon)))
         d += bias.astype(dt, copy=False).reshape(1, c, 1)
         if not direct:
