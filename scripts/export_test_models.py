@@ -24,6 +24,7 @@ Two of them are what real exporters write around detection and audio models:
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -92,23 +93,10 @@ def _import_torchvision() -> Any:
     """Import torchvision. Where its compiled operators do not load (PyPI's wheel next to the
     CPU torch), let its fake registrations skip the operators that are missing and define
     ``torchvision::nms`` with a Python kernel, so that ``batched_nms`` can be traced."""
-    original = torch.library.register_fake
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from torch_tolerant import import_torchvision
 
-    def tolerant(op: Any, func: Any = None, /, *args: Any, **kwargs: Any) -> Any:
-        def apply(f: Any) -> Any:
-            try:
-                return original(op, f, *args, **kwargs)
-            except RuntimeError:  # an operator whose compiled library did not load
-                return f
-
-        return apply(func) if func is not None else apply
-
-    torch.library.register_fake = tolerant
-    try:
-        import torchvision
-        import torchvision.extension
-    finally:
-        torch.library.register_fake = original
+    torchvision = import_torchvision(torch)
     if not torchvision.extension._has_ops():
         lib = torch.library.Library("torchvision", "DEF")
         lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")

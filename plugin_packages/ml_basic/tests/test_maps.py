@@ -20,7 +20,12 @@ from onnx import TensorProto as T
 from onnx import helper
 
 import mini_infer_core as mi
-from mini_infer_core.errors import BuildError, ExecutionError, MiniInferError
+from mini_infer_core.errors import (
+    BuildError,
+    ExecutionError,
+    MiniInferError,
+    PluginInterfaceError,
+)
 
 RNG = np.random.default_rng(15)
 
@@ -176,3 +181,12 @@ def test_mini_infer_plugins_lists_them() -> None:
                 if c["distribution"] == "mini-infer-ml-plugins"}
     for op in ("ZipMap", "DictVectorizer"):
         assert (creators[op]["domain"], creators[op]["device"]) == (ML, "cpu"), creators[op]
+
+
+@pytest.mark.parametrize("attrs", [{}, {**WORDS, **CODES}], ids=["neither", "both"])
+def test_dictvectorizer_needs_one_kind_of_vocabulary(attrs: dict[str, Any]) -> None:
+    from mini_infer_core.ops.ml import DictVectorizer
+
+    with pytest.raises(PluginInterfaceError, match="DictVectorizer 'dv': exactly one of "
+                       "string_vocabulary and int64_vocabulary must be given"):
+        DictVectorizer("dv", **attrs).vocabulary()

@@ -26,6 +26,7 @@ from ._catalog import (
     kernel_catalog,
     kernel_creators,
     package_classes,
+    schema_kernels,
     schema_named,
 )
 from ._determinism import INondeterministic, may_fold
@@ -33,7 +34,8 @@ from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_si
 
 __all__ = ["BroadcastOp", "INondeterministic", "MODULES", "Op", "UnaryOp", "ValueOp",
            "declared_kernels", "find_schema", "kernel_catalog", "kernel_creators", "may_fold",
-           "onnx_attributes", "onnx_since", "package_classes", "schema_classes", "schema_named"]
+           "onnx_attributes", "onnx_since", "package_classes", "schema_classes",
+           "schema_kernels", "schema_named"]
 
 #: the schema modules, one per operator family
 MODULES = (

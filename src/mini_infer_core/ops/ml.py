@@ -67,6 +67,16 @@ class MlOp(Op):
         """The type of a classifier's labels: STRING with string class labels, else INT64."""
         return DataType.STRING if self.attrs.get("classlabels_strings") else DataType.INT64
 
+    def keys_of(self, strings: str, ints: str) -> tuple[Any, ...]:
+        """The keys the one given of the list attributes ``strings`` (string keys) and
+        ``ints`` (int64 keys) holds; refuses both and neither."""
+        given, other = self.attrs[strings], self.attrs[ints]
+        if bool(given) == bool(other):
+            raise PluginInterfaceError(
+                f"{self.op_type} {self.name!r}: exactly one of {strings} and {ints} must be "
+                "given")
+        return tuple(given or other)
+
 
 class _Classifier(MlOp):
     """Labels [N] and scores [N, ``score_columns``]."""
@@ -272,12 +282,7 @@ class ZipMap(MlOp):
     dtypes = (DataType.FLOAT,)
 
     def labels(self) -> tuple[Any, ...]:
-        strings, ints = self.attrs["classlabels_strings"], self.attrs["classlabels_int64s"]
-        if bool(strings) == bool(ints):
-            raise PluginInterfaceError(
-                f"ZipMap {self.name!r}: exactly one of classlabels_strings and "
-                "classlabels_int64s must be given")
-        return tuple(strings or ints)
+        return self.keys_of("classlabels_strings", "classlabels_int64s")
 
     def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
         key = DataType.STRING if self.attrs["classlabels_strings"] else DataType.INT64
@@ -313,12 +318,7 @@ class DictVectorizer(MlOp):
     hidden_fields = ("__value_type__",)
 
     def vocabulary(self) -> tuple[Any, ...]:
-        strings, ints = self.attrs["string_vocabulary"], self.attrs["int64_vocabulary"]
-        if bool(strings) == bool(ints):
-            raise PluginInterfaceError(
-                f"DictVectorizer {self.name!r}: exactly one of string_vocabulary and "
-                "int64_vocabulary must be given")
-        return tuple(strings or ints)
+        return self.keys_of("string_vocabulary", "int64_vocabulary")
 
     def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
         spec = inputs[0] if inputs else None
