@@ -339,7 +339,9 @@ def test_views_are_read_through_their_strides(what: str, a: np.ndarray, b: np.nd
                                      (8, 256, 48), (130, 20, 3), (3, 200, 97),
                                      # K in blocks (AVX2: M over 16, K over 512), the last one short
                                      (37, 777, 29), (21, 1100, 50), (70, 513, 200),
-                                     (20, 600, 49)])  # one column left: not a GEMV
+                                     (20, 600, 49),  # one column left: not a GEMV
+                                     # rows of one block up to 7/4 of one (AVX2), and over
+                                     (197, 600, 50), (300, 520, 30)])
 def test_the_vector_kernels_agree_with_the_plain_loops(m: int, k: int, n: int) -> None:
     """The same products (both operands packed, and in place with their epilogue) on every
     kernel this CPU has, against float64 and each other."""
