@@ -15,18 +15,18 @@ checked equal).
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from mini_infer_ml_plugins.ops import _trees
 from threadpoolctl import threadpool_limits
 
 import mini_infer_core
+from mini_infer_core.testing.bench import best_ms, ort_session
 
 
 def _forests(rows: int, features: int, trees: int) -> list[tuple[str, Any, np.ndarray]]:
@@ -64,27 +64,13 @@ def _onnx(model: Any, features: int) -> onnx.ModelProto:
 
 
 def _ort(model: onnx.ModelProto, threads: int) -> Callable[[np.ndarray], list[Any]]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort_session(model, threads)
     return lambda x: list(sess.run(None, {"x": x}))
 
 
 def _ours(model: onnx.ModelProto) -> Callable[[np.ndarray], list[Any]]:
     sess = mini_infer_core.InferenceSession(mini_infer_core.load(model))
     return lambda x: list(sess.run(None, {"x": x}))
-
-
-def _best(fn: Callable[[np.ndarray], Any], x: np.ndarray, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn(x)
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def main() -> None:
@@ -113,13 +99,13 @@ def main() -> None:
                     labels, [q for q in b if np.asarray(q).dtype.kind != "f"], strict=True))
                 best = {"ours": float("inf"), "ort": float("inf")}
                 for _ in range(2):  # interleaved blocks
-                    best["ours"] = min(best["ours"], _best(ours, x, args.repeat))
-                    best["ort"] = min(best["ort"], _best(theirs, x, args.repeat))
+                    best["ours"] = min(best["ours"], best_ms(partial(ours, x), repeat=args.repeat))
+                    best["ort"] = min(best["ort"], best_ms(partial(theirs, x), repeat=args.repeat))
                 numpy_ms = float("nan")
                 if not args.no_numpy:
                     lib, _trees._LIB = _trees._LIB, None
                     try:
-                        numpy_ms = _best(_ours(model), x, 2)
+                        numpy_ms = best_ms(partial(_ours(model), x), repeat=2)
                     finally:
                         _trees._LIB = lib
             print(f"{name:34} {threads:>3} {best['ours']:>9.1f} {numpy_ms:>9.1f} "

@@ -131,23 +131,9 @@ def _prepare_torch() -> None:
     if _TORCH_READY:
         return
     import torch
+    from torch_tolerant import import_torchvision
 
-    original = torch.library.register_fake
-
-    def tolerant(op: Any, func: Any = None, /, *args: Any, **kwargs: Any) -> Any:
-        def apply(f: Any) -> Any:
-            try:
-                return original(op, f, *args, **kwargs)
-            except Exception:  # an operator whose compiled library did not load
-                return f
-
-        return apply(func) if func is not None else apply
-
-    torch.library.register_fake = tolerant
-    try:
-        import torchvision  # noqa: F401
-    finally:
-        torch.library.register_fake = original
+    import_torchvision(torch)
     torch.manual_seed(0)
     _TORCH_READY = True
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from mini_infer_core.plugin import UnaryPlugin, fields_from_values
 from mini_infer_core.plugin import catalog as cat
@@ -40,3 +41,29 @@ def test_entries_lazy_creators_and_the_generated_block(tmp_path: Path) -> None:
     assert not creator.loaded  # type: ignore[attr-defined]
     plugin = creator.create_plugin("n", fields_from_values({"k": 3.0}))
     assert creator.loaded and plugin.attrs == {"k": 3.0}  # type: ignore[attr-defined]
+
+
+def test_schema_kernels_makes_one_kernel_class_per_schema() -> None:
+    from mini_infer_core.ops import activation, schema_kernels
+
+    class Kernel:
+        def compute(self, x: Any, *, out: Any, axis: int) -> None:
+            np.copyto(out, x)
+
+    soft, log = schema_kernels(Kernel, activation.Softmax_1, activation.LogSoftmax_13,
+                               module=__name__)
+    for made, schema in ((soft, activation.Softmax_1), (log, activation.LogSoftmax_13)):
+        assert (made.__name__, made.__qualname__, made.__module__) == (
+            schema.__name__, schema.__name__, __name__)
+        assert made.__mro__[1:3] == (Kernel, schema)
+    assert (soft.op_type, soft.plugin_version, soft.max_opset, soft.coerce_2d) == (
+        "Softmax", "1", 12, True)
+    assert (log.op_type, log.plugin_version, log.min_opset, log.log) == (
+        "LogSoftmax", "13", 13, True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = np.empty_like(x)
+    log("n", axis=-1).compute(x, out=out, axis=-1)
+    np.testing.assert_array_equal(out, x)
+    # a base that is no schema would not be found by kernel_catalog under its name
+    with pytest.raises(TypeError, match="SoftmaxBase is not named like an operator schema"):
+        schema_kernels(Kernel, activation.SoftmaxBase, module=__name__)

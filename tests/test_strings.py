@@ -480,6 +480,40 @@ def test_skl2onnx_text_vectorizers(kind: str, options: dict[str, Any]) -> None:
     same(got, ort(model, {"input": x})[0])
 
 
+
+def test_skl2onnx_tfidf_pipeline_with_string_labels_and_zipmap() -> None:
+    """A text classifier as users convert it: scikit-learn's Pipeline(TfidfVectorizer,
+    LogisticRegression) through skl2onnx, ZipMap left in (string input, a label tensor and a
+    list of dicts out): labels and probabilities vs scikit-learn and onnxruntime."""
+    pytest.importorskip("skl2onnx", reason="skl2onnx converts the pipeline")
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    _re2()
+    names = ["pets" if y == 0 else "money" for y in LABELS]
+    pipe = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2))),
+                     ("clf", LogisticRegression())]).fit(DOCS, names)
+    model = convert_sklearn(pipe, initial_types=[("input", StringTensorType([None, 1]))],
+                            target_opset={"": 17, "ai.onnx.ml": 3})
+    assert any(n.op_type == "ZipMap" for n in model.graph.node)
+    x = np.array([[q] for q in QUERIES], dtype=object)
+    labels, probs = ours(model, {"input": x})
+    assert labels.tolist() == pipe.predict(x.ravel()).tolist()
+    want = pipe.predict_proba(x.ravel())
+    assert [sorted(row) for row in probs] == [sorted(pipe.classes_)] * len(QUERIES)
+    got = np.array([[row[c] for c in pipe.classes_] for row in probs])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    if any(n.op_type == "StringNormalizer" for n in model.graph.node):
+        needs_locale("en_US.UTF-8")  # onnxruntime's StringNormalizer default
+    ref_labels, ref_probs = ort(model, {"input": x})
+    assert labels.tolist() == ref_labels.tolist()
+    assert [sorted(row) for row in ref_probs] == [sorted(row) for row in probs]
+    ref = np.array([[row[c] for c in pipe.classes_] for row in ref_probs])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
 # -- the other operators on strings ----------------------------------------------------------
 WORDS = np.array([["héllo", "", "日本"], ["x", "Ω", "straße"]], dtype=object)
 

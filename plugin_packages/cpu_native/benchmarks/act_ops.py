@@ -15,15 +15,16 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from threadpoolctl import threadpool_limits
 
 import mini_infer_core
+from mini_infer_core.testing.bench import best_ms, ort_session
 
 RNG = np.random.default_rng(0)
 
@@ -69,23 +70,8 @@ def _mini(model: onnx.ModelProto, pins: dict[str, str]) -> Callable[[np.ndarray]
 
 
 def _ort(model: onnx.ModelProto, threads: int) -> Callable[[np.ndarray], Any]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort_session(model, threads)
     return lambda x: sess.run(None, {"x": x})
-
-
-def _best(fn: Callable[[np.ndarray], Any], x: np.ndarray, repeat: int) -> float:
-    fn(x)
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn(x)
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def main() -> None:
@@ -104,10 +90,11 @@ def main() -> None:
                            "basic": _mini(model, {op: "mini_infer.cpu"}),
                            "ort": _ort(model, threads)}
                 best = {k: float("inf") for k in runners}
+                block = max(1, args.repeat // 4)
                 for _ in range(4):  # interleaved blocks
                     for k, fn in runners.items():
                         time.sleep(0.05)
-                        best[k] = min(best[k], _best(fn, x, max(1, args.repeat // 4)))
+                        best[k] = min(best[k], best_ms(partial(fn, x), repeat=block, warmup=1))
             print(f"{name:24} {threads:>3} {best['native']:>10.3f} {best['basic']:>10.3f} "
                   f"{best['ort']:>8.3f} {best['basic'] / best['native']:>9.1f} "
                   f"{best['native'] / best['ort']:>8.2f}", flush=True)

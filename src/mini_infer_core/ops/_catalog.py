@@ -13,16 +13,20 @@ import ast
 import functools
 import importlib
 import pkgutil
+import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..plugin import IPluginCreator
 from ..plugin.catalog import lazy_creators
 from ._schema import Op
 
 __all__ = ["declared_kernels", "kernel_catalog", "kernel_creators", "package_classes",
-           "schema_named"]
+           "schema_kernels", "schema_named"]
+
+_K = TypeVar("_K")
 
 
 @functools.cache
@@ -115,3 +119,30 @@ def package_classes(package: str) -> list[Any]:
         classes.extend(getattr(mod, name) for name in mod.__all__
                        if schema_named(name) is not None)
     return classes
+
+
+def schema_kernels(kernel: type[_K], *bases: type[Any], module: str) -> tuple[type[_K], ...]:
+    """One kernel class per class of ``bases``: ``kernel`` (the shared ``compute``) mixed
+    with that base, named like it and placed in ``module``, for the operator versions one
+    kernel serves alike::
+
+        Softmax_1, Softmax_13 = schema_kernels(_Softmax, schema.Softmax_1, schema.Softmax_13,
+                                               module=__name__)
+
+    A base is a schema or another package's kernel of one named like it (a faster kernel
+    whose ``compute`` falls back to it through ``super()``), so that the module's ``__all__``
+    declares the classes to :func:`kernel_catalog`."""
+    made = []
+    for base in bases:
+        name = base.__name__
+        if not any(c.__name__ == name and c.__module__.startswith(f"{__package__}.")
+                   and name in getattr(sys.modules[c.__module__], "__all__", ())
+                   for c in base.__mro__):
+            raise TypeError(f"schema_kernels: {base.__module__}.{name} is not named like an "
+                            "operator schema; subclass it with a class statement instead")
+
+        def body(ns: dict[str, Any], name: str = name) -> None:
+            ns.update(__module__=module, __qualname__=name)
+
+        made.append(types.new_class(name, (kernel, base), exec_body=body))
+    return tuple(made)

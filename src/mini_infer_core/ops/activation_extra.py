@@ -8,6 +8,7 @@ PRelu also integers, Shrink any numeric type.
 from __future__ import annotations
 
 from ..errors import PluginInterfaceError
+from ._common import Versioned
 from ._schema import BroadcastOp, UnaryOp
 from .activation import FLOATS
 
@@ -27,18 +28,12 @@ class Elu(FloatActivation):
     """``x`` for x >= 0, ``alpha * (exp(x) - 1)`` below."""
 
 
-class Selu_1(FloatActivation):  # noqa: N801
+class Selu_1(Versioned, FloatActivation, opsets=(1, 5)):  # noqa: N801
     """Selu before opset 6: rounder defaults (alpha 1.6732, gamma 1.0507), ``consumed_inputs``."""
 
-    plugin_version = "1"
-    max_opset = 5
 
-
-class Selu(FloatActivation):
+class Selu(Versioned, FloatActivation, opsets=(6, None)):
     """``gamma * x`` for x > 0, ``gamma * alpha * (exp(x) - 1)`` otherwise (opset 6+)."""
-
-    plugin_version = "6"
-    min_opset = 6
 
 
 class Celu(FloatActivation):

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ..plugin import DimsExprs, broadcast_dims
 from ..plugin.shapes import Shapes, Values, flat, norm_axis, value_array
+from ._common import Versioned
 from ._schema import Op, UnaryOp, ValueOp
 from .shape import value_count
 
@@ -50,11 +51,9 @@ class Expand(ValueOp):
         return [flat(np.broadcast_to(arr, np.broadcast_shapes(arr.shape, tuple(shape))))]
 
 
-class Tile_1(ValueOp):  # noqa: N801
+class Tile_1(Versioned, ValueOp, opsets=(1, 5)):  # noqa: N801
     """Tile of opsets 1-5: repeat ``tiles`` (input 1) times along ``axis`` (input 2)."""
 
-    plugin_version = "1"
-    max_opset = 5
     value_inputs = (1, 2)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
@@ -67,13 +66,10 @@ class Tile_1(ValueOp):  # noqa: N801
         return [dims[:a] + [dims[a] * tiles[0]] + dims[a + 1:]]
 
 
-class Tile(ValueOp):
+class Tile(Versioned, ValueOp, opsets=(6, None)):
     """Tile from opset 6: ``repeats`` (input 1) per axis."""
 
     float_values = True  # exact on whole numbers
-
-    plugin_version = "6"
-    min_opset = 6
     value_inputs = (1,)
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
@@ -117,18 +113,12 @@ class DepthToSpace(BlockBase):
     to_space = True
 
 
-class SpaceToDepth_1(BlockBase):  # noqa: N801
+class SpaceToDepth_1(Versioned, BlockBase, opsets=(1, 27)):  # noqa: N801
     """SpaceToDepth of opsets 1-27: blocks in depth-column-row order."""
 
-    plugin_version = "1"
-    max_opset = 27
 
-
-class SpaceToDepth(BlockBase):
+class SpaceToDepth(Versioned, BlockBase, opsets=(28, None)):
     """SpaceToDepth from opset 28: ``mode`` DCR (default) or CRD."""
-
-    plugin_version = "28"
-    min_opset = 28
 
 
 class ReverseSequence(Op):

@@ -21,8 +21,10 @@ from mini_infer_cpu_plugins.ops import activation as _activation
 from mini_infer_cpu_plugins.ops import activation_extra as _extra
 from mini_infer_cpu_plugins.ops import layer_norm as _layer_norm
 from mini_infer_cpu_plugins.ops import math_unary as _math_unary
+from mini_infer_cpu_plugins.serialization import CpuPlugin
 from numpy.typing import NDArray
 
+from mini_infer_core.ops import schema_kernels
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._act import act_call, layer_norm_call, softmax_call
@@ -55,29 +57,36 @@ def _compiled(*arrays: Array | None) -> bool:
     return all(a is None or a.dtype == np.float32 for a in arrays) and usable(*arrays)
 
 
-class _Elementwise(_Compiled):
-    """One compiled function of x, or the cpu_basic kernel: ``_act_function``, with the
-    attributes ``_act_params`` names (at most two) as its alpha and beta (0.0 for those it
-    does not name)."""
+class _Elementwise(_Compiled, CpuPlugin):
+    """One compiled function of x, or the cpu_basic kernel: the function ``_FUNCTIONS``
+    names for the operator, with the attributes it lists (at most two) as its alpha and beta
+    (0.0 for those it does not name)."""
 
-    _act_function: ClassVar[str]
-    _act_params: ClassVar[tuple[str, ...]] = ()
+    #: operator -> (the compiled function, the attributes it takes as alpha and beta)
+    _FUNCTIONS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
+        "Erf": ("erf", ()), "Sigmoid": ("sigmoid", ()), "Tanh": ("tanh", ()),
+        "HardSwish": ("hard_swish", ()), "Swish": ("swish", ("alpha",)),
+        "LeakyRelu": ("leaky_relu", ("alpha",)),
+        "HardSigmoid": ("hard_sigmoid", ("alpha", "beta")),
+    }
 
     def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
         """The kernel's function and its alpha, beta for these attributes."""
-        alpha, beta = (*(float(attrs[p]) for p in self._act_params), 0.0, 0.0)[:2]
-        return self._act_function, alpha, beta
+        function, params = self._FUNCTIONS[self.op_type]
+        alpha, beta = (*(float(attrs[p]) for p in params), 0.0, 0.0)[:2]
+        return function, alpha, beta
 
     def compute(self, x: Array, *, out: Array, **attrs: Any) -> None:
         if not (_compiled(x, out) and x.size == out.size):
-            super().compute(x, out=out, **attrs)  # type: ignore[misc]
+            super().compute(x, out=out, **attrs)
             return
         op, alpha, beta = self._function(attrs)
         self._run((x, out), lambda: act_call(op, x, out, alpha, beta))
 
 
-class Erf(_Elementwise, _math_unary.Erf):
-    _act_function = "erf"
+Erf, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu = schema_kernels(
+    _Elementwise, _math_unary.Erf, _activation.Sigmoid, _extra.Swish, _extra.HardSigmoid,
+    _extra.HardSwish, _activation.Tanh, _activation.LeakyRelu, module=__name__)
 
 
 class Gelu(_Elementwise, _extra.Gelu):
@@ -87,63 +96,23 @@ class Gelu(_Elementwise, _extra.Gelu):
         return ("gelu_tanh" if attrs["approximate"] == "tanh" else "gelu"), 0.0, 0.0
 
 
-class Sigmoid(_Elementwise, _activation.Sigmoid):
-    _act_function = "sigmoid"
-
-
-class Swish(_Elementwise, _extra.Swish):
-    _act_function = "swish"
-    _act_params = ("alpha",)
-
-
-class HardSigmoid(_Elementwise, _extra.HardSigmoid):
-    _act_function = "hard_sigmoid"
-    _act_params = ("alpha", "beta")
-
-
-class HardSwish(_Elementwise, _extra.HardSwish):
-    _act_function = "hard_swish"
-
-
-class Tanh(_Elementwise, _activation.Tanh):
-    _act_function = "tanh"
-
-
-class LeakyRelu(_Elementwise, _activation.LeakyRelu):
-    _act_function = "leaky_relu"
-    _act_params = ("alpha",)
-
-
-class _Softmax(_Compiled):
+class _Softmax(_Compiled, _activation._Softmax):
     """Along ``axis`` (before opset 13: over the input flattened to 2-D at ``axis``), each
     row (or block of neighbouring positions along an inner axis) in one compiled pass."""
 
-    log: bool
-
     def compute(self, x: Array, *, out: Array, axis: int) -> None:
         if x.ndim == 0 or not (_compiled(x, out) and x.size == out.size):
-            super().compute(x, out=out, axis=axis)  # type: ignore[misc]
+            super().compute(x, out=out, axis=axis)
             return
         if x.size == 0:
             return
-        xs, ys, a = self.operands(x, out)  # type: ignore[attr-defined]
+        xs, ys, a = self.operands(x, out)
         self._run((x, out), lambda: softmax_call(xs, ys, a, self.log))
 
 
-class Softmax_1(_Softmax, _activation.Softmax_1):  # noqa: N801
-    pass
-
-
-class Softmax_13(_Softmax, _activation.Softmax_13):  # noqa: N801
-    pass
-
-
-class LogSoftmax_1(_Softmax, _activation.LogSoftmax_1):  # noqa: N801
-    pass
-
-
-class LogSoftmax_13(_Softmax, _activation.LogSoftmax_13):  # noqa: N801
-    pass
+Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
+    _Softmax, _activation.Softmax_1, _activation.Softmax_13, _activation.LogSoftmax_1,
+    _activation.LogSoftmax_13, module=__name__)
 
 
 class LayerNormalization(_Compiled, _layer_norm.LayerNormalization):

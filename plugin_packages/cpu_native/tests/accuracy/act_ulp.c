@@ -48,37 +48,45 @@ static float scalar(int f, float x) {
 
 #define N 4096
 #if MI_ACT_X86
-__attribute__((target("avx2,fma"))) static void avx2(int f, const float *x, float *y) {
-    for (int i = 0; i < N; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i), r;
-        switch (f) {
-        case EXP: r = mi_exp_avx2(v); break;
-        case ERF: r = mi_erf_avx2(v); break;
-        case TANH: r = mi_tanh_avx2(v); break;
-        case SIGMOID: r = mi_sigmoid_avx2(v); break;
-        case GELU: r = mi_gelu_avx2(v); break;
-        case GELU_TANH: r = mi_gelu_tanh_avx2(v); break;
-        default: r = mi_swish_avx2(v, _mm256_set1_ps(1.0f));
-        }
-        _mm256_storeu_ps(y + i, r);
+/* one copy per instruction set, named after the suffix SFX of _act.h's functions (mi_exp_avx2,
+ * ...): vector type T of W floats, intrinsics prefixed P (_mm256_loadu_ps, ...) */
+#define ACT_COPY(SFX, TARGET, T, W, P)                                                       \
+    __attribute__((target(TARGET))) static void SFX(int f, const float *x, float *y) {     \
+        for (int i = 0; i < N; i += W) {                                                    \
+            T v = P##_loadu_ps(x + i), r;                                                   \
+            switch (f) {                                                                    \
+            case EXP: r = mi_exp_##SFX(v); break;                                           \
+            case ERF: r = mi_erf_##SFX(v); break;                                           \
+            case TANH: r = mi_tanh_##SFX(v); break;                                         \
+            case SIGMOID: r = mi_sigmoid_##SFX(v); break;                                   \
+            case GELU: r = mi_gelu_##SFX(v); break;                                         \
+            case GELU_TANH: r = mi_gelu_tanh_##SFX(v); break;                               \
+            default: r = mi_swish_##SFX(v, P##_set1_ps(1.0f));                              \
+            }                                                                               \
+            P##_storeu_ps(y + i, r);                                                        \
+        }                                                                                   \
     }
-}
-__attribute__((target("avx512f,fma"))) static void avx512(int f, const float *x, float *y) {
-    for (int i = 0; i < N; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i), r;
-        switch (f) {
-        case EXP: r = mi_exp_avx512(v); break;
-        case ERF: r = mi_erf_avx512(v); break;
-        case TANH: r = mi_tanh_avx512(v); break;
-        case SIGMOID: r = mi_sigmoid_avx512(v); break;
-        case GELU: r = mi_gelu_avx512(v); break;
-        case GELU_TANH: r = mi_gelu_tanh_avx512(v); break;
-        default: r = mi_swish_avx512(v, _mm512_set1_ps(1.0f));
-        }
-        _mm512_storeu_ps(y + i, r);
-    }
-}
+ACT_COPY(avx2, "avx2,fma", __m256, 8, _mm256)
+ACT_COPY(avx512, "avx512f,fma", __m512, 16, _mm512)
+#undef ACT_COPY
 #endif
+
+/* y = f(x) over all N floats with copy c (0 plain C, 1 AVX2+FMA, 2 AVX-512F) */
+static void run_copy(int c, int f, const float *x, float *y) {
+#if MI_ACT_X86
+    if (c == 1) {
+        avx2(f, x, y);
+        return;
+    }
+    if (c == 2) {
+        avx512(f, x, y);
+        return;
+    }
+#else
+    (void)c;
+#endif
+    for (int i = 0; i < N; i++) y[i] = scalar(f, x[i]);
+}
 
 /* |got - want| in ulps of want rounded to float */
 static double ulps(float got, double want) {
@@ -113,12 +121,7 @@ int main(int argc, char **argv) {
                 x[filled++] = v;
                 if (filled < N && b + step < (1ull << 32)) continue;
                 for (int i = filled; i < N; i++) x[i] = 0.0f;
-#if MI_ACT_X86
-                if (c == 1) avx2(f, x, y);
-                else if (c == 2) avx512(f, x, y);
-                else
-#endif
-                    for (int i = 0; i < N; i++) y[i] = scalar(f, x[i]);
+                run_copy(c, f, x, y);
                 for (int i = 0; i < filled; i++) {
                     double e = ulps(y[i], ref(f, x[i]));
                     if (e > worst) worst = e, at = x[i];
@@ -128,12 +131,7 @@ int main(int argc, char **argv) {
             /* the special values */
             float sp[4] = {NAN, INFINITY, -INFINITY, 0.0f}, sy[4];
             for (int i = 0; i < N; i++) x[i] = sp[i % 4];
-#if MI_ACT_X86
-            if (c == 1) avx2(f, x, y);
-            else if (c == 2) avx512(f, x, y);
-            else
-#endif
-                for (int i = 0; i < N; i++) y[i] = scalar(f, x[i]);
+            run_copy(c, f, x, y);
             memcpy(sy, y, sizeof sy);
             printf("%-9s %-6s max %.3f ulp at x = %.9g   f(nan, inf, -inf, 0) = %g %g %g %g\n",
                    names[f], copy_names[c], worst, at, sy[0], sy[1], sy[2], sy[3]);

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import activation as schema
+from mini_infer_core.ops import schema_kernels
 
 from ..serialization import CpuPlugin
 from ._util import Scratch, copy_into, relu
@@ -97,20 +98,9 @@ class _Softmax(CpuPlugin, schema.SoftmaxBase):
             np.divide(y, red, out=y)
 
 
-class Softmax_1(_Softmax, schema.Softmax_1):  # noqa: N801
-    pass
-
-
-class Softmax_13(_Softmax, schema.Softmax_13):  # noqa: N801
-    pass
-
-
-class LogSoftmax_1(_Softmax, schema.LogSoftmax_1):  # noqa: N801
-    pass
-
-
-class LogSoftmax_13(_Softmax, schema.LogSoftmax_13):  # noqa: N801
-    pass
+Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
+    _Softmax, schema.Softmax_1, schema.Softmax_13, schema.LogSoftmax_1, schema.LogSoftmax_13,
+    module=__name__)
 
 
 class _Dropout(CpuPlugin, schema.DropoutBase):

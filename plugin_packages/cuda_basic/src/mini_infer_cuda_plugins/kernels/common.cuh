@@ -68,4 +68,39 @@ __device__ __forceinline__ A mi_activate(A v, int act) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;     \
          i < (n); i += (long long)blockDim.x * gridDim.x)
 
+// i = i' * n + q: returns q and leaves i' in i (a flat index's coordinates, innermost first)
+__device__ __forceinline__ int mi_peel(long long& i, int n) {
+    int q = (int)(i % n);
+    i /= n;
+    return q;
+}
+
+// the taps k of [0, K) whose position at + k * D lies in [0, N): k0 <= k < k1 (D >= 1)
+__device__ __forceinline__ void mi_taps_inside(int at, int D, int K, int N, int& k0, int& k1) {
+    k0 = at < 0 ? (D - 1 - at) / D : 0;
+    k1 = at < N ? (N - at + D - 1) / D : 0;
+    if (k1 > K) k1 = K;
+}
+
+// A 2-D window over row-major H x W planes: output OH x OW, kernel KH x KW, strides SH, SW,
+// begin pads PH, PW, dilations DH, DW. The entry points take it as twelve ints in this order
+// (MI_WINDOW_PARAMS; ops/conv.py's window_args on the launchers' side) and hand it to the
+// kernel as one value (MI_WINDOW).
+struct mi_window {
+    int H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
+    // the input row of output row oh under kernel row kh (outside [0, H) in the padding)
+    __device__ __forceinline__ int row(int oh, int kh) const { return oh * SH - PH + kh * DH; }
+    // the input column of output column ow under kernel column kw
+    __device__ __forceinline__ int col(int ow, int kw) const { return ow * SW - PW + kw * DW; }
+    // the kernel rows [kh0, kh1) and columns [kw0, kw1) of output (oh, ow) inside the input
+    __device__ __forceinline__ void inside(int oh, int ow, int& kh0, int& kh1, int& kw0,
+                                           int& kw1) const {
+        mi_taps_inside(row(oh, 0), DH, KH, H, kh0, kh1);
+        mi_taps_inside(col(ow, 0), DW, KW, W, kw0, kw1);
+    }
+};
+#define MI_WINDOW_PARAMS                                                                   \
+    int H, int W, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW
+#define MI_WINDOW (mi_window{H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW})
+
 #endif  // MI_COMMON_CUH

@@ -2,24 +2,17 @@
 // fused bias + activation epilogue. Layouts are row-major (NCHW).
 #include "common.cuh"
 
-// cols[n][c][kh][kw][oh][ow] = x[n][c][oh*SH - PH + kh*DH][ow*SW - PW + kw*DW] (0 outside)
+// cols[n][c][kh][kw][oh][ow] = x[n][c][g.row(oh, kh)][g.col(ow, kw)] (0 outside)
 template <typename T>
-__device__ void im2col_2d(const T* __restrict__ x, T* __restrict__ cols, int H, int W,
-                          int KH, int KW, int OH, int OW, int SH, int SW, int PH, int PW,
-                          int DH, int DW, long long total) {
+__device__ void im2col_2d(const T* __restrict__ x, T* __restrict__ cols, mi_window g,
+                          long long total) {
     MI_GRID_STRIDE(i, total) {
-        int ow = (int)(i % OW);
-        long long r = i / OW;
-        int oh = (int)(r % OH);
-        r /= OH;
-        int kw = (int)(r % KW);
-        r /= KW;
-        int kh = (int)(r % KH);
-        r /= KH;  // r = n * C + c
-        int ih = oh * SH - PH + kh * DH;
-        int iw = ow * SW - PW + kw * DW;
+        long long r = i;  // n * C + c once the four coordinates are peeled off
+        int ow = mi_peel(r, g.OW), oh = mi_peel(r, g.OH);
+        int kw = mi_peel(r, g.KW), kh = mi_peel(r, g.KH);
+        int ih = g.row(oh, kh), iw = g.col(ow, kw);
         T v = (T)0;
-        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[(r * H + ih) * W + iw];
+        if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = x[(r * g.H + ih) * g.W + iw];
         cols[i] = v;
     }
 }
@@ -28,46 +21,36 @@ __device__ void im2col_2d(const T* __restrict__ x, T* __restrict__ cols, int H, 
 // C input channels, M = C * mult output channels (group == C)
 template <typename T>
 __device__ void dwconv_2d(const T* __restrict__ x, const T* __restrict__ w,
-                          const T* __restrict__ bias, T* __restrict__ y, int C, int H, int W,
-                          int M, int KH, int KW, int OH, int OW, int SH, int SW, int PH, int PW,
-                          int DH, int DW, int act, long long total) {
+                          const T* __restrict__ bias, T* __restrict__ y, int C, int M,
+                          mi_window g, int act, long long total) {
     typedef typename mi_acc<T>::type A;
     int mult = M / C;
     MI_GRID_STRIDE(i, total) {
-        int ow = (int)(i % OW);
-        long long r = i / OW;
-        int oh = (int)(r % OH);
-        r /= OH;
-        int m = (int)(r % M);
-        long long n = r / M;
-        const T* xc = x + (n * C + m / mult) * (long long)H * W;
-        const T* wm = w + (long long)m * KH * KW;
+        long long n = i;  // the image once the three coordinates are peeled off
+        int ow = mi_peel(n, g.OW), oh = mi_peel(n, g.OH), m = mi_peel(n, M);
+        const T* xc = x + (n * C + m / mult) * (long long)g.H * g.W;
+        const T* wm = w + (long long)m * g.KH * g.KW;
+        int kh0, kh1, kw0, kw1;
+        g.inside(oh, ow, kh0, kh1, kw0, kw1);
         A acc = (A)0;
-        for (int kh = 0; kh < KH; ++kh) {
-            int ih = oh * SH - PH + kh * DH;
-            if (ih < 0 || ih >= H) continue;
-            for (int kw = 0; kw < KW; ++kw) {
-                int iw = ow * SW - PW + kw * DW;
-                if (iw < 0 || iw >= W) continue;
-                acc += (A)mi_load(xc + (long long)ih * W + iw) * (A)mi_load(wm + kh * KW + kw);
-            }
+        for (int kh = kh0; kh < kh1; ++kh) {
+            const T* xr = xc + (long long)g.row(oh, kh) * g.W;
+            for (int kw = kw0; kw < kw1; ++kw)
+                acc += (A)mi_load(xr + g.col(ow, kw)) * (A)mi_load(wm + kh * g.KW + kw);
         }
         mi_store(y + i, mi_activate<A>(acc + (A)mi_load(bias + m), act));
     }
 }
 
 #define MI_CONV_ENTRIES(SUF, T)                                                              \
-    extern "C" __global__ void im2col_2d_##SUF(                                              \
-        const T* x, T* cols, int H, int W, int KH, int KW, int OH, int OW, int SH, int SW,   \
-        int PH, int PW, int DH, int DW, long long total) {                                   \
-        im2col_2d<T>(x, cols, H, W, KH, KW, OH, OW, SH, SW, PH, PW, DH, DW, total);          \
+    extern "C" __global__ void im2col_2d_##SUF(const T* x, T* cols, MI_WINDOW_PARAMS,        \
+                                               long long total) {                            \
+        im2col_2d<T>(x, cols, MI_WINDOW, total);                                             \
     }                                                                                        \
-    extern "C" __global__ void dwconv_2d_##SUF(                                              \
-        const T* x, const T* w, const T* bias, T* y, int C, int H, int W, int M, int KH,     \
-        int KW, int OH, int OW, int SH, int SW, int PH, int PW, int DH, int DW, int act,     \
-        long long total) {                                                                   \
-        dwconv_2d<T>(x, w, bias, y, C, H, W, M, KH, KW, OH, OW, SH, SW, PH, PW, DH, DW, act, \
-                     total);                                                                 \
+    extern "C" __global__ void dwconv_2d_##SUF(const T* x, const T* w, const T* bias, T* y,  \
+                                               int C, int M, MI_WINDOW_PARAMS, int act,      \
+                                               long long total) {                            \
+        dwconv_2d<T>(x, w, bias, y, C, M, MI_WINDOW, act, total);                            \
     }
 
 MI_CONV_ENTRIES(f32, float)

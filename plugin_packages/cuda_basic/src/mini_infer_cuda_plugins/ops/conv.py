@@ -70,6 +70,14 @@ def as_2d(w: shapes.Window, g: shapes.Geometry, spatial: Sequence[int]) -> tuple
             lead + list(g.out))
 
 
+def window_args(w: shapes.Window, g: shapes.Geometry, spatial: Sequence[int]
+                ) -> tuple[np.int32, ...]:
+    """A 1-D or 2-D window as the windowed kernels take it (``MI_WINDOW_PARAMS`` of
+    kernels/common.cuh): in sizes, out sizes, kernel, strides, begin pads, dilations."""
+    (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = as_2d(w, g, spatial)
+    return tuple(np.int32(v) for v in (h, wd, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw))
+
+
 class Conv(ConvFusion, CudaPlugin, schema.Conv):
     #: what the kernels apply after the product (no Clip: the epilogues know Relu only)
     fusable = frozenset({"BatchNormalization", "Mul", "Add", "Sum", "Relu"})
@@ -149,12 +157,8 @@ class Conv(ConvFusion, CudaPlugin, schema.Conv):
         """``cols[n, c, *kernel, *out]`` = the input under each window tap (0 in padding)."""
         win, geo = plan.window, plan.geometry
         if xp is not np and win.nd <= 2:
-            (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = \
-                as_2d(win, geo, x.shape[2:])
-            i32 = np.int32
             _raw.launch("conv", "im2col_2d", x.dtype, cols.size, (
-                x, cols, i32(h), i32(wd), i32(kh), i32(kw), i32(oh), i32(ow), i32(sh),
-                i32(sw), i32(ph), i32(pw), i32(dh), i32(dw), np.int64(cols.size)))
+                x, cols, *window_args(win, geo, x.shape[2:]), np.int64(cols.size)))
             return
         src = x
         ext = shapes.padded_extent(x.shape[2:], win, geo)
@@ -192,12 +196,9 @@ class Conv(ConvFusion, CudaPlugin, schema.Conv):
     def _depthwise(self, xp: Any, x: Any, w: Any, b: Any | None, dst: Any, plan: _Plan,
                    act: int) -> None:
         c, m = x.shape[1], w.shape[0]
-        (h, wd), (kh, kw), (sh, sw), (ph, pw), _, (dh, dw), (oh, ow) = \
-            as_2d(plan.window, plan.geometry, x.shape[2:])
         bias = xp.ascontiguousarray(b) if b is not None else \
             self.scratch.buffer(xp, "zero_bias", (m,), x.dtype, fill=0)
-        i32 = np.int32
         _raw.launch("conv", "dwconv_2d", x.dtype, dst.size, (
-            x, w, bias, dst, i32(c), i32(h), i32(wd), i32(m), i32(kh), i32(kw), i32(oh),
-            i32(ow), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw),
-            i32(act), np.int64(dst.size)))
+            x, w, bias, dst, np.int32(c), np.int32(m),
+            *window_args(plan.window, plan.geometry, x.shape[2:]), np.int32(act),
+            np.int64(dst.size)))

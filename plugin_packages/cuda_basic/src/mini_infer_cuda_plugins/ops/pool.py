@@ -24,7 +24,7 @@ from mini_infer_core.plugin import shapes
 from ..serialization import CudaPlugin
 from . import _raw
 from ._common import Scratch, acc_dtype, array_module
-from .conv import as_2d
+from .conv import as_2d, window_args
 
 __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "GlobalAveragePool"]
 
@@ -68,19 +68,15 @@ class _Pool(CudaPlugin, schema.PoolBase):
         self._taps(xp, x, out, plan)
 
     def _raw_kernel(self, x: Any, y: Any, plan: _Plan) -> None:
-        (h, w), (kh, kw), (sh, sw), (ph, pw), (phe, pwe), (dh, dw), (oh, ow) = \
-            as_2d(plan.window, plan.geometry, x.shape[2:])
-        i32 = np.int32
+        window = window_args(plan.window, plan.geometry, x.shape[2:])
         if self.kind == "max":
-            _raw.launch("pool", "maxpool_2d", x.dtype, y.size, (
-                x, y, i32(h), i32(w), i32(oh), i32(ow), i32(kh), i32(kw), i32(sh), i32(sw),
-                i32(ph), i32(pw), i32(dh), i32(dw), np.int64(y.size)))
+            _raw.launch("pool", "maxpool_2d", x.dtype, y.size,
+                        (x, y, *window, np.int64(y.size)))
         else:
-            include = i32(bool(self.attrs["count_include_pad"]))
+            phe, pwe = as_2d(plan.window, plan.geometry, x.shape[2:])[4]
+            include = np.int32(bool(self.attrs["count_include_pad"]))
             _raw.launch("pool", "avgpool_2d", x.dtype, y.size, (
-                x, y, i32(h), i32(w), i32(oh), i32(ow), i32(kh), i32(kw), i32(sh), i32(sw),
-                i32(ph), i32(pw), i32(phe), i32(pwe), i32(dh), i32(dw), include,
-                np.int64(y.size)))
+                x, y, *window, np.int32(phe), np.int32(pwe), include, np.int64(y.size)))
 
     def _taps(self, xp: Any, x: Any, y: Any, plan: _Plan) -> None:
         geo = plan.geometry
