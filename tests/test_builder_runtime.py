@@ -180,6 +180,40 @@ def test_bad_inputs_get_clear_errors(small_cnn: onnx.ModelProto, feeds: dict[str
         sess.run(None, feeds)
 
 
+def test_inputs_are_checked_after_good_runs_too(small_cnn: onnx.ModelProto) -> None:
+    """A context skips the checks for inputs of the dtypes and shapes it checked last: every
+    bad input still fails after good runs, and good runs after a refused one still run."""
+    ctx = mi.load(small_cnn).create_execution_context()
+    good = {"x": np.zeros((1, 3, 8, 8), np.float32)}
+    bad = [({}, "missing"), ({**good, "z": np.zeros(1)}, "unknown"),
+           ({"x": good["x"].astype(np.float64)}, "float64"),
+           ({"x": np.zeros((1, 3, 8), np.float32)}, "rank"),
+           ({"x": np.zeros((1, 4, 8, 8), np.float32)}, "axis 1"), ({"x": [0.0]}, "array")]
+    want = ctx.execute(good)
+    for feeds, match in bad:
+        ctx.execute(good)
+        with pytest.raises(InputError, match=match):
+            ctx.execute(feeds)
+        got = ctx.execute(good)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_dimensions_shared_by_inputs_are_checked_on_every_new_signature() -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    ctx = mi.load(make_model([helper.make_node("Add", ["x", "y"], ["z"])], [x, y], [z])
+                  ).create_execution_context()
+    two = np.ones((2, 2), np.float32)
+    np.testing.assert_array_equal(ctx.execute({"x": two, "y": two})["z"], 2 * two)
+    with pytest.raises(InputError, match="'N'"):
+        ctx.execute({"x": two, "y": np.ones((3, 2), np.float32)})
+    three = np.ones((3, 2), np.float32)
+    np.testing.assert_array_equal(ctx.execute({"x": three, "y": three})["z"], 2 * three)
+    assert ctx.schedule is not None and ctx.schedule.bindings == {"N": 3}
+
+
 def test_unknown_output_name_is_an_input_error(small_cnn: onnx.ModelProto) -> None:
     with pytest.raises(InputError, match="nope"):
         mi.InferenceSession(small_cnn).run(["nope"], {"x": np.zeros((1, 3, 8, 8), np.float32)})

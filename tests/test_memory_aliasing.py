@@ -102,3 +102,65 @@ def test_inference_dropout_is_in_place_but_training_dropout_is_not() -> None:
     np.testing.assert_allclose(got["y"], 2 * np.maximum(xv, 0), rtol=1e-6)
     kept = got["z"] != 0  # training: dropped elements are 0, kept ones scaled by 2
     np.testing.assert_allclose(got["z"][kept], 2 * np.maximum(xv, 0)[kept], rtol=1e-6)
+
+
+def test_steps_whose_output_already_holds_the_input_are_left_out_of_the_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reshape, Squeeze, Identity and Flatten planned inside their outputs have nothing to do:
+    the runs skip their steps (fresh inputs still reach the outputs); an Identity whose input
+    could not be placed inside it (read twice, by two of them) still runs, and so does
+    every step when each enqueue is logged (MINI_INFER_DEBUG=2)."""
+    shape = onnx.numpy_helper.from_array(np.array([1, 12, 5], np.int64), "shape")
+    axes = onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("Reshape", ["a", "shape"], ["r"]),
+             helper.make_node("Squeeze", ["r", "axes"], ["q"]),
+             helper.make_node("Identity", ["q"], ["i"]),
+             helper.make_node("Flatten", ["i"], ["f"], axis=0),
+             helper.make_node("Sigmoid", ["f"], ["y"]),
+             helper.make_node("Neg", ["x"], ["n"]),
+             helper.make_node("Identity", ["n"], ["n1"]),
+             helper.make_node("Identity", ["n"], ["n2"]),
+             helper.make_node("Add", ["n1", "n2"], ["z"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                    helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                       [shape, axes], opset=17)
+    for debug in ("0", "2"):
+        monkeypatch.setenv("MINI_INFER_DEBUG", debug)
+        ctx = mi.load(model).create_execution_context()
+        for seed in range(3):  # new values each run reach the outputs through the views
+            xv = np.random.default_rng(seed).standard_normal((1, 3, 4, 5)).astype(np.float32)
+            got = ctx.execute({"x": xv})
+            for name, want in zip(["y", "z"], ort_run(model, {"x": xv}), strict=True):
+                np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)
+        left_out = [ctx.engine.nodes[k].outputs[0] for k in ctx.steps_left_out]
+        assert left_out == ["r", "q", "i", "f", "n1"] or left_out == ["r", "q", "i", "f", "n2"]
+        assert len(ctx.steps) == len(nodes)  # profiles still see (and time) every node
+        assert len(ctx.time_steps()) == len(nodes)
+
+
+def test_bound_steps_run_their_ufunc_on_the_arrays_of_each_run() -> None:
+    """Add/Sub/Mul steps between planned tensors run as their ufunc bound to the step's
+    arrays (``bind_run``); steps reading a graph input or writing a graph output stay on
+    ``enqueue`` (their arrays change from run to run). Every run against onnxruntime."""
+    import functools
+
+    c = onnx.numpy_helper.from_array(np.full((1, 3, 4, 5), 0.5, np.float32), "c")
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"]),      # reads the graph input
+             helper.make_node("Mul", ["a", "a"], ["m"]),
+             helper.make_node("Sub", ["m", "c"], ["s"]),
+             helper.make_node("Add", ["s", "a"], ["y"])]      # writes the graph output
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                  None)], [c], opset=17)
+    ctx = mi.load(model).create_execution_context()
+    for seed in range(3):
+        xv = np.random.default_rng(seed).standard_normal((1, 3, 4, 5)).astype(np.float32)
+        got = ctx.execute({"x": xv})["y"]
+        np.testing.assert_allclose(got, ort_run(model, {"x": xv})[0], rtol=1e-6, atol=1e-6)
+    assert ctx._plan is not None
+    calls = dict(ctx._plan.calls)
+    bound = [k for k, call in calls.items()
+             if isinstance(call, functools.partial) and isinstance(call.func, np.ufunc)]
+    assert bound == [1, 2]

@@ -126,6 +126,17 @@ def test_reduce_noop_and_empty_set(op: str) -> None:
     check(op, [np.zeros((2, 0, 4), np.float32), i64(1)], {"keepdims": 1}, opset=new)
 
 
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"])
+def test_reductions_written_straight_into_the_output(op: str) -> None:
+    """The one-ufunc reductions of float tensors reduce into ``out`` (a (1, 1) mean as
+    silero_vad's, all axes, none, a middle axis, float64) and agree with the reference."""
+    new = 13 if op == "ReduceSum" else 18
+    check(op, [f32(1, 1)], {"keepdims": 0}, opset=new)
+    check(op, [f32(2, 5, 3), i64(1)], {"keepdims": 0}, opset=new)
+    check(op, [f32(2, 5, 3).astype(np.float64), i64(0, 2)], {"keepdims": 1}, opset=new)
+    check(op, [f32(4, 6), np.zeros(0, np.int64)], {"noop_with_empty_axes": 1}, opset=new)
+
+
 def test_reduce_integer_and_bool() -> None:
     x = RNG.integers(-5, 5, (3, 4)).astype(np.int32)
     check("ReduceSum", [x, i64(1)], {"keepdims": 0}, opset=13)
@@ -213,6 +224,12 @@ def test_gathers() -> None:
     data = f32(4, 5, 3)
     check("Gather", [data, np.array([[0, -1], [2, 1]], np.int64)], {"axis": 1}, opset=13)
     check("Gather", [data, np.array(-2, np.int32)], {"axis": 0}, opset=13)
+    # one index (silero_vad's state[0]): a view of the data copied out, any axis, either sign
+    for axis, i in ((0, 3), (1, -5), (2, 1), (-1, -1)):
+        check("Gather", [data, np.array(i, np.int64)], {"axis": axis}, opset=13)
+    plugin = plugin_for("Gather", {"axis": 1}, 13)
+    with pytest.raises(Exception, match="out of bounds"):
+        execute(plugin, [data, np.array(5, np.int64)])
     idx = RNG.integers(-4, 4, (2, 5, 3)).astype(np.int64)
     check("GatherElements", [data, idx], {"axis": 0}, opset=13)
     check("GatherND", [data, np.array([[0, 1], [3, -1]], np.int64)], opset=13)
@@ -296,6 +313,32 @@ def test_values_flow_through_shape_ops() -> None:
         ["1", "2"], ["N"]]
 
 
+def test_slice_keeps_its_index_only_while_the_same_constants_come_back() -> None:
+    """The index is kept for read-only starts/ends/axes/steps (the engine's constants) while
+    the same arrays come back; other arrays, or writable ones changed in place, give their
+    own slice (each against the reference)."""
+    x = f32(6, 8)
+    plugin = plugin_for("Slice", {}, 13)
+
+    def ro(*values: int) -> Any:
+        a = i64(*values)
+        a.flags.writeable = False
+        return a
+
+    starts, ends, axes = ro(1, -3), ro(5, 8), ro(0, 1)
+    live = i64(0, 2)  # writable: changed between runs
+    for args in ([starts, ends, axes], [starts, ends, axes], [ro(2, 0), ends, axes],
+                 [live, ends, axes], "bump", [live, ends, axes]):
+        if args == "bump":
+            live[:] = (3, 1)
+            continue
+        inputs = [x, *args]
+        want = reference("Slice", inputs, {}, 13, 1)[0]
+        out = np.full(want.shape, np.nan, np.float32)
+        plugin.compute(*inputs, out=out)
+        np.testing.assert_array_equal(out, want)
+
+
 def test_symbolic_slice_and_range_shapes() -> None:
     def shape(op: str, attrs: dict[str, Any], opset: int, dims: list[DimsExprs]) -> Any:
         return plugin_for(op, attrs, opset).get_output_dimensions(0, dims, ExprBuilder())
@@ -345,6 +388,21 @@ def test_split() -> None:
     assert [g.shape[0] for g in got] == [1, 0, 6]
     with pytest.raises(Exception, match="number of outputs"):
         _ = plugin_for("Split", {}, 13).num_outputs
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad_written_straight_into_the_output(mode: str) -> None:
+    """Pads written in place in ``out`` (silero_vad's reflection of (1, 576) by 64 at the
+    end; every axis padded; pads as wide as one reflection or wrap covers) and the ones it
+    leaves to np.pad (wider than the axis, negative), against the reference."""
+    check("Pad", [f32(1, 576), i64(0, 0, 0, 64)], {"mode": mode}, opset=18)
+    x = f32(3, 4, 5)
+    check("Pad", [x, i64(1, 3, 2, 2, 0, 4), np.array(-2.5, np.float32)], {"mode": mode},
+          opset=19)
+    check("Pad", [x, i64(2, 3, 4, 2, 3, 4)], {"mode": mode}, opset=19)
+    if mode in ("constant", "edge"):
+        check("Pad", [x, i64(5, 0, 7, 4, 9, 1)], {"mode": mode}, opset=19)
+    check("Pad", [x, i64(1, -1, 2, 0, 1, -2)], {"mode": mode}, opset=19, oracle="ort")
 
 
 # -- rearrangements and padding ----------------------------------------------------------

@@ -226,6 +226,12 @@ def test_group_and_instance_normalization() -> None:
     np.testing.assert_allclose(got, want.reshape(x.shape), rtol=1e-4, atol=1e-5)
     check("InstanceNormalization", [x, rand(6), rand(6)], {"epsilon": 1e-3})
     check("InstanceNormalization", [rand(2, 3, 7), rand(3), rand(3)], {}, opset=6)
+    # wav2vec2's GroupNorm(512, 512) as exported (one channel per group), centred in place in
+    # the output; float16 through a float32 temporary
+    check("InstanceNormalization", [rand(1, 8, 3199) * 3 + 1, rand(8), rand(8)], {})
+    check("InstanceNormalization", [(rand(2, 4, 33) * 2).astype(np.float16),
+                                    rand(4).astype(np.float16), rand(4).astype(np.float16)],
+          {}, rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize(("xs", "axis"), [((2, 3, 4), -1), ((2, 3, 4, 5), 2)])
@@ -342,6 +348,22 @@ def test_recurrent_batch_first_layout(op: str) -> None:
     np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-6)
     for g, w in zip(got[1:], want[1:], strict=True):
         np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"direction": "bidirectional"},  # the one-sigmoid gates, both directions
+    {"activations": ["Sigmoid", "Tanh", "Tanh"]},  # named as the defaults: the same
+    {"activations": ["HardSigmoid", "Tanh", "Relu"]},  # others: gate by gate
+])
+def test_lstm_gates(attrs: dict[str, Any]) -> None:
+    """An LSTM without peepholes, clip or coupled gates computes i, o and f in one sigmoid;
+    against onnxruntime, as every other activation choice."""
+    nd = 2 if attrs.get("direction") == "bidirectional" else 1
+    ins = _rnn_inputs("LSTM", nd, full=False)
+    check("LSTM", ins, {**attrs, "hidden_size": 4}, n_out=3, oracles=("ort",), rtol=1e-4,
+          atol=1e-5)
+    plugin = make_plugin("LSTM", {**attrs, "hidden_size": 4}, 14)
+    assert plugin._plain == ("HardSigmoid" not in attrs.get("activations", []))
 
 
 def test_recurrent_options() -> None:

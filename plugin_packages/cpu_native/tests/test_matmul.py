@@ -44,6 +44,12 @@ def compiled(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str
     return count_calls(_matmul, "product_calls", "products")
 
 
+def _packed_kind() -> int | None:
+    """The ``__wpacked__`` a build here gives a constant B: 2 (panels of 24) where the AVX2
+    kernels run, 1 (of 48) with AVX-512, None without the vector kernels."""
+    return {"avx2": 2, "avx512": 1}.get(_native.gemm_isa())
+
+
 def _f(*shape: int, scale: float = 1.0) -> np.ndarray:
     return (scale * RNG.standard_normal(shape)).astype(np.float32)
 
@@ -214,7 +220,7 @@ def test_a_fused_product_survives_the_engine_file(tmp_path: Path) -> None:
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
     plugin = engine.nodes[0].plugin  # type: ignore[attr-defined]
     assert [n.op_type for n in engine.nodes] == ["MatMul"]
-    assert plugin.hidden.get("__wpacked__") == (1 if _native.gemm_available() else None)
+    assert plugin.hidden.get("__wpacked__") == _packed_kind()
     path = tmp_path / "fused.engine"
     engine.save(str(path))
     for name, value in feeds.items():
@@ -240,7 +246,7 @@ def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
         pytest.skip("no vector kernels here: nothing is packed")
     model, feeds = _fused([("Mul", ["half"], {}), ("Add", ["bias"], {}), ("Relu", [], {})])
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
-    assert engine.nodes[0].plugin.hidden["__wpacked__"] == 1  # type: ignore[attr-defined]
+    assert engine.nodes[0].plugin.hidden["__wpacked__"] == _packed_kind()  # type: ignore[attr-defined]
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     monkeypatch.setattr(matmul, "gemm_available", lambda: False)
@@ -333,7 +339,9 @@ def test_views_are_read_through_their_strides(what: str, a: np.ndarray, b: np.nd
                                      (8, 256, 48), (130, 20, 3), (3, 200, 97),
                                      # K in blocks (AVX2: M over 16, K over 512), the last one short
                                      (37, 777, 29), (21, 1100, 50), (70, 513, 200),
-                                     (20, 600, 49)])  # one column left: not a GEMV
+                                     (20, 600, 49),  # one column left: not a GEMV
+                                     # rows of one block up to 7/4 of one (AVX2), and over
+                                     (197, 600, 50), (300, 520, 30)])
 def test_the_vector_kernels_agree_with_the_plain_loops(m: int, k: int, n: int) -> None:
     """The same products (both operands packed, and in place with their epilogue) on every
     kernel this CPU has, against float64 and each other."""
@@ -350,6 +358,13 @@ def test_the_vector_kernels_agree_with_the_plain_loops(m: int, k: int, n: int) -
                            b_packed=True)
             np.testing.assert_allclose(packed[0, 0], a.astype(np.float64) @ b, rtol=1e-5,
                                        atol=1e-5 * np.sqrt(k))
+            for kind, width in ((1, _native.B_PANEL), (2, _native.B_PANEL_AVX2)):
+                # a MatMul's weights: A in place, B in panels of 48 or 24, the epilogue
+                c = np.empty((1, 1, m, n), np.float32)
+                _native.matmul(a[None, None], _native.pack_b(b, width), c, k, b_packed=kind,
+                               cbias=cb, res=r[None, None], alpha=0.5, lo=-1.0, hi=2.0)
+                np.testing.assert_allclose(c[0, 0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k),
+                                           err_msg=f"{isa}, panels of {width}")
             c = np.empty((1, 1, m, n), np.float32)
             _native.matmul(a[None, None], b[None, None], c, k, cbias=cb, res=r[None, None],
                            alpha=0.5, lo=-1.0, hi=2.0)
@@ -360,9 +375,48 @@ def test_the_vector_kernels_agree_with_the_plain_loops(m: int, k: int, n: int) -
     assert "plain" in got and len(got) >= (2 if _native.gemm_available() else 1)
 
 
-def test_packing_b_undoes() -> None:
-    for k, n in [(5, 1), (7, 48), (3, 50), (9, 97), (1, 200)]:
+@pytest.mark.parametrize("width", [48, 24])
+def test_packing_b_undoes(width: int) -> None:
+    for k, n in [(5, 1), (7, 48), (3, 50), (9, 97), (1, 200), (4, 23), (6, 24)]:
         b = _f(k, n)
-        np.testing.assert_array_equal(_native.unpack_b(_native.pack_b(b), k, n), b)
+        packed = _native.pack_b(b, width)
+        np.testing.assert_array_equal(_native.unpack_b(packed, k, n, width), b)
         np.testing.assert_array_equal(_native.unpack_b(_native.pack_b(
-            np.ascontiguousarray(b.T).T), k, n), b)
+            np.ascontiguousarray(b.T).T, width), k, n, width), b)
+    packed = _native.pack_b(np.arange(2 * 30, dtype=np.float32).reshape(2, 30), width)
+    first = np.r_[0:width, 30:30 + width] if width < 30 else np.r_[0:60]
+    np.testing.assert_array_equal(packed[: first.size], first)  # K rows of the first panel
+
+
+def test_panels_of_another_width_are_refused() -> None:
+    with pytest.raises(ValueError, match="panels of 16 columns"):
+        _native.pack_b(_f(3, 4), 16)
+    with pytest.raises(ValueError, match="b_packed 3"):
+        _native.matmul(_f(1, 1, 2, 3), _native.pack_b(_f(3, 4)), np.empty((1, 1, 2, 4),
+                       np.float32), 3, b_packed=3)
+
+
+@pytest.mark.parametrize("kind", [1, 2])
+def test_an_engine_of_either_panel_width_runs_on_every_kernel(
+        kind: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights packed in panels of 48 (AVX-512 builds, engines of before) or of 24 (AVX2
+    builds), written to an engine file and read back, give onnxruntime's results on every
+    kernel this CPU has (the NumPy path after unpacking them where none runs)."""
+    if not _native.gemm_available():
+        pytest.skip("no vector kernels here: nothing is packed")
+    monkeypatch.setattr(matmul, "_panels", lambda: kind)
+    model, feeds = _fused([("Add", ["bias"], {}), ("Add", ["r"], {})], m=37, k=600, n=100)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    assert engine.nodes[0].plugin.hidden["__wpacked__"] == kind  # type: ignore[attr-defined]
+    path = tmp_path / "w.engine"
+    engine.save(str(path))
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    try:
+        for isa in ("avx512", "avx2", "plain"):
+            if _native.use_gemm_isa(isa) != isa:
+                continue
+            got = mini_infer_core.InferenceSession(str(path), device="cpu").run(None, feeds)[0]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=isa)
+    finally:
+        _native.use_gemm_isa(None)

@@ -230,6 +230,88 @@ def test_im2col_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int,
         assert calls["gemm"] == xshape[0] * g
 
 
+ONE_D = [
+    ((1, 1, 640), 258, 256, {"strides": [128]}),                    # silero's STFT
+    ((1, 129, 4), 128, 3, {"pads": [1, 1]}),
+    ((2, 10, 37), 12, 3, {"pads": [1, 1], "strides": [2]}),          # Whisper's stem
+    ((1, 16, 41), 16, 7, {"pads": [3, 3], "dilations": [2], "group": 4}),
+    ((1, 12, 50), 12, 16, {"pads": [8, 8], "group": 4}),             # wav2vec2's pos_conv
+    ((1, 5, 30), 6, 4, {"auto_pad": "SAME_UPPER", "strides": [3]}),
+    ((1, 4, 40), 6, 10, {"strides": [5]}),                           # wav2vec2's first
+]
+
+
+@pytest.mark.parametrize("xshape, m, k, attrs", ONE_D)
+def test_1d_convolutions_run_as_2d_on_the_compiled_gemm(
+        xshape: tuple[int, ...], m: int, k: int, attrs: dict[str, Any], calls: dict[str, int],
+        gemm_path: str) -> None:
+    """float32 1-D convolutions (with bias and a fused Relu) take the compiled 2-D paths as
+    height-1 convolutions: the same results as onnxruntime, W packed at build time for the
+    compiled GEMM, no NumPy im2col."""
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    g = attrs.get("group", 1)
+    inits = {"w": (RNG.standard_normal((m, xshape[1] // g, k)) * 0.2).astype(np.float32),
+             "b": RNG.standard_normal(m).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k], **attrs),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = _model(nodes, x, inits)
+    _compare(model, x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    if gemm_path == "BLAS":
+        assert calls["im2col"] >= 1 and calls["gemm_conv"] == 0
+    else:
+        assert calls["gemm_conv"] == 1 and calls["gemm"] == xshape[0] * g
+        engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+            device="cpu", time_tactics=False))
+        assert engine.nodes[0].plugin.hidden.get("__wpacked__") == 1
+
+
+def test_1d_depthwise_convolution_runs_the_compiled_depthwise_kernel(
+        calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((2, 8, 50)).astype(np.float32)
+    w = RNG.standard_normal((8, 1, 5)).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], group=8, pads=[2, 2], strides=[2])
+    _compare(_model([node], x, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["dwconv2d"] == 1
+
+
+def test_float64_1d_convolutions_stay_cpu_basic_s(calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((1, 3, 20))
+    w = RNG.standard_normal((4, 3, 3))
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1])
+    _compare(_model([node], x, {"w": w}), x, {"Conv"})
+    assert calls["gemm_conv"] == calls["im2col"] == calls["dwconv2d"] == 0
+
+
+@pytest.mark.parametrize("xshape, m, kernel, attrs", [
+    ((1, 16, 40, 1), 8, (5, 1), {}),                                  # Magika's shape
+    ((2, 6, 33, 1), 4, (3, 1), {"group": 2, "pads": [1, 0, 2, 0], "strides": [2, 1]}),
+    ((1, 4, 21, 1), 6, (3, 1), {"dilations": [2, 1], "strides": [2, 3]}),
+    ((1, 4, 21, 1), 6, (3, 1), {"pads": [1, 1, 1, 1]}),               # padded across: as is
+])
+def test_column_convolutions(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
+                             attrs: dict[str, Any], gemm_path: str,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """(H, 1) inputs by (KH, 1) kernels: the compiled path's im2col gathers them as the
+    (1, H) rows they are in memory (not where padding reaches across); against
+    onnxruntime."""
+    kernels: list[tuple[int, int]] = []
+    real = _conv_gemm.im2col_call
+
+    def seen(x: Any, cols: Any, kernel: tuple[int, int], *args: Any) -> Any:
+        kernels.append(tuple(kernel))
+        return real(x, cols, kernel, *args)
+
+    monkeypatch.setattr(_conv_gemm, "im2col_call", seen)
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    g = attrs.get("group", 1)
+    w = (RNG.standard_normal((m, xshape[1] // g, *kernel)) * 0.2).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=list(kernel), **attrs)
+    _compare(_model([node], x, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    if gemm_path == "compiled GEMM":
+        swapped = attrs.get("pads", [0, 0, 0, 0])[1::2] == [0, 0]
+        assert kernels and set(kernels) == {(1, kernel[0]) if swapped else kernel}
+
+
 def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         gemm_path: str) -> None:

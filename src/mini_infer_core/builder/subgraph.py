@@ -62,6 +62,8 @@ class SubgraphRunner:
         #: signatures whose body builds only for concrete shapes
         self._concrete_only: set[tuple[Any, ...]] = set()
         self._lock = threading.Lock()
+        #: the (dtype, shape) of each array of the last call and the context that ran it
+        self._last: tuple[tuple[Any, ...], Any] | None = None
 
     # -- declared types of the body's outputs (for build-time type inference) ---------------
     def output_types(self) -> list[DataType | None]:
@@ -164,6 +166,16 @@ class SubgraphRunner:
             raise BuildError(f"{self.label}: body takes {len(self.input_names)} inputs, "
                              f"got {len(formal)}")
         values = list(formal) + list(outer)
+        names = [*self.input_names, *self.outer_names]
+        # arrays of the dtypes and shapes of the last call: its context again (a Loop's
+        # iterations, a model's If on every run), without working the kinds out anew
+        key = tuple((v.dtype, v.shape) for v in values) if all(
+            type(v) is np.ndarray for v in values) else None
+        last = self._last
+        if key is not None and last is not None and last[0] == key:
+            result = last[1].execute({n: v for n, v in zip(names, values, strict=True)
+                                      if n not in self.constants})
+            return [result[n] for n in self.output_names]
         specs = self._specs(values)
         values = [np.asarray(v) if s[0].is_tensor else v for v, s in zip(values, specs,
                                                                            strict=True)]
@@ -184,15 +196,17 @@ class SubgraphRunner:
                 ctx = self._contexts.get(exact)
                 if ctx is None:
                     ctx = self._contexts[exact] = self._build(specs, values, shapes)
-        names = [*self.input_names, *self.outer_names]
         result = ctx.execute({n: v for n, v in zip(names, values, strict=True)
                               if n not in self.constants})
+        if key is not None and not self.constants:
+            self._last = (key, ctx)
         return [result[n] for n in self.output_names]
 
     def close(self) -> None:
         for ctx in self._contexts.values():
             ctx.close()
         self._contexts.clear()
+        self._last = None
 
 
 def _declared(tp: onnx.TypeProto) -> Spec | None:

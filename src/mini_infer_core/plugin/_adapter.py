@@ -22,6 +22,7 @@ from ._v3 import V3Plugin, as_v2
 __all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
            "configure_concrete", "configure_build", "workspace_size", "create", "deserialize",
            "values_of", "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
+           "bound_run_of",
            "in_place_of", "graph_safe", "clone", "refused_kind", "output_kinds", "check_kinds"]
 
 _BUILDER = ExprBuilder()
@@ -219,6 +220,10 @@ def dynamic_of(plugin: IPluginV2) -> cap.IDataDependentShapes | None:
 
 def is_data_dependent(plugin: IPluginV2) -> bool:
     return dynamic_of(plugin) is not None
+
+
+def bound_run_of(plugin: IPluginV2) -> cap.IBoundRun | None:
+    return plugin if isinstance(plugin, cap.IBoundRun) else None
 
 
 def in_place_of(plugin: IPluginV2) -> cap.IInPlaceInputs | None:

@@ -17,6 +17,7 @@ ITactics                build/run  times the plugin's ways of computing, keeps t
 IDataDependentShapes    build/run  runs the node with outputs it allocates itself
 IInPlaceInputs          plan       lets an input live inside one of the outputs
 IGraphSafety            run        decides whether a run may be captured as a device graph
+IBoundRun               plan       runs a step by a call made for its very arrays
 IValueKinds             build/run  takes or gives sequences, optionals, maps (not tensors)
 IInputCount             build      refuses a node with too few or too many inputs
 ======================  =========  ====================================================
@@ -24,7 +25,7 @@ IInputCount             build      refuses a node with too few or too many input
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 # EveryCapability (all of them, for the plugin base classes) is not public
 __all__ = [
+    "IBoundRun",
     "IConstantPacking",
     "IDataDependentShapes",
     "IFusion",
@@ -133,6 +135,11 @@ class IInPlaceInputs:
     """Inputs that may live inside an output (Concat's inputs in its result, an Identity):
     the producer then writes straight into the output and the plugin copies nothing."""
 
+    #: whether the plugin has nothing left to do once every input it asks for in place is
+    #: placed so (an Identity, a Reshape: the output is those bytes): the engine then leaves
+    #: its step out of the runs of those shapes
+    in_place_only: bool = False
+
     def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
                         outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
         """``{input index: (output index, element offset)}`` for these concrete shapes."""
@@ -146,6 +153,21 @@ class IGraphSafety:
     @property
     def graph_safe(self) -> bool:
         return True
+
+
+class IBoundRun:
+    """A step run by a call the plugin makes once for the step's arrays (a ufunc with its
+    operands and output bound, say) rather than through ``enqueue`` on every run: the
+    Python between the engine and the kernel is most of a tiny node's time."""
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """A call with no arguments that does what ``enqueue(inputs, outputs, workspace,
+        stream)`` does, for as long as these very arrays are the step's (the plan makes it
+        when it views them and drops it with them); None: run through ``enqueue``. The
+        engine never binds a step whose arrays change between runs (graph inputs and
+        outputs), nor when each enqueue is logged."""
+        return None
 
 
 class IValueKinds:
@@ -185,7 +207,7 @@ class IInputCount:
 
 
 class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
-                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IValueKinds,
-                      IInputCount):
+                      IDataDependentShapes, IInPlaceInputs, IGraphSafety, IBoundRun,
+                      IValueKinds, IInputCount):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""

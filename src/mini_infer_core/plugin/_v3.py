@@ -279,6 +279,11 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
             inputs, outputs)
 
     @property
+    def in_place_only(self) -> bool:  # type: ignore[override]
+        ability = self._ability(cap.IInPlaceInputs)
+        return ability is not None and bool(getattr(ability, "in_place_only", False))
+
+    @property
     def graph_safe(self) -> bool:
         ability = self._ability(cap.IGraphSafety)
         return ability is None or bool(ability.graph_safe)

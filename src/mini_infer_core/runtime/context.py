@@ -96,6 +96,9 @@ class ExecutionContext:
         #: why graph capture failed and the context went back to eager runs (None: it did not)
         self.graph_error: str | None = None
         self._io: dict[str, Any] = {}
+        #: the (dtype, shape) of each input of the last run that passed the checks, and the
+        #: dimension values it bound
+        self._checked: tuple[tuple[Any, ...] | None, dict[str, int]] = (None, {})
 
     # -- graphs ---------------------------------------------------------------------------
     @property
@@ -135,6 +138,24 @@ class ExecutionContext:
 
     # -- inputs ---------------------------------------------------------------------------
     def _bind(self, feeds: Mapping[str, Any]) -> dict[str, int]:
+        """The inputs checked against the engine (names, dtypes, shapes, profiles); the
+        values of the symbolic dimensions. Inputs of the dtypes and shapes of the last
+        checked run pass without the checks again (they depend on nothing else)."""
+        eng = self.engine
+        key: tuple[Any, ...] | None = None
+        if not self._values and len(feeds) == len(eng.input_names):
+            try:
+                key = tuple((feeds[n].dtype, feeds[n].shape) for n in eng.input_names)
+            except (KeyError, AttributeError):
+                key = None
+            if key is not None and key == self._checked[0]:
+                return dict(self._checked[1])
+        bindings = self._check(feeds)
+        if key is not None:
+            self._checked = (key, dict(bindings))
+        return bindings
+
+    def _check(self, feeds: Mapping[str, Any]) -> dict[str, int]:
         eng = self.engine
         missing = [n for n in eng.input_names if n not in feeds]
         unknown = [n for n in feeds if n not in eng.input_names]
@@ -220,6 +241,16 @@ class ExecutionContext:
         """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
         first run and for engines with data-dependent nodes, which run in segments."""
         return self._plan.steps if self._plan is not None else []
+
+    @property
+    def steps_left_out(self) -> list[int]:
+        """The nodes (indices) whose steps the runs of the last prepared shapes leave out:
+        plugins with nothing to do once their input is planned inside their output
+        (``in_place_only``: an Identity, a Reshape). ``time_steps`` still times them."""
+        if self._plan is None:
+            return []
+        run = {step for step, _ in self._plan.calls}
+        return [k for k in range(len(self._plan.steps)) if k not in run]
 
     def time_steps(self) -> list[float]:
         """Every step of the last prepared shapes once more, in order, each followed by a
@@ -311,15 +342,17 @@ class ExecutionContext:
 
     def _enqueue_all(self, sync: bool = True) -> None:
         nodes = self.engine.nodes
-        debug = self._debug >= 2
         step = 0
         with node_errors(lambda: nodes[step].describe(), ExecutionError,
                          "the plugin failed while running"):
-            for step, s in enumerate(self.steps):
-                if debug:
+            if self._debug >= 2:  # every step, each logged
+                for step, s in enumerate(self.steps):
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])
-                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                    s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+            elif self._plan is not None:
+                for step, call in self._plan.calls:  # noqa: B007 - names the failing node
+                    call()
         if sync:
             for stream in self.streams.values():
                 stream.synchronize()

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..engine.schedule import Schedule
 from ..plugin import Device, IPluginV2, Stream
+from ..plugin import _adapter as adapter
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -46,9 +48,30 @@ class Step:
 @dataclass
 class Plan:
     schedule: Schedule
+    #: every node's step, in order (profiles time them all)
     steps: list[Step]
     #: where the run's own arrays go: (tensor, the list that holds it, index in that list)
     patches: list[tuple[str, list[Any], int]] = field(default_factory=list)
+    #: what a run calls, in order: (node index, its step's enqueue with the step's lists
+    #: bound, which the patches update in place); steps with nothing to do are left out
+    calls: list[tuple[int, Callable[[], None]]] = field(default_factory=list)
+
+
+def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> bool:
+    """Whether the step is an ``in_place_only`` plugin whose every in-place input the
+    schedule placed inside its output (so the output already holds the result)."""
+    ability = adapter.in_place_of(plugin)
+    if ability is None or not getattr(ability, "in_place_only", False):
+        return False
+    wanted = ability.in_place_inputs(sched.in_descs[step], sched.out_descs[step]) or {}
+    if not wanted:
+        return False
+    for i, (o, elements) in wanted.items():
+        name, out = node.inputs[i], node.outputs[o]
+        itemsize = sched.out_descs[step][o][1].itemsize
+        if sched.aliases.get(name) != (out, elements * itemsize):
+            return False
+    return True
 
 
 def _capacity() -> int:
@@ -119,16 +142,24 @@ class PlanCache:
             local = views[node.device]
             ins = [local.get(n) if n else None for n in node.inputs]
             outs = [local.get(o) for o in node.outputs]
+            patched = False
             for lst, names in ((ins, node.inputs), (outs, node.outputs)):
                 for k, n in enumerate(names):
                     if n in io:
                         plan.patches.append((n, lst, k))
+                        patched = True
             ws = None
             if step in sched.workspace_offsets:
                 ws = devices[node.device].view(
                     arenas[node.device], sched.workspace_offsets[step], np.dtype(np.uint8),
                     (sched.workspace[step],))
             plan.steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
+            if _nothing_to_do(sched, step, node, plugin):
+                continue
+            binder = adapter.bound_run_of(plugin)
+            call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
+            plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
+                                                     self.streams[node.device])))
         return plan
 
     def clear(self) -> None:

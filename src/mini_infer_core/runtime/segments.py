@@ -144,11 +144,14 @@ class SegmentedRun:
         i = 0
         with node_errors(lambda: nodes[i].describe(), ExecutionError,
                          "the plugin failed while running"):
-            for i, s in enumerate(plan.steps):
-                if debug >= 2:
+            if debug >= 2:  # every step, each logged
+                for i, s in enumerate(plan.steps):
                     log.debug("enqueue   %s in=%s", nodes[i].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])
-                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                    s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+            else:
+                for i, call in plan.calls:  # noqa: B007 - names the failing node
+                    call()
         for n in seg.engine.output_names:
             values[n] = bound[n]
             home[n] = sched.home[n]

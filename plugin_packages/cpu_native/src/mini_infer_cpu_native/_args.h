@@ -170,8 +170,9 @@ typedef struct mi_gemm_pack_b_args {
 typedef struct mi_matmul_args {
     const float *a;     /* A_q (m x k): [i, kk] at a[i * a_rs + kk * a_ks], or packed
                            (a_packed: mi_gemm_pack_f32, a_rs and a_ks unused) */
-    const float *b;     /* B_q (k x n): [kk, j] at b[kk * ldb + j], or packed (b_packed:
-                           mi_gemm_pack_b_f32, ldb unused) */
+    const float *b;     /* B_q (k x n): [kk, j] at b[kk * ldb + j], or packed (b_packed 1:
+                           mi_gemm_pack_b_f32's panels of 48 columns; 2: panels of 24, each
+                           one packed as a matrix of its own; ldb unused) */
     float *c;           /* C_q (m x n): [i, j] at c[i * ldc + j] */
     const float *bias;  /* (m) or NULL: one value per row */
     const float *cbias; /* (n) or NULL: one value per column */

@@ -104,9 +104,7 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
             r1 = min(oh, r0 + band)
             width = (r1 - r0) * ow
             cols = flat[: group * ck * width].reshape(group * ck, width)
-            calls.append(im2col_call(x[i:i + 1], cols, kernel, (win.strides[0], win.strides[1]),
-                                     (win.dilations[0], win.dilations[1]),
-                                     (plan.begin[0], plan.begin[1]), (r0, r1), ow))
+            calls.append(_im2col(x[i:i + 1], cols, kernel, win, plan, (r0, r1), ow))
             span = slice(r0 * ow, r1 * ow)
             for g in range(group):
                 rows = slice(g * mg, (g + 1) * mg)
@@ -115,3 +113,20 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
                     y[rows, span], None if b is None else b[rows],
                     None if res is None else res[rows, span], lo, hi))
     return calls
+
+
+def _im2col(x: Array, cols: Array, kernel: tuple[int, int], win: Any, plan: Any,
+            rows: tuple[int, int], ow: int) -> Call:
+    """The im2col call of output rows ``rows``. A column convolution (input and kernel one
+    wide, no padding across: Magika's (5, 1) over (512, 1)) is gathered as the row one it
+    is in memory, (1, H) by (1, KH): the same columns in the same order, copied a row at a
+    time rather than a value at a time (4.4 -> 0.14 ms for Magika's)."""
+    h, wd = x.shape[2:]
+    if (wd == 1 and kernel[1] == 1 and ow == 1 and plan.begin[1] == 0
+            and rows == (0, plan.out_dims[0])):
+        return im2col_call(x.reshape(x.shape[0], x.shape[1], 1, h), cols, (1, kernel[0]),
+                           (1, win.strides[0]), (1, win.dilations[0]), (0, plan.begin[0]),
+                           (0, 1), rows[1])
+    return im2col_call(x, cols, kernel, (win.strides[0], win.strides[1]),
+                       (win.dilations[0], win.dilations[1]), (plan.begin[0], plan.begin[1]),
+                       rows, ow)

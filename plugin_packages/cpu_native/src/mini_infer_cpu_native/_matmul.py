@@ -70,6 +70,7 @@ def _four(x: Array, lead: tuple[int, ...]) -> Array:
 
 
 def product_calls(a: Array, b: Array, out: Array, *, packed_b: Array | None = None,
+                  panels: int = 1,
                   cbias: Array | None = None, res: Array | None = None,
                   rbias: Array | None = None, alpha: float = 1.0, lo: float = -np.inf,
                   hi: float = np.inf, scratch: Any = None) -> list[Call]:
@@ -77,7 +78,8 @@ def product_calls(a: Array, b: Array, out: Array, *, packed_b: Array | None = No
     lo, hi)``.
 
     ``out`` C-contiguous float32 of matmul's shape; ``a``, ``b`` float32 of any strides;
-    ``packed_b``: a 2-D B's :func:`._native.pack_b` panels (``b`` then gives only its shape);
+    ``packed_b``: a 2-D B's :func:`._native.pack_b` panels (``b`` then gives only its shape),
+    ``panels`` saying which (:func:`._native.matmul_call`'s ``b_packed``: 1 or 2);
     ``cbias`` (N,) contiguous; ``res`` of ``out``'s shape, C-contiguous; ``rbias`` (M,)
     contiguous, 2-D products only (Gemm's C of one column); ``scratch`` (cpu_basic's
     ``Scratch``) holds what a B whose rows are not contiguous becomes."""
@@ -88,12 +90,13 @@ def product_calls(a: Array, b: Array, out: Array, *, packed_b: Array | None = No
     a4 = np.broadcast_to(a[None, :] if a.ndim == 1 else a, (*batch, m, k))
     calls: list[Call] = []
     b4: Array | None = None
+    copied = None  # a B packed here on each run (panels of 48)
     if packed_b is None:
         b2 = b[:, None] if b.ndim == 1 else b
         b4 = np.broadcast_to(b2, (*batch, k, n))
         if n > 1 and b4.strides[-1] != b4.itemsize:  # rows not contiguous: a copy each run
             if b2.ndim == 2:
-                packed_b = _buffer(scratch, "packed_b", (k * n,))
+                packed_b = copied = _buffer(scratch, "packed_b", (k * n,))
                 calls.append(pack_b_call(b2, packed_b))
                 b4 = None
             else:
@@ -102,7 +105,8 @@ def product_calls(a: Array, b: Array, out: Array, *, packed_b: Array | None = No
                 b4 = copy
     if rbias is not None and batch:
         raise ValueError("a bias per row is for 2-D products only")
-    kw: dict[str, Any] = {"b_packed": b4 is None, "cbias": cbias, "bias": rbias,
+    kw: dict[str, Any] = {"b_packed": 0 if b4 is not None else panels if copied is None
+                          else 1, "cbias": cbias, "bias": rbias,
                           "alpha": alpha, "lo": lo, "hi": hi}
     shared = b4 is None or all(s == 0 or d == 1 for s, d in zip(
         b4.strides[:-2], batch, strict=True))

@@ -51,7 +51,7 @@ __all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
            "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
-__all__ += ["B_PANEL", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
+__all__ += ["B_PANEL", "B_PANEL_AVX2", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
             "unpack_b", "use_gemm_isa"]  # MatMul and Gemm on the compiled GEMM
 
 Array = NDArray[Any]
@@ -428,6 +428,10 @@ def gemm_batch(ap: Array, m: int, k: int, b: Array, c: Array) -> None:
 _ISAS = ("plain", "avx2", "avx512")
 #: columns per panel of :func:`pack_b`
 B_PANEL = 48
+#: the narrower panels of ``pack_b(b, B_PANEL_AVX2)``: one AVX2 tile's columns, K rows of 96
+#: contiguous bytes (a tile reading half of a 48-column panel touched two lines of three per
+#: k, 32 KiB of L1 for 256 k, and ran 15-30% slower on BERT's and ViT's linear layers)
+B_PANEL_AVX2 = 24
 
 
 def gemm_isa() -> str:
@@ -443,11 +447,20 @@ def use_gemm_isa(isa: str | None) -> str:
     return _ISAS[int(_lib.mi_gemm_set_isa(level))]
 
 
-def pack_b(b: Array) -> Array:
+def pack_b(b: Array, width: int = B_PANEL) -> Array:
     """``b`` (K, N), any strides, packed for :func:`matmul_call`'s ``b_packed``: panels of
-    :data:`B_PANEL` columns, each K rows of its width (K * N floats)."""
+    ``width`` columns (:data:`B_PANEL`, or :data:`B_PANEL_AVX2`), each K rows of its width
+    (K * N floats)."""
+    if width not in (B_PANEL, B_PANEL_AVX2):
+        raise ValueError(f"pack_b: panels of {width} columns; the GEMM reads {B_PANEL} or "
+                         f"{B_PANEL_AVX2}")
     out = np.empty(b.shape[0] * b.shape[1] if b.ndim == 2 else 0, np.float32)
-    run_calls([pack_b_call(b, out)])
+    if width == B_PANEL or b.ndim != 2:
+        run_calls([pack_b_call(b, out)])
+        return out
+    k = b.shape[0]  # each panel of 24 is one (narrow) panel of pack_b_call's
+    run_calls([pack_b_call(b[:, j: j + width], out[j * k: min(j + width, b.shape[1]) * k])
+               for j in range(0, b.shape[1], width)])
     return out
 
 
@@ -460,12 +473,12 @@ def pack_b_call(b: Array, out: Array) -> Call:
                                         cs), b, out)
 
 
-def unpack_b(packed: Array, k: int, n: int) -> Array:
-    """:func:`pack_b` undone: the (K, N) matrix."""
-    full = n // B_PANEL * B_PANEL
+def unpack_b(packed: Array, k: int, n: int, width: int = B_PANEL) -> Array:
+    """:func:`pack_b` (panels of ``width`` columns) undone: the (K, N) matrix."""
+    full = n // width * width
     flat = packed.reshape(-1)
     out = np.empty((k, n), np.float32)
-    out[:, :full] = flat[: full * k].reshape(full // B_PANEL, k, B_PANEL).transpose(
+    out[:, :full] = flat[: full * k].reshape(full // width, k, width).transpose(
         1, 0, 2).reshape(k, full)
     if n > full:
         out[:, full:] = flat[full * k: n * k].reshape(k, n - full)
@@ -484,7 +497,7 @@ def _batched(kernel: str, name: str, x: Array | None, shape: tuple[int, int, int
 
 
 def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
-                b_packed: bool = False, bias: Array | None = None, cbias: Array | None = None,
+                b_packed: bool | int = False, bias: Array | None = None, cbias: Array | None = None,
                 res: Array | None = None, alpha: float = 1.0, lo: float = -np.inf,
                 hi: float = np.inf) -> Call:
     """``c[p, q] (M, N) = clamp(alpha * A[p, q] @ B[p, q] + bias[:, None] + cbias + res[p, q],
@@ -493,7 +506,8 @@ def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
 
     ``a`` (P, Q, M, K): any strides (transposed, broadcast), or with ``a_packed`` the M * K
     floats of :func:`pack_a`, the same for every product. ``b`` (P, Q, K, N) with contiguous
-    rows, any other strides, or with ``b_packed`` the K * N floats of :func:`pack_b`. ``c``
+    rows, any other strides, or with ``b_packed`` the K * N floats of :func:`pack_b`
+    (``b_packed`` True or 1: panels of :data:`B_PANEL`, 2: of :data:`B_PANEL_AVX2`). ``c``
     rows contiguous, its elements apart; ``res`` (P, Q, M, N) rows contiguous (broadcast:
     stride 0); ``bias`` (M,), ``cbias`` (N,) contiguous."""
     kn = "mi_matmul_f32"
@@ -513,8 +527,16 @@ def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
     return _call(_matmul, MatMulArgs(
         pa, pb, pc, address(bias, m, False, kn, "bias"), address(cbias, n, False, kn, "cbias"),
         pr, m, n, k, sa[2], sa[3], sb[2], sc[2], sr[2], bp, bq, sa[0], sa[1], sb[0], sb[1],
-        sc[0], sc[1], sr[0], sr[1], int(a_packed), int(b_packed), alpha, lo, hi),
+        sc[0], sc[1], sr[0], sr[1], int(a_packed), _b_packed(b_packed), alpha, lo, hi),
         a, b, c, bias, cbias, res)
+
+
+def _b_packed(b_packed: bool | int) -> int:
+    """mi_matmul_args.b_packed: 0 (read in place), 1 (panels of 48) or 2 (of 24)."""
+    if int(b_packed) not in (0, 1, 2):
+        raise ValueError(f"mi_matmul_f32: b_packed {b_packed!r}: 0 (in place), 1 (panels of "
+                         f"{B_PANEL}) or 2 (panels of {B_PANEL_AVX2})")
+    return int(b_packed)
 
 
 def matmul(a: Array, b: Array, c: Array, k: int, **kw: Any) -> None:

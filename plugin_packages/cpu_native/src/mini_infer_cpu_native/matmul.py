@@ -4,9 +4,11 @@ that its epilogue can take on.
 Any rank, NumPy's broadcasting of the batch dimensions, operands read through their strides
 (:mod:`._matmul`): a transformer's projections (activations of any rank times a 2-D weight)
 are one GEMM of all the rows; attention's Q.K^T and P.V (both operands computed) a batch of
-products in one call. A constant B is packed by the build in the GEMM's column panels
-(``__wpacked__`` = 1, stored so in the engine; undone once where the compiled GEMM does not
-run).
+products in one call. A constant B is packed by the build in the GEMM's column panels,
+stored so in the engine: ``__wpacked__`` = 1 panels of 48 columns (AVX-512 builds, engines
+of before), 2 panels of 24 (built where the AVX2 kernels run: one tile's columns, K rows of
+96 contiguous bytes); read by every kernel, undone once where the compiled GEMM does not
+run.
 
 Fusion (``fusable``): after the product, in this order, ``y = clamp(alpha * A @ B + bias +
 r, lo, hi)``:
@@ -37,12 +39,32 @@ from numpy.typing import NDArray
 from mini_infer_core.plugin import DataType, Fusion, Repacked
 
 from . import _matmul
-from ._native import Call, gemm_available, pack_b, run_calls, unpack_b, usable
+from ._native import (
+    B_PANEL,
+    B_PANEL_AVX2,
+    Call,
+    gemm_available,
+    gemm_isa,
+    pack_b,
+    run_calls,
+    unpack_b,
+    usable,
+)
 from .plugins import _Derived
 
 __all__ = ["MatMul"]
 
 Array = NDArray[Any]
+
+
+#: columns per panel of B by ``__wpacked__``
+_WIDTH = {1: B_PANEL, 2: B_PANEL_AVX2}
+
+
+def _panels() -> int:
+    """The ``__wpacked__`` this CPU's GEMM reads best: 2 (panels of 24) for the AVX2 kernels,
+    1 (of 48, one AVX-512 tile) elsewhere."""
+    return 2 if gemm_isa() == "avx2" else 1
 
 
 def _scalar(c: Any) -> float | None:
@@ -163,8 +185,9 @@ class MatMul(_Derived, _gemm.MatMul):
         if (b is None or a is None or a[1] != DataType.FLOAT or b.dtype != np.float32
                 or b.ndim < 2 or any(d != 1 for d in b.shape[:-2]) or not gemm_available()):
             return {}
-        return {1: Repacked(pack_b(b.reshape(b.shape[-2:])).reshape(b.shape),
-                            lambda: self.record("__wpacked__", 1))}
+        kind = _panels()
+        return {1: Repacked(pack_b(b.reshape(b.shape[-2:]), _WIDTH[kind]).reshape(b.shape),
+                            lambda: self.record("__wpacked__", kind))}
 
     # -- compute --------------------------------------------------------------------------
     def compute(self, a: Array, b: Array, *fused: Array, out: Array) -> None:
@@ -179,20 +202,24 @@ class MatMul(_Derived, _gemm.MatMul):
         alpha = float(h.get("__alpha__", 1.0))
         lo, hi = (float(v) for v in h.get("__clip__", (-np.inf, np.inf)))
         if self._compiled(a, b, bias, res, out):
-            if h.get("__wpacked__"):
+            kind = int(h.get("__wpacked__", 0))
+            if kind:
                 packed: Array | None = b.reshape(-1)
             elif b.ndim == 2 and not b.flags.writeable:  # a constant the build left alone
-                packed = self._derived(b, "panels", pack_b)
+                kind = _panels()
+                packed = self._derived(b, ("panels", kind), lambda w: pack_b(w, _WIDTH[kind]))
             else:
                 packed = None
-            calls = _matmul.product_calls(a, b, out, packed_b=packed, cbias=bias, res=res,
+            calls = _matmul.product_calls(a, b, out, packed_b=packed, panels=kind or 1,
+                                          cbias=bias, res=res,
                                           alpha=alpha, lo=lo, hi=hi, scratch=self.scratch)
             self._calls = (key, calls)
             run_calls(calls)
             return
         if h.get("__wpacked__"):  # packed for a GEMM that cannot run here: undo it once
-            b = self._derived(b, "onnx", lambda w: unpack_b(w.reshape(-1), *w.shape[-2:])
-                              .reshape(w.shape))
+            width = _WIDTH[int(h["__wpacked__"])]
+            b = self._derived(b, "onnx", lambda w: unpack_b(
+                w.reshape(-1), int(w.shape[-2]), int(w.shape[-1]), width).reshape(w.shape))
         super().compute(a, b, out=out)
         if alpha != 1.0:
             np.multiply(out, alpha, out=out)

@@ -62,6 +62,23 @@ def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: 
             and wshape[1] == 1 and np.dtype(dtype) == np.float32)
 
 
+def _one_d(attrs: dict[str, Any]) -> bool:
+    """Whether a Conv's window attributes are those of one spatial axis (a 1-D convolution
+    lifted to 2-D; without any, the 2-D defaults are the lifted window already)."""
+    return any(attrs.get(k) is not None and len(attrs[k]) == n for k, n in (
+        ("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("pads", 2)))
+
+
+def _lift_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    """(N, C, L) as (N, C, 1, L)."""
+    return (shape[0], shape[1], 1, shape[2])
+
+
+def _lift(a: Array | None) -> Any:
+    """A 3-D array as the 4-D view of height 1, whatever its strides (None stays None)."""
+    return None if a is None else a[:, :, None, :]
+
+
 def _bounds(relu: int, clip: Any) -> tuple[float, float]:
     """The clamp a fused Relu or Clip makes (none: no bounds)."""
     lo, hi = (0.0, np.inf) if relu else (clip or (-np.inf, np.inf))
@@ -99,7 +116,12 @@ class Conv(_Derived, _conv.Conv):
     Tactics (timed by the builder) for a 3x3 stride-1 convolution: ``winograd`` (F(2x2, 3x3)),
     ``winograd4`` (F(4x4, 3x3), offered from 4x4 tiles of 4x4 up) or ``gemm``;
     ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides).
-    ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so)."""
+    ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so).
+
+    float32 1-D convolutions (audio front-ends: STFT as a convolution, wav2vec2's feature
+    encoder, Whisper's stem) run as 2-D ones of height 1 (:meth:`window` lifts the 1-D
+    attributes; the arrays are reshaped views, W packed at build time for the lifted shape),
+    so they take the same compiled paths instead of cpu_basic's NumPy im2col."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (*_conv.Conv.hidden_fields, "__tactic__",
                                                 "__wpacked__")
@@ -140,6 +162,15 @@ class Conv(_Derived, _conv.Conv):
         self.record("__wpacked__", 1)
         self._calls = None
 
+    def window(self, nd: int, kernel: Sequence[Any]) -> Any:
+        """The window; for a 1-D convolution run as a 2-D one of height 1 (``nd`` 2 while the
+        node's attributes are 1-D) the 1-D window with a unit axis in front."""
+        if nd == 2 and _one_d(self.attrs):
+            w1 = super().window(1, kernel[1:])
+            return shapes.Window((1, *w1.kernel), (1, *w1.strides), (1, *w1.dilations),
+                                 (0, w1.pads[0], 0, w1.pads[1]), w1.auto_pad, w1.ceil_mode)
+        return super().window(nd, kernel)
+
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
                 **kw: Any) -> None:
@@ -148,6 +179,23 @@ class Conv(_Derived, _conv.Conv):
                 a is k for a, k in zip(self._calls[0], key, strict=True)):
             run_calls(self._calls[1])  # the same arrays as last time: the same calls
             return
+        if x.ndim == 3 and x.dtype == np.float32:
+            # 1-D as 2-D of height 1 (as _layout sized the workspace): views, whatever the
+            # strides; W's kept while W stays the same array
+            lifted = self._lifted_w
+            if lifted is None or lifted[0] is not w:
+                lifted = self._lifted_w = (w, _lift(w))
+            x, w, r, out = _lift(x), lifted[1], _lift(r), _lift(out)
+        self._compute(key, x, w, b, r, out, group, __relu__, __clip__, **kw)
+
+    #: a 1-D convolution's W as (M, C/group, 1, K): (the 3-D array, its lifted view)
+    _lifted_w: tuple[Array, Array] | None = None
+
+    def _compute(self, key: tuple[Any, ...], x: Array, w: Array, b: Array | None,
+                 r: Array | None, out: Array, group: int, __relu__: int, __clip__: Any,
+                 **kw: Any) -> None:
+        """The compiled paths (2-D arrays; ``key``: the arrays as the node got them, for the
+        kept calls), else cpu_basic's."""
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
             calls = _conv_gemm.gemm_conv_calls(
@@ -184,7 +232,10 @@ class Conv(_Derived, _conv.Conv):
 
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
-        """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's."""
+        """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's (a
+        float32 1-D convolution's for its 2-D form)."""
+        if len(xshape) == 3 and itemsize == 4:
+            xshape, wshape = _lift_shape(xshape), _lift_shape(wshape)
         tile = self._wino_tile(xshape, wshape, itemsize, group)
         plan = self._plan_for(xshape, wshape, itemsize, group)
         if tile:
@@ -275,12 +326,14 @@ class Conv(_Derived, _conv.Conv):
         w = constants[1] if len(constants) > 1 else None
         x = inputs[0]
         if w is not None and x is not None and x[0].is_static():
-            xshape, group = x[0].to_tuple(), self.attrs["group"]
-            if w.dtype == np.float32 and self._own_gemm(xshape, w.shape, w.itemsize, group):
+            xshape, wshape, group = x[0].to_tuple(), w.shape, self.attrs["group"]
+            if len(xshape) == 3 and w.ndim == 3 and w.dtype == np.float32:  # run as 2-D
+                xshape, wshape = _lift_shape(xshape), _lift_shape(wshape)
+            if w.dtype == np.float32 and self._own_gemm(xshape, wshape, w.itemsize, group):
                 return {1: Repacked(_conv_gemm.pack_weights(w, group).reshape(w.shape),
                                     self._weights_packed)}
-            if _depthwise(xshape, w.shape, group, w.dtype) or self._wino_tile(
-                    xshape, w.shape, w.itemsize, group):
+            if _depthwise(xshape, wshape, group, w.dtype) or self._wino_tile(
+                    xshape, wshape, w.itemsize, group):
                 return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
 

@@ -60,7 +60,10 @@ class Scratch(BufferCache):
 class SameBytes:
     """Mixin of the plugins whose output is their input's bytes in another shape (Reshape,
     Flatten, Squeeze, Unsqueeze, Identity): the engine may place the input inside the output
-    (``in_place_inputs``), and then :func:`copy_into` has nothing to copy."""
+    (``in_place_inputs``), and then :func:`copy_into` has nothing to copy: the engine leaves
+    such a step out of its runs (``in_place_only``)."""
+
+    in_place_only = True
 
     def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
                         ) -> dict[int, tuple[int, int]]:

@@ -4,6 +4,8 @@ Neg, Abs -- NumPy ufuncs writing into ``out`` (schemas in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,11 +25,27 @@ class _Binary(CpuPlugin, schema.BinaryBase):
     #: the NumPy ufunc, for operators that are one
     ufunc: Any = None
 
+    def setup(self) -> None:
+        super().setup()
+        #: the legacy ``broadcast`` attribute (opset < 7) lines b up at ``axis``
+        self._legacy = bool(self.attrs.get("broadcast"))
+
     def compute(self, a: Array, b: Array, *, out: Array, **_: Any) -> None:
-        self.apply(*self.operands(a, b), out)
+        if self._legacy:
+            a, b = self.operands(a, b)
+        self.apply(a, b, out)
 
     def apply(self, a: Array, b: Array, out: Array) -> None:
         type(self).ufunc(a, b, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The ufunc with the step's operands and output bound (operators that are one
+        ufunc, without the legacy broadcast): ~1.5 us of Python less per node."""
+        if self._legacy or type(self).apply is not _Binary.apply or type(self).ufunc is None:
+            return None
+        a, b = inputs
+        return partial(type(self).ufunc, a, b, out=outputs[0])
 
 
 def kernel(base: type[Any], family: type[CpuPlugin], ufunc: Any, module: str = __name__

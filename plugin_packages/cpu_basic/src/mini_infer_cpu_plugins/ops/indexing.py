@@ -27,6 +27,13 @@ def _wrap(indices: Array, n: int) -> Array:
 class Gather(CpuPlugin, schema.Gather):
     def compute(self, data: Array, indices: Array, *, out: Array, axis: int) -> None:
         a = norm_axis(axis, data.ndim)
+        if indices.ndim == 0 and indices.dtype.kind in "iu":  # one index: a view, copied
+            n = data.shape[a]
+            i = int(indices)
+            if not -n <= i < n:
+                raise IndexError(f"Gather: index {i} is out of bounds for axis {a} of size {n}")
+            np.copyto(out, data[(slice(None),) * a + (i + n if i < 0 else i,)])
+            return
         np.copyto(out, np.take(data, _wrap(indices, data.shape[a]), axis=a))
 
 

@@ -109,13 +109,18 @@ class InstanceNormalization(CpuPlugin, schema.InstanceNormalization):
                 **_: Any) -> None:
         dt = acc_dtype(x.dtype)
         n, c = x.shape[:2]
-        xm = x.reshape(n, c, -1).astype(dt)
+        xm = x.reshape(n, c, -1).astype(dt, copy=False)
         mean = xm.mean(axis=2, keepdims=True)
-        d = xm - mean
-        var = np.mean(d * d, axis=2, keepdims=True)
-        d *= (scale.astype(dt).reshape(1, c, 1) / np.sqrt(var + dt.type(epsilon)))
-        d += bias.astype(dt).reshape(1, c, 1)
-        np.copyto(out, d.reshape(x.shape), casting="unsafe")
+        # the centred values go straight into the output where it can hold them (float32/64
+        # models: no temporaries, three passes fewer over a wav2vec2 GroupNorm's 6.5 MB)
+        direct = out.dtype == dt and out.flags.c_contiguous
+        d = out.reshape(xm.shape) if direct else np.empty(xm.shape, dt)
+        np.subtract(xm, mean, out=d)
+        var = np.vecdot(d, d)[..., None] / dt.type(max(xm.shape[2], 1))
+        d *= (scale.astype(dt, copy=False).reshape(1, c, 1) / np.sqrt(var + dt.type(epsilon)))
+        d += bias.astype(dt, copy=False).reshape(1, c, 1)
+        if not direct:
+            np.copyto(out, d.reshape(x.shape), casting="unsafe")
 
 
 class LRN(CpuPlugin, schema.LRN):

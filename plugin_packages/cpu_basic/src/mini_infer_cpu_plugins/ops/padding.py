@@ -39,16 +39,65 @@ def pad(x: Array, pads: Sequence[int], mode: str, value: Any) -> Array:
     return np.pad(x, width, mode=mode)  # type: ignore[call-overload, no-any-return]
 
 
+def pad_into(out: Array, x: Array, pads: Sequence[int], mode: str, value: Any) -> bool:
+    """``pad`` written straight into ``out`` (no padded copy made, then copied): ``x`` in
+    the middle, then each axis's borders from what is there already, axis after axis as
+    ``np.pad`` does. For pads >= 0 that a single reflection or wrap covers; False (nothing
+    written) otherwise."""
+    rank = x.ndim
+    begin, end = pads[:rank], pads[rank:]
+    if out.shape != tuple(n + b + e for n, b, e in zip(x.shape, begin, end, strict=True)):
+        return False
+    for n, b, e in zip(x.shape, begin, end, strict=True):
+        if b < 0 or e < 0 or (mode != "constant" and (b or e) and (
+                n == 0 or (mode == "reflect" and max(b, e) >= n)
+                or (mode == "wrap" and max(b, e) > n))):
+            return False
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        return False
+    inner = tuple(slice(b, b + n) for n, b in zip(x.shape, begin, strict=True))
+    out[inner] = x
+    for axis, (n, b, e) in enumerate(zip(x.shape, begin, end, strict=True)):
+        if not (b or e):
+            continue
+        # the padded extent of the axes before this one, the middle of those after it
+        lead = (*(slice(None),) * axis,)
+        rest = inner[axis + 1:]
+
+        def at(sl: slice, lead: tuple[slice, ...] = lead, rest: tuple[slice, ...] = rest
+               ) -> tuple[slice, ...]:
+            return (*lead, sl, *rest)
+
+        if mode == "constant":
+            out[at(slice(0, b))] = value
+            out[at(slice(b + n, b + n + e))] = value
+        elif mode == "edge":
+            out[at(slice(0, b))] = out[at(slice(b, b + 1))]
+            out[at(slice(b + n, b + n + e))] = out[at(slice(b + n - 1, b + n))]
+        elif mode == "reflect":
+            if b:  # out[b - k] = out[b + k], k = 1..b
+                out[at(slice(0, b))] = out[at(slice(2 * b, b, -1))]
+            if e:  # out[b + n - 1 + k] = out[b + n - 1 - k], k = 1..e
+                out[at(slice(b + n, b + n + e))] = out[
+                    at(slice(b + n - 2, b + n - 2 - e if b + n - 2 - e >= 0 else None, -1))]
+        else:  # wrap
+            out[at(slice(0, b))] = out[at(slice(n, n + b))]
+            out[at(slice(b + n, b + n + e))] = out[at(slice(b, b + e))]
+    return True
+
+
 class Pad_1(CpuPlugin, schema.Pad_1):  # noqa: N801
     def compute(self, x: Array, *, out: Array, paddings: Sequence[int], mode: str,
                 value: float) -> None:
-        np.copyto(out, pad(x, paddings, mode, value))
+        if not pad_into(out, x, paddings, mode, value):
+            np.copyto(out, pad(x, paddings, mode, value))
 
 
 class Pad_2(CpuPlugin, schema.Pad_2):  # noqa: N801
     def compute(self, x: Array, *, out: Array, pads: Sequence[int], mode: str,
                 value: float) -> None:
-        np.copyto(out, pad(x, pads, mode, value))
+        if not pad_into(out, x, pads, mode, value):
+            np.copyto(out, pad(x, pads, mode, value))
 
 
 class _PadInputs(CpuPlugin, schema.PadBase):
@@ -57,6 +106,8 @@ class _PadInputs(CpuPlugin, schema.PadBase):
         value = 0 if constant_value is None or constant_value.size == 0 else \
             np.asarray(constant_value).reshape(-1)[0]
         full = full_pads(as_ints(pads), x.ndim, None if axes is None else as_ints(axes))
+        if out is not None and pad_into(out, x, full, mode, value):
+            return None
         return emit(pad(x, full, mode, value), out)
 
 

@@ -82,10 +82,26 @@ _KERNELS: dict[str, Callable[[Array, Axes, bool], Array]] = {
 }
 
 
+#: the reductions that are one ufunc's ``reduce`` (Mean: then divided by the count)
+_UFUNCS: dict[str, Any] = {"ReduceSum": np.add, "ReduceMean": np.add, "ReduceMax": np.maximum,
+                           "ReduceMin": np.minimum}
+
+
 class _Reduce(CpuPlugin, schema.ReduceBase):
     def compute(self, x: Array, axes: Array | None = None, *, out: Array | None = None,
                 keepdims: int = 1, **_: Any) -> Any:
         sel = self.reduce_axes(as_ints(axes), x.ndim)
+        ufunc = _UFUNCS.get(self.op_type)
+        if ufunc is not None and out is not None and x.size and x.dtype.kind == "f" \
+                and out.dtype == x.dtype and out.flags.c_contiguous:
+            # straight into the output: no result array, no copy (tiny tensors: the
+            # np.mean/np.sum wrappers cost more than the sum)
+            dst = out.reshape(tuple(1 if sel is None or i in sel else d
+                                    for i, d in enumerate(x.shape)))
+            ufunc.reduce(x, axis=sel, keepdims=True, out=dst)
+            if self.op_type == "ReduceMean":
+                dst /= x.size // max(dst.size, 1)
+            return None
         if x.size == 0:
             r = np.full(reduced_shape(x.shape, sel, bool(keepdims)), self.empty_value(x.dtype),
                         x.dtype)

@@ -19,7 +19,7 @@ from mini_infer_core.ops import rnn as schema
 
 from ..serialization import CpuPlugin
 from ._nn_util import acc_dtype, put
-from ._rnn_util import Act, make_activation
+from ._rnn_util import Act, _sigmoid, make_activation
 from ._util import kernels
 
 __all__ = ["RNN", "GRU_1", "GRU", "LSTM"]
@@ -50,17 +50,20 @@ class _Recurrent(CpuPlugin, schema.RecurrentBase):
         finals: list[Array] = [np.zeros((nd, batch, hid), dt) for _ in range(self.n_state)]
         steps = np.arange(t_len)
         valid = (steps[:, None] < lens.reshape(1, -1)) if lens is not None else None
-        xa = x.astype(dt)
+        # copy=False: the weights are read where they are (float32 models copied W and R
+        # on every run, R on every time step)
+        xa = x.astype(dt, copy=False)
         for d, rev in enumerate(self.reverse):
-            bias = np.zeros(2 * g * hid, dt) if b is None else b[d].astype(dt)
-            xw = (xa.reshape(t_len * batch, -1) @ w[d].astype(dt).T).reshape(
+            bias = np.zeros(2 * g * hid, dt) if b is None else b[d].astype(dt, copy=False)
+            xw = (xa.reshape(t_len * batch, -1) @ w[d].astype(dt, copy=False).T).reshape(
                 t_len, batch, g * hid) + bias[:g * hid]
             st = [np.zeros((batch, hid), dt) if s is None else s[d].astype(dt)
                   for s in states]
-            ex = None if extra is None else extra[d].astype(dt)
+            ex = None if extra is None else extra[d].astype(dt, copy=False)
             acts = self.fns[d * len(self.default_acts):(d + 1) * len(self.default_acts)]
+            rd, rb = r[d].astype(dt, copy=False), bias[g * hid:]
             for t in (steps[::-1] if rev else steps):
-                new = self._step(xw[t], st, r[d].astype(dt), bias[g * hid:], ex, acts)
+                new = self._step(xw[t], st, rd, rb, ex, acts)
                 if valid is not None:
                     m = valid[t][:, None]
                     new = [np.where(m, n, s) for n, s in zip(new, st, strict=True)]
@@ -136,12 +139,24 @@ class LSTM(_Recurrent, schema.LSTM):
                 **_: Any) -> None:
         self._run(x, w, r, b, lens, [h0, c0], p, out)
 
+    def setup(self) -> None:
+        super().setup()
+        #: sigmoid, tanh, tanh everywhere, no clip, no coupled gates: i, o and f are one
+        #: sigmoid over the first three gate blocks (ONNX's order i, o, f, c)
+        self._plain = (self.attrs["clip"] is None and not self.attrs["input_forget"]
+                       and [a.name for a in self.acts]
+                       == list(self.default_acts) * len(self.reverse))
+
     def _step(self, xw: Array, st: list[Array], r: Array, rb: Array, extra: Array | None,
               acts: list[Act]) -> list[Array]:
         h, c = st
         hid = h.shape[1]
         f, g, hf = acts
         gates = xw + h @ r.T + rb
+        if self._plain and extra is None:
+            s = _sigmoid(gates[:, :3 * hid])
+            c_new = s[:, 2 * hid:] * c + s[:, :hid] * np.tanh(gates[:, 3 * hid:])
+            return [s[:, hid:2 * hid] * np.tanh(c_new), c_new]
         gi, go, gf, gc = (gates[:, k * hid:(k + 1) * hid] for k in range(4))
         pi, po, pf = (0, 0, 0) if extra is None else (
             extra[:hid], extra[hid:2 * hid], extra[2 * hid:])

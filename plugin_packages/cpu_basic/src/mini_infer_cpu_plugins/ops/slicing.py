@@ -41,9 +41,25 @@ class Slice(CpuPlugin, schema.Slice):
     """Unknown starts, ends, axes or steps make the node data-dependent: the slice is then
     returned."""
 
+    #: the index of the last call and what it was made from (rank, starts, ends, axes,
+    #: steps): kept while those are the same read-only arrays (the engine's constants)
+    _index: tuple[tuple[Any, ...], tuple[slice, ...]] | None = None
+
     def compute(self, x: Array, starts: Array, ends: Array, axes: Array | None = None,
                 steps: Array | None = None, *, out: Array | None = None) -> Any:
-        sl = shapes.slice_index(x.ndim, as_ints(starts), as_ints(ends),
-                                None if axes is None else as_ints(axes),
-                                None if steps is None else as_ints(steps))
-        return emit(x[sl], out)
+        key = (x.ndim, starts, ends, axes, steps)
+        kept = self._index
+        if kept is not None and kept[0][0] == x.ndim and all(
+                a is b for a, b in zip(kept[0][1:], key[1:], strict=True)):
+            sl = kept[1]
+        else:
+            sl = shapes.slice_index(x.ndim, as_ints(starts), as_ints(ends),
+                                    None if axes is None else as_ints(axes),
+                                    None if steps is None else as_ints(steps))
+            if all(a is None or not a.flags.writeable for a in key[1:]):
+                self._index = (key, sl)
+        part = x[sl]
+        if out is not None and out.shape == part.shape:
+            np.copyto(out, part)
+            return None
+        return emit(part, out)
