@@ -127,6 +127,13 @@ static const mi_abi_field layout[] = {
     FIELD(mi_layer_norm_args, rows), FIELD(mi_layer_norm_args, n),
     FIELD(mi_layer_norm_args, epsilon),
 
+    /* Resize (_resize.c) */
+    STRUCT(mi_resize2d_args),
+    FIELD(mi_resize2d_args, x), FIELD(mi_resize2d_args, y), FIELD(mi_resize2d_args, iy),
+    FIELD(mi_resize2d_args, wy), FIELD(mi_resize2d_args, ix), FIELD(mi_resize2d_args, wx),
+    FIELD(mi_resize2d_args, work), FIELD(mi_resize2d_args, planes), FIELD(mi_resize2d_args, h),
+    FIELD(mi_resize2d_args, wd), FIELD(mi_resize2d_args, oh), FIELD(mi_resize2d_args, ow),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

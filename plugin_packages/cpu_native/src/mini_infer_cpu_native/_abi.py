@@ -263,3 +263,14 @@ class LayerNormArgs(ctypes.Structure):
 STRUCTS.update({"mi_act_args": ActArgs, "mi_softmax_args": SoftmaxArgs,
                 "mi_layer_norm_args": LayerNormArgs})
 __all__ += ["ActArgs", "LayerNormArgs", "SoftmaxArgs"]
+
+
+# ---- Resize of the last two axes (_resize.c) ---------------------------------------------
+
+class Resize2dArgs(ctypes.Structure):
+    """mi_resize2d_args"""
+    _fields_ = _fields(_P, "x y iy wy ix wx work") + _fields(_L, "planes h wd oh ow")
+
+
+STRUCTS["mi_resize2d_args"] = Resize2dArgs
+__all__ += ["Resize2dArgs"]

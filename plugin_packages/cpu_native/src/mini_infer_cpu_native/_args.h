@@ -262,4 +262,21 @@ int mi_layer_norm_f32(const mi_layer_norm_args *a);
 int mi_act_isa(void);
 void mi_act_set_isa(int most);
 
+/* ---- Resize of the last two axes (_resize.c) -------------------------------------------- */
+
+/* y = two-tap interpolation of x along its last two axes, every source row and column and
+ * its weight given: mi_resize2d_f32 (_resize.c) */
+typedef struct mi_resize2d_args {
+    const float *x;  /* (planes, h, wd) */
+    float *y;        /* (planes, oh, ow) */
+    const long *iy;  /* (oh, 2): the two source rows of each output row, in [0, h) */
+    const float *wy; /* (oh): the weight of the second one */
+    const long *ix;  /* (ow, 2): the two source columns of each output column, in [0, wd) */
+    const float *wx; /* (ow) */
+    float *work;     /* 2 * ow floats */
+    long planes, h, wd, oh, ow;
+} mi_resize2d_args;
+
+int mi_resize2d_f32(const mi_resize2d_args *a);
+
 #endif
