@@ -279,4 +279,26 @@ typedef struct mi_resize2d_args {
 
 int mi_resize2d_f32(const mi_resize2d_args *a);
 
+/* ---- direct convolution of narrow groups (_dconv.c) ----------------------------------- */
+
+/* y = clamp(conv(x, w) + bias + res, lo, hi) with `group` groups, summed directly:
+ * mi_dconv2d_f32 (_dconv.c); mi_dconv2d_work: the floats `work` needs (-1: bad group or
+ * stride) */
+typedef struct mi_dconv2d_args {
+    const float *x;    /* (n, c, h, wd) */
+    const float *w;    /* (m, c / group, kh, kw) */
+    const float *bias; /* (m) or NULL */
+    const float *res;  /* (n, m, oh, ow) or NULL */
+    float *y;          /* (n, m, oh, ow) */
+    float *work;       /* mi_dconv2d_work floats */
+    long n, c, h, wd, m, group;
+    long kh, kw, sh, sw, dh, dw;
+    long pt, pl; /* padding before the first row and column */
+    long oh, ow;
+    float lo, hi;
+} mi_dconv2d_args;
+
+int mi_dconv2d_f32(const mi_dconv2d_args *a);
+long mi_dconv2d_work(const mi_dconv2d_args *a);
+
 #endif
