@@ -26,6 +26,10 @@
 #define MAX_TAPS 121 /* kernels up to 11x11 (the Python side sends larger ones elsewhere) */
 
 typedef float v8 __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+#define EVEN ((v8i){0, 2, 4, 6, 8, 10, 12, 14})
+#define v8_splat(f) ((v8){0} + (f))
+#define ODD ((v8i){1, 3, 5, 7, 9, 11, 13, 15})
 
 /* 8 floats from any address (GCC statement expression: no vector crosses a call) */
 #define load8(p)                                                                            \
@@ -71,7 +75,14 @@ CLONES static void copy_in(const float *restrict x, float *restrict q, long cg, 
                 long o0 = lmin(wq, lmax(0, pl / 2)), o1 = lmax(o0, lmin(wq, (wd + pl) / 2));
                 long b0 = lmax(e0, o0), b1 = lmax(b0, lmin(e1, o1));
                 const float *src = row + 2 * b0 - pl;
-                for (long j = 0; j < b1 - b0; j++) {
+                long j = 0;
+                for (; j + VW <= b1 - b0; j += VW) { /* 16 inputs: 8 even, 8 odd */
+                    v8 lo = load8(src + 2 * j), hi = load8(src + 2 * j + VW);
+                    v8 ev = __builtin_shuffle(lo, hi, EVEN), od = __builtin_shuffle(lo, hi, ODD);
+                    memcpy(e + b0 + j, &ev, sizeof ev);
+                    memcpy(o + b0 + j, &od, sizeof od);
+                }
+                for (; j < b1 - b0; j++) {
                     e[b0 + j] = src[2 * j];
                     o[b0 + j] = src[2 * j + 1];
                 }
@@ -95,15 +106,32 @@ CLONES static void copy_in(const float *restrict x, float *restrict q, long cg, 
         }
 }
 
-/* y row segment = clamp(acc + res, lo, hi) for `cnt` <= VW columns */
-static inline void store_block(float *restrict y, const float *restrict res,
-                               const float *restrict t, long cnt, float lo, float hi) {
-    for (long i = 0; i < cnt; i++) {
-        float v = t[i] + (res ? res[i] : 0.0f);
-        v = v < lo ? lo : v;
-        y[i] = v > hi ? hi : v;
-    }
-}
+/* y row segment = clamp(acc + res, lo, hi) for `cnt` <= VW columns (a macro: no vector
+ * crosses a call) */
+#define store_block(y, res, acc, cnt, lo, hi)                                               \
+    do {                                                                                    \
+        float *y_ = (y);                                                                    \
+        const float *r_ = (res);                                                            \
+        v8 v_ = (acc);                                                                      \
+        long n_ = (cnt);                                                                    \
+        if (r_ && n_ == VW) v_ += load8(r_);                                                \
+        if (n_ == VW) {                                                                     \
+            v8 l_ = v8_splat(lo), h_ = v8_splat(hi);                                        \
+            v8i m_ = v_ < l_;                                                               \
+            v_ = (v8)(((v8i)l_ & m_) | ((v8i)v_ & ~m_));                                    \
+            m_ = v_ > h_;                                                                   \
+            v_ = (v8)(((v8i)h_ & m_) | ((v8i)v_ & ~m_));                                    \
+            memcpy(y_, &v_, sizeof v_);                                                     \
+        } else {                                                                            \
+            float t_[VW];                                                                   \
+            memcpy(t_, &v_, sizeof t_);                                                     \
+            for (long i_ = 0; i_ < n_; i_++) {                                              \
+                float w_ = t_[i_] + (r_ ? r_[i_] : 0.0f);                                   \
+                w_ = w_ < (lo) ? (lo) : w_;                                                 \
+                y_[i_] = w_ > (hi) ? (hi) : w_;                                             \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
 
 /* one group of one image: mg output channels from cg input ones copied to q */
 CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const float *restrict q,
@@ -119,13 +147,21 @@ CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const flo
         if (mb == 1) { /* one output channel: four pairs at once (four chains of FMAs) */
             const float *wm = wg + m0 * cg * taps;
             float b = bg ? bg[m0] : 0.0f;
+            long r = 0, o = 0; /* the next pair: output row, first column */
             for (long u0 = 0; u0 < units; u0 += 4) {
                 long cnt = lmin(4, units - u0);
-                long base[4], out[4];
+                long base[4], out[4], col[4];
                 for (long j = 0; j < 4; j++) { /* past the end: the last pair again */
-                    long u = u0 + lmin(j, cnt - 1), r = u / nbk, o = u % nbk * VW;
                     base[j] = r * a->sh * rowq + o;
+                    col[j] = o;
                     out[j] = (m0 * oh + r) * ow + o;
+                    if (j < cnt - 1 || u0 + 4 < units) { /* next pair, no division */
+                        o += VW;
+                        if (o >= g->ow8) {
+                            o = 0;
+                            r++;
+                        }
+                    }
                 }
                 v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
                 s0 += b;
@@ -142,11 +178,9 @@ CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const flo
                         s3 += k * load8(p + base[3]);
                     }
                 v8 s[4] = {s0, s1, s2, s3};
-                for (long j = 0; j < cnt; j++) {
-                    long o = out[j] % ow;
-                    store_block(yg + out[j], rg ? rg + out[j] : NULL, (const float *)&s[j],
-                                lmin(VW, ow - o), a->lo, a->hi);
-                }
+                for (long j = 0; j < cnt; j++)
+                    store_block(yg + out[j], rg ? rg + out[j] : NULL, s[j],
+                                lmin(VW, ow - col[j]), a->lo, a->hi);
             }
             continue;
         }
@@ -169,8 +203,8 @@ CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const flo
                 }
             for (long i = 0; i < mb; i++) {
                 long off = ((m0 + i) * oh + r) * ow + o0;
-                store_block(yg + off, rg ? rg + off : NULL, (const float *)&s[i],
-                            lmin(VW, ow - o0), a->lo, a->hi);
+                store_block(yg + off, rg ? rg + off : NULL, s[i], lmin(VW, ow - o0), a->lo,
+                            a->hi);
             }
         }
     }
