@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from mini_infer_cpu_native import NAMESPACE, _resize, resize
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 from threadpoolctl import threadpool_limits
 
 import mini_infer_core

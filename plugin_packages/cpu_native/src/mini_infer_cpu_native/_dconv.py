@@ -11,7 +11,6 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from numpy.typing import NDArray
 
 from ._abi import DConv2dArgs

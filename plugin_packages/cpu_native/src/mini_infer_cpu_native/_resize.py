@@ -18,8 +18,8 @@ from mini_infer_cpu_plugins.ops.resize import axis_taps
 from numpy.typing import NDArray
 
 from ._abi import Resize2dArgs
-from ._native import Call, _call, _lib
 from ._kernels import address
+from ._native import Call, _call, _lib
 
 __all__ = ["INDEX", "Tables", "resize2d_call", "tables"]
 

@@ -62,11 +62,11 @@ class _Compiled2d:
         return target if out is None else None
 
 
-class Resize_11(_Compiled2d, _resize.Resize_11):  # noqa: N801
+class Resize_11(_Compiled2d, _resize.Resize_11):  # type: ignore[misc]  # noqa: N801
     pass
 
 
-class Resize(_Compiled2d, _resize.Resize):
+class Resize(_Compiled2d, _resize.Resize):  # type: ignore[misc]  # cpu_basic makes it
     pass
 
 
