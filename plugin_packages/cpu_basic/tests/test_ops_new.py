@@ -279,27 +279,27 @@ RANDOM_CASES: list[Any] = [
 ]
 
 
-#: the builder folds a node whose inputs are all constants (none, for RandomUniform and
-#: RandomNormal) into a constant, so an unseeded one repeats one draw; the core has no way yet
-#: for a plugin to say that it must run every time
-FOLDED = pytest.mark.xfail(strict=True, reason="the builder folds random nodes without "
-                           "run-time inputs into constants (needs a core capability)")
-RANDOM_CASES = [pytest.param(*c, marks=FOLDED) if not c[2] else c for c in RANDOM_CASES]
+#: each case with inputs also with its inputs as initializers: constants, which the builder
+#: would fold a node on were the random operators not INondeterministic
+RANDOM_RUNS = [(*c, False) for c in RANDOM_CASES] + [(*c, True) for c in RANDOM_CASES if c[2]]
 
 
-@pytest.mark.parametrize("op, attrs, inputs, shape, dtype", RANDOM_CASES)
+@pytest.mark.parametrize("op, attrs, inputs, shape, dtype, const", RANDOM_RUNS)
 def test_random_ops_shapes_types_and_seeds(op: str, attrs: dict[str, Any], inputs: list[Any],
-                                           shape: tuple[int, ...], dtype: Any,
+                                           shape: tuple[int, ...], dtype: Any, const: bool,
                                            tmp_path: Path) -> None:
-    free = one_node(op, inputs, attrs, opset=22)
-    sess = mi.InferenceSession(free)
-    a, b = (sess.run(None, feeds(free, inputs))[0] for _ in range(2))
-    assert a.shape == shape and a.dtype == dtype
+    consts = range(len(inputs)) if const else ()
+    free = one_node(op, inputs, attrs, opset=22, consts=consts)
+    path = tmp_path / "free.engine"
+    mi.InferenceSession(free).save_engine(path)
+    for sess in (mi.InferenceSession(free), mi.InferenceSession(str(path))):
+        a, b = (sess.run(None, feeds(free, inputs))[0] for _ in range(2))
+        assert a.shape == shape and a.dtype == dtype
+        if dtype is not np.bool_ and a.size > 4:
+            assert not np.array_equal(a, b), "an unseeded generator repeats itself"
     want = reference(free, inputs)[0]
     assert want.shape == a.shape and want.dtype == a.dtype
-    if dtype is not np.bool_ and a.size > 4:
-        assert not np.array_equal(a, b), "an unseeded generator repeats itself"
-    seeded = one_node(op, inputs, {**attrs, "seed": 5.0}, opset=22)
+    seeded = one_node(op, inputs, {**attrs, "seed": 5.0}, opset=22, consts=consts)
     first = ours(seeded, inputs)[0]
     # the same values on every run, from an engine file too, and the reference's stream
     same(ours(seeded, inputs, tmp_path), [first])
@@ -332,6 +332,18 @@ def test_multinomial_draws_the_softmax_distribution() -> None:
     for row in range(2):
         freq = np.bincount(got[row], minlength=3) / got.shape[1]
         np.testing.assert_allclose(freq, probs[row], atol=0.01)
+
+
+def test_multinomial_of_constant_logits_draws_afresh(tmp_path: Path) -> None:
+    """Logits from an initializer: every input a constant, still a new draw on every run."""
+    logits = np.log(np.full((2, 4), 0.25, np.float32))
+    model = one_node("Multinomial", [logits], {"sample_size": 200}, opset=15, consts=(0,))
+    path = tmp_path / "m.engine"
+    mi.InferenceSession(model).save_engine(path)
+    sess = mi.InferenceSession(str(path))
+    a, b = (sess.run(None, {})[0] for _ in range(2))
+    assert a.shape == (2, 200) and a.dtype == np.int32 and set(np.unique(a)) <= {0, 1, 2, 3}
+    assert not np.array_equal(a, b)
 
 
 # -- Det, DeformConv, TensorScatter (onnxruntime) ------------------------------------------------

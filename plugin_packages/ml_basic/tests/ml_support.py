@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 
 import mini_infer_core as mi
 
-__all__ = ["ML", "assert_same", "ml_model", "run_mi", "run_ort", "run_ref"]
+__all__ = ["ML", "assert_same", "ml_model", "ort_session", "run_mi", "run_ort", "run_ref"]
 
 ML = "ai.onnx.ml"
 
@@ -59,12 +59,15 @@ def run_mi(model: onnx.ModelProto, inputs: Sequence[Any] | Mapping[str, Any]) ->
     return list(sess.run(None, _feeds(model, inputs)))
 
 
-def run_ort(model: onnx.ModelProto, inputs: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+def ort_session(model: onnx.ModelProto) -> ort.InferenceSession:
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
+    return ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
-    return list(sess.run(None, _feeds(model, inputs)))
+
+
+def run_ort(model: onnx.ModelProto, inputs: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+    return list(ort_session(model).run(None, _feeds(model, inputs)))
 
 
 def run_ref(model: onnx.ModelProto, inputs: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
@@ -74,9 +77,14 @@ def run_ref(model: onnx.ModelProto, inputs: Sequence[Any] | Mapping[str, Any]) -
 def assert_same(ours: Sequence[Any], theirs: Sequence[Any], rtol: float = 1e-4,
                 atol: float = 1e-5, columns: Sequence[int | None] | None = None) -> None:
     """Labels and strings exactly, numbers at ``rtol``/``atol``, shapes equal; ``columns``
-    limits output i to its first ``columns[i]`` columns (None: all)."""
+    limits output i to its first ``columns[i]`` columns (None: all). A list of dicts (ZipMap's
+    output) must be a list of dicts with the same keys, of the same types and in the same
+    order, and values (Python floats) as close."""
     assert len(ours) == len(theirs)
     for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        if isinstance(b, list) and b and isinstance(b[0], dict):
+            _same_maps(i, a, b, rtol, atol)
+            continue
         a, b = np.asarray(a), np.asarray(b)
         if columns is not None and columns[i] is not None:
             a, b = a[..., :columns[i]], b[..., :columns[i]]
@@ -89,3 +97,17 @@ def assert_same(ours: Sequence[Any], theirs: Sequence[Any], rtol: float = 1e-4,
         else:
             assert a.dtype == b.dtype, f"output {i}: dtype {a.dtype} != {b.dtype}"
             np.testing.assert_array_equal(a, b, err_msg=f"output {i}")
+
+
+def _same_maps(i: int, ours: Any, theirs: list[dict[Any, Any]], rtol: float,
+               atol: float) -> None:
+    assert isinstance(ours, list), f"output {i}: {type(ours).__name__}, expected a list"
+    assert len(ours) == len(theirs), f"output {i}: {len(ours)} maps != {len(theirs)}"
+    for row, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert isinstance(a, dict), f"output {i}[{row}]: {type(a).__name__}, expected a dict"
+        assert list(a) == list(b), f"output {i}[{row}]: keys {list(a)} != {list(b)}"
+        assert [type(k) for k in a] == [type(k) for k in b], f"output {i}[{row}]: key types"
+        assert all(type(v) is type(w) for v, w in zip(a.values(), b.values(), strict=True)), \
+            f"output {i}[{row}]: value types differ"
+        np.testing.assert_allclose(list(a.values()), list(b.values()), rtol=rtol, atol=atol,
+                                   err_msg=f"output {i}[{row}]")

@@ -1,14 +1,15 @@
 """Real scikit-learn models and pipelines, trained here on generated (or bundled) data and
 converted with skl2onnx, with the inputs to run them on: what test_sklearn.py checks against
 onnxruntime. Classifiers are converted without ZipMap (``zipmap: False``), so probabilities
-come out as a tensor."""
+come out as a tensor, except in the ZipMap cases (probabilities as a list of dicts, one per
+row); the DictVectorizer pipelines take one dict per run (``feeds``, then each of ``more``)."""
 
 from __future__ import annotations
 
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,12 @@ __all__ = ["SklearnCase", "cases", "case_names"]
 class SklearnCase:
     name: str
     model: onnx.ModelProto
-    feeds: dict[str, np.ndarray[Any, Any]]
+    feeds: dict[str, Any]
+    #: further inputs to run the model on (a dict input is one row per run)
+    more: list[dict[str, Any]] = field(default_factory=list)
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [self.feeds, *self.more]
 
 
 def _data(n: int = 400, features: int = 6, classes: int = 3, seed: int = 0
@@ -40,10 +46,13 @@ def _regression(n: int = 400, features: int = 6) -> tuple[Any, Any]:
     return x.astype(np.float32), y
 
 
-def _convert(est: Any, x: Any, ml_opset: int = 3, **options: Any) -> onnx.ModelProto:
+def _convert(est: Any, x: Any, ml_opset: int = 3, zipmap: bool = False, **options: Any
+             ) -> onnx.ModelProto:
     from skl2onnx import to_onnx
 
     opts = {id(est): {"zipmap": False, **options}} if hasattr(est, "classes_") else None
+    if zipmap and opts is not None:
+        del opts[id(est)]["zipmap"]  # skl2onnx's default: the graph ends in ZipMap
     if opts is None and options:
         opts = {id(est): options}
     with warnings.catch_warnings():
@@ -334,6 +343,111 @@ def _label_encoder() -> SklearnCase:
     return SklearnCase("LabelEncoder strings", model, {"X": x})
 
 
+# -- ZipMap: probabilities as a list of dicts ---------------------------------------------------
+def _zipmap_logistic_regression_strings() -> SklearnCase:
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _data(classes=3)
+    labels = np.array(["cat", "dog", "emu"])[y]
+    est = LogisticRegression(max_iter=500).fit(x, labels)
+    return SklearnCase("LogisticRegression ZipMap string labels",
+                       _convert(est, x, zipmap=True), {"X": x[:60]})
+
+
+def _zipmap_logistic_regression_ints() -> SklearnCase:
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _data(classes=2)
+    est = LogisticRegression(max_iter=500).fit(x, np.array([-4, 17])[y])
+    return SklearnCase("LogisticRegression binary ZipMap int labels",
+                       _convert(est, x, zipmap=True), {"X": x[:60]})
+
+
+def _zipmap_random_forest_strings() -> SklearnCase:
+    from sklearn.ensemble import RandomForestClassifier
+
+    x, y = _data(classes=3)
+    labels = np.array(["low", "mid", "high"])[y]
+    est = RandomForestClassifier(20, random_state=0).fit(x, labels)
+    return SklearnCase("RandomForestClassifier ZipMap string labels",
+                       _convert(est, x, zipmap=True), {"X": x[:80]})
+
+
+def _zipmap_random_forest_ints() -> SklearnCase:
+    from sklearn.ensemble import RandomForestClassifier
+
+    x, y = _data(classes=4, features=8)
+    est = RandomForestClassifier(20, random_state=0).fit(x, np.array([3, 10, 42, 7])[y])
+    return SklearnCase("RandomForestClassifier ZipMap int labels",
+                       _convert(est, x, zipmap=True), {"X": x[:80]})
+
+
+# -- DictVectorizer: one dict per run ----------------------------------------------------------
+def _records(keys: list[Any], n: int, seed: int) -> list[dict[Any, float]]:
+    """``n`` sparse records: each a few of ``keys`` with float values."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        chosen = rng.choice(len(keys), size=int(rng.integers(1, len(keys))), replace=False)
+        out.append({keys[int(k)]: float(np.float32(rng.normal(0, 2))) for k in chosen})
+    return out
+
+
+def _dict_pipeline(name: str, keys: list[Any], key_type: Any, final: Any, target: Any,
+                   unseen: Any, zipmap: bool = False) -> SklearnCase:
+    from skl2onnx import to_onnx
+    from skl2onnx.common.data_types import DictionaryType, FloatTensorType
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.pipeline import Pipeline
+
+    train = _records(keys, 300, 0)
+    pipe = Pipeline([("vec", DictVectorizer(sparse=False)), ("model", final)])
+    pipe.fit(train, target(pipe.named_steps["vec"].fit_transform(train)))
+    options = {id(final): {"zipmap": False}} if hasattr(final, "predict_proba") and \
+        not zipmap else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_onnx(pipe, initial_types=[("X", DictionaryType(key_type([1]),
+                                                                  FloatTensorType([1])))],
+                        options=options, target_opset={"": 17, "ai.onnx.ml": 3})
+    rows = _records(keys, 12, 1)
+    rows[3][unseen] = 5.0  # a key the vocabulary lacks: ignored
+    rows[5] = {keys[-1]: -1.5}  # one key (onnxruntime refuses an empty dict)
+    return SklearnCase(name, model, {"X": rows[0]}, [{"X": r} for r in rows[1:]])
+
+
+def _dict_vectorizer_linear_regression() -> SklearnCase:
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.linear_model import LinearRegression
+
+    keys = ["age", "height", "weight", "income", "score", "visits"]
+    return _dict_pipeline("DictVectorizer(str keys)+LinearRegression", keys, StringTensorType,
+                          LinearRegression(), lambda x: x @ np.arange(1.0, 7.0) + 0.5,
+                          "unknown")
+
+
+def _dict_vectorizer_random_forest() -> SklearnCase:
+    from skl2onnx.common.data_types import Int64TensorType
+    from sklearn.ensemble import RandomForestClassifier
+
+    keys = [11, 3, 250, 7, 42]
+    return _dict_pipeline("DictVectorizer(int keys)+RandomForestClassifier ZipMap", keys,
+                          Int64TensorType, RandomForestClassifier(15, random_state=0),
+                          lambda x: (x[:, 0] + x[:, 2] > 0).astype(int) + (x[:, 4] > 1),
+                          999, zipmap=True)
+
+
+def _dict_vectorizer_logistic_regression() -> SklearnCase:
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.linear_model import LogisticRegression
+
+    keys = ["red", "green", "blue", "alpha"]
+    return _dict_pipeline("DictVectorizer(str keys)+LogisticRegression", keys, StringTensorType,
+                          LogisticRegression(max_iter=500),
+                          lambda x: np.array(["no", "yes"])[(x[:, 0] - x[:, 2] > 0).astype(int)],
+                          "purple")
+
+
 _CASES: dict[str, Callable[[], SklearnCase]] = {
     f.__name__.lstrip("_"): f for f in (
         _random_forest_classifier, _random_forest_regressor, _random_forest_regressor_v5,
@@ -341,7 +455,11 @@ _CASES: dict[str, Callable[[], SklearnCase]] = {
         _gradient_boosting_classifier, _gradient_boosting_regressor,
         _hist_gradient_boosting_classifier, _decision_tree_strings, _logistic_regression,
         _logistic_regression_binary, _linear_regression, _svc_rbf, _svc_linear, _svr, _knn,
-        _column_transformer, _imputer_binarizer, _scaler_normalizer_svc, _label_encoder)}
+        _column_transformer, _imputer_binarizer, _scaler_normalizer_svc, _label_encoder,
+        _zipmap_logistic_regression_strings, _zipmap_logistic_regression_ints,
+        _zipmap_random_forest_strings, _zipmap_random_forest_ints,
+        _dict_vectorizer_linear_regression, _dict_vectorizer_random_forest,
+        _dict_vectorizer_logistic_regression)}
 
 
 def case_names() -> list[str]:

@@ -28,11 +28,12 @@ from ._catalog import (
     package_classes,
     schema_named,
 )
+from ._determinism import INondeterministic, may_fold
 from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
 
-__all__ = ["BroadcastOp", "MODULES", "Op", "UnaryOp", "ValueOp", "declared_kernels",
-           "find_schema", "kernel_catalog", "kernel_creators", "onnx_attributes", "onnx_since",
-           "package_classes", "schema_classes", "schema_named"]
+__all__ = ["BroadcastOp", "INondeterministic", "MODULES", "Op", "UnaryOp", "ValueOp",
+           "declared_kernels", "find_schema", "kernel_catalog", "kernel_creators", "may_fold",
+           "onnx_attributes", "onnx_since", "package_classes", "schema_classes", "schema_named"]
 
 #: the schema modules, one per operator family
 MODULES = (

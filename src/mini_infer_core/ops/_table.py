@@ -289,6 +289,7 @@ ATTRIBUTES = {
     ('DepthToSpace', '', 1, None): {'blocksize': REQUIRED, 'mode': 'DCR'},
     ('DequantizeLinear', '', 10, None): {'axis': 1, 'block_size': 0, 'output_dtype': 0},
     ('Det', '', 11, None): {},
+    ('DictVectorizer', 'ai.onnx.ml', 1, None): {'int64_vocabulary': None, 'string_vocabulary': None},
     ('Div', '', 1, None): {'axis': None, 'consumed_inputs': None, 'broadcast': 0},
     ('Dropout', '', 1, 9): {'is_test': 0, 'consumed_inputs': None, 'ratio': 0.5},
     ('Dropout', '', 10, None): {'ratio': 0.5, 'seed': None},
@@ -497,4 +498,5 @@ ATTRIBUTES = {
     ('Upsample', '', 9, 9): {'mode': 'nearest'},
     ('Where', '', 9, None): {},
     ('Xor', '', 1, None): {'axis': None, 'broadcast': 0},
+    ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }

@@ -5,7 +5,8 @@ Shapes and types follow onnxruntime, the reference these models are converted fo
 X of rank 1 is one row (N = 1), of rank 2 is N rows of features; a classifier's first output
 is the label of each row (INT64, or STRING when the model gives ``classlabels_strings``), its
 second the scores (FLOAT, one column per class; the SVM without probabilities has one per pair
-of classes). ZipMap and DictVectorizer (sequences and maps) are not described here.
+of classes). ZipMap gives a sequence of maps and DictVectorizer takes a map (values that are
+not tensors, ``plugin/_kinds.py``): both are data-dependent, their kernels return their outputs.
 
 Tensor-valued attributes holding strings (LabelEncoder's ``keys_tensor``, ``values_tensor``,
 ``default_tensor``) are kept as tuples of ``str``, the form plugin fields store, so that every
@@ -20,15 +21,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import PluginInterfaceError
-from ..plugin import DataType, DimsExprs, IntLike
+from ..plugin import DataType, DimsExprs, IntLike, ValueKind, ValueSpec
 from ..plugin.shapes import Shapes, dim_prod
 from ._common import Versioned
 from ._schema import Op, UnaryOp
 
-__all__ = ["ArrayFeatureExtractor", "Binarizer", "CategoryMapper", "FeatureVectorizer",
-           "Imputer", "LabelEncoder_1", "LabelEncoder", "LinearClassifier", "LinearRegressor",
-           "Normalizer", "OneHotEncoder", "SVMClassifier", "SVMRegressor", "Scaler",
-           "TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
+__all__ = ["ArrayFeatureExtractor", "Binarizer", "CategoryMapper", "DictVectorizer",
+           "FeatureVectorizer", "Imputer", "LabelEncoder_1", "LabelEncoder", "LinearClassifier",
+           "LinearRegressor", "Normalizer", "OneHotEncoder", "SVMClassifier", "SVMRegressor",
+           "Scaler", "TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor",
+           "ZipMap"]
 
 ML_DOMAIN = "ai.onnx.ml"
 _NUMERIC = (DataType.FLOAT, DataType.DOUBLE, DataType.INT64, DataType.INT32)
@@ -257,3 +259,92 @@ class TreeEnsemble(MlOp):
         if self.attrs["n_targets"] is None:
             raise PluginInterfaceError(f"TreeEnsemble {self.name!r}: n_targets is required")
         return [[self.rows(inputs[0]), self.attrs["n_targets"]]]
+
+
+# -- sequences and maps -----------------------------------------------------------------------
+class ZipMap(MlOp):
+    """Each row of X [N, C] (a rank-1 X is one row) as a map from the C class labels
+    (``classlabels_strings`` or ``classlabels_int64s``) to its scores: the sequence of N maps
+    ``seq(map(string or int64, tensor(float)))``, at run time a list of dicts of Python floats
+    (onnxruntime's form). The map values are scalars, so the dimensions kept are ``[]``."""
+
+    data_dependent = True
+    dtypes = (DataType.FLOAT,)
+
+    def labels(self) -> tuple[Any, ...]:
+        strings, ints = self.attrs["classlabels_strings"], self.attrs["classlabels_int64s"]
+        if bool(strings) == bool(ints):
+            raise PluginInterfaceError(
+                f"ZipMap {self.name!r}: exactly one of classlabels_strings and "
+                "classlabels_int64s must be given")
+        return tuple(strings or ints)
+
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+        key = DataType.STRING if self.attrs["classlabels_strings"] else DataType.INT64
+        return [ValueKind(("sequence", "map"), key=key)]
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        self.rows(inputs[0])
+        columns, labels = inputs[0][-1], len(self.labels())
+        if columns.is_constant() and columns.get_constant_value() != labels:
+            raise PluginInterfaceError(
+                f"ZipMap {self.name!r}: X has {columns.get_constant_value()} columns but "
+                f"there are {labels} class labels; they must match")
+        return [[]]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [DataType.FLOAT]
+
+
+#: DictVectorizer's map value types and the element types of its output (onnxruntime's)
+_DICT_VALUES = (DataType.FLOAT, DataType.DOUBLE, DataType.INT64, DataType.STRING)
+
+
+class DictVectorizer(MlOp):
+    """A map (a dict at run time) as a row of the values of the vocabulary's keys
+    (``string_vocabulary`` or ``int64_vocabulary``), zero (an empty string) for a key the map
+    lacks: [1, vocabulary size] in the map's value type (onnxruntime's shape; the ONNX text
+    calls it 1-D). Keys the vocabulary lacks are ignored."""
+
+    data_dependent = True
+    input_kinds = ("map",)
+    #: the output's element type, recorded when the engine is built (the kernel returns its
+    #: output without being configured, and Python's numbers do not tell FLOAT from DOUBLE)
+    hidden_fields = ("__value_type__",)
+
+    def vocabulary(self) -> tuple[Any, ...]:
+        strings, ints = self.attrs["string_vocabulary"], self.attrs["int64_vocabulary"]
+        if bool(strings) == bool(ints):
+            raise PluginInterfaceError(
+                f"DictVectorizer {self.name!r}: exactly one of string_vocabulary and "
+                "int64_vocabulary must be given")
+        return tuple(strings or ints)
+
+    def output_kinds(self, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
+        spec = inputs[0] if inputs else None
+        if spec is None or spec[0].wrappers != ("map",):
+            raise PluginInterfaceError(
+                f"DictVectorizer {self.name!r}: X must be a map (a dict), got "
+                f"{'nothing' if spec is None else spec[0].type_string(spec[1])}")
+        want = DataType.STRING if self.attrs["string_vocabulary"] else DataType.INT64
+        if spec[0].key is not None and spec[0].key is not want:
+            raise PluginInterfaceError(
+                f"DictVectorizer {self.name!r}: the map's keys are {spec[0].key.name} but the "
+                f"vocabulary holds {want.name} keys")
+        return [ValueKind()]
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        return [[1, len(self.vocabulary())]]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        value = input_types[0]
+        if value not in _DICT_VALUES:
+            raise PluginInterfaceError(
+                f"DictVectorizer {self.name!r}: map values of type {value.name} are not "
+                f"supported (supported: {', '.join(t.name for t in _DICT_VALUES)})")
+        self.record("__value_type__", value.value)
+        return [value]
+
+    def value_type(self) -> DataType:
+        """The output's element type (FLOAT before the engine is built)."""
+        return DataType(int(self.hidden.get("__value_type__", DataType.FLOAT.value)))

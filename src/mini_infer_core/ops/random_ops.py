@@ -4,6 +4,14 @@ RandomUniformLike, RandomNormalLike, Bernoulli (shape of the input), Multinomial
 ONNX leaves the values to the implementation ("non-deterministic ... even if a seed is
 specified"); only shapes and types are the operator's contract, and they are known when the
 engine is built. The element type is ``dtype`` where given, else the input's.
+
+Every one is :class:`~mini_infer_core.ops.INondeterministic`: the builder never folds it into
+constants, seeded or not, even where its inputs are constants (RandomNormal has none), so an
+unseeded node draws afresh on every run; a seeded one gives what its kernel makes of the seed.
+The runtimes differ there: onnxruntime seeds one generator per session, so a seeded node
+gives a new draw on every run and the same sequence in every new session; onnx's
+ReferenceEvaluator (which cpu_basic follows) reseeds on every run, so every run repeats one
+draw.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs
 from ..plugin.shapes import Shapes
 from ._common import ranked
+from ._determinism import INondeterministic
 from ._schema import Op
 
 __all__ = ["RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
@@ -31,8 +40,9 @@ def _dtype(op: str, code: int | None, fallback: DataType | None) -> DataType:
         raise PluginInterfaceError(f"{op}: dtype {code} is not an ONNX element type") from None
 
 
-class RandomBase(Op):
-    """A random operator: ``seed`` (a float, as ONNX has it) makes the values reproducible."""
+class RandomBase(Op, INondeterministic):
+    """A random operator: ``seed`` (a float, as ONNX has it) makes the values reproducible;
+    never folded into constants (:class:`INondeterministic`)."""
 
 
 class _FromShape(RandomBase):

@@ -2,7 +2,9 @@
 STFT, with NumPy's FFT (shapes and attributes are the schemas':
 :mod:`mini_infer_core.ops.spectral`).
 
-Signals are real (last dim 1) or complex as (real, imag) pairs (last dim 2).
+Signals are real (last dim 1) or complex as (real, imag) pairs (last dim 2); STFT also takes
+a real signal of rank 2, (batch, length), as onnxruntime does and as PyTorch's exporter
+writes it.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class STFT(CpuPlugin, schema.STFT):
         n = int(frame_length) if frame_length is not None else (
             window.shape[0] if window is not None else x.shape[1])
         hop = int(step)
+        if x.ndim == 2:  # (batch, length): real
+            x = x[..., None]
         frames = 1 + (x.shape[1] - n) // hop
         z = _complex(x)
         idx = np.arange(frames)[:, None] * hop + np.arange(n)[None, :]
