@@ -86,10 +86,11 @@ CLONES static void copy_in(const float *restrict x, float *restrict q, long cg, 
                     e[b0 + j] = src[2 * j];
                     o[b0 + j] = src[2 * j + 1];
                 }
-                for (long j = e0; j < e1; j++)
-                    if (j < b0 || j >= b1) e[j] = row[2 * j - pl];
-                for (long j = o0; j < o1; j++)
-                    if (j < b0 || j >= b1) o[j] = row[2 * j + 1 - pl];
+                /* the few columns of one phase only, at either end */
+                for (long j = e0; j < lmin(b0, e1); j++) e[j] = row[2 * j - pl];
+                for (long j = lmax(b1, e0); j < e1; j++) e[j] = row[2 * j - pl];
+                for (long j = o0; j < lmin(b0, o1); j++) o[j] = row[2 * j + 1 - pl];
+                for (long j = lmax(b1, o0); j < o1; j++) o[j] = row[2 * j + 1 - pl];
                 continue;
             }
             for (long p = 0; p < sw; p++) {
@@ -163,24 +164,33 @@ CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const flo
                         }
                     }
                 }
-                v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-                s0 += b;
-                s1 += b;
-                s2 += b;
-                s3 += b;
-                for (long c = 0; c < cg; c++)
+                v8 s0 = v8_splat(b), s1 = s0, s2 = s0, s3 = s0;
+                const float *p0 = q + base[0], *p1 = q + base[1], *p2 = q + base[2],
+                            *p3 = q + base[3];
+                for (long c = 0; c < cg; c++) {
+                    const float *wc = wm + c * taps;
+                    long co = c * plane;
                     for (long t = 0; t < taps; t++) {
-                        const float *p = q + c * plane + toff[t];
-                        float k = wm[c * taps + t];
-                        s0 += k * load8(p + base[0]);
-                        s1 += k * load8(p + base[1]);
-                        s2 += k * load8(p + base[2]);
-                        s3 += k * load8(p + base[3]);
+                        long off = co + toff[t];
+                        float k = wc[t];
+                        s0 += k * load8(p0 + off);
+                        s1 += k * load8(p1 + off);
+                        s2 += k * load8(p2 + off);
+                        s3 += k * load8(p3 + off);
                     }
-                v8 s[4] = {s0, s1, s2, s3};
-                for (long j = 0; j < cnt; j++)
-                    store_block(yg + out[j], rg ? rg + out[j] : NULL, s[j],
-                                lmin(VW, ow - col[j]), a->lo, a->hi);
+                }
+                /* each sum stored from its own register (an array of them spilled one) */
+                store_block(yg + out[0], rg ? rg + out[0] : NULL, s0, lmin(VW, ow - col[0]),
+                            a->lo, a->hi);
+                if (cnt > 1)
+                    store_block(yg + out[1], rg ? rg + out[1] : NULL, s1,
+                                lmin(VW, ow - col[1]), a->lo, a->hi);
+                if (cnt > 2)
+                    store_block(yg + out[2], rg ? rg + out[2] : NULL, s2,
+                                lmin(VW, ow - col[2]), a->lo, a->hi);
+                if (cnt > 3)
+                    store_block(yg + out[3], rg ? rg + out[3] : NULL, s3,
+                                lmin(VW, ow - col[3]), a->lo, a->hi);
             }
             continue;
         }
