@@ -16,7 +16,16 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import NAMESPACE, _conv_gemm, _native, _winograd, activations, plugins
+from mini_infer_cpu_native import (
+    NAMESPACE,
+    _conv_gemm,
+    _dconv,
+    _native,
+    _winograd,
+    activations,
+    plugins,
+    resize,
+)
 from mini_infer_cpu_native.catalog import lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -63,14 +72,16 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
     count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
-             "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0}
+             "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0,
+             "dconv": 0}
     # (module, function) counted under each name: the compiled GEMM paths make their calls
     # once (``*_calls``, ``*_call``) and run them again while the arrays stay the same
     owners: dict[str, list[tuple[Any, str]]] = {
         "winograd_conv": [(_winograd, "winograd_calls")],
         "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
         "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
-        "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")]}
+        "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")],
+        "dconv": [(_dconv, "dconv2d_call")]}
     for name in count:
         for owner, attr in owners.get(name, [(plugins, name)]):
             real = getattr(owner, attr)
@@ -132,7 +143,10 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
     elif after == "Add":  # a residual (the output is shaped like the input)
         nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
     _compare(_model(nodes, x, inits), x, {"Conv"})
-    assert calls["dwconv2d"] == 1
+    # 3x3 (and fewer than MIN_GROUPS channels): the depthwise kernel's nine taps in one
+    # pass; the others summed in registers
+    direct = kernel != (3, 3) and c >= _dconv.MIN_GROUPS
+    assert calls["dconv" if direct else "dwconv2d"] == 1
 
 
 WINOGRAD = [
@@ -635,7 +649,7 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
 
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
-    kernels += [matmul.MatMul]
+    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize]
     kernels += [getattr(activations, name) for name in activations.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
