@@ -270,7 +270,10 @@ def test_1d_convolutions_run_as_2d_on_the_compiled_gemm(
              helper.make_node("Relu", ["c"], ["y"])]
     model = _model(nodes, x, inits)
     _compare(model, x, {"Conv"}, rtol=1e-4, atol=1e-4)
-    if gemm_path == "BLAS":
+    if _dconv.applies((xshape[0], xshape[1], 1, xshape[2]), (m, xshape[1] // g, 1, k), g):
+        # narrow groups (test_dconv.py): the direct path, whatever the GEMM
+        assert calls["dconv"] == 1 and calls["im2col"] == calls["gemm_conv"] == 0
+    elif gemm_path == "BLAS":
         assert calls["im2col"] >= 1 and calls["gemm_conv"] == 0
     else:
         assert calls["gemm_conv"] == 1 and calls["gemm"] == xshape[0] * g
@@ -279,13 +282,14 @@ def test_1d_convolutions_run_as_2d_on_the_compiled_gemm(
         assert engine.nodes[0].plugin.hidden.get("__wpacked__") == 1
 
 
-def test_1d_depthwise_convolution_runs_the_compiled_depthwise_kernel(
-        calls: dict[str, int]) -> None:
+def test_1d_depthwise_convolution_runs_a_compiled_kernel(calls: dict[str, int]) -> None:
+    """A 1-D depthwise convolution: the direct path (a (1, 5) window; only 3x3 windows take
+    the depthwise kernel), not NumPy's."""
     x = RNG.standard_normal((2, 8, 50)).astype(np.float32)
     w = RNG.standard_normal((8, 1, 5)).astype(np.float32)
     node = helper.make_node("Conv", ["x", "w"], ["y"], group=8, pads=[2, 2], strides=[2])
     _compare(_model([node], x, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
-    assert calls["dwconv2d"] == 1
+    assert calls["dconv"] == 1 and calls["dwconv2d"] == calls["im2col"] == 0
 
 
 def test_float64_1d_convolutions_stay_cpu_basic_s(calls: dict[str, int]) -> None:
