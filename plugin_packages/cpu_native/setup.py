@@ -25,6 +25,10 @@ SOURCES = ["_module.c", "_abi.c", "_kernels.c", "_winograd.c", "_gemm.c", "_pool
 DEPENDS = ["_args.h", "_common.h", "_pool.h"]
 # activations, Softmax, LayerNormalization (_act.c) and the math they share (_act.h)
 SOURCES += ["_act.c"]
+# Resize of the last two axes (_resize.c)
+SOURCES += ["_resize.c"]
+# direct convolution of narrow groups (_dconv.c)
+SOURCES += ["_dconv.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)

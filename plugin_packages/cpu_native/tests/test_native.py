@@ -16,7 +16,16 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import NAMESPACE, _conv_gemm, _native, _winograd, activations, plugins
+from mini_infer_cpu_native import (
+    NAMESPACE,
+    _conv_gemm,
+    _dconv,
+    _native,
+    _winograd,
+    activations,
+    plugins,
+    resize,
+)
 from mini_infer_cpu_native.catalog import lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -63,14 +72,16 @@ def _compare(model: onnx.ModelProto, x: np.ndarray, native_ops: set[str],
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """How often each compiled kernel ran (so a test fails if the NumPy path took over)."""
     count = {"dwconv2d": 0, "pool2d": 0, "bias_act": 0, "winograd_conv": 0, "im2col": 0,
-             "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0}
+             "lrn": 0, "scale_shift": 0, "gemm_conv": 0, "gemm": 0, "gemm_batch": 0,
+             "dconv": 0}
     # (module, function) counted under each name: the compiled GEMM paths make their calls
     # once (``*_calls``, ``*_call``) and run them again while the arrays stay the same
     owners: dict[str, list[tuple[Any, str]]] = {
         "winograd_conv": [(_winograd, "winograd_calls")],
         "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
         "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
-        "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")]}
+        "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")],
+        "dconv": [(_dconv, "dconv2d_call")]}
     for name in count:
         for owner, attr in owners.get(name, [(plugins, name)]):
             real = getattr(owner, attr)
@@ -132,7 +143,10 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
     elif after == "Add":  # a residual (the output is shaped like the input)
         nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
     _compare(_model(nodes, x, inits), x, {"Conv"})
-    assert calls["dwconv2d"] == 1
+    # 3x3 (and fewer than MIN_GROUPS channels): the depthwise kernel's nine taps in one
+    # pass; the others summed in registers
+    direct = kernel != (3, 3) and c >= _dconv.MIN_GROUPS
+    assert calls["dconv" if direct else "dwconv2d"] == 1
 
 
 WINOGRAD = [
@@ -256,7 +270,10 @@ def test_1d_convolutions_run_as_2d_on_the_compiled_gemm(
              helper.make_node("Relu", ["c"], ["y"])]
     model = _model(nodes, x, inits)
     _compare(model, x, {"Conv"}, rtol=1e-4, atol=1e-4)
-    if gemm_path == "BLAS":
+    if _dconv.applies((xshape[0], xshape[1], 1, xshape[2]), (m, xshape[1] // g, 1, k), g):
+        # narrow groups (test_dconv.py): the direct path, whatever the GEMM
+        assert calls["dconv"] == 1 and calls["im2col"] == calls["gemm_conv"] == 0
+    elif gemm_path == "BLAS":
         assert calls["im2col"] >= 1 and calls["gemm_conv"] == 0
     else:
         assert calls["gemm_conv"] == 1 and calls["gemm"] == xshape[0] * g
@@ -265,13 +282,14 @@ def test_1d_convolutions_run_as_2d_on_the_compiled_gemm(
         assert engine.nodes[0].plugin.hidden.get("__wpacked__") == 1
 
 
-def test_1d_depthwise_convolution_runs_the_compiled_depthwise_kernel(
-        calls: dict[str, int]) -> None:
+def test_1d_depthwise_convolution_runs_a_compiled_kernel(calls: dict[str, int]) -> None:
+    """A 1-D depthwise convolution: the direct path (a (1, 5) window; only 3x3 windows take
+    the depthwise kernel), not NumPy's."""
     x = RNG.standard_normal((2, 8, 50)).astype(np.float32)
     w = RNG.standard_normal((8, 1, 5)).astype(np.float32)
     node = helper.make_node("Conv", ["x", "w"], ["y"], group=8, pads=[2, 2], strides=[2])
     _compare(_model([node], x, {"w": w}), x, {"Conv"}, rtol=1e-4, atol=1e-4)
-    assert calls["dwconv2d"] == 1
+    assert calls["dconv"] == 1 and calls["dwconv2d"] == calls["im2col"] == 0
 
 
 def test_float64_1d_convolutions_stay_cpu_basic_s(calls: dict[str, int]) -> None:
@@ -635,7 +653,7 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
 
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
-    kernels += [matmul.MatMul]
+    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize]
     kernels += [getattr(activations, name) for name in activations.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 

@@ -127,6 +127,24 @@ static const mi_abi_field layout[] = {
     FIELD(mi_layer_norm_args, rows), FIELD(mi_layer_norm_args, n),
     FIELD(mi_layer_norm_args, epsilon),
 
+    /* Resize (_resize.c) */
+    STRUCT(mi_resize2d_args),
+    FIELD(mi_resize2d_args, x), FIELD(mi_resize2d_args, y), FIELD(mi_resize2d_args, iy),
+    FIELD(mi_resize2d_args, wy), FIELD(mi_resize2d_args, ix), FIELD(mi_resize2d_args, wx),
+    FIELD(mi_resize2d_args, work), FIELD(mi_resize2d_args, planes), FIELD(mi_resize2d_args, h),
+    FIELD(mi_resize2d_args, wd), FIELD(mi_resize2d_args, oh), FIELD(mi_resize2d_args, ow),
+
+    /* direct convolution of narrow groups (_dconv.c) */
+    STRUCT(mi_dconv2d_args),
+    FIELD(mi_dconv2d_args, x), FIELD(mi_dconv2d_args, w), FIELD(mi_dconv2d_args, bias),
+    FIELD(mi_dconv2d_args, res), FIELD(mi_dconv2d_args, y), FIELD(mi_dconv2d_args, work),
+    FIELD(mi_dconv2d_args, n), FIELD(mi_dconv2d_args, c), FIELD(mi_dconv2d_args, h),
+    FIELD(mi_dconv2d_args, wd), FIELD(mi_dconv2d_args, m), FIELD(mi_dconv2d_args, group),
+    FIELD(mi_dconv2d_args, kh), FIELD(mi_dconv2d_args, kw), FIELD(mi_dconv2d_args, sh),
+    FIELD(mi_dconv2d_args, sw), FIELD(mi_dconv2d_args, dh), FIELD(mi_dconv2d_args, dw),
+    FIELD(mi_dconv2d_args, pt), FIELD(mi_dconv2d_args, pl), FIELD(mi_dconv2d_args, oh),
+    FIELD(mi_dconv2d_args, ow), FIELD(mi_dconv2d_args, lo), FIELD(mi_dconv2d_args, hi),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

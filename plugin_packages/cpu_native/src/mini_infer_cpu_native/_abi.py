@@ -263,3 +263,27 @@ class LayerNormArgs(ctypes.Structure):
 STRUCTS.update({"mi_act_args": ActArgs, "mi_softmax_args": SoftmaxArgs,
                 "mi_layer_norm_args": LayerNormArgs})
 __all__ += ["ActArgs", "LayerNormArgs", "SoftmaxArgs"]
+
+
+# ---- Resize of the last two axes (_resize.c) ---------------------------------------------
+
+class Resize2dArgs(ctypes.Structure):
+    """mi_resize2d_args"""
+    _fields_ = _fields(_P, "x y iy wy ix wx work") + _fields(_L, "planes h wd oh ow")
+
+
+STRUCTS["mi_resize2d_args"] = Resize2dArgs
+__all__ += ["Resize2dArgs"]
+
+
+# ---- direct convolution of narrow groups (_dconv.c) --------------------------------------
+
+class DConv2dArgs(ctypes.Structure):
+    """mi_dconv2d_args"""
+    _fields_ = (_fields(_P, "x w bias res y work")
+                + _fields(_L, "n c h wd m group kh kw sh sw dh dw pt pl oh ow")
+                + _fields(_F, "lo hi"))
+
+
+STRUCTS["mi_dconv2d_args"] = DConv2dArgs
+__all__ += ["DConv2dArgs"]

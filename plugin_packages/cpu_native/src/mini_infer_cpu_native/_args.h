@@ -263,4 +263,43 @@ int mi_layer_norm_f32(const mi_layer_norm_args *a);
 int mi_act_isa(void);
 void mi_act_set_isa(int most);
 
+/* ---- Resize of the last two axes (_resize.c) -------------------------------------------- */
+
+/* y = two-tap interpolation of x along its last two axes, every source row and column and
+ * its weight given: mi_resize2d_f32 (_resize.c) */
+typedef struct mi_resize2d_args {
+    const float *x;  /* (planes, h, wd) */
+    float *y;        /* (planes, oh, ow) */
+    const long *iy;  /* (oh, 2): the two source rows of each output row, in [0, h) */
+    const float *wy; /* (oh): the weight of the second one */
+    const long *ix;  /* (ow, 2): the two source columns of each output column, in [0, wd) */
+    const float *wx; /* (ow) */
+    float *work;     /* 2 * ow floats */
+    long planes, h, wd, oh, ow;
+} mi_resize2d_args;
+
+int mi_resize2d_f32(const mi_resize2d_args *a);
+
+/* ---- direct convolution of narrow groups (_dconv.c) ----------------------------------- */
+
+/* y = clamp(conv(x, w) + bias + res, lo, hi) with `group` groups, summed directly:
+ * mi_dconv2d_f32 (_dconv.c); mi_dconv2d_work: the floats `work` needs (-1: bad group or
+ * stride) */
+typedef struct mi_dconv2d_args {
+    const float *x;    /* (n, c, h, wd) */
+    const float *w;    /* (m, c / group, kh, kw) */
+    const float *bias; /* (m) or NULL */
+    const float *res;  /* (n, m, oh, ow) or NULL */
+    float *y;          /* (n, m, oh, ow) */
+    float *work;       /* mi_dconv2d_work floats */
+    long n, c, h, wd, m, group;
+    long kh, kw, sh, sw, dh, dw;
+    long pt, pl; /* padding before the first row and column */
+    long oh, ow;
+    float lo, hi;
+} mi_dconv2d_args;
+
+int mi_dconv2d_f32(const mi_dconv2d_args *a);
+long mi_dconv2d_work(const mi_dconv2d_args *a);
+
 #endif

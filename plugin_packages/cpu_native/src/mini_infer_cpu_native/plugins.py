@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
-from . import _conv_gemm, _matmul, _winograd
+from . import _conv_gemm, _dconv, _matmul, _winograd
 from ._native import (
     Call,
     bias_act,
@@ -137,6 +137,8 @@ class Conv(_Derived, _conv.Conv):
         if x is None or w is None or len(x) != 4 or len(w) != 4:
             return []
         group = self.attrs["group"]
+        if self._direct(tuple(x), tuple(w), 4, group):
+            return []
         plan = self._plan_for(tuple(x), tuple(w), 4, group)
         if not _winograd.possible(tuple(x), tuple(w), plan.window.strides,
                                   plan.window.dilations, group, plan.out_dims):
@@ -196,6 +198,10 @@ class Conv(_Derived, _conv.Conv):
                  **kw: Any) -> None:
         """The compiled paths (2-D arrays; ``key``: the arrays as the node got them, for the
         kept calls), else cpu_basic's."""
+        if self._direct(x.shape, w.shape, x.itemsize, group) and usable(x, w, b, r, out):
+            self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__))
+            run_calls(self._calls[1])
+            return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
             calls = _conv_gemm.gemm_conv_calls(
@@ -244,12 +250,35 @@ class Conv(_Derived, _conv.Conv):
             return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
 
+    def _direct(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                group: int) -> bool:
+        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones
+        but 3x3, whose nine taps the depthwise kernel does in one pass as fast): summed
+        directly (:mod:`._dconv`), weights as ONNX stores them. Single-thread kernel times:
+        RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208 channels at
+        14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at 56x56, stride 2:
+        1.0 -> 0.3 ms)."""
+        return itemsize == 4 and _dconv.applies(xshape, wshape, group) and not (
+            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3))
+
+    def _direct_calls(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
+                      group: int, relu: int, clip: Any) -> list[Call]:
+        plan = self._plan(x, w, group)
+        win = plan.window
+        geo = ((int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
+               (win.dilations[0], win.dilations[1]), (plan.begin[0], plan.begin[1]))
+        need = _dconv.work_floats(x.shape, w.shape, group, *geo, plan.out_dims)
+        work = self.scratch.buffer("dconv", (need,), np.float32)
+        lo, hi = _bounds(relu, clip)
+        return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi)]
+
     def _own_gemm(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                   group: int) -> bool:
         """2-D float32 convolutions that are neither depthwise nor Winograd: the compiled GEMM
         (where the CPU has AVX-512; otherwise cpu_basic's BLAS paths)."""
         return (len(xshape) == 4 and itemsize == 4 and gemm_available()
                 and not _depthwise(xshape, wshape, group, np.float32)
+                and not self._direct(xshape, wshape, itemsize, group)
                 and not self._wino_tile(xshape, wshape, itemsize, group))
 
     def _packed_gemm(self, w: Array, group: int) -> Array:
@@ -332,7 +361,8 @@ class Conv(_Derived, _conv.Conv):
             if w.dtype == np.float32 and self._own_gemm(xshape, wshape, w.itemsize, group):
                 return {1: Repacked(_conv_gemm.pack_weights(w, group).reshape(w.shape),
                                     self._weights_packed)}
-            if _depthwise(xshape, wshape, group, w.dtype) or self._wino_tile(
+            if _depthwise(xshape, wshape, group, w.dtype) or self._direct(
+                    xshape, wshape, w.itemsize, group) or self._wino_tile(
                     xshape, wshape, w.itemsize, group):
                 return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
         return super().pack_constants(inputs, constants)
@@ -341,7 +371,8 @@ class Conv(_Derived, _conv.Conv):
                    group: int) -> int:
         """The Winograd output tile size this convolution runs (0: it does not)."""
         tactic = self.hidden.get("__tactic__") or ""
-        if len(xshape) != 4 or itemsize != 4 or tactic == "gemm":
+        if len(xshape) != 4 or itemsize != 4 or tactic == "gemm" or self._direct(
+                xshape, wshape, itemsize, group):
             return 0
         plan = self._plan_for(xshape, wshape, itemsize, group)
         args = (xshape, wshape, plan.window.strides, plan.window.dilations, group,

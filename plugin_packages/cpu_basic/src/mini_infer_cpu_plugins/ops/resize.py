@@ -25,7 +25,7 @@ from ..serialization import CpuPlugin
 from ._dynamic import emit
 from ._util import kernels
 
-__all__ = ["Resize_10", "Resize_11", "Resize", "Upsample_7", "Upsample_9"]
+__all__ = ["Resize_10", "Resize_11", "Resize", "Upsample_7", "Upsample_9", "axis_taps"]
 
 Array = NDArray[Any]
 
@@ -83,9 +83,11 @@ def _weights(mode: str, ratio: Array, scale: float, antialias: bool, a: float
     return w / w.sum(axis=1, keepdims=True), 1 - start
 
 
-def _resize_axis(data: Array, axis: int, out_n: int, scale: float, roi: tuple[float, float],
-                 opts: dict[str, Any]) -> Array:
-    in_n = data.shape[axis]
+def axis_taps(in_n: int, out_n: int, scale: float, roi: tuple[float, float],
+              opts: dict[str, Any]) -> tuple[Array, Array | None, Array | None]:
+    """How one axis of ``in_n`` is resized to ``out_n``: the source indices (out_n, n) of
+    every output position's neighbours, clamped into the axis, their weights (out_n, n) (None:
+    nearest, one neighbour), and the tf_crop_and_resize outside mask (None: none)."""
     x, outside = _source_coords(opts["ctm"], out_n, in_n, scale, roi)
     mode = opts["mode"]
     if mode == "nearest":
@@ -103,19 +105,27 @@ def _resize_axis(data: Array, axis: int, out_n: int, scale: float, roi: tuple[fl
         else:  # simple (Resize-10 / Upsample): floor up, ceil down
             up = (r > 0) if scale < 1 else np.zeros(r.shape, bool)
         idx = np.clip(fl.astype(np.int64) + up, 0, in_n - 1)
-        res = np.take(data, idx, axis=axis)
+        return idx[:, None], None, outside
+    integral = x == np.floor(x)
+    left = np.floor(x).astype(np.int64) - integral
+    ratio = x - left
+    w, first = _weights(mode, ratio, scale, opts["antialias"], opts["cubic_coeff_a"])
+    n = w.shape[1]
+    nb = left[:, None] + (np.arange(n) - first + 1)[None, :]
+    if opts["exclude_outside"]:
+        w = np.where((nb < 0) | (nb >= in_n), 0.0, w)
+        s = w.sum(axis=1, keepdims=True)
+        w = w / np.where(s == 0, 1.0, s)
+    return np.clip(nb, 0, in_n - 1), w, outside
+
+
+def _resize_axis(data: Array, axis: int, out_n: int, scale: float, roi: tuple[float, float],
+                 opts: dict[str, Any]) -> Array:
+    idx, w, outside = axis_taps(data.shape[axis], out_n, scale, roi, opts)
+    if w is None:
+        res = np.take(data, idx[:, 0], axis=axis)
     else:
-        integral = x == np.floor(x)
-        left = np.floor(x).astype(np.int64) - integral
-        ratio = x - left
-        w, first = _weights(mode, ratio, scale, opts["antialias"], opts["cubic_coeff_a"])
         n = w.shape[1]
-        nb = left[:, None] + (np.arange(n) - first + 1)[None, :]
-        if opts["exclude_outside"]:
-            w = np.where((nb < 0) | (nb >= in_n), 0.0, w)
-            s = w.sum(axis=1, keepdims=True)
-            w = w / np.where(s == 0, 1.0, s)
-        idx = np.clip(nb, 0, in_n - 1)
         pre = int(np.prod(data.shape[:axis], dtype=np.int64))
         g = np.take(data, idx.reshape(-1), axis=axis).reshape(pre, out_n, n, -1)
         res = np.einsum("pknq,kn->pkq", g, w).reshape(

@@ -1,0 +1,277 @@
+/*
+ * Direct 2-D convolution of narrow groups (depthwise: one channel per group; RegNet's groups
+ * of 8), float32, with bias, residual and a clamp (Relu/Clip) in the same pass:
+ * y[n, m] = clamp(bias[m] + res[n, m] + sum_{c, ky, kx} w[m, c, ky, kx] x[n, g(m) c, ...]).
+ *
+ * im2col + GEMM spends its time copying here (each group's GEMM is 8 rows deep, its K 72),
+ * and the depthwise kernel of _kernels.c rewrites its accumulator once per tap. This one
+ * keeps the sums in registers: per output row, blocks of 8 output columns (a vector), for up
+ * to MB output channels of a group at once, every tap of every input channel of the group
+ * adds w * (8 input values) to them; the inputs come from a zero-bordered copy of the group's
+ * channels whose columns are split by phase (column mod stride), so that every tap reads 8
+ * consecutive floats whatever the stride. Depthwise (one output channel per group) runs
+ * four blocks of columns at once: four independent sums hide the latency of the FMAs.
+ *
+ * Vectors are GCC's vector extension (8 floats): one AVX2 register in the AVX2 copy, two SSE
+ * ones in the baseline copy (target_clones, _common.h). On the pool, split by (image,
+ * group), each thread with its own copy of the inputs (mi_pool_scratch).
+ */
+#include "_args.h"
+#include "_common.h"
+#include "_pool.h"
+
+#define PARALLEL_MIN 16384L
+#define VW 8 /* floats per vector */
+#define MB 8 /* output channels of a group summed at once */
+#define MAX_TAPS 121 /* kernels up to 11x11 (the Python side sends larger ones elsewhere) */
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+#define EVEN ((v8i){0, 2, 4, 6, 8, 10, 12, 14})
+#define v8_splat(f) ((v8){0} + (f))
+#define ODD ((v8i){1, 3, 5, 7, 9, 11, 13, 15})
+
+/* 8 floats from any address (GCC statement expression: no vector crosses a call) */
+#define load8(p)                                                                            \
+    __extension__({                                                                         \
+        v8 v_;                                                                              \
+        memcpy(&v_, (p), sizeof v_);                                                        \
+        v_;                                                                                 \
+    })
+
+/* geometry of one call, derived once */
+typedef struct {
+    long cg, mg, taps, hp, wq, ow8;
+} dgeo;
+
+static dgeo geometry(const mi_dconv2d_args *a) {
+    dgeo g;
+    g.cg = a->c / a->group;
+    g.mg = a->m / a->group;
+    g.taps = a->kh * a->kw;
+    g.hp = (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+    g.ow8 = (a->ow + VW - 1) / VW * VW;
+    /* phase columns a tap reads: up to (kw - 1) dw / sw past its output column */
+    g.wq = g.ow8 + ((a->kw - 1) * a->dw) / a->sw + 1;
+    return g;
+}
+
+/* floats of the per-thread copy: cg channels of hp rows of sw phases of wq columns */
+static long work_floats(const mi_dconv2d_args *a, const dgeo *g) {
+    return g->cg * g->hp * a->sw * g->wq;
+}
+
+/* the group's channels, columns split by phase (the border: zeroed once per range):
+ * q[((c * hp + i) * sw + p) * wq + j] = x[c, i - pt, j * sw + p - pl] (0 outside) */
+CLONES static void copy_in(const float *restrict x, float *restrict q, long cg, long h,
+                           long wd, long hp, long sw, long wq, long pt, long pl) {
+    long i0 = lmax(0, pt), i1 = lmin(hp, h + pt); /* rows inside the input */
+    for (long c = 0; c < cg; c++)
+        for (long i = i0; i < i1; i++) {
+            const float *row = x + (c * h + i - pt) * wd;
+            if (sw == 2) { /* both phases in one pass where both are inside the row */
+                float *e = q + (c * hp + i) * 2 * wq, *o = e + wq;
+                long e0 = lmin(wq, (pl + 1) / 2), e1 = lmax(e0, lmin(wq, (wd + pl + 1) / 2));
+                long o0 = lmin(wq, lmax(0, pl / 2)), o1 = lmax(o0, lmin(wq, (wd + pl) / 2));
+                long b0 = lmax(e0, o0), b1 = lmax(b0, lmin(e1, o1));
+                const float *src = row + 2 * b0 - pl;
+                long j = 0;
+                for (; j + VW <= b1 - b0; j += VW) { /* 16 inputs: 8 even, 8 odd */
+                    v8 lo = load8(src + 2 * j), hi = load8(src + 2 * j + VW);
+                    v8 ev = __builtin_shuffle(lo, hi, EVEN), od = __builtin_shuffle(lo, hi, ODD);
+                    memcpy(e + b0 + j, &ev, sizeof ev);
+                    memcpy(o + b0 + j, &od, sizeof od);
+                }
+                for (; j < b1 - b0; j++) {
+                    e[b0 + j] = src[2 * j];
+                    o[b0 + j] = src[2 * j + 1];
+                }
+                /* the few columns of one phase only, at either end */
+                for (long j = e0; j < lmin(b0, e1); j++) e[j] = row[2 * j - pl];
+                for (long j = lmax(b1, e0); j < e1; j++) e[j] = row[2 * j - pl];
+                for (long j = o0; j < lmin(b0, o1); j++) o[j] = row[2 * j + 1 - pl];
+                for (long j = lmax(b1, o0); j < o1; j++) o[j] = row[2 * j + 1 - pl];
+                continue;
+            }
+            for (long p = 0; p < sw; p++) {
+                float *dst = q + ((c * hp + i) * sw + p) * wq;
+                /* j with 0 <= j * sw + p - pl < wd */
+                long j0 = lmin(wq, lmax(0, (pl - p + sw - 1) / sw));
+                long j1 = lmax(j0, lmin(wq, (wd + pl - p + sw - 1) / sw));
+                const float *src = row + j0 * sw + p - pl;
+                if (sw == 1)
+                    for (long j = 0; j < j1 - j0; j++) dst[j0 + j] = src[j];
+                else
+                    for (long j = 0; j < j1 - j0; j++) dst[j0 + j] = src[j * sw];
+            }
+        }
+}
+
+/* y row segment = clamp(acc + res, lo, hi) for `cnt` <= VW columns (a macro: no vector
+ * crosses a call) */
+#define store_block(y, res, acc, cnt, lo, hi)                                               \
+    do {                                                                                    \
+        float *y_ = (y);                                                                    \
+        const float *r_ = (res);                                                            \
+        v8 v_ = (acc);                                                                      \
+        long n_ = (cnt);                                                                    \
+        if (r_ && n_ == VW) v_ += load8(r_);                                                \
+        if (n_ == VW) {                                                                     \
+            v8 l_ = v8_splat(lo), h_ = v8_splat(hi);                                        \
+            v8i m_ = v_ < l_;                                                               \
+            v_ = (v8)(((v8i)l_ & m_) | ((v8i)v_ & ~m_));                                    \
+            m_ = v_ > h_;                                                                   \
+            v_ = (v8)(((v8i)h_ & m_) | ((v8i)v_ & ~m_));                                    \
+            memcpy(y_, &v_, sizeof v_);                                                     \
+        } else {                                                                            \
+            float t_[VW];                                                                   \
+            memcpy(t_, &v_, sizeof t_);                                                     \
+            for (long i_ = 0; i_ < n_; i_++) {                                              \
+                float w_ = t_[i_] + (r_ ? r_[i_] : 0.0f);                                   \
+                w_ = w_ < (lo) ? (lo) : w_;                                                 \
+                y_[i_] = w_ > (hi) ? (hi) : w_;                                             \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+/* one group of one image: mg output channels from cg input ones copied to q */
+CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const float *restrict q,
+                              const long *restrict toff, const float *restrict wg,
+                              const float *restrict bg, const float *restrict rg,
+                              float *restrict yg) {
+    long ow = a->ow, oh = a->oh, sw = a->sw, taps = g->taps, cg = g->cg;
+    long plane = g->hp * sw * g->wq; /* one channel's copy */
+    long rowq = sw * g->wq;          /* one padded row, all phases */
+    long nbk = g->ow8 / VW, units = oh * nbk; /* (output row, block of columns) pairs */
+    for (long m0 = 0; m0 < g->mg; m0 += MB) {
+        long mb = lmin(MB, g->mg - m0);
+        if (mb == 1) { /* one output channel: four pairs at once (four chains of FMAs) */
+            const float *wm = wg + m0 * cg * taps;
+            float b = bg ? bg[m0] : 0.0f;
+            long r = 0, o = 0; /* the next pair: output row, first column */
+            for (long u0 = 0; u0 < units; u0 += 4) {
+                long cnt = lmin(4, units - u0);
+                long base[4], out[4], col[4];
+                for (long j = 0; j < 4; j++) { /* past the end: the last pair again */
+                    base[j] = r * a->sh * rowq + o;
+                    col[j] = o;
+                    out[j] = (m0 * oh + r) * ow + o;
+                    if (j < cnt - 1 || u0 + 4 < units) { /* next pair, no division */
+                        o += VW;
+                        if (o >= g->ow8) {
+                            o = 0;
+                            r++;
+                        }
+                    }
+                }
+                v8 s0 = v8_splat(b), s1 = s0, s2 = s0, s3 = s0;
+                const float *p0 = q + base[0], *p1 = q + base[1], *p2 = q + base[2],
+                            *p3 = q + base[3];
+                for (long c = 0; c < cg; c++) {
+                    const float *wc = wm + c * taps;
+                    long co = c * plane;
+                    for (long t = 0; t < taps; t++) {
+                        long off = co + toff[t];
+                        float k = wc[t];
+                        s0 += k * load8(p0 + off);
+                        s1 += k * load8(p1 + off);
+                        s2 += k * load8(p2 + off);
+                        s3 += k * load8(p3 + off);
+                    }
+                }
+                /* each sum stored from its own register (an array of them spilled one) */
+                store_block(yg + out[0], rg ? rg + out[0] : NULL, s0, lmin(VW, ow - col[0]),
+                            a->lo, a->hi);
+                if (cnt > 1)
+                    store_block(yg + out[1], rg ? rg + out[1] : NULL, s1,
+                                lmin(VW, ow - col[1]), a->lo, a->hi);
+                if (cnt > 2)
+                    store_block(yg + out[2], rg ? rg + out[2] : NULL, s2,
+                                lmin(VW, ow - col[2]), a->lo, a->hi);
+                if (cnt > 3)
+                    store_block(yg + out[3], rg ? rg + out[3] : NULL, s3,
+                                lmin(VW, ow - col[3]), a->lo, a->hi);
+            }
+            continue;
+        }
+        for (long u = 0; u < units; u++) { /* up to MB output channels, one pair */
+            long r = u / nbk, o0 = u % nbk * VW;
+            v8 s[MB];
+            for (long i = 0; i < MB; i++) {
+                v8 z = {0};
+                s[i] = z + (i < mb && bg ? bg[m0 + i] : 0.0f);
+            }
+            for (long c = 0; c < cg; c++)
+                for (long t = 0; t < taps; t++) {
+                    v8 v = load8(q + c * plane + r * a->sh * rowq + toff[t] + o0);
+                    const float *wt = wg + (m0 * cg + c) * taps + t;
+                    if (mb == MB) {
+                        for (long i = 0; i < MB; i++) s[i] += wt[i * cg * taps] * v;
+                    } else {
+                        for (long i = 0; i < mb; i++) s[i] += wt[i * cg * taps] * v;
+                    }
+                }
+            for (long i = 0; i < mb; i++) {
+                long off = ((m0 + i) * oh + r) * ow + o0;
+                store_block(yg + off, rg ? rg + off : NULL, s[i], lmin(VW, ow - o0), a->lo,
+                            a->hi);
+            }
+        }
+    }
+}
+
+/* units [u0, u1) = (image, group) pairs */
+static void dconv_range(const mi_dconv2d_args *a, const dgeo *g, float *work, long u0,
+                        long u1) {
+    long plane_in = a->h * a->wd, plane_out = a->oh * a->ow;
+    long rowq = a->sw * g->wq;
+    long toff[MAX_TAPS]; /* each tap's offset in a channel's copy */
+    for (long t = 0; t < g->taps; t++) {
+        long col = t % a->kw * a->dw;
+        toff[t] = t / a->kw * a->dh * rowq + (col % a->sw) * g->wq + col / a->sw;
+    }
+    /* the border: every group's copy writes the same interior cells */
+    memset(work, 0, sizeof(float) * work_floats(a, g));
+    for (long u = u0; u < u1; u++) {
+        long img = u / a->group, grp = u % a->group;
+        const float *xg = a->x + (img * a->c + grp * g->cg) * plane_in;
+        copy_in(xg, work, g->cg, a->h, a->wd, g->hp, a->sw, g->wq, a->pt, a->pl);
+        long mo = img * a->m + grp * g->mg;
+        group_rows(a, g, work, toff, a->w + grp * g->mg * g->cg * g->taps,
+                   a->bias ? a->bias + grp * g->mg : NULL,
+                   a->res ? a->res + mo * plane_out : NULL, a->y + mo * plane_out);
+    }
+}
+
+typedef struct {
+    const mi_dconv2d_args *a;
+    dgeo g;
+} dconv_job;
+
+static void dconv_part(const void *arg, int part, int parts) {
+    const dconv_job *j = arg;
+    long u0, u1;
+    mi_pool_share(j->a->n * j->a->group, part, parts, &u0, &u1);
+    float *work = part == 0 ? j->a->work : mi_pool_scratch(work_floats(j->a, &j->g));
+    if (work && u0 < u1) dconv_range(j->a, &j->g, work, u0, u1);
+}
+
+long mi_dconv2d_work(const mi_dconv2d_args *a) {
+    if (a->group < 1 || a->sw < 1) return -1;
+    dgeo g = geometry(a);
+    return work_floats(a, &g);
+}
+
+int mi_dconv2d_f32(const mi_dconv2d_args *a) {
+    if (!a->x || !a->w || !a->y || !a->work ||
+        ANY_NEGATIVE(a->n, a->c, a->h, a->wd, a->m, a->oh, a->ow, a->pt, a->pl) ||
+        ANY_NEGATIVE(a->group - 1, a->kh - 1, a->kw - 1, a->sh - 1, a->sw - 1, a->dh - 1,
+                     a->dw - 1, MAX_TAPS - a->kh * a->kw) ||
+        a->c % a->group || a->m % a->group)
+        return MI_EARGS;
+    if (a->n == 0 || a->m == 0 || a->oh == 0 || a->ow == 0) return MI_OK;
+    dconv_job j = {a, geometry(a)};
+    if (a->n * a->m * a->oh * a->ow < PARALLEL_MIN || mi_pool_run(dconv_part, &j))
+        dconv_range(a, &j.g, a->work, 0, a->n * a->group);
+    return MI_OK;
+}
