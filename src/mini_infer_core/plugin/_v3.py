@@ -281,7 +281,7 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
     @property
     def in_place_only(self) -> bool:  # type: ignore[override]
         ability = self._ability(cap.IInPlaceInputs)
-        return ability is not None and bool(getattr(ability, "in_place_only", False))
+        return ability is not None and bool(ability.in_place_only)
 
     @property
     def graph_safe(self) -> bool:
