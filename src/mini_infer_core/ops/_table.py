@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = '645cc4f804f6a34a24c588b8d0522ab40880b98ac1114426a8f962e642446188'
+SOURCES = '496d2f7a594fef53cebe497e0e85f0d921c48d591a2fdf460d682e20ae70089d'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},

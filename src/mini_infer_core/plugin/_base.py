@@ -22,8 +22,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import PluginInterfaceError
 from ._capabilities import EveryCapability
 from ._dims import DimExpr, DimsExprs, ExprBuilder, IntLike
@@ -86,15 +84,21 @@ def broadcast_dims(*shapes: Sequence[IntLike]) -> list[DimExpr]:
     return out
 
 
-_NUMBER = (int, float, np.integer, np.floating, np.bool_)
+@functools.cache
+def _numbers() -> tuple[type, ...]:
+    """The types an int/float/bool attribute accepts (NumPy's scalars too; NumPy imported
+    when an attribute is first checked, not when the plugin API is)."""
+    import numpy as np
+
+    return (int, float, np.integer, np.floating, np.bool_)
 
 
 def _kind(default: Any) -> tuple[str, tuple[type, ...]] | None:
     """What a value must be, judged by the attribute's default: (described, accepted)."""
     if isinstance(default, bool):
-        return "a bool (0 or 1)", _NUMBER
+        return "a bool (0 or 1)", _numbers()
     if isinstance(default, (int, float)):
-        return ("a float" if isinstance(default, float) else "an int"), _NUMBER
+        return ("a float" if isinstance(default, float) else "an int"), _numbers()
     if isinstance(default, str):
         return "a string", (str,)
     return None
@@ -153,14 +157,16 @@ def _compute_input_count(cls: type[OnnxPlugin]) -> tuple[int, int | None] | None
 def _coerce(plugin: str, name: str, default: Any, value: Any) -> Any:
     """A field's value as the attribute's default types it, checked first (a string given
     for a float attribute is a creation error naming the attribute, not a failure later)."""
+    import numpy as np
     if default is REQUIRED or default is None or isinstance(value, np.ndarray):
         return value
     _check(plugin, name, default, value)
     if isinstance(default, bool):
         return bool(value)
-    if isinstance(default, float) and isinstance(value, _NUMBER):
+    number = (int, float, np.integer, np.floating, np.bool_)
+    if isinstance(default, float) and isinstance(value, number):
         return float(value)
-    if isinstance(default, int) and isinstance(value, _NUMBER):
+    if isinstance(default, int) and isinstance(value, number):
         return int(value)
     if isinstance(default, tuple) and not isinstance(value, tuple):
         return (value,)

@@ -13,11 +13,12 @@ import json
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PluginFieldsError, PluginInterfaceError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "as_field_collection",
@@ -46,6 +47,7 @@ class PluginFieldType(enum.Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype[Any]) -> PluginFieldType:
+        import numpy as np
         if dtype.kind in "SU":
             return cls.CHAR
         try:
@@ -69,6 +71,7 @@ class PluginField:
 
     @classmethod
     def from_value(cls, name: str, value: Any, *, is_tensor: bool = False) -> PluginField:
+        import numpy as np
         if isinstance(value, (bytes, bytearray)):  # raw bytes: serialized subgraphs
             return cls(name, np.frombuffer(bytes(value), dtype=np.uint8).copy(),
                        PluginFieldType.GRAPH)
@@ -130,6 +133,7 @@ class PluginFieldCollection(Mapping[str, PluginField]):
 
 
 def fields_from_values(values: Mapping[str, Any]) -> PluginFieldCollection:
+    import numpy as np
     return PluginFieldCollection(
         PluginField.from_value(k, v, is_tensor=isinstance(v, np.ndarray)) for k, v in values.items()
     )
@@ -164,6 +168,7 @@ _VERSION = 1
 
 def encode_fields(fields: PluginFieldCollection | Iterable[PluginField]) -> bytes:
     """Fields → bytes: magic, version, a JSON table, then the raw arrays."""
+    import numpy as np
     table: list[dict[str, Any]] = []
     blobs: list[bytes] = []
     offset = 0
@@ -193,6 +198,7 @@ def _bad(msg: str) -> PluginFieldsError:
 
 def _entry(e: Any, body: bytes) -> PluginField:
     """One row of the table, checked against the data it points at."""
+    import numpy as np
     if not isinstance(e, dict):
         raise _bad(f"table row {str(e)[:40]!r} is not an object")
     name = e.get("name")

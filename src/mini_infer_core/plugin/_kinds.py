@@ -22,8 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ._types import DataType
 
 if TYPE_CHECKING:  # onnx stays off the listing and engine-loading paths (test_onnx_free)
@@ -303,6 +301,7 @@ def kind_of_value(value: Any, declared: ValueKind | None = None
                   ) -> tuple[ValueKind, DataType | None, int | None]:
     """The kind, element type and rank of a run-time value (a subgraph's inputs are typed
     from what it is called with); ``declared`` says what None and empty lists stand for."""
+    import numpy as np
     if declared is not None and not declared.is_tensor:
         tensors: list[Any] = []
         _collect(value, declared, tensors)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import enum
 import functools
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ._dims import DimsExprs
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DataType", "TensorFormat", "PluginTensorDesc", "DynamicPluginTensorDesc"]
 
@@ -53,6 +55,7 @@ class DataType(enum.Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype[np.generic] | type | str) -> DataType:
+        import numpy as np
         dt = np.dtype(dtype)
         if dt.kind in "SU":
             return cls.STRING
@@ -99,6 +102,7 @@ _TO_NUMPY: dict[DataType, str] = {
 
 @functools.cache
 def _numpy_dtype(t: DataType) -> np.dtype[np.generic]:
+    import numpy as np
     name = _TO_NUMPY[t]
     if name.startswith("ml_dtypes."):
         import ml_dtypes

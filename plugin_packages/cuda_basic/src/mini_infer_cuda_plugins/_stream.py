@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    pass
+
 
 __all__ = ["on_stream", "array_module", "is_cupy"]
 
@@ -26,6 +28,7 @@ def is_cupy(x: Any) -> bool:
 def array_module(*arrays: Any) -> Any:
     """``cupy`` when any argument is a CuPy array, else ``numpy`` (CuPy is imported only in
     the first case: it is already loaded then)."""
+    import numpy as np
     for a in arrays:
         if a is not None and not isinstance(a, np.ndarray) and is_cupy(a):
             import cupy

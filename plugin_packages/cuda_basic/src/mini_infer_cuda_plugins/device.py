@@ -18,14 +18,15 @@ import ctypes
 import importlib.util
 from collections.abc import Callable
 from functools import cache
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from mini_infer_core.errors import DeviceError
 from mini_infer_core.plugin import Device, Stream
 
 from ._stream import on_stream
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["CudaDevice", "CudaStream", "on_stream", "probe_cuda"]
 
@@ -100,10 +101,12 @@ class CudaDevice(Device):
         return cupy
 
     def allocate(self, nbytes: int) -> Any:
+        import numpy as np
         return self._cp().empty(nbytes, dtype=np.uint8)
 
     def view(self, buffer: Any, offset: int, dtype: np.dtype[Any], shape: tuple[int, ...]
              ) -> Any:
+        import numpy as np
         n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return buffer[offset : offset + n].view(dtype).reshape(shape)
 
