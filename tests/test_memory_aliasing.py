@@ -62,21 +62,28 @@ def test_no_aliasing_where_a_slot_is_not_contiguous_or_not_in_the_arena(
         assert all(parent != "c" for parent, _ in aliases.values()) and "c" not in aliases
 
 
-def test_reshape_flatten_squeeze_identity_copy_nothing() -> None:
-    """A tensor reshaped is planned inside its reshaped self: the copy disappears."""
+def _reshape_chain() -> tuple[list[onnx.TensorProto], list[onnx.NodeProto]]:
+    """x -> Relu a -> Reshape r -> Squeeze q -> Identity i -> Flatten f -> Sigmoid y, with
+    the Reshape's and the Squeeze's constant inputs."""
     shape = onnx.numpy_helper.from_array(np.array([1, 12, 5], np.int64), "shape")
     axes = onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")
-    nodes = [helper.make_node("Relu", ["x"], ["a"]),
-             helper.make_node("Reshape", ["a", "shape"], ["r"]),
-             helper.make_node("Squeeze", ["r", "axes"], ["q"]),
-             helper.make_node("Identity", ["q"], ["i"]),
-             helper.make_node("Flatten", ["i"], ["f"], axis=0),
-             helper.make_node("Sigmoid", ["f"], ["y"]),
+    return [shape, axes], [helper.make_node("Relu", ["x"], ["a"]),
+                           helper.make_node("Reshape", ["a", "shape"], ["r"]),
+                           helper.make_node("Squeeze", ["r", "axes"], ["q"]),
+                           helper.make_node("Identity", ["q"], ["i"]),
+                           helper.make_node("Flatten", ["i"], ["f"], axis=0),
+                           helper.make_node("Sigmoid", ["f"], ["y"])]
+
+
+def test_reshape_flatten_squeeze_identity_copy_nothing() -> None:
+    """A tensor reshaped is planned inside its reshaped self: the copy disappears."""
+    inits, chain = _reshape_chain()
+    nodes = [*chain,
              helper.make_node("Tanh", ["a"], ["z"])]  # a is read after its reshapes too
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
     model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
                                     helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-                       [shape, axes], opset=17)
+                       inits, opset=17)
     aliases, _ = _run(model, 1)
     assert aliases == {"a": ("r", 0), "r": ("q", 0), "q": ("i", 0), "i": ("f", 0)}
 
@@ -110,14 +117,8 @@ def test_steps_whose_output_already_holds_the_input_are_left_out_of_the_runs(
     the runs skip their steps (fresh inputs still reach the outputs); an Identity whose input
     could not be placed inside it (read twice, by two of them) still runs, and so does
     every step when each enqueue is logged (MINI_INFER_DEBUG=2)."""
-    shape = onnx.numpy_helper.from_array(np.array([1, 12, 5], np.int64), "shape")
-    axes = onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")
-    nodes = [helper.make_node("Relu", ["x"], ["a"]),
-             helper.make_node("Reshape", ["a", "shape"], ["r"]),
-             helper.make_node("Squeeze", ["r", "axes"], ["q"]),
-             helper.make_node("Identity", ["q"], ["i"]),
-             helper.make_node("Flatten", ["i"], ["f"], axis=0),
-             helper.make_node("Sigmoid", ["f"], ["y"]),
+    inits, chain = _reshape_chain()
+    nodes = [*chain,
              helper.make_node("Neg", ["x"], ["n"]),
              helper.make_node("Identity", ["n"], ["n1"]),
              helper.make_node("Identity", ["n"], ["n2"]),
@@ -125,7 +126,7 @@ def test_steps_whose_output_already_holds_the_input_are_left_out_of_the_runs(
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
     model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
                                     helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-                       [shape, axes], opset=17)
+                       inits, opset=17)
     for debug in ("0", "2"):
         monkeypatch.setenv("MINI_INFER_DEBUG", debug)
         ctx = mi.load(model).create_execution_context()
