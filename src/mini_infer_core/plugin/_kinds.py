@@ -76,9 +76,14 @@ class ValueKind:
         return self.wrappers[0] if self.wrappers else "tensor"
 
     def inner(self) -> ValueKind:
-        """The kind of what the outermost wrapper holds (an element, the optional's value)."""
-        rest = self.wrappers[1:]
-        return ValueKind(rest, self.key if "map" in rest else None, self.ranked or not rest)
+        """The kind of what the outermost wrapper holds (an element, the optional's value);
+        made once per kind (runs ask it for every element of a sequence)."""
+        got = _INNER.get(self)
+        if got is None:
+            rest = self.wrappers[1:]
+            got = _INNER[self] = ValueKind(rest, self.key if "map" in rest else None,
+                                           self.ranked or not rest)
+        return got
 
     def wrap(self, wrapper: str, key: DataType | None = None) -> ValueKind:
         return ValueKind((wrapper, *self.wrappers), key if wrapper == "map" else self.key,
@@ -228,6 +233,10 @@ def type_proto(kind: ValueKind, dtype: DataType, dims: Sequence[Dim] | None) -> 
     return tp
 
 
+#: ValueKind.inner's results
+_INNER: dict[ValueKind, ValueKind] = {}
+
+
 # -- values at run time ---------------------------------------------------------------------
 def _is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
@@ -243,6 +252,8 @@ def map_tensors(fn: Callable[[Any], Any], value: Any, kind: ValueKind) -> Any:
         return [map_tensors(fn, v, inner) for v in value]
     if kind.outer == "optional":
         return None if value is None else map_tensors(fn, value, inner)
+    if inner.is_tensor and not any(_is_array(v) for v in value.values()):
+        return value  # plain Python values (ZipMap's floats): nothing to map
     return {k: map_tensors(fn, v, inner) if _is_array(v) or not inner.is_tensor else v
             for k, v in value.items()}
 
@@ -280,11 +291,11 @@ def check_value(value: Any, kind: ValueKind, dtype: DataType,
                 return f"got {describe_value(value)}, axis {axis} must be {d}"
         return None
     inner = kind.inner()
-    want = kind.type_string(dtype)
     dims = dims if kind.ranked else None
     if kind.outer == "sequence":
         if not isinstance(value, (list, tuple)):
-            return f"got {describe_value(value)}, expected a {want}: a list of arrays"
+            return (f"got {describe_value(value)}, expected a {kind.type_string(dtype)}: a "
+                    "list of arrays")
         for k, v in enumerate(value):
             problem = check_value(v, inner, dtype, dims)
             if problem:
@@ -293,7 +304,7 @@ def check_value(value: Any, kind: ValueKind, dtype: DataType,
     if kind.outer == "optional":
         return None if value is None else check_value(value, inner, dtype, dims)
     if not isinstance(value, dict):
-        return f"got {describe_value(value)}, expected a {want}: a dict"
+        return f"got {describe_value(value)}, expected a {kind.type_string(dtype)}: a dict"
     return None
 
 
