@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conv_epilogues import epilogue
 from mini_infer_cpu_native import NAMESPACE, _dconv, _native
 from onnx import helper, numpy_helper
 from threadpoolctl import threadpool_limits
@@ -46,13 +47,7 @@ def _model(x: np.ndarray, m: int, group: int, kernel: tuple[int, int], attrs: di
     nodes = [helper.make_node("Relu", ["x"], ["xr"]),  # an arena input, as inside a model
              helper.make_node("Conv", ["xr", *ins[1:]], ["c" if after else "y"], group=group,
                               kernel_shape=list(kernel), **attrs)]
-    if after == "Relu":
-        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
-    elif after == "Clip":
-        inits |= {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
-        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-    elif after == "Add":  # a residual shaped like the input (the output is too)
-        nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
+    nodes += epilogue(after, inits)
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conv_epilogues import epilogue
 from mini_infer_cpu_native import (
     NAMESPACE,
     _conv_gemm,
@@ -135,13 +136,7 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
              "b": RNG.standard_normal(c).astype(np.float32)}
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if after else "y"], group=c,
                               kernel_shape=list(kernel), **attrs)]
-    if after == "Relu":
-        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
-    elif after == "Clip":
-        inits |= {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
-        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-    elif after == "Add":  # a residual (the output is shaped like the input)
-        nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
+    nodes += epilogue(after, inits)
     _compare(_model(nodes, x, inits), x, {"Conv"})
     # 3x3 (and fewer than MIN_GROUPS channels): the depthwise kernel's nine taps in one
     # pass; the others summed in registers
