@@ -29,6 +29,8 @@ SOURCES += ["_act.c"]
 SOURCES += ["_resize.c"]
 # direct convolution of narrow groups (_dconv.c)
 SOURCES += ["_dconv.c"]
+# products of a few rows, squeeze-and-excitation's mean and channel scale (_vec.c)
+SOURCES += ["_vec.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)

@@ -145,6 +145,19 @@ static const mi_abi_field layout[] = {
     FIELD(mi_dconv2d_args, pt), FIELD(mi_dconv2d_args, pl), FIELD(mi_dconv2d_args, oh),
     FIELD(mi_dconv2d_args, ow), FIELD(mi_dconv2d_args, lo), FIELD(mi_dconv2d_args, hi),
 
+    /* products of a few rows, squeeze-and-excitation (_vec.c) */
+    STRUCT(mi_gemv_args),
+    FIELD(mi_gemv_args, a), FIELD(mi_gemv_args, b), FIELD(mi_gemv_args, c),
+    FIELD(mi_gemv_args, bias), FIELD(mi_gemv_args, cbias), FIELD(mi_gemv_args, res),
+    FIELD(mi_gemv_args, m), FIELD(mi_gemv_args, n), FIELD(mi_gemv_args, k),
+    FIELD(mi_gemv_args, a_rs), FIELD(mi_gemv_args, a_ks), FIELD(mi_gemv_args, ldb),
+    FIELD(mi_gemv_args, ldc), FIELD(mi_gemv_args, ldr), FIELD(mi_gemv_args, panel),
+    FIELD(mi_gemv_args, alpha), FIELD(mi_gemv_args, lo), FIELD(mi_gemv_args, hi),
+
+    STRUCT(mi_rows_args),
+    FIELD(mi_rows_args, x), FIELD(mi_rows_args, s), FIELD(mi_rows_args, y),
+    FIELD(mi_rows_args, rows), FIELD(mi_rows_args, cols),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

@@ -287,3 +287,20 @@ class DConv2dArgs(ctypes.Structure):
 
 STRUCTS["mi_dconv2d_args"] = DConv2dArgs
 __all__ += ["DConv2dArgs"]
+
+
+# ---- products of a few rows, squeeze-and-excitation (_vec.c) -----------------------------
+
+class GemvArgs(ctypes.Structure):
+    """mi_gemv_args"""
+    _fields_ = (_fields(_P, "a b c bias cbias res")
+                + _fields(_L, "m n k a_rs a_ks ldb ldc ldr panel") + _fields(_F, "alpha lo hi"))
+
+
+class RowsArgs(ctypes.Structure):
+    """mi_rows_args"""
+    _fields_ = _fields(_P, "x s y") + _fields(_L, "rows cols")
+
+
+STRUCTS.update({"mi_gemv_args": GemvArgs, "mi_rows_args": RowsArgs})
+__all__ += ["GemvArgs", "RowsArgs"]

@@ -302,4 +302,32 @@ typedef struct mi_dconv2d_args {
 int mi_dconv2d_f32(const mi_dconv2d_args *a);
 long mi_dconv2d_work(const mi_dconv2d_args *a);
 
+/* ---- products of a few rows, squeeze-and-excitation (_vec.c) -------------------------- */
+
+/* C = clamp(alpha * A . B + bias[i] + cbias[j] + R, lo, hi) for a few rows: mi_gemv_f32 */
+typedef struct mi_gemv_args {
+    const float *a;     /* (m x k): [i, kk] at a[i * a_rs + kk * a_ks] */
+    const float *b;     /* (k x n): packed in panels of `panel` columns (mi_gemm_pack_b_f32's
+                           layout; a multiple of 24), or panel 0: [kk, j] at b[kk * ldb + j] */
+    float *c;           /* (m x n): [i, j] at c[i * ldc + j] */
+    const float *bias;  /* (m) or NULL: one value per row */
+    const float *cbias; /* (n) or NULL: one value per column */
+    const float *res;   /* (m x n): [i, j] at res[i * ldr + j] (ldr 0: one row), or NULL */
+    long m, n, k, a_rs, a_ks, ldb, ldc, ldr, panel;
+    float alpha, lo, hi;
+} mi_gemv_args;
+
+/* rows of contiguous floats: mi_row_mean_f32 (y[r] = the mean of x's row r) and
+ * mi_row_scale_f32 (y[r, :] = x[r, :] * s[r]) */
+typedef struct mi_rows_args {
+    const float *x; /* (rows, cols) */
+    const float *s; /* (rows): the scale of each row (mi_row_scale_f32; NULL otherwise) */
+    float *y;       /* (rows) (mi_row_mean_f32) or (rows, cols) (mi_row_scale_f32) */
+    long rows, cols;
+} mi_rows_args;
+
+int mi_gemv_f32(const mi_gemv_args *a);
+int mi_row_mean_f32(const mi_rows_args *a);
+int mi_row_scale_f32(const mi_rows_args *a);
+
 #endif

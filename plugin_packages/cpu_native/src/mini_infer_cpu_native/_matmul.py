@@ -8,7 +8,9 @@ broadcast), each operand read through its own strides where the GEMM can read it
   (a batch) into scratch on every run. A constant B comes packed from the build.
 * A product whose B is the same for every batch entry (a weight) and whose rows of A, of the
   output and of the residual each follow one another at one stride (activations of any
-  rank, contiguous) is one GEMM of all the rows. Other batches are products of one shape:
+  rank, contiguous) is one GEMM of all the rows; up to :data:`._vec.MAX_ROWS` rows (a
+  classifier at batch 1, a decoder's step), one pass of ``_vec.c``'s matrix-vector kernel
+  over B. Other batches are products of one shape:
   the last two batch dimensions in one call, a call per index of the ones before.
 * The epilogue: ``y = clamp(alpha * A @ B + cbias + res, lo, hi)``, ``cbias`` one value per
   column (a bias along the last axis), ``res`` a tensor of the output's shape.
@@ -25,6 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import NDArray
 
+from . import _native, _vec
 from ._native import Call, matmul_call, pack_b_call
 
 __all__ = ["product_calls", "product_shapes"]
@@ -115,6 +118,15 @@ def product_calls(a: Array, b: Array, out: Array, *, packed_b: Array | None = No
         rows = m * int(np.prod(batch, dtype=np.int64))
         bv = packed_b if b4 is None else b4[(0,) * len(batch)][None, None]
         assert bv is not None
+        if rows <= _vec.MAX_ROWS:  # a few rows: B streamed once, at the memory's pace
+            panel = 0 if b4 is not None else _native.B_PANEL if kw["b_packed"] == 1 \
+                else _native.B_PANEL_AVX2
+            calls.append(_vec.gemv_call(
+                _as_rows(a4, a_rows)[0, 0], bv if b4 is None else bv[0, 0],
+                o.reshape(rows, n), k, panel=panel,
+                bias=rbias, cbias=cbias, res=None if r is None else r.reshape(rows, n),
+                alpha=alpha, lo=lo, hi=hi))
+            return calls
         calls.append(matmul_call(
             _as_rows(a4, a_rows), bv, o.reshape(1, 1, rows, n), k,
             res=None if r is None else r.reshape(1, 1, rows, n), **kw))
