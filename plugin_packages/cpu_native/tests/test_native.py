@@ -650,6 +650,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
     kernels += [matmul.MatMul, resize.Resize_11, resize.Resize]
     kernels += [getattr(activations, name) for name in activations.__all__]
+    from mini_infer_cpu_native import squeeze
+
+    kernels += [getattr(squeeze, name) for name in squeeze.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 
