@@ -62,16 +62,32 @@ def _model(nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray],
 
 def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], *, rtol: float = 1e-5,
            atol: float = 1e-4) -> mini_infer_core.InferenceSession:
-    """Our output against onnxruntime's, twice (the second run replays the calls)."""
+    """Our output against onnxruntime's, twice (the second run replays the calls), then on
+    other values of the same shapes (calls bound to the arrays read the new values)."""
     sess = mini_infer_core.InferenceSession(model, device="cpu")
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = sess.run(None, feeds)[0]
     again = sess.run(None, feeds)[0]
-    want = ort.InferenceSession(model.SerializeToString(),
-                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    want = theirs.run(None, feeds)[0]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     np.testing.assert_array_equal(again, got)
+    other = {k: _f(*v.shape) for k, v in feeds.items()}
+    np.testing.assert_allclose(sess.run(None, other)[0], theirs.run(None, other)[0],
+                               rtol=rtol, atol=atol)
     return sess
+
+
+def _inner(nodes: list[onnx.NodeProto], inputs: list[str]) -> list[onnx.NodeProto]:
+    """``nodes`` between Neg nodes (each of ``inputs`` negated first, the output "y" after):
+    their arrays are then the engine's own, which it binds calls to (``bind_run``)."""
+    renamed = [onnx.NodeProto() for _ in nodes]
+    for new, node in zip(renamed, nodes, strict=True):
+        new.CopyFrom(node)
+        new.input[:] = [f"{i}_n" if i in inputs else i for i in node.input]
+        new.output[:] = ["y_n" if o == "y" else o for o in node.output]
+    return ([helper.make_node("Neg", [i], [f"{i}_n"]) for i in inputs] + renamed
+            + [helper.make_node("Neg", ["y_n"], ["y"])])
 
 
 # ---- Gemm and MatMul of a few rows ----------------------------------------------------
@@ -181,6 +197,12 @@ def test_product_calls_take_the_kernel_for_few_rows() -> None:
 # ---- squeeze-and-excitation: ReduceMean, GlobalAveragePool, Mul -------------------------
 
 @pytest.fixture
+def binds(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, int]:
+    """How often squeeze's plugins bound a compiled call to a step's arrays."""
+    return count_calls(squeeze, "partial", "calls")
+
+
+@pytest.fixture
 def means(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, int]:
     return count_calls(squeeze, "row_mean_call", "calls")
 
@@ -190,7 +212,8 @@ def means(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, i
     ((3, 40), [1], 1), ((2, 3, 4), None, 0), ((1, 960, 7, 7), [2, 3], 1),
     ((1, 5, 1, 1), [2, 3], 1), ((2, 3, 37), [-1], 0)])
 @pytest.mark.parametrize("opset", [13, 18])
-def test_reduce_mean_trailing(isa: str, means: dict[str, int], shape: tuple[int, ...],
+def test_reduce_mean_trailing(isa: str, means: dict[str, int], binds: dict[str, int],
+                              shape: tuple[int, ...],
                               axes: list[int] | None, keepdims: int, opset: int) -> None:
     x = _f(*shape)
     inits: dict[str, np.ndarray] = {}
@@ -201,10 +224,12 @@ def test_reduce_mean_trailing(isa: str, means: dict[str, int], shape: tuple[int,
         inputs.append("axes")
     elif axes is not None:
         attrs["axes"] = axes
-    model = _model([helper.make_node("ReduceMean", inputs, ["y"], **attrs)], {"x": x}, inits,
-                   opset=opset)
-    _check(model, {"x": x}, rtol=1e-5, atol=1e-6)
+    node = helper.make_node("ReduceMean", inputs, ["y"], **attrs)
+    for nodes in ([node], _inner([node], ["x"])):
+        model = _model(nodes, {"x": x}, inits, opset=opset)
+        _check(model, {"x": x}, rtol=1e-5, atol=1e-6)
     assert means["calls"] > 0
+    assert binds["calls"] > 0
 
 
 @pytest.mark.parametrize("axes", [[1], [0, 1], [1, 2]])
@@ -218,11 +243,14 @@ def test_reduce_mean_other_axes(means: dict[str, int], axes: list[int]) -> None:
 
 
 @pytest.mark.parametrize("shape", [(1, 7, 5, 3), (2, 96, 14, 14), (1, 3, 1, 1), (2, 4, 9)])
-def test_global_average_pool(isa: str, means: dict[str, int], shape: tuple[int, ...]) -> None:
+def test_global_average_pool(isa: str, means: dict[str, int], binds: dict[str, int],
+                             shape: tuple[int, ...]) -> None:
     x = _f(*shape)
-    _check(_model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], {"x": x}, {}),
-           {"x": x}, atol=1e-6)
+    node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
+    for nodes in ([node], _inner([node], ["x"])):
+        _check(_model(nodes, {"x": x}, {}), {"x": x}, atol=1e-6)
     assert means["calls"] > 0
+    assert binds["calls"] > 0
 
 
 @pytest.fixture
@@ -237,17 +265,19 @@ def scales(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, 
     ((2, 7, 5, 3), (1, 7, 1, 1), False), ((2, 7, 5, 3), (2, 7, 5, 3), False),
     ((2, 7, 5, 3), (3,), False)])
 @pytest.mark.parametrize("scale_first", [False, True])
-def test_se_scale_mul(isa: str, scales: dict[str, int], xshape: tuple[int, ...],
+def test_se_scale_mul(isa: str, scales: dict[str, int], binds: dict[str, int],
+                      xshape: tuple[int, ...],
                       sshape: tuple[int, ...], compiled: bool, scale_first: bool) -> None:
     """x * s[..., 1, 1] (either order) of a computed gate (HardSigmoid of a ReduceMean, as in
     MobileNetV3): the compiled rows where s is one value per row over trailing axes,
     cpu_basic's broadcasts otherwise."""
     x, s = _f(*xshape), _f(*sshape)
     inputs = ["g", "x"] if scale_first else ["x", "g"]
-    model = _model([helper.make_node("HardSigmoid", ["s"], ["g"]),
-                    helper.make_node("Mul", inputs, ["y"])], {"x": x, "s": s}, {})
-    _check(model, {"x": x, "s": s}, atol=1e-6)
+    nodes = [helper.make_node("HardSigmoid", ["s"], ["g"]), helper.make_node("Mul", inputs, ["y"])]
+    for graph in (nodes, _inner(nodes, ["x", "s"])):
+        _check(_model(graph, {"x": x, "s": s}, {}), {"x": x, "s": s}, atol=1e-6)
     assert (scales["calls"] >= 1) == compiled
+    assert (binds["calls"] >= 1) == compiled
 
 
 def test_se_block(threads: int) -> None:
