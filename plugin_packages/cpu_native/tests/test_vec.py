@@ -242,9 +242,10 @@ def test_reduce_mean_other_axes(means: dict[str, int], axes: list[int]) -> None:
     assert means["calls"] == 0
 
 
-@pytest.mark.parametrize("shape", [(1, 7, 5, 3), (2, 96, 14, 14), (1, 3, 1, 1), (2, 4, 9)])
-def test_global_average_pool(isa: str, means: dict[str, int], binds: dict[str, int],
-                             shape: tuple[int, ...]) -> None:
+@pytest.mark.parametrize("shape", [(1, 7, 5, 3), (2, 96, 14, 14), (1, 3, 1, 1), (2, 4, 9),
+                                   (2, 96, 28, 29)])  # the last: rows shared by the threads
+def test_global_average_pool(isa: str, threads: int, means: dict[str, int],
+                             binds: dict[str, int], shape: tuple[int, ...]) -> None:
     x = _f(*shape)
     node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
     for nodes in ([node], _inner([node], ["x"])):
@@ -260,12 +261,13 @@ def scales(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, 
 
 @pytest.mark.parametrize(("xshape", "sshape", "compiled"), [
     ((1, 72, 28, 28), (1, 72, 1, 1), True), ((2, 7, 5, 3), (2, 7, 1, 1), True),
+    ((2, 96, 28, 29), (2, 96, 1, 1), True),  # rows shared by the threads
     ((2, 7, 5, 3), (7, 1, 1), False), ((2, 7, 5, 3), (2, 7, 5, 1), True),
     ((2, 7, 5, 3), (1, 1, 1, 1), True), ((3, 11), (3, 1), True),
     ((2, 7, 5, 3), (1, 7, 1, 1), False), ((2, 7, 5, 3), (2, 7, 5, 3), False),
     ((2, 7, 5, 3), (3,), False)])
 @pytest.mark.parametrize("scale_first", [False, True])
-def test_se_scale_mul(isa: str, scales: dict[str, int], binds: dict[str, int],
+def test_se_scale_mul(isa: str, threads: int, scales: dict[str, int], binds: dict[str, int],
                       xshape: tuple[int, ...],
                       sshape: tuple[int, ...], compiled: bool, scale_first: bool) -> None:
     """x * s[..., 1, 1] (either order) of a computed gate (HardSigmoid of a ReduceMean, as in

@@ -270,11 +270,21 @@ static int vec_avx2(void) {
 #endif
 }
 
-int mi_row_mean_f32(const mi_rows_args *a) {
-    if (!a->x || !a->y || ANY_NEGATIVE(a->rows, a->cols)) return MI_EARGS;
-    const int avx2 = vec_avx2();
-    for (long r = 0; r < a->rows; r++) {
+/* rows [r0, r1) of a row mean (scale 0) or row scale (scale 1) */
+static void rows_range(const mi_rows_args *a, int scale, int avx2, long r0, long r1) {
+    for (long r = r0; r < r1; r++) {
         const float *x = a->x + r * a->cols;
+        if (scale) {
+            float *y = a->y + r * a->cols;
+#if HAVE_X86
+            if (avx2) {
+                row_scale_avx2(x, y, a->cols, a->s[r]);
+                continue;
+            }
+#endif
+            for (long i = 0; i < a->cols; i++) y[i] = x[i] * a->s[r];
+            continue;
+        }
 #if HAVE_X86
         float s = avx2 ? row_sum_avx2(x, a->cols) : row_sum_plain(x, a->cols);
 #else
@@ -282,22 +292,38 @@ int mi_row_mean_f32(const mi_rows_args *a) {
 #endif
         a->y[r] = s / (float)a->cols; /* no columns: 0 / 0, NaN */
     }
+}
+
+typedef struct {
+    const mi_rows_args *a;
+    int scale, avx2;
+} rows_job;
+
+static void rows_part(const void *job, int part, int parts) {
+    const rows_job *j = (const rows_job *)job;
+    long r0, r1;
+    mi_pool_share(j->a->rows, part, parts, &r0, &r1);
+    rows_range(j->a, j->scale, j->avx2, r0, r1);
+}
+
+/* floats at least for which the rows are shared by the pool's threads */
+#ifndef ROWS_SPLIT
+#define ROWS_SPLIT (64L * 1024)
+#endif
+
+static int run_rows(const mi_rows_args *a, int scale) {
+    rows_job j = {.a = a, .scale = scale, .avx2 = vec_avx2()};
+    if (a->rows > 1 && a->rows * a->cols >= ROWS_SPLIT) mi_pool_run(rows_part, &j);
+    else rows_range(a, scale, j.avx2, 0, a->rows);
     return MI_OK;
+}
+
+int mi_row_mean_f32(const mi_rows_args *a) {
+    if (!a->x || !a->y || ANY_NEGATIVE(a->rows, a->cols)) return MI_EARGS;
+    return run_rows(a, 0);
 }
 
 int mi_row_scale_f32(const mi_rows_args *a) {
     if (!a->x || !a->y || !a->s || ANY_NEGATIVE(a->rows, a->cols)) return MI_EARGS;
-    const int avx2 = vec_avx2();
-    for (long r = 0; r < a->rows; r++) {
-        const float *x = a->x + r * a->cols;
-        float *y = a->y + r * a->cols;
-#if HAVE_X86
-        if (avx2) {
-            row_scale_avx2(x, y, a->cols, a->s[r]);
-            continue;
-        }
-#endif
-        for (long i = 0; i < a->cols; i++) y[i] = x[i] * a->s[r];
-    }
-    return MI_OK;
+    return run_rows(a, 1);
 }
