@@ -1,16 +1,17 @@
 /* Kernels bound by memory for products of a few rows and squeeze-and-excitation blocks.
  *
  * mi_gemv_f32: C (m x n) = clamp(alpha * A (m x k) . B (k x n) + bias[i] + cbias[j] + R, lo,
- * hi) for a few rows m (a classifier head at batch 1, a decoder's step). The GEMM's tiles
- * (_gemm.c) are made for rows that reuse each B panel; with one row each k's 24 columns are
- * three FMAs on three accumulators, a chain bound by the FMA's latency, and the prefetch a
- * few rows ahead leaves B, the weights, to come from memory at a few GB/s. Here each column
- * tile of B (24 columns, the AVX2 panel's width) is streamed once for all the rows, k
- * unrolled over independent accumulators (12 ymm), B prefetched far ahead, and the tiles
- * shared by the pool's threads when B is large (a stream per core draws more of the
- * memory's bandwidth than one). B is packed (mi_gemm_pack_b_f32's panels of `panel`
- * columns: the weights, packed by the build) or read in place (rows ldb floats apart).
- * Each output is one thread's sum in k order (up to the unrolled partial sums).
+ * hi) for a few rows m (a classifier head at batch 1, a decoder's step), bound by memory:
+ * the weights are read once per run. The GEMM's one-row tile (_gemm.c) reads each 24-column
+ * tile of B as one stream, k after k; here k is cut in four segments read side by side,
+ * each with its own accumulators (12 ymm for one row), B prefetched a few rows ahead in each:
+ * a 2-core Zen VM's core drew ~3 GB/s from one stream and ~7 from four, and the classifier
+ * shapes (440-2048 x 1000-1280, weights from memory) ran 1.1-1.5x faster than on the GEMM's
+ * tile. Two rows share each pass over a tile (the next two read it from cache; the plugins
+ * take the GEMM from 3 rows: as fast there); the tiles are shared by the pool's threads
+ * when B is large. B is packed (mi_gemm_pack_b_f32's panels of `panel` columns: the weights,
+ * packed by the build) or read in place (rows ldb floats apart). Each output is one thread's
+ * sum, the segments' partial sums added in order: the thread count does not change it.
  *
  * mi_row_mean_f32: y[r] = mean of row r (ReduceMean / GlobalAveragePool over the trailing
  * axes: rows N*C, columns H*W). mi_row_scale_f32: y[r, :] = x[r, :] * s[r] (the SE block's
@@ -25,10 +26,12 @@
 int mi_gemm_isa(void); /* _gemm.c: 0 plain C, 1 AVX2, 2 AVX-512 */
 
 #define TILE 24
-#define MAX_GROUP 4
-/* rows of B prefetched ahead in each stream (rows of 96 bytes: 1.5 KiB ahead) */
+#define MAX_GROUP 2
+/* rows of B prefetched ahead in each stream: with four streams, 2-4 rows ran 1.1-1.5x
+ * faster than the GEMM's one-row tile on a 2-core Zen VM (weights from memory), 8 about as
+ * fast as it, 16 slower */
 #ifndef GEMV_AHEAD
-#define GEMV_AHEAD 16
+#define GEMV_AHEAD 4
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -133,16 +136,14 @@ AVX2 static void gemv_##ROWS##_##NV(const vtile *t, __m256i last) {             
         }                                                                                     \
     }                                                                                         \
 }
-/* accumulators: ROWS * NV * U <= 12 (with NV vectors of B and a broadcast: 16 registers) */
+/* accumulators: ROWS * NV * U <= 12 (with NV vectors of B and a broadcast: 16 registers);
+ * 3 and 4 rows in one pass (one stream) ran slower than two passes of two */
 GEMV(1, 1, 4) GEMV(1, 2, 4) GEMV(1, 3, 4)
 GEMV(2, 1, 4) GEMV(2, 2, 2) GEMV(2, 3, 2)
-GEMV(3, 1, 4) GEMV(3, 2, 2) GEMV(3, 3, 1)
-GEMV(4, 1, 2) GEMV(4, 2, 1) GEMV(4, 3, 1)
 
 typedef void (*gemv_fn)(const vtile *, __m256i);
-static const gemv_fn gemvs[MAX_GROUP][3] = {
-    {gemv_1_1, gemv_1_2, gemv_1_3}, {gemv_2_1, gemv_2_2, gemv_2_3},
-    {gemv_3_1, gemv_3_2, gemv_3_3}, {gemv_4_1, gemv_4_2, gemv_4_3}};
+static const gemv_fn gemvs[MAX_GROUP][3] = {{gemv_1_1, gemv_1_2, gemv_1_3},
+                                             {gemv_2_1, gemv_2_2, gemv_2_3}};
 
 AVX2 static void tile_avx2(const vtile *t) {
     long nv = (t->cols + 7) / 8, tail = t->cols - 8 * (nv - 1);

@@ -17,8 +17,9 @@ from ._native import Call, _batched, _call, _lib
 __all__ = ["MAX_ROWS", "PANEL", "gemv_call", "row_mean_call", "row_scale_call"]
 
 Array = NDArray[Any]
-#: rows at most that :func:`gemv_call` takes (more: the GEMM's tiles reuse B better)
-MAX_ROWS = 4
+#: rows at most for which the MatMul and Gemm plugins take :func:`gemv_call` (it takes any
+#: number, two at a time): 3 and 4 rows ran as fast or faster on the GEMM's tiles
+MAX_ROWS = 2
 #: the column tile of the kernel: a packed B's panels are a multiple of it wide
 PANEL = 24
 
