@@ -97,7 +97,6 @@ class _Mean(_Cached, _reduce._Reduce):
         self._run((x, axes, out), call)
         return None
 
-
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
         x, out = inputs[0], outputs[0]
