@@ -381,7 +381,8 @@ def test_weights_packed_by_the_build_run_from_the_file_in_another_process(
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
     assert engine.build_info["constants_packed"] == 3
     assert [n.plugin.hidden.get("__wpacked__") for n in engine.nodes  # type: ignore[attr-defined]
-            if n.op_type in ("Conv", "Gemm")] == [1, 1, 2]  # Gemm: column panels of B^T
+            if n.op_type in ("Conv", "Gemm")] == [  # Gemm: column panels of B^T, 24 or 48
+        1, 1, 3 if _native.gemm_isa() == "avx2" else 2]
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     path = tmp_path / "packed.engine"
@@ -409,6 +410,33 @@ def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
     monkeypatch.setattr(plugins, "gemm_available", lambda: False)
     got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@VECTOR
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_gemm_weights_of_either_panel_width_run_here(monkeypatch: pytest.MonkeyPatch,
+                                                     isa: str) -> None:
+    """Gemm's B packed in panels of 24 (``__wpacked__`` 3, built where the AVX2 kernels run)
+    or of 48 (2, built elsewhere), one row and several: right on this CPU's kernels."""
+    monkeypatch.setattr(plugins, "gemm_isa", lambda: isa)
+    for rows in (1, 7):
+        model, x = _gemm_model(rows, 50, 77, 1, (77,), False, 0)
+        engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+        assert [n.plugin.hidden.get("__wpacked__")  # type: ignore[attr-defined]
+                for n in engine.nodes] == [3 if isa == "avx2" else 2]
+        want = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_unpacking_undoes_packing() -> None:
+    for trans_b in (0, 1):
+        for layout, width in ((2, _native.B_PANEL), (3, _native.B_PANEL_AVX2)):
+            b = RNG.standard_normal((30, 53)).astype(np.float32)
+            bt = b.T if trans_b else b
+            packed = _native.pack_b(bt, width).reshape(b.shape)
+            np.testing.assert_array_equal(plugins._unpack_gemm_b(packed, trans_b, layout), b)
 
 
 def test_unpacking_undoes_packing() -> None:
