@@ -30,7 +30,11 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
 from . import _conv_gemm, _dconv, _matmul, _winograd
+from ._act import ACT_OPS, act_isa
+from ._act import act as act_in_place
 from ._native import (
+    NO_ACT,
+    Act,
     Call,
     bias_act,
     dwconv2d,
@@ -79,6 +83,28 @@ def _lift(a: Array | None) -> Any:
     return None if a is None else a[:, :, None, :]
 
 
+#: the activations Conv applies after its clamp (ConvFusion's ``__act__``) by their
+#: ``mi_act_f32`` names, and NumPy's forms for the arrays the compiled kernels do not take
+_ACTS: dict[str, str] = {"HardSigmoid": "hard_sigmoid", "HardSwish": "hard_swish",
+                         "Sigmoid": "sigmoid", "Swish": "swish"}
+
+
+def _act_numpy(name: str, x: Array, alpha: float, beta: float) -> None:
+    """``x = name(x)`` in place, in ``x``'s dtype."""
+    if name == "HardSigmoid":
+        np.clip(x * x.dtype.type(alpha) + x.dtype.type(beta), 0, 1, out=x)
+    elif name == "HardSwish":
+        x *= np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1)
+    else:
+        z = x * x.dtype.type(alpha) if name == "Swish" else x
+        with np.errstate(over="ignore"):
+            s = 1 / (1 + np.exp(-z))
+        if name == "Swish":
+            x *= s
+        else:
+            x[...] = s
+
+
 def _bounds(relu: int, clip: Any) -> tuple[float, float]:
     """The clamp a fused Relu or Clip makes (none: no bounds)."""
     lo, hi = (0.0, np.inf) if relu else (clip or (-np.inf, np.inf))
@@ -124,7 +150,10 @@ class Conv(_Derived, _conv.Conv):
     so they take the same compiled paths instead of cpu_basic's NumPy im2col."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (*_conv.Conv.hidden_fields, "__tactic__",
-                                                "__wpacked__")
+                                                "__wpacked__", "__act__", "__act_args__")
+    #: also the activations every path here applies after the clamp (in the epilogues of the
+    #: compiled GEMM, the direct and Winograd convolutions; after cpu_basic's otherwise)
+    fusable: ClassVar[frozenset[str]] = _conv.Conv.fusable | frozenset(_ACTS)
     TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
     #: output tile size of each Winograd tactic
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
@@ -197,16 +226,19 @@ class Conv(_Derived, _conv.Conv):
                  r: Array | None, out: Array, group: int, __relu__: int, __clip__: Any,
                  **kw: Any) -> None:
         """The compiled paths (2-D arrays; ``key``: the arrays as the node got them, for the
-        kept calls), else cpu_basic's."""
+        kept calls), else cpu_basic's; then the fused activation where the path has not
+        applied it."""
+        act = self._act_code()
         if self._direct(x.shape, w.shape, x.itemsize, group) and usable(x, w, b, r, out):
-            self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__))
+            self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__,
+                                                   act))
             run_calls(self._calls[1])
             return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
             calls = _conv_gemm.gemm_conv_calls(
                 x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group), group, lo,
-                hi, self._buffers(x, w, group))
+                hi, self._buffers(x, w, group), act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -218,7 +250,7 @@ class Conv(_Derived, _conv.Conv):
             lo, hi = _bounds(__relu__, __clip__)
             u, packed = self._winograd_weights(w, tile, group)
             calls = _winograd.winograd_calls(x, u, b, r, out, (begin[0], begin[1]), lo, hi,
-                                             self._buffers(x, w, group), packed)
+                                             self._buffers(x, w, group), packed, act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -232,9 +264,30 @@ class Conv(_Derived, _conv.Conv):
             dwconv2d(x, w, b, r, out, work, (int(win.kernel[0]), int(win.kernel[1])),
                      (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
                      (plan.begin[0], plan.begin[1]), ext, lo, hi)
+        else:
+            super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
+                            __clip__=__clip__, **kw)
+        self._act_after(out)
+
+    def _act_code(self) -> Act:
+        """The fused activation (``__act__``) as the compiled epilogues take it."""
+        name = self.hidden.get("__act__")
+        if not name:
+            return NO_ACT
+        alpha, beta = self.hidden.get("__act_args__", (0.0, 0.0))
+        return ACT_OPS[_ACTS[name]], float(alpha), float(beta)
+
+    def _act_after(self, out: Array) -> None:
+        """The fused activation, in place over ``out``, for the paths without it in their
+        epilogue (cpu_basic's, the depthwise kernel of ``_kernels.c``)."""
+        name = self.hidden.get("__act__")
+        if not name:
             return
-        super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
-                        __clip__=__clip__, **kw)
+        alpha, beta = (float(v) for v in self.hidden.get("__act_args__", (0.0, 0.0)))
+        if usable(out) and out.flags.c_contiguous:
+            act_in_place(_ACTS[name], out, out, alpha, beta)
+        else:
+            _act_numpy(name, out, alpha, beta)
 
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -252,17 +305,20 @@ class Conv(_Derived, _conv.Conv):
 
     def _direct(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> bool:
-        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones
-        but 3x3, whose nine taps the depthwise kernel does in one pass as fast): summed
-        directly (:mod:`._dconv`), weights as ONNX stores them. Single-thread kernel times:
-        RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208 channels at
-        14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at 56x56, stride 2:
-        1.0 -> 0.3 ms)."""
+        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones:
+        3x3 ones only where its AVX2 kernels run, the depthwise kernel of ``_kernels.c``
+        doing their nine taps in one pass otherwise): summed directly (:mod:`._dconv`),
+        weights as ONNX stores them, the fused activation in registers. Single-thread kernel
+        times: RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208
+        channels at 14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at
+        56x56, stride 2: 1.0 -> 0.3 ms); with the AVX2 depthwise kernels, 3x3 stride 2 (64
+        channels, 112x112) 1.3 -> 0.4 ms, 5x5 over 7x7-14x14 maps 0.4 -> 0.25-0.3 ms."""
         return itemsize == 4 and _dconv.applies(xshape, wshape, group) and not (
-            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3))
+            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3)
+            and act_isa() < 1)
 
     def _direct_calls(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
-                      group: int, relu: int, clip: Any) -> list[Call]:
+                      group: int, relu: int, clip: Any, act: Act = NO_ACT) -> list[Call]:
         plan = self._plan(x, w, group)
         win = plan.window
         geo = ((int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
@@ -270,7 +326,7 @@ class Conv(_Derived, _conv.Conv):
         need = _dconv.work_floats(x.shape, w.shape, group, *geo, plan.out_dims)
         work = self.scratch.buffer("dconv", (need,), np.float32)
         lo, hi = _bounds(relu, clip)
-        return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi)]
+        return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi, act)]
 
     def _own_gemm(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                   group: int) -> bool:
