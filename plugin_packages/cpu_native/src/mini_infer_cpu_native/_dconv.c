@@ -312,6 +312,81 @@ static void dw_channel_avx2(const mi_dconv2d_args *a, const dgeo *g, const float
         }
     }
 }
+/* ---- groups of several channels, AVX2 + FMA ----------------------------------------------
+ * MBK output channels x V vectors of 8 columns of one output row in MBK * V registers over
+ * every (input channel, tap) of the group: V input vectors loaded, each output channel's
+ * weight broadcast (4 x 2: 6 loads per 8 FMAs, where 8 channels x 1 vector took 9), then the
+ * epilogue on the registers. */
+#define GROUP_TILE(MBK, V)                                                                  \
+    __attribute__((target("avx2,fma"))) static void group_tile_##MBK##_##V(                 \
+        const float *restrict q, long plane, const long *restrict toff, long taps, long cg,  \
+        const float *restrict wm, const float *restrict bias, float *restrict y,            \
+        const float *restrict res, long ystep, long cols, const epi_args *e) {              \
+        __m256 acc[MBK][V];                                                                 \
+        const long wstep = cg * taps;                                                       \
+        _Pragma("GCC unroll 4") for (int i = 0; i < MBK; i++)                               \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) acc[i][v] =                 \
+                _mm256_set1_ps(bias ? bias[i] : 0.0f);                                      \
+        for (long c = 0; c < cg; c++) {                                                     \
+            const float *qc = q + c * plane, *wc = wm + c * taps;                           \
+            for (long t = 0; t < taps; t++) {                                               \
+                __m256 d[V];                                                                \
+                _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) d[v] =                  \
+                    _mm256_loadu_ps(qc + toff[t] + 8 * v);                                  \
+                _Pragma("GCC unroll 4") for (int i = 0; i < MBK; i++) {                     \
+                    const __m256 k = _mm256_broadcast_ss(wc + i * wstep + t);               \
+                    _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) acc[i][v] =         \
+                        _mm256_fmadd_ps(k, d[v], acc[i][v]);                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        const __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);                \
+        const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);           \
+        const long tail = cols - 8 * (V - 1);                                               \
+        const __m256i mk = mi_tail_avx2(tail);                                              \
+        _Pragma("GCC unroll 4") for (int i = 0; i < MBK; i++)                               \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) {                           \
+                const int part = v == V - 1 && tail < 8;                                    \
+                __m256 x = acc[i][v];                                                       \
+                if (res) {                                                                  \
+                    const float *rp = res + i * ystep + 8 * v;                              \
+                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, mk) : _mm256_loadu_ps(rp)); \
+                }                                                                           \
+                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));                                \
+                x = mi_epi_avx2(x, e->act, al, be);                                         \
+                if (part) _mm256_maskstore_ps(y + i * ystep + 8 * v, mk, x);                \
+                else _mm256_storeu_ps(y + i * ystep + 8 * v, x);                            \
+            }                                                                               \
+    }
+GROUP_TILE(4, 2)
+GROUP_TILE(4, 1)
+GROUP_TILE(1, 2)
+GROUP_TILE(1, 1)
+
+typedef void (*group_tile_fn)(const float *, long, const long *, long, long, const float *,
+                              const float *, float *, const float *, long, long,
+                              const epi_args *);
+
+/* one group copied to q (copy_in's layout): its mg output channels (mo planes from yg) */
+static void group_avx2(const mi_dconv2d_args *a, const dgeo *g, const float *q,
+                       const long *toff, const float *wg, const float *bg, const float *rg,
+                       float *yg, const epi_args *e) {
+    long ow = a->ow, oh = a->oh, rstep = a->sh * a->sw * g->wq, ystep = oh * ow;
+    long plane = g->hp * a->sw * g->wq, wstep = g->cg * g->taps;
+    for (long m0 = 0; m0 < g->mg;) {
+        int four = g->mg - m0 >= 4;
+        group_tile_fn wide = four ? group_tile_4_2 : group_tile_1_2;
+        group_tile_fn narrow = four ? group_tile_4_1 : group_tile_1_1;
+        for (long r = 0; r < oh; r++)
+            for (long o = 0; o < ow; o += 2 * VW) {
+                long cols = lmin(2 * VW, ow - o), off = m0 * ystep + r * ow + o;
+                (cols > VW ? wide : narrow)(q + r * rstep + o, plane, toff, g->taps, g->cg,
+                                            wg + m0 * wstep, bg ? bg + m0 : NULL, yg + off,
+                                            rg ? rg + off : NULL, ystep, cols, e);
+            }
+        m0 += four ? 4 : 1;
+    }
+}
 #endif
 
 /* units [u0, u1) = (image, group) pairs */
@@ -327,7 +402,8 @@ static void dconv_range(const mi_dconv2d_args *a, const dgeo *g, float *work, lo
     /* the border: every group's copy writes the same interior cells */
     memset(work, 0, sizeof(float) * work_floats(a, g));
 #if MI_ACT_X86
-    int fast = g->cg == 1 && g->mg == 1 && mi_act_isa() >= 1;
+    int fast = mi_act_isa() >= 1;
+    int depthwise = g->cg == 1 && g->mg == 1;
     epi_args e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
 #endif
     for (long u = u0; u < u1; u++) {
@@ -339,9 +415,14 @@ static void dconv_range(const mi_dconv2d_args *a, const dgeo *g, float *work, lo
         const float *wg = a->w + grp * g->mg * g->cg * g->taps;
         const float *rg = a->res ? a->res + mo * plane_out : NULL;
 #if MI_ACT_X86
-        if (fast) {
+        if (fast && depthwise) {
             dw_channel_avx2(a, g, work, toff, wg, a->bias ? a->bias[grp] : 0.0f, rg,
                             a->y + mo * plane_out, &e);
+            continue;
+        }
+        if (fast) {
+            group_avx2(a, g, work, toff, wg, a->bias ? a->bias + grp * g->mg : NULL, rg,
+                       a->y + mo * plane_out, &e);
             continue;
         }
 #endif
