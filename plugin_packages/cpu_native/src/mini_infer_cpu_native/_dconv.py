@@ -1,5 +1,6 @@
 """The direct convolution of narrow groups (``_dconv.c``): depthwise convolutions and groups
-of a few channels (RegNet's 8), summed in registers with bias, residual and clamp.
+of a few channels (RegNet's 8), summed in registers with bias, residual, clamp and a fused
+activation (:data:`._native.Act`).
 
 :func:`applies` says which convolutions take it; :func:`work_floats` sizes the caller's copy
 of a group's inputs; :func:`dconv2d_call` checks the arrays and makes the call.

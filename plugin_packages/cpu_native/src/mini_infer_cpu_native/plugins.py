@@ -144,6 +144,13 @@ class Conv(_Derived, _conv.Conv):
     ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides).
     ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so).
 
+    Besides Relu and Clip it absorbs a HardSigmoid, HardSwish, Sigmoid or Swish after the
+    product (and residual): ConvFusion records it in ``__act__`` (the name) and
+    ``__act_args__`` (alpha, beta); the compiled GEMM's epilogue, the direct and Winograd
+    convolutions apply it to the clamped sums before they are stored, the other paths after
+    (``mi_act_f32`` over the output, NumPy for float64). MobileNetV3's HardSwish and
+    EfficientNet's SiLU nodes are gone from the engine.
+
     float32 1-D convolutions (audio front-ends: STFT as a convolution, wav2vec2's feature
     encoder, Whisper's stem) run as 2-D ones of height 1 (:meth:`window` lifts the 1-D
     attributes; the arrays are reshaped views, W packed at build time for the lifted shape),
@@ -228,6 +235,12 @@ class Conv(_Derived, _conv.Conv):
         """The compiled paths (2-D arrays; ``key``: the arrays as the node got them, for the
         kept calls), else cpu_basic's; then the fused activation where the path has not
         applied it."""
+        pruned = self._pruned(x, w, group)
+        if pruned is not None:
+            conv, wp = pruned
+            conv.compute(x, wp, b, r, out=out, group=group, __relu__=__relu__,
+                         __clip__=__clip__, **kw)
+            return
         act = self._act_code()
         if self._direct(x.shape, w.shape, x.itemsize, group) and usable(x, w, b, r, out):
             self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__,
@@ -268,6 +281,58 @@ class Conv(_Derived, _conv.Conv):
             super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                             __clip__=__clip__, **kw)
         self._act_after(out)
+
+    #: (x shape, W) -> the convolution of the taps that read the input and its weights, or
+    #: None (every tap does)
+    _pruned_cache: dict[tuple[Any, ...], tuple[Conv, Array, Array] | None] | None = None
+
+    def _pruned(self, x: Array, w: Array, group: int) -> tuple[Conv, Array] | None:
+        """A dense float32 2-D convolution whose outer taps read only padding for every output
+        (DeepLabV3's ASPP: a 3x3 kernel dilated 36 over a 32x32 map, whose eight outer taps
+        never reach the input) as the convolution of the taps that do, with their weights and
+        the padding before moved by the taps left out: the same sums, a ninth of the work for
+        the ASPP's last branch. None where every tap reads the input somewhere."""
+        if (x.ndim != 4 or group != 1 or w.dtype != np.float32 or w.flags.writeable
+                or _one_d(self.attrs)):
+            return None
+        key = (x.shape, id(w))
+        if self._pruned_cache is None:
+            self._pruned_cache = {}
+        if key in self._pruned_cache:
+            got = self._pruned_cache[key]
+            return None if got is None or got[2] is not w else (got[0], got[1])
+        made = self._prune(x.shape, w)
+        self._pruned_cache[key] = None if made is None else (*made, w)
+        return made
+
+    def _prune(self, xshape: tuple[int, ...], w: Array) -> tuple[Conv, Array] | None:
+        kernel = w.shape[2:]  # W's shape, packed for the GEMM or not
+        plan = self._plan_for(xshape, w.shape, 4, 1)
+        win = plan.window
+        keep, pads = [], ([0, 0], [0, 0])
+        for i in range(2):
+            n, out, k = xshape[2 + i], plan.out_dims[i], int(kernel[i])
+            s, d, begin = win.strides[i], win.dilations[i], plan.begin[i]
+            live = [t for t in range(k) if (out - 1) * s + t * d - begin >= 0
+                    and t * d - begin <= n - 1]
+            if not live:
+                return None
+            k0, k1 = live[0], live[-1] + 1
+            keep.append((k0, k1))
+            pads[0][i] = begin - k0 * d
+            pads[1][i] = (out - 1) * s + (k1 - k0 - 1) * d + 1 - n - pads[0][i]
+            if pads[0][i] < 0 or pads[1][i] < 0:
+                return None
+        if all(k0 == 0 and k1 == int(k) for (k0, k1), k in zip(keep, kernel, strict=True)):
+            return None
+        full = w if not self.hidden.get("__wpacked__") else _conv_gemm.unpack_weights(w, 1)
+        wp = np.ascontiguousarray(full[:, :, keep[0][0]:keep[0][1], keep[1][0]:keep[1][1]])
+        wp.flags.writeable = False
+        attrs = {k: v for k, v in self.attrs.items() if v is not None}
+        attrs.update(kernel_shape=[keep[0][1] - keep[0][0], keep[1][1] - keep[1][0]],
+                     pads=[pads[0][0], pads[0][1], pads[1][0], pads[1][1]], auto_pad="NOTSET")
+        hidden = {k: v for k, v in self.hidden.items() if k in ("__act__", "__act_args__")}
+        return type(self)(self.name, **attrs, **hidden), wp
 
     def _act_code(self) -> Act:
         """The fused activation (``__act__``) as the compiled epilogues take it."""
