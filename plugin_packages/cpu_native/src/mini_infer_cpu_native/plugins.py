@@ -30,8 +30,8 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
 from . import _conv_gemm, _dconv, _matmul, _winograd
-from ._act import ACT_OPS, act_isa
-from ._act import act as act_in_place
+from ._act import act_isa
+from ._conv_extra import ACTS, act_after, act_code, live_taps
 from ._native import (
     NO_ACT,
     Act,
@@ -81,28 +81,6 @@ def _lift_shape(shape: Sequence[int]) -> tuple[int, ...]:
 def _lift(a: Array | None) -> Any:
     """A 3-D array as the 4-D view of height 1, whatever its strides (None stays None)."""
     return None if a is None else a[:, :, None, :]
-
-
-#: the activations Conv applies after its clamp (ConvFusion's ``__act__``) by their
-#: ``mi_act_f32`` names, and NumPy's forms for the arrays the compiled kernels do not take
-_ACTS: dict[str, str] = {"HardSigmoid": "hard_sigmoid", "HardSwish": "hard_swish",
-                         "Sigmoid": "sigmoid", "Swish": "swish"}
-
-
-def _act_numpy(name: str, x: Array, alpha: float, beta: float) -> None:
-    """``x = name(x)`` in place, in ``x``'s dtype."""
-    if name == "HardSigmoid":
-        np.clip(x * x.dtype.type(alpha) + x.dtype.type(beta), 0, 1, out=x)
-    elif name == "HardSwish":
-        x *= np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1)
-    else:
-        z = x * x.dtype.type(alpha) if name == "Swish" else x
-        with np.errstate(over="ignore"):
-            s = 1 / (1 + np.exp(-z))
-        if name == "Swish":
-            x *= s
-        else:
-            x[...] = s
 
 
 def _bounds(relu: int, clip: Any) -> tuple[float, float]:
@@ -160,7 +138,7 @@ class Conv(_Derived, _conv.Conv):
                                                 "__wpacked__", "__act__", "__act_args__")
     #: also the activations every path here applies after the clamp (in the epilogues of the
     #: compiled GEMM, the direct and Winograd convolutions; after cpu_basic's otherwise)
-    fusable: ClassVar[frozenset[str]] = _conv.Conv.fusable | frozenset(_ACTS)
+    fusable: ClassVar[frozenset[str]] = _conv.Conv.fusable | frozenset(ACTS)
     TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
     #: output tile size of each Winograd tactic
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
@@ -241,7 +219,7 @@ class Conv(_Derived, _conv.Conv):
             conv.compute(x, wp, b, r, out=out, group=group, __relu__=__relu__,
                          __clip__=__clip__, **kw)
             return
-        act = self._act_code()
+        act = act_code(self.hidden)
         if self._direct(x.shape, w.shape, x.itemsize, group) and usable(x, w, b, r, out):
             self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__,
                                                    act))
@@ -280,7 +258,7 @@ class Conv(_Derived, _conv.Conv):
         else:
             super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
                             __clip__=__clip__, **kw)
-        self._act_after(out)
+        act_after(self.hidden, out)
 
     #: (x shape, W) -> the convolution of the taps that read the input and its weights, or
     #: None (every tap does)
@@ -306,53 +284,20 @@ class Conv(_Derived, _conv.Conv):
         return made
 
     def _prune(self, xshape: tuple[int, ...], w: Array) -> tuple[Conv, Array] | None:
-        kernel = w.shape[2:]  # W's shape, packed for the GEMM or not
-        plan = self._plan_for(xshape, w.shape, 4, 1)
+        plan = self._plan_for(xshape, w.shape, 4, 1)  # W's shape, packed for the GEMM or not
         win = plan.window
-        keep, pads = [], ([0, 0], [0, 0])
-        for i in range(2):
-            n, out, k = xshape[2 + i], plan.out_dims[i], int(kernel[i])
-            s, d, begin = win.strides[i], win.dilations[i], plan.begin[i]
-            live = [t for t in range(k) if (out - 1) * s + t * d - begin >= 0
-                    and t * d - begin <= n - 1]
-            if not live:
-                return None
-            k0, k1 = live[0], live[-1] + 1
-            keep.append((k0, k1))
-            pads[0][i] = begin - k0 * d
-            pads[1][i] = (out - 1) * s + (k1 - k0 - 1) * d + 1 - n - pads[0][i]
-            if pads[0][i] < 0 or pads[1][i] < 0:
-                return None
-        if all(k0 == 0 and k1 == int(k) for (k0, k1), k in zip(keep, kernel, strict=True)):
+        live = live_taps(xshape[2:], plan.out_dims, w.shape[2:], win.strides, win.dilations,
+                         plan.begin)
+        if live is None:
             return None
+        keep, pads = live
         full = w if not self.hidden.get("__wpacked__") else _conv_gemm.unpack_weights(w, 1)
         wp = np.ascontiguousarray(full[:, :, keep[0][0]:keep[0][1], keep[1][0]:keep[1][1]])
         wp.flags.writeable = False
         attrs = {k: v for k, v in self.attrs.items() if v is not None}
-        attrs.update(kernel_shape=[keep[0][1] - keep[0][0], keep[1][1] - keep[1][0]],
-                     pads=[pads[0][0], pads[0][1], pads[1][0], pads[1][1]], auto_pad="NOTSET")
+        attrs.update(kernel_shape=[k1 - k0 for k0, k1 in keep], pads=pads, auto_pad="NOTSET")
         hidden = {k: v for k, v in self.hidden.items() if k in ("__act__", "__act_args__")}
         return type(self)(self.name, **attrs, **hidden), wp
-
-    def _act_code(self) -> Act:
-        """The fused activation (``__act__``) as the compiled epilogues take it."""
-        name = self.hidden.get("__act__")
-        if not name:
-            return NO_ACT
-        alpha, beta = self.hidden.get("__act_args__", (0.0, 0.0))
-        return ACT_OPS[_ACTS[name]], float(alpha), float(beta)
-
-    def _act_after(self, out: Array) -> None:
-        """The fused activation, in place over ``out``, for the paths without it in their
-        epilogue (cpu_basic's, the depthwise kernel of ``_kernels.c``)."""
-        name = self.hidden.get("__act__")
-        if not name:
-            return
-        alpha, beta = (float(v) for v in self.hidden.get("__act_args__", (0.0, 0.0)))
-        if usable(out) and out.flags.c_contiguous:
-            act_in_place(_ACTS[name], out, out, alpha, beta)
-        else:
-            _act_numpy(name, out, alpha, beta)
 
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
