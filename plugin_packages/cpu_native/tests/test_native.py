@@ -341,6 +341,23 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
     assert calls["im2col"] > 2  # several bands per image
 
 
+def test_a_stem_over_a_large_image_runs_in_bands_of_its_default_size(
+        calls: dict[str, int]) -> None:
+    """A stem (3 input channels, small weights) over a 300 x 333 image, batch 2: columns of
+    1 MiB per band (29 output rows of 333, 27 values each), a short last band, each band's
+    GEMM writing its rows of the output."""
+    if not _native.gemm_available():
+        pytest.skip("this CPU has neither AVX-512 nor AVX2: the compiled GEMM does not run here")
+    x = RNG.standard_normal((2, 3, 300, 333)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32),
+             "b": RNG.standard_normal(16).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["im2col"] == 2 * 11  # 300 rows in 10 bands of 29 and one of 10, per image
+
+
 @pytest.mark.parametrize("xshape, relu", [((2, 6, 5, 7), False), ((1, 4, 9), True),
                                           ((3, 5), True),
                                           ((2, 7, 39, 41), True)])  # split between threads
