@@ -174,8 +174,9 @@ def tiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_winograd_conv(xshape: tuple[int, ...], m: int, attrs: dict[str, Any],
                        block: int | None, after: str, tile: int, calls: dict[str, int],
                        tiles: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    if block is not None:
+    if block is not None:  # blocks of that size, whatever U's
         monkeypatch.setattr(_winograd, "BLOCK_BYTES", block)
+        monkeypatch.setattr(_winograd, "BLOCK_PER_WEIGHTS", 0)
     # the default takes F(4x4) from MIN_TILES_4 tiles: 1 takes it everywhere, 10**9 nowhere
     monkeypatch.setattr(_winograd, "MIN_TILES_4", 1 if tile == 4 else 10**9)
     x = RNG.standard_normal(xshape).astype(np.float32)
