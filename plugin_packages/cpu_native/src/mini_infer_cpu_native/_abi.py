@@ -287,3 +287,14 @@ class DConv2dArgs(ctypes.Structure):
 
 STRUCTS["mi_dconv2d_args"] = DConv2dArgs
 __all__ += ["DConv2dArgs"]
+
+
+# ---- ConvTranspose whose kernel is its stride (_kernels.c) -------------------------------
+
+class Taps2dArgs(ctypes.Structure):
+    """mi_taps2d_args"""
+    _fields_ = _fields(_P, "taps y") + _fields(_L, "planes kh kw h wd")
+
+
+STRUCTS["mi_taps2d_args"] = Taps2dArgs
+__all__ += ["Taps2dArgs"]
