@@ -107,7 +107,8 @@ def test_operands_are_read_and_written_with_their_row_strides(isa: str) -> None:
                                      (128, 25, 1100), (97, 196, 300), (160, 51, 2000)])
 def test_rows_enough_read_b_packed_in_blocks_with_every_column_tail(m: int, n: int, k: int,
                                                                    isa: str) -> None:
-    """96 rows and more: each block of B (read in place, rows of a wider array) is first
+    """96 rows and more, B in short rows (256 floats apart at most; here read in place as
+    rows of a wider array): each block of B is first
     copied into an aligned, zero-padded panel (AVX2; in blocks of K where K is over 512);
     every column tail, bias, residual and clamp (sums of
     the residual's scale, so that the clamp cuts some)."""

@@ -473,6 +473,9 @@ static void tile_plain(const tile *t, long rows, long cols) {
 #ifndef BPACK_ROWS
 #define BPACK_ROWS 96
 #endif
+#ifndef BPACK_LDB
+#define BPACK_LDB 256
+#endif
 #ifndef BPACK_K
 #define BPACK_K 1024
 #endif
@@ -535,10 +538,13 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt, long
     long panels = g->a_packed ? rows / MR : 0;
 #if HAVE_X86
     if (g->isa == ISA_AVX2) {
-        /* B in place, rows enough to share its block (fewer: as fast in place, ResNet's
-         * 64-row layers): packed first (2048x1024x49 and 512x4608x49, 7x7 maps whose rows of
-         * 49 floats start anywhere in a line: 30-37 -> 40-48 GFLOP/s) */
-        if (!g->b_packed && !gemv && rows >= BPACK_ROWS && t.k <= BPACK_K) {
+        /* B in place in short rows (7x7 and 14x14 maps, narrow im2col bands), rows enough
+         * to share its block (fewer: as fast in place, ResNet's 64-row layers): packed
+         * first (2048x1024x49 and 512x4608x49, rows of 49 floats that start anywhere in a
+         * line: 30-37 -> 40-48 GFLOP/s; long rows, 1x1 convolutions over 19x25 to 76x100
+         * maps, ran 15-35% slower packed) */
+        if (!g->b_packed && !gemv && rows >= BPACK_ROWS && t.k <= BPACK_K &&
+            t.ldb <= BPACK_LDB) {
             float *buf = bpack_buffer();
             if (buf) {
                 pack_b_block(t.b, t.ldb, t.k, cols, buf);
