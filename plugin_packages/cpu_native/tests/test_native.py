@@ -662,11 +662,11 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
 
 
 def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleType) -> None:
-    from mini_infer_cpu_native import matmul
+    from mini_infer_cpu_native import conv_transpose, matmul
 
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
-    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize]
+    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
