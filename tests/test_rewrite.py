@@ -1,6 +1,7 @@
 """The rewrite pass: activation and normalization chains exporters write become one operator
-(Swish, HardSwish, Gelu, LayerNormalization); results match onnxruntime on the original
-model, and a chain whose intermediate is used elsewhere is left alone."""
+(Swish, HardSwish from HardSigmoid or Paddle's Clip, Gelu, LayerNormalization); results match
+onnxruntime on the original model, and a chain whose intermediate is used elsewhere is left
+alone."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ PATTERNS = {
     "silu": ([C("Sigmoid", ["x"], ["s"]), C("Mul", ["s", "x"], ["y"])], {}, "Swish"),
     "hardswish": ([C("HardSigmoid", ["x"], ["s"], alpha=1 / 6, beta=0.5),
                    C("Mul", ["x", "s"], ["y"])], {}, "HardSwish"),
+    "hardswish_clip": ([C("Add", ["x", "three"], ["a"]), C("Clip", ["a", "zero", "six"], ["c"]),
+                        C("Mul", ["x", "c"], ["m"]), C("Div", ["m", "six"], ["y"])],
+                       {"three": 3.0, "zero": 0.0, "six": 6.0}, "HardSwish"),
+    "hardswish_clip_scaled_first": ([C("Add", ["three", "x"], ["a"]),
+                                     C("Clip", ["a", "zero", "six"], ["c"]),
+                                     C("Mul", ["sixth", "c"], ["d"]),
+                                     C("Mul", ["d", "x"], ["y"])],
+                                    {"three": 3.0, "zero": 0.0, "six": 6.0, "sixth": 1 / 6},
+                                    "HardSwish"),
     "gelu_erf": ([C("Div", ["x", "sqrt2"], ["u"]), C("Erf", ["u"], ["e"]),
                   C("Add", ["e", "one"], ["a"]), C("Mul", ["x", "a"], ["m"]),
                   C("Mul", ["m", "half"], ["y"])],

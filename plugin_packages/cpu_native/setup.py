@@ -29,7 +29,7 @@ SOURCES += ["_act.c"]
 SOURCES += ["_resize.c"]
 # direct convolution of narrow groups (_dconv.c)
 SOURCES += ["_dconv.c"]
-DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h"]
+DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)
 LIMITED_API = "0x030B0000"

@@ -107,7 +107,6 @@ def _same_shape(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
 
 
 @pytest.mark.parametrize("xshape, m, group, kernel", [
-    ((1, 16, 10, 10), 16, 16, (3, 3)),  # depthwise 3x3: the depthwise kernel's
     ((1, 16, 10, 10), 16, 2, (3, 3)),  # two groups of 8: the GEMM paths
     ((1, 3, 10, 10), 3, 3, (5, 5)),  # three channels: fewer than MIN_GROUPS groups
     ((1, 72, 10, 10), 72, 4, (3, 3)),  # groups of 18 channels: wider than MAX_WIDTH

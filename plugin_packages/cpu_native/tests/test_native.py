@@ -27,6 +27,7 @@ from mini_infer_cpu_native import (
     plugins,
     resize,
 )
+from mini_infer_cpu_native._act import act_isa
 from mini_infer_cpu_native.catalog import lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -138,9 +139,9 @@ def test_depthwise_conv(xshape: tuple[int, ...], kernel: tuple[int, int], attrs:
                               kernel_shape=list(kernel), **attrs)]
     nodes += epilogue(after, inits)
     _compare(_model(nodes, x, inits), x, {"Conv"})
-    # 3x3 (and fewer than MIN_GROUPS channels): the depthwise kernel's nine taps in one
-    # pass; the others summed in registers
-    direct = kernel != (3, 3) and c >= _dconv.MIN_GROUPS
+    # fewer than MIN_GROUPS channels, and 3x3 without the AVX2 kernels of _dconv.c: the
+    # depthwise kernel's nine taps in one pass; the others summed in registers
+    direct = c >= _dconv.MIN_GROUPS and (kernel != (3, 3) or act_isa() >= 1)
     assert calls["dconv" if direct else "dwconv2d"] == 1
 
 
@@ -609,7 +610,8 @@ def test_without_scratch_for_the_workers_the_caller_computes_alone(
                  atol=1e-4)
     finally:
         _native.fail_pool_scratch(False)
-    ran = {"depthwise": "dwconv2d", "MaxPool": "pool2d", "LRN": "lrn",
+    ran = {"depthwise": "dconv" if act_isa() >= 1 else "dwconv2d", "MaxPool": "pool2d",
+           "LRN": "lrn",
            "winograd": "winograd_conv"}[op]
     assert calls[ran] == 1
 

@@ -2,7 +2,8 @@
 become that one ONNX operator, before plugins are chosen.
 
 - ``x * Sigmoid(x)`` -> ``Swish`` (SiLU; x feeds both, which a producer's single-consumer
-  fusion cannot absorb), ``x * HardSigmoid(x)`` (1/6, 0.5) -> ``HardSwish``;
+  fusion cannot absorb), ``x * HardSigmoid(x)`` (1/6, 0.5) -> ``HardSwish``, and so is
+  ``x * Clip(x + 3, 0, 6) / 6`` (Paddle's, either order of the product and the division);
 - ``0.5 * x * (1 + Erf(x / sqrt 2))`` -> ``Gelu``, and the tanh form
   ``0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` -> ``Gelu(approximate="tanh")``
   (GPT-2's), in the orders torch writes them;
@@ -223,8 +224,56 @@ def _single(g: _Graph, tensor: str, op: str) -> Node | None:
     return n if n is not None and n.op_type == op and not n.domain else None
 
 
+def _bound(g: _Graph, clip: Node, k: int, name: str) -> float | None:
+    """A Clip's lower (k 1) or upper (k 2) bound: its constant input, or its attribute
+    before opset 11."""
+    if len(clip.inputs) > k and clip.inputs[k]:
+        return g.scalar(clip.inputs[k])
+    value = clip.fields.values_dict().get(name)
+    return None if value is None else float(value)
+
+
+def _by_six(g: _Graph, tensor: str) -> tuple[Node, str] | None:
+    """The node dividing ``tensor`` (its only reader) by 6 (a Div by 6 or a Mul by 1/6), and
+    the node's output."""
+    for op, factor in (("Div", 6.0), ("Mul", 1.0 / 6.0)):
+        n = _single(g, tensor, op)
+        if n is not None and (n.inputs[0] == tensor or op == "Mul") and _near(
+                g.scalar(g.other(n, tensor) or ""), factor):
+            return n, n.outputs[0]
+    return None
+
+
+def _hard_swish_clip(g: _Graph, i: int, add: Node) -> tuple[list[int], Node] | None:
+    """``x * Clip(x + 3, 0, 6) / 6`` (Paddle's hardswish) in either order of the product and
+    the division: Add, Clip, Mul, Div (or Mul by 1/6) -> HardSwish."""
+    if add.op_type != "Add" or len(add.inputs) != 2:
+        return None
+    three = next((v for v in add.inputs if _near(g.scalar(v), 3.0)), None)
+    x = g.other(add, three) if three is not None else None
+    clip = _single(g, add.outputs[0], "Clip")
+    if x is None or clip is None or not (_bound(g, clip, 1, "min") == 0.0
+                                         and _near(_bound(g, clip, 2, "max"), 6.0)):
+        return None
+    c = clip.outputs[0]
+    mul = _single(g, c, "Mul")
+    if mul is not None and g.other(mul, c) == x:  # x * clip, then / 6
+        six = _by_six(g, mul.outputs[0])
+        out = six[1] if six is not None else ""
+    else:  # clip / 6, then x * it
+        six = _by_six(g, c)
+        mul = _single(g, six[1], "Mul") if six is not None else None
+        if mul is None or six is None or g.other(mul, six[1]) != x:
+            return None
+        out = mul.outputs[0]
+    if six is None:
+        return None
+    chain = [i, g.producer[c], g.producer[mul.outputs[0]], g.producer[six[1]]]
+    return chain, _node(add, "HardSwish", [x], out)
+
+
 _RULES: Sequence[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = (
-    _swish, _gelu, _layer_norm)
+    _swish, _gelu, _layer_norm, _hard_swish_clip)
 
 
 def rewrite(network: Network) -> tuple[Network, list[str]]:

@@ -10,7 +10,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["BatchNormFusion", "ConvFusion", "Fusion", "per_channel"]
+__all__ = ["ACTIVATIONS", "BatchNormFusion", "ConvFusion", "Fusion", "per_channel"]
+
+#: the activations a Conv plugin may absorb after its clamp (where it lists them in
+#: ``fusable``, and ``__act__``/``__act_args__`` in its ``hidden_fields``), with the defaults
+#: of their (alpha, beta): HardSigmoid max(0, min(1, alpha x + beta)), HardSwish
+#: x HardSigmoid(x) with (1/6, 1/2), Sigmoid, Swish x Sigmoid(alpha x)
+ACTIVATIONS: dict[str, tuple[float, float]] = {
+    "HardSigmoid": (0.2, 0.5), "HardSwish": (1.0 / 6.0, 0.5), "Sigmoid": (0.0, 0.0),
+    "Swish": (1.0, 0.0)}
 
 
 @dataclass
@@ -85,9 +93,17 @@ class ConvFusion:
     (a residual: appended as input ``r``), and a Relu or Clip after them. The plugin's
     ``attributes`` declare ``__residual__`` (0), ``__relu__`` (0) and, where it lists Clip in
     ``fusable``, ``__clip__`` (None); its kernel applies them after the product:
-    ``y = act(conv(x, W) + B + r)``."""
+    ``y = act(conv(x, W) + B + r)``.
+
+    A plugin whose kernels have more activations lists those of :data:`ACTIVATIONS` it applies
+    in ``fusable`` and ``__act__``, ``__act_args__`` in its ``hidden_fields``: one of them
+    after the product (or after a Relu's or Clip's place: never both) is recorded there, its
+    name and (alpha, beta) (``y = act(conv(x, W) + B + r)`` with that function). The default
+    ``fusable`` has none of them."""
 
     attrs: dict[str, Any]
+    hidden: dict[str, Any]
+    hidden_fields: ClassVar[tuple[str, ...]]
     fusable: ClassVar[frozenset[str]] = frozenset(
         {"BatchNormalization", "Mul", "Add", "Sum", "Relu", "Clip"})
 
@@ -95,8 +111,10 @@ class ConvFusion:
              consumer_dims: Sequence[Any], position: int,
              own_constants: Sequence[Any]) -> Fusion | None:
         a = self.attrs
-        if a["__relu__"] or a.get("__clip__") is not None:
+        if a["__relu__"] or a.get("__clip__") is not None or self.hidden.get("__act__"):
             return None  # nothing follows the activation
+        if op_type in ACTIVATIONS:
+            return self._fuse_activation(op_type, attrs)
         if op_type == "BatchNormalization":
             return None if a["__residual__"] else _fold_bn(attrs, consumer_constants,
                                                          own_constants)
@@ -136,6 +154,21 @@ class ConvFusion:
                              np.inf if hi is None else float(hi))
             return Fusion()
         return None
+
+    def _fuse_activation(self, op_type: str, attrs: dict[str, Any]) -> Fusion | None:
+        """An activation of :data:`ACTIVATIONS` the plugin declares (``fusable`` and the
+        hidden fields), recorded with its (alpha, beta)."""
+        if op_type not in self.fusable or not {"__act__", "__act_args__"} <= set(
+                self.hidden_fields):
+            return None
+        alpha, beta = ACTIVATIONS[op_type]
+        if op_type in ("HardSigmoid", "Swish"):
+            alpha = float(attrs.get("alpha", alpha))
+        if op_type == "HardSigmoid":
+            beta = float(attrs.get("beta", beta))
+        self.hidden["__act__"] = op_type
+        self.hidden["__act_args__"] = (alpha, beta)
+        return Fusion()
 
 
 class BatchNormFusion:

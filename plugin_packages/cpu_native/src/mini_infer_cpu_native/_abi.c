@@ -65,6 +65,8 @@ static const mi_abi_field layout[] = {
     FIELD(mi_wino_out_args, oh), FIELD(mi_wino_out_args, ow), FIELD(mi_wino_out_args, tw),
     FIELD(mi_wino_out_args, ty0), FIELD(mi_wino_out_args, ty1), FIELD(mi_wino_out_args, lo),
     FIELD(mi_wino_out_args, hi), FIELD(mi_wino_out_args, tile),
+    FIELD(mi_wino_out_args, act), FIELD(mi_wino_out_args, act_alpha),
+    FIELD(mi_wino_out_args, act_beta),
 
     STRUCT(mi_wino_weights_args),
     FIELD(mi_wino_weights_args, w), FIELD(mi_wino_weights_args, u),
@@ -81,6 +83,8 @@ static const mi_abi_field layout[] = {
     FIELD(mi_gemm_args, n), FIELD(mi_gemm_args, k), FIELD(mi_gemm_args, ldb),
     FIELD(mi_gemm_args, ldc), FIELD(mi_gemm_args, ldr), FIELD(mi_gemm_args, lo),
     FIELD(mi_gemm_args, hi),
+    FIELD(mi_gemm_args, act), FIELD(mi_gemm_args, act_alpha),
+    FIELD(mi_gemm_args, act_beta),
 
     STRUCT(mi_gemm_batch_args),
     FIELD(mi_gemm_batch_args, a), FIELD(mi_gemm_batch_args, b), FIELD(mi_gemm_batch_args, c),
@@ -144,6 +148,8 @@ static const mi_abi_field layout[] = {
     FIELD(mi_dconv2d_args, sw), FIELD(mi_dconv2d_args, dh), FIELD(mi_dconv2d_args, dw),
     FIELD(mi_dconv2d_args, pt), FIELD(mi_dconv2d_args, pl), FIELD(mi_dconv2d_args, oh),
     FIELD(mi_dconv2d_args, ow), FIELD(mi_dconv2d_args, lo), FIELD(mi_dconv2d_args, hi),
+    FIELD(mi_dconv2d_args, act), FIELD(mi_dconv2d_args, act_alpha),
+    FIELD(mi_dconv2d_args, act_beta),
 
     /* ConvTranspose whose kernel is its stride (_kernels.c) */
     STRUCT(mi_taps2d_args),

@@ -79,7 +79,8 @@ class WinoInArgs(ctypes.Structure):
 class WinoOutArgs(ctypes.Structure):
     """mi_wino_out_args"""
     _fields_ = (_fields(_P, "mm y bias res rows") + _fields(_L, "m oh ow tw ty0 ty1")
-                + _fields(_F, "lo hi") + _fields(_I, "tile"))
+                + _fields(_F, "lo hi") + _fields(_I, "tile act")
+                + _fields(_F, "act_alpha act_beta"))
 
 
 class WinoWeightsArgs(ctypes.Structure):
@@ -95,7 +96,7 @@ class GemmPackArgs(ctypes.Structure):
 class GemmArgs(ctypes.Structure):
     """mi_gemm_args"""
     _fields_ = (_fields(_P, "a b c bias res") + _fields(_L, "m n k ldb ldc ldr")
-                + _fields(_F, "lo hi"))
+                + _fields(_F, "lo hi") + _fields(_I, "act") + _fields(_F, "act_alpha act_beta"))
 
 
 class GemmBatchArgs(ctypes.Structure):
@@ -282,7 +283,7 @@ class DConv2dArgs(ctypes.Structure):
     """mi_dconv2d_args"""
     _fields_ = (_fields(_P, "x w bias res y work")
                 + _fields(_L, "n c h wd m group kh kw sh sw dh dw pt pl oh ow")
-                + _fields(_F, "lo hi"))
+                + _fields(_F, "lo hi") + _fields(_I, "act") + _fields(_F, "act_alpha act_beta"))
 
 
 STRUCTS["mi_dconv2d_args"] = DConv2dArgs

@@ -117,6 +117,8 @@ typedef struct mi_wino_out_args {
     long tw, ty0, ty1; /* tw >= ceil(ow / tile), ty1 <= ceil(oh / tile) */
     float lo, hi;
     int tile;
+    int act;                /* after the clamp: 0 none, or an MI_ACT_* of _epi.h */
+    float act_alpha, act_beta;
 } mi_wino_out_args;
 
 /* u[k, f, ch] = (G g G^T)[k] for every 3x3 filter g = w[f, ch]: mi_wino_weights_f32
@@ -135,7 +137,7 @@ typedef struct mi_gemm_pack_args {
     long m, k, lda;
 } mi_gemm_pack_args;
 
-/* C = clamp(A . B + bias + R, lo, hi): mi_gemm_f32 (_gemm.c) */
+/* C = act(clamp(A . B + bias + R, lo, hi)): mi_gemm_f32 (_gemm.c) */
 typedef struct mi_gemm_args {
     const float *a;    /* A packed by mi_gemm_pack_f32: m * k floats */
     const float *b;    /* k x n, rows ldb floats apart */
@@ -144,6 +146,8 @@ typedef struct mi_gemm_args {
     const float *res;  /* m x n, rows ldr floats apart (0: one row for all), or NULL */
     long m, n, k, ldb, ldc, ldr;
     float lo, hi;
+    int act;                /* after the clamp: 0 none, or an MI_ACT_* of _epi.h */
+    float act_alpha, act_beta;
 } mi_gemm_args;
 
 /* C_q = A_q . B_q for q < count, no epilogue: mi_gemm_batch_f32 (_gemm.c) */
@@ -282,7 +286,7 @@ int mi_resize2d_f32(const mi_resize2d_args *a);
 
 /* ---- direct convolution of narrow groups (_dconv.c) ----------------------------------- */
 
-/* y = clamp(conv(x, w) + bias + res, lo, hi) with `group` groups, summed directly:
+/* y = act(clamp(conv(x, w) + bias + res, lo, hi)) with `group` groups, summed directly:
  * mi_dconv2d_f32 (_dconv.c); mi_dconv2d_work: the floats `work` needs (-1: bad group or
  * stride) */
 typedef struct mi_dconv2d_args {
@@ -297,6 +301,8 @@ typedef struct mi_dconv2d_args {
     long pt, pl; /* padding before the first row and column */
     long oh, ow;
     float lo, hi;
+    int act;                /* after the clamp: 0 none, or an MI_ACT_* of _epi.h */
+    float act_alpha, act_beta;
 } mi_dconv2d_args;
 
 int mi_dconv2d_f32(const mi_dconv2d_args *a);

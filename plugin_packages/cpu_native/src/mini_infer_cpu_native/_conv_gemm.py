@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._native import Call, gemm_call, im2col_call, pack_a, run_calls, unpack_a
+from ._native import NO_ACT, Act, Call, gemm_call, im2col_call, pack_a, run_calls, unpack_a
 
 __all__ = ["BAND_BYTES", "buffers", "gemm_conv", "gemm_conv_calls", "pack_weights",
            "unpack_weights"]
@@ -80,10 +80,11 @@ def gemm_conv(x: Array, packed: Array, b: Array | None, r: Array | None, out: Ar
 
 
 def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, out: Array,
-                    plan: Any, group: int, lo: float, hi: float, bufs: dict[str, Array]
-                    ) -> list[Call]:
+                    plan: Any, group: int, lo: float, hi: float, bufs: dict[str, Array],
+                    act: Act = NO_ACT) -> list[Call]:
     """The compiled calls that compute :func:`gemm_conv`, in order (the plugin keeps them
-    while its arrays stay the same objects: ~20-50 us of Python per node saved)."""
+    while its arrays stay the same objects: ~20-50 us of Python per node saved); ``act``
+    (:data:`._native.Act`) after the clamp, in the GEMM's epilogue."""
     n, c = x.shape[:2]
     m = out.shape[1]
     cg, mg = c // group, m // group
@@ -103,7 +104,8 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
                 rows = slice(g * mg, (g + 1) * mg)
                 calls.append(gemm_call(
                     packed[g * step:(g + 1) * step], mg, ck, rhs[g * cg:(g + 1) * cg], y[rows],
-                    None if b is None else b[rows], None if res is None else res[rows], lo, hi))
+                    None if b is None else b[rows], None if res is None else res[rows], lo, hi,
+                    act))
             continue
         band = _band_rows(c * kernel[0] * kernel[1], packed.size, plan.out_dims)
         flat = bufs["gemm_cols"]
@@ -118,7 +120,7 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
                 calls.append(gemm_call(
                     packed[g * step:(g + 1) * step], mg, ck, cols[g * ck:(g + 1) * ck],
                     y[rows, span], None if b is None else b[rows],
-                    None if res is None else res[rows, span], lo, hi))
+                    None if res is None else res[rows, span], lo, hi, act))
     return calls
 
 

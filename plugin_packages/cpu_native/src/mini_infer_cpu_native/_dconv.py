@@ -1,5 +1,6 @@
 """The direct convolution of narrow groups (``_dconv.c``): depthwise convolutions and groups
-of a few channels (RegNet's 8), summed in registers with bias, residual and clamp.
+of a few channels (RegNet's 8), summed in registers with bias, residual, clamp and a fused
+activation (:data:`._native.Act`).
 
 :func:`applies` says which convolutions take it; :func:`work_floats` sizes the caller's copy
 of a group's inputs; :func:`dconv2d_call` checks the arrays and makes the call.
@@ -15,7 +16,7 @@ from numpy.typing import NDArray
 
 from ._abi import DConv2dArgs
 from ._kernels import address
-from ._native import Call, _call, _lib
+from ._native import NO_ACT, Act, Call, _call, _lib
 
 __all__ = ["MAX_WIDTH", "MIN_GROUPS", "applies", "dconv2d_call", "work_floats"]
 
@@ -48,7 +49,8 @@ def _args(xshape: Sequence[int], wshape: Sequence[int], group: int, kernel: Sequ
     return DConv2dArgs(None, None, None, None, None, None, n, c, h, wd, int(wshape[0]),
                        group, int(kernel[0]), int(kernel[1]), int(strides[0]),
                        int(strides[1]), int(dilations[0]), int(dilations[1]), int(begin[0]),
-                       int(begin[1]), int(out_dims[0]), int(out_dims[1]), 0.0, 0.0)
+                       int(begin[1]), int(out_dims[0]), int(out_dims[1]), 0.0, 0.0, 0, 0.0,
+                       0.0)
 
 
 def work_floats(xshape: Sequence[int], wshape: Sequence[int], group: int,
@@ -64,8 +66,10 @@ def work_floats(xshape: Sequence[int], wshape: Sequence[int], group: int,
 
 def dconv2d_call(x: Array, w: Array, b: Array | None, r: Array | None, y: Array, work: Array,
                  group: int, kernel: Sequence[int], strides: Sequence[int],
-                 dilations: Sequence[int], begin: Sequence[int], lo: float, hi: float) -> Call:
-    """The call that writes ``y`` = clamp(conv(x, w) + b + r, lo, hi)."""
+                 dilations: Sequence[int], begin: Sequence[int], lo: float, hi: float,
+                 act: Act = NO_ACT) -> Call:
+    """The call that writes ``y`` = act(clamp(conv(x, w) + b + r, lo, hi)); ``act``: (code,
+    alpha, beta) as :data:`._native.Act` says."""
     k = "mi_dconv2d_f32"
     if x.ndim != 4 or w.ndim != 4 or y.ndim != 4:
         raise ValueError(f"{k}: x, w and y must be 4-D, not {x.shape}, {w.shape}, {y.shape}")
@@ -88,4 +92,5 @@ def dconv2d_call(x: Array, w: Array, b: Array | None, r: Array | None, y: Array,
     args.y = address(y, y.size, True, k, "y")
     args.work = address(work, need, True, k, "work")
     args.lo, args.hi = float(lo), float(hi)
+    args.act, args.act_alpha, args.act_beta = int(act[0]), float(act[1]), float(act[2])
     return _call(_dconv, args, x, w, b, r, y, work)

@@ -50,6 +50,7 @@
 
 #include "_args.h"
 #include "_common.h"
+#include "_epi.h"
 #include "_pool.h"
 
 #define MR 8
@@ -122,6 +123,8 @@ typedef struct {
     int isa; /* the kernels this job runs, read once (ISA_*) */
     long kc; /* k per block (AVX2; elsewhere all of K) */
     float alpha, lo, hi;
+    int act; /* after the clamp (_epi.h; 0 none) */
+    float act_alpha, act_beta;
 } gemm_job;
 
 /* one tile's operands: A[r, kk] = a[r * rs + kk * ks], B[kk, j] = b[kk * ldb + j] */
@@ -139,6 +142,8 @@ typedef struct {
      * (8-row panels: packed, or strided rows), its C, bias and residual 4 rows further */
     long groups, a_ps, a_hs;
     float alpha, lo, hi;
+    int act;
+    float act_alpha, act_beta;
 } tile;
 
 #if HAVE_X86
@@ -189,6 +194,8 @@ AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 l
                 x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, res + r * ldr + 16 * v));        \
             /* max(lo, x), min(hi, .): a NaN (the second operand) passes through */             \
             x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));                                        \
+            x = mi_epi_avx512(x, t->act, _mm512_set1_ps(t->act_alpha),                          \
+                              _mm512_set1_ps(t->act_beta));                                     \
             _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mk, x);                                 \
         }                                                                                       \
     }                                                                                           \
@@ -230,7 +237,8 @@ AVX512 static void gemv512(const tile *t) {
         float v = out[r] * t->alpha + (t->bias ? t->bias[r] : 0.0f) +
                   (t->cbias ? t->cbias[0] : 0.0f) + (t->res ? t->res[r * t->ldr] : 0.0f);
         v = v < t->lo ? t->lo : v;
-        t->c[r * t->ldc] = v > t->hi ? t->hi : v;
+        t->c[r * t->ldc] = mi_epi_scalar(v > t->hi ? t->hi : v, t->act, t->act_alpha,
+                                         t->act_beta);
     }
 }
 
@@ -309,6 +317,8 @@ AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {   
                                               : _mm256_loadu_ps(rp));                           \
                 }                                                                               \
                 x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */         \
+                x = mi_epi_avx2(x, t->act, _mm256_set1_ps(t->act_alpha),                        \
+                                _mm256_set1_ps(t->act_beta));                                   \
                 if (part) _mm256_maskstore_ps(c + r * ldc + 8 * v, last, x);                    \
                 else _mm256_storeu_ps(c + r * ldc + 8 * v, x);                                  \
             }                                                                                   \
@@ -347,7 +357,8 @@ AVX2 static void gemv2(const tile *t) {
         float v = out[r] * t->alpha + (t->bias ? t->bias[r] : 0.0f) +
                   (t->cbias ? t->cbias[0] : 0.0f) + (t->res ? t->res[r * t->ldr] : 0.0f);
         v = v < t->lo ? t->lo : v;
-        t->c[r * t->ldc] = v > t->hi ? t->hi : v;
+        t->c[r * t->ldc] = mi_epi_scalar(v > t->hi ? t->hi : v, t->act, t->act_alpha,
+                                         t->act_beta);
     }
 }
 
@@ -464,7 +475,8 @@ static void tile_plain(const tile *t, long rows, long cols) {
             s = s * t->alpha + (t->bias ? t->bias[r] : 0.0f) + (t->cbias ? t->cbias[j] : 0.0f) +
                 (t->res ? t->res[r * t->ldr + j] : 0.0f);
             s = s < t->lo ? t->lo : s;
-            t->c[r * t->ldc + j] = s > t->hi ? t->hi : s;
+            t->c[r * t->ldc + j] = mi_epi_scalar(s > t->hi ? t->hi : s, t->act, t->act_alpha,
+                                                 t->act_beta);
         }
 }
 
@@ -533,6 +545,9 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt, long
     t.alpha = g->alpha;
     t.lo = g->lo;
     t.hi = g->hi;
+    t.act = g->act;
+    t.act_alpha = g->act_alpha;
+    t.act_beta = g->act_beta;
     /* packed A, one contiguous column, all of K: the matrix-vector kernels, panel by panel */
     int gemv = cols == 1 && g->a_packed && t.ldb == 1 && t.first && t.last;
     long panels = g->a_packed ? rows / MR : 0;
@@ -647,12 +662,14 @@ static int run_job(gemm_job *g) {
 }
 
 int mi_gemm_f32(const mi_gemm_args *a) {
-    if (!a->a || !a->b || !a->c || ANY_NEGATIVE(a->m, a->n, a->k, a->ldb, a->ldc, a->ldr))
+    if (!a->a || !a->b || !a->c || ANY_NEGATIVE(a->m, a->n, a->k, a->ldb, a->ldc, a->ldr) ||
+        !mi_epi_valid(a->act))
         return MI_EARGS;
     gemm_job g = {.a = a->a, .b = a->b, .c = a->c, .bias = a->bias, .res = a->res, .m = a->m,
                   .n = a->n, .k = a->k, .ldb = a->ldb, .ldc = a->ldc, .ldr = a->ldr,
                   .batch0 = 1, .batch1 = 1, .a_packed = 1, .alpha = 1.0f, .lo = a->lo,
-                  .hi = a->hi};
+                  .hi = a->hi, .act = a->act, .act_alpha = a->act_alpha,
+                  .act_beta = a->act_beta};
     return run_job(&g);
 }
 

@@ -45,7 +45,7 @@ from ._abi import (
 )
 from ._kernels import address, rows, strided
 
-__all__ = ["Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
+__all__ = ["NO_ACT", "Act", "Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
            "gemm_call", "im2col", "im2col_call", "library_path", "lrn", "pack_a", "pool2d",
            "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
@@ -58,6 +58,11 @@ Array = NDArray[Any]
 #: a function and its arguments, ready to run: a compiled kernel and a pointer to its
 #: argument struct, or a Python function returning None
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
+#: the activation an epilogue applies after its clamp: (code, alpha, beta), code 0 (none) or
+#: the ``MI_ACT_*`` of sigmoid, swish (alpha), hard_sigmoid (alpha, beta) or hard_swish
+#: (:data:`._act.ACT_OPS`; ``_epi.h``)
+Act = tuple[int, float, float]
+NO_ACT: Act = (0, 0.0, 0.0)
 
 _lib = _abi.load()
 
@@ -245,15 +250,18 @@ def wino_in_call(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: in
 
 
 def wino_out(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
-             tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> None:
+             tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2,
+             act: Act = NO_ACT) -> None:
     """:func:`wino_out_call`, run."""
-    run_calls([wino_out_call(mm, y, bias, res, rows, tw, ty0, ty1, lo, hi, tile)])
+    run_calls([wino_out_call(mm, y, bias, res, rows, tw, ty0, ty1, lo, hi, tile, act)])
 
 
 def wino_out_call(mm: Array, y: Array, bias: Array | None, res: Array | None, rows: Array,
-                  tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2) -> Call:
+                  tw: int, ty0: int, ty1: int, lo: float, hi: float, tile: int = 2,
+                  act: Act = NO_ACT) -> Call:
     """Output tiles of tile rows [ty0, ty1) from ``mm`` ((tile + 2)^2, M, T) into ``y``
-    (M, OH, OW), plus bias and residual (M, OH, OW), clamped; ``rows`` holds
+    (M, OH, OW), plus bias and residual (M, OH, OW), clamped, then ``act`` (:data:`Act`);
+    ``rows`` holds
     ``tile * tile * tw`` floats; ``tw`` tiles cover a row of ``y``, and the tile rows lie
     in ``y``."""
     k = "mi_wino_out_f32"
@@ -269,7 +277,7 @@ def wino_out_call(mm: Array, y: Array, bias: Array | None, res: Array | None, ro
         address(mm, nk * m * t, False, k, "mm"), address(y, out, True, k, "y"),
         address(bias, m, False, k, "bias"), address(res, out, False, k, "res"),
         address(rows, tile * tile * tw, True, k, "rows"), m, oh, ow, tw, ty0, ty1, lo, hi,
-        tile), mm, y, bias, res, rows)
+        tile, *act), mm, y, bias, res, rows)
 
 
 def im2col_call(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[int, int],
@@ -384,8 +392,10 @@ def unpack_a(packed: Array, m: int, k: int) -> Array:
 
 
 def gemm_call(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,
-              res: Array | None = None, lo: float = -np.inf, hi: float = np.inf) -> Call:
-    """``c (M, N) = clamp(A @ b + bias[:, None] + res, lo, hi)`` on the library's pool, with
+              res: Array | None = None, lo: float = -np.inf, hi: float = np.inf,
+              act: Act = NO_ACT) -> Call:
+    """``c (M, N) = act(clamp(A @ b + bias[:, None] + res, lo, hi))`` (:data:`Act`) on the
+    library's pool, with
     ``ap`` from :func:`pack_a`. ``b`` (K, N), ``c`` and ``res`` (M, N) may have any row
     stride (rows of contiguous floats; ``res``'s may be 0: one row for all); ``bias`` (M,)
     contiguous."""
@@ -396,7 +406,7 @@ def gemm_call(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None 
     pr, ldr = rows(res, m, n, False, kn, "res")
     return _call(_gemm, GemmArgs(address(ap, m * k, False, kn, "ap"), pb, pc,
                                  address(bias, m, False, kn, "bias"), pr, m, n, k, ldb, ldc,
-                                 ldr, lo, hi), ap, b, c, bias, res)
+                                 ldr, lo, hi, *act), ap, b, c, bias, res)
 
 
 def gemm(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None = None,

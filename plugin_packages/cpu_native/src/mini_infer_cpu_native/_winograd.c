@@ -10,6 +10,7 @@
 
 #include "_args.h"
 #include "_common.h"
+#include "_epi.h"
 #include "_pool.h"
 
 /* d[i] and e[i] (i < n): consecutive rows of wp floats in rows (d first, then e) */
@@ -298,6 +299,8 @@ typedef struct {
     long rows_floats, c, h, wd, pt, pl, tw, ty0, ty1;
     float lo, hi;
     int tile;
+    int act; /* after the clamp (_epi.h) */
+    float act_alpha, act_beta;
 } wino_job;
 
 /* the rows scratch of part `part`: the caller's for part 0, the thread's own otherwise */
@@ -323,6 +326,11 @@ static void out_part(const void *arg, int part, int parts) {
     if (f0 >= f1 || !rows) return;
     (j->tile == 2 ? wino_out : wino4_out)(j->in, j->out, j->bias, j->res, rows, j->c, j->h,
                                           j->wd, j->tw, j->ty0, j->ty1, j->lo, j->hi, f0, f1);
+    if (j->act == MI_EPI_NONE) return;
+    long r0 = j->tile * j->ty0, r1 = lmin(j->h, j->tile * j->ty1); /* h: oh here */
+    for (long f = f0; f < f1; f++) /* the rows just written, still in cache */
+        mi_epi_row(j->out + (f * j->h + r0) * j->wd, (r1 - r0) * j->wd, j->act, j->act_alpha,
+                   j->act_beta);
 }
 
 /* input tiles, F(2x2, 3x3) (tile 2) or F(4x4, 3x3) (tile 4), on the pool */
@@ -331,7 +339,8 @@ int mi_wino_in_f32(const mi_wino_in_args *a) {
         ANY_NEGATIVE(a->c, a->h, a->wd, a->pt, a->pl, a->tw, a->ty0, a->ty1 - a->ty0))
         return MI_EARGS;
     wino_job j = {a->x, NULL, NULL, a->v, a->rows, 2 * (a->tile + 2) * (a->tile * a->tw + 2),
-                  a->c, a->h, a->wd, a->pt, a->pl, a->tw, a->ty0, a->ty1, 0.0f, 0.0f, a->tile};
+                  a->c, a->h, a->wd, a->pt, a->pl, a->tw, a->ty0, a->ty1, 0.0f, 0.0f, a->tile,
+                  MI_EPI_NONE, 0.0f, 0.0f};
     if (mi_pool_run(in_part, &j)) in_part(&j, 0, 1);
     return MI_OK;
 }
@@ -340,10 +349,12 @@ int mi_wino_in_f32(const mi_wino_in_args *a) {
 int mi_wino_out_f32(const mi_wino_out_args *a) {
     if (!a->mm || !a->y || !a->rows || (a->tile != 2 && a->tile != 4) ||
         ANY_NEGATIVE(a->m, a->oh, a->ow, a->tw, a->ty0, a->ty1 - a->ty0) ||
-        a->tile * a->tw < a->ow || (a->ty1 > a->ty0 && a->tile * (a->ty1 - 1) >= a->oh))
+        a->tile * a->tw < a->ow || (a->ty1 > a->ty0 && a->tile * (a->ty1 - 1) >= a->oh) ||
+        !mi_epi_valid(a->act))
         return MI_EARGS;
     wino_job j = {a->mm, a->bias, a->res, a->y, a->rows, a->tile * a->tile * a->tw, a->m,
-                  a->oh, a->ow, 0, 0, a->tw, a->ty0, a->ty1, a->lo, a->hi, a->tile};
+                  a->oh, a->ow, 0, 0, a->tw, a->ty0, a->ty1, a->lo, a->hi, a->tile,
+                  a->act, a->act_alpha, a->act_beta};
     if (mi_pool_run(out_part, &j)) out_part(&j, 0, 1);
     return MI_OK;
 }

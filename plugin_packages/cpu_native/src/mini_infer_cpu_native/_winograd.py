@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._native import (
+    NO_ACT,
+    Act,
     Call,
     gemm_available,
     gemm_batch_call,
@@ -142,8 +144,9 @@ def winograd_conv(x: Array, u: Array, b: Array | None, r: Array | None, out: Arr
 
 def winograd_calls(x: Array, u: Array, b: Array | None, r: Array | None, out: Array,
                    begin: tuple[int, int], lo: float, hi: float, bufs: dict[str, Array],
-                   packed: Array | None = None) -> list[Call]:
-    """The calls that compute :func:`winograd_conv`, in order."""
+                   packed: Array | None = None, act: Act = NO_ACT) -> list[Call]:
+    """The calls that compute :func:`winograd_conv`, in order (``act``, :data:`._native.Act`:
+    applied after the clamp)."""
     n = x.shape[0]
     group, k, m, c = u.shape
     tile = 2 if k == 16 else 4
@@ -167,5 +170,6 @@ def winograd_calls(x: Array, u: Array, b: Array | None, r: Array | None, out: Ar
                     calls.append((_matmul, (u[g], v, mm)))
                 else:
                     calls.append(gemm_batch_call(pg, m, c, v, mm))
-                calls.append(wino_out_call(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile))
+                calls.append(wino_out_call(mm, yg, bg, rg, rows, tw, ty0, ty1, lo, hi, tile,
+                                           act))
     return calls

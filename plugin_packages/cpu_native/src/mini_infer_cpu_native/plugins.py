@@ -30,7 +30,11 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
 from . import _conv_gemm, _dconv, _matmul, _winograd
+from ._act import act_isa
+from ._conv_extra import ACTS, act_after, act_code, live_taps
 from ._native import (
+    NO_ACT,
+    Act,
     Call,
     bias_act,
     dwconv2d,
@@ -118,13 +122,23 @@ class Conv(_Derived, _conv.Conv):
     ``__tactic__`` keeps the choice ("" until timed: :func:`._winograd.applies` decides).
     ``__wpacked__`` = 1: the engine stores W in the compiled GEMM's panels (built so).
 
+    Besides Relu and Clip it absorbs a HardSigmoid, HardSwish, Sigmoid or Swish after the
+    product (and residual): ConvFusion records it in ``__act__`` (the name) and
+    ``__act_args__`` (alpha, beta); the compiled GEMM's epilogue, the direct and Winograd
+    convolutions apply it to the clamped sums before they are stored, the other paths after
+    (``mi_act_f32`` over the output, NumPy for float64). MobileNetV3's HardSwish and
+    EfficientNet's SiLU nodes are gone from the engine.
+
     float32 1-D convolutions (audio front-ends: STFT as a convolution, wav2vec2's feature
     encoder, Whisper's stem) run as 2-D ones of height 1 (:meth:`window` lifts the 1-D
     attributes; the arrays are reshaped views, W packed at build time for the lifted shape),
     so they take the same compiled paths instead of cpu_basic's NumPy im2col."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (*_conv.Conv.hidden_fields, "__tactic__",
-                                                "__wpacked__")
+                                                "__wpacked__", "__act__", "__act_args__")
+    #: also the activations every path here applies after the clamp (in the epilogues of the
+    #: compiled GEMM, the direct and Winograd convolutions; after cpu_basic's otherwise)
+    fusable: ClassVar[frozenset[str]] = _conv.Conv.fusable | frozenset(ACTS)
     TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
     #: output tile size of each Winograd tactic
     TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
@@ -197,16 +211,25 @@ class Conv(_Derived, _conv.Conv):
                  r: Array | None, out: Array, group: int, __relu__: int, __clip__: Any,
                  **kw: Any) -> None:
         """The compiled paths (2-D arrays; ``key``: the arrays as the node got them, for the
-        kept calls), else cpu_basic's."""
+        kept calls), else cpu_basic's; then the fused activation where the path has not
+        applied it."""
+        pruned = self._pruned(x, w, group)
+        if pruned is not None:
+            conv, wp = pruned
+            conv.compute(x, wp, b, r, out=out, group=group, __relu__=__relu__,
+                         __clip__=__clip__, **kw)
+            return
+        act = act_code(self.hidden)
         if self._direct(x.shape, w.shape, x.itemsize, group) and usable(x, w, b, r, out):
-            self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__))
+            self._calls = (key, self._direct_calls(x, w, b, r, out, group, __relu__, __clip__,
+                                                   act))
             run_calls(self._calls[1])
             return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
             calls = _conv_gemm.gemm_conv_calls(
                 x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group), group, lo,
-                hi, self._buffers(x, w, group))
+                hi, self._buffers(x, w, group), act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -218,7 +241,7 @@ class Conv(_Derived, _conv.Conv):
             lo, hi = _bounds(__relu__, __clip__)
             u, packed = self._winograd_weights(w, tile, group)
             calls = _winograd.winograd_calls(x, u, b, r, out, (begin[0], begin[1]), lo, hi,
-                                             self._buffers(x, w, group), packed)
+                                             self._buffers(x, w, group), packed, act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -232,9 +255,49 @@ class Conv(_Derived, _conv.Conv):
             dwconv2d(x, w, b, r, out, work, (int(win.kernel[0]), int(win.kernel[1])),
                      (win.strides[0], win.strides[1]), (win.dilations[0], win.dilations[1]),
                      (plan.begin[0], plan.begin[1]), ext, lo, hi)
-            return
-        super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
-                        __clip__=__clip__, **kw)
+        else:
+            super().compute(x, w, b, r, out=out, group=group, __relu__=__relu__,
+                            __clip__=__clip__, **kw)
+        act_after(self.hidden, out)
+
+    #: (x shape, W) -> the convolution of the taps that read the input and its weights, or
+    #: None (every tap does)
+    _pruned_cache: dict[tuple[Any, ...], tuple[Conv, Array, Array] | None] | None = None
+
+    def _pruned(self, x: Array, w: Array, group: int) -> tuple[Conv, Array] | None:
+        """A dense float32 2-D convolution whose outer taps read only padding for every output
+        (DeepLabV3's ASPP: a 3x3 kernel dilated 36 over a 32x32 map, whose eight outer taps
+        never reach the input) as the convolution of the taps that do, with their weights and
+        the padding before moved by the taps left out: the same sums, a ninth of the work for
+        the ASPP's last branch. None where every tap reads the input somewhere."""
+        if (x.ndim != 4 or group != 1 or w.dtype != np.float32 or w.flags.writeable
+                or _one_d(self.attrs)):
+            return None
+        key = (x.shape, id(w))
+        if self._pruned_cache is None:
+            self._pruned_cache = {}
+        if key in self._pruned_cache:
+            got = self._pruned_cache[key]
+            return None if got is None or got[2] is not w else (got[0], got[1])
+        made = self._prune(x.shape, w)
+        self._pruned_cache[key] = None if made is None else (*made, w)
+        return made
+
+    def _prune(self, xshape: tuple[int, ...], w: Array) -> tuple[Conv, Array] | None:
+        plan = self._plan_for(xshape, w.shape, 4, 1)  # W's shape, packed for the GEMM or not
+        win = plan.window
+        live = live_taps(xshape[2:], plan.out_dims, w.shape[2:], win.strides, win.dilations,
+                         plan.begin)
+        if live is None:
+            return None
+        keep, pads = live
+        full = w if not self.hidden.get("__wpacked__") else _conv_gemm.unpack_weights(w, 1)
+        wp = np.ascontiguousarray(full[:, :, keep[0][0]:keep[0][1], keep[1][0]:keep[1][1]])
+        wp.flags.writeable = False
+        attrs = {k: v for k, v in self.attrs.items() if v is not None}
+        attrs.update(kernel_shape=[k1 - k0 for k0, k1 in keep], pads=pads, auto_pad="NOTSET")
+        hidden = {k: v for k, v in self.hidden.items() if k in ("__act__", "__act_args__")}
+        return type(self)(self.name, **attrs, **hidden), wp
 
     def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -252,17 +315,20 @@ class Conv(_Derived, _conv.Conv):
 
     def _direct(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> bool:
-        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones
-        but 3x3, whose nine taps the depthwise kernel does in one pass as fast): summed
-        directly (:mod:`._dconv`), weights as ONNX stores them. Single-thread kernel times:
-        RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208 channels at
-        14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at 56x56, stride 2:
-        1.0 -> 0.3 ms)."""
+        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones:
+        3x3 ones only where its AVX2 kernels run, the depthwise kernel of ``_kernels.c``
+        doing their nine taps in one pass otherwise): summed directly (:mod:`._dconv`),
+        weights as ONNX stores them, the fused activation in registers. Single-thread kernel
+        times: RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208
+        channels at 14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at
+        56x56, stride 2: 1.0 -> 0.3 ms); with the AVX2 depthwise kernels, 3x3 stride 2 (64
+        channels, 112x112) 1.3 -> 0.4 ms, 5x5 over 7x7-14x14 maps 0.4 -> 0.25-0.3 ms."""
         return itemsize == 4 and _dconv.applies(xshape, wshape, group) and not (
-            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3))
+            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3)
+            and act_isa() < 1)
 
     def _direct_calls(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
-                      group: int, relu: int, clip: Any) -> list[Call]:
+                      group: int, relu: int, clip: Any, act: Act = NO_ACT) -> list[Call]:
         plan = self._plan(x, w, group)
         win = plan.window
         geo = ((int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
@@ -270,7 +336,7 @@ class Conv(_Derived, _conv.Conv):
         need = _dconv.work_floats(x.shape, w.shape, group, *geo, plan.out_dims)
         work = self.scratch.buffer("dconv", (need,), np.float32)
         lo, hi = _bounds(relu, clip)
-        return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi)]
+        return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi, act)]
 
     def _own_gemm(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                   group: int) -> bool:
