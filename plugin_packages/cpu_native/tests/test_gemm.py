@@ -103,6 +103,25 @@ def test_operands_are_read_and_written_with_their_row_strides(isa: str) -> None:
     assert (big_c[:, :10] == 7.0).all() and (big_c[:, 10 + n:] == 7.0).all()
 
 
+@pytest.mark.parametrize("m, n, k", [(96, 49, 64), (130, 1, 40), (200, 7, 513),
+                                     (128, 25, 1100), (97, 196, 300), (160, 51, 2000)])
+def test_rows_enough_read_b_packed_in_blocks_with_every_column_tail(m: int, n: int, k: int,
+                                                                   isa: str) -> None:
+    """96 rows and more, B in short rows (256 floats apart at most; here read in place as
+    rows of a wider array): each block of B is first
+    copied into an aligned, zero-padded panel (AVX2; in blocks of K where K is over 512);
+    every column tail, bias, residual and clamp (sums of
+    the residual's scale, so that the clamp cuts some)."""
+    a = (RNG.standard_normal((m, k)) / np.sqrt(k)).astype(np.float32)
+    big_b = RNG.standard_normal((k, n + 13)).astype(np.float32)
+    b = big_b[:, 3:3 + n]
+    bv = RNG.standard_normal(m).astype(np.float32)
+    r = RNG.standard_normal((m, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    _native.gemm(_native.pack_a(a), m, k, b, c, bv, r, -2.0, 3.0)
+    _close(c, _want(a, b, bv, r, -2.0, 3.0), k)
+
+
 def test_a_broadcast_row_of_residual_reads_one_row_for_all(isa: str) -> None:
     m, n, k = 10, 30, 9
     a = RNG.standard_normal((m, k)).astype(np.float32)

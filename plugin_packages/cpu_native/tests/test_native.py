@@ -175,8 +175,9 @@ def tiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_winograd_conv(xshape: tuple[int, ...], m: int, attrs: dict[str, Any],
                        block: int | None, after: str, tile: int, calls: dict[str, int],
                        tiles: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    if block is not None:
+    if block is not None:  # blocks of that size, whatever U's
         monkeypatch.setattr(_winograd, "BLOCK_BYTES", block)
+        monkeypatch.setattr(_winograd, "BLOCK_PER_WEIGHTS", 0)
     # the default takes F(4x4) from MIN_TILES_4 tiles: 1 takes it everywhere, 10**9 nowhere
     monkeypatch.setattr(_winograd, "MIN_TILES_4", 1 if tile == 4 else 10**9)
     x = RNG.standard_normal(xshape).astype(np.float32)
@@ -340,6 +341,23 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
              helper.make_node("Relu", ["c"], ["y"])]
     _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
     assert calls["im2col"] > 2  # several bands per image
+
+
+def test_a_stem_over_a_large_image_runs_in_bands_of_its_default_size(
+        calls: dict[str, int]) -> None:
+    """A stem (3 input channels, small weights) over a 300 x 333 image, batch 2: columns of
+    1 MiB per band (29 output rows of 333, 27 values each), a short last band, each band's
+    GEMM writing its rows of the output."""
+    if not _native.gemm_available():
+        pytest.skip("this CPU has neither AVX-512 nor AVX2: the compiled GEMM does not run here")
+    x = RNG.standard_normal((2, 3, 300, 333)).astype(np.float32)
+    inits = {"w": (RNG.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32),
+             "b": RNG.standard_normal(16).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    _compare(_model(nodes, x, inits), x, {"Conv"}, rtol=1e-4, atol=1e-4)
+    assert calls["im2col"] == 2 * 11  # 300 rows in 10 bands of 29 and one of 10, per image
 
 
 @pytest.mark.parametrize("xshape, relu", [((2, 6, 5, 7), False), ((1, 4, 9), True),
@@ -646,11 +664,11 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
 
 
 def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleType) -> None:
-    from mini_infer_cpu_native import matmul
+    from mini_infer_cpu_native import conv_transpose, matmul
 
     kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
-    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize]
+    kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]
     from mini_infer_cpu_native import squeeze
 

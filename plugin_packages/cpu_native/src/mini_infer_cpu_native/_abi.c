@@ -164,6 +164,12 @@ static const mi_abi_field layout[] = {
     FIELD(mi_rows_args, x), FIELD(mi_rows_args, s), FIELD(mi_rows_args, y),
     FIELD(mi_rows_args, rows), FIELD(mi_rows_args, cols),
 
+    /* ConvTranspose whose kernel is its stride (_kernels.c) */
+    STRUCT(mi_taps2d_args),
+    FIELD(mi_taps2d_args, taps), FIELD(mi_taps2d_args, y), FIELD(mi_taps2d_args, planes),
+    FIELD(mi_taps2d_args, kh), FIELD(mi_taps2d_args, kw), FIELD(mi_taps2d_args, h),
+    FIELD(mi_taps2d_args, wd),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

@@ -305,3 +305,13 @@ class RowsArgs(ctypes.Structure):
 
 STRUCTS.update({"mi_gemv_args": GemvArgs, "mi_rows_args": RowsArgs})
 __all__ += ["GemvArgs", "RowsArgs"]
+
+# ---- ConvTranspose whose kernel is its stride (_kernels.c) -------------------------------
+
+class Taps2dArgs(ctypes.Structure):
+    """mi_taps2d_args"""
+    _fields_ = _fields(_P, "taps y") + _fields(_L, "planes kh kw h wd")
+
+
+STRUCTS["mi_taps2d_args"] = Taps2dArgs
+__all__ += ["Taps2dArgs"]

@@ -336,4 +336,17 @@ int mi_gemv_f32(const mi_gemv_args *a);
 int mi_row_mean_f32(const mi_rows_args *a);
 int mi_row_scale_f32(const mi_rows_args *a);
 
+/* ---- ConvTranspose whose kernel is its stride (_kernels.c) ----------------------------- */
+
+/* y[p, i * kh + ty, j * kw + tx] = taps[p, ty, tx, i, j]: each tap's plane (the GEMM's rows
+ * for (output channel, ty, tx)) placed in its phase of the output, for every plane p:
+ * mi_taps2d_f32 */
+typedef struct mi_taps2d_args {
+    const float *taps; /* (planes, kh, kw, h, wd) */
+    float *y;          /* (planes, h * kh, wd * kw) */
+    long planes, kh, kw, h, wd;
+} mi_taps2d_args;
+
+int mi_taps2d_f32(const mi_taps2d_args *a);
+
 #endif

@@ -26,9 +26,12 @@ __all__ = ["BAND_BYTES", "buffers", "gemm_conv", "gemm_conv_calls", "pack_weight
 
 Array = NDArray[Any]
 
-#: im2col columns per band at most: most images in one band (ResNet-50 with 2 MiB bands ran
-#: 2-3% slower: each band is a GEMM of its own, with its hand-off to the pool)
-BAND_BYTES = 16 * 1024 * 1024
+#: im2col columns per band at most, unless the weights are larger: the band's columns are
+#: written and read back while in L2 (stems over 224-640 pixel images, 3 input channels:
+#: 11 MiB of columns in one band went to memory and back, 8-13 ms; in 1 MiB bands 4-6 ms),
+#: and each band, a GEMM of its own, reads all the weights again: bands as large as them keep
+#: that re-read under the columns' own traffic (ResNet-50's deeper layers: one or two bands)
+BAND_BYTES = 1024 * 1024
 
 
 def pack_weights(w: Array, group: int) -> Array:
@@ -51,8 +54,11 @@ def unpack_weights(packed: Array, group: int) -> Array:
                            for g in range(group)]).reshape(packed.shape)
 
 
-def _band_rows(ck_total: int, out_dims: Any) -> int:
-    return max(1, min(int(out_dims[0]), BAND_BYTES // max(ck_total * int(out_dims[1]) * 4, 1)))
+def _band_rows(ck_total: int, weights: int, out_dims: Any) -> int:
+    """Output rows per band: columns of :data:`BAND_BYTES` or of the weights' size
+    (``weights`` floats), whichever is larger."""
+    limit = max(BAND_BYTES, weights * 4)
+    return max(1, min(int(out_dims[0]), limit // max(ck_total * int(out_dims[1]) * 4, 1)))
 
 
 def buffers(xshape: tuple[int, ...], wshape: tuple[int, ...], plan: Any
@@ -62,7 +68,8 @@ def buffers(xshape: tuple[int, ...], wshape: tuple[int, ...], plan: Any
     if plan.pointwise:
         return []
     ck_total = xshape[1] * math.prod(wshape[2:])
-    return [("gemm_cols", (ck_total * _band_rows(ck_total, plan.out_dims) * plan.out_dims[1],))]
+    band = _band_rows(ck_total, math.prod(wshape), plan.out_dims)
+    return [("gemm_cols", (ck_total * band * plan.out_dims[1],))]
 
 
 def gemm_conv(x: Array, packed: Array, b: Array | None, r: Array | None, out: Array, plan: Any,
@@ -100,7 +107,7 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
                     None if b is None else b[rows], None if res is None else res[rows], lo, hi,
                     act))
             continue
-        band = _band_rows(c * kernel[0] * kernel[1], plan.out_dims)
+        band = _band_rows(c * kernel[0] * kernel[1], packed.size, plan.out_dims)
         flat = bufs["gemm_cols"]
         for r0 in range(0, oh, band):
             r1 = min(oh, r0 + band)

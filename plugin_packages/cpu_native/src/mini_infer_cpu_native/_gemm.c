@@ -46,6 +46,7 @@
  * nothing else can use the other cores; with every product of a run here, OpenBLAS stays
  * asleep. Arguments: one struct per entry point (_args.h). */
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "_args.h"
 #include "_common.h"
@@ -402,6 +403,25 @@ AVX2 static void tile2(const tile *t, long rows, long cols, int packed, long pan
         micros2[tl][r - 1][nv - 1](&w, last);
     }
 }
+
+/* B's block of a column tile (k rows of `cols` columns, rows ldb apart: an im2col buffer, a
+ * convolution's input planes) copied into `dst`, k rows of 8 * nv floats (zero past `cols`):
+ * the tile kernels then read one contiguous, aligned stream that stays in L1 for every row
+ * group, where rows ldb apart touched 2-3 lines each (and a page each at 56x56 maps) */
+AVX2 static void pack_b_block(const float *restrict b, long ldb, long k, long cols,
+                              float *restrict dst) {
+    long nv = (cols + 7) / 8, tail = cols - 8 * (nv - 1);
+    __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)tail),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    long w = 8 * nv;
+    for (long kk = 0; kk < k; kk++) {
+        const float *src = b + kk * ldb;
+        float *out = dst + kk * w;
+        for (long v = 0; v + 1 < nv; v++) _mm256_store_ps(out + 8 * v, _mm256_loadu_ps(src + 8 * v));
+        _mm256_store_ps(out + 8 * (nv - 1), tail == 8 ? _mm256_loadu_ps(src + 8 * (nv - 1))
+                                                      : _mm256_maskload_ps(src + 8 * (nv - 1), last));
+    }
+}
 #endif
 
 static int detect_isa(void) {
@@ -460,6 +480,25 @@ static void tile_plain(const tile *t, long rows, long cols) {
         }
 }
 
+/* the calling thread's buffer for a packed block of B: BPACK_K rows of NR2 floats, 64-byte
+ * aligned (NULL where it cannot be had: B is then read in place) */
+#ifndef BPACK_ROWS
+#define BPACK_ROWS 96
+#endif
+#ifndef BPACK_LDB
+#define BPACK_LDB 256
+#endif
+#ifndef BPACK_K
+#define BPACK_K 1024
+#endif
+#if HAVE_X86
+static float *bpack_buffer(void) {
+    static _Thread_local float *buf;
+    if (!buf) buf = aligned_alloc(64, sizeof(float) * BPACK_K * NR2);
+    return buf;
+}
+#endif
+
 /* AVX-512 tiles of 48 columns read one panel of NB; panels of NR2 take tiles of NR2 */
 static long tile_cols(const gemm_job *g) {
     return g->isa == ISA_AVX512 && g->bnb == NB ? NR512 : NR2;
@@ -514,6 +553,20 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt, long
     long panels = g->a_packed ? rows / MR : 0;
 #if HAVE_X86
     if (g->isa == ISA_AVX2) {
+        /* B in place in short rows (7x7 and 14x14 maps, narrow im2col bands), rows enough
+         * to share its block (fewer: as fast in place, ResNet's 64-row layers): packed
+         * first (2048x1024x49 and 512x4608x49, rows of 49 floats that start anywhere in a
+         * line: 30-37 -> 40-48 GFLOP/s; long rows, 1x1 convolutions over 19x25 to 76x100
+         * maps, ran 15-35% slower packed) */
+        if (!g->b_packed && !gemv && rows >= BPACK_ROWS && t.k <= BPACK_K &&
+            t.ldb <= BPACK_LDB) {
+            float *buf = bpack_buffer();
+            if (buf) {
+                pack_b_block(t.b, t.ldb, t.k, cols, buf);
+                t.b = buf;
+                t.ldb = 8 * ((cols + 7) / 8);
+            }
+        }
         tile2(&t, rows, cols, g->a_packed, panels, gemv);
         return;
     }

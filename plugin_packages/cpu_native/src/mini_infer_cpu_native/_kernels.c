@@ -531,3 +531,48 @@ int mi_lrn_f32(const mi_lrn_args *a) {
             a->n * a->c);
     return MI_OK;
 }
+
+
+/*
+ * ConvTranspose whose kernel is its stride (no padding, no dilation: PP-OCR's and U-Nets'
+ * 2x2 stride-2 upsampling): the GEMM gives every tap's plane, taps[p, ty, tx] (h x wd), and
+ * output row i * kh + ty of plane p interleaves its kw taps' row i. On the pool, split by
+ * output rows.
+ */
+CLONES static void taps2d_rows(const mi_taps2d_args *a, long r0, long r1) {
+    const long kh = a->kh, kw = a->kw, h = a->h, wd = a->wd, ow = wd * kw;
+    for (long r = r0; r < r1; r++) { /* r = (p * h + i) * kh + ty */
+        long ty = r % kh, pi = r / kh, p = pi / h, i = pi % h;
+        float *restrict dst = a->y + r * ow;
+        const float *src = a->taps + ((p * kh + ty) * kw * h + i) * wd;
+        if (kw == 2) {
+            const float *restrict s0 = src, *restrict s1 = src + h * wd;
+            for (long j = 0; j < wd; j++) {
+                dst[2 * j] = s0[j];
+                dst[2 * j + 1] = s1[j];
+            }
+            continue;
+        }
+        for (long tx = 0; tx < kw; tx++) {
+            const float *restrict s = src + tx * h * wd;
+            for (long j = 0; j < wd; j++) dst[j * kw + tx] = s[j];
+        }
+    }
+}
+
+static void taps2d_part(const void *arg, int part, int parts) {
+    const mi_taps2d_args *a = arg;
+    long r0, r1;
+    mi_pool_share(a->planes * a->h * a->kh, part, parts, &r0, &r1);
+    taps2d_rows(a, r0, r1);
+}
+
+int mi_taps2d_f32(const mi_taps2d_args *a) {
+    if (!a->taps || !a->y || ANY_NEGATIVE(a->planes, a->h, a->wd, a->kh - 1, a->kw - 1))
+        return MI_EARGS;
+    if (a->planes * a->h * a->kh * a->wd * a->kw < PARALLEL_MIN)
+        taps2d_rows(a, 0, a->planes * a->h * a->kh);
+    else
+        mi_pool_run(taps2d_part, a);
+    return MI_OK;
+}

@@ -39,24 +39,34 @@ from ._native import (
     wino_weights,
 )
 
-__all__ = ["BLOCK_BYTES", "MIN_CHANNELS", "MIN_CHANNELS_SMALL", "MIN_TILES", "MIN_TILES_4",
+__all__ = ["BLOCK_BYTES", "BLOCK_PER_WEIGHTS", "MIN_CHANNELS", "MIN_CHANNELS_SMALL",
+           "MIN_OUT_CHANNELS", "MIN_TILES", "MIN_TILES_4",
            "applies", "buffers", "possible", "tiles", "weights", "winograd_calls", "winograd_conv"]
 
 Array = NDArray[Any]
 
-#: V (16, C, T) and M (16, M, T) of one block of tile rows stay under this many bytes
-#: (larger blocks make wider GEMMs: 32 MiB ran 10-40% faster than 1-4 MiB)
-BLOCK_BYTES = 32 * 1024 * 1024
-#: fewer input or output channels: im2col/taps are as fast (little to save, transforms cost)
+#: V (16, C, T) and M (16, M, T) of one block of tile rows stay under this many bytes, or
+#: under :data:`BLOCK_PER_WEIGHTS` times U's bytes where that is more: small blocks stay in
+#: L2 between the transforms and the GEMMs (PP-OCR's 96 -> 24 channels at 160x160, V of 40
+#: MiB in blocks of 32 MiB: 27 -> 13-14 ms on one core), and each block, GEMMs of its own,
+#: reads all of U again: blocks of a few times U's size keep that under V's own traffic
+#: (ResNet-50's 256-channel layers: one block)
+BLOCK_BYTES = 1024 * 1024
+BLOCK_PER_WEIGHTS = 4
+#: fewer input channels: im2col/taps are as fast (little to save, transforms cost) ...
 MIN_CHANNELS = 32
+#: ... and fewer output channels (PP-OCR's 96 -> 24 channels, one core, against
+#: onnxruntime: 160x160 1.8x -> 1.1x, 80x80 1.7x -> 1.3x; 16 -> 16 channels: slower)
+MIN_OUT_CHANNELS = 16
 #: fewer 2x2 tiles per image (an output under 15x15): the 16 GEMMs are too thin ...
 MIN_TILES = 64
 #: ... unless there are this many input channels and at least 7x7 tiles (14x14 outputs of
 #: ResNet-50 and DenseNet-121: 1.3-1.7x; SqueezeNet's 13x13 with 48-64 channels: 0.9-1.1x)
 MIN_CHANNELS_SMALL = 96
-#: 4x4 tiles from which F(4x4, 3x3) is the default (outputs from 25x25: 64 channels at 56x56
-#: 1.51 -> 1.15 ms, 128 at 28x28 1.02 -> 0.90 ms; at 14x14 its 36 GEMMs are too thin)
-MIN_TILES_4 = 49
+#: 4x4 tiles from which F(4x4, 3x3) is the default (outputs from 120x120: with blocks that
+#: stay in L2, F(2x2) was as fast or faster up to 80x80 on one core, 10-45% at 28x28 and
+#: 56x56 with 32-64 output channels; F(4x4) 10% faster at 160x160)
+MIN_TILES_4 = 900
 
 
 def possible(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dilations: Any,
@@ -76,7 +86,7 @@ def applies(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dila
         return 0
     th, tw = tiles(out_dims, 2)
     c = wshape[1]  # input channels per group
-    if min(c, wshape[0] // group) < MIN_CHANNELS:
+    if c < MIN_CHANNELS or wshape[0] // group < MIN_OUT_CHANNELS:
         return 0
     if math.prod(tiles(out_dims, 4)) >= MIN_TILES_4:
         return 4
@@ -85,7 +95,9 @@ def applies(xshape: tuple[int, ...], wshape: tuple[int, ...], strides: Any, dila
 
 def _block(c: int, m: int, th: int, tw: int, tile: int) -> int:
     """Tile rows per block."""
-    return max(1, min(th, BLOCK_BYTES // ((tile + 2) ** 2 * (c + m) * tw * 4)))
+    k = (tile + 2) ** 2
+    limit = max(BLOCK_BYTES, BLOCK_PER_WEIGHTS * k * m * c * 4)
+    return max(1, min(th, limit // (k * (c + m) * tw * 4)))
 
 
 def tiles(out_dims: Any, tile: int) -> tuple[int, int]:
