@@ -169,25 +169,33 @@ def _check(ctx: object, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
 
 
 def test_if_on_an_input_value_runs_planned_per_shapes_and_value() -> None:
-    """Both branches taken across runs at two batch sizes, each result onnxruntime's; from
-    the second run of each (shapes, mode) on, the run is planned: the If is one step of a
-    plan (no run in segments), and plans are kept per key."""
+    """Both branches taken across runs at two batch sizes, each result onnxruntime's; every
+    run is planned: the If is one step of a plan kept per (shapes, mode), and a key seen
+    before runs nothing in segments."""
     model = mode_if()
     engine = mi.load(model)
     assert any(node.op_type == "If" for node in engine.nodes)
     runs = [(2, 1), (2, 1), (2, 0), (2, 0), (3, 1), (3, 0), (2, 1), (3, 0), (2, 0), (3, 1)]
     with engine.create_execution_context() as ctx:
+        segmented = ctx._segmented
+        in_segments = 0
+
+        def count(*args: object) -> object:
+            nonlocal in_segments
+            in_segments += 1
+            return run(*args)
+
+        run, segmented.run = segmented.run, count
         seen: set[tuple[int, int]] = set()
         for k, (n, mode) in enumerate(runs):
             x = np.random.default_rng(k).standard_normal((n, 4)).astype(np.float32)
+            before = in_segments
             _check(ctx, model, {"x": x, "mode": np.array(mode, np.int64)})
-            planned = bool(ctx.steps)
-            assert planned == ((n, mode) in seen), (k, n, mode)
+            assert in_segments - before == (0 if (n, mode) in seen else 1), (k, n, mode)
             seen.add((n, mode))
-            if planned:
-                assert [engine.nodes[i].op_type for i, _ in ctx._plan.calls] == \
-                    ["Equal", "If", "Relu", "Add"]
-                assert ctx.schedule.shapes["y"] == ((n, 8) if mode == 1 else (n, 1))
+            assert [engine.nodes[i].op_type for i, _ in ctx._plan.calls] == \
+                ["Equal", "If", "Relu", "Add"]
+            assert ctx.schedule.shapes["y"] == ((n, 8) if mode == 1 else (n, 1))
         assert ctx.plans_cached == 4
         assert len(ctx.time_steps()) == 4  # a per-node profile of the planned run
 
@@ -203,7 +211,7 @@ def test_keyed_plan_switches_back_to_segments_when_a_branch_shape_follows_values
             x = np.ones((2, 4), np.float32)
             x.reshape(-1)[:zeros] = 0
             _check(ctx, model, {"x": x, "mode": one})
-            if k == 1:  # the second run of the key: planned (the same nonzeros as the first)
+            if k == 1:  # the same nonzeros as the first: planned
                 assert ctx.steps
         assert not ctx.steps
 

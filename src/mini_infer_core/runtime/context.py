@@ -244,8 +244,8 @@ class ExecutionContext:
     @property
     def steps(self) -> list[Step]:
         """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
-        first run and for engines with data-dependent nodes whose last run went in segments
-        (the first run of each key of a keyed engine, :mod:`.keyed`)."""
+        first run and for engines with data-dependent nodes that run in segments (those
+        planned per key, :mod:`.keyed`, have steps)."""
         return self._plan.steps if self._plan is not None else []
 
     @property
@@ -311,18 +311,17 @@ class ExecutionContext:
     def _execute_keyed(self, feeds: Mapping[str, Any], bindings: dict[str, int]
                        ) -> dict[str, Any] | None:
         """A run of the keyed plan of these inputs (:mod:`.keyed`); None where it goes in
-        segments instead (a new key's first run is made here, in segments)."""
+        segments instead. A new key is first run in segments, to learn its shapes."""
         keyed = self._keyed
         assert keyed is not None
         key = keyed.key(feeds)
         if key is None:
             return None
         full = keyed.bindings(key)
-        if full is None:  # first run of the key: in segments, which bind every dimension
+        if full is None:  # a new key: a run in segments binds every dimension, then the plan
             full = dict(bindings)
-            result = self._execute_dynamic(feeds, full)
+            self._execute_dynamic(feeds, full)
             keyed.learn(key, full)
-            return result
         plan = self._use_plan(key, full)
         try:
             return self._execute_plan(feeds, plan)

@@ -6,8 +6,8 @@ If's condition is computed (through nodes that are not data-dependent) from the 
 input shapes and the values of small inputs -- a sample rate, a flag, a mode -- the input
 shapes and those values decide every shape of the run. Such an engine (silero-vad: ``If``
 on ``sr == 16000``) is planned like a static one, once per *key* (the input shapes and the
-small inputs' bytes): the first run of a key goes in segments (:mod:`.segments`) and
-binds the Ifs' output dimensions; the plan for the key is made from them, its If steps run
+small inputs' bytes): a new key is first run in segments (:mod:`.segments`), which binds
+the Ifs' output dimensions, and then by the plan made from them; the plan's If steps run
 their branch (itself a planned engine) and copy the result into the arena.
 
 A branch whose output shapes still change for one key (a data-dependent node inside it)
@@ -95,8 +95,8 @@ def _key_inputs(engine: Engine, plugins: Sequence[IPluginV2]) -> tuple[str, ...]
 
 
 class KeyedPlans:
-    """Which key a run has, and the dimension values each key bound (known after its first
-    run, which goes in segments)."""
+    """Which key a run has, and the dimension values each key bound (known after a run in
+    segments)."""
 
     def __init__(self, engine: Engine, key_inputs: tuple[str, ...], capacity: int) -> None:
         self.inputs = tuple(engine.input_names)
