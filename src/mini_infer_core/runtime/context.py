@@ -65,6 +65,7 @@ class ExecutionContext:
                     "on a machine with that device")
         self.streams = {name: dev.create_stream() for name, dev in self.devices.items()}
         self.stream = self.streams[self.device.name]
+        self._stream_list = list(self.streams.values())
         self._lock = threading.Lock()
         self.plugins: list[IPluginV2] = []
         for node in engine.nodes:
@@ -333,18 +334,15 @@ class ExecutionContext:
             return None
 
     def _execute_plan(self, feeds: Mapping[str, Any], plan: Plan) -> dict[str, Any]:
-        sched = plan.schedule
-        bound: dict[str, Any] = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
+        to_device = self.device.to_device
+        bound: dict[str, Any] = {n: to_device(np.asarray(feeds[n], order="C"))
                                  for n in self.engine.input_names}
-        tensors = self.engine.tensors
-        for n in self.engine.output_names:
-            if tensors[n].kind == "output":
-                dev = self.devices[sched.home[n]]
-                bound[n] = dev.empty(sched.shapes[n], tensors[n].dtype.numpy)
+        for n, empty, shape, dtype in plan.fresh:
+            bound[n] = empty(shape, dtype)
         for name, lst, k in plan.patches:
             lst[k] = bound[name]
         self._enqueue_all()
-        return self._results(bound, sched.home)
+        return self._results(bound, plan.schedule.home)
 
     def _execute_graph(self, feeds: Mapping[str, Any], sched: Schedule
                        ) -> dict[str, np.ndarray[Any, Any]]:
@@ -385,22 +383,26 @@ class ExecutionContext:
     def _enqueue_all(self, sync: bool = True) -> None:
         nodes = self.engine.nodes
         step = 0
-        with node_errors(lambda: nodes[step].describe(), ExecutionError,
-                         "the plugin failed while running"):
-            if self._debug >= 2 and self._plan is not None:  # every step, each logged
-                into = self._plan.into
-                for step, s in enumerate(self.steps):
+        plan = self._plan
+        try:
+            if self._debug >= 2 and plan is not None:  # every step, each logged
+                into = plan.into
+                for step, s in enumerate(plan.steps):
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])
                     if step in into:
                         into[step]()
                     else:
                         s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
-            elif self._plan is not None:
-                for step, call in self._plan.calls:  # noqa: B007 - names the failing node
+            elif plan is not None:
+                for step, call in plan.calls:  # noqa: B007 - names the failing node
                     call()
+        except Exception:  # named after its node (the context manager costs every run)
+            with node_errors(nodes[step].describe(), ExecutionError,
+                             "the plugin failed while running"):
+                raise
         if sync:
-            for stream in self.streams.values():
+            for stream in self._stream_list:
                 stream.synchronize()
 
     def _results(self, values: Mapping[str, Any], home: Mapping[str, str]

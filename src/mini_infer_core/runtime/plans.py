@@ -59,6 +59,9 @@ class Plan:
     #: the data-dependent steps' runs (their outputs copied into the plan's arrays; keyed
     #: plans, :mod:`.keyed`), by node index: what profiles and debug runs call for them
     into: dict[int, Callable[[], None]] = field(default_factory=dict)
+    #: the engine outputs a run allocates: (name, its device's ``empty``, shape, dtype)
+    fresh: list[tuple[str, Callable[..., Any], tuple[int, ...], Any]] = field(
+        default_factory=list)
 
 
 def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> bool:
@@ -140,6 +143,9 @@ class PlanCache:
             for d in views:
                 views[d][name] = arr
         plan = Plan(sched, [])
+        plan.fresh = [(n, devices[sched.home[n]].empty, sched.shapes[n],
+                       tensors[n].dtype.numpy) for n in engine.output_names
+                      if tensors[n].kind == "output" and n in sched.shapes]
         io = set(engine.input_names) | {
             n for n in engine.output_names if tensors[n].kind == "output"}
         for step, (node, plugin) in enumerate(zip(engine.nodes, self.plugins, strict=True)):
