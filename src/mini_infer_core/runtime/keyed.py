@@ -21,6 +21,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -116,7 +118,10 @@ class KeyedPlans:
         shapes = tuple(feeds[n].shape for n in self.inputs)
         if not self.key_inputs:
             return shapes
-        values = [feeds[n] for n in self.key_inputs]
+        try:  # host arrays (a device's array that NumPy cannot read keys nothing)
+            values = [np.asarray(feeds[n]) for n in self.key_inputs]
+        except (TypeError, ValueError):
+            return None
         if sum(v.size for v in values) > KEY_ELEMENTS:
             return None
         return shapes, tuple(v.tobytes() for v in values)
