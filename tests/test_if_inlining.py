@@ -199,6 +199,16 @@ def test_if_on_an_input_value_runs_planned_per_shapes_and_value() -> None:
             assert ctx.schedule.shapes["y"] == ((n, 8) if mode == 1 else (n, 1))
         assert ctx.plans_cached == 4
         assert len(ctx.time_steps()) == 4  # a per-node profile of the planned run
+        # each step through its plugin's enqueue (``mini-infer compare`` per node): the If
+        # writes its branch's result into the planned array
+        x = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+        feeds = {"x": x, "mode": np.array(1, np.int64)}
+        ctx.execute(feeds)
+        for step in ctx.steps:
+            step.outputs[0].fill(np.nan)
+            step.plugin.enqueue(step.inputs, step.outputs, step.workspace, step.stream)
+        np.testing.assert_allclose(ctx.steps[1].outputs[0], ort_run(model, feeds)[1],
+                                   rtol=1e-6)
 
 
 def test_keyed_plan_switches_back_to_segments_when_a_branch_shape_follows_values() -> None:
