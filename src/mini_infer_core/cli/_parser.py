@@ -7,11 +7,57 @@ neither NumPy nor the modules behind the commands.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
 from .._version import __version__
 
-__all__ = ["flags", "parser"]
+__all__ = ["command_of", "flags", "parser"]
+
+#: each command's one-line help, in ``--help``'s order
+HELP = {
+    "plugins": "list discovered plugins and devices",
+    "build": "build an engine file from ONNX",
+    "run": "run an ONNX model or an engine file",
+    "bench": "time a model or engine (trtexec-style)",
+    "inspect": "show nodes, plugins, memory plan",
+    "batch": "batch inference over a dataset on Ray Data (mini-infer-core[ray])",
+    "compare": "run a model on two backends and compare the outputs (polygraphy run --compare)",
+}
+
+
+def _columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` tells it (``COLUMNS``, then
+    stdout's terminal, else 80), without importing shutil (and its compression modules),
+    which argparse does for every option declared."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, its width found without shutil."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (its subcommands too) formatting with :class:`_Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
 
 def flags(parser: argparse.ArgumentParser, **helps: str) -> None:
@@ -43,11 +89,11 @@ def _shape(parser: argparse.ArgumentParser, text: str) -> None:
                         help=text)
 
 
-def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser], text: str,
+def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser],
                    device: bool = True) -> argparse.ArgumentParser:
     """A command on one model (an ONNX file or an engine file), on ``--device`` (cpu) unless
     ``device`` is False (the caller declares it, later)."""
-    cmd: argparse.ArgumentParser = sub.add_parser(name, parents=parents, help=text)
+    cmd: argparse.ArgumentParser = sub.add_parser(name, parents=parents, help=HELP[name])
     cmd.add_argument("model")
     if device:
         cmd.add_argument("--device", default="cpu")
@@ -57,22 +103,22 @@ def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser], 
 def _parents() -> tuple[argparse.ArgumentParser, ...]:
     """The options the commands share: every command's, the inputs of a run (run, bench,
     compare), the build's tactics (build, bench, compare)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     _shared(common)
     flags(common, allow_plugin_substitutes="load engines whose plugins are now provided by "
           "another distribution than the one that built them (with a warning)")
-    feeds = argparse.ArgumentParser(add_help=False)
+    feeds = _Parser(add_help=False)
     feeds.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     _shape(feeds, "concrete shape for a dynamic input when inputs are random")
     feeds.add_argument("--seed", type=int, default=0, help="seed for random inputs")
-    tactics = argparse.ArgumentParser(add_help=False)
+    tactics = _Parser(add_help=False)
     flags(tactics, no_tactic_timing="keep each plugin's default tactic instead of timing them "
           "(faster build)")
     return common, feeds, tactics
 
 
-def _plugins(sub: Any, common: argparse.ArgumentParser) -> None:
-    pl = sub.add_parser("plugins", parents=[common], help="list discovered plugins and devices")
+def _plugins(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    pl = sub.add_parser("plugins", parents=parents, help=HELP["plugins"])
     flags(pl, markdown="print the operator table (docs/operators.md)",
           creators="also list every creator and conflict (the full table)")
     pl.add_argument("action", nargs="?", choices=["new"],
@@ -84,7 +130,7 @@ def _plugins(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    b = _model_command(sub, "build", parents, "build an engine file from ONNX", device=False)
+    b = _model_command(sub, "build", parents, device=False)
     b.add_argument("-o", "--output", required=True, help="engine file to write")
     b.add_argument("--device", default="cpu")
     b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
@@ -99,7 +145,7 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    bn = _model_command(sub, "bench", parents, "time a model or engine (trtexec-style)")
+    bn = _model_command(sub, "bench", parents)
     bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
                     help="also time onnxruntime or reference (onnx ReferenceEvaluator)")
     bn.add_argument("--warmup", type=int, default=3)
@@ -116,8 +162,7 @@ def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def _batch(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """``batch`` (:mod:`.batch`)."""
-    bt = sub.add_parser("batch", parents=parents,
-                        help="batch inference over a dataset on Ray Data (mini-infer-core[ray])")
+    bt = sub.add_parser("batch", parents=parents, help=HELP["batch"])
     bt.add_argument("model", help="an ONNX model (built once here) or an engine file")
     bt.add_argument("--input", required=True,
                     help="a Parquet file or folder, or a folder of .npy files; on a cluster, "
@@ -143,9 +188,7 @@ def _batch(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def _compare(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """``compare`` (:mod:`.compare`)."""
-    c = sub.add_parser("compare", parents=parents,
-                       help="run a model on two backends and compare the outputs "
-                            "(polygraphy run --compare)")
+    c = sub.add_parser("compare", parents=parents, help=HELP["compare"])
     c.add_argument("model", help="an ONNX model")
     c.add_argument("--a", default="cpu", metavar="DEVICE",
                    help="the first side: a mini-infer device (default: cpu)")
@@ -158,20 +201,44 @@ def _compare(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     flags(c, per_node="compare every node's outputs and name the first that diverges")
 
 
-def parser() -> argparse.ArgumentParser:
-    """``mini-infer``'s parser."""
-    p = argparse.ArgumentParser(prog="mini-infer", description=(
+def _run(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    r = _model_command(sub, "run", parents)
+    r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is one, ``-p``'s value skipped), or
+    None (none: ``--help``, ``--version``, a mistake)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "-p":
+            skip = True
+        elif word in HELP:
+            return word
+        elif not word.startswith("-"):
+            return None  # not a command: the full parser says so
+    return None
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """``mini-infer``'s parser; with ``command``, only that command's options are declared
+    (the others by name and help: what ``--help`` lists), which keeps start-up short."""
+    p = _Parser(prog="mini-infer", description=(
         "Build and run ONNX models with plugin kernels discovered from installed wheels."))
     p.add_argument("--version", action="version", version=f"mini-infer-core {__version__}")
     _shared(p, "pre_")
     common, feeds, tactics = _parents()
     sub = p.add_subparsers(dest="command", required=True)
-    _plugins(sub, common)
-    _build(sub, [common, tactics])
-    r = _model_command(sub, "run", [common, feeds], "run an ONNX model or an engine file")
-    r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
-    _bench(sub, [common, feeds, tactics])
-    _model_command(sub, "inspect", [common], "show nodes, plugins, memory plan")
-    _batch(sub, [common])
-    _compare(sub, [common, feeds, tactics])
+    declare: dict[str, tuple[Any, list[argparse.ArgumentParser]]] = {
+        "plugins": (_plugins, [common]), "build": (_build, [common, tactics]),
+        "run": (_run, [common, feeds]), "bench": (_bench, [common, feeds, tactics]),
+        "inspect": (lambda s, ps: _model_command(s, "inspect", ps), [common]),
+        "batch": (_batch, [common]), "compare": (_compare, [common, feeds, tactics])}
+    for name, (fn, parents) in declare.items():
+        if command is None or command == name:
+            fn(sub, parents)
+        else:
+            sub.add_parser(name, help=HELP[name])
     return p

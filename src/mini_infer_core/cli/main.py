@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MiniInferError
 from . import _report
+from ._parser import command_of
 from ._parser import parser as _parser
 
 if TYPE_CHECKING:
@@ -189,7 +190,8 @@ def _cmd_compare(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _parser(command_of(words)).parse_args(words)
     args.plugin_opts = [*args.pre_plugin_opts, *args.plugin_opts]
     args.verbose += args.pre_verbose
     args.json = args.json or args.pre_json

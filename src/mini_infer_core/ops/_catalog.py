@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import pkgutil
 import re
 import sys
 import types
@@ -71,8 +70,8 @@ def _all_names(path: Path) -> tuple[str, ...]:
 
 #: a line that may begin a module-level ``__all__ = ...`` (not ``==``, ``+=`` or annotated)
 _ALL_LINE = re.compile(r"^__all__[ \t]*=(?!=)", re.MULTILINE)
-#: the longest ``__all__`` statement parsed alone; a longer one is read with the whole module
-_MAX_LINES = 200
+#: the longest ``__all__`` literal read alone; a longer one is read with the whole module
+_MAX_CHARS = 20_000
 
 
 @functools.lru_cache(maxsize=512)
@@ -86,19 +85,61 @@ def _parsed_all(path: str, mtime_ns: int) -> tuple[str, ...]:
 
 
 def _statement_all(text: str, start: int) -> tuple[str, ...] | None:
-    """The names of the ``__all__ = [...]`` statement that begins at ``start``, parsed alone
-    (a whole module's parse costs far more); None where that is not sure: the line may sit in
-    a string, or the statement is not a list or tuple."""
+    """The names of the ``__all__ = [...]`` statement that begins at ``start``, read alone (a
+    whole module's parse costs far more): its bracketed literal, up to the matching bracket
+    outside strings and comments, evaluated once; None where that is not sure: the line may
+    sit in a string, or the statement is not a list or tuple of strings."""
     if text.count('"""', 0, start) % 2 or text.count("'''", 0, start) % 2:
         return None
-    lines = text[start:].splitlines(keepends=True)[:_MAX_LINES]
-    for end in range(1, len(lines) + 1):
-        try:
-            tree = ast.parse("".join(lines[:end]))
-        except SyntaxError:
-            continue
-        names = _tree_all(tree)
-        return names or None
+    opened = _BRACKET.match(text, text.index("=", start) + 1)
+    if opened is None:
+        return None
+    literal = _bracketed(text, opened.end() - 1)
+    if literal is None:
+        return None
+    if not _END.match(text, opened.end() - 1 + len(literal)):
+        return None  # more follows (``[...] + other``): the whole module is read
+    plain = _COMMENT.sub("", literal)
+    if _NAMES.fullmatch(plain):  # the usual case, read without compiling anything
+        return tuple(m.group(2) for m in _NAME.finditer(plain)) or None
+    try:
+        value = ast.literal_eval(literal)
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        return None
+    return tuple(value) or None
+
+
+#: the opening bracket of an ``__all__`` literal, after ``=``
+_BRACKET = re.compile(r"[ \t]*[\[(]")
+
+
+#: the end of a statement after its literal: blanks, a comment, the line's end
+_END = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
+#: a comment in an ``__all__`` literal
+_COMMENT = re.compile(r"#[^\n]*")
+#: one quoted identifier
+_NAME = re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_]*)\1""")
+#: a list or tuple of quoted identifiers and nothing else
+_NAMES = re.compile(r"""[\[(]\s*(?:(["'])[A-Za-z_][A-Za-z0-9_]*\1\s*,\s*)*"""
+                    r"""(?:(["'])[A-Za-z_][A-Za-z0-9_]*\2\s*)?[\])]""")
+#: what matters when looking for the closing bracket: strings, comments and brackets
+_TOKEN = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#[^\n]*|[\[\]()]""")
+
+
+def _bracketed(text: str, at: int) -> str | None:
+    """``text[at:]`` up to the bracket that closes the one at ``at`` (strings and comments
+    skipped), or None (no close within :data:`_MAX_CHARS`)."""
+    depth = 0
+    for token in _TOKEN.finditer(text, at, min(len(text), at + _MAX_CHARS)):
+        kind = token.group()
+        if kind in ("[", "("):
+            depth += 1
+        elif kind in ("]", ")"):
+            depth -= 1
+            if depth == 0:
+                return text[at:token.end()]
     return None
 
 
@@ -153,6 +194,8 @@ def kernel_creators(package: str, directory: str | Path, *, namespace: str,
 def package_classes(package: str) -> list[Any]:
     """The classes every public module of ``package`` lists in ``__all__`` that implement a
     schema (imports the modules: for tests and for creators made eagerly)."""
+    import pkgutil
+
     pkg = importlib.import_module(package)
     classes: list[Any] = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):

@@ -20,11 +20,10 @@ regenerates it and fails where it differs. To regenerate::
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
-import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,15 +43,14 @@ _RECORDED: dict[tuple[Any, ...], Any] | None = (
 def _table() -> Any:
     """The table where it was made from the installed onnx (and not while making it), else
     None."""
-    import importlib_metadata as metadata  # the one plugin discovery uses: its caches serve
+    from .._distributions import distribution_version
 
     if _RECORDED is not None:
         return None
     from . import _table as table
 
-    try:
-        installed = metadata.version("onnx")
-    except metadata.PackageNotFoundError:  # pragma: no cover - onnx is a dependency
+    installed = distribution_version("onnx")
+    if installed is None:  # pragma: no cover - onnx is a dependency
         return None
     made_from = getattr(table, "ONNX_VERSION", None)  # None: not a table of this layout
     return table if made_from == installed and hasattr(table, "ATTRIBUTES") else None
@@ -75,14 +73,16 @@ def attributes(key: tuple[Any, ...], ask_onnx: Callable[[], Any]) -> Any:
 
 
 def sources_digest() -> str:
-    """A digest of the sources the schemas' metadata comes from (the table excepted)."""
-    digest = hashlib.sha256()
+    """A digest of the sources the schemas' metadata comes from (the table excepted): a
+    CRC-32 of each file's name and bytes, chained. It notices an edit (it guards against
+    staleness, not tampering) without importing hashlib, whose OpenSSL load costs listing
+    more time than the hash."""
+    crc = 0
     folder, base = _SOURCES
     for path in [*sorted(folder.glob("*.py")), base]:
         if path != _TABLE:
-            digest.update(f"{path.name}\0".encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+            crc = zlib.crc32(path.read_bytes(), zlib.crc32(f"{path.name}\0".encode(), crc))
+    return f"crc32:{crc:08x}"
 
 
 def schema_metadata(cls: Any) -> dict[str, Any]:
@@ -150,6 +150,8 @@ def _dump() -> None:
 
 def render() -> str:
     """The table as onnx answers now (made in a fresh process that asks onnx)."""
+    import subprocess
+
     env = {**os.environ, "MINI_INFER_SCHEMA_TABLE": "record"}
     proc = subprocess.run([sys.executable, "-c", "from mini_infer_core.ops import _memo; "
                            "_memo._dump()"], env=env, capture_output=True, text=True,

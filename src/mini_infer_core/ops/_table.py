@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = '496d2f7a594fef53cebe497e0e85f0d921c48d591a2fdf460d682e20ae70089d'
+SOURCES = 'crc32:6ca908e1'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},

@@ -11,7 +11,6 @@ The generated block sits between ``# BEGIN GENERATED`` and ``# END GENERATED`` l
 
 from __future__ import annotations
 
-import pprint
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,8 @@ def lazy_creators(catalog: Iterable[dict[str, Any]], *, namespace: str,
 
 def render_catalog(entries: Iterable[dict[str, Any]]) -> str:
     """The generated block: one entry per line."""
+    import pprint
+
     lines = [f"    {pprint.pformat(e, width=1000, sort_dicts=False)}," for e in entries]
     return "CATALOG: list[dict[str, Any]] = [\n" + "\n".join(lines) + "\n]\n"
 

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-import importlib_metadata
 import pluggy
 
+from .._distributions import EntryPoint, entry_points
 from ..errors import PluginLoadError
 from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs
 from ._records import DistributionRecord
@@ -128,17 +128,13 @@ class _Incompatible(Exception):
     pass
 
 
-def _entry_points() -> list[tuple[importlib_metadata.EntryPoint, str, str]]:
-    """The group's entry points with their distribution's name and version (each
-    distribution's metadata read once), in the order of the distributions' names."""
-    found = []
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.dist is None:
-            found.append((ep, ep.module, "unknown"))
-        else:
-            meta = ep.dist.metadata
-            found.append((ep, meta["Name"], meta["Version"]))
-    return sorted(found, key=lambda e: (_normalize(e[1]) if e[0].dist else e[1], e[0].name))
+def _entry_points() -> list[tuple[EntryPoint, str, str]]:
+    """The group's entry points with their distribution's name and version, in the order of
+    the distributions' names (read by :mod:`.._distributions`, without importlib_metadata)."""
+    found = [(ep, ep.dist_name or ep.module, ep.dist_version or "unknown")
+             for ep in entry_points(ENTRY_POINT_GROUP)]
+    return sorted(found, key=lambda e: (_normalize(e[1]) if e[0].dist_name else e[1],
+                                        e[0].name))
 
 
 def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = None,
