@@ -165,3 +165,30 @@ def test_bound_steps_run_their_ufunc_on_the_arrays_of_each_run() -> None:
     bound = [k for k, call in calls.items()
              if isinstance(call, functools.partial) and isinstance(call.func, np.ufunc)]
     assert bound == [1, 2]
+
+
+def test_casts_to_their_own_type_and_concats_in_place_are_left_out() -> None:
+    """silero-vad's tail: a Cast to the input's own type and a Concat whose every input was
+    made inside it copy nothing, so their steps are left out; a Cast to another type and a
+    Concat with an input it cannot hold (a graph input) still run. Values are onnxruntime's,
+    run after run."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Cast", ["r"], ["same"], to=TensorProto.FLOAT),
+             helper.make_node("Neg", ["same"], ["n"]),
+             helper.make_node("Sigmoid", ["same"], ["s"]),
+             helper.make_node("Concat", ["n", "s"], ["cat"], axis=0),
+             helper.make_node("Cast", ["cat"], ["wide"], to=TensorProto.DOUBLE),
+             helper.make_node("Concat", ["x", "n"], ["mixed"], axis=0)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("wide", TensorProto.DOUBLE, None),
+                                    helper.make_tensor_value_info("mixed", TensorProto.FLOAT,
+                                                                  None)])
+    ctx = mi.load(model).create_execution_context()
+    for seed in range(3):
+        xv = np.random.default_rng(seed).standard_normal((1, 3, 4)).astype(np.float32)
+        got = ctx.execute({"x": xv})
+        for name, want in zip(["wide", "mixed"], ort_run(model, {"x": xv}), strict=True):
+            assert got[name].dtype == want.dtype
+            np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)
+    left_out = sorted(ctx.engine.nodes[k].outputs[0] for k in ctx.steps_left_out)
+    assert left_out == ["cat", "same"]

@@ -366,6 +366,30 @@ def test_lstm_gates(attrs: dict[str, Any]) -> None:
     assert plugin._plain == ("HardSigmoid" not in attrs.get("activations", []))
 
 
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("t", "b", "states"), [(1, 1, True), (5, 3, True), (4, 2, False)])
+def test_plain_lstm_writes_its_outputs_directly(direction: str, dtype: Any, t: int, b: int,
+                                                states: bool, monkeypatch: Any) -> None:
+    """The plain LSTM (default activations, no lengths or peepholes: silero-vad's) runs the
+    in-place loop, never the general one; equal to onnxruntime with biases and initial
+    states, one or several steps, each direction, float32 and float64."""
+    from mini_infer_cpu_plugins.ops import rnn
+
+    def general(*_: Any, **__: Any) -> None:
+        raise AssertionError("the general LSTM loop ran")
+
+    monkeypatch.setattr(rnn.LSTM, "_run", general)
+    nd, h = (2 if direction == "bidirectional" else 1), 6
+    ins = [rand(t, b, 5, dtype=dtype), rand(nd, 4 * h, 5, dtype=dtype),
+           rand(nd, 4 * h, h, dtype=dtype), rand(nd, 8 * h, dtype=dtype)]
+    if states:
+        ins += [None, rand(nd, b, h, dtype=dtype), rand(nd, b, h, dtype=dtype)]
+    # onnxruntime has no float64 LSTM: onnx's reference implementation there
+    check("LSTM", ins, {"direction": direction, "hidden_size": h}, n_out=3,
+          oracles=("ort",) if dtype == np.float32 else ("ref",), rtol=1e-4, atol=1e-5)
+
+
 def test_recurrent_options() -> None:
     ins = _rnn_inputs("GRU", 1)
     check("GRU", ins, {"hidden_size": 4, "linear_before_reset": 1}, n_out=2,

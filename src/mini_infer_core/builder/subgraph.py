@@ -198,7 +198,7 @@ class SubgraphRunner:
                     ctx = self._contexts[exact] = self._build(specs, values, shapes)
         result = ctx.execute({n: v for n, v in zip(names, values, strict=True)
                               if n not in self.constants})
-        if key is not None and not self.constants:
+        if key is not None:  # contexts of bodies with outer constants hold their values
             self._last = (key, ctx)
         return [result[n] for n in self.output_names]
 

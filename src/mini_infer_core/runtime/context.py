@@ -23,6 +23,7 @@ from ..errors import ExecutionError, InputError, MiniInferError, node_errors
 from ..plugin import IPluginV2
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import check_value, describe_value, map_tensors
+from .keyed import KeyedPlans, PlanMismatch
 from .plans import Plan, PlanCache, Step
 from .segments import SegmentedRun
 
@@ -64,6 +65,7 @@ class ExecutionContext:
                     "on a machine with that device")
         self.streams = {name: dev.create_stream() for name, dev in self.devices.items()}
         self.stream = self.streams[self.device.name]
+        self._stream_list = list(self.streams.values())
         self._lock = threading.Lock()
         self.plugins: list[IPluginV2] = []
         for node in engine.nodes:
@@ -91,6 +93,10 @@ class ExecutionContext:
         #: how an engine with data-dependent nodes runs: in planned segments around them
         self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
                                        self._constants) if self._dynamic else None
+        #: such an engine planned per input shapes and small inputs' values, where its
+        #: data-dependent nodes are Ifs on those (None: it runs in segments)
+        self._keyed = KeyedPlans.of(engine, self.plugins, self._plans.capacity) \
+            if self._dynamic and not self._values else None
         self._use_graphs = False
         self._graph: Any = None
         #: why graph capture failed and the context went back to eager runs (None: it did not)
@@ -239,7 +245,8 @@ class ExecutionContext:
     @property
     def steps(self) -> list[Step]:
         """Per node of the last prepared shapes, as ``execute`` runs them; empty before the
-        first run and for engines with data-dependent nodes, which run in segments."""
+        first run and for engines with data-dependent nodes that run in segments (those
+        planned per key, :mod:`.keyed`, have steps)."""
         return self._plan.steps if self._plan is not None else []
 
     @property
@@ -264,11 +271,16 @@ class ExecutionContext:
                    else "call execute() once first"))
         took = []
         step = 0
+        assert self._plan is not None
+        into = self._plan.into
         with self._lock, node_errors(lambda: self.engine.nodes[step].describe(),
                                      ExecutionError, "the plugin failed while running"):
             for step, s in enumerate(self.steps):  # noqa: B007 - names the failing node
                 start = time.perf_counter()
-                s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                if step in into:
+                    into[step]()
+                else:
+                    s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
                 s.stream.synchronize()
                 took.append(time.perf_counter() - start)
         return took
@@ -286,23 +298,51 @@ class ExecutionContext:
         with self._lock:
             bindings = self._bind(feeds)
             if self._dynamic:
+                if self._keyed is not None:
+                    result = self._execute_keyed(feeds, bindings)
+                    if result is not None:
+                        return result
                 return self._execute_dynamic(feeds, bindings)
             signature = tuple(tuple(feeds[n].shape) for n in self.engine.input_names)
             plan = self._use_plan(signature, bindings)
-            sched = plan.schedule
             if self._use_graphs:
-                return self._execute_graph(feeds, sched)
-            bound: dict[str, Any] = {n: self.device.to_device(np.asarray(feeds[n], order="C"))
-                                     for n in self.engine.input_names}
-            tensors = self.engine.tensors
-            for n in self.engine.output_names:
-                if tensors[n].kind == "output":
-                    dev = self.devices[sched.home[n]]
-                    bound[n] = dev.empty(sched.shapes[n], tensors[n].dtype.numpy)
-            for name, lst, k in plan.patches:
-                lst[k] = bound[name]
-            self._enqueue_all()
-            return self._results(bound, sched.home)
+                return self._execute_graph(feeds, plan.schedule)
+            return self._execute_plan(feeds, plan)
+
+    def _execute_keyed(self, feeds: Mapping[str, Any], bindings: dict[str, int]
+                       ) -> dict[str, Any] | None:
+        """A run of the keyed plan of these inputs (:mod:`.keyed`); None where it goes in
+        segments instead. A new key is first run in segments, to learn its shapes."""
+        keyed = self._keyed
+        assert keyed is not None
+        key = keyed.key(feeds)
+        if key is None:
+            return None
+        full = keyed.bindings(key)
+        if full is None:  # a new key: a run in segments binds every dimension, then the plan
+            full = dict(bindings)
+            self._execute_dynamic(feeds, full)
+            keyed.learn(key, full)
+        plan = self._use_plan(key, full)
+        try:
+            return self._execute_plan(feeds, plan)
+        except PlanMismatch as exc:  # shapes that no key decides: segments from now on
+            log.debug("keyed plans given up for engine %r: %s", self.engine.name, exc)
+            self._keyed = None
+            self._plan = None
+            self._plans.clear()
+            return None
+
+    def _execute_plan(self, feeds: Mapping[str, Any], plan: Plan) -> dict[str, Any]:
+        to_device = self.device.to_device
+        bound: dict[str, Any] = {n: to_device(np.asarray(feeds[n], order="C"))
+                                 for n in self.engine.input_names}
+        for n, empty, shape, dtype in plan.fresh:
+            bound[n] = empty(shape, dtype)
+        for name, lst, k in plan.patches:
+            lst[k] = bound[name]
+        self._enqueue_all()
+        return self._results(bound, plan.schedule.home)
 
     def _execute_graph(self, feeds: Mapping[str, Any], sched: Schedule
                        ) -> dict[str, np.ndarray[Any, Any]]:
@@ -343,18 +383,26 @@ class ExecutionContext:
     def _enqueue_all(self, sync: bool = True) -> None:
         nodes = self.engine.nodes
         step = 0
-        with node_errors(lambda: nodes[step].describe(), ExecutionError,
-                         "the plugin failed while running"):
-            if self._debug >= 2:  # every step, each logged
-                for step, s in enumerate(self.steps):
+        plan = self._plan
+        try:
+            if self._debug >= 2 and plan is not None:  # every step, each logged
+                into = plan.into
+                for step, s in enumerate(plan.steps):
                     log.debug("enqueue   %s in=%s", nodes[step].describe(),
                               [getattr(x, "shape", None) for x in s.inputs])
-                    s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
-            elif self._plan is not None:
-                for step, call in self._plan.calls:  # noqa: B007 - names the failing node
+                    if step in into:
+                        into[step]()
+                    else:
+                        s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+            elif plan is not None:
+                for step, call in plan.calls:  # noqa: B007 - names the failing node
                     call()
+        except Exception:  # named after its node (the context manager costs every run)
+            with node_errors(nodes[step].describe(), ExecutionError,
+                             "the plugin failed while running"):
+                raise
         if sync:
-            for stream in self.streams.values():
+            for stream in self._stream_list:
                 stream.synchronize()
 
     def _results(self, values: Mapping[str, Any], home: Mapping[str, str]
@@ -384,6 +432,10 @@ class ExecutionContext:
                                  tensors[n].value_kind)
                   for n in self.engine.input_names}
         assert self._segmented is not None
+        if self._plan is not None:  # a keyed plan configured the plugins for its shapes
+            self._plan = None
+            for seg in self._segmented.segments:
+                seg.current = None
         values, home = self._segmented.run(inputs, bindings, self._debug)
         return self._results(values, home)
 

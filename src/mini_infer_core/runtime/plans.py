@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.schedule import Schedule
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
+from .keyed import run_into
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -55,6 +56,12 @@ class Plan:
     #: what a run calls, in order: (node index, its step's enqueue with the step's lists
     #: bound, which the patches update in place); steps with nothing to do are left out
     calls: list[tuple[int, Callable[[], None]]] = field(default_factory=list)
+    #: the data-dependent steps' runs (their outputs copied into the plan's arrays; keyed
+    #: plans, :mod:`.keyed`), by node index: what profiles and debug runs call for them
+    into: dict[int, Callable[[], None]] = field(default_factory=dict)
+    #: the engine outputs a run allocates: (name, its device's ``empty``, shape, dtype)
+    fresh: list[tuple[str, Callable[..., Any], tuple[int, ...], Any]] = field(
+        default_factory=list)
 
 
 def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> bool:
@@ -136,6 +143,9 @@ class PlanCache:
             for d in views:
                 views[d][name] = arr
         plan = Plan(sched, [])
+        plan.fresh = [(n, devices[sched.home[n]].empty, sched.shapes[n],
+                       tensors[n].dtype.numpy) for n in engine.output_names
+                      if tensors[n].kind == "output" and n in sched.shapes]
         io = set(engine.input_names) | {
             n for n in engine.output_names if tensors[n].kind == "output"}
         for step, (node, plugin) in enumerate(zip(engine.nodes, self.plugins, strict=True)):
@@ -155,6 +165,11 @@ class PlanCache:
                     (sched.workspace[step],))
             plan.steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
             if _nothing_to_do(sched, step, node, plugin):
+                continue
+            if adapter.is_data_dependent(plugin):
+                plan.into[step] = partial(run_into, plugin, devices[node.device], ins, outs,
+                                          ws, self.streams[node.device])
+                plan.calls.append((step, plan.into[step]))
                 continue
             binder = adapter.bound_run_of(plugin)
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)

@@ -73,7 +73,9 @@ class SameBytes:
 def in_place(x: NDArray[Any], out: NDArray[Any]) -> bool:
     """Whether ``x`` already is ``out``'s bytes (the engine placed it there: ``in_place_inputs``),
     so that copying it would copy nothing."""
+    # may_share_memory first: a bounds check, far cheaper than the data pointers
     return bool(out.size and x.flags.c_contiguous and out.flags.c_contiguous and
+                np.may_share_memory(x, out) and
                 out.__array_interface__["data"][0] == x.__array_interface__["data"][0])
 
 

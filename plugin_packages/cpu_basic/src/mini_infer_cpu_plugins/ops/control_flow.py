@@ -62,9 +62,22 @@ def _tensor_or_value(v: Any) -> Any:
 class If(_ControlFlow, schema.If):
     input_kinds = ("tensor", "any")
 
-    def compute(self, cond: Any, *rest: Any, **_: Any) -> tuple[Any, ...]:
+    def compute(self, cond: Any, *rest: Any, out: Any = None, **_: Any) -> tuple[Any, ...] | None:
+        """The branch's outputs; written into ``out`` where the engine planned them (an If
+        step of a keyed plan run through ``enqueue``: profiles, per-node comparisons)."""
         body = "then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch"
-        return tuple(self.runners[body].run([], rest))
+        result = self.runners[body].run([], rest)
+        if out is None:
+            return tuple(result)
+        for k, (dst, got) in enumerate(zip(out if isinstance(out, tuple) else (out,), result,
+                                           strict=False)):
+            if dst is None:
+                continue
+            if np.shape(got) != dst.shape:
+                raise ValueError(f"{body} gave output {k} of shape {np.shape(got)}, the "
+                                 f"plan holds {dst.shape}")
+            np.copyto(dst, got)
+        return None
 
 
 class Loop(_ControlFlow, schema.Loop):

@@ -137,7 +137,56 @@ class LSTM(_Recurrent, schema.LSTM):
                 lens: Array | None = None, h0: Array | None = None,
                 c0: Array | None = None, p: Array | None = None, *, out: Any,
                 **_: Any) -> None:
+        if self._plain and p is None and lens is None and \
+                self._run_plain(x, w, r, b, h0, c0, out):
+            return
         self._run(x, w, r, b, lens, [h0, c0], p, out)
+
+    def _run_plain(self, x: Array, w: Array, r: Array, b: Array | None, h0: Array | None,
+                   c0: Array | None, out: Any) -> bool:
+        """The plain LSTM (sigmoid, tanh, tanh; no clip, peepholes, coupled gates or
+        sequence lengths; layout 0) with every array of one float dtype, written straight
+        into the outputs: each step one (B, H) @ R^T product added to its rows of the input
+        projection, the gates computed in place there (sigmoid as 0.5 tanh(x / 2) + 0.5).
+        False where it does not apply (the general loop runs)."""
+        dt = x.dtype
+        if self.attrs.get("layout", 0) or dt.type not in (np.float32, np.float64) or any(
+                a is not None and a.dtype != dt for a in (w, r, b, h0, c0)):
+            return False
+        outs = (*out, None, None, None) if isinstance(out, tuple) else (out, None, None)
+        y, yh, yc = outs[:3]
+        t_len, batch, _ = x.shape
+        hid = r.shape[-1]
+        x2 = x.reshape(t_len * batch, -1)
+        for d, rev in enumerate(self.reverse):
+            xw = x2 @ w[d].T
+            if b is not None:
+                xw += b[d, :4 * hid]
+                xw += b[d, 4 * hid:]
+            h = h0[d] if h0 is not None else np.zeros((batch, hid), dt)
+            c = c0[d] if c0 is not None else np.zeros((batch, hid), dt)
+            rt = r[d].T
+            for t in (range(t_len - 1, -1, -1) if rev else range(t_len)):
+                g = xw[t * batch:(t + 1) * batch]
+                g += h @ rt
+                s, gc = g[:, :3 * hid], g[:, 3 * hid:]
+                s *= 0.5
+                np.tanh(s, out=s)
+                s *= 0.5
+                s += 0.5
+                np.tanh(gc, out=gc)
+                gc *= s[:, :hid]
+                c = s[:, 2 * hid:] * c
+                c += gc
+                h = np.tanh(c)
+                h *= s[:, hid:2 * hid]
+                if y is not None:
+                    y[t, d] = h
+            if yh is not None:
+                yh[d] = h
+            if yc is not None:
+                yc[d] = c
+        return True
 
     def setup(self) -> None:
         super().setup()

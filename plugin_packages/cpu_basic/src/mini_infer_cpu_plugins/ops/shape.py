@@ -92,6 +92,9 @@ class Transpose(CpuPlugin, schema.Transpose):
 
 
 class Concat(CpuPlugin, schema.Concat):
+    #: every input placed in its output (``in_place_inputs``): nothing left to copy
+    in_place_only = True
+
     def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
                         ) -> dict[int, tuple[int, int]]:
         """Where every dimension before ``axis`` is 1, each input is a contiguous run of the
