@@ -4,7 +4,6 @@ and run again by :func:`._native.run_calls`."""
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,7 @@ from numpy.typing import NDArray
 
 from ._abi import GemvArgs, RowsArgs
 from ._kernels import address, strided
-from ._native import Call, _batched, _call, _lib
+from ._native import Call, _batched, _call, _kernel
 
 __all__ = ["MAX_ROWS", "PANEL", "gemv_call", "row_mean_call", "row_scale_call"]
 
@@ -24,16 +23,9 @@ MAX_ROWS = 2
 PANEL = 24
 
 
-def _fn(name: str, args: type[ctypes.Structure]) -> Any:
-    fn = getattr(_lib, name)
-    fn.argtypes = [ctypes.POINTER(args)]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_gemv = _fn("mi_gemv_f32", GemvArgs)
-_row_mean = _fn("mi_row_mean_f32", RowsArgs)
-_row_scale = _fn("mi_row_scale_f32", RowsArgs)
+_gemv = _kernel("mi_gemv_f32", GemvArgs)
+_row_mean = _kernel("mi_row_mean_f32", RowsArgs)
+_row_scale = _kernel("mi_row_scale_f32", RowsArgs)
 
 
 def gemv_call(a: Array, b: Array, c: Array, k: int, *, panel: int = 0,
