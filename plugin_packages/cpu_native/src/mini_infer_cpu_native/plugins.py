@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
-from . import _conv_gemm, _dconv, _matmul, _winograd
+from . import _conv_gemm, _dconv, _matmul, _tap_gemm, _winograd
 from ._act import act_isa
 from ._conv_extra import ACTS, act_after, act_code, live_taps
 from ._native import (
@@ -230,9 +230,14 @@ class Conv(_Derived, _conv.Conv):
             return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
-            calls = _conv_gemm.gemm_conv_calls(
-                x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group), group, lo,
-                hi, self._buffers(x, w, group), act)
+            plan = self._plan(x, w, group)
+            if _tap_gemm.applies(x.shape, w.shape, group, plan):  # taps mostly on padding
+                calls = _tap_gemm.tap_calls(x, self._tap_packed(w), b, r, out, plan, lo, hi,
+                                            self.hidden, self._buffers(x, w, group)["taps"])
+            else:
+                calls = _conv_gemm.gemm_conv_calls(
+                    x, self._packed_gemm(w, group), b, r, out, plan, group, lo, hi,
+                    self._buffers(x, w, group), act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -313,6 +318,8 @@ class Conv(_Derived, _conv.Conv):
         if tile:
             return _winograd.buffers(wshape[1], wshape[0] // group, plan.out_dims, tile)
         if self._own_gemm(xshape, wshape, itemsize, group):
+            if _tap_gemm.applies(xshape, wshape, group, plan):
+                return [("taps", (_tap_gemm.work_floats(xshape, wshape, plan),))]
             return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
 
@@ -356,6 +363,12 @@ class Conv(_Derived, _conv.Conv):
         if self.hidden.get("__wpacked__"):
             return w.reshape(-1)
         return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
+
+    def _tap_packed(self, w: Array) -> Array:
+        """Each tap's weights packed for the compiled GEMM (:func:`._tap_gemm.tap_weights`),
+        made once from W as the engine stores it."""
+        return self._derived(w, "taps", lambda w: _tap_gemm.tap_weights(
+            _conv_gemm.unpack_weights(w, 1) if self.hidden.get("__wpacked__") else w))
 
     def _winograd_weights(self, w: Array, tile: int, group: int) -> tuple[Array, Array | None]:
         """U = G g G^T of each group's weights (and U packed for the compiled GEMM, where it
