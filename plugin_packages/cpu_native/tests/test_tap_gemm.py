@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from conv_epilogues import epilogue
-from mini_infer_cpu_native import _tap_gemm
+from mini_infer_cpu_native import _conv_gemm, _tap_gemm
 from mini_infer_cpu_native._native import gemm_available
 from onnx import helper, numpy_helper
 
@@ -122,3 +122,35 @@ def test_tap_rectangles() -> None:
     assert rects[0] == (1, 1, (0, 32), (0, 32))
     assert dict(((ky, kx), (ys, xs)) for ky, kx, ys, xs in rects)[(0, 2)] == ((24, 32), (0, 8))
     assert sum((ys[1] - ys[0]) * (xs[1] - xs[0]) for _, _, ys, xs in rects) == 9 * 1024 // 4
+
+
+@pytest.mark.parametrize("xshape, m, after", [
+    ((1, 256, 32, 32), 64, "Relu"),  # planes of 4 KiB: copied apart first
+    ((1, 320, 16, 32), 96, "HardSwish"),
+    ((2, 256, 16, 32), 256, "Add+Relu"),
+    ((1, 64, 32, 32), 64, ""),  # few channels: read in place
+])
+def test_pointwise_over_planes_a_multiple_of_2_kib(
+        xshape: tuple[int, ...], m: int, after: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1x1 convolution whose input planes are 512 floats apart or a multiple of that gets
+    its B copied with padded rows (:data:`._conv_gemm.PAD_PLANES`): the same sums."""
+    copies: list[tuple[int, ...]] = []
+    real = _conv_gemm._copy
+
+    def recorded(dst: Any, src: Any) -> None:
+        copies.append(src.shape)
+        real(dst, src)
+
+    monkeypatch.setattr(_conv_gemm, "_copy", recorded)
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    model = _model(xshape, m, (1, 1), {}, after)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
+        device="cpu", time_tactics=False))
+    sess = mini_infer_core.InferenceSession(engine)
+    got = sess.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])
+    np.testing.assert_allclose(got, _ort(model, x), rtol=1e-4, atol=1e-4)
+    if gemm_available():
+        padded = xshape[1] >= _conv_gemm.PAD_FROM_K
+        assert bool(copies) == padded and all(
+            shape == (xshape[1], xshape[2] * xshape[3]) for shape in copies)
