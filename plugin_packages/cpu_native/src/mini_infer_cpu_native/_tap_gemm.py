@@ -14,7 +14,7 @@ per tap: as much memory as the whole W) by that rectangle of the input:
 * a tap whose rows are whole rows of a stride-1 map reads its B in place (rows of the input
   planes, one row stride), any other gathers its rectangle with the compiled im2col (a 1x1
   window at the rectangle's first input, no padding to test), then its GEMM writes a scratch
-  block that is added onto the output rectangle;
+  block that is added onto the output rectangle (the compiled epilogue pass, no clamp);
 * the clamp (fused Relu/Clip) and the fused activation run once over the output at the end.
 
 Used where at most :data:`MAX_LIVE` of the tap-output pairs read the input and each tap's
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._abi import Im2colArgs
+from ._abi import BiasActArgs, Im2colArgs
 from ._act import act_call
 from ._conv_extra import ACTS
-from ._native import Call, _call, _im2col, bias_act, gemm_call, pack_a
+from ._native import Call, _bias_act, _call, _im2col, bias_act, gemm_call, pack_a
 
 __all__ = ["MAX_LIVE", "MIN_CHANNELS", "PAD", "applies", "tap_calls", "tap_rects", "tap_weights",
            "work_floats"]
@@ -121,8 +121,30 @@ def tap_weights(w: Array) -> Array:
                      for ky in range(kh) for kx in range(kw)]).reshape(kh * kw, m * c)
 
 
-def _add(dst: Array, src: Array) -> None:
-    np.add(dst, src, out=dst)
+def _add_calls(out: Array, n: int, rect: tuple[int, int, int, int], prod: Array
+               ) -> list[Call]:
+    """``out[n, :, oy0:oy1, ox0:ox1] += prod`` (M, rows * width) with the compiled epilogue
+    pass (``mi_bias_act_f32``, on the pool, no clamp): one call where the rectangle is whole
+    rows or whole columns of the map (each (channel, row) or each channel one run of y), else
+    one per output row. Every address is checked here to be inside ``out`` and ``prod``."""
+    _, m, oh, ow = out.shape
+    oy0, oy1, ox0, ox1 = rect
+    rows, width = oy1 - oy0, ox1 - ox0
+    if not (0 <= oy0 < oy1 <= oh and 0 <= ox0 < ox1 <= ow and 0 <= n < out.shape[0]
+            and prod.flags.c_contiguous and prod.size >= m * rows * width):
+        raise ValueError(f"tap rectangle {rect} outside the output {out.shape}")
+    base, src, plane = out.ctypes.data + 4 * n * m * oh * ow, prod.ctypes.data, oh * ow
+
+    def call(y: int, r: int, count: int, cols: int, ldy: int, ldr: int) -> Call:
+        return _call(_bias_act, BiasActArgs(base + 4 * y, None, src + 4 * r, count, cols, ldy,
+                                            1, ldr, -np.inf, np.inf), out, prod)
+
+    if width == ow:  # whole rows: each channel one run
+        return [call(oy0 * ow, 0, m, rows * ow, plane, rows * ow)]
+    if rows == oh:  # whole columns: each (channel, row) one run of `width`
+        return [call(ox0, 0, m * oh, width, ow, width)]
+    return [call((oy0 + i) * ow + ox0, i * width, m, width, plane, rows * width)
+            for i in range(rows)]
 
 
 def _copy(dst: Array, src: Array) -> None:
@@ -191,11 +213,7 @@ def tap_calls(x: Array, packed: Array, b: Array | None, r: Array | None, out: Ar
                 continue
             dst = work[c * ldb: c * ldb + m * npx].reshape(m, npx)
             calls.append(gemm_call(a, m, c, src, dst))
-            if width == ow:
-                calls.append((_add, (y[:, oy0 * ow: oy1 * ow], dst)))
-            else:
-                calls.append((_add, (out[i][:, oy0:oy1, ox0:ox1],
-                                     dst.reshape(m, rows, width))))
+            calls += _add_calls(out, i, (oy0, oy1, ox0, ox1), dst)
         last_b, last_r = (None, None) if whole else (b, res)
         if last_b is not None or last_r is not None or lo != -np.inf or hi != np.inf:
             calls.append((bias_act, (y.reshape(1, m, oh * ow), last_b,
