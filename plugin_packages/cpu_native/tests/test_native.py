@@ -673,6 +673,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import squeeze
 
     kernels += [getattr(squeeze, name) for name in squeeze.__all__]
+    from mini_infer_cpu_native import concat
+
+    kernels += [concat.Concat]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 
