@@ -85,7 +85,8 @@ POINTWISE = [  # x shape, M
     ((2, 24, 28, 28), 72),  # a batch of 2
     ((1, 40, 28, 29), 118),  # 118 channels: blocks of 4 and one of 2
     ((1, 7, 30, 30), 5),  # 5 channels: 4 + 1; 7 input channels
-    ((1, 128, 28, 28), 128),  # the largest taken
+    ((1, 128, 28, 28), 128),
+    ((1, 256, 28, 28), 256),  # the largest taken
 ]
 STEMS = [  # x shape, M, kernel, attrs
     ((1, 3, 64, 64), 16, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # MobileNetV3
@@ -138,7 +139,8 @@ def test_stem_convolution_matches_onnxruntime(
 
 @pytest.mark.parametrize("xshape, m, kernel, attrs", [
     ((1, 16, 20, 20), 64, (1, 1), {}),  # 400 pixels: the short-row GEMM's
-    ((1, 160, 40, 40), 32, (1, 1), {}),  # 160 input channels: the GEMM's
+    ((1, 8, 30, 30), 300, (1, 1), {}),  # 300 output channels: the GEMM's
+    ((1, 300, 30, 30), 16, (1, 1), {}),  # 300 input channels: over MAX_K
     ((1, 16, 40, 40), 64, (1, 1), {"strides": [2, 2]}),  # strided 1x1
     ((1, 8, 40, 40), 16, (3, 3), {"pads": [1, 1, 1, 1]}),  # 8 input channels
     ((1, 3, 20, 5), 8, (3, 3), {"pads": [1, 1, 1, 1]}),  # 5 output columns
