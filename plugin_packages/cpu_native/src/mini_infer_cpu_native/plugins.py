@@ -116,9 +116,11 @@ class _Derived:
 class Conv(_Derived, _conv.Conv):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
-    (:mod:`._winograd`); every other one on the compiled GEMM with its epilogue in registers
-    (:mod:`._conv_gemm`; on CPUs without AVX-512, cpu_basic's BLAS paths with a one-pass
-    compiled epilogue). Everything else is cpu_basic's.
+    (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
+    stems of 1-4 input channels summed with the map read once (:mod:`._pw`); every other one
+    on the compiled GEMM with its epilogue in registers (:mod:`._conv_gemm`; on CPUs
+    without AVX-512, cpu_basic's BLAS paths with a one-pass compiled epilogue). Everything
+    else is cpu_basic's.
 
     Tactics (timed by the builder) for a 3x3 stride-1 convolution: ``winograd`` (F(2x2, 3x3)),
     ``winograd4`` (F(4x4, 3x3), offered from 4x4 tiles of 4x4 up) or ``gemm``;
