@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from conv_epilogues import epilogue
-from mini_infer_cpu_native import _conv_gemm, _tap_gemm
+from mini_infer_cpu_native import _conv_gemm, _pw, _tap_gemm
 from mini_infer_cpu_native._native import gemm_available
 from onnx import helper, numpy_helper
 
@@ -142,6 +142,8 @@ def test_pointwise_over_planes_a_multiple_of_2_kib(
         real(dst, src)
 
     monkeypatch.setattr(_conv_gemm, "_copy", recorded)
+    # few channels over these maps would take _pw.c where AVX2 runs (tested in test_pw.py)
+    monkeypatch.setattr(_pw, "applies", lambda *args: False)
     x = RNG.standard_normal(xshape).astype(np.float32)
     model = _model(xshape, m, (1, 1), {}, after)
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
