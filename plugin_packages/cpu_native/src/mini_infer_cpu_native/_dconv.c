@@ -288,6 +288,8 @@ typedef void (*dw_tile_fn)(const float *, long, const long *, long, const float 
                            float *, const float *, long, long, const epi_args *);
 static const dw_tile_fn dw_row_tiles[4] = {dw_tile_1_1, dw_tile_1_2, dw_tile_1_3, dw_tile_1_4};
 
+#include "_dw_avx2.h"
+
 /* one channel copied to q (copy_in's layout) into y (oh, ow); res (oh, ow) or NULL */
 static void dw_channel_avx2(const mi_dconv2d_args *a, const dgeo *g, const float *q,
                             const long *toff, const float *wt, float b, const float *res,
@@ -410,17 +412,29 @@ static void dconv_range(const mi_dconv2d_args *a, const dgeo *g, float *work, lo
 #if MI_ACT_X86
     int fast = mi_act_isa() >= 1;
     int depthwise = g->cg == 1 && g->mg == 1;
+    const dwk_fn *fam = fast && depthwise ? dwk_family(a) : NULL;
     epi_args e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
 #endif
     for (long u = u0; u < u1; u++) {
         long img = u / a->group, grp = u % a->group;
         const float *xg = a->x + (img * a->c + grp * g->cg) * plane_in;
+#if MI_ACT_X86
+        if (fast && a->sw <= 2 && g->wq <= 8 * DW_COPY_VECS)
+            dw_copy_avx2(xg, work, g->cg, a->h, a->wd, g->hp, a->sw, g->wq, a->pt, a->pl, a->x,
+                         a->x + a->n * a->c * plane_in);
+        else
+#endif
         copy_in(xg, work, work + copy_floats(a, g), g->cg, a->h, a->wd, g->hp, a->sw, g->wq,
                 a->pt, a->pl);
         long mo = img * a->m + grp * g->mg;
         const float *wg = a->w + grp * g->mg * g->cg * g->taps;
         const float *rg = a->res ? a->res + mo * plane_out : NULL;
 #if MI_ACT_X86
+        if (fam) {
+            dwk_channel(fam, rowq, g->wq, a->oh, a->ow, work, wg, a->bias ? a->bias[grp] : 0.0f,
+                        rg, a->y + mo * plane_out, &e);
+            continue;
+        }
         if (fast && depthwise) {
             dw_channel_avx2(a, g, work, toff, wg, a->bias ? a->bias[grp] : 0.0f, rg,
                             a->y + mo * plane_out, &e);
