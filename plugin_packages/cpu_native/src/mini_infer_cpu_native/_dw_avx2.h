@@ -99,8 +99,8 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
         const float *restrict q, long rowq, long wq, const float *restrict wt, float b,     \
         float *restrict y, const float *restrict res, long ow, long oh, long r0, long r1,   \
         long o, long cols, const epi_args *e) {                                             \
-        __m256 w[K * K];                                                                    \
-        _Pragma("GCC unroll 25") for (int t = 0; t < K * K; t++) w[t] =                     \
+        __m256 w[K == 3 ? 9 : 1]; /* 3x3: in registers; 5x5: broadcast at each use */      \
+        _Pragma("GCC unroll 9") for (int t = 0; t < (K == 3 ? 9 : 0); t++) w[t] =           \
             _mm256_broadcast_ss(wt + t);                                                    \
         const __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);                \
         const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);           \
@@ -116,7 +116,8 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
                 _Pragma("GCC unroll 5") for (int kx = 0; kx < K; kx++)                      \
                     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                     \
                         _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[i][v] =     \
-                            _mm256_fmadd_ps(w[ky * K + kx],                                 \
+                            _mm256_fmadd_ps(K == 3 ? w[(ky * K + kx) % 9]                   \
+                                                   : _mm256_broadcast_ss(wt + ky * K + kx), \
                                             _mm256_loadu_ps(p + (i * S + ky) * rowq +       \
                                                             kx % S * wq + kx / S + 8 * v),  \
                                             acc[i][v]);                                     \
@@ -142,7 +143,7 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
 typedef void (*dwk_fn)(const float *, long, long, const float *, float, float *,
                        const float *, long, long, long, long, long, long, const epi_args *);
 
-/* a family: tiles 4x1, 2x1, 1x1, 2x2, 1x2, 1x3, 1x4 (rows x vectors) */
+/* a family: tiles 4x1, 2x1, 1x1, 2x2, 1x2, 1x3, 1x4, 3x1 (rows x vectors) */
 #define DWK_FAMILY(K, S)                                                                    \
     DWK(K, S, 4, 1)                                                                         \
     DWK(K, S, 2, 1)                                                                         \
@@ -151,10 +152,11 @@ typedef void (*dwk_fn)(const float *, long, long, const float *, float, float *,
     DWK(K, S, 1, 2)                                                                         \
     DWK(K, S, 1, 3)                                                                         \
     DWK(K, S, 1, 4)                                                                         \
-    static const dwk_fn dwk_##K##_##S[7] = {                                                \
+    DWK(K, S, 3, 1)                                                                         \
+    static const dwk_fn dwk_##K##_##S[8] = {                                                \
         dw_k##K##_s##S##_4_1, dw_k##K##_s##S##_2_1, dw_k##K##_s##S##_1_1,                   \
         dw_k##K##_s##S##_2_2, dw_k##K##_s##S##_1_2, dw_k##K##_s##S##_1_3,                   \
-        dw_k##K##_s##S##_1_4};
+        dw_k##K##_s##S##_1_4, dw_k##K##_s##S##_3_1};
 
 DWK_FAMILY(3, 1)
 DWK_FAMILY(3, 2)
@@ -174,11 +176,10 @@ static void dwk_channel(const dwk_fn *f, long rowq, long wq, long oh, long ow,
                         const float *q, const float *wt, float b, const float *res, float *y,
                         const epi_args *e) {
     long nv = (ow + 7) / 8;
-    if (nv == 1) { /* 4 rows at once, then 2, then 1 */
-        long r4 = oh / 4 * 4, r2 = r4 + (oh - r4) / 2 * 2;
+    if (nv == 1) { /* 4 rows at once, the last 1-3 together (7x7: 4 + 3) */
+        long r4 = oh / 4 * 4, left = oh - r4;
         if (r4) f[0](q, rowq, wq, wt, b, y, res, ow, oh, 0, r4, 0, ow, e);
-        if (r2 > r4) f[1](q, rowq, wq, wt, b, y, res, ow, oh, r4, r2, 0, ow, e);
-        if (oh > r2) f[2](q, rowq, wq, wt, b, y, res, ow, oh, r2, oh, 0, ow, e);
+        if (left) f[left == 3 ? 7 : left == 2 ? 1 : 2](q, rowq, wq, wt, b, y, res, ow, oh, r4, oh, 0, ow, e);
         return;
     }
     if (nv == 2) { /* 2 x 2, then the last row */
