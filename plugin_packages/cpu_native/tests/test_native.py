@@ -433,6 +433,14 @@ POOLS = [
     ((1, 3, 10, 12), {"kernel_shape": [3, 5], "pads": [0, 4, 2, 0]}),
     ((1, 2, 7, 7), {"kernel_shape": [7, 7]}),
     ((1, 3, 10, 10), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    # MaxPool's AVX2 path (_pool_avx2.h): small maps, two vectors of outputs, odd ones;
+    # kernels 2-5 wide (stride 2 reads pairs); past its limits: pool2d's passes
+    ((2, 8, 27, 27), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+    ((1, 9, 55, 57), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 4, 13, 13), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # YOLO's SPP
+    ((1, 5, 20, 19), {"kernel_shape": [4, 4], "strides": [2, 2], "pads": [1, 2, 1, 2]}),
+    ((1, 3, 40, 300), {"kernel_shape": [3, 3], "strides": [2, 2]}),  # 149 columns
+    ((1, 4, 9, 9), {"kernel_shape": [3, 6], "strides": [2, 2]}),  # 6 wide
 ]
 
 
