@@ -83,7 +83,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
         "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
         "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")],
-        "dconv": [(_dconv, "dconv2d_call")]}
+        "dconv": [(_dconv, "dconv2d_call")], "pool2d": [(plugins, "pool2d_call")]}
     for name in count:
         for owner, attr in owners.get(name, [(plugins, name)]):
             real = getattr(owner, attr)
