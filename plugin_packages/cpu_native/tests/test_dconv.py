@@ -81,6 +81,9 @@ CASES = [  # x shape, M, group, kernel, attrs
     ((1, 8, 11, 11), 16, 8, (3, 3), {"pads": [1, 1, 1, 1]}),  # channel multiplier 2
     ((1, 6, 9, 9), 6, 6, (3, 5), {}),  # no padding
     ((1, 40, 48, 48), 40, 40, (5, 5), {"pads": [2, 2, 2, 2]}),  # large: on the pool
+    # groups whose copy is copied and convolved by bands of output rows (AVX2)
+    ((1, 32, 99, 101), 32, 4, (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 32, 113, 97), 32, 4, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
 ]
 
 

@@ -25,8 +25,8 @@
 
 #define DW_COPY_VECS 32 /* dw_copy_avx2's rows: wq <= 256 columns (copy_in's beyond) */
 
-/* copy_in's copy (stride 1 or 2) of rows of wq <= 8 DW_COPY_VECS columns; rows outside the
- * input are left as they are (zeroed). Each vector of a row reads 8 (16) whole source
+/* copy_in's copy (stride 1 or 2) of rows of wq <= 8 DW_COPY_VECS columns, padded rows
+ * [ia, ib) only (a band: row ia first, channels (ib - ia) rows apart), padding rows zeroed. Each vector of a row reads 8 (16) whole source
  * floats and zeroes the lanes outside the row by a mask: the masks depend on the column
  * only, so they are made once per call; where a row's reads could leave the input tensor
  * [xlo, xhi) (its first and last rows) masked loads instead. The vectors go last first:
@@ -36,7 +36,8 @@
  * convolution itself ~50 us) */
 __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restrict x,
                                                              float *restrict q, long cg,
-                                                             long h, long wd, long hp,
+                                                             long h, long wd, long ia,
+                                                             long ib,
                                                              long sw, long wq, long pt,
                                                              long pl, const float *xlo,
                                                              const float *xhi) {
@@ -62,11 +63,14 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
             mhi[v] = zero;
         }
     }
-    long i0 = lmax(0, pt), i1 = lmin(hp, h + pt); /* rows inside the input */
     for (long c = 0; c < cg; c++)
-        for (long i = i0; i < i1; i++) {
+        for (long i = ia; i < ib; i++) {
+            float *dst = q + (c * (ib - ia) + i - ia) * sw * wq;
+            if (i < pt || i >= h + pt) { /* padding: zeros */
+                memset(dst, 0, sizeof(float) * sw * wq);
+                continue;
+            }
             const float *row = x + (c * h + i - pt) * wd;
-            float *dst = q + (c * hp + i) * sw * wq;
             /* whether every vector's plain loads stay inside the input tensor */
             int whole = row - pl >= xlo && row - pl + 8 * nvec * sw <= xhi;
             for (long v = nvec - 1; v >= 0; v--) {
