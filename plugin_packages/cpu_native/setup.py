@@ -32,6 +32,8 @@ SOURCES += ["_dconv.c"]
 # products of a few rows, squeeze-and-excitation's mean and channel scale (_vec.c)
 SOURCES += ["_vec.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
+# the AVX2 depthwise kernels and copy (_dconv.c), MaxPool's AVX2 path (_kernels.c)
+DEPENDS += ["_dw_avx2.h", "_pool_avx2.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)
 LIMITED_API = "0x030B0000"
