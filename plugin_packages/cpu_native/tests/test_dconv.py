@@ -159,6 +159,8 @@ DW_CASES = [  # x shape, kernel, stride, pads
     ((1, 9, 57, 57), 3, 1, [1, 1, 1, 1]),  # strips 4 + 4 (partial)
     ((1, 9, 57, 58), 5, 2, [1, 2, 2, 1]),
     ((2, 16, 113, 111), 3, 2, [1, 1, 1, 1]),  # wide: strips 4 x 7, two images
+    ((1, 8, 3, 3), 3, 1, [1, 1, 1, 1]),  # 3x3, 2x2 outputs: a row's vector reaches past
+    ((1, 8, 4, 4), 3, 2, [1, 1, 1, 1]),  # the plane (stored masked there)
 ]
 
 

@@ -441,6 +441,9 @@ POOLS = [
     ((1, 5, 20, 19), {"kernel_shape": [4, 4], "strides": [2, 2], "pads": [1, 2, 1, 2]}),
     ((1, 3, 40, 300), {"kernel_shape": [3, 3], "strides": [2, 2]}),  # 149 columns
     ((1, 4, 9, 9), {"kernel_shape": [3, 6], "strides": [2, 2]}),  # 6 wide
+    # outputs of 2x2, 3x2: a row's vector reaches past the plane (stored masked there)
+    ((1, 3, 4, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((2, 4, 6, 5), {"kernel_shape": [2, 2], "strides": [2, 2]}),
 ]
 
 

@@ -16,9 +16,9 @@
  * maps of 8 columns or fewer (7x7) 4 rows at once, of 16 (14x14) 2 x 2, wider ones 1 x up
  * to 4 vectors, so that four to eight chains of FMAs hide each other's latency; the
  * epilogue (residual, clamp, activation) on the registers. A row's last vector is stored
- * whole where what it spills into the next row is written after it (no residual, the whole
- * row in one strip, not the plane's last row): masked stores, ~10x a store on AMD, only
- * there.
+ * whole where what it spills into the next rows is written after it (no residual, the
+ * whole row in one strip, the store inside the plane): masked stores, ~10x a store on AMD,
+ * only elsewhere.
  */
 #ifndef MI_DW_AVX2_H
 #define MI_DW_AVX2_H
@@ -140,7 +140,7 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
                     }                                                                       \
                     x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes */         \
                     x = mi_epi_avx2(x, e->act, al, be);                                     \
-                    if (part && (res || cols < ow || r + i + 1 == oh))                      \
+                    if (part && (res || cols < ow || (r + i) * ow + 8 * V > oh * ow))      \
                         _mm256_maskstore_ps(yp, mk, x);                                     \
                     else _mm256_storeu_ps(yp, x);                                           \
                 }                                                                           \

@@ -88,9 +88,9 @@ __attribute__((target("avx2,fma"))) static int maxpool_avx2(
                     }
                 }
                 float *yp = dst + r * ow + 8 * v;
-                /* a row's last vector spills into the next row, written after it; the
-                 * plane's last one is masked (AMD's masked stores: ~10x a store) */
-                if (v == nvec - 1 && r == oh - 1) _mm256_maskstore_ps(yp, tail, out);
+                /* a row's last vector spills into the next rows, written after it; where
+                 * it would leave the plane it is masked (AMD's masked stores: ~10x a store) */
+                if (v == nvec - 1 && r * ow + 8 * nvec > oh * ow) _mm256_maskstore_ps(yp, tail, out);
                 else _mm256_storeu_ps(yp, out);
             }
         }
