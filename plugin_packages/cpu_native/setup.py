@@ -34,6 +34,8 @@ SOURCES += ["_vec.c"]
 # short products over large maps: few-channel 1x1 convolutions, the stems (_pw.c)
 SOURCES += ["_pw.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
+# the AVX2 depthwise kernels and copy (_dconv.c), MaxPool's AVX2 path (_kernels.c)
+DEPENDS += ["_dw_avx2.h", "_pool_avx2.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)
 LIMITED_API = "0x030B0000"

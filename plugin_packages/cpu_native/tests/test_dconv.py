@@ -81,6 +81,9 @@ CASES = [  # x shape, M, group, kernel, attrs
     ((1, 8, 11, 11), 16, 8, (3, 3), {"pads": [1, 1, 1, 1]}),  # channel multiplier 2
     ((1, 6, 9, 9), 6, 6, (3, 5), {}),  # no padding
     ((1, 40, 48, 48), 40, 40, (5, 5), {"pads": [2, 2, 2, 2]}),  # large: on the pool
+    # groups whose copy is copied and convolved by bands of output rows (AVX2)
+    ((1, 32, 99, 101), 32, 4, (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 32, 113, 97), 32, 4, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
 ]
 
 
@@ -138,3 +141,37 @@ def test_the_call_checks_its_arrays() -> None:
     with pytest.raises(ValueError):  # y read-only
         y.flags.writeable = False
         _dconv.dconv2d_call(x, w, None, None, y, work, 4, *geo, -1.0, 1.0)
+
+
+#: depthwise 3x3 / 5x5, stride 1 / 2 (_dw_avx2.h's kernels where AVX2 runs): maps of one
+#: vector of columns or less (4 rows at once, 2, 1 left), two (2 x 2, a row left), three,
+#: four, and wider ones (strips of 4 vectors, a partial last one); pads that are not k // 2
+DW_CASES = [  # x shape, kernel, stride, pads
+    ((1, 9, 7, 7), 3, 1, [1, 1, 1, 1]),
+    ((1, 9, 7, 7), 5, 1, [2, 2, 2, 2]),
+    ((1, 9, 5, 6), 3, 1, [1, 1, 1, 1]),  # 5 rows: 4 + 1
+    ((1, 9, 14, 14), 5, 2, [2, 2, 2, 2]),  # 7x7 out: 4 + 2 + 1 rows
+    ((1, 9, 13, 15), 3, 1, [1, 1, 1, 1]),  # 2 vectors, odd rows
+    ((1, 9, 28, 28), 3, 2, [1, 1, 1, 1]),  # 14x14 out
+    ((1, 9, 27, 29), 3, 2, [0, 1, 2, 1]),
+    ((1, 9, 20, 22), 5, 1, [2, 2, 2, 2]),  # 3 vectors
+    ((1, 9, 32, 32), 3, 1, [1, 1, 1, 1]),  # 4 vectors exactly
+    ((1, 9, 57, 57), 3, 1, [1, 1, 1, 1]),  # strips 4 + 4 (partial)
+    ((1, 9, 57, 58), 5, 2, [1, 2, 2, 1]),
+    ((2, 16, 113, 111), 3, 2, [1, 1, 1, 1]),  # wide: strips 4 x 7, two images
+    ((1, 8, 3, 3), 3, 1, [1, 1, 1, 1]),  # 3x3, 2x2 outputs: a row's vector reaches past
+    ((1, 8, 4, 4), 3, 2, [1, 1, 1, 1]),  # the plane (stored masked there)
+]
+
+
+@pytest.mark.parametrize("xshape, k, s, pads", DW_CASES)
+@pytest.mark.parametrize("after", ["", "Relu", "HardSwish", "Add"])
+def test_depthwise_tiles_match_onnxruntime(xshape: tuple[int, ...], k: int, s: int,
+                                           pads: list[int], after: str, threads: int,
+                                           direct: dict[str, int]) -> None:
+    attrs: dict[str, Any] = {"pads": pads, **({"strides": [s, s]} if s > 1 else {})}
+    if after == "Add" and not _same_shape(xshape, xshape[1], (k, k), attrs):
+        pytest.skip("the residual needs an output shaped like the input")
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    _check(_model(x, xshape[1], xshape[1], (k, k), attrs, True, after), x)
+    assert direct["dconv"] >= 1

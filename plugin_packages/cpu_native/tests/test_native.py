@@ -84,7 +84,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
         "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
         "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")],
-        "dconv": [(_dconv, "dconv2d_call")]}
+        "dconv": [(_dconv, "dconv2d_call")], "pool2d": [(plugins, "pool2d_call")]}
     for name in count:
         for owner, attr in owners.get(name, [(plugins, name)]):
             real = getattr(owner, attr)
@@ -437,6 +437,17 @@ POOLS = [
     ((1, 3, 10, 12), {"kernel_shape": [3, 5], "pads": [0, 4, 2, 0]}),
     ((1, 2, 7, 7), {"kernel_shape": [7, 7]}),
     ((1, 3, 10, 10), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    # MaxPool's AVX2 path (_pool_avx2.h): small maps, two vectors of outputs, odd ones;
+    # kernels 2-5 wide (stride 2 reads pairs); past its limits: pool2d's passes
+    ((2, 8, 27, 27), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+    ((1, 9, 55, 57), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 4, 13, 13), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # YOLO's SPP
+    ((1, 5, 20, 19), {"kernel_shape": [4, 4], "strides": [2, 2], "pads": [1, 2, 1, 2]}),
+    ((1, 3, 40, 300), {"kernel_shape": [3, 3], "strides": [2, 2]}),  # 149 columns
+    ((1, 4, 9, 9), {"kernel_shape": [3, 6], "strides": [2, 2]}),  # 6 wide
+    # outputs of 2x2, 3x2: a row's vector reaches past the plane (stored masked there)
+    ((1, 3, 4, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((2, 4, 6, 5), {"kernel_shape": [2, 2], "strides": [2, 2]}),
 ]
 
 

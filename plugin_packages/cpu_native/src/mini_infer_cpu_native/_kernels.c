@@ -14,6 +14,7 @@
 #include "_args.h"
 #include "_common.h"
 #include "_pool.h"
+#include "_pool_avx2.h"
 
 /* values below which a kernel runs on the calling thread alone (the hand-off to the pool
  * costs a few microseconds) */
@@ -300,6 +301,12 @@ CLONES static void pool2d(const float *restrict x, float *restrict y, float *res
 }
 
 static void pool_range(const mi_pool2d_args *j, float *work, long p0, long p1) {
+#if MI_ACT_X86
+    if (!j->avg && mi_act_isa() >= 1 &&
+        maxpool_avx2(j->x, j->y, p0, p1, j->h, j->wd, j->kh, j->kw, j->sh, j->sw, j->dh, j->dw,
+                     j->pt, j->pl, j->oh, j->ow, j->x, j->x + j->planes * j->h * j->wd))
+        return;
+#endif
     pool2d(j->x, j->y, work, p0, p1, j->h, j->wd, j->kh, j->kw, j->sh, j->sw, j->dh, j->dw,
            j->pt, j->pl, j->pb, j->pr, j->oh, j->ow, j->avg, j->include_pad);
 }

@@ -48,7 +48,8 @@ from ._kernels import address, rows, strided
 __all__ = ["NO_ACT", "Act", "Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
            "gemm_call", "im2col", "im2col_call", "library_path", "lrn", "pack_a", "pool2d",
-           "pool2d_work", "pool_start_error", "pool_started", "pool_threads", "run_calls",
+           "pool2d_call", "pool2d_work", "pool_start_error", "pool_started", "pool_threads",
+           "run_calls",
            "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
 __all__ += ["B_PANEL", "B_PANEL_AVX2", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
@@ -187,15 +188,23 @@ def pool2d(x: Array, y: Array, work: Array, kernel: tuple[int, int], strides: tu
            average: bool, include_pad: bool) -> None:
     """Max (or average) pooling of every (N, C) plane of ``x`` into ``y``; ``work`` holds at
     least :func:`pool2d_work` floats."""
+    run_calls([pool2d_call(x, y, work, kernel, strides, dilations, begin, end, average,
+                           include_pad)])
+
+
+def pool2d_call(x: Array, y: Array, work: Array, kernel: tuple[int, int],
+                strides: tuple[int, int], dilations: tuple[int, int], begin: tuple[int, int],
+                end: tuple[int, int], average: bool, include_pad: bool) -> Call:
+    """:func:`pool2d`'s call, to run (again) with :func:`run_calls`."""
     k = "mi_pool2d_f32"
     n, c, h, wd = _dims(k, "x", x, 4)
     _same(k, "y's (N, C)", _dims(k, "y", y, 4)[:2], (n, c))
     oh, ow = y.shape[2:]
-    _run(_pool, Pool2dArgs(
+    return _call(_pool, Pool2dArgs(
         address(x, n * c * h * wd, False, k, "x"), address(y, n * c * oh * ow, True, k, "y"),
         address(work, pool2d_work(h, wd, oh, ow), True, k, "work"), n * c, h, wd, *kernel,
         *strides, *dilations, begin[0], begin[1], end[0], end[1], oh, ow, int(average),
-        int(include_pad)))
+        int(include_pad)), x, y, work)
 
 
 def pool2d_work(h: int, wd: int, oh: int, ow: int) -> int:

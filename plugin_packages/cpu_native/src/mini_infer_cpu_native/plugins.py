@@ -46,7 +46,7 @@ from ._native import (
     im2col,
     lrn,
     pack_b,
-    pool2d,
+    pool2d_call,
     pool2d_work,
     run_calls,
     scale_shift,
@@ -606,7 +606,14 @@ class _CompiledPool:
     attrs: dict[str, Any]
     scratch: Any
 
+    #: the arrays of the last run and its call, run again while they are the same objects
+    _kept: tuple[Array, Array, list[Call]] | None = None
+
     def compute(self, x: Array, *, out: Any, **attrs: Any) -> None:
+        kept = self._kept
+        if kept is not None and kept[0] is x and kept[1] is out:
+            run_calls(kept[2])  # an engine's arena views: the same call (~15 us less)
+            return
         if isinstance(out, tuple) or x.ndim != 4 or not usable(x, out):
             super().compute(x, out=out, **attrs)  # type: ignore[misc]
             return
@@ -622,9 +629,11 @@ class _CompiledPool:
         work = self.scratch.buffer("native", (pool2d_work(x.shape[2], x.shape[3], *out.shape[2:]),),
                                    np.float32)
         kernel, strides, dilations, begin, end = geo
-        pool2d(x, out, work, kernel, strides, dilations, begin, end,
-               average=self.kind == "avg",
-               include_pad=bool(self.attrs.get("count_include_pad", 0)))
+        calls = [pool2d_call(x, out, work, kernel, strides, dilations, begin, end,
+                             average=self.kind == "avg",
+                             include_pad=bool(self.attrs.get("count_include_pad", 0)))]
+        self._kept = (x, out, calls)
+        run_calls(calls)
 
 
 class MaxPool_1(_CompiledPool, _pool.MaxPool_1):  # noqa: N801

@@ -10,7 +10,7 @@ src="$here/../../src/mini_infer_cpu_native"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 sources=("$here/pool_stress.c" "$src/_abi.c" "$src/_kernels.c" "$src/_winograd.c"
-         "$src/_gemm.c" "$src/_pool.c")
+         "$src/_gemm.c" "$src/_pool.c" "$src/_act.c")
 # one copy of each kernel (MI_NO_CLONES): the loader would run the copies' resolvers before
 # the sanitizer's runtime is ready
 flags=(-std=c11 -O1 -g -fno-omit-frame-pointer -pthread -DMI_NO_CLONES)
