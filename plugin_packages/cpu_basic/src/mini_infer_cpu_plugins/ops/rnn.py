@@ -250,7 +250,7 @@ def _joined(w: Array, r: Array, b: Array | None, batch_in: tuple[int, ...]
     buffers of a step for ``batch_in`` (B, I): [x_t h] (B, I+H), the gates (B, 4H), c (B, H)."""
     hid = r.shape[-1]
     batch, n_in = batch_in
-    out = []
+    out: list[tuple[Array, ...]] = []
     for d in range(w.shape[0]):
         wr = np.ascontiguousarray(np.concatenate([w[d], r[d]], axis=1).T)
         bias = np.zeros(4 * hid, w.dtype) if b is None else b[d, :4 * hid] + b[d, 4 * hid:]
