@@ -113,14 +113,36 @@ def test_bound_pad_slice_gather_relu_match_onnxruntime_across_shapes() -> None:
 
 def test_large_inputs_are_not_staged() -> None:
     """Inputs above the staging size reach the steps as the caller's arrays (no copy)."""
-    from mini_infer_core.runtime.plans import STAGE_BYTES
+    from mini_infer_core.runtime.plans import STAGE_INPUT_BYTES
 
     model = _stft_like_model()
     ctx = mi.load(model).create_execution_context()
-    batch = STAGE_BYTES // (12 * 4) + 1
+    batch = STAGE_INPUT_BYTES // (12 * 4) + 1
     feeds = {"x": RNG.standard_normal((batch, 12)).astype(np.float32),
              "state": RNG.standard_normal((2, batch, 4)).astype(np.float32),
              "v": RNG.standard_normal(5).astype(np.float32)}
     got = ctx.execute(feeds)
     np.testing.assert_allclose(got["u"], _ort(model, feeds)[0], rtol=1e-6)
     assert "x" in {name for name, _, _ in ctx._plan.patches}
+
+
+def test_inputs_up_to_the_input_staging_size_reach_steps_as_one_array() -> None:
+    """A Conv on a 1x3x48x64 input (36 KB): each run's new input array is copied into the
+    plan's buffer, so the Conv sees the same array every run (its compiled calls stay) and
+    the results follow the new values (against onnxruntime)."""
+    w = numpy_helper.from_array(RNG.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = helper.make_model(helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 48, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    ctx = mi.load(model).create_execution_context()
+    seen = set()
+    for _ in range(3):
+        x = RNG.standard_normal((1, 3, 48, 64)).astype(np.float32)
+        got = ctx.execute({"x": x})["y"]
+        np.testing.assert_allclose(got, _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
+        seen.add(id(ctx.steps[0].inputs[0]))
+    assert len(seen) == 1 and "x" not in {name for name, _, _ in ctx._plan.patches}
