@@ -7,7 +7,9 @@ out first): a model with symbolic dimensions plans each new signature once, and 
 that comes back costs what a static engine costs. Every plan of a context views the same arena
 per device, sized for the largest of them (one plan runs at a time); when a new plan needs a
 larger arena, the arena grows and the kept plans get views of the new one (their schedules
-stay).
+stay). Small engine inputs and outputs go through buffers of the plan (copied in and out,
+:data:`STAGE_INPUT_BYTES`, :data:`STAGE_BYTES`), so that every step that reads or writes
+them sees the same arrays on every run and keeps its bound call.
 """
 
 from __future__ import annotations
