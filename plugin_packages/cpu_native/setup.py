@@ -31,6 +31,8 @@ SOURCES += ["_resize.c"]
 SOURCES += ["_dconv.c"]
 # products of a few rows, squeeze-and-excitation's mean and channel scale (_vec.c)
 SOURCES += ["_vec.c"]
+# short products over large maps: few-channel 1x1 convolutions, the stems (_pw.c)
+SOURCES += ["_pw.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 
 #: the oldest CPython whose stable ABI the module uses (3.11: the buffer protocol)

@@ -22,6 +22,7 @@ from mini_infer_cpu_native import (
     _conv_gemm,
     _dconv,
     _native,
+    _pw,
     _winograd,
     activations,
     plugins,
@@ -93,6 +94,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
                 return _real(*args, **kw)
 
             monkeypatch.setattr(owner, attr, counted)
+    # the paths these tests count (GEMM, im2col): few-channel 1x1 convolutions over large
+    # maps and stems would take _pw.c where AVX2 runs (tested in test_pw.py)
+    monkeypatch.setattr(_pw, "applies", lambda *args: False)
     yield count
 
 
@@ -673,6 +677,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import squeeze
 
     kernels += [getattr(squeeze, name) for name in squeeze.__all__]
+    from mini_infer_cpu_native import concat
+
+    kernels += [concat.Concat]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 

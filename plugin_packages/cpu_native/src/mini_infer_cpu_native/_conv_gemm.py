@@ -54,6 +54,22 @@ def unpack_weights(packed: Array, group: int) -> Array:
                            for g in range(group)]).reshape(packed.shape)
 
 
+#: a pointwise convolution whose input planes are a multiple of this many floats (2 KiB),
+#: with :data:`PAD_FROM_K` input channels or more, has its planes copied ROW_PAD floats
+#: apart first: read in place, the GEMM's B rows all fall in the same cache sets (DeepLabV3's
+#: 1x1 convolutions over 32x32 maps, rows 4 KiB apart: 256x960x1024 at 27 GFLOP/s in place,
+#: 49 copied; 256x1280x1024 53 -> 31 ms, 160x960x1024 26 -> 8 ms with the copy, 1 thread)
+PAD_PLANES, PAD_FROM_K, ROW_PAD = 512, 256, 16
+
+
+def _padded(c: int, p: int, group: int) -> bool:
+    return group == 1 and c >= PAD_FROM_K and p % PAD_PLANES == 0
+
+
+def _copy(dst: Array, src: Array) -> None:
+    np.copyto(dst, src)
+
+
 def _band_rows(ck_total: int, weights: int, out_dims: Any) -> int:
     """Output rows per band: columns of :data:`BAND_BYTES` or of the weights' size
     (``weights`` floats), whichever is larger."""
@@ -66,7 +82,9 @@ def buffers(xshape: tuple[int, ...], wshape: tuple[int, ...], plan: Any
     """The float32 workspace :func:`gemm_conv` needs: one band of im2col columns (none for
     a pointwise convolution)."""
     if plan.pointwise:
-        return []
+        c, p = xshape[1], math.prod(plan.out_dims)
+        return ([("gemm_cols", (c * (p + ROW_PAD),))]
+                if _padded(c, p, c // max(wshape[1], 1)) else [])
     ck_total = xshape[1] * math.prod(wshape[2:])
     band = _band_rows(ck_total, math.prod(wshape), plan.out_dims)
     return [("gemm_cols", (ck_total * band * plan.out_dims[1],))]
@@ -100,6 +118,10 @@ def gemm_conv_calls(x: Array, packed: Array, b: Array | None, r: Array | None, o
         res = None if r is None else r[i].reshape(m, p)
         if plan.pointwise:
             rhs = x[i].reshape(c, p)
+            if _padded(c, p, group):
+                pad = bufs["gemm_cols"][: c * (p + ROW_PAD)].reshape(c, p + ROW_PAD)[:, :p]
+                calls.append((_copy, (pad, rhs)))
+                rhs = pad
             for g in range(group):
                 rows = slice(g * mg, (g + 1) * mg)
                 calls.append(gemm_call(

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
-from . import _conv_gemm, _dconv, _matmul, _winograd
+from . import _conv_gemm, _dconv, _matmul, _pw, _tap_gemm, _winograd
 from ._act import act_isa
 from ._conv_extra import ACTS, act_after, act_code, live_taps
 from ._native import (
@@ -116,9 +116,11 @@ class _Derived:
 class Conv(_Derived, _conv.Conv):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
-    (:mod:`._winograd`); every other one on the compiled GEMM with its epilogue in registers
-    (:mod:`._conv_gemm`; on CPUs without AVX-512, cpu_basic's BLAS paths with a one-pass
-    compiled epilogue). Everything else is cpu_basic's.
+    (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
+    stems of 1-4 input channels summed with the map read once (:mod:`._pw`); every other one
+    on the compiled GEMM with its epilogue in registers (:mod:`._conv_gemm`; on CPUs
+    without AVX-512, cpu_basic's BLAS paths with a one-pass compiled epilogue). Everything
+    else is cpu_basic's.
 
     Tactics (timed by the builder) for a 3x3 stride-1 convolution: ``winograd`` (F(2x2, 3x3)),
     ``winograd4`` (F(4x4, 3x3), offered from 4x4 tiles of 4x4 up) or ``gemm``;
@@ -230,9 +232,14 @@ class Conv(_Derived, _conv.Conv):
             return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
             lo, hi = _bounds(__relu__, __clip__)
-            calls = _conv_gemm.gemm_conv_calls(
-                x, self._packed_gemm(w, group), b, r, out, self._plan(x, w, group), group, lo,
-                hi, self._buffers(x, w, group), act)
+            plan = self._plan(x, w, group)
+            if _tap_gemm.applies(x.shape, w.shape, group, plan):  # taps mostly on padding
+                calls = _tap_gemm.tap_calls(x, self._tap_packed(w), b, r, out, plan, lo, hi,
+                                            self.hidden, self._buffers(x, w, group)["taps"])
+            else:
+                calls = _conv_gemm.gemm_conv_calls(
+                    x, self._packed_gemm(w, group), b, r, out, plan, group, lo, hi,
+                    self._buffers(x, w, group), act)
             self._calls = (key, calls)
             run_calls(calls)
             return
@@ -313,6 +320,8 @@ class Conv(_Derived, _conv.Conv):
         if tile:
             return _winograd.buffers(wshape[1], wshape[0] // group, plan.out_dims, tile)
         if self._own_gemm(xshape, wshape, itemsize, group):
+            if _tap_gemm.applies(xshape, wshape, group, plan):
+                return [("taps", (_tap_gemm.work_floats(xshape, wshape, plan),))]
             return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
 
@@ -326,9 +335,19 @@ class Conv(_Derived, _conv.Conv):
         channels at 14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at
         56x56, stride 2: 1.0 -> 0.3 ms); with the AVX2 depthwise kernels, 3x3 stride 2 (64
         channels, 112x112) 1.3 -> 0.4 ms, 5x5 over 7x7-14x14 maps 0.4 -> 0.25-0.3 ms."""
-        return itemsize == 4 and _dconv.applies(xshape, wshape, group) and not (
+        return itemsize == 4 and (_dconv.applies(xshape, wshape, group) and not (
             _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3)
-            and act_isa() < 1)
+            and act_isa() < 1) or self._short(xshape, wshape, group))
+
+    def _short(self, xshape: tuple[int, ...], wshape: tuple[int, ...], group: int) -> bool:
+        """float32 2-D convolutions whose product is short over a large map (:mod:`._pw`):
+        1x1 ones of few channels (MobileNetV3's 16->64 over 112x112) and the stems of 3
+        input channels, the map read once, no im2col, the epilogue in registers."""
+        if len(xshape) != 4 or len(wshape) != 4 or group != 1:
+            return False
+        plan = self._plan_for(xshape, wshape, 4, group)
+        return _pw.applies(xshape, wshape, group, plan.window.strides, plan.begin,
+                           plan.out_dims)
 
     def _direct_calls(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
                       group: int, relu: int, clip: Any, act: Act = NO_ACT) -> list[Call]:
@@ -336,6 +355,13 @@ class Conv(_Derived, _conv.Conv):
         win = plan.window
         geo = ((int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
                (win.dilations[0], win.dilations[1]), (plan.begin[0], plan.begin[1]))
+        if self._short(x.shape, w.shape, group):
+            if self.hidden.get("__wpacked__"):  # built where the GEMM ran: ONNX's order
+                w = self._derived(w, ("onnx", group),
+                                  lambda w: _conv_gemm.unpack_weights(w, group))
+            work = self.scratch.buffer("pw", (_pw.work_floats(x.shape, w.shape, *geo,
+                                                              plan.out_dims),), np.float32)
+            return [_pw.pwconv2d_call(x, w, b, r, out, work, *geo, *_bounds(relu, clip), act)]
         need = _dconv.work_floats(x.shape, w.shape, group, *geo, plan.out_dims)
         work = self.scratch.buffer("dconv", (need,), np.float32)
         lo, hi = _bounds(relu, clip)
@@ -356,6 +382,12 @@ class Conv(_Derived, _conv.Conv):
         if self.hidden.get("__wpacked__"):
             return w.reshape(-1)
         return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
+
+    def _tap_packed(self, w: Array) -> Array:
+        """Each tap's weights packed for the compiled GEMM (:func:`._tap_gemm.tap_weights`),
+        made once from W as the engine stores it."""
+        return self._derived(w, "taps", lambda w: _tap_gemm.tap_weights(
+            _conv_gemm.unpack_weights(w, 1) if self.hidden.get("__wpacked__") else w))
 
     def _winograd_weights(self, w: Array, tile: int, group: int) -> tuple[Array, Array | None]:
         """U = G g G^T of each group's weights (and U packed for the compiled GEMM, where it
