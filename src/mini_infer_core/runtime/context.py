@@ -140,6 +140,7 @@ class ExecutionContext:
         self.graph_error = None
         self._plan = None  # inputs and outputs move to buffers of the context's own
         self._plans.clear()
+        self._plans.stage_io = not self._use_graphs
         return self._use_graphs
 
     # -- inputs ---------------------------------------------------------------------------
@@ -337,12 +338,23 @@ class ExecutionContext:
         to_device = self.device.to_device
         bound: dict[str, Any] = {n: to_device(np.asarray(feeds[n], order="C"))
                                  for n in self.engine.input_names}
+        copy = self.device.copy
+        for n, buf in plan.staged_in:
+            copy(buf, bound[n], self.stream)
         for n, empty, shape, dtype in plan.fresh:
             bound[n] = empty(shape, dtype)
         for name, lst, k in plan.patches:
             lst[k] = bound[name]
         self._enqueue_all()
-        return self._results(bound, plan.schedule.home)
+        if not plan.staged_out:
+            return self._results(bound, plan.schedule.home)
+        for n, buf in plan.staged_out:
+            bound[n] = buf
+        result = self._results(bound, plan.schedule.home)
+        for n, buf in plan.staged_out:  # the caller's own array, not the plan's buffer
+            if np.may_share_memory(result[n], buf):
+                result[n] = np.array(result[n])
+        return result
 
     def _execute_graph(self, feeds: Mapping[str, Any], sched: Schedule
                        ) -> dict[str, np.ndarray[Any, Any]]:

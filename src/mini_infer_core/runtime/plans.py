@@ -7,7 +7,9 @@ out first): a model with symbolic dimensions plans each new signature once, and 
 that comes back costs what a static engine costs. Every plan of a context views the same arena
 per device, sized for the largest of them (one plan runs at a time); when a new plan needs a
 larger arena, the arena grows and the kept plans get views of the new one (their schedules
-stay).
+stay). Small engine inputs and outputs go through buffers of the plan (copied in and out,
+:data:`STAGE_INPUT_BYTES`, :data:`STAGE_BYTES`), so that every step that reads or writes
+them sees the same arrays on every run and keeps its bound call.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class Plan:
     #: the engine outputs a run allocates: (name, its device's ``empty``, shape, dtype)
     fresh: list[tuple[str, Callable[..., Any], tuple[int, ...], Any]] = field(
         default_factory=list)
+    #: small engine inputs and outputs in buffers of the plan's own (:data:`STAGE_BYTES`):
+    #: a run copies those inputs in and those outputs out, so that the steps that read or
+    #: write them keep their bound calls (name, buffer)
+    staged_in: list[tuple[str, Any]] = field(default_factory=list)
+    staged_out: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> bool:
@@ -79,6 +86,21 @@ def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> 
         if sched.aliases.get(name) != (out, elements * itemsize):
             return False
     return True
+
+
+#: the largest engine input or output (bytes) a plan copies through a buffer of its own
+#: rather than handing the run's own array to the steps. Small models are mostly tiny
+#: steps: silero-vad reads its 2 KB input and 1 KB state in a Pad and two Gathers and writes
+#: its outputs in an Add and an Unsqueeze; with the caller's arrays patched in on each run
+#: those steps could not be bound (IBoundRun) and went through ``enqueue`` (~4 us each on
+#: this machine) against a ~1 us copy. Larger tensors keep the patches (no copy).
+STAGE_BYTES = 16384
+#: the same for engine inputs, which matter more: a kernel that keeps its compiled calls
+#: while its arrays stay the same objects (Conv) made them again on every run whose input
+#: was a new array, as a caller's usually is: ppocr_mobile_v2_cls's first Conv (input
+#: 1x3x48x192, 110 KB) took 190-520 us a run with a new input against 90-150 us with the
+#: same one (loaded 2-core machine), where the copy in costs ~10 us.
+STAGE_INPUT_BYTES = 262144
 
 
 def _capacity() -> int:
@@ -99,6 +121,9 @@ class PlanCache:
         self.devices, self.streams, self.constants = devices, streams, constants
         self.capacity = capacity if capacity is not None else _capacity()
         self._plans: OrderedDict[Signature, Plan] = OrderedDict()
+        #: whether small inputs and outputs go through buffers of the plans (not while the
+        #: context replays device graphs: those have IO buffers of their own)
+        self.stage_io = True
         self._arenas: dict[str, tuple[int, Any]] = {}  # device -> (bytes, buffer)
 
     def __len__(self) -> int:
@@ -143,11 +168,18 @@ class PlanCache:
             for d in views:
                 views[d][name] = arr
         plan = Plan(sched, [])
+        outputs = [n for n in engine.output_names if tensors[n].kind == "output"]
+        io = set(engine.input_names) | set(outputs)
+        staged = self._staged(sched, io)
+        for name, arr in staged.items():
+            for d in views:
+                views[d][name] = arr
+            (plan.staged_in if name in engine.input_names else plan.staged_out).append(
+                (name, arr))
+        io -= set(staged)
         plan.fresh = [(n, devices[sched.home[n]].empty, sched.shapes[n],
-                       tensors[n].dtype.numpy) for n in engine.output_names
-                      if tensors[n].kind == "output" and n in sched.shapes]
-        io = set(engine.input_names) | {
-            n for n in engine.output_names if tensors[n].kind == "output"}
+                       tensors[n].dtype.numpy) for n in outputs
+                      if n in sched.shapes and n not in staged]
         for step, (node, plugin) in enumerate(zip(engine.nodes, self.plugins, strict=True)):
             local = views[node.device]
             ins = [local.get(n) if n else None for n in node.inputs]
@@ -176,6 +208,25 @@ class PlanCache:
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
                                                      self.streams[node.device])))
         return plan
+
+    def _staged(self, sched: Schedule, io: set[str]) -> dict[str, Any]:
+        """Buffers for the engine's small tensor inputs and outputs (one device, no graphs),
+        by name."""
+        engine = self.engine
+        if not self.stage_io or len(self.devices) != 1:
+            return {}
+        both = set(engine.input_names) & set(engine.output_names)
+        out: dict[str, Any] = {}
+        for name in sorted(io - both):
+            spec, shape = engine.tensors[name], sched.shapes.get(name)
+            if shape is None or not spec.is_tensor or name in engine.constants:
+                continue
+            dtype = spec.dtype.numpy
+            limit = STAGE_INPUT_BYTES if name in engine.input_names else STAGE_BYTES
+            if 0 < int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize <= limit:
+                out[name] = self.devices[sched.home.get(name, next(iter(self.devices)))
+                                         ].empty(shape, dtype)
+        return out
 
     def clear(self) -> None:
         self._plans.clear()

@@ -104,6 +104,7 @@ class SegmentedRun:
                                 for d in spec.dims for s in d.symbols}))
         cache = PlanCache(sub, [self.plugins[s] for s in steps], self.devices, self.streams,
                           self.constants)
+        cache.stage_io = False  # a segment's runs bind its inputs and outputs themselves
         return _Segment(steps, sub, cache, symbols)
 
     def run(self, inputs: Mapping[str, Any], bindings: dict[str, int], debug: int

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from mini_infer_core.ops import activation as schema
 from mini_infer_core.ops import schema_kernels
 
 from ..serialization import CpuPlugin
-from ._util import Scratch, copy_into, relu
+from ._util import RELU_CHUNK, Scratch, copy_into, relu, zeros_like_chunk
 
 __all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11", "Softmax_1",
            "Softmax_13", "LogSoftmax_1", "LogSoftmax_13", "Dropout_1", "Dropout_10"]
@@ -24,6 +25,19 @@ Array = NDArray[Any]
 class Relu(CpuPlugin, schema.Relu):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         relu(x, out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """:func:`relu` of one chunk (contiguous, at most ``RELU_CHUNK`` elements) as its
+        one ``maximum`` call, bound (silero-vad's Relu ~10 -> ~2 us). None otherwise."""
+        x, out = inputs[0], outputs[0]
+        if not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) or \
+                not (x.flags.c_contiguous and out.flags.c_contiguous) or \
+                x.dtype != out.dtype or x.dtype.kind != "f" or not 0 < x.size <= RELU_CHUNK \
+                or x.shape != out.shape:
+            return None
+        return partial(np.maximum, x.reshape(-1), zeros_like_chunk(x.dtype, x.size),
+                       out=out.reshape(-1))
 
 
 class LeakyRelu(CpuPlugin, schema.LeakyRelu):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,25 @@ class Gather(CpuPlugin, schema.Gather):
             np.copyto(out, data[(slice(None),) * a + (i + n if i < 0 else i,)])
             return
         np.copyto(out, np.take(data, _wrap(indices, data.shape[a]), axis=a))
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """One constant index (a read-only 0-d array) in range: a copy of the data's view
+        there, bound. None otherwise."""
+        data, indices = inputs[:2]
+        out = outputs[0]
+        if not isinstance(data, np.ndarray) or not isinstance(out, np.ndarray) or \
+                not isinstance(indices, np.ndarray) or indices.flags.writeable or \
+                indices.ndim or indices.dtype.kind not in "iu":
+            return None
+        a = norm_axis(self.attrs["axis"], data.ndim)
+        n, i = data.shape[a], int(indices)
+        if not -n <= i < n:
+            return None  # enqueue says what is wrong
+        i = i + n if i < 0 else i
+        # a view (a plain integer index of a 1-D array gives a scalar: its value now)
+        part = np.squeeze(data[(slice(None),) * a + (slice(i, i + 1),)], axis=a)
+        return partial(np.copyto, out, part) if part.shape == out.shape else None
 
 
 class GatherElements(CpuPlugin, schema.GatherElements):

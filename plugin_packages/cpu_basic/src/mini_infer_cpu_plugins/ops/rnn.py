@@ -10,6 +10,8 @@ bounds the inputs of the activations. Shapes, directions and activations are the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -188,6 +190,29 @@ class LSTM(_Recurrent, schema.LSTM):
                 yc[d] = c
         return True
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The plain LSTM (as :meth:`_run_plain`) bound to the step's arrays, where W, R and
+        B are constants (read-only arrays): per direction one (I+H, 4H) matrix [W R]^T and
+        one bias made once, and each time step one (B, I+H) @ (I+H, 4H) product of [x_t h]
+        into a buffer kept with the call, whose H columns hold h itself. silero-vad's LSTM
+        (T = B = 1, I = H = 128): 14 NumPy calls a step instead of ~25 with their temporaries
+        and the run's Python (65-80 -> ~35 us at 1 thread, loaded machine). None where it
+        does not apply (``enqueue`` runs)."""
+        ins = [*inputs, None, None, None, None, None][:8]
+        x, w, r, b, lens, h0, c0, p = ins
+        arrays = [a for a in (x, w, r, b, h0, c0) if a is not None]
+        if not self._plain or lens is not None or p is not None or \
+                self.attrs.get("layout", 0) or not all(
+                    isinstance(a, np.ndarray) for a in (*arrays, *outputs) if a is not None) \
+                or x.dtype.type not in (np.float32, np.float64) or any(
+                    a.dtype != x.dtype for a in arrays) or x.ndim != 3 or any(
+                    a.flags.writeable for a in (w, r, b) if a is not None):
+            return None
+        outs = [*outputs, None, None, None][:3]
+        return partial(_bound_lstm, self.reverse, x, _joined(w, r, b, x.shape[1:]),
+                       (h0, c0), outs)
+
     def setup(self) -> None:
         super().setup()
         #: sigmoid, tanh, tanh everywhere, no clip, no coupled gates: i, o and f are one
@@ -217,3 +242,61 @@ class LSTM(_Recurrent, schema.LSTM):
         c_new = fg * c + i * g(self._clip(gc))
         o = f(self._clip(go + po * c_new))
         return [o * hf(c_new), c_new]
+
+
+def _joined(w: Array, r: Array, b: Array | None, batch_in: tuple[int, ...]
+            ) -> list[tuple[Array, ...]]:
+    """Per direction [W R]^T (contiguous, (I+H, 4H)), the summed biases Wb + Rb, and the
+    buffers of a step for ``batch_in`` (B, I): [x_t h] (B, I+H), the gates (B, 4H), c (B, H)."""
+    hid = r.shape[-1]
+    batch, n_in = batch_in
+    out: list[tuple[Array, ...]] = []
+    for d in range(w.shape[0]):
+        wr = np.ascontiguousarray(np.concatenate([w[d], r[d]], axis=1).T)
+        bias = np.zeros(4 * hid, w.dtype) if b is None else b[d, :4 * hid] + b[d, 4 * hid:]
+        out.append((wr, bias, np.empty((batch, n_in + hid), w.dtype),
+                    np.empty((batch, 4 * hid), w.dtype), np.empty((batch, hid), w.dtype)))
+    return out
+
+
+def _bound_lstm(reverse: Sequence[bool], x: Array, joined: list[tuple[Array, ...]],
+                states: tuple[Array | None, Array | None], outs: list[Array | None]) -> None:
+    """A plain LSTM run (gates i, o, f, c in ONNX's order; sigmoid as 0.5 tanh(x/2) + 0.5)
+    over ``x`` with the weights joined by :func:`_joined`; Y, Y_h, Y_c written where given."""
+    y, yh, yc = outs
+    h0, c0 = states
+    t_len, n_in = x.shape[0], x.shape[2]
+    for d, rev in enumerate(reverse):
+        wr, bias, xh, g, c = joined[d]  # [x_t h]: h lives in xh's last columns
+        hid = c.shape[1]
+        xt, h = xh[:, :n_in], xh[:, n_in:]
+        if h0 is None:
+            h.fill(0)
+        else:
+            np.copyto(h, h0[d])
+        if c0 is None:
+            c.fill(0)
+        else:
+            np.copyto(c, c0[d])
+        s, gc = g[:, :3 * hid], g[:, 3 * hid:]
+        gi, go, gf = s[:, :hid], s[:, hid:2 * hid], s[:, 2 * hid:]
+        for t in (range(t_len - 1, -1, -1) if rev else range(t_len)):
+            np.copyto(xt, x[t])
+            np.matmul(xh, wr, out=g)
+            g += bias
+            s *= 0.5
+            np.tanh(s, out=s)
+            s *= 0.5
+            s += 0.5
+            np.tanh(gc, out=gc)
+            gc *= gi
+            c *= gf
+            c += gc
+            np.tanh(c, out=h)
+            h *= go
+            if y is not None:
+                y[t, d] = h
+        if yh is not None:
+            yh[d] = h
+        if yc is not None:
+            yc[d] = c

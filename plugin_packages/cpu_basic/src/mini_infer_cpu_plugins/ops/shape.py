@@ -5,7 +5,8 @@ into the pre-allocated output, or nothing where the engine placed the input ther
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,15 @@ class _Copy(SameBytes, CpuPlugin, schema.CopyBase):
             return self.shaped(x, *values, **attrs).copy()
         copy_into(out, x)
         return None
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The copy into a contiguous output not placed over the input, bound."""
+        x, out = inputs[0], outputs[0]
+        if not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) or \
+                not out.flags.c_contiguous or out.size != x.size or in_place(x, out):
+            return None
+        return partial(np.copyto, out.reshape(x.shape), x)
 
 
 # the operators that never turn data-dependent: a copy

@@ -3,7 +3,8 @@ computations fold, in :mod:`mini_infer_core.ops.slicing`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -63,3 +64,18 @@ class Slice(CpuPlugin, schema.Slice):
             np.copyto(out, part)
             return None
         return emit(part, out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """A copy of the slice's view, bound where starts, ends, axes and steps are
+        constants (read-only arrays): ~1 NumPy call instead of ~6 us of Python a run."""
+        x, starts, ends, axes, steps = [*inputs, None, None][:5]
+        out = outputs[0]
+        if not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) or any(
+                a is not None and (not isinstance(a, np.ndarray) or a.flags.writeable)
+                for a in (starts, ends, axes, steps)) or starts is None or ends is None:
+            return None
+        part = x[shapes.slice_index(x.ndim, as_ints(starts), as_ints(ends),
+                                    None if axes is None else as_ints(axes),
+                                    None if steps is None else as_ints(steps))]
+        return partial(np.copyto, out, part) if part.shape == out.shape else None
