@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes
 
+from ._kept import KeptCalls
 from ._native import Call, im2col_call, run_calls, usable
 
 __all__ = ["Concat"]
@@ -28,16 +29,16 @@ __all__ = ["Concat"]
 Array = NDArray[Any]
 
 
-class Concat(_shape.Concat):
+class Concat(KeptCalls, _shape.Concat):
     """float32, contiguous, every axis before ``axis`` of size 1: compiled copies of the
     inputs the engine did not place in the output, kept while the arrays stay the same."""
 
     #: the calls of the last run and the arrays they were made for
-    _kept: tuple[tuple[Any, ...], list[Call]] | None = None
+    _calls: tuple[tuple[Any, ...], list[Call]] | None = None
 
     def compute(self, *xs: Array, out: Array, axis: int) -> None:
         key = (*xs, out)
-        kept = self._kept
+        kept = self._calls
         if kept is not None and len(kept[0]) == len(key) and all(
                 a is k for a, k in zip(kept[0], key, strict=True)):
             run_calls(kept[1])
@@ -60,7 +61,7 @@ class Concat(_shape.Concat):
             src = x.reshape(1, planes, 1, inner)
             calls.append(im2col_call(src, part.reshape(1, planes, 1, inner), (1, 1), (1, 1),
                                      (1, 1), (0, 0), (0, 1), inner))
-        self._kept = (key, calls)
+        self._calls = (key, calls)
         run_calls(calls)
 
 

@@ -32,6 +32,7 @@ from mini_infer_core.plugin import Repacked, shapes
 from . import _conv_gemm, _dconv, _matmul, _pw, _tap_gemm, _winograd
 from ._act import act_isa
 from ._conv_extra import ACTS, act_after, act_code, live_taps
+from ._kept import KeptCalls
 from ._native import (
     B_PANEL,
     B_PANEL_AVX2,
@@ -113,7 +114,7 @@ class _Derived:
         return made
 
 
-class Conv(_Derived, _conv.Conv):
+class Conv(KeptCalls, _Derived, _conv.Conv):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
     (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
@@ -483,7 +484,7 @@ class Conv(_Derived, _conv.Conv):
         return _winograd.applies(*args)
 
 
-class Gemm(_Derived, _gemm.Gemm):
+class Gemm(KeptCalls, _Derived, _gemm.Gemm):
     """float32 ``alpha * A' @ B' + beta * C`` on the compiled GEMM for any number of rows
     (:mod:`._matmul`): A' read through its strides (transA: A^T, no copy); B' packed by the
     build where B is a constant (``__wpacked__`` = 3 where the AVX2 kernels run, 2 elsewhere:
@@ -599,7 +600,7 @@ def _unpack_gemm_b(packed: Array, trans_b: int, layout: int) -> Array:
     return wt if trans_b else np.ascontiguousarray(wt.T)
 
 
-class _CompiledPool:
+class _CompiledPool(KeptCalls):
     """2-D float32 max/average pooling without Indices, compiled; the rest is cpu_basic's."""
 
     kind: str
@@ -607,12 +608,12 @@ class _CompiledPool:
     scratch: Any
 
     #: the arrays of the last run and its call, run again while they are the same objects
-    _kept: tuple[Array, Array, list[Call]] | None = None
+    _calls: tuple[tuple[Any, ...], list[Call]] | None = None
 
     def compute(self, x: Array, *, out: Any, **attrs: Any) -> None:
-        kept = self._kept
-        if kept is not None and kept[0] is x and kept[1] is out:
-            run_calls(kept[2])  # an engine's arena views: the same call (~15 us less)
+        kept = self._calls
+        if kept is not None and kept[0][0] is x and kept[0][1] is out:
+            run_calls(kept[1])  # an engine's arena views: the same call (~15 us less)
             return
         if isinstance(out, tuple) or x.ndim != 4 or not usable(x, out):
             super().compute(x, out=out, **attrs)  # type: ignore[misc]
@@ -632,7 +633,7 @@ class _CompiledPool:
         calls = [pool2d_call(x, out, work, kernel, strides, dilations, begin, end,
                              average=self.kind == "avg",
                              include_pad=bool(self.attrs.get("count_include_pad", 0)))]
-        self._kept = (x, out, calls)
+        self._calls = ((x, out), calls)
         run_calls(calls)
 
 
