@@ -18,7 +18,7 @@ from ._abi import DConv2dArgs
 from ._kernels import address
 from ._native import NO_ACT, Act, Call, _call, _lib
 
-__all__ = ["MAX_WIDTH", "MIN_GROUPS", "applies", "dconv2d_call", "work_floats"]
+__all__ = ["MAX_WIDTH", "MIN_GROUPS", "applies", "dconv2d_call", "fill_arrays", "work_floats"]
 
 Array = NDArray[Any]
 #: input and output channels per group at most: wider groups are GEMMs worth their copies
@@ -85,6 +85,16 @@ def dconv2d_call(x: Array, w: Array, b: Array | None, r: Array | None, y: Array,
     need = int(_work(args))
     if need < 0:
         raise ValueError(f"{k}: refused group {group} or stride {strides}")
+    fill_arrays(args, k, x, w, b, r, y, work, need, lo, hi, act)
+    return _call(_dconv, args, x, w, b, r, y, work)
+
+
+def fill_arrays(args: DConv2dArgs, k: str, x: Array, w: Array, b: Array | None,
+                r: Array | None, y: Array, work: Array, need: int, lo: float, hi: float,
+                act: Act) -> None:
+    """The arrays (checked), bounds and fused activation of a ``mi_dconv2d_args`` (also
+    :mod:`._pw`'s)."""
+    m = w.shape[0]
     args.x = address(x, x.size, False, k, "x")
     args.w = address(w, w.size, False, k, "w")
     args.bias = None if b is None else address(b, m, False, k, "bias")
@@ -93,4 +103,3 @@ def dconv2d_call(x: Array, w: Array, b: Array | None, r: Array | None, y: Array,
     args.work = address(work, need, True, k, "work")
     args.lo, args.hi = float(lo), float(hi)
     args.act, args.act_alpha, args.act_beta = int(act[0]), float(act[1]), float(act[2])
-    return _call(_dconv, args, x, w, b, r, y, work)

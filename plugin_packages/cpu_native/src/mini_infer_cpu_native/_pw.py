@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._abi import DConv2dArgs
 from ._act import act_isa
-from ._kernels import address
+from ._dconv import fill_arrays
 from ._native import NO_ACT, Act, Call, _call, _lib
 
 __all__ = ["MAX_C", "MAX_CHANNELS", "MAX_K", "MIN_PIXELS", "applies", "pwconv2d_call",
@@ -103,12 +103,5 @@ def pwconv2d_call(x: Array, w: Array, b: Array | None, r: Array | None, y: Array
     need = int(_work(args))
     if need < 0:
         raise ValueError(f"{k}: refused kernel {kernel} or stride {strides}")
-    args.x = address(x, x.size, False, k, "x")
-    args.w = address(w, w.size, False, k, "w")
-    args.bias = None if b is None else address(b, m, False, k, "bias")
-    args.res = None if r is None else address(r, y.size, False, k, "res")
-    args.y = address(y, y.size, True, k, "y")
-    args.work = address(work, need, True, k, "work")
-    args.lo, args.hi = float(lo), float(hi)
-    args.act, args.act_alpha, args.act_beta = int(act[0]), float(act[1]), float(act[2])
+    fill_arrays(args, k, x, w, b, r, y, work, need, lo, hi, act)
     return _call(_pw, args, x, w, b, r, y, work)
