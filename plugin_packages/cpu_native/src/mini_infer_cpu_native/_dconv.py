@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from ._abi import DConv2dArgs
 from ._kernels import address
-from ._native import NO_ACT, Act, Call, _call, _lib
+from ._native import NO_ACT, Act, Call, _call, _kernel
 
 __all__ = ["MAX_WIDTH", "MIN_GROUPS", "applies", "dconv2d_call", "fill_arrays", "work_floats"]
 
@@ -26,12 +26,8 @@ MAX_WIDTH = 16
 #: groups at least (two or three narrow groups: small layers the GEMM paths serve as well)
 MIN_GROUPS = 4
 
-_dconv = _lib.mi_dconv2d_f32
-_dconv.argtypes = [ctypes.POINTER(DConv2dArgs)]
-_dconv.restype = ctypes.c_int
-_work = _lib.mi_dconv2d_work
-_work.argtypes = [ctypes.POINTER(DConv2dArgs)]
-_work.restype = ctypes.c_long
+_dconv = _kernel("mi_dconv2d_f32", DConv2dArgs)
+_work = _kernel("mi_dconv2d_work", DConv2dArgs, ctypes.c_long)
 
 
 def applies(xshape: Sequence[int], wshape: Sequence[int], group: int) -> bool:

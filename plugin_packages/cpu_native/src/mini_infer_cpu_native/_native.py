@@ -68,10 +68,10 @@ NO_ACT: Act = (0, 0.0, 0.0)
 _lib = _abi.load()
 
 
-def _kernel(name: str, args: type[ctypes.Structure]) -> Any:
+def _kernel(name: str, args: type[ctypes.Structure], restype: Any = ctypes.c_int) -> Any:
     fn = getattr(_lib, name)
     fn.argtypes = [ctypes.POINTER(args)]
-    fn.restype = ctypes.c_int
+    fn.restype = restype
     return fn
 
 

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ._abi import DConv2dArgs
 from ._act import act_isa
 from ._dconv import fill_arrays
-from ._native import NO_ACT, Act, Call, _call, _lib
+from ._native import NO_ACT, Act, Call, _call, _kernel
 
 __all__ = ["MAX_C", "MAX_CHANNELS", "MAX_K", "MIN_PIXELS", "applies", "pwconv2d_call",
            "work_floats"]
@@ -38,12 +38,8 @@ MIN_PIXELS = 784
 #: input channels at most of the direct (stem) case
 MAX_C = 4
 
-_pw = _lib.mi_pwconv2d_f32
-_pw.argtypes = [ctypes.POINTER(DConv2dArgs)]
-_pw.restype = ctypes.c_int
-_work = _lib.mi_pwconv2d_work
-_work.argtypes = [ctypes.POINTER(DConv2dArgs)]
-_work.restype = ctypes.c_long
+_pw = _kernel("mi_pwconv2d_f32", DConv2dArgs)
+_work = _kernel("mi_pwconv2d_work", DConv2dArgs, ctypes.c_long)
 
 
 def applies(xshape: Sequence[int], wshape: Sequence[int], group: int, strides: Sequence[int],
