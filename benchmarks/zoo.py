@@ -211,6 +211,20 @@ def _peak_rss_mb(ru_maxrss_kb: int) -> float:
     return ru_maxrss_kb / 1024
 
 
+def build_mini(path: Path, feeds: dict[str, np.ndarray[Any, Any]]) -> tuple[Any, bool]:
+    """mini-infer's engine for ``path``; built for the feeds' shapes where the model's own
+    shapes need them (as InferenceSession does), which the second value says."""
+    import mini_infer_core
+    from mini_infer_core import BuilderConfig
+    from mini_infer_core.errors import InputShapesRequired
+
+    try:
+        return mini_infer_core.load(str(path), device="cpu"), False
+    except InputShapesRequired:
+        return mini_infer_core.load(str(path), device="cpu", config=BuilderConfig(
+            input_shapes={k: tuple(v.shape) for k, v in feeds.items()})), True
+
+
 def rss_child(engine: str, path: Path, threads: int, seed: int) -> int:
     """In a fresh process: build/create ``engine``'s session, run it twice, print peak RSS."""
     import resource
@@ -221,11 +235,10 @@ def rss_child(engine: str, path: Path, threads: int, seed: int) -> int:
         meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
         feeds = make_feeds(_input_specs(path, meta), seed)
         if engine == "mini":
-            import mini_infer_core
             from mini_infer_core.threads import set_num_threads
 
             set_num_threads(threads)
-            built = mini_infer_core.load(str(path), device="cpu")
+            built = build_mini(path, feeds)[0]
             ctx = built.create_execution_context()
             for _ in range(2):
                 ctx.execute(feeds)
@@ -309,9 +322,6 @@ def _time_blocks(runners: dict[str, Runner], args: argparse.Namespace
 
 def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Namespace
                 ) -> dict[str, Any]:
-    import mini_infer_core
-    from mini_infer_core.builder import BuilderConfig
-    from mini_infer_core.errors import InputShapesRequired
     from mini_infer_core.threads import set_num_threads
 
     result: dict[str, Any] = {"model": name, "family": meta.get("family", "?"),
@@ -328,11 +338,8 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
     set_num_threads(args.threads[0])
     try:
         start = time.perf_counter()
-        try:
-            engine = mini_infer_core.load(str(path), device="cpu")
-        except InputShapesRequired:  # as InferenceSession does: built for the run's shapes
-            engine = mini_infer_core.load(str(path), device="cpu", config=BuilderConfig(
-                input_shapes={k: tuple(v.shape) for k, v in feeds.items()}))
+        engine, fixed = build_mini(path, feeds)
+        if fixed:
             result["fixed_shapes"] = True
         result["mini_build_s"] = time.perf_counter() - start
         ctx = engine.create_execution_context()

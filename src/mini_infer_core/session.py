@@ -47,7 +47,7 @@ def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
     if isinstance(source, (str, os.PathLike)) and is_engine_file(source):
         return Runtime(registry).load_engine(source)
     cfg = config or BuilderConfig(device=device)
-    return Builder(registry).build_engine(parse_onnx(source), cfg)
+    return Builder(registry).build_engine(parse_onnx(source), cfg, release_network=True)
 
 
 class _PerShape:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import logging
 import os
 import time
@@ -35,7 +36,7 @@ from .rewrite import rewrite
 from .selection import Selector
 from .state import BuildState, NodeWork
 from .subgraph import SubgraphRunner
-from .tactics import time_tactics
+from .tactics import offers_tactics, time_tactics
 from .timing_cache import TimingCache, open_timing_cache
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
@@ -114,33 +115,51 @@ class Builder:
     def create_builder_config(self, **kw: Any) -> BuilderConfig:
         return BuilderConfig(**kw)
 
-    def build_engine(self, network: Network, config: BuilderConfig | None = None) -> Engine:
+    def build_engine(self, network: Network, config: BuilderConfig | None = None, *,
+                     release_network: bool = False) -> Engine:
+        """Build ``network`` into an engine.
+
+        ``release_network=True`` hands the network over: the build empties its constants as
+        it takes them, so that a weight is not held both as imported and as packed for its
+        kernel (a large model's peak memory). The network cannot be built again after that;
+        :func:`mini_infer_core.load` and ``mini-infer build`` pass it."""
         t0 = time.perf_counter()
         config = config or BuilderConfig()
         imported = len(network.nodes)
+        given = network
         rewritten: list[str] = []
         if config.fuse:
             network, rewritten = rewrite(network)
         state = self._select(_constants_first(network), config)
+        if release_network:  # the state's own dict holds every constant from here on
+            given.constants.clear()
+            network.constants.clear()
         state.info["rewritten"] = rewritten
-        for work in self._work(state):
+        for count, work in enumerate(self._work(state), 1):
             self._node_passes(state, work)
+            if count % SWEEP_EVERY == 0:
+                _sweep(state, work.index)
+        _sweep(state, len(state.network.nodes))
         used = prune(state)
         place(state)
         tensors(state, used)
         state.info.update(_summary(state), nodes_imported=imported)
-        engine = make_engine(state)
         state.info["profiles"] = check_profiles(state)
+        # Constants are packed for the kernel each node will really run: those of nodes with
+        # nothing to time now, so that the timing runs read their packed forms rather than
+        # each making its own (VGG-19's fully connected weights: 0.5 GB more at the peak);
+        # those of nodes with tactics once the tactics are chosen
+        done: set[str] = set()
+        engine = self._pack(state, done, tuned=False, collect=False)
         if state.config.time_tactics and state.info["device_available"]:
             cache = open_timing_cache(config.timing_cache)
             state.info["tactics"] = time_tactics(engine, cache)
             if cache is not None and cache.added and cache.path is not None:
                 cache.save()
-        # after the tactics are chosen: a plugin packs for the kernel it will really run
-        state.info["constants_packed"] = pack_constants(
-            state.nodes, state.kept_constants, state.dims, state.types, state.output_names)
-        if state.info["constants_packed"]:
-            engine = make_engine(state)
+        # the engine the timing ran and what its runs left in cycles go first, so that each
+        # imported layout is freed as its packed one is made
+        del engine
+        engine = self._pack(state, done, tuned=True, collect=release_network)
         state.info["memory_plan"] = plan(state)
         # the build time is logged, not kept: an engine file holds nothing that depends on
         # when, where or how fast it was built (reproducible builds)
@@ -148,6 +167,19 @@ class Builder:
                   len(state.nodes), state.folded, state.device.name,
                   time.perf_counter() - t0)
         return engine
+
+    @staticmethod
+    def _pack(state: BuildState, done: set[str], tuned: bool, collect: bool) -> Engine:
+        """Pack the constants of the nodes whose plugins offer tactics to time (``tuned``) or
+        of the others (packing.py), and make the engine again."""
+        state.engine = None
+        if collect:
+            gc.collect()
+        state.info["constants_packed"] += pack_constants(
+            state.nodes, state.kept_constants, state.dims, state.types, state.output_names,
+            also=[state.constants], packed=done,
+            which=lambda nd: offers_tactics(nd, state.dims) is tuned)
+        return make_engine(state)
 
     # -- passes ---------------------------------------------------------------------------
     def _select(self, network: Network, config: BuilderConfig) -> BuildState:
@@ -227,6 +259,25 @@ class Builder:
         _keep(state, work)
 
 
+#: network nodes between two sweeps of the constants no node reads any more
+SWEEP_EVERY = 32
+
+
+def _sweep(state: BuildState, done: int) -> None:
+    """Drop the constants that nothing reads any more: those a fold or fusion replaced (a
+    Conv's weights and its BatchNormalization's once folded into new ones). Without this an
+    imported model's weights were held twice until the build ended (Inception v2: 94 MB
+    after import, 188 MB after the node passes)."""
+    live = set(state.output_names)
+    for nd in state.nodes:
+        live.update(nd.inputs)
+    for index in range(done + 1, len(state.network.nodes)):
+        if index not in state.fuser.skipped:
+            live.update(state.network.nodes[index].inputs)
+    for name in [n for n in state.constants if n not in live]:
+        del state.constants[name]
+
+
 def _fixed(name: str, declared: list[int | str | None], shape: tuple[int, ...] | None
            ) -> list[int | str | None]:
     """The declared shape, or ``shape`` where the config fixes it (checked against it)."""
@@ -278,7 +329,8 @@ def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
     """Body runners that build with ``registry``'s plugins (attached to control-flow plugins
     by the builder and the runtime)."""
     def build(model: onnx.ModelProto, device: str) -> Engine:
-        return Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device))
+        return Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device),
+                                              release_network=True)
 
     return functools.partial(SubgraphRunner, build=build)
 
@@ -301,5 +353,6 @@ def _constants_first(network: Network) -> Network:
 
 
 def build_engine(network: Network, config: BuilderConfig | None = None,
-                 registry: PluginRegistry | None = None) -> Engine:
-    return Builder(registry).build_engine(network, config)
+                 registry: PluginRegistry | None = None, *,
+                 release_network: bool = False) -> Engine:
+    return Builder(registry).build_engine(network, config, release_network=release_network)

@@ -18,7 +18,7 @@ every other reader would see the reordered values; elsewhere the constant is lef
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,15 +36,24 @@ log = logging.getLogger("mini_infer.builder")
 def pack_constants(nodes: Sequence[EngineNode],
                    constants: MutableMapping[str, np.ndarray[Any, Any]],
                    dims: Mapping[str, DimsExprs], types: Mapping[str, DataType],
-                   outputs: Sequence[str] = ()) -> int:
-    """Ask every plugin for its preferred constant layouts; returns how many were repacked.
-    A constant is packed once, for the first node that asks (others read it as it is)."""
-    packed: set[str] = set()
+                   outputs: Sequence[str] = (),
+                   also: Sequence[MutableMapping[str, np.ndarray[Any, Any]]] = (),
+                   which: Callable[[EngineNode], bool] | None = None,
+                   packed: set[str] | None = None) -> int:
+    """Ask every plugin (of the nodes ``which`` picks) for its preferred constant layouts;
+    returns how many were repacked. A constant is packed once, for the first node that asks
+    (others read it as it is); ``packed`` carries the names packed by an earlier call.
+    ``also``: other tables holding the same constants, updated as each is packed, so that an
+    imported layout is freed as soon as its packed one exists (never both for every weight)."""
+    packed = set() if packed is None else packed
+    before = len(packed)
     readers: dict[str, int] = {name: 1 for name in outputs}
     for nd in nodes:
         for name in set(nd.inputs):
             readers[name] = readers.get(name, 0) + 1
     for nd in nodes:
+        if which is not None and not which(nd):
+            continue
         ability = adapter.packing_of(nd.plugin)
         if ability is None or not any(n in constants for n in nd.inputs):
             continue
@@ -71,6 +80,7 @@ def pack_constants(nodes: Sequence[EngineNode],
                     log.debug("%s: %s is read elsewhere too, not reordered", nd.describe(), name)
                     continue
                 constants[name] = np.ascontiguousarray(reordered)
+                _replace(also, name, constants[name])
                 packed.add(name)
                 if arr.on_accept is not None:
                     arr.on_accept()
@@ -83,6 +93,14 @@ def pack_constants(nodes: Sequence[EngineNode],
                     f"{nd.describe()}: pack_constants changed the values, shape or type of "
                     f"constant {name!r}; it may only change the memory layout")
             constants[name] = arr
+            _replace(also, name, arr)
             packed.add(name)
             log.debug("packed %s for %s (strides %s)", name, nd.describe(), arr.strides)
-    return len(packed)
+    return len(packed) - before
+
+
+def _replace(tables: Sequence[MutableMapping[str, np.ndarray[Any, Any]]], name: str,
+             arr: np.ndarray[Any, Any]) -> None:
+    for table in tables:
+        if name in table:
+            table[name] = arr

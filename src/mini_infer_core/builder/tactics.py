@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ..engine.engine import Engine
+from ..engine.engine import Engine, EngineNode
 from ..engine.format import plugin_bytes
+from ..plugin import DimsExprs
 from ..plugin import _adapter as adapter
 from .timing_cache import TimingCache, host_identity
 
-__all__ = ["REPEAT", "time_tactics"]
+__all__ = ["REPEAT", "offers_tactics", "time_tactics"]
 
 log = logging.getLogger("mini_infer.builder")
 
@@ -64,6 +66,16 @@ def _offers(engine: Engine) -> dict[int, list[str]]:
         if len(tactics) >= 2:
             offers[step] = tactics
     return offers
+
+
+def offers_tactics(nd: EngineNode, dims: Mapping[str, DimsExprs]) -> bool:
+    """Whether the node's plugin offers two or more tactics for its input shapes (those
+    known now: a symbolic one is given as None)."""
+    ability = adapter.tactics_of(nd.plugin)
+    if ability is None:
+        return False
+    shapes = [dims[n].to_tuple() if n and dims[n].is_static() else None for n in nd.inputs]
+    return len(list(ability.get_tactics(shapes))) >= 2
 
 
 def _key(engine: Engine, step: int) -> str:

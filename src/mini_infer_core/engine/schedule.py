@@ -100,20 +100,30 @@ class Schedule:
         straight into the concatenation, and the Concat copies nothing for it.
 
         Only arena tensors on the consumer's device qualify, each inside one output at most
-        (a graph is acyclic, so a chain of them ends at a tensor placed on its own)."""
+        (a graph is acyclic, so a chain of them ends at a tensor placed on its own). An input
+        already placed elsewhere may still be in place here through what holds it: a tensor
+        made wholly of inputs placed inside it (a Concat's result, a Reshape's) goes inside
+        this output too where this node places each of those inputs at the same distance
+        from one another. DenseNet's Concats, each the previous one plus a layer, then all
+        live in the last one and none copies anything."""
         t = engine.tensors
         arena = set(self.arena_tensors)
         aliases: dict[str, tuple[str, int]] = {}
+        self.aliases = aliases  # _root reads it while the table grows
+        #: output -> {input: byte offset}, for each output made wholly of in-place inputs
+        composed: dict[str, dict[str, int]] = {}
         for step, (node, plugin) in enumerate(zip(engine.nodes, plugins, strict=True)):
             ability = adapter.in_place_of(plugin)
             if ability is None:
                 continue
             seen = [n for n in node.inputs if n]
             wanted = ability.in_place_inputs(self.in_descs[step], self.out_descs[step]) or {}
+            places: dict[str, dict[str, int]] = {}
+            held: list[tuple[str, str, int]] = []  # (input, output, byte offset) placed elsewhere
             for i, (o, elements) in wanted.items():
                 name, out = node.inputs[i], node.outputs[o]
-                if (name not in arena or out not in arena or name in aliases
-                        or seen.count(name) > 1 or self.home[name] != self.home[out]
+                if (name not in arena or out not in arena or seen.count(name) > 1
+                        or self.home[name] != self.home[out]
                         or t[name].dtype is not t[out].dtype):
                     continue
                 start = elements * t[out].dtype.itemsize
@@ -121,8 +131,35 @@ class Schedule:
                         self.nbytes(out, t[out].dtype):
                     raise ValueError(f"{node.describe()}: in_place_inputs puts input {i} "
                                      "outside its output")
-                aliases[name] = (out, start)
+                places.setdefault(out, {})[name] = start
+                if name in aliases:
+                    held.append((name, out, start))
+                else:
+                    aliases[name] = (out, start)
+            for name, out, start in held:
+                self._place_holder(name, out, start, places[out], composed, t)
+            for out, inside in places.items():
+                if sum(self.nbytes(n, t[n].dtype) for n in inside) == \
+                        self.nbytes(out, t[out].dtype) and len(inside) == len(seen):
+                    composed[out] = inside
         return aliases
+
+    def _place_holder(self, name: str, out: str, start: int, places: Mapping[str, int],
+                      composed: Mapping[str, dict[str, int]], t: Mapping[str, Any]) -> None:
+        """Put what holds ``name`` inside ``out`` where that keeps ``name`` at ``start``, if
+        every part of it is where this node wants it there too (see ``_aliases``)."""
+        root, delta = self._root(name)
+        parts = composed.get(root)
+        if parts is None or root == self._root(out)[0] or self.home[root] != self.home[out]:
+            return
+        where = start - delta
+        if where < 0 or t[root].dtype is not t[out].dtype or \
+                where + self.nbytes(root, t[root].dtype) > self.nbytes(out, t[out].dtype):
+            return
+        for part, offset in parts.items():
+            if self._root(part) != (root, offset) or places.get(part) != where + offset:
+                return
+        self.aliases[root] = (out, where)
 
     def _root(self, name: str) -> tuple[str, int]:
         """The tensor ``name`` finally lives inside, and its byte offset there."""
@@ -131,6 +168,12 @@ class Schedule:
             name, step = self.aliases[name]
             delta += step
         return name, delta
+
+    def placed_at(self, name: str, out: str, start: int) -> bool:
+        """Whether tensor ``name`` lives inside ``out`` at byte ``start`` (directly, or
+        through what holds it)."""
+        root, delta = self._root(out)
+        return name in self.aliases and self._root(name) == (root, delta + start)
 
     @property
     def plan(self) -> MemoryPlan:

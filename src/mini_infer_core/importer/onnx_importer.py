@@ -19,6 +19,7 @@ from ..errors import ModelImportError, UnsafeModelPathError
 from ..network import Network, Node, TensorInfo
 from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldType
 from ..plugin._kinds import kind_from_proto
+from ._wire import Block, read_block, split_weights
 
 __all__ = ["parse_onnx", "load_onnx_model", "free_names", "graph_nodes", "tensor_value"]
 
@@ -283,9 +284,34 @@ def tensor_value(t: onnx.TensorProto, label: str = "model") -> np.ndarray[Any, A
     return _tensor(t, None, label)
 
 
+def _load_split(source: str | os.PathLike[str] | bytes | onnx.ModelProto
+                ) -> tuple[onnx.ModelProto, Path, dict[int, Block]] | None:
+    """A model file parsed without its large weights, its path, and where those lie
+    (see _wire.py); None where that way does not apply."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source).resolve()
+    split = split_weights(path)
+    if split is None:
+        return None
+    try:
+        model = onnx.load_from_string(split[0])
+    except Exception:  # not as the walk understood it: the ordinary way says what is wrong
+        return None
+    return model, path, split[1]
+
+
+def _read(fh: Any, block: Block, name: str, label: str) -> np.ndarray[Any, Any]:
+    try:
+        return read_block(fh, block)
+    except OSError as exc:
+        raise ModelImportError(f"{label}: initializer {name!r} cannot be read: {exc}") from exc
+
+
 def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
     """Import an ONNX model (path, bytes or ModelProto) into a Network."""
-    model, base = load_onnx_model(source)
+    split = _load_split(source)
+    model, base = load_onnx_model(source) if split is None else (split[0], split[1].parent)
     g = model.graph
     label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
     _text(g.name, "the graph name", label)
@@ -298,8 +324,16 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
     constants: dict[str, np.ndarray[Any, Any]] = {}
-    for init in g.initializer:
-        constants[init.name] = _tensor(init, base, f"{label}: initializer")
+    blocks = {} if split is None else split[2]
+    fh = open(split[1], "rb") if split is not None and blocks else None  # noqa: SIM115
+    try:
+        for i, init in enumerate(g.initializer):
+            block = blocks.get(i)
+            constants[init.name] = _tensor(init, base, f"{label}: initializer") \
+                if block is None else _read(fh, block, init.name, label)
+    finally:
+        if fh is not None:
+            fh.close()
     inputs = [_value_info(vi, f"{label}: graph input") for vi in g.input
               if vi.name not in constants]
     outputs = [_value_info(vi, f"{label}: graph output") for vi in g.output]

@@ -83,7 +83,7 @@ def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> 
     for i, (o, elements) in wanted.items():
         name, out = node.inputs[i], node.outputs[o]
         itemsize = sched.out_descs[step][o][1].itemsize
-        if sched.aliases.get(name) != (out, elements * itemsize):
+        if not sched.placed_at(name, out, elements * itemsize):
             return False
     return True
 

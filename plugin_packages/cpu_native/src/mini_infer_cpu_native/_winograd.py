@@ -118,12 +118,14 @@ def buffers(c: int, m: int, out_dims: Any, tile: int = 2) -> list[tuple[str, tup
 def weights(w: Array, tile: int, group: int = 1) -> tuple[Array, Array | None]:
     """U (group, (tile + 2)^2, M/group, C/group) of :func:`._native.wino_weights` for each
     group, and each U_k packed for the compiled GEMM, one after the other (None without
-    it)."""
+    it). Where the packed form exists U's values are not read again: only its shape is
+    kept (a view of one zero), so that the weights are held once (4x their size for F(4x4))."""
     mg = w.shape[0] // group
     u = np.stack([wino_weights(w[g * mg:(g + 1) * mg], tile) for g in range(group)])
     if not gemm_available():
         return u, None
-    return u, np.concatenate([pack_a(uk) for ug in u for uk in ug])
+    packed = np.concatenate([pack_a(uk) for ug in u for uk in ug])
+    return np.broadcast_to(np.zeros((), u.dtype), u.shape), packed
 
 
 def _matmul(u: Array, v: Array, out: Array) -> None:

@@ -174,6 +174,13 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
                 f"Conv: unknown tactic {name!r} (known: {', '.join(self.TACTICS)})")
         self.record("__tactic__", name)
         self._calls = None
+        # the other tile sizes' transformed weights go (4x and 1.8x the weights): the build
+        # times every tactic in turn, and kept they would all be held at once
+        if self._derived_cache:
+            tile = self.TILES.get(name)
+            for key in [k for k in self._derived_cache
+                        if isinstance(k, tuple) and k[0] == "winograd" and k[1] != tile]:
+                del self._derived_cache[key]
 
     #: the compiled calls of the last run and the arrays they were made for (input, weights,
     #: bias, residual, output, workspace): while the same objects come back (an engine's
