@@ -64,3 +64,39 @@ def test_concat_against_onnxruntime(shape: list[int], axis: int, dtype: Any, com
     for g, w in zip(again, ref.run(None, {"x": x * 2}), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=0)
     assert bool(copies) == compiled
+
+
+def _shape_model() -> onnx.ModelProto:
+    """A transformer export's head split: x (B, S, 8) reshaped to (B, S, 2, 4) by a shape that
+    a Concat builds from int64 pieces (two taken from x's shape, two constants), and an int64
+    Concat of two graph inputs along their last axis (with a batch: not runs of the output)."""
+    i64 = onnx.TensorProto.INT64
+    const = helper.make_tensor("c", i64, [2], [2, 4])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "zero", "two"], ["bs"]),
+             helper.make_node("Concat", ["bs", "c"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"]),
+             helper.make_node("Concat", ["p", "q"], ["pq"], axis=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["B", "S", 8]),
+                     helper.make_tensor_value_info("p", i64, [2, 3]),
+                     helper.make_tensor_value_info("q", i64, [2, 2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("pq", i64, None)],
+        [const, helper.make_tensor("zero", i64, [1], [0]),
+         helper.make_tensor("two", i64, [1], [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_int64_concats_keep_their_copies_and_copy_each_runs_values() -> None:
+    """int64 Concats (a shape built in the graph, two inputs along an inner axis) go through
+    kept ``np.copyto`` calls: each run copies that run's values, as onnxruntime computes."""
+    model = _shape_model()
+    sess = mini_infer_core.InferenceSession(mini_infer_core.load(model))
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s, k in ((1, 5, 0), (1, 5, 1), (2, 3, 2), (1, 5, 3)):
+        feeds = {"x": RNG.standard_normal((b, s, 8)).astype(np.float32),
+                 "p": RNG.integers(-9, 9, (2, 3)), "q": RNG.integers(-9, 9, (2, 2)) + k}
+        for g, w in zip(sess.run(None, feeds), ref.run(None, feeds), strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)

@@ -7,7 +7,13 @@ NumPy's per-input slicing and ``copyto``. Here an input that is a contiguous run
 output (every axis before ``axis`` of size 1: a batch of one) is copied plane by plane with
 the compiled im2col (a 1x1 window over (1, C, 1, inner): one ``memcpy`` a plane, split
 over the planes on the library's pool), and the calls are kept while the node's arrays are
-the same objects (an engine's arena views). Anything else is cpu_basic's.
+the same objects (an engine's arena views). Other inputs (a shape's int64 pieces, axes after
+one of more than one) into a C-contiguous output are ``np.copyto`` calls into their slice of
+it, kept the same way: cpu_basic's path found its slices and checked which inputs the engine
+had placed in the output on every run, 15-20 us of Python per node, where a transformer's
+exported graph builds a shape from four int64 values with a Concat 3-5 times a layer
+(MiniLM's 32 Concats: 2.2 ms of 64 at one thread, onnxruntime's 0.3 ms). A single input,
+or an output that is not C-contiguous, is cpu_basic's.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from mini_infer_cpu_plugins.ops import shape as _shape
 from mini_infer_cpu_plugins.ops._util import in_place
 from numpy.typing import NDArray
@@ -44,8 +51,12 @@ class Concat(KeptCalls, _shape.Concat):
             run_calls(kept[1])
             return
         ax = shapes.norm_axis(axis, out.ndim)
-        if len(xs) == 1 or any(d != 1 for d in out.shape[:ax]) or not usable(out, *xs):
+        if len(xs) == 1 or not out.flags.c_contiguous:
             super().compute(*xs, out=out, axis=axis)
+            return
+        if any(d != 1 for d in out.shape[:ax]) or not usable(out, *xs):
+            self._calls = (key, _copies(xs, out, ax))
+            run_calls(self._calls[1])
             return
         inner = math.prod(out.shape[ax + 1:])
         flat = out.reshape(-1)
@@ -63,6 +74,19 @@ class Concat(KeptCalls, _shape.Concat):
                                      (1, 1), (0, 0), (0, 1), inner))
         self._calls = (key, calls)
         run_calls(calls)
+
+
+def _copies(xs: tuple[Array, ...], out: Array, ax: int) -> list[Call]:
+    """``np.copyto`` of each input into its slice of ``out`` along ``ax``, but those the
+    engine already placed there."""
+    lead, pos = (slice(None),) * ax, 0
+    calls: list[Call] = []
+    for x in xs:
+        part = out[(*lead, slice(pos, pos + x.shape[ax]))]
+        pos += x.shape[ax]
+        if x.size and not in_place(x, part):
+            calls.append((np.copyto, (part, x)))
+    return calls
 
 
 Concat.package = "mini-infer-cpu-native"
