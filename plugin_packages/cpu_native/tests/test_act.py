@@ -237,6 +237,30 @@ def test_softmax_rows_with_nan_or_inf(axis: int, log: bool, isa: int) -> None:
         assert not np.isnan(got[[0, 3]]).any()
 
 
+@pytest.mark.parametrize("log", [False, True], ids=["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_far_below_the_maximum(axis: int, log: bool, isa: int) -> None:
+    """Logits 0 to 120 below their row's maximum (exp from 1 down past float32's subnormals:
+    _act.h's exp_neg gives 0 under exp(-87) = 1.6e-38): against onnxruntime, and against the
+    float64 formula within 1e-6 relatively or 2e-38 absolutely (Softmax; LogSoftmax, which
+    takes no exp of the far values, within 1e-6 or 1e-5)."""
+    x = np.stack([-np.linspace(0.0, 120.0, 301, dtype=np.float32)[RNG.permutation(301)]
+                  for _ in range(6)]).reshape(2, 3, 301)
+    if axis == 1:
+        x = np.ascontiguousarray(x.transpose(0, 2, 1))
+    op = "LogSoftmax" if log else "Softmax"
+    got = _check(_model(op, {"axis": axis}, x, 13), x, op, atol=2e-38, oracles=("ort",))[0]
+    x64 = x.astype(np.float64)
+    z = x64 - x64.max(axis=axis, keepdims=True)
+    want = z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+    if log:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
+        return
+    want = np.exp(want)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=2e-38)
+    assert (got[want < 1e-39] == 0).all()  # what exp_neg flushes (the reference: subnormal)
+
+
 LN_CASES = [  # shape, axis
     ((2, 3, 37), -1), ((2, 3, 37), -2), ((4, 1), -1), ((7,), 0), ((3, 5, 19), 0),
     ((0, 8), -1),

@@ -53,6 +53,7 @@
 #define MI_LN2_LO -2.12194440e-4f
 #define MI_EXP_HI 89.0f
 #define MI_EXP_LO -104.0f
+#define MI_EXP_NEG_LO -87.0f
 #define MI_EXP_P0 1.9875691500e-4f
 #define MI_EXP_P1 1.3981999507e-3f
 #define MI_EXP_P2 8.3334519073e-3f

@@ -53,6 +53,29 @@ MI_TGT MI_V MI_F(exp)(MI_V x) {
     return MI_F(expx)(a, MI_SET1(0.0f));
 }
 
+/* exp(x) for x <= 0 (Softmax's x - max; NaN stays NaN): expx's reduction and polynomial
+ * with one scaling by 2^n, n >= -126 (x clamped at MI_EXP_NEG_LO = -87), and 0 below -87
+ * (exp under 1.7e-38: an absolute error below that, where exp gave subnormals; -inf gives
+ * 0). Within 1 ulp above MI_EXP_NEG_LO, as exp; 6 fewer operations a vector, and no
+ * dependent pair of products at the end (Softmax, one exp per value: 0.79-0.93 of its time) */
+MI_TGT MI_V MI_F(exp_neg)(MI_V x) {
+    MI_V a = MI_MAX(MI_SET1(MI_EXP_NEG_LO), x); /* keeps NaN */
+    MI_V z = MI_FMA(a, MI_SET1(MI_LOG2E), MI_SET1(MI_ROUND_MAGIC));
+    MI_V n = z - MI_SET1(MI_ROUND_MAGIC);
+    MI_VI ni = MI_ISUB(MI_AS_I(z), MI_AS_I(MI_SET1(MI_ROUND_MAGIC)));
+    MI_V r = MI_FNMA(n, MI_SET1(MI_LN2_HI), a);
+    r = MI_FNMA(n, MI_SET1(MI_LN2_LO), r);
+    MI_V p = MI_SET1(MI_EXP_P0);
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P1));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P2));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P3));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P4));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P5));
+    p = MI_FMA(p, r * r, r) + MI_SET1(1.0f);
+    MI_V y = p * MI_AS_F(MI_ISHL23(MI_IADD(ni, MI_SET1I(127))));
+    return MI_SEL(MI_LT(x, MI_SET1(MI_EXP_NEG_LO)), MI_SET1(0.0f), y);
+}
+
 /* erf(t) / t = P(t^2) for 0 <= t < MI_ERF_SPLIT: P */
 MI_TGT MI_V MI_F(erf_small_p)(MI_V t) {
     MI_V s = t * t;
