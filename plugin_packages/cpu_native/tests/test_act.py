@@ -261,6 +261,25 @@ def test_softmax_far_below_the_maximum(axis: int, log: bool, isa: int) -> None:
     assert (got[want < 1e-39] == 0).all()  # what exp_neg flushes (the reference: subnormal)
 
 
+@pytest.mark.parametrize("op, opset, ref", [
+    ("Sigmoid", 13, lambda x: 1 / (1 + np.exp(-x))),
+    ("Tanh", 13, np.tanh),
+])
+def test_the_exp_neg_functions_far_out(op: str, opset: int, ref: Any, isa: int) -> None:
+    """Sigmoid and Tanh take exp of -|x| (exp_neg, which gives 0 where exp is under 1.7e-38):
+    on -120 to 120, against onnx's reference (and onnxruntime, but for Sigmoid) and the
+    float64 formula within 1e-6 relatively or 2e-38 absolutely; Sigmoid 0 from -87.5 down,
+    where float64 gives under 1e-38."""
+    x = np.linspace(-120.0, 120.0, 4800, dtype=np.float32).reshape(3, 1600)
+    oracles = ("ref",) if op == "Sigmoid" else ("ort", "ref")  # onnxruntime's: see _check
+    got = _check(_model(op, {}, x, opset), x, op, rtol=1e-6, atol=2e-38, oracles=oracles)[0]
+    with np.errstate(over="ignore"):
+        want = ref(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=2e-38)
+    if op == "Sigmoid":
+        assert (got[x < -87.5] == 0).all()
+
+
 LN_CASES = [  # shape, axis
     ((2, 3, 37), -1), ((2, 3, 37), -2), ((4, 1), -1), ((7,), 0), ((3, 5, 19), 0),
     ((0, 8), -1),

@@ -21,7 +21,8 @@
  *   exp          <= 1.01 ulp; inf from 88.7229, gradual underflow below -87.34, 0 below -103.98
  *   erf          <= 2.3 ulp
  *   tanh         <= 1.5 ulp
- *   sigmoid      <= 2.4 ulp, every x
+ *   sigmoid      <= 2.4 ulp for x >= -87; 0 below, where the result is under 1.7e-38 (exp_neg:
+ *                it was subnormal)
  *   gelu         <= 10.8 ulp (relative 7e-7) for x >= -5.6, at x = -1.31 where 1 - erf(t)
  *                cancels just below the branch point; below -5.6, where
  *                |gelu| < 5e-8, a slowly varying factor is held at its value at -5.65
