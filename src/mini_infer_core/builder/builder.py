@@ -173,8 +173,9 @@ class Builder:
         """Pack the constants of the nodes whose plugins offer tactics to time (``tuned``) or
         of the others (packing.py), and make the engine again."""
         state.engine = None
-        if collect:
-            gc.collect()
+        if collect and state.info.get("tactics") and sum(
+                a.nbytes for a in state.kept_constants.values()) >= COLLECT_FROM:
+            gc.collect()  # ~0.1 s in a large process: only where the weights are large
         state.info["constants_packed"] += pack_constants(
             state.nodes, state.kept_constants, state.dims, state.types, state.output_names,
             also=[state.constants], packed=done,
@@ -259,6 +260,9 @@ class Builder:
         _keep(state, work)
 
 
+#: constants (bytes) from which a build handed its network collects the timing runs'
+#: garbage before packing, so that their references to the imported weights go first
+COLLECT_FROM = 16 << 20
 #: network nodes between two sweeps of the constants no node reads any more
 SWEEP_EVERY = 32
 
