@@ -116,6 +116,9 @@ DIRECT = [  # x shape, M, group, kernel, attrs: the direct convolution (_dconv.c
     ((1, 10, 5, 13), 10, 10, (3, 3), {"pads": [1, 1, 1, 1]}),  # 2 vectors: rows of 2, then 1
     ((1, 48, 14, 14), 48, 6, (3, 3), {"pads": [1, 1, 1, 1]}),  # RegNet's groups of 8
     ((1, 48, 15, 15), 48, 6, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    # copies over BAND_MIN: by bands of rows, Sigmoid / Swish applied to each band after it
+    ((1, 8, 190, 170), 8, 8, (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 8, 201, 190), 8, 8, (5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
 ]
 
 

@@ -100,7 +100,7 @@ STEMS = [  # x shape, M, kernel, attrs
     ((1, 3, 40, 9), 32, (3, 3), {"pads": [1, 1, 1, 1]}),  # 9 output columns: 8 + 1
 ]
 AFTER = [("", True), ("", False), ("Relu", True), ("Clip", True), ("Add", True),
-         *((a, True) for a in ACTIVATIONS), ("Add+HardSwish", False)]
+         *((a, True) for a in ACTIVATIONS), ("Add+HardSwish", False), ("Add+Swish", True)]
 
 
 def _same_shape(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
