@@ -13,8 +13,12 @@ on random inputs, once per tactic index: in pass ``k`` every tunable node runs i
 tactic, and each step is timed where it really runs, between its neighbours in the engine's
 order, so the caches hold what they will hold at inference (a node timed alone, over and over,
 finds its weights in L2 and favours tactics with larger weights: ResNet-50's 7x7-map layers
-took Winograd at 1.4 ms alone and ran it at 2.2-2.5 ms in the network). One warm-up pass per
-index, then :data:`REPEAT` rounds of all passes interleaved; a tactic's time is its best.
+took Winograd at 1.4 ms alone and ran it at 2.2-2.5 ms in the network). Per index: one
+warm-up run, then :data:`REPEAT` timed runs; a tactic's time is its best. The warm-up after
+each switch is where a plugin prepares for its new tactic (a Conv keeps only the current
+Winograd tile size's transformed weights, so that the build does not hold them all at once:
+rounds that switched tactic on every run charged that preparation to Winograd's time and
+chose the GEMM for 5 of ResNet-50's 13 timed convolutions).
 The winners are told to the engine's plugins and ``build_info["tactics"]`` records the times.
 Timing needs static input shapes, floating-point inputs and the target device present;
 otherwise, or if a run fails, the plugins keep their own default choice.
@@ -160,12 +164,12 @@ def _measure(engine: Engine, offers: dict[int, list[str]], fixed: dict[int, str]
                 ability = adapter.tactics_of(steps[step].plugin)
                 assert ability is not None
                 ability.set_tactic(tactic)
-            for timed in [False] + [True] * REPEAT:
-                for k in range(passes):
-                    for step, tactics in offers.items():
-                        ability = adapter.tactics_of(steps[step].plugin)
-                        assert ability is not None
-                        ability.set_tactic(tactics[k if k < len(tactics) else 0])
+            for k in range(passes):
+                for step, tactics in offers.items():
+                    ability = adapter.tactics_of(steps[step].plugin)
+                    assert ability is not None
+                    ability.set_tactic(tactics[k if k < len(tactics) else 0])
+                for timed in [False] + [True] * REPEAT:
                     took = ctx.time_steps()
                     if timed:
                         for step, tactics in offers.items():
