@@ -47,7 +47,7 @@ __all__ = ["REPEAT", "offers_tactics", "time_tactics"]
 
 log = logging.getLogger("mini_infer.builder")
 
-#: timed rounds of the passes (a tactic's best time counts), after one warm-up round
+#: timed runs of each pass (a tactic's best time counts), after one warm-up run
 REPEAT = 3
 
 
