@@ -20,6 +20,17 @@ MI_TGT MI_V MI_F(with_sign)(MI_V m, MI_V s) {
     return MI_AS_F(MI_IOR(MI_AS_I(m), MI_IAND(MI_AS_I(s), MI_SET1I((int)0x80000000u))));
 }
 
+/* e^r for |r| <= ln 2 / 2: the degree-7 polynomial of expx and exp_neg */
+MI_TGT MI_V MI_F(exp_poly)(MI_V r) {
+    MI_V p = MI_SET1(MI_EXP_P0);
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P1));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P2));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P3));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P4));
+    p = MI_FMA(p, r, MI_SET1(MI_EXP_P5));
+    return MI_FMA(p, r * r, r) + MI_SET1(1.0f);
+}
+
 /* exp(a + b) for a in [-104, 89] (callers clamp) and a small correction b (|b| < 4): the
  * argument is reduced from a and b separately, so b's low bits are kept (erfc's -t^2 split
  * in two floats). n = round((a + b) / ln 2); r = a + b - n ln 2 by Cody-Waite (ln 2 as 2
@@ -32,13 +43,7 @@ MI_TGT MI_V MI_F(expx)(MI_V a, MI_V b) {
     MI_VI ni = MI_ISUB(MI_AS_I(z), MI_AS_I(MI_SET1(MI_ROUND_MAGIC)));         /* n as an integer */
     MI_V r = MI_FNMA(n, MI_SET1(MI_LN2_HI), a) + b;
     r = MI_FNMA(n, MI_SET1(MI_LN2_LO), r);
-    MI_V p = MI_SET1(MI_EXP_P0);
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P1));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P2));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P3));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P4));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P5));
-    p = MI_FMA(p, r * r, r) + MI_SET1(1.0f);
+    MI_V p = MI_F(exp_poly)(r);
     MI_VI n1 = MI_ISRA1(ni);
     MI_VI n2 = MI_ISUB(ni, n1);
     MI_V s1 = MI_AS_F(MI_ISHL23(MI_IADD(n1, MI_SET1I(127))));
@@ -66,13 +71,7 @@ MI_TGT MI_V MI_F(exp_neg)(MI_V x) {
     MI_VI ni = MI_ISUB(MI_AS_I(z), MI_AS_I(MI_SET1(MI_ROUND_MAGIC)));
     MI_V r = MI_FNMA(n, MI_SET1(MI_LN2_HI), a);
     r = MI_FNMA(n, MI_SET1(MI_LN2_LO), r);
-    MI_V p = MI_SET1(MI_EXP_P0);
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P1));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P2));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P3));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P4));
-    p = MI_FMA(p, r, MI_SET1(MI_EXP_P5));
-    p = MI_FMA(p, r * r, r) + MI_SET1(1.0f);
+    MI_V p = MI_F(exp_poly)(r);
     MI_V y = p * MI_AS_F(MI_ISHL23(MI_IADD(ni, MI_SET1I(127))));
     return MI_SEL(MI_LT(x, MI_SET1(MI_EXP_NEG_LO)), MI_SET1(0.0f), y);
 }
