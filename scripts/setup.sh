@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv (if needed) and install the core, the CPU plugins (NumPy and compiled), the
 # ai.onnx.ml plugins, the CUDA plugins, the example plugin, Ray Data (the [ray] extra) and the
-# test tools (with scikit-learn and skl2onnx, which the ai.onnx.ml tests convert models with).
+# test tools (with scikit-learn and skl2onnx, which the ai.onnx.ml tests convert models with) and
+# the documentation tools (the [docs] extra: mkdocs, mkdocstrings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -10,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[test,ray]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
+    -e ".[test,ray,docs]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
     -e "plugin_packages/ml_basic[test]" -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm
 # the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)
