@@ -24,6 +24,7 @@ HELP = {
     "inspect": "show nodes, plugins, memory plan",
     "batch": "batch inference over a dataset on Ray Data (mini-infer-core[ray])",
     "compare": "run a model on two backends and compare the outputs (polygraphy run --compare)",
+    "debug": "debug reduce: shrink a failing model to a small subgraph that still fails",
 }
 
 
@@ -201,6 +202,30 @@ def _compare(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     flags(c, per_node="compare every node's outputs and name the first that diverges")
 
 
+def _debug(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``debug reduce`` (:mod:`.debug`)."""
+    d = sub.add_parser("debug", help=HELP["debug"])
+    tools = d.add_subparsers(dest="tool", required=True)
+    r = tools.add_parser("reduce", parents=parents, help=(
+        "shrink MODEL to a small subgraph that still fails a check (polygraphy debug reduce)"))
+    r.add_argument("model", help="the failing ONNX model")
+    r.add_argument("-o", "--output", required=True,
+                   help="the reduced model to write (its inputs go to OUTPUT_inputs/)")
+    r.add_argument("--check", metavar="COMMAND",
+                   help="fails when COMMAND exits non-zero; {model} in it is the candidate "
+                        "model's path (else appended), {inputs} a .npz of its inputs")
+    r.add_argument("--mode", choices=["compare"],
+                   help="compare: fails when mini-infer on --device differs from --b")
+    r.add_argument("--device", default="cpu", help="mini-infer's device for --mode compare")
+    r.add_argument("--b", default="onnxruntime", choices=["onnxruntime", "reference"],
+                   help="the oracle: onnxruntime (default) or reference; it also computes "
+                        "the values fed where the model is cut")
+    r.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (1e-3)")
+    r.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (1e-4)")
+    r.add_argument("--check-timeout", type=float, default=300.0,
+                   help="seconds before a --check command counts as failing (hung)")
+
+
 def _run(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     r = _model_command(sub, "run", parents)
     r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
@@ -235,7 +260,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "plugins": (_plugins, [common]), "build": (_build, [common, tactics]),
         "run": (_run, [common, feeds]), "bench": (_bench, [common, feeds, tactics]),
         "inspect": (lambda s, ps: _model_command(s, "inspect", ps), [common]),
-        "batch": (_batch, [common]), "compare": (_compare, [common, feeds, tactics])}
+        "batch": (_batch, [common]), "compare": (_compare, [common, feeds, tactics]),
+        "debug": (_debug, [common, feeds])}
     for name, (fn, parents) in declare.items():
         if command is None or command == name:
             fn(sub, parents)
