@@ -34,6 +34,15 @@ def test_site_builds_strictly_with_the_api_reference(tmp_path: Path) -> None:
         assert f'id="mini_infer_core.{name}"' in api, name
     # the class docs carry their docstrings, not only their names
     assert "onnxruntime" in api
+    # every public object of the package and every CLI command is in the site
+    import mini_infer_core
+    from mini_infer_core.cli._parser import HELP
+
+    missing = [n for n in mini_infer_core.__all__ if not n.startswith("__")
+               and not re.search(rf'id="mini_infer_core\.[a-z_.]*\b{n}"', api)]
+    assert not missing, f"not in the API reference: {missing}"
+    cli = (site / "cli" / "index.html").read_text()
+    assert not [c for c in HELP if f"mini-infer {c}" not in cli], "a command lacks its section"
 
 
 def test_every_page_is_on_the_index_and_in_the_navigation() -> None:
