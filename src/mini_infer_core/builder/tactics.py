@@ -97,6 +97,15 @@ def _key(engine: Engine, step: int) -> str:
             f"{nd.op_type} fields:{fields} | in {ins} | {dev} | {host_identity()[0]}")
 
 
+def cache_hits(engine: Engine, cache: TimingCache) -> dict[str, Any]:
+    """How many of ``engine``'s nodes with recorded tactics ``cache`` holds timings for (the
+    engine report's timing-cache line): ``{"path", "nodes", "hits"}``."""
+    tactics = engine.build_info.get("tactics") or {}
+    steps = [i for i, nd in enumerate(engine.nodes) if nd.name in tactics]
+    hits = sum(1 for i in steps if _key(engine, i) in cache.entries)
+    return {"path": str(cache.path), "nodes": len(steps), "hits": hits}
+
+
 def time_tactics(engine: Engine, cache: TimingCache | None = None
                  ) -> dict[str, dict[str, Any]]:
     """Time every tunable node's tactics and set the fastest on the engine's plugins;

@@ -25,6 +25,7 @@ HELP = {
     "batch": "batch inference over a dataset on Ray Data (mini-infer-core[ray])",
     "compare": "run a model on two backends and compare the outputs (polygraphy run --compare)",
     "debug": "debug reduce: shrink a failing model to a small subgraph that still fails",
+    "report": "write an HTML report of an engine: graph, latency, memory plan, build facts",
 }
 
 
@@ -226,6 +227,19 @@ def _debug(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="seconds before a --check command counts as failing (hung)")
 
 
+def _report(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``report`` (:mod:`.report`)."""
+    r = _model_command(sub, "report", parents)
+    r.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    flags(r, no_profile="leave the latency view out (no run)")
+    r.add_argument("--runs", type=int, default=10, help="profiled runs (median; default 10)")
+    r.add_argument("--compare", choices=["onnxruntime"],
+                   help="also profile the .onnx with onnxruntime and chart both")
+    r.add_argument("--diff", metavar="OTHER", help="another engine (or .onnx) to diff against")
+    r.add_argument("--timing-cache", metavar="FILE",
+                   help="count the nodes whose tactic timings FILE holds")
+
+
 def _run(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     r = _model_command(sub, "run", parents)
     r.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
@@ -261,7 +275,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "run": (_run, [common, feeds]), "bench": (_bench, [common, feeds, tactics]),
         "inspect": (lambda s, ps: _model_command(s, "inspect", ps), [common]),
         "batch": (_batch, [common]), "compare": (_compare, [common, feeds, tactics]),
-        "debug": (_debug, [common, feeds])}
+        "debug": (_debug, [common, feeds]), "report": (_report, [common, feeds, tactics])}
     for name, (fn, parents) in declare.items():
         if command is None or command == name:
             fn(sub, parents)

@@ -195,6 +195,12 @@ def _cmd_debug(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     return command(args, reg)
 
 
+def _cmd_report(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
+    from .report import command
+
+    return command(args, reg)
+
+
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     args = _parser(command_of(words)).parse_args(words)
@@ -294,7 +300,8 @@ def _run(args: argparse.Namespace) -> int:
         print(_report.header_line(reg), file=sys.stderr if args.json else sys.stdout)
         handler = {"build": _cmd_build, "run": _cmd_run, "inspect": _cmd_inspect,
                    "bench": _cmd_bench, "batch": _cmd_batch,
-                   "compare": _cmd_compare, "debug": _cmd_debug}[args.command]
+                   "compare": _cmd_compare, "debug": _cmd_debug,
+                   "report": _cmd_report}[args.command]
         result = handler(args, reg)
         status = int(result.pop("exit_status", 0))
         if args.json:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +123,15 @@ class Engine:
         from ..runtime.context import ExecutionContext
 
         return ExecutionContext(self)
+
+    def report(self, path: str | os.PathLike[str], **options: Any) -> Path:
+        """Write this engine's HTML report to ``path`` (``mini-infer report``): its graph,
+        a profiled run's latency per node, the memory plan and the build's facts; options
+        as :func:`mini_infer_core.engine.report.report_data` takes them (``profile``,
+        ``feeds``, ``runs``, ``compare="onnxruntime"`` with ``model``, ``diff``...)."""
+        from .report import write_report
+
+        return write_report(self, path, **options)
 
     def serialize(self) -> bytes:
         return serialize_engine(self)
