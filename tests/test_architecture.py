@@ -11,6 +11,7 @@ import inspect
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,14 @@ def test_no_capability_is_probed_by_name_in_builder_engine_or_runtime() -> None:
                 if probe.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_the_layer_contract_has_no_exceptions() -> None:
+    """The layers hold as declared: no import is left out of the contract."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    assert contract["type"] == "layers"
+    assert not contract.get("ignore_imports"), contract["ignore_imports"]
 
 
 def test_the_layers_hold() -> None:
