@@ -212,7 +212,8 @@ def _spy(bases: tuple[type[Any], ...], entry: mp.Capability,
     return type(f"Spy{entry.name}", (*bases, entry.interface), members)
 
 
-ANSWERS: dict[str, _Answer] = {}
+#: every member's answer, by name (members of two interfaces never share a name)
+ANSWERS = {m: _Answer(m) for e in mp.CAPABILITIES for m in e.members}
 
 
 class _V2(mp.IPluginV2):
@@ -323,7 +324,6 @@ def test_every_capability_reaches_the_core_through_every_interface_level(
     an execution context, the plugin has the ability where the core asks for it
     (``adapter.ability_of``), and each member of the interface answers what the author's
     object answers, a method called on that object."""
-    ANSWERS.update({m: _Answer(m) for m in entry.members})
     heard: list[tuple[Any, str]] = []
     made = adapter.create(_Creator(lambda: _plugin(level, entry, heard)), "n",
                           mp.PluginFieldCollection([]))
@@ -354,7 +354,6 @@ def test_every_capability_reaches_the_core_through_every_interface_level(
 def test_a_told_member_reaches_both_v3_objects() -> None:
     """set_tactic (a ``tell`` member) reaches the build and the runtime object alike."""
     (entry,) = [e for e in mp.CAPABILITIES if e.interface is mp.ITactics]
-    ANSWERS.update({m: _Answer(m) for m in entry.members})
     heard: list[tuple[Any, str]] = []
     build = _spy((_PlainBuild,), entry, heard)()
     runtime = _spy((_PlainRuntime,), entry, heard)()
@@ -373,4 +372,90 @@ def test_the_table_names_every_capability_interface_of_the_plugin_api() -> None:
               "IPluginCapability", "IPluginCreator", "IPluginCreatorV3One"}
     exported = {n for n in mp.__all__ if re.fullmatch(r"I[A-Z]\w+", n)} - levels
     assert exported == {e.name for e in mp.CAPABILITIES}
+    # the V3 wrapper forwards each member by name: two rows must not share one
+    members = [m for e in mp.CAPABILITIES for m in e.members]
+    assert len(members) == len(set(members))
     assert mi.ops.INondeterministic is mp.INondeterministic
+
+
+class _BoundRuntime(_Runtime, mp.IBoundRun):
+    """Runs through a call bound once for its arrays; ``enqueue`` is not to be used."""
+
+    def __init__(self, owner: ScaleV3) -> None:
+        super().__init__(owner)
+        self.bound_runs = self.enqueues = 0
+
+    def enqueue(self, *args: Any) -> None:
+        self.enqueues += 1
+        super().enqueue(*args)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any) -> Any:
+        x, out, scale = inputs[0], outputs[0], self.owner.scale
+
+        def run() -> None:
+            self.bound_runs += 1
+            np.multiply(x, scale, out=out)
+        return run
+
+
+class _RandomBuild(_Build, mp.INondeterministic):
+    pass
+
+
+def test_a_v3_runtime_objects_bound_run_runs_the_step() -> None:
+    """``bind_run`` of a V3 runtime object (IBoundRun) is what the engine runs."""
+    class Bound(ScaleV3):
+        def __init__(self, scale: float, tactic: str = "fast") -> None:
+            super().__init__(scale, tactic)
+            self.runtime = _BoundRuntime(self)
+
+        def clone(self) -> Bound:
+            return Bound(self.scale, self.tactic)
+
+    class Creator(ScaleV3Creator):
+        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                             phase: mp.PluginPhase) -> mp.IPluginV3:
+            return Bound(float(fields.values_dict()["scale"]))
+
+    registry = discover()
+    registry.register_creator(Creator())
+    engine = mi.Builder(registry).build_engine(mi.parse_onnx(_model([2, 8])),
+                                               mi.BuilderConfig(time_tactics=False))
+    x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    with engine.create_execution_context() as ctx:
+        for _ in range(3):
+            np.testing.assert_allclose(ctx.execute({"x": x})["y"], x * 2.5, rtol=1e-6)
+        (plugin,) = [p for p in ctx.plugins if isinstance(p, mi.plugin._v3.V3Plugin)]
+        runtime = plugin.runtime
+        assert isinstance(runtime, _BoundRuntime)
+        assert (runtime.bound_runs, runtime.enqueues) == (3, 0)
+
+
+@pytest.mark.parametrize("random", [False, True])
+def test_a_v3_build_object_that_is_nondeterministic_is_never_folded(random: bool) -> None:
+    """A node of constant inputs is folded, unless its build object is INondeterministic."""
+    class Plugin(ScaleV3):
+        def __init__(self, scale: float, tactic: str = "fast") -> None:
+            super().__init__(scale, tactic)
+            if random:
+                self.build = _RandomBuild(self)
+
+        def clone(self) -> Plugin:
+            return Plugin(self.scale, self.tactic)
+
+    class Creator(ScaleV3Creator):
+        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                             phase: mp.PluginPhase) -> mp.IPluginV3:
+            return Plugin(float(fields.values_dict()["scale"]))
+
+    registry = discover()
+    registry.register_creator(Creator())
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    graph = helper.make_graph(
+        [helper.make_node("ScaleV3", ["c"], ["y"], domain="com.test", scale=2.0)], "g", [],
+        [y], [helper.make_tensor("c", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                     helper.make_opsetid("com.test", 1)])
+    engine = mi.Builder(registry).build_engine(mi.parse_onnx(model),
+                                               mi.BuilderConfig(time_tactics=False))
+    assert [nd.op_type for nd in engine.nodes] == (["ScaleV3"] if random else [])
