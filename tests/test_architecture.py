@@ -6,10 +6,12 @@ installed)."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,14 @@ def test_no_capability_is_probed_by_name_in_builder_engine_or_runtime() -> None:
     assert not found, "\n".join(found)
 
 
+def test_the_layer_contract_has_no_exceptions() -> None:
+    """The layers hold as declared: no import is left out of the contract."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    assert contract["type"] == "layers"
+    assert not contract.get("ignore_imports"), contract["ignore_imports"]
+
+
 def test_the_layers_hold() -> None:
     exe = shutil.which("lint-imports", path=str(Path(__import__("sys").executable).parent))
     if exe is None:
@@ -79,3 +89,60 @@ def test_the_layers_hold() -> None:
     proc = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def _sources() -> dict[str, list[Path]]:
+    """Every distribution's Python files, by the top-level package they make."""
+    found: dict[str, list[Path]] = {"mini_infer_core": sorted(CORE.rglob("*.py"))}
+    for src in [*ROOT.glob("plugin_packages/*/src"), *ROOT.glob("examples/plugins/*/src")]:
+        for package in src.iterdir():
+            if (package / "__init__.py").exists():
+                found[package.name] = sorted(package.rglob("*.py"))
+    return found
+
+
+def _private_uses(path: Path, own: str, others: set[str]) -> list[str]:
+    """Where ``path`` (of package ``own``) reaches into another distribution's private
+    parts: a module or a name with a leading underscore, imported or read off a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    foreign: set[str] = set()  # names bound to another distribution's modules
+    found = []
+
+    def private(dotted: str) -> bool:
+        return any(part.startswith("_") for part in dotted.split(".")[1:])
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in others:
+                    if private(alias.name):
+                        found.append(f"{path}:{node.lineno}: import {alias.name}")
+                    foreign.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.split(".")[0] in others:
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                if private(dotted):
+                    found.append(f"{path}:{node.lineno}: from {node.module} import "
+                                 f"{alias.name}")
+                foreign.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in foreign and node.attr.startswith("_") and \
+                not node.attr.startswith("__"):
+            found.append(f"{path}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_distribution_reaches_into_another_ones_private_modules() -> None:
+    """A plugin distribution uses another one (the core, or the one whose kernels it
+    subclasses) only through its public modules and names: what a version range in its
+    dependencies can promise (cpu_native uses ``mini_infer_cpu_plugins.toolkit``)."""
+    sources = _sources()
+    assert {"mini_infer_core", "mini_infer_cpu_plugins", "mini_infer_cpu_native"} <= set(
+        sources)
+    found = []
+    for own, paths in sources.items():
+        for path in paths:
+            found += _private_uses(path, own, set(sources) - {own})
+    assert not found, "\n".join(str(f).replace(str(ROOT) + "/", "") for f in found)

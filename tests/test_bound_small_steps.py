@@ -113,7 +113,7 @@ def test_bound_pad_slice_gather_relu_match_onnxruntime_across_shapes() -> None:
 
 def test_large_inputs_are_not_staged() -> None:
     """Inputs above the staging size reach the steps as the caller's arrays (no copy)."""
-    from mini_infer_core.runtime.plans import STAGE_INPUT_BYTES
+    from mini_infer_core.engine.plans import STAGE_INPUT_BYTES
 
     model = _stft_like_model()
     ctx = mi.load(model).create_execution_context()

@@ -4,6 +4,8 @@ serialized form is its fields."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -181,3 +183,279 @@ def test_a_v3_plugin_without_its_capabilities_is_refused() -> None:
 
     with pytest.raises(PluginInterfaceError, match="RUNTIME.*IPluginV3OneRuntime"):
         mi.plugin._v3.V3Plugin(Broken(1.0))
+
+
+# -- every capability reaches the core through every interface level ------------------------
+class _Answer:
+    """What a spy's member gives: the core must hand back this very object."""
+
+    def __init__(self, member: str) -> None:
+        self.member = member
+
+    def __repr__(self) -> str:
+        return f"<answer of {self.member}>"
+
+
+def _spy(bases: tuple[type[Any], ...], entry: mp.Capability,
+         heard: list[tuple[Any, str]]) -> type[Any]:
+    """A class of ``bases`` implementing ``entry``'s interface, each member overridden: a
+    value member is an :class:`_Answer`, a method records its call and returns one."""
+    members: dict[str, Any] = {}
+    for name in entry.members:
+        if callable(vars(entry.interface)[name]):
+            def method(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+                heard.append((self, _name))
+                return ANSWERS[_name]
+            members[name] = method
+        else:
+            members[name] = ANSWERS[name]
+    return type(f"Spy{entry.name}", (*bases, entry.interface), members)
+
+
+#: every member's answer, by name (members of two interfaces never share a name)
+ANSWERS = {m: _Answer(m) for e in mp.CAPABILITIES for m in e.members}
+
+
+class _V2(mp.IPluginV2):
+    num_outputs = 1  # type: ignore[assignment]
+
+    def get_output_shape(self, index: int, input_shapes: Sequence[tuple[int, ...]]
+                         ) -> tuple[int, ...]:
+        return input_shapes[0]
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        pass
+
+    def serialize(self) -> bytes:
+        return b""
+
+    def clone(self) -> mp.IPluginV2:
+        return type(self)()
+
+
+class _V2Ext(_V2, mp.IPluginV2Ext):
+    pass
+
+
+class _V2Dynamic(_V2, mp.IPluginV2DynamicExt):
+    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
+                              expr_builder: ExprBuilder) -> DimsExprs:
+        return inputs[0]
+
+
+class _PlainBuild(mp.IPluginV3OneBuild):
+    """Shapes and types only: no optional ability."""
+
+    def __init__(self, owner: Any = None) -> None:
+        self.owner = owner
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def get_output_data_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0]]
+
+    def get_output_shapes(self, inputs: Sequence[DimsExprs | None],
+                          expr_builder: ExprBuilder) -> list[DimsExprs]:
+        assert inputs[0] is not None
+        return [inputs[0]]
+
+
+class _PlainRuntime(mp.IPluginV3OneRuntime):
+    """Enqueue and fields only: no optional ability."""
+
+    def __init__(self, owner: Any = None) -> None:
+        self.owner = owner
+
+    def enqueue(self, *args: Any) -> None:
+        pass
+
+    def get_fields_to_serialize(self) -> mp.PluginFieldCollection:
+        return mp.fields_from_values({})
+
+
+class _SpyV3(ScaleV3):
+    def __init__(self, build: Any, runtime: Any) -> None:
+        super().__init__(1.0)
+        self.build, self.runtime = build, runtime
+
+    def clone(self) -> _SpyV3:
+        return _SpyV3(type(self.build)(self), type(self.runtime)(self))
+
+
+class _Creator(mp.IPluginCreator):
+    name, plugin_namespace = "Spy", "test.spy"
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return ()
+
+    def create_plugin(self, name: str, fields: Any) -> Any:
+        return self.make()
+
+    def deserialize_plugin(self, name: str, data: bytes) -> Any:
+        return self.make()
+
+
+LEVELS = ("IPluginV2", "IPluginV2Ext", "IPluginV2DynamicExt", "IPluginV3 build",
+          "IPluginV3 runtime")
+
+
+def _plugin(level: str, entry: mp.Capability, heard: list[tuple[Any, str]]) -> Any:
+    """A plugin of ``level`` with ``entry``'s ability, as its author writes it."""
+    v2 = {"IPluginV2": _V2, "IPluginV2Ext": _V2Ext, "IPluginV2DynamicExt": _V2Dynamic}
+    if level in v2:
+        return _spy((v2[level],), entry, heard)()
+    if level == "IPluginV3 build":
+        return _SpyV3(_spy((_PlainBuild,), entry, heard)(), _PlainRuntime())
+    return _SpyV3(_PlainBuild(), _spy((_PlainRuntime,), entry, heard)())
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("entry", mp.CAPABILITIES, ids=lambda e: e.name)
+def test_every_capability_reaches_the_core_through_every_interface_level(
+        entry: mp.Capability, level: str) -> None:
+    """Made by a creator as the core makes plugins (a V3 one wrapped), and again cloned for
+    an execution context, the plugin has the ability where the core asks for it
+    (``adapter.ability_of``), and each member of the interface answers what the author's
+    object answers, a method called on that object."""
+    heard: list[tuple[Any, str]] = []
+    made = adapter.create(_Creator(lambda: _plugin(level, entry, heard)), "n",
+                          mp.PluginFieldCollection([]))
+    assert adapter.interface_level(made) == level.split()[0]
+    for plugin in (made, adapter.clone(made)):
+        ability = adapter.ability_of(plugin, entry.interface)
+        assert ability is not None, f"{entry.name} is lost at {level}"
+        author = plugin if not isinstance(plugin, mi.plugin._v3.V3Plugin) else (
+            plugin.build if level.endswith("build") else plugin.runtime)
+        for name in entry.members:
+            if callable(vars(entry.interface)[name]):
+                heard.clear()
+                n_args = len(inspect.signature(vars(entry.interface)[name]).parameters) - 1
+                answer = getattr(ability, name)(*[object()] * n_args)
+                assert heard == [(author, name)], (name, heard)
+                if name not in entry.tell:
+                    assert answer is ANSWERS[name], name
+            else:
+                assert getattr(ability, name) is ANSWERS[name], name
+    # and a plugin of that level without the ability has none
+    plain = adapter.create(_Creator(lambda: _plugin(level, mp.CAPABILITIES[-1], heard)
+                                    if entry is not mp.CAPABILITIES[-1]
+                                    else _plugin(level, mp.CAPABILITIES[0], heard)), "n",
+                           mp.PluginFieldCollection([]))
+    assert adapter.ability_of(plain, entry.interface) is None
+
+
+def test_a_told_member_reaches_both_v3_objects() -> None:
+    """set_tactic (a ``tell`` member) reaches the build and the runtime object alike."""
+    (entry,) = [e for e in mp.CAPABILITIES if e.interface is mp.ITactics]
+    heard: list[tuple[Any, str]] = []
+    build = _spy((_PlainBuild,), entry, heard)()
+    runtime = _spy((_PlainRuntime,), entry, heard)()
+    plugin = mi.plugin._v3.V3Plugin(_SpyV3(build, runtime))
+    tactics = adapter.tactics_of(plugin)
+    assert tactics is not None
+    tactics.set_tactic("fast")
+    assert heard == [(build, "set_tactic"), (runtime, "set_tactic")]
+
+
+def test_the_table_names_every_capability_interface_of_the_plugin_api() -> None:
+    """An optional interface added to the plugin API without a row would be lost by the V3
+    wrapper: every ``I...`` class the API exports is an interface level or a row."""
+    levels = {"IPluginV2", "IPluginV2Ext", "IPluginV2DynamicExt", "IPluginV3",
+              "IPluginV3OneBuild", "IPluginV3OneCore", "IPluginV3OneRuntime",
+              "IPluginCapability", "IPluginCreator", "IPluginCreatorV3One"}
+    exported = {n for n in mp.__all__ if re.fullmatch(r"I[A-Z]\w+", n)} - levels
+    assert exported == {e.name for e in mp.CAPABILITIES}
+    # the V3 wrapper forwards each member by name: two rows must not share one
+    members = [m for e in mp.CAPABILITIES for m in e.members]
+    assert len(members) == len(set(members))
+    assert mi.ops.INondeterministic is mp.INondeterministic
+
+
+class _BoundRuntime(_Runtime, mp.IBoundRun):
+    """Runs through a call bound once for its arrays; ``enqueue`` is not to be used."""
+
+    def __init__(self, owner: ScaleV3) -> None:
+        super().__init__(owner)
+        self.bound_runs = self.enqueues = 0
+
+    def enqueue(self, *args: Any) -> None:
+        self.enqueues += 1
+        super().enqueue(*args)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any) -> Any:
+        x, out, scale = inputs[0], outputs[0], self.owner.scale
+
+        def run() -> None:
+            self.bound_runs += 1
+            np.multiply(x, scale, out=out)
+        return run
+
+
+class _RandomBuild(_Build, mp.INondeterministic):
+    pass
+
+
+def test_a_v3_runtime_objects_bound_run_runs_the_step() -> None:
+    """``bind_run`` of a V3 runtime object (IBoundRun) is what the engine runs."""
+    class Bound(ScaleV3):
+        def __init__(self, scale: float, tactic: str = "fast") -> None:
+            super().__init__(scale, tactic)
+            self.runtime = _BoundRuntime(self)
+
+        def clone(self) -> Bound:
+            return Bound(self.scale, self.tactic)
+
+    class Creator(ScaleV3Creator):
+        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                             phase: mp.PluginPhase) -> mp.IPluginV3:
+            return Bound(float(fields.values_dict()["scale"]))
+
+    registry = discover()
+    registry.register_creator(Creator())
+    engine = mi.Builder(registry).build_engine(mi.parse_onnx(_model([2, 8])),
+                                               mi.BuilderConfig(time_tactics=False))
+    x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    with engine.create_execution_context() as ctx:
+        for _ in range(3):
+            np.testing.assert_allclose(ctx.execute({"x": x})["y"], x * 2.5, rtol=1e-6)
+        (plugin,) = [p for p in ctx.plugins if isinstance(p, mi.plugin._v3.V3Plugin)]
+        runtime = plugin.runtime
+        assert isinstance(runtime, _BoundRuntime)
+        assert (runtime.bound_runs, runtime.enqueues) == (3, 0)
+
+
+@pytest.mark.parametrize("random", [False, True])
+def test_a_v3_build_object_that_is_nondeterministic_is_never_folded(random: bool) -> None:
+    """A node of constant inputs is folded, unless its build object is INondeterministic."""
+    class Plugin(ScaleV3):
+        def __init__(self, scale: float, tactic: str = "fast") -> None:
+            super().__init__(scale, tactic)
+            if random:
+                self.build = _RandomBuild(self)
+
+        def clone(self) -> Plugin:
+            return Plugin(self.scale, self.tactic)
+
+    class Creator(ScaleV3Creator):
+        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                             phase: mp.PluginPhase) -> mp.IPluginV3:
+            return Plugin(float(fields.values_dict()["scale"]))
+
+    registry = discover()
+    registry.register_creator(Creator())
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    graph = helper.make_graph(
+        [helper.make_node("ScaleV3", ["c"], ["y"], domain="com.test", scale=2.0)], "g", [],
+        [y], [helper.make_tensor("c", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                     helper.make_opsetid("com.test", 1)])
+    engine = mi.Builder(registry).build_engine(mi.parse_onnx(model),
+                                               mi.BuilderConfig(time_tactics=False))
+    assert [nd.op_type for nd in engine.nodes] == (["ScaleV3"] if random else [])

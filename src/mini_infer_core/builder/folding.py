@@ -4,7 +4,7 @@ Either value inference already knows every output value (shape arithmetic: nothi
 every input is a constant and the node runs once here, on its device or -- when that device
 is absent (cross-building for a GPU on a machine without one) -- through a host plugin for
 the same operator. A plugin that declares its outputs differ from run to run
-(:class:`~mini_infer_core.ops.INondeterministic`: the random operators) is never folded.
+(:class:`~mini_infer_core.plugin.INondeterministic`: the random operators) is never folded.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError, node_errors
-from ..ops import may_fold
 from ..plugin import Device, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
 from ._values import constant_values
@@ -31,7 +30,7 @@ def fold(state: BuildState, work: NodeWork) -> bool:
     """Replace the node by constants where its outputs are known; True if it was."""
     plugin = work.plugin
     assert plugin is not None
-    if not state.config.fold_constants or not may_fold(plugin):
+    if not state.config.fold_constants or not adapter.may_fold(plugin):
         return False
     if any(k is not None and not k.is_tensor for k in [*work.in_kinds, *work.out_kinds]):
         return False  # sequences, optionals, maps are never constants

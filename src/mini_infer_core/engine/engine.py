@@ -16,7 +16,7 @@ from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, ValueKind
 from .format import serialize_engine, write_engine
 
 if TYPE_CHECKING:
-    from ..runtime.context import ExecutionContext
+    from .context import ExecutionContext
 
 __all__ = ["TensorSpec", "EngineNode", "Engine"]
 
@@ -116,11 +116,10 @@ class Engine:
         return len(self.input_names) + len(self.output_names)
 
     def create_execution_context(self) -> ExecutionContext:
-        """A context that runs this engine (TensorRT's createExecutionContext). The one import
-        upwards in the core's layers (pyproject.toml, import-linter): contexts belong to the
-        runtime, which is built on engines, yet an engine makes them -- imported here, when
-        first called, so that the engine layer loads without the runtime."""
-        from ..runtime.context import ExecutionContext
+        """A context that runs this engine (TensorRT's createExecutionContext). Contexts
+        are of this layer (``engine/context.py``); the module is imported here because its
+        own modules read this one's classes (an import cycle at load otherwise)."""
+        from .context import ExecutionContext
 
         return ExecutionContext(self)
 

@@ -8,6 +8,7 @@ negotiates each position's type and format.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ..errors import PluginInterfaceError
 from . import _capabilities as cap
@@ -21,11 +22,12 @@ from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
            "configure_concrete", "configure_build", "workspace_size", "create", "deserialize",
-           "values_of", "fusion_of", "packing_of", "tactics_of", "is_data_dependent", "dynamic_of",
-           "bound_run_of",
-           "in_place_of", "graph_safe", "clone", "refused_kind", "output_kinds", "check_kinds"]
+           "ability_of", "values_of", "fusion_of", "packing_of", "tactics_of",
+           "is_data_dependent", "dynamic_of", "bound_run_of", "in_place_of", "subgraphs_of",
+           "may_fold", "graph_safe", "clone", "refused_kind", "output_kinds", "check_kinds"]
 
 _BUILDER = ExprBuilder()
+A = TypeVar("A")
 
 
 def interface_level(plugin: IPluginV2) -> str:
@@ -48,7 +50,8 @@ def _count(lo: int, hi: int | None) -> str:
 
 def check_input_count(plugin: IPluginV2, n_inputs: int, where: str) -> None:
     """Refuse a node whose input count the plugin does not take (``IInputCount``)."""
-    count = plugin.input_count() if isinstance(plugin, cap.IInputCount) else None
+    counted = ability_of(plugin, cap.IInputCount)
+    count = counted.input_count() if counted is not None else None
     if count is None:
         return
     lo, hi = count
@@ -63,8 +66,9 @@ def check_input_count(plugin: IPluginV2, n_inputs: int, where: str) -> None:
 def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
                   in_types: Sequence[DataType | None], where: str
                   ) -> tuple[list[DimsExprs], list[DataType]]:
-    if isinstance(plugin, IUsesSubgraphs):
-        plugin.bind_input_types(in_types)
+    runner = subgraphs_of(plugin)
+    if runner is not None:
+        runner.bind_input_types(in_types)
     n = plugin.num_outputs
     present = [d for d in in_dims if d is not None]
     types = [t if t is not None else DataType.FLOAT for t in in_types]
@@ -166,8 +170,9 @@ def _made(plugin: IPluginV2, creator: IPluginCreator, subgraphs: SubgraphFactory
           ) -> IPluginV2:
     plugin = as_v2(plugin)
     plugin.plugin_namespace = creator.plugin_namespace
-    if subgraphs is not None and isinstance(plugin, IUsesSubgraphs):
-        plugin.attach_subgraphs(subgraphs)
+    runner = subgraphs_of(plugin)
+    if subgraphs is not None and runner is not None:
+        runner.attach_subgraphs(subgraphs)
     return plugin
 
 
@@ -187,35 +192,43 @@ def deserialize(creator: IPluginCreator, name: str, data: bytes,
 def clone(plugin: IPluginV2) -> IPluginV2:
     """A copy for another execution context, with the same services attached."""
     twin = plugin.clone()
-    if isinstance(plugin, IUsesSubgraphs) and plugin.subgraphs is not None and \
-            isinstance(twin, IUsesSubgraphs):
-        twin.attach_subgraphs(plugin.subgraphs)
+    runner, twin_runner = subgraphs_of(plugin), subgraphs_of(twin)
+    if runner is not None and runner.subgraphs is not None and twin_runner is not None:
+        twin_runner.attach_subgraphs(runner.subgraphs)
     return twin
 
 
 # -- optional abilities: the one place the core asks for them ------------------------------
+def ability_of(plugin: IPluginV2, interface: type[A]) -> A | None:
+    """The plugin as ``interface`` (a row of ``CAPABILITIES``), when it has that ability:
+    it derives from the interface (a V3 plugin: its build or runtime object does) and, where
+    the row says how, uses it (a plugin class may derive from every interface)."""
+    if not isinstance(plugin, interface):
+        return None
+    entry = cap.BY_INTERFACE[interface]
+    return plugin if entry.in_use is None or entry.in_use(plugin) else None
+
+
 def values_of(plugin: IPluginV2) -> cap.IValueInference | None:
-    return plugin if isinstance(plugin, cap.IValueInference) else None
+    return ability_of(plugin, cap.IValueInference)
 
 
 def fusion_of(plugin: IPluginV2) -> cap.IFusion | None:
     """The plugin's fusion ability, when it has operators it may absorb."""
-    return plugin if isinstance(plugin, cap.IFusion) and plugin.fusable else None
+    return ability_of(plugin, cap.IFusion)
 
 
 def packing_of(plugin: IPluginV2) -> cap.IConstantPacking | None:
-    return plugin if isinstance(plugin, cap.IConstantPacking) else None
+    return ability_of(plugin, cap.IConstantPacking)
 
 
 def tactics_of(plugin: IPluginV2) -> cap.ITactics | None:
-    return plugin if isinstance(plugin, cap.ITactics) else None
+    return ability_of(plugin, cap.ITactics)
 
 
 def dynamic_of(plugin: IPluginV2) -> cap.IDataDependentShapes | None:
     """The plugin, when its output shapes depend on values known only at run time."""
-    if isinstance(plugin, cap.IDataDependentShapes) and plugin.data_dependent:
-        return plugin
-    return None
+    return ability_of(plugin, cap.IDataDependentShapes)
 
 
 def is_data_dependent(plugin: IPluginV2) -> bool:
@@ -223,21 +236,33 @@ def is_data_dependent(plugin: IPluginV2) -> bool:
 
 
 def bound_run_of(plugin: IPluginV2) -> cap.IBoundRun | None:
-    return plugin if isinstance(plugin, cap.IBoundRun) else None
+    return ability_of(plugin, cap.IBoundRun)
 
 
 def in_place_of(plugin: IPluginV2) -> cap.IInPlaceInputs | None:
-    return plugin if isinstance(plugin, cap.IInPlaceInputs) else None
+    return ability_of(plugin, cap.IInPlaceInputs)
+
+
+def subgraphs_of(plugin: IPluginV2) -> IUsesSubgraphs | None:
+    return ability_of(plugin, IUsesSubgraphs)
+
+
+def may_fold(plugin: IPluginV2) -> bool:
+    """Whether the builder may replace the plugin's node by constants (it is not
+    ``INondeterministic``)."""
+    return ability_of(plugin, cap.INondeterministic) is None
 
 
 def graph_safe(plugin: IPluginV2) -> bool:
     """Whether a run may be captured as a device graph with this plugin in it (a plugin
     that does not say is trusted, as TensorRT trusts an enqueue)."""
-    return not isinstance(plugin, cap.IGraphSafety) or plugin.graph_safe
+    safety = ability_of(plugin, cap.IGraphSafety)
+    return safety is None or safety.graph_safe
 
 
 def _accepted(plugin: IPluginV2, pos: int) -> str:
-    kinds = plugin.input_kinds if isinstance(plugin, cap.IValueKinds) else ()
+    declared = ability_of(plugin, cap.IValueKinds)
+    kinds = declared.input_kinds if declared is not None else ()
     return kinds[min(pos, len(kinds) - 1)] if kinds else "tensor"
 
 
@@ -256,8 +281,9 @@ def refused_kind(plugin: IPluginV2, in_kinds: Sequence[ValueKind | None]) -> str
 def output_kinds(plugin: IPluginV2, inputs: Sequence[ValueSpec | None]) -> list[ValueKind]:
     """The kind of each output (``IValueKinds``; tensors for a plugin without it)."""
     kinds: list[ValueKind] = []
-    if isinstance(plugin, cap.IValueKinds):
-        kinds = list(plugin.output_kinds(inputs) or [])
+    declared = ability_of(plugin, cap.IValueKinds)
+    if declared is not None:
+        kinds = list(declared.output_kinds(inputs) or [])
     kinds += [TENSOR] * (plugin.num_outputs - len(kinds))
     return kinds[: plugin.num_outputs]
 

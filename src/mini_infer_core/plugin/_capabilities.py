@@ -5,7 +5,11 @@ probing one ever-growing class. mini-infer does the same for the abilities its b
 engine and runtime use beyond the IPluginV2 contract. A plugin declares an ability by
 deriving from its interface (:class:`~mini_infer_core.plugin.OnnxPlugin` derives from all of
 them, with defaults that mean "nothing to do"); the core asks for it in one place
-(``plugin/_adapter.py``: ``tactics_of``, ``fusion_of``, ...), never with ``getattr``.
+(``plugin/_adapter.py``: ``ability_of``), never with ``getattr``.
+
+Every ability is one row of :data:`CAPABILITIES`: the adapter asks through it, and the
+IPluginV3 wrapper (``plugin/_v3.py``) forwards each member of each interface a V3 build or
+runtime object implements from it. A new ability is a new interface and a new row.
 
 ======================  =========  ====================================================
 interface               phase      what the core does with it
@@ -20,17 +24,21 @@ IGraphSafety            run        decides whether a run may be captured as a de
 IBoundRun               plan       runs a step by a call made for its very arrays
 IValueKinds             build/run  takes or gives sequences, optionals, maps (not tensors)
 IInputCount             build      refuses a node with too few or too many inputs
+IUsesSubgraphs          build/run  receives the core's subgraph runner (If, Loop, Scan)
+INondeterministic       build      never folds the node into constants (random operators)
 ======================  =========  ====================================================
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
 from ._dims import DimsExprs, IntLike
 from ._kinds import ValueKind, ValueSpec
+from ._subgraph import IUsesSubgraphs
 from ._types import DataType
 
 if TYPE_CHECKING:
@@ -38,6 +46,8 @@ if TYPE_CHECKING:
 
 # EveryCapability (all of them, for the plugin base classes) is not public
 __all__ = [
+    "CAPABILITIES",
+    "Capability",
     "IBoundRun",
     "IConstantPacking",
     "IDataDependentShapes",
@@ -45,6 +55,7 @@ __all__ = [
     "IGraphSafety",
     "IInPlaceInputs",
     "IInputCount",
+    "INondeterministic",
     "ITactics",
     "IValueInference",
     "IValueKinds",
@@ -211,3 +222,69 @@ class EveryCapability(IValueInference, IFusion, IConstantPacking, ITactics,
                       IValueKinds, IInputCount):
     """Every optional capability, each with its default: the base of a plugin class that
     declares its abilities by overriding methods (``OnnxPlugin``)."""
+
+
+class INondeterministic:
+    """Outputs that may differ between two runs on the same inputs (random generators): the
+    node is never folded into constants at build time, whatever its inputs, and neither is
+    what reads its outputs. A seed does not withdraw it: what a seed means (the same values
+    on every run, or one stream across runs) is the kernel's to decide, at run time. A
+    marker: it has no members (``mini_infer_core.ops.random_ops``' schemas derive from it)."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One optional ability: its interface, when the core uses it and what for.
+
+    ``members`` are what the core reads or calls on it (every public name the interface
+    defines); ``tell`` those of them that configure the plugin, so that a V3 plugin's build
+    and runtime objects both hear them when both implement the interface; ``in_use`` says
+    whether a plugin that derives from the interface actually has the ability (a plugin
+    class may derive from every interface, with defaults that mean "nothing to do")."""
+
+    interface: type[Any]
+    phase: str
+    what: str
+    tell: frozenset[str] = frozenset()
+    in_use: Callable[[Any], bool] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.interface.__name__
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return tuple(m for m in vars(self.interface) if not m.startswith("_"))
+
+
+#: every optional ability, the one table the adapter and the IPluginV3 wrapper are made from
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(IValueInference, "build",
+               "keeps build-time values of small integer tensors (shape arithmetic)"),
+    Capability(IFusion, "build", "lets the plugin absorb the node that consumes its output",
+               in_use=lambda p: bool(p.fusable)),
+    Capability(IConstantPacking, "build",
+               "stores constant inputs in the layout the kernel reads"),
+    Capability(ITactics, "build, run",
+               "times the plugin's ways of computing, keeps the fastest",
+               tell=frozenset({"set_tactic"})),
+    Capability(IDataDependentShapes, "build, run",
+               "runs the node with outputs it returns itself",
+               in_use=lambda p: bool(p.data_dependent)),
+    Capability(IInPlaceInputs, "plan", "lets an input live inside one of the outputs"),
+    Capability(IGraphSafety, "run",
+               "decides whether a run may be captured as a device graph"),
+    Capability(IBoundRun, "plan",
+               "runs a step by a call made once for its very arrays, not through enqueue"),
+    Capability(IValueKinds, "build, run",
+               "takes or gives sequences, optionals, maps (not tensors)"),
+    Capability(IInputCount, "build", "refuses a node with too few or too many inputs"),
+    Capability(IUsesSubgraphs, "build, run",
+               "receives the core's subgraph runner (If, Loop, Scan)",
+               tell=frozenset({"attach_subgraphs", "bind_input_types"})),
+    Capability(INondeterministic, "build",
+               "never folds the node into constants: its outputs differ from run to run"),
+)
+
+#: the table by interface
+BY_INTERFACE: dict[type[Any], Capability] = {c.interface: c for c in CAPABILITIES}

@@ -4,9 +4,8 @@ family.
 An :class:`IPluginV3` answers :meth:`~IPluginV3.get_capability_interface` with one object per
 phase: :class:`IPluginV3OneCore` (identity), :class:`IPluginV3OneBuild` (shapes, types,
 formats, workspace) and :class:`IPluginV3OneRuntime` (shape changes, enqueue, the fields to
-serialize). Optional abilities (tactics, fusion, constant packing, value inference,
-data-dependent outputs, in-place inputs, graph safety) are the interfaces of
-``_capabilities.py``, implemented by the build or runtime object that has them.
+serialize). Optional abilities are the interfaces of ``_capabilities.py`` (the rows of its
+``CAPABILITIES`` table), implemented by the build or runtime object that has them.
 
 A V3 plugin is serialized as its fields (:meth:`IPluginV3OneRuntime.get_fields_to_serialize`)
 and rebuilt by its creator's ``create_plugin(name, fields, PluginPhase.RUNTIME)``. Inside the
@@ -17,16 +16,15 @@ core every V3 plugin is wrapped once, where a creator makes it (``as_v2``), in
 from __future__ import annotations
 
 import enum
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PluginInterfaceError
 from . import _capabilities as cap
-from ._capabilities import TensorDesc
-from ._dims import DimsExprs, ExprBuilder, IntLike
+from ._dims import DimsExprs, ExprBuilder
 from ._fields import PluginFieldCollection, as_field_collection, decode_fields, encode_fields
-from ._fusion import Fusion
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
@@ -157,9 +155,12 @@ def _capability(plugin: IPluginV3, kind: PluginCapabilityType, cls: type[Any]) -
     return cap
 
 
-class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
-    """A V3 plugin as the engine runs it. Each optional ability is delegated to the build or
-    runtime capability object that implements its interface, else it keeps its default."""
+class V3Plugin(IPluginV2DynamicExt):
+    """A V3 plugin as the engine runs it: the IPluginV2DynamicExt contract, answered by its
+    build and runtime capability objects. Its class is made per plugin (:func:`_wrapper`):
+    it derives from every optional interface of ``CAPABILITIES`` that the build or runtime
+    object implements, and forwards each member of it, so the core finds exactly the
+    abilities the plugin has, as it finds those of an IPluginV2 plugin."""
 
     def __init__(self, v3: IPluginV3) -> None:
         if not isinstance(v3, IPluginV3):
@@ -176,12 +177,13 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
         self.shape_inputs = tuple(self.build.shape_inputs)
         self._in: list[PluginTensorDesc | None] = []
         self._out: list[PluginTensorDesc] = []
+        self.__class__ = _wrapper(tuple(
+            c.interface for c in cap.CAPABILITIES
+            if isinstance(self.build, c.interface) or isinstance(self.runtime, c.interface)))
 
-    def _ability(self, cls: type[Any]) -> Any:
-        for ability in (self.build, self.runtime):
-            if isinstance(ability, cls):
-                return ability
-        return None
+    def abilities(self, interface: type[Any]) -> list[Any]:
+        """The build and runtime objects that implement ``interface``, in that order."""
+        return [a for a in (self.build, self.runtime) if isinstance(a, interface)]
 
     # -- IPluginV2DynamicExt --------------------------------------------------------------
     @property
@@ -222,78 +224,35 @@ class V3Plugin(IPluginV2DynamicExt, cap.EveryCapability):
     def clone(self) -> IPluginV2:
         return V3Plugin(self.v3.clone())
 
-    # -- optional abilities, delegated ----------------------------------------------------
-    def output_values(self, inputs: Sequence[DimsExprs]
-                      ) -> Sequence[Sequence[IntLike] | None] | None:
-        ability = self._ability(cap.IValueInference)
-        return None if ability is None else ability.output_values(inputs)
-
-    @property
-    def float_values(self) -> bool:  # type: ignore[override]
-        ability = self._ability(cap.IValueInference)
-        return ability is not None and bool(ability.float_values)
-
-    @property
-    def fusable(self) -> frozenset[str]:  # type: ignore[override]
-        ability = self._ability(cap.IFusion)
-        return frozenset() if ability is None else frozenset(ability.fusable)
-
-    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
-             consumer_dims: Sequence[DimsExprs | None], position: int,
-             own_constants: Sequence[Any]) -> Fusion | None:
-        ability = self._ability(cap.IFusion)
-        return None if ability is None else ability.fuse(
-            op_type, attrs, consumer_constants, consumer_dims, position, own_constants)
-
-    def pack_constants(self, inputs: Sequence[tuple[DimsExprs, DataType] | None],
-                       constants: Sequence[Any]) -> Mapping[int, Any] | None:
-        ability = self._ability(cap.IConstantPacking)
-        return None if ability is None else ability.pack_constants(
-            inputs, constants)
-
-    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> Sequence[str]:
-        ability = self._ability(cap.ITactics)
-        return () if ability is None else ability.get_tactics(input_shapes)
-
-    def set_tactic(self, tactic: str) -> None:
-        for ability in (self.build, self.runtime):
-            if isinstance(ability, cap.ITactics):
-                ability.set_tactic(tactic)
-
-    @property
-    def data_dependent(self) -> bool:  # type: ignore[override]
-        ability = self._ability(cap.IDataDependentShapes)
-        return ability is not None and bool(ability.data_dependent)
-
-    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
-                        ) -> list[Any]:
-        ability = self._ability(cap.IDataDependentShapes)
-        if ability is None:
-            return super().enqueue_dynamic(inputs, workspace, stream)
-        return list(ability.enqueue_dynamic(inputs, workspace, stream))
-
-    def in_place_inputs(self, inputs: Sequence[TensorDesc | None],
-                        outputs: Sequence[TensorDesc]) -> Mapping[int, tuple[int, int]] | None:
-        ability = self._ability(cap.IInPlaceInputs)
-        return None if ability is None else ability.in_place_inputs(
-            inputs, outputs)
-
-    @property
-    def in_place_only(self) -> bool:  # type: ignore[override]
-        ability = self._ability(cap.IInPlaceInputs)
-        return ability is not None and bool(ability.in_place_only)
-
-    @property
-    def graph_safe(self) -> bool:
-        ability = self._ability(cap.IGraphSafety)
-        return ability is None or bool(ability.graph_safe)
-
-    def input_count(self) -> tuple[int, int | None] | None:
-        ability = self._ability(cap.IInputCount)
-        return None if ability is None else ability.input_count()
-
     def __repr__(self) -> str:
         return f"V3Plugin({self.v3!r})"
+
+
+def _forward(entry: cap.Capability, name: str) -> Any:
+    """The wrapper's member ``name`` of ``entry``'s interface: asked of the first ability
+    that implements it (build, then runtime), or -- a member in ``entry.tell`` -- told to
+    each of them."""
+    interface = entry.interface
+    if name in entry.tell:
+        def tell(self: V3Plugin, *args: Any, **kwargs: Any) -> None:
+            for ability in self.abilities(interface):
+                getattr(ability, name)(*args, **kwargs)
+        return tell
+    if callable(vars(interface)[name]):  # a method
+        def ask(self: V3Plugin, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self.abilities(interface)[0], name)(*args, **kwargs)
+        return ask
+    return property(lambda self: getattr(self.abilities(interface)[0], name))
+
+
+@functools.cache
+def _wrapper(interfaces: tuple[type[Any], ...]) -> type[V3Plugin]:
+    """The class of a V3 plugin whose capability objects implement ``interfaces``."""
+    members: dict[str, Any] = {}
+    for entry in cap.CAPABILITIES:
+        if entry.interface in interfaces:
+            members.update({name: _forward(entry, name) for name in entry.members})
+    return type("V3Plugin", (V3Plugin, *interfaces), members)
 
 
 def as_v2(plugin: IPluginV2 | IPluginV3) -> IPluginV2:

@@ -27,8 +27,10 @@ log = logging.getLogger("mini_infer.lifecycle")
 
 
 def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
-    """The builder's body runners for control-flow plugins, imported when a body is first
-    made: the builder imports onnx, which loading an engine without If/Loop/Scan never needs."""
+    """The builder's body runners for control-flow plugins (``builder.subgraph_factory``),
+    the default of :class:`Runtime`: the builder is a layer below the runtime, imported when
+    the first body is made, since it imports onnx, which loading an engine without If, Loop
+    or Scan never needs."""
     def make(*args: Any, **kwargs: Any) -> Any:
         from ..builder import subgraph_factory as builders
 
@@ -42,15 +44,19 @@ class Runtime:
 
     ``allow_substitutes``: load an engine whose plugins are now provided by another
     distribution than the one that built them (with a warning); None reads
-    ``MINI_INFER_ALLOW_PLUGIN_SUBSTITUTES``. See ``runtime/_binding.py``."""
+    ``MINI_INFER_ALLOW_PLUGIN_SUBSTITUTES``. See ``runtime/_binding.py``.
+
+    ``subgraphs``: what the control-flow plugins of the engines it loads build and run their
+    bodies with (``plugin.SubgraphFactory``); by default the builder's, with this registry."""
 
     def __init__(self, registry: PluginRegistry | None = None, *,
-                 allow_substitutes: bool | None = None) -> None:
+                 allow_substitutes: bool | None = None,
+                 subgraphs: SubgraphFactory | None = None) -> None:
         self.registry = registry if registry is not None else get_plugin_registry()
         self.allow_substitutes = (allow_substitutes_default() if allow_substitutes is None
                                   else allow_substitutes)
-        #: what control-flow plugins build and run their bodies with (this registry)
-        self.subgraphs = subgraph_factory(self.registry)
+        self.subgraphs = subgraphs if subgraphs is not None else subgraph_factory(
+            self.registry)
 
     def deserialize_engine(self, data: bytes | bytearray | memoryview) -> Engine:
         return self._engine(parse_engine_bytes(data, "<engine bytes>"))

@@ -23,6 +23,7 @@ from mini_infer_cpu_plugins.ops import activation_extra as _extra
 from mini_infer_cpu_plugins.ops import layer_norm as _layer_norm
 from mini_infer_cpu_plugins.ops import math_unary as _math_unary
 from mini_infer_cpu_plugins.serialization import CpuPlugin
+from mini_infer_cpu_plugins.toolkit import SoftmaxKernel
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import schema_kernels
@@ -109,7 +110,7 @@ class Gelu(_Elementwise, _extra.Gelu):
         return ("gelu_tanh" if attrs["approximate"] == "tanh" else "gelu"), 0.0, 0.0
 
 
-class _Softmax(_Compiled, _activation._Softmax):
+class _Softmax(_Compiled, SoftmaxKernel):
     """Along ``axis`` (before opset 13: over the input flattened to 2-D at ``axis``), each
     row (or block of neighbouring positions along an inner axis) in one compiled pass."""
 

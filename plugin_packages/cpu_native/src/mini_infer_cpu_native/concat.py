@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import shape as _shape
-from mini_infer_cpu_plugins.ops._util import in_place
+from mini_infer_cpu_plugins.toolkit import in_place
 from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes

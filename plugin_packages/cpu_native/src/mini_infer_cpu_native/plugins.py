@@ -22,8 +22,8 @@ from mini_infer_cpu_plugins.ops import conv as _conv
 from mini_infer_cpu_plugins.ops import gemm as _gemm
 from mini_infer_cpu_plugins.ops import normalization as _norm
 from mini_infer_cpu_plugins.ops import pool as _pool
-from mini_infer_cpu_plugins.ops._blas import available
-from mini_infer_cpu_plugins.ops._blas import gemm as blas_gemm
+from mini_infer_cpu_plugins.toolkit import blas_available as available
+from mini_infer_cpu_plugins.toolkit import blas_gemm
 from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError

@@ -26,7 +26,7 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import elementwise as _elementwise
 from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.ops import reduce as _reduce
-from mini_infer_cpu_plugins.ops._dynamic import as_ints
+from mini_infer_cpu_plugins.toolkit import ReduceKernel, as_ints
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import schema_kernels
@@ -83,7 +83,7 @@ def _mean_call(x: Array, out: Array, first: int) -> Call | None:
     return row_mean_call(x, out, rows, cols)
 
 
-class _Mean(_Cached, _reduce._Reduce):
+class _Mean(_Cached, ReduceKernel):
     def compute(self, x: Array, axes: Array | None = None, *, out: Array | None = None,
                 keepdims: int = 1, **kw: Any) -> Any:
         if self._replayed((x, axes, out)):

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..engine.schedule import Schedule
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from .keyed import run_into
+from .schedule import Schedule
 
 if TYPE_CHECKING:
-    from ..engine.engine import Engine
+    from .engine import Engine
 
 __all__ = ["Plan", "PlanCache", "Step"]
 

@@ -28,7 +28,7 @@ from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 
 if TYPE_CHECKING:
-    from ..engine.engine import Engine
+    from .engine import Engine
 
 __all__ = ["KeyedPlans", "PlanMismatch", "run_into"]
 

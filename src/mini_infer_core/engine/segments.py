@@ -17,15 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine.engine import EngineNode, TensorSpec
 from ..errors import ExecutionError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import check_value
+from .engine import EngineNode, TensorSpec
 from .plans import Plan, PlanCache
 
 if TYPE_CHECKING:
-    from ..engine.engine import Engine
+    from .engine import Engine
 
 __all__ = ["SegmentedRun"]
 

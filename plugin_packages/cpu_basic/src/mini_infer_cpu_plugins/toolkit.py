@@ -1,0 +1,22 @@
+"""What another CPU distribution that builds on these kernels may use, besides the kernel
+modules themselves (``mini_infer_cpu_plugins.ops.<family>``, whose operator classes it may
+subclass): the kernel families behind several opsets' classes (``SoftmaxKernel``,
+``ReduceKernel``) and the helpers the kernels share.
+
+Public: its names keep their meaning within a minor release, so a distribution that imports
+them declares ``mini-infer-cpu-plugins>=X.Y,<X.Y+1`` (mini-infer-cpu-native does). The
+modules behind them (``ops._util``, ``ops._blas``, ``ops._dynamic``) are private and may change
+in any release.
+"""
+
+from __future__ import annotations
+
+from .ops._blas import available as blas_available
+from .ops._blas import gemm as blas_gemm
+from .ops._dynamic import as_ints
+from .ops._util import Scratch, in_place
+from .ops.activation import _Softmax as SoftmaxKernel
+from .ops.reduce import _Reduce as ReduceKernel
+
+__all__ = ["ReduceKernel", "Scratch", "SoftmaxKernel", "as_ints", "blas_available", "blas_gemm",
+           "in_place"]

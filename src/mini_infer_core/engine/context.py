@@ -1,0 +1,172 @@
+"""ExecutionContext: one engine's memory and plugin state for one thread at a time.
+
+Each context clones the engine's plugins, so several contexts of one engine run concurrently
+from different threads. A context keeps its schedule (shapes, arena, configured plugins) while
+input shapes repeat and re-plans when they change. The per-run loop only binds inputs and
+outputs and calls ``enqueue``.
+
+Its jobs, a module each: checking the inputs (``_inputs.py``), running the plan of their
+shapes and timing its steps (``_running.py``, plans in ``plans.py``), device graphs
+(``_graphs.py``); here, what each run goes through -- a plan, a plan per key (``keyed.py``) or
+segments around data-dependent nodes (``segments.py``) -- and the plugins' lifecycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import MiniInferError
+from ..plugin import _adapter as adapter
+from ..plugin._kinds import map_tensors
+from ._graphs import GraphRuns
+from ._inputs import InputCheck
+from .keyed import KeyedPlans, PlanMismatch
+from .plans import PlanCache, Step
+from .segments import SegmentedRun
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["ExecutionContext", "Step"]
+
+log = logging.getLogger("mini_infer.lifecycle")
+
+
+def _debug_level() -> int:
+    try:
+        return int(os.environ.get("MINI_INFER_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+class ExecutionContext(GraphRuns):
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.device = engine.device
+        self.devices = dict(engine.devices)
+        for dev in self.devices.values():
+            ok, reason = dev.availability()
+            if not ok:
+                raise MiniInferError(
+                    f"engine {engine.name!r} runs nodes on device {dev.name!r}, which is "
+                    f"unavailable here: {reason}. The engine can be inspected here; run it "
+                    "on a machine with that device")
+        self.streams = {name: dev.create_stream() for name, dev in self.devices.items()}
+        self.stream = self.streams[self.device.name]
+        self._stream_list = list(self.streams.values())
+        self._lock = threading.Lock()
+        self.plugins = []
+        for node in engine.nodes:
+            self.plugins.append(adapter.clone(node.plugin))
+            log.debug("construct %s (clone for context)", node.describe())
+        # constants live on every device that reads them
+        self._constants: dict[str, dict[str, Any]] = {d: {} for d in self.devices}
+        for node in engine.nodes:
+            for n in node.inputs:
+                if n in engine.constants and n not in self._constants[node.device]:
+                    self._constants[node.device][n] = \
+                        self.devices[node.device].to_device(engine.constants[n])
+        self._plans = PlanCache(engine, self.plugins, self.devices, self.streams,
+                                self._constants)
+        self._plan = None
+        self._initialized = False
+        self._closed = False
+        self._debug = _debug_level()
+        #: inputs and outputs that are sequences, optionals or maps (lists, None, dicts)
+        self._values: set[str] = {n for n in (*engine.input_names, *engine.output_names)
+                        if not engine.tensors[n].is_tensor}
+        self._dynamic = bool(self._values) or any(adapter.is_data_dependent(p)
+                                                  for p in self.plugins)
+        #: how an engine with data-dependent nodes runs: in planned segments around them
+        self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
+                                       self._constants) if self._dynamic else None
+        #: such an engine planned per input shapes and small inputs' values, where its
+        #: data-dependent nodes are Ifs on those (None: it runs in segments)
+        self._keyed = KeyedPlans.of(engine, self.plugins, self._plans.capacity) \
+            if self._dynamic and not self._values else None
+        self._use_graphs = False
+        self._graph = None
+        self.graph_error = None
+        self._io = {}
+        self._inputs = InputCheck(engine, self._values)
+
+    def execute(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """Run once; returns every engine output as a host NumPy array (a sequence as a list
+        of them, an optional as None or its value, a map as a dict)."""
+        if self._closed:
+            raise MiniInferError("this execution context has been closed")
+        with self._lock:
+            bindings = self._inputs.bind(feeds)
+            if self._dynamic:
+                if self._keyed is not None:
+                    result = self._execute_keyed(feeds, bindings)
+                    if result is not None:
+                        return result
+                return self._execute_dynamic(feeds, bindings)
+            signature = tuple(tuple(feeds[n].shape) for n in self.engine.input_names)
+            plan = self._use_plan(signature, bindings)
+            if self._use_graphs:
+                return self._execute_graph(feeds, plan.schedule)
+            return self._execute_plan(feeds, plan)
+
+    def _execute_keyed(self, feeds: Mapping[str, Any], bindings: dict[str, int]
+                       ) -> dict[str, Any] | None:
+        """A run of the keyed plan of these inputs (:mod:`.keyed`); None where it goes in
+        segments instead. A new key is first run in segments, to learn its shapes."""
+        keyed = self._keyed
+        assert keyed is not None
+        key = keyed.key(feeds)
+        if key is None:
+            return None
+        full = keyed.bindings(key)
+        if full is None:  # a new key: a run in segments binds every dimension, then the plan
+            full = dict(bindings)
+            self._execute_dynamic(feeds, full)
+            keyed.learn(key, full)
+        plan = self._use_plan(key, full)
+        try:
+            return self._execute_plan(feeds, plan)
+        except PlanMismatch as exc:  # shapes that no key decides: segments from now on
+            log.debug("keyed plans given up for engine %r: %s", self.engine.name, exc)
+            self._keyed = None
+            self._plan = None
+            self._plans.clear()
+            return None
+
+    def _execute_dynamic(self, feeds: Mapping[str, Any], bindings: dict[str, int]
+                         ) -> dict[str, Any]:
+        self._initialize()
+        tensors, dev = self.engine.tensors, self.device
+        inputs = {n: map_tensors(lambda a: dev.to_device(np.asarray(a, order="C")), feeds[n],
+                                 tensors[n].value_kind)
+                  for n in self.engine.input_names}
+        assert self._segmented is not None
+        if self._plan is not None:  # a keyed plan configured the plugins for its shapes
+            self._plan = None
+            for seg in self._segmented.segments:
+                seg.current = None
+        values, home = self._segmented.run(inputs, bindings, self._debug)
+        return self._results(values, home)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for node, plugin in zip(self.engine.nodes, self.plugins, strict=True):
+            if self._initialized:
+                plugin.terminate()
+                log.debug("terminate %s", node.describe())
+            plugin.destroy()
+            log.debug("destroy   %s", node.describe())
+
+    def __enter__(self) -> ExecutionContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
