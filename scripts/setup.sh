@@ -17,3 +17,11 @@ fi
 # the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[fuzz]" \
     || echo "setup.sh: atheris did not install; benchmarks/fuzz.py will use Hypothesis" >&2
+# the engine report's browser test (tests/test_report.py) drives Debian's chromium through
+# Playwright; installed here when this runs as root on Debian (CI), else the test says why it skips
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+        && [ "$(id -u)" = 0 ]; then
+    { apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; } \
+        || echo "setup.sh: chromium did not install; tests/test_report.py will skip" >&2
+fi

@@ -125,14 +125,11 @@ def _control_flow() -> onnx.ModelProto:
 
 
 def _chain(n: int) -> onnx.ModelProto:
-    """``n`` nodes: blocks of Mul, Add, Relu and a residual Add."""
+    """``n`` nodes that no fusion joins: blocks of Mul, Sin, a residual Add and Abs."""
     mk, nodes, prev = helper.make_node, [], "x"
-    ops = ["Mul", "Add", "Relu", "Add"]
     for i in range(n):
-        op, out = ops[i % 4], f"t{i}"
-        ins = {"Mul": [prev, "k"], "Add": [prev, "k"], "Relu": [prev]}[op]
-        if i % 4 == 3:
-            ins = [prev, f"t{i - 3}"]
+        op, out = ("Mul", "Sin", "Add", "Abs")[i % 4], f"t{i}"
+        ins = {"Mul": [prev, "k"], "Add": [prev, f"t{max(i - 3, 0)}"]}.get(op, [prev])
         nodes.append(mk(op, ins, [out], name=f"n{i}_{op.lower()}"))
         prev = out
     nodes[-1].output[0] = "y"
@@ -178,11 +175,17 @@ def test_report_in_chromium(browser: Any, tmp_path: Path, make: Any) -> None:
         == "selected"
     assert target in page.inner_text("#details")
     page.click("nav button[data-view=latency]")
-    bars = page.eval_on_selector_all("#chart-latency g.mark-rect.role-mark path", "els => els.length")
+    page.wait_for_function("window.miReport.rendered.latency === true")
+    bars = page.eval_on_selector_all("#chart-latency g.mark-rect.role-mark path",
+                                     "els => els.length")
     assert bars == len(names) == len(page.evaluate("window.miReport.data.profile"))
     assert page.evaluate("window.miReport.data.ort_profile.length") > 0
-    assert page.eval_on_selector_all("#chart-memory g.mark-rect.role-mark path", "els => els.length") \
-        == len(page.evaluate("window.miReport.data.memory.tensors"))
+    page.click("nav button[data-view=memory]")
+    page.wait_for_function("window.miReport.rendered.memory === true")
+    memory = page.evaluate("window.miReport.data.memory")
+    if memory is not None:  # planned (static shapes): one lifetime bar per planned tensor
+        assert page.eval_on_selector_all("#chart-memory g.mark-rect.role-mark path",
+                                         "els => els.length") == len(memory["tensors"])
     page.close()
 
 
@@ -193,7 +196,7 @@ def test_fused_nodes_expand_into_what_they_replaced(browser: Any, tmp_path: Path
     assert any("'relu1' into Conv 'conv1'" in f for f in fused)
     page, errors, _, _ = _open(browser, html)
     page.evaluate("window.miReport.toggle('conv1')")
-    text = page.inner_text('#graph-svg .node[data-node="conv1"]')
+    text = page.text_content('#graph-svg .node[data-node="conv1"]') or ""
     assert "+ Relu relu1" in text and errors == []
     page.close()
 
@@ -220,13 +223,14 @@ def test_diff_of_two_builds(browser: Any, tmp_path: Path) -> None:
 def test_a_1000_node_report_is_usable_within_3_seconds(browser: Any, tmp_path: Path) -> None:
     model = _chain(1000)
     engine = mi.build_engine(mi.parse_onnx(model), mi.BuilderConfig(time_tactics=False))
-    assert len(engine.nodes) >= 1000
+    assert len(engine.nodes) == 1000
     html = engine.report(tmp_path / "big.html", runs=1)
     page, errors, _, took = _open(browser, html)
+    target = engine.nodes[len(engine.nodes) // 2].name
     start = time.perf_counter()
-    page.fill("#search", "n500_relu")
-    assert page.evaluate("window.miReport.selected") == "n500_relu"
+    page.fill("#search", target)
+    assert page.evaluate("window.miReport.selected") == target
     took += time.perf_counter() - start
-    print(f"1,000-node report: open, laid out, charts drawn and a search in {took:.2f} s")
+    print(f"1,000-node report: open, laid out, drawn and a search in {took:.2f} s")
     assert took < 3.0 and errors == []
     page.close()

@@ -154,6 +154,22 @@ class ExecutionContext(GraphRuns):
         values, home = self._segmented.run(inputs, bindings, self._debug)
         return self._results(values, home)
 
+    def time_nodes(self, feeds: Mapping[str, Any]) -> list[float]:
+        """One run of ``feeds`` with every node timed on its own (each followed by a
+        synchronize of its stream): the seconds each node took, in engine order. An engine
+        with data-dependent nodes is timed as it runs, in segments; any other runs once and
+        then has its prepared steps timed (:meth:`time_steps`)."""
+        if not self._dynamic:
+            self.execute(feeds)
+            return self.time_steps()
+        assert self._segmented is not None
+        self._segmented.timings = [0.0] * len(self.engine.nodes)
+        try:
+            self.execute(feeds)
+            return list(self._segmented.timings)
+        finally:
+            self._segmented.timings = None
+
     def close(self) -> None:
         if self._closed:
             return

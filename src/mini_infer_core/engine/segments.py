@@ -13,6 +13,7 @@ while those values recur). Only a segment's outputs are allocated on every run.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,9 @@ class SegmentedRun:
                  constants: Mapping[str, Mapping[str, Any]]) -> None:
         self.engine, self.plugins = engine, plugins
         self.devices, self.streams, self.constants = devices, streams, constants
+        #: seconds per step (engine order) added by each run while a list is set here: each
+        #: step then runs on its own and waits for its stream (ExecutionContext.time_nodes)
+        self.timings: list[float] | None = None
         #: a segment, or the step of a data-dependent node
         self.parts: list[_Segment | int] = []
         run: list[int] = []
@@ -145,11 +149,16 @@ class SegmentedRun:
         i = 0
         with node_errors(lambda: nodes[i].describe(), ExecutionError,
                          "the plugin failed while running"):
-            if debug >= 2:  # every step, each logged
+            if debug >= 2 or self.timings is not None:  # every step, logged or timed
                 for i, s in enumerate(plan.steps):
-                    log.debug("enqueue   %s in=%s", nodes[i].describe(),
-                              [getattr(x, "shape", None) for x in s.inputs])
+                    if debug >= 2:
+                        log.debug("enqueue   %s in=%s", nodes[i].describe(),
+                                  [getattr(x, "shape", None) for x in s.inputs])
+                    start = time.perf_counter()
                     s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+                    if self.timings is not None:
+                        s.stream.synchronize()
+                        self.timings[seg.steps[i]] += time.perf_counter() - start
             else:
                 for i, call in plan.calls:  # noqa: B007 - names the failing node
                     call()
@@ -168,7 +177,11 @@ class SegmentedRun:
         with node_errors(node.describe, ExecutionError, "the plugin failed while running"):
             dynamic = adapter.dynamic_of(plugin)
             assert dynamic is not None
+            start = time.perf_counter()
             outs = dynamic.enqueue_dynamic(ins, None, self.streams[node.device])
+            if self.timings is not None:
+                self.streams[node.device].synchronize()
+                self.timings[step] += time.perf_counter() - start
             if len(outs) < len(node.outputs):
                 raise ExecutionError(f"it returned {len(outs)} outputs, expected "
                                      f"{len(node.outputs)}")

@@ -81,9 +81,6 @@ def report_data(engine: Engine, *, profile: bool = True, feeds: Mapping[str, Any
     data["profile"], data["ort_profile"], data["profile_runs"] = None, None, runs
     if profile:
         data["profile"] = profile_data(engine, feeds, runs)
-        if data["profile"] is None:
-            data["profile_note"] = ("This engine runs in segments (its shapes depend on data): "
-                                    "it has no steps to time one by one.")
         data["inputs_profiled"] = {n: {"shape": list(np.shape(v)), "dtype": str(np.asarray(
             v).dtype)} for n, v in feeds.items()}
     if compare and model is not None:

@@ -123,16 +123,14 @@ def memory_data(engine: Engine, bindings: Mapping[str, int]) -> dict[str, Any] |
 
 
 def profile_data(engine: Engine, feeds: Mapping[str, Any], runs: int = 10
-                 ) -> list[dict[str, Any]] | None:
-    """The median time of each node's step over ``runs`` after one warm-up run; None where the
-    engine runs in segments (data-dependent shapes) and has no steps to time one by one."""
+                 ) -> list[dict[str, Any]]:
+    """The median time of each node over ``runs`` after one warm-up run, each node timed on
+    its own (:meth:`ExecutionContext.time_nodes`, segments included)."""
     with engine.create_execution_context() as ctx:
         ctx.execute(dict(feeds))
-        if not ctx.steps:
-            return None
-        per: list[list[float]] = [[] for _ in ctx.steps]
+        per: list[list[float]] = [[] for _ in engine.nodes]
         for _ in range(max(1, runs)):
-            for i, took in enumerate(ctx.time_steps()):
+            for i, took in enumerate(ctx.time_nodes(dict(feeds))):
                 per[i].append(took)
     return [{"node": nd.name, "op_type": nd.qualified_op, "device": nd.device,
              "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}",

@@ -331,7 +331,17 @@
   }
 
   /* ---------------- views ---------------- */
+  var renderers = { latency: latencyCharts, memory: memoryChart };
+  R.rendered = {};
+  function render(name) {
+    if (!renderers[name] || R.rendered[name] !== undefined) { return; }
+    R.rendered[name] = false;
+    Promise.all(renderers[name]()).then(function () { R.rendered[name] = true; },
+                                         function (err) { console.error(err); });
+  }
+
   function show(name) {
+    render(name);
     var secs = document.querySelectorAll("section.view");
     for (var i = 0; i < secs.length; i++) { secs[i].classList.toggle("active", secs[i].id === "view-" + name); }
     var bs = document.querySelectorAll("nav button");
@@ -352,8 +362,6 @@
   details(null);
   buildFacts();
   diffView();
-  Promise.all(latencyCharts().concat(memoryChart())).then(function () {
-    R.ready = true;
-    document.body.setAttribute("data-ready", "1");
-  }, function (err) { console.error(err); });
+  R.ready = true;  /* the graph is drawn: the page is usable; each chart view draws when opened */
+  document.body.setAttribute("data-ready", "1");
 })();
