@@ -165,3 +165,43 @@ def test_reduce_refuses_what_it_cannot_do(tmp_path: Path,
     assert main(["debug", "reduce", str(path), "-o", str(tmp_path / "no" / "r.onnx"),
                  "--check", "false"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+_BROKEN_TANH = '''
+import numpy as np
+from mini_infer_core.ops import activation
+from mini_infer_core.plugin import OnnxPluginCreator
+from mini_infer_core.registry import hookimpl
+
+
+class Tanh(activation.Tanh):
+    def output_shapes(self, inputs):
+        raise ValueError("this plugin cannot say its output shape")  # the build must fail
+
+    def compute(self, x, *, out, **_):
+        np.tanh(x, out=out)
+
+
+@hookimpl
+def mini_infer_creators():
+    return [OnnxPluginCreator(Tanh, namespace="com.test.broken", devices=("cpu",),
+                              priority=100)]
+'''
+
+
+def test_check_reduces_a_model_that_fails_to_build_to_the_failing_node(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    install_plugin_module(site, "mi-test-brokentanh", "0.0.1", "brokentanh", _BROKEN_TANH)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # the check command's process sees it too
+    monkeypatch.syspath_prepend(str(site))
+    path, out = tmp_path / "m.onnx", tmp_path / "small.onnx"
+    onnx.save(_branchy(), str(path))
+    build = run_cli("build", str(path), "-o", str(tmp_path / "m.engine"), check=False)
+    assert build.returncode == 2 and "tanh0" in build.stderr  # it does fail to build
+    check = (f"{sys.executable} -m mini_infer_core.cli.main build {{model}} -o "
+             f"{tmp_path / 'candidate.engine'} --no-tactic-timing")
+    data = _reduce(capsys, str(path), "-o", str(out), "--check", check)
+    assert data["nodes"] == ["tanh0"]
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Tanh"]
