@@ -146,3 +146,21 @@ def test_no_distribution_reaches_into_another_ones_private_modules() -> None:
         for path in paths:
             found += _private_uses(path, own, set(sources) - {own})
     assert not found, "\n".join(str(f).replace(str(ROOT) + "/", "") for f in found)
+
+
+def test_execution_context_keeps_each_job_in_a_small_module_of_its_own() -> None:
+    """ExecutionContext's jobs (issue 29, item 25): input checks, planned runs and their
+    timing, device graphs each in a module of its own; the context module keeps what each
+    run goes through and the plugins' lifecycle."""
+    from mini_infer_core.engine import _graphs, _inputs, _running, context
+
+    ctx = context.ExecutionContext
+    roles = {"enable_graphs": _graphs, "graphs_refused": _graphs, "time_steps": _running,
+             "steps": _running, "execute": context, "close": context}
+    for member, module in roles.items():
+        owner = next(c for c in ctx.__mro__ if member in vars(c))
+        assert owner.__module__ == module.__name__, (member, owner.__module__)
+    assert "InputCheck" in vars(_inputs)
+    for module in (context, _graphs, _inputs, _running):
+        lines = Path(module.__file__ or "").read_text(encoding="utf-8").count("\n")
+        assert lines < 250, f"{module.__name__} has {lines} lines: split it by role"

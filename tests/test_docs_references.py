@@ -51,9 +51,15 @@ FOREIGN = {
 _FOREIGN = set().union(*FOREIGN.values())
 
 _TICKED = re.compile(r"`([^`\n]+)`")
-_PATH = re.compile(r"^(?:[\w.-]+/)*[\w-]+\.(?:py|md|toml|sh|c|h|txt|cfg|json|ya?ml)$|"
+#: a path: a folder of the repository and what follows, a file with a folder before it, or a
+#: source file named alone (``selection.py``); not a file name of another format
+#: (``entry_points.txt`` is packaging metadata's)
+_PATH = re.compile(r"^(?:[\w.-]+/)+[\w-]+\.(?:py|md|toml|sh|c|h|txt|cfg|json|ya?ml)$|"
+                   r"^[\w-]+\.(?:py|sh|c|h)$|"
                    r"^(?:src|plugin_packages|examples|docs|scripts|tests|benchmarks)/[\w./-]*$")
 _DOTTED = re.compile(r"^(?:mini_infer_\w+|[a-z_]+)(?:\.\w+)+(?:\(\))?$")
+#: a file's name, never a dotted name of Python
+_FILE = re.compile(r"\.(?:py|md|toml|sh|c|h|txt|cfg|json|ya?ml|so|onnx|engine|npy|npz|html)$")
 _CLASS = re.compile(r"^([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)(?:\.(\w+))?(?:\(\))?$")
 
 
@@ -76,9 +82,10 @@ def _exists(path: str) -> bool:
     if any((base / path).exists() for base in BASES):
         return True
     if "/" not in path:  # a module named alone: somewhere in a package
-        return any(True for base in ("src", "plugin_packages", "examples", "benchmarks",
-                                     "scripts", "tests")
-                   for _ in (ROOT / base).rglob(path))
+        return any(".egg-info" not in str(found)  # a build's, not the repository's
+                   for base in ("src", "plugin_packages", "examples", "benchmarks", "scripts",
+                                "tests")
+                   for found in (ROOT / base).rglob(path))
     return False
 
 
@@ -146,7 +153,7 @@ def _resolve(dotted: str) -> bool:
 
 def test_every_dotted_name_the_docs_mention_exists() -> None:
     ours = {m.split(".")[0] for m in _objects()}
-    dotted = [(where, m) for where, m in MENTIONS if _DOTTED.match(m) and not _PATH.match(m)
+    dotted = [(where, m) for where, m in MENTIONS if _DOTTED.match(m) and not _FILE.search(m)
               and (m.startswith("mini_infer_") or m.split(".")[0] in ours)]
     assert len(dotted) > 20, dotted
     missing = [f"{where}: {m}" for where, m in dotted if not _resolve(m)]

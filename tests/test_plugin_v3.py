@@ -5,6 +5,7 @@ serialized form is its fields."""
 from __future__ import annotations
 
 import inspect
+import pickle
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -459,3 +460,13 @@ def test_a_v3_build_object_that_is_nondeterministic_is_never_folded(random: bool
     engine = mi.Builder(registry).build_engine(mi.parse_onnx(model),
                                                mi.BuilderConfig(time_tactics=False))
     assert [nd.op_type for nd in engine.nodes] == (["ScaleV3"] if random else [])
+
+
+def test_a_wrapped_v3_plugin_pickles_as_the_plugin_it_wraps() -> None:
+    """The wrapper's class is made per plugin; a pickle of it rebuilds one with the same
+    abilities and state."""
+    plugin = mi.plugin._v3.V3Plugin(ScaleV3(3.0, "fast"))
+    again = pickle.loads(pickle.dumps(plugin))
+    assert type(again) is type(plugin) and isinstance(again.v3, ScaleV3)
+    assert again.v3.scale == 3.0 and adapter.tactics_of(again) is not None
+    assert adapter.in_place_of(again) is not None and adapter.fusion_of(again) is None

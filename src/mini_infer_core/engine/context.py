@@ -46,6 +46,12 @@ def _debug_level() -> int:
 
 
 class ExecutionContext(GraphRuns):
+    """Runs one engine (``Engine.create_execution_context()``): ``execute(feeds)`` returns
+    every output; ``enable_graphs()`` replays runs as device graphs (``graphs_refused`` says
+    why not, ``graph_error`` why a capture failed); ``steps``, ``steps_left_out``,
+    ``time_steps()``, ``schedule`` and ``plans_cached`` describe the last prepared shapes;
+    ``close()`` (or ``with``) ends the plugins' lifecycle."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.device = engine.device

@@ -224,6 +224,11 @@ class V3Plugin(IPluginV2DynamicExt):
     def clone(self) -> IPluginV2:
         return V3Plugin(self.v3.clone())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the V3 plugin it wraps (the class made for it is not importable by
+        name), with its state."""
+        return V3Plugin, (self.v3,), dict(vars(self))
+
     def __repr__(self) -> str:
         return f"V3Plugin({self.v3!r})"
 
