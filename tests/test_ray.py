@@ -459,3 +459,43 @@ def test_actor_threads_follow_the_cpus_ray_gives_it(ray_address: str,
     num_threads, pools = ray.get(actor.__ray_call__.remote(threads))
     assert num_threads == 1 and pools and set(pools) == {1}  # 2 cores, 1 given
     ray.kill(actor)
+
+
+_TWIN_HOOKS = '''
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+
+@hookimpl
+def mini_infer_creators():
+    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
+                              op_type="L2Norm", domain="com.example", plugin_version="1",
+                              namespace="com.example", field_names=("epsilon", "axis"),
+                              devices=("cpu",))]
+'''
+
+
+@pytest.mark.slow
+def test_cli_batch_worker_failure_is_the_error_without_ray_tracebacks(
+        ray_address: str, tmp_path: Path) -> None:
+    """A plugin the driver has and the workers lack (a distribution on the driver's
+    PYTHONPATH only, the example's own blocked by -p): the actors fail at start; stderr has
+    the command's error with the pip line, not Ray Data's stack traces (issue 29, item 6)."""
+    from helpers import install_plugin_module
+
+    site = tmp_path / "site"
+    install_plugin_module(site, "mi-test-l2twin", "0.0.7", "l2twin", _TWIN_HOOKS)
+    onnx.save(_l2norm_model(), str(tmp_path / "l2.onnx"))
+    (tmp_path / "npy").mkdir()
+    np.save(tmp_path / "npy" / "rows.npy", np.ones((BATCH, 8), np.float32))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mini_infer_core.cli.main", "batch", str(tmp_path / "l2.onnx"),
+         "--input", str(tmp_path / "npy"), "--output", str(tmp_path / "out"), "--address",
+         ray_address, "-p", f"no:{L2NORM_DIST}"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Full stack trace" not in proc.stderr, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("mini-infer: error:")]
+    assert "the run on Ray failed (ActorDiedError): PluginNotFoundError: Ray worker" in line
+    assert "pip install mi-test-l2twin==0.0.7" in proc.stderr

@@ -4,9 +4,12 @@ Parquet. Ray is imported only when the command runs (it is the optional extra ``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,32 @@ def _start_ray(address: str | None) -> bool:
     # /tmp/ray/session_latest/logs)
     ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
     return True
+
+
+class _NoErrors(logging.Filter):
+    """Drops error records: the command reports the run's failure itself, as one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@contextlib.contextmanager
+def _no_ray_error_traces() -> Iterator[None]:
+    """While the pipeline runs, Ray's console handlers show no errors: a worker's failure
+    would otherwise print Ray Data's stack traces (a hundred lines) before the command's own
+    line (Ray's log files keep them; its progress lines still show)."""
+    consoles = [h for name, lg in list(logging.root.manager.loggerDict.items())
+                if name.split(".")[0] == "ray" and isinstance(lg, logging.Logger)
+                for h in lg.handlers
+                if getattr(getattr(h, "stream", None), "name", "") in ("<stderr>", "<stdout>")]
+    quiet = _NoErrors()
+    for h in consoles:
+        h.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for h in consoles:
+            h.removeFilter(quiet)
 
 
 def _stop_ray() -> None:
@@ -116,7 +145,8 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                     device=args.device, num_cpus=cpus, input_columns=checked.input_columns,
                     drop_inputs=not args.keep_inputs, preserve_order=not args.unordered,
                     registry=reg, runtime_env={"env_vars": env} if env else None)
-        out.write_parquet(output)
+        with _no_ray_error_traces():
+            out.write_parquet(output)
         t2 = time.perf_counter()
     except Exception as exc:
         failure = _ray_failure(exc)
