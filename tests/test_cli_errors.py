@@ -375,6 +375,9 @@ def test_markdown_names_the_command_that_made_it(capsys: pytest.CaptureFixture[s
     assert "no:l2norm" not in text and "com.example" in text
     assert main(["plugins", "--markdown", "-p", "no:l2norm"]) == 0
     assert "by `mini-infer plugins --markdown -p no:l2norm`" in capsys.readouterr().out
+    env = {"MINI_INFER_BLOCK_PLUGINS": "l2norm"}
+    assert "by `MINI_INFER_BLOCK_PLUGINS=l2norm mini-infer plugins --markdown`" in run_cli(
+        "plugins", "--markdown", env=env).stdout
     line = _error_line(capsys, "plugins", "--markdown", "--json")
     assert "--markdown and --json" in line
 

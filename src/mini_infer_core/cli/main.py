@@ -297,7 +297,10 @@ def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:
         if args.json:
             raise InputError("--markdown and --json each choose the output; give one "
                              "(--json lists the same creators: mini-infer plugins --json)")
-        command = " ".join(["mini-infer plugins --markdown",
+        switches = ("MINI_INFER_DISABLE_PLUGIN_AUTOLOAD", "MINI_INFER_BLOCK_PLUGINS",
+                    "MINI_INFER_PLUGINS")  # they change the table as -p does
+        command = " ".join([*(f"{k}={os.environ[k]}" for k in switches if os.environ.get(k)),
+                            "mini-infer plugins --markdown",
                             *(f"-p {opt}" for opt in args.plugin_opts)])
         print(operators_markdown(reg, command), end="")
     elif args.json:
