@@ -260,3 +260,166 @@ def test_an_incompatible_cpu_distribution_is_not_told_to_install_itself(
     assert "mi-test-l2twin 0.0.7 is installed but incompatible" in err
     assert "mini-infer-cpu-plugins 0.1.0 is installed but not loaded" in err
     assert "pip install mini-infer-cpu-plugins" not in err
+
+
+# -- issue 29, items 4 and 5: arguments and output paths checked before any work -------------
+
+def _error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI in this process (an exception would fail the test: no traceback is
+    printed by it); expect exit 2 and the one ``mini-infer: error: ErrorClass: message``."""
+    from mini_infer_core.cli.main import main
+
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("mini-infer: error:")]
+    assert line.split(": ")[2] in {"InputError", "MiniInferError"}, line
+    return line
+
+
+def _unwritable_folders(tmp_path: Path) -> list[Path]:
+    """Folders no file can be created in, for any user: /proc (a file system of the kernel's)
+    and, where the tests do not run as root (whom permission bits do not stop), a folder of
+    mode 0o500."""
+    folders = [Path("/proc")]
+    if os.geteuid() != 0:
+        ro = tmp_path / "read-only"
+        ro.mkdir()
+        ro.chmod(0o500)
+        folders.append(ro)
+    return folders
+
+
+def test_run_output_dir_is_checked_before_the_run(cnn_file: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    line = _error_line(capsys, "run", str(cnn_file), "--output-dir", str(afile))
+    assert f"InputError: --output-dir {afile}: is a file, not a folder" in line
+    line = _error_line(capsys, "run", str(cnn_file), "--output-dir", str(afile / "sub"))
+    assert f"lies under {afile}, a file" in line
+    for folder in _unwritable_folders(tmp_path):
+        line = _error_line(capsys, "run", str(cnn_file), "--output-dir", str(folder / "out"))
+        assert f"--output-dir {folder / 'out'}: cannot write the outputs there: folder " \
+               f"{folder} is not writable" in line
+        assert "loaded" not in capsys.readouterr().out  # nothing ran
+    assert afile.read_text() == ""
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["bench", "--iterations", "0"], "--iterations 0: must be at least 1"),
+    (["bench", "--iterations", "-5"], "--iterations -5: must be at least 1"),
+    (["bench", "--warmup", "-1"], "--warmup -1: must be at least 0"),
+    (["bench", "--threads", "0"], "--threads 0: must be at least 1"),
+    (["run", "--seed", "-1"], "--seed -1: must be at least 0"),
+    (["compare", "--seed", "-1"], "--seed -1: must be at least 0"),
+])
+def test_counts_and_seeds_out_of_range_are_one_error_line(
+        cnn_file: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
+    line = _error_line(capsys, argv[0], str(cnn_file), *argv[1:])
+    assert f"InputError: {said}" in line
+
+
+def test_bench_trace_where_it_cannot_be_written_names_the_trace(
+        cnn_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for folder in _unwritable_folders(tmp_path):
+        trace = folder / "x.json"
+        line = _error_line(capsys, "bench", str(cnn_file), "--trace", str(trace),
+                           "--iterations", "1", "--warmup", "0")
+        assert f"InputError: --trace {trace}: cannot write the trace there" in line
+        assert ".tmp" not in line  # no temporary file's name
+
+
+def test_plugins_new_in_a_file_says_so(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    line = _error_line(capsys, "plugins", "new", "my-plugin", "--dir", str(afile))
+    assert f"--dir {afile}: is a file, not a folder" in line
+    for folder in _unwritable_folders(tmp_path):
+        line = _error_line(capsys, "plugins", "new", "my-plugin", "--dir", str(folder))
+        assert f"--dir {folder}: cannot create" in line
+
+
+# -- issue 29, item 8: a creator rejected as a duplicate ---------------------------------------
+
+def test_a_rejected_duplicate_is_listed_by_plugins_and_one_line_elsewhere(
+        twin_site: Path, cnn_file: Path) -> None:
+    """mi-test-l2twin registers the example's L2Norm identity first (names sort first):
+    mini-infer-example-l2norm's creator is rejected; ``plugins`` says so under that
+    distribution, other commands print one warning line, no Python warning with a path."""
+    site = {"PYTHONPATH": os.pathsep.join([str(twin_site), os.environ.get("PYTHONPATH", "")])}
+    proc = run_cli("plugins", env=site)
+    lines = proc.stdout.splitlines()
+    (row,) = [x for x in lines if x.split()[:1] == ["mini-infer-example-l2norm"]]
+    assert "0 creators (1 rejected as duplicate)" in row
+    detail = lines[lines.index(row) + 1]
+    assert detail.startswith("    rejected: plugin 'L2Norm' version '1' namespace "
+                             "'com.example' from mini-infer-example-l2norm 0.1.0 is already "
+                             "registered by mi-test-l2twin 0.0.7")
+    assert "Warning" not in proc.stderr, proc.stderr
+    proc = run_cli("run", str(cnn_file), env=site)
+    warned = [x for x in proc.stderr.splitlines() if "L2Norm" in x]
+    assert len(warned) == 1, proc.stderr
+    assert warned[0].startswith("mini-infer: warning: DuplicatePluginWarning: plugin 'L2Norm'")
+    assert ".py:" not in proc.stderr  # no source path of a warnings.warn
+
+
+# -- issue 29, items 9 and 10: plugins --markdown and --creators -------------------------------
+
+def test_markdown_names_the_command_that_made_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from mini_infer_core.cli.main import main
+
+    assert main(["plugins", "--markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "Generated from the plugin registry by `mini-infer plugins --markdown`" in text
+    assert "no:l2norm" not in text and "com.example" in text
+    assert main(["plugins", "--markdown", "-p", "no:l2norm"]) == 0
+    assert "by `mini-infer plugins --markdown -p no:l2norm`" in capsys.readouterr().out
+    env = {"MINI_INFER_BLOCK_PLUGINS": "l2norm"}
+    assert "by `MINI_INFER_BLOCK_PLUGINS=l2norm mini-infer plugins --markdown`" in run_cli(
+        "plugins", "--markdown", env=env).stdout
+    line = _error_line(capsys, "plugins", "--markdown", "--json")
+    assert "--markdown and --json" in line
+
+
+_TIE_HOOKS = '''
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+
+@hookimpl
+def mini_infer_creators():
+    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
+                              op_type="L2Norm", domain="com.example", plugin_version="1",
+                              namespace="com.tie", field_names=("epsilon", "axis"),
+                              devices=("cpu",))]
+'''
+
+
+def test_creators_table_lists_each_conflict_once_aligned_and_names_ties(
+        tmp_path: Path) -> None:
+    """A second L2Norm at the same priority under its own namespace (mi-test-l2tie sorts
+    before mini-infer-example-l2norm, so it is chosen): a tie settled by distribution name,
+    reported as such; every conflict once (one per opset range); the table's columns line
+    up whatever the domain's length."""
+    site = tmp_path / "site"
+    install_plugin_module(site, "mi-test-l2tie", "0.0.1", "l2tie", _TIE_HOOKS)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    text = run_cli("plugins", "--creators", env=env).stdout
+    lines = text.splitlines()
+    start = lines.index(next(x for x in lines if x.startswith("conflicts (")))
+    conflicts = lines[start + 1:]
+    assert len(conflicts) == len(set(conflicts)), "a conflict line printed twice"
+    data = json.loads(run_cli("plugins", "--json", env=env).stdout)
+    assert len(conflicts) == len(data["conflicts"])
+    (tie,) = [x for x in conflicts if "L2Norm" in x]
+    assert "chose com.tie (mi-test-l2tie, prio 0) over com.example " \
+           "(mini-infer-example-l2norm, prio 0) (same priority: settled by distribution " \
+           "name)" in tie
+    ties = [c for c in data["conflicts"] if c["settled_by"] == "distribution name"]
+    assert [c["op_type"] for c in ties] == ["L2Norm"]
+    assert f"{len(conflicts) - 1} resolved by priority, 1 tie settled by distribution " \
+           "name" in text
+    rows = [x for x in lines[:start] if x.startswith("  ") and " opsets " in x]
+    assert any(x.lstrip().startswith("com.example::L2Norm") for x in rows)
+    assert len({x.index(" opsets ") for x in rows}) == 1, "columns do not line up"
+    assert len({x.index(" prio ") for x in rows}) == 1, "columns do not line up"

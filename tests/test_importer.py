@@ -88,3 +88,18 @@ def test_garbage_and_missing_files_are_import_errors(tmp_path: Path) -> None:
         mi.parse_onnx(str(bad))
     with pytest.raises(ModelImportError, match="does not exist"):
         mi.parse_onnx(str(tmp_path / "nope.onnx"))
+
+
+@pytest.mark.parametrize("content", [b"", b"\x08\x07"], ids=["empty", "two-bytes"])
+def test_a_file_without_a_graph_is_a_model_import_error(tmp_path: Path, content: bytes) -> None:
+    """An empty or truncated file parses as an empty ModelProto (protobuf accepts it): it
+    must not build into an engine of no nodes (issue 29, item 3)."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(content)
+    assert not onnx.load_from_string(content).HasField("graph")  # what onnx makes of it
+    with pytest.raises(ModelImportError, match="no graph in the file"):
+        mi.parse_onnx(str(path))
+    with pytest.raises(ModelImportError, match="no graph in the file"):
+        mi.InferenceSession(str(path))
+    with pytest.raises(ModelImportError, match="no graph in the model given"):
+        mi.InferenceSession(content)

@@ -283,24 +283,162 @@ def test_cli_batch_on_a_folder_of_npy_files_with_an_onnx_model(
                                atol=1e-6)
 
 
-@pytest.mark.slow
-def test_cli_batch_blocking_a_plugin_fails_on_the_workers_with_one_error_line(
-        ray_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``-p no:DIST`` reaches the actors; their start-up failure is the CLI's one error line
-    with the hint (unblock it), exit status 2."""
+# -- issue 29, items 2 and 6: what `mini-infer batch` checks before Ray starts -----------------
+
+@pytest.fixture
+def no_ray_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI must fail before it starts (or joins) Ray: starting it fails the test."""
+    from mini_infer_core.cli import batch
+
+    def refuse(address: str | None) -> bool:
+        raise AssertionError("Ray was started before the mistake was found")
+
+    monkeypatch.setattr(batch, "_start_ray", refuse)
+
+
+def _batch_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """``mini-infer batch ...`` in this process: exit 2, stderr one error (the loader's
+    message about missing plugins spans a few lines, as in `run`), no tracebacks of Ray
+    workers, no colour codes; the error, its lines joined."""
     from mini_infer_core.cli.main import main
 
+    assert main(["batch", *argv]) == 2
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines[0].startswith("mini-infer: error: ") and len(lines) <= 4, err
+    assert "Traceback" not in err and "\x1b[" not in err and "mini-infer: error:" not in \
+        "".join(lines[1:]), err
+    return " ".join(lines)
+
+
+def _parquet(path: Path, column: str, rows: int = BATCH) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = pa.FixedSizeListArray.from_arrays(pa.array(_images(rows).reshape(-1)), 3 * 8 * 8)
+    pq.write_table(pa.table({"id": np.arange(rows), column: flat}), path)
+    return path
+
+
+def test_cli_batch_blocking_a_plugin_is_one_error_line_before_ray_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_start: None) -> None:
+    """``-p no:DIST``: the engine is loaded here with the command's plugins first, so the
+    blocked plugin is the one error line with the hint (unblock it), not a failure of every
+    worker (issue 29, item 6)."""
     engine = tmp_path / "l2.engine"
     mi.InferenceSession(_l2norm_model()).save_engine(engine)
     (tmp_path / "npy").mkdir()
     np.save(tmp_path / "npy" / "rows.npy", np.ones((BATCH, 8), np.float32))
-    assert main(["batch", str(engine), "--input", str(tmp_path / "npy"), "--output",
-                 str(tmp_path / "out"), "-p", f"no:{L2NORM_DIST}"]) == 2
-    err = capsys.readouterr().err
-    line = next(x for x in err.splitlines() if x.startswith("mini-infer: error:"))
-    assert "MiniInferError: the run on Ray failed (ActorDiedError): PluginNotFoundError: " \
-        "Ray worker" in line
-    assert f"{L2NORM_DIST} 0.1.0 is installed but blocked" in err
+    line = _batch_error(capsys, str(engine), "--input", str(tmp_path / "npy"), "--output",
+                        str(tmp_path / "out"), "-p", f"no:{L2NORM_DIST}")
+    assert "PluginNotFoundError: " in line
+    assert f"{L2NORM_DIST} 0.1.0 is installed but blocked" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_batch_missing_column_is_found_before_ray_with_the_cli_hint(
+        small_cnn: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        no_ray_start: None) -> None:
+    onnx.save(small_cnn, str(tmp_path / "cnn.onnx"))
+    data = _parquet(tmp_path / "in.parquet", "image")
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", str(tmp_path / "out"))
+    assert "InputError: --input " in line
+    assert "engine input 'x' reads column 'x', which the data lacks (its columns: id, " \
+           "image); choose the column with --column x=COLUMN" in line
+    assert "input_columns" not in line  # the Python API's spelling is no use here
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", str(tmp_path / "out"), "--column", "x=picture")
+    assert "reads column 'picture', which the data lacks" in line
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", str(tmp_path / "out"), "--column", "q=image")
+    assert "--column 'q=image': 'q' is not an input of the engine; its inputs are 'x'" in line
+
+
+def test_cli_batch_output_that_cannot_be_written_is_found_before_ray(
+        small_cnn: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        no_ray_start: None) -> None:
+    onnx.save(small_cnn, str(tmp_path / "cnn.onnx"))
+    data = _parquet(tmp_path / "in.parquet", "x")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", str(afile))
+    assert f"InputError: --output {afile}: is a file, not a folder" in line
+    # /proc takes no new files, whoever runs the tests (root included)
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", "/proc/scores")
+    assert "InputError: --output /proc/scores: cannot write the Parquet files there: folder " \
+           "/proc is not writable" in line
+
+
+def test_cli_batch_on_cuda_without_a_gpu_fails_at_once(
+        small_cnn: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        no_ray_start: None) -> None:
+    """Ray would wait forever for a GPU ("pending: 1 CPU, 1 GPU"); the CLI says what `run`
+    says instead (issue 29, item 2)."""
+    from mini_infer_core.registry import discover
+
+    cuda = discover().get_device("cuda")
+    if cuda is not None and cuda.availability()[0]:
+        pytest.skip("this machine has a usable GPU: the cuda device is available")
+    onnx.save(small_cnn, str(tmp_path / "cnn.onnx"))
+    data = _parquet(tmp_path / "in.parquet", "x")
+    line = _batch_error(capsys, str(tmp_path / "cnn.onnx"), "--input", str(data),
+                        "--output", str(tmp_path / "out"), "--device", "cuda")
+    assert "DeviceError: --device cuda: device 'cuda', which is unavailable here: " in line
+
+
+# -- issue 29, item 1: infer() leaves a CPU for the dataset's reads and writes ----------------
+
+@pytest.mark.slow
+def test_resources_are_fitted_to_the_cluster(ray_address: str) -> None:
+    """On the module's 2-CPU instance: two actors of one CPU would leave none for reading
+    and writing (each then gets 0.5); one actor fits; GPUs it lacks are an error at once."""
+    from mini_infer_core.ray._infer import fit_resources
+
+    cpus, note = fit_resources(2, 1.0, None)
+    assert cpus == 0.5 and note is not None and "each worker reserves 0.5 CPU" in note
+    assert fit_resources(1, 1.0, None) == (1.0, None)
+    with pytest.raises(mi.DeviceError, match=r"device 'cuda', which is unavailable here: 1 "
+                       r"worker\(s\) x 1 GPU need 1 GPU\(s\), the Ray cluster has 0"):
+        fit_resources(1, 1.0, 1.0)
+
+
+_DOC_EXAMPLE = """
+import sys
+import ray
+import pyarrow.parquet as pq
+from mini_infer_core.ray import infer
+
+address, source, model, output = sys.argv[1:]
+ray.init(address=address, log_to_driver=False)
+ray.data.DataContext.get_current().enable_progress_bars = False
+ds = ray.data.read_parquet(source)
+out = infer(ds, model, workers=2, batch_size=8)   # docs/distributed.md, no num_cpus
+out.write_parquet(output)
+print(pq.read_table(output).num_rows)
+"""
+
+
+@pytest.mark.slow
+def test_infer_with_two_workers_on_two_cpus_reads_and_writes(
+        ray_address: str, small_cnn: onnx.ModelProto, tmp_path: Path) -> None:
+    """docs/distributed.md's example, read_parquet -> infer(workers=2) -> write_parquet, on
+    2 CPUs: it used to wait forever (the two actors held both CPUs the read and write tasks
+    need). In another process, so that a hang is a timeout, not a stuck test run."""
+    onnx.save(small_cnn, str(tmp_path / "cnn.onnx"))
+    source = _parquet(tmp_path / "in.parquet", "x", rows=2 * BATCH)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _DOC_EXAMPLE, ray_address, str(source),
+             str(tmp_path / "cnn.onnx"), str(tmp_path / "out")],
+            capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.fail("infer(workers=2) on 2 CPUs did not finish in 240 s (the pool holds "
+                    "every CPU: the read and write tasks wait forever)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == str(2 * BATCH)
 
 
 @pytest.mark.slow
@@ -321,3 +459,43 @@ def test_actor_threads_follow_the_cpus_ray_gives_it(ray_address: str,
     num_threads, pools = ray.get(actor.__ray_call__.remote(threads))
     assert num_threads == 1 and pools and set(pools) == {1}  # 2 cores, 1 given
     ray.kill(actor)
+
+
+_TWIN_HOOKS = '''
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+
+@hookimpl
+def mini_infer_creators():
+    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
+                              op_type="L2Norm", domain="com.example", plugin_version="1",
+                              namespace="com.example", field_names=("epsilon", "axis"),
+                              devices=("cpu",))]
+'''
+
+
+@pytest.mark.slow
+def test_cli_batch_worker_failure_is_the_error_without_ray_tracebacks(
+        ray_address: str, tmp_path: Path) -> None:
+    """A plugin the driver has and the workers lack (a distribution on the driver's
+    PYTHONPATH only, the example's own blocked by -p): the actors fail at start; stderr has
+    the command's error with the pip line, not Ray Data's stack traces (issue 29, item 6)."""
+    from helpers import install_plugin_module
+
+    site = tmp_path / "site"
+    install_plugin_module(site, "mi-test-l2twin", "0.0.7", "l2twin", _TWIN_HOOKS)
+    onnx.save(_l2norm_model(), str(tmp_path / "l2.onnx"))
+    (tmp_path / "npy").mkdir()
+    np.save(tmp_path / "npy" / "rows.npy", np.ones((BATCH, 8), np.float32))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mini_infer_core.cli.main", "batch", str(tmp_path / "l2.onnx"),
+         "--input", str(tmp_path / "npy"), "--output", str(tmp_path / "out"), "--address",
+         ray_address, "-p", f"no:{L2NORM_DIST}"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Full stack trace" not in proc.stderr, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("mini-infer: error:")]
+    assert "the run on Ray failed (ActorDiedError): PluginNotFoundError: Ray worker" in line
+    assert "pip install mi-test-l2twin==0.0.7" in proc.stderr

@@ -15,9 +15,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._debug import install_from_env as _install_debug_logging
 from ._version import __version__
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+
+_install_debug_logging()  # MINI_INFER_DEBUG=1/2: lifecycle logging on stderr
 
 if TYPE_CHECKING:
     from .builder import Builder, BuilderConfig, OptimizationProfile, build_engine

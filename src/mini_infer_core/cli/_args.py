@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["check_input_names", "check_output_path", "check_pins", "feeds", "load_npy",
-           "parse_pins", "parse_shapes"]
+__all__ = ["check_input_names", "check_numbers", "check_output_dir", "check_output_path",
+           "check_pins", "feeds", "load_npy", "parse_pins", "parse_shapes"]
 
 
 def parse_shapes(items: Iterable[str]) -> dict[str, tuple[int, ...]]:
@@ -81,6 +82,18 @@ def check_pins(pins: dict[str, str], operators: Iterable[str]) -> None:
                          f"model does not use; its operators are {', '.join(sorted(ops))}")
 
 
+def _cannot_write_in(folder: Path) -> str | None:
+    """Why no file can be created in ``folder`` (None where one can): tried with a file that
+    is removed at once, as permission bits do not tell for root or a read-only mount."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".mini-infer-probe-")
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
 def check_output_path(path: str, option: str = "-o", what: str = "engine") -> None:
     """The folder of a file to write (an engine, a trace) exists and is writable (checked
     before a build that may take minutes)."""
@@ -91,9 +104,40 @@ def check_output_path(path: str, option: str = "-o", what: str = "engine") -> No
     if not folder.is_dir():
         raise InputError(f"{option} {path}: cannot write the {what} there: folder {folder} "
                          "does not exist (create it first)")
-    if not os.access(folder, os.W_OK):
+    why = _cannot_write_in(folder)
+    if why is not None:
         raise InputError(f"{option} {path}: cannot write the {what} there: folder {folder} is "
-                         "not writable")
+                         f"not writable ({why})")
+
+
+def check_output_dir(path: str, option: str, what: str) -> None:
+    """A folder to write ``what`` into (created later where missing) is not a file, and its
+    nearest existing folder takes new files: checked before any work, so that a run of
+    minutes does not end in an error about where its results go."""
+    target = Path(path)
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        named = "is a file" if existing == target else f"lies under {existing}, a file"
+        raise InputError(f"{option} {path}: {named}, not a folder; give a folder for the "
+                         f"{what} (created if missing)")
+    why = _cannot_write_in(existing)
+    if why is not None:
+        where = "the folder" if existing == target else f"folder {existing}"
+        raise InputError(f"{option} {path}: cannot write the {what} there: {where} is not "
+                         f"writable ({why}); give a folder you can write to")
+
+
+def check_numbers(args: Any) -> None:
+    """The counts and seeds a command takes (those it declares): ``--iterations`` and
+    ``--threads`` at least 1, ``--warmup`` and ``--seed`` at least 0."""
+    least = {"iterations": 1, "threads": 1, "warmup": 0, "seed": 0}
+    for name, low in least.items():
+        value = getattr(args, name, None)
+        if value is not None and value < low:
+            why = " (NumPy's random generator takes seeds >= 0)" if name == "seed" else ""
+            raise InputError(f"--{name} {value}: must be at least {low}{why}")
 
 
 def feeds(args: Any, engine: Any) -> dict[str, np.ndarray[Any, Any]]:

@@ -9,7 +9,10 @@ from ..registry import PluginRegistry
 __all__ = ["operators_markdown"]
 
 
-def operators_markdown(reg: PluginRegistry) -> str:
+def operators_markdown(reg: PluginRegistry, command: str = "mini-infer plugins --markdown"
+                       ) -> str:
+    """The operator table; ``command`` is the command line that generated it (named in the
+    text, so that whoever regenerates it can run the same)."""
     rows: dict[tuple[str, str], list[str]] = defaultdict(list)
     for rec in reg.creators:
         c = rec.creator
@@ -23,7 +26,7 @@ def operators_markdown(reg: PluginRegistry) -> str:
     out = [
         "# Operators",
         "",
-        "Generated from the plugin registry by `mini-infer plugins --markdown -p no:l2norm`",
+        f"Generated from the plugin registry by `{command}`",
         f"(distributions: {dists}). Do not edit by hand; `tests/test_operators_doc.py` checks",
         "that it is current.",
         "",

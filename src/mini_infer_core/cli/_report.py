@@ -12,9 +12,23 @@ if TYPE_CHECKING:  # the engine views import them; listing plugins imports no Nu
     from ..engine.engine import Engine
     from ..engine.schedule import Schedule
     from ..registry import PluginRegistry
+    from ..registry._records import Conflict
 
 __all__ = ["plugins_json", "plugins_text", "header_line", "engine_json", "engine_text",
            "summary"]
+
+
+def _conflict_json(conflict: Conflict) -> dict[str, Any]:
+    """A conflict with the opsets it is about (an operator with creators per opset range
+    has a conflict per range) and ``settled_by``: ``priority`` where the chosen creator
+    outranks every rival, ``distribution name`` where a rival has the same priority (the
+    registry's tie rule: the distribution whose name sorts first)."""
+    data = conflict.to_json()
+    chosen = conflict.chosen.creator
+    top = chosen.priority
+    tie = any(o.creator.priority == top for o in conflict.others)
+    return {**data, "opsets": [chosen.min_opset, chosen.max_opset],
+            "settled_by": "distribution name" if tie else "priority"}
 
 
 def plugins_json(reg: PluginRegistry) -> dict[str, Any]:
@@ -22,7 +36,7 @@ def plugins_json(reg: PluginRegistry) -> dict[str, Any]:
         "distributions": [d.to_json() for d in reg.distributions],
         "devices": [d.to_json() for d in reg.devices],
         "creators": [c for r in reg.creators for c in r.to_json()],
-        "conflicts": [c.to_json() for c in reg.conflicts()],
+        "conflicts": [_conflict_json(c) for c in reg.conflicts()],
     }
 
 
@@ -69,7 +83,10 @@ def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
             what = {"blocked": "not imported (-p no: / MINI_INFER_BLOCK_PLUGINS)",
                     "disabled": "not loaded (autoload is off; -p NAME loads it)"}.get(
                         d["status"], d["error"] or "")
+        if d["rejected"]:
+            what += f" ({len(d['rejected'])} rejected as duplicate{'s' * (len(d['rejected']) > 1)})"
         out.append(f"  {label:<{width}}  {d['status']:<12} {what}")
+        out += [f"    rejected: {reason}" for reason in d["rejected"]]
     out.append("devices:")
     if not data["devices"]:
         out.append("  (none)")
@@ -81,26 +98,36 @@ def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
     per_dev = ", ".join(f"{sum(1 for c in rows if c['device'] == dev)} on {dev}"
                         for dev in devices)
     conflicts = data["conflicts"]
+    ties = sum(1 for c in conflicts if c["settled_by"] != "priority")
+    settled = "resolved by priority" if not ties else (
+        f"{len(conflicts) - ties} resolved by priority, {ties} tie{'s' if ties != 1 else ''} "
+        "settled by distribution name")
     summary = (f"creators: {len(rows)}{f' ({per_dev})' if per_dev else ''} for {len(ops)} "
                "operators; "
-               f"{len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} resolved by "
-               "priority")
+               f"{len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} {settled}")
     if not creators:
         out.append(summary + " (the full table: mini-infer plugins --creators, or --json)")
         return "\n".join(out)
     out.append(summary + ":")
+    ops_width = max((len(f"{c['domain']}::{c['op_type']}") for c in rows), default=0)
+    ns_width = max((len(c["namespace"]) for c in rows), default=0)
     for c in rows:
         opsets = f"{c['min_opset']}-{c['max_opset'] or ''}"
-        out.append(f"  {c['domain']}::{c['op_type']:<22} v{c['version']:<3} "
-                   f"opsets {opsets:<6} {c['namespace']:<18} {c['device']:<5} "
+        op = f"{c['domain']}::{c['op_type']}"
+        out.append(f"  {op:<{ops_width}} v{c['version']:<3} "
+                   f"opsets {opsets:<6} {c['namespace']:<{ns_width}} {c['device']:<5} "
                    f"prio {c['priority']:<3} {c['distribution']}")
     out.append(f"conflicts ({len(conflicts)}):")
     for c in conflicts:
         others = ", ".join(f"{o['namespace']} ({o['distribution']}, prio {o['priority']})"
                            for o in c["others"])
-        out.append(f"  {c['domain']}::{c['op_type']} on {c['device']}: chose "
+        why = "" if c["settled_by"] == "priority" else \
+            " (same priority: settled by distribution name)"
+        low, high = c["opsets"]
+        out.append(f"  {c['domain']}::{c['op_type']} (opsets {low}-{high or ''}) on "
+                   f"{c['device']}: chose "
                    f"{c['chosen']['namespace']} ({c['chosen']['distribution']}, prio "
-                   f"{c['chosen']['priority']}) over {others}")
+                   f"{c['chosen']['priority']}) over {others}{why}")
     return "\n".join(out)
 
 

@@ -189,6 +189,9 @@ def _cpu_requirement() -> str:
 
 def scaffold(name: str, where: Path) -> Path:
     dist, pkg = check_name(name)
+    if where.exists() and not where.is_dir():
+        raise MiniInferError(f"--dir {where}: is a file, not a folder; give the folder to "
+                             "create the package in")
     target = where / dist
     if target.exists():
         raise MiniInferError(f"{str(target)!r} already exists; choose another name or --dir")
@@ -205,6 +208,10 @@ def scaffold(name: str, where: Path) -> Path:
     }
     for rel, template in files.items():
         path = target / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(template.format(**values))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(template.format(**values))
+        except OSError as exc:
+            raise MiniInferError(f"--dir {where}: cannot create {path}: "
+                                 f"{exc.strerror or type(exc).__name__}") from None
     return target

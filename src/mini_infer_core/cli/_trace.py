@@ -66,6 +66,11 @@ def write_trace(path: str, engine: Any, ctx: Any, model: str) -> int:
                          "timing": "each slice is one step's time in a run of every step in "
                                    "turn, synchronized after each (as --profile)"}}
     tmp = f"{path}.{os.getpid()}.tmp"
-    Path(tmp).write_text(json.dumps(doc))
-    os.replace(tmp, path)
+    try:
+        Path(tmp).write_text(json.dumps(doc))
+        os.replace(tmp, path)
+    except OSError as exc:  # the temporary file is ours: the message names the trace's path
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"--trace {path}: cannot write the trace there: "
+                         f"{exc.strerror or type(exc).__name__}") from None
     return sum(1 for e in events if e["ph"] == "X")

@@ -4,13 +4,16 @@ Parquet. Ray is imported only when the command runs (it is the optional extra ``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, MiniInferError
+from ..errors import MiniInferError
 from ..registry import PluginRegistry
 
 __all__ = ["command"]
@@ -29,25 +32,21 @@ def _worker_env(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def _read(where: str) -> tuple[Any, str | None]:
-    """The dataset, and the column a .npy folder's arrays land in (None for Parquet). A URI
-    (s3://, gs://, ...) is read as Parquet by the workers; a local path is checked here."""
+def _read(where: str) -> Any:
+    """The dataset (its local path checked before Ray started): Parquet, or .npy files whose
+    arrays land in the column ``data``. A URI (s3://, gs://, ...) is read as Parquet by the
+    workers."""
     import ray.data
 
     if "://" in where:
-        return ray.data.read_parquet(where), None
+        return ray.data.read_parquet(where)
     path = Path(where)
-    if not path.exists():
-        raise InputError(f"--input {path}: no such file or folder")
     if path.is_file():
-        if path.suffix == ".npy":
-            return ray.data.read_numpy(str(path)), "data"
-        return ray.data.read_parquet(str(path)), None
+        return ray.data.read_numpy(str(path)) if path.suffix == ".npy" else \
+            ray.data.read_parquet(str(path))
     if not any(path.rglob("*.parquet")):
-        if any(path.rglob("*.npy")):
-            return ray.data.read_numpy(str(path), file_extensions=["npy"]), "data"
-        raise InputError(f"--input {path}: the folder holds neither .parquet nor .npy files")
-    return ray.data.read_parquet(str(path)), None
+        return ray.data.read_numpy(str(path), file_extensions=["npy"])
+    return ray.data.read_parquet(str(path))
 
 
 def _start_ray(address: str | None) -> bool:
@@ -57,24 +56,37 @@ def _start_ray(address: str | None) -> bool:
 
     if ray.is_initialized():
         return False
-    ray.init(address=address or "local", include_dashboard=False)
+    # the workers' output is not streamed here: a worker's failure comes back as the error
+    # of the run (one line below), not as pages of its tracebacks (they stay in Ray's logs,
+    # /tmp/ray/session_latest/logs)
+    ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
     return True
 
 
-def _cpus_per_worker(workers: int, requested: float) -> float:
-    """CPUs each actor reserves, leaving one of the cluster's for the Parquet listing, read and
-    write tasks: the actor pool starts first and would otherwise hold every CPU while those
-    tasks wait for one (a deadlock). The actors' kernel threads follow (at least one)."""
-    import ray
+class _NoErrors(logging.Filter):
+    """Drops error records: the command reports the run's failure itself, as one line."""
 
-    total = float(ray.cluster_resources().get("CPU", 0.0))  # type: ignore[no-untyped-call]
-    if total <= 1 or workers * requested <= total - 1:
-        return requested
-    shared = (total - 1) / workers
-    print(f"note: {workers} worker(s) x {requested:g} CPU would leave none of the cluster's "
-          f"{total:g} for reading and writing; each worker reserves {shared:.3g} CPU",
-          file=sys.stderr)
-    return shared
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@contextlib.contextmanager
+def _no_ray_error_traces() -> Iterator[None]:
+    """While the pipeline runs, Ray's console handlers show no errors: a worker's failure
+    would otherwise print Ray Data's stack traces (a hundred lines) before the command's own
+    line (Ray's log files keep them; its progress lines still show)."""
+    consoles = [h for name, lg in list(logging.root.manager.loggerDict.items())
+                if name.split(".")[0] == "ray" and isinstance(lg, logging.Logger)
+                for h in lg.handlers
+                if getattr(getattr(h, "stream", None), "name", "") in ("<stderr>", "<stdout>")]
+    quiet = _NoErrors()
+    for h in consoles:
+        h.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for h in consoles:
+            h.removeFilter(quiet)
 
 
 def _stop_ray() -> None:
@@ -108,23 +120,16 @@ def _rows_written(output: str) -> tuple[int, int]:
 def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     """Run ``mini-infer batch``; the result's ``text`` is what the CLI prints."""
     from ..ray import infer  # says how to install Ray where it is missing
+    from ..ray._infer import fit_resources
+    from ._batch_checks import check_before_ray
 
-    if args.workers < 1 or args.batch_size < 1:
-        raise MiniInferError("--workers and --batch-size must be at least 1")
-    columns: dict[str, str] = {}
-    for item in args.column:
-        name, _, column = item.partition("=")
-        if not column:
-            raise InputError(f"--column {item!r}: expected INPUT=COLUMN")
-        columns[name] = column
+    checked = check_before_ray(args, reg)
     output = args.output
-    if "://" not in output and Path(output).is_dir() and any(Path(output).iterdir()):
-        raise InputError(f"--output {output}: the folder is not empty; choose a new one")
     t0 = time.perf_counter()
     started = _start_ray(args.address)
     try:
         t1 = time.perf_counter()
-        dataset, npy_column = _read(args.input)
+        dataset = _read(args.input)
         # blocks of one batch, so that every worker gets some: a file read as one block
         # would go to one actor (streaming, no shuffle; Ray >= 2.4x, else as read)
         try:
@@ -132,16 +137,22 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
         except TypeError:  # pragma: no cover - older Ray Data
             pass
         env = _worker_env(args)
-        cpus = _cpus_per_worker(args.workers, args.cpus_per_worker)
-        out = infer(dataset, args.model, workers=args.workers, batch_size=args.batch_size,
-                    device=args.device, num_cpus=cpus,
-                    input_columns=columns or npy_column, drop_inputs=not args.keep_inputs,
-                    preserve_order=not args.unordered, registry=reg,
-                    runtime_env={"env_vars": env} if env else None)
-        out.write_parquet(output)
+        cpus, note = fit_resources(args.workers, args.cpus_per_worker,
+                                   1.0 if args.device == "cuda" else None)
+        if note is not None:
+            print(f"note: {note}", file=sys.stderr)
+        out = infer(dataset, checked.engine, workers=args.workers, batch_size=args.batch_size,
+                    device=args.device, num_cpus=cpus, input_columns=checked.input_columns,
+                    drop_inputs=not args.keep_inputs, preserve_order=not args.unordered,
+                    registry=reg, runtime_env={"env_vars": env} if env else None)
+        with _no_ray_error_traces():
+            out.write_parquet(output)
         t2 = time.perf_counter()
     except Exception as exc:
         failure = _ray_failure(exc)
+        if failure is None and isinstance(exc, OSError):  # pyarrow's, writing the output
+            failure = MiniInferError(f"--output {output}: cannot write the Parquet files: "
+                                     f"{type(exc).__name__}: {exc}")
         if failure is None:
             raise
         raise failure from exc

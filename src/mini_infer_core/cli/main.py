@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MiniInferError
+from ..errors import InputError, MiniInferError
 from . import _report
 from ._parser import command_of
 from ._parser import parser as _parser
@@ -26,13 +26,26 @@ __all__ = ["main"]
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
-    from ..registry import discover, reset_plugin_registry
+    """The registry of this command (``-p``); a creator rejected as a duplicate is one
+    ``mini-infer: warning:`` line (``plugins`` lists it under its distribution instead), not
+    a Python warning with a source path."""
+    import warnings
+
+    from ..registry import DuplicatePluginWarning, discover, reset_plugin_registry
 
     blocked: list[str] = []
     load: list[str] = []
     for opt in args.plugin_opts:
         (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
-    reg = discover(block=blocked, load=load)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DuplicatePluginWarning)
+        reg = discover(block=blocked, load=load)
+    for w in caught:
+        if not issubclass(w.category, DuplicatePluginWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        elif args.command != "plugins":
+            print(f"mini-infer: warning: {w.category.__name__}: {w.message} (mini-infer "
+                  "plugins lists it)", file=sys.stderr)
     reset_plugin_registry(reg)
     return reg
 
@@ -124,6 +137,8 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     from . import _args
 
+    if args.output_dir:
+        _args.check_output_dir(args.output_dir, "--output-dir", "outputs")
     t0 = time.perf_counter()
     engine = _load(args, reg)
     t1 = time.perf_counter()
@@ -135,8 +150,6 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     res: dict[str, Any] = {"model": args.model, "load_seconds": round(t1 - t0, 3),
                            "run_seconds": round(t3 - t2, 4), "outputs": {}}
     lines = [f"loaded {args.model} in {t1 - t0:.2f}s, ran in {(t3 - t2) * 1e3:.1f} ms"]
-    if args.output_dir:
-        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
     for name, arr in outs.items():
         s = _report.summary(arr)
         res["outputs"][name] = s
@@ -145,7 +158,12 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                      + (f" argmax={s['argmax']}" if "argmax" in s else ""))
         if args.output_dir:
             safe = name.replace("/", "_").replace(os.sep, "_")
-            np.save(Path(args.output_dir) / f"{safe}.npy", arr)
+            try:
+                Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+                np.save(Path(args.output_dir) / f"{safe}.npy", arr)
+            except OSError as exc:  # checked before the run; the folder changed since
+                raise MiniInferError(f"--output-dir {args.output_dir}: cannot write output "
+                                     f"{name!r}: {exc.strerror or exc}") from None
     res["text"] = "\n".join(lines)
     return res
 
@@ -228,10 +246,14 @@ def main(argv: list[str] | None = None) -> int:
 def _verbose(args: argparse.Namespace) -> int:
     import logging
 
+    from .._debug import HANDLER_NAME
+
     logger = logging.getLogger("mini_infer")
-    handler = logging.StreamHandler(sys.stderr)
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
     old_level, old_debug = logger.level, os.environ.get("MINI_INFER_DEBUG")
+    if any(h.get_name() == HANDLER_NAME for h in logger.handlers):
+        handler = logging.NullHandler()  # MINI_INFER_DEBUG's handler prints them already
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     os.environ["MINI_INFER_DEBUG"] = "2"
@@ -284,7 +306,15 @@ def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:
     elif args.markdown:
         from ._operators import operators_markdown
 
-        print(operators_markdown(reg), end="")
+        if args.json:
+            raise InputError("--markdown and --json each choose the output; give one "
+                             "(--json lists the same creators: mini-infer plugins --json)")
+        switches = ("MINI_INFER_DISABLE_PLUGIN_AUTOLOAD", "MINI_INFER_BLOCK_PLUGINS",
+                    "MINI_INFER_PLUGINS")  # they change the table as -p does
+        command = " ".join([*(f"{k}={os.environ[k]}" for k in switches if os.environ.get(k)),
+                            "mini-infer plugins --markdown",
+                            *(f"-p {opt}" for opt in args.plugin_opts)])
+        print(operators_markdown(reg, command), end="")
     elif args.json:
         print(json.dumps(_report.plugins_json(reg), indent=2))
     else:
@@ -294,6 +324,10 @@ def _plugins(args: argparse.Namespace, reg: PluginRegistry) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        if args.command != "plugins":  # (that one imports no NumPy, which _args does)
+            from . import _args
+
+            _args.check_numbers(args)
         reg = _registry(args)
         if args.command == "plugins":
             return _plugins(args, reg)
@@ -313,8 +347,9 @@ def _run(args: argparse.Namespace) -> int:
     except MiniInferError as exc:
         print(f"mini-infer: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    except FileNotFoundError as exc:
-        print(f"mini-infer: error: {exc}", file=sys.stderr)
+    except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError,
+            FileExistsError) as exc:  # a path of the environment, not a bug: one line too
+        print(f"mini-infer: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
 

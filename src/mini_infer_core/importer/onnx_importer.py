@@ -314,6 +314,11 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
     model, base = load_onnx_model(source) if split is None else (split[0], split[1].parent)
     g = model.graph
     label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
+    if not model.HasField("graph"):  # an empty or truncated file parses as an empty model
+        where = f"{label!r}: no graph in the file" if isinstance(source, (str, os.PathLike)) \
+            else "no graph in the model given"
+        raise ModelImportError(f"{where} (empty or truncated? an ONNX model holds one); check "
+                               "that the file is complete, or re-export the model")
     _text(g.name, "the graph name", label)
     _names((o.domain for o in model.opset_import), "an opset domain", label)
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)

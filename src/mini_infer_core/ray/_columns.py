@@ -88,7 +88,8 @@ def _column(batch: Mapping[str, Any], column: str, spec: IOSpec) -> Array:
     if column not in batch:
         raise InputError(
             f"engine input {spec.name!r} reads column {column!r}, which the batch lacks (its "
-            f"columns: {sorted(batch)}); map it with input_columns={{{spec.name!r}: COLUMN}}")
+            f"columns: {sorted(batch)}); map it with input_columns={{{spec.name!r}: COLUMN}} "
+            f"(mini-infer batch: --column {spec.name}=COLUMN)")
     arr = np.asarray(batch[column])
     if arr.dtype == object:  # list or ragged columns come as arrays of arrays
         try:

@@ -1,0 +1,42 @@
+"""``MINI_INFER_DEBUG=1`` / ``2``: lifecycle logging on stderr without configuring logging.
+
+The core logs on the ``mini_infer`` loggers (``mini_infer.lifecycle``, ``mini_infer.builder``)
+at DEBUG; an application that configured logging sees those records through its own handlers
+once the level allows them. Set in the environment, ``MINI_INFER_DEBUG`` lowers the level to
+DEBUG and, where no handler would show the records, adds one that writes them to stderr
+(``2`` also logs every enqueue with its shapes: :mod:`.runtime.context` reads the level)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["HANDLER_NAME", "debug_level", "install_from_env"]
+
+#: the name of the handler added here (``mini-infer -v`` adds none where it is present)
+HANDLER_NAME = "mini_infer_debug"
+
+
+def debug_level() -> int:
+    """``MINI_INFER_DEBUG`` as a number (0 where unset or not a number)."""
+    try:
+        return int(os.environ.get("MINI_INFER_DEBUG", "0").strip() or 0)
+    except ValueError:
+        return 0
+
+
+def install_from_env() -> None:
+    """Show the ``mini_infer`` loggers' DEBUG records on stderr when ``MINI_INFER_DEBUG`` is
+    1 or more (once per process; nothing to do, and logging not imported, otherwise)."""
+    if debug_level() < 1:
+        return
+    import logging
+
+    logger = logging.getLogger("mini_infer")
+    logger.setLevel(logging.DEBUG)
+    if any(h.get_name() == HANDLER_NAME for h in logger.handlers) or logger.hasHandlers():
+        return  # ours already, or the application's handlers show the records
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(HANDLER_NAME)
+    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    logger.addHandler(handler)
