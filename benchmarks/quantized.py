@@ -189,28 +189,11 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace) -> dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="the corpus (default: $MINI_INFER_QUANT or "
-                             "~/.cache/mini-infer/quantized)")
-    parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
-                        help="models to run: glob or substring of NAME.SCHEME")
-    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--blocks", type=int, default=5)
-    parser.add_argument("--block-seconds", type=float, default=0.5)
-    parser.add_argument("--max-runs", type=int, default=50)
-    parser.add_argument("--max-seconds", type=float, default=30.0)
-    parser.add_argument("--pause", type=float, default=0.2)
-    parser.add_argument("--quick", action="store_true",
-                        help="1 warm-up, 3 blocks of ~0.2 s, 0.1 s pauses")
+    zoo.add_corpus_arguments(parser, "the corpus (default: $MINI_INFER_QUANT or "
+                             "~/.cache/mini-infer/quantized)", "NAME.SCHEME")
     parser.add_argument("--no-float", action="store_true", help="leave out our float32 column")
     parser.add_argument("--no-openvino", action="store_true", help="leave out OpenVINO")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="FILE")
-    parser.add_argument("--list", action="store_true")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.warmup, args.blocks, args.block_seconds, args.pause = 1, 3, 0.2, 0.1
+    args = zoo.parse_corpus_arguments(parser, argv)
     cache = (args.cache or default_cache()).expanduser()
     models = [(n, p, m) for n, p, m in zoo.list_models(cache, args.models)
               if m.get("scheme") in SCHEMES]

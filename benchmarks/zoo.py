@@ -537,13 +537,13 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="the zoo (default: $MINI_INFER_ZOO or ~/.cache/mini-infer/zoo)")
+def add_corpus_arguments(parser: argparse.ArgumentParser, cache_help: str, name_help: str
+                         ) -> None:
+    """The options every corpus benchmark takes (this one, ``quantized.py``): where the corpus
+    is, which models, the thread counts, the timing harness, the seed and the output."""
+    parser.add_argument("--cache", type=Path, default=None, help=cache_help)
     parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
-                        help="models to run: glob or substring of NAME (arch.exporter)")
+                        help=f"models to run: glob or substring of {name_help}")
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2],
                         help="thread counts, a table each (default: 1 2)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
@@ -556,23 +556,37 @@ def main(argv: list[str] | None = None) -> int:
                              "longer than this per engine (default 30)")
     parser.add_argument("--pause", type=float, default=0.2,
                         help="seconds of rest before each engine's block (default 0.2)")
-    parser.add_argument("--memory", action="store_true",
-                        help="peak RSS column: two child processes per model")
-    parser.add_argument("--rss-timeout", type=float, default=600.0, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true",
                         help="1 warm-up, 3 blocks of ~0.2 s, 0.1 s pauses")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--list", action="store_true", help="list the cached models")
-    parser.add_argument("--rss-child", nargs=2, metavar=("ENGINE", "PATH"),
-                        help=argparse.SUPPRESS)
+
+
+def parse_corpus_arguments(parser: argparse.ArgumentParser, argv: list[str] | None
+                           ) -> argparse.Namespace:
+    """``parser``'s arguments with ``--quick`` applied and the thread counts checked."""
     args = parser.parse_args(argv)
-    if args.rss_child:
-        return rss_child(args.rss_child[0], Path(args.rss_child[1]), args.threads[0], args.seed)
     if args.quick:
         args.warmup, args.blocks, args.block_seconds, args.pause = 1, 3, 0.2, 0.1
     if any(t < 1 for t in args.threads):
         parser.error("--threads must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_corpus_arguments(parser, "the zoo (default: $MINI_INFER_ZOO or ~/.cache/mini-infer/zoo)",
+                         "NAME (arch.exporter)")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak RSS column: two child processes per model")
+    parser.add_argument("--rss-timeout", type=float, default=600.0, help=argparse.SUPPRESS)
+    parser.add_argument("--rss-child", nargs=2, metavar=("ENGINE", "PATH"),
+                        help=argparse.SUPPRESS)
+    args = parse_corpus_arguments(parser, argv)
+    if args.rss_child:
+        return rss_child(args.rss_child[0], Path(args.rss_child[1]), args.threads[0], args.seed)
 
     cache = (args.cache or default_cache()).expanduser()
     models = list_models(cache, args.models)

@@ -83,3 +83,31 @@ def make_venv(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path],
     env = Venv(path)
     env.pip("install", *(str(wheels[k]) for k in keys))
     return env
+
+
+BAD_RELU = '''
+import numpy as np
+from mini_infer_core.ops import activation
+from mini_infer_core.plugin import OnnxPluginCreator
+from mini_infer_core.registry import hookimpl
+
+
+class Relu(activation.Relu):
+    def compute(self, x, *, out, **_):
+        np.maximum(x, 0, out=out)
+        out *= 1.5  # the bug the comparison must find
+
+
+@hookimpl
+def mini_infer_creators():
+    return [OnnxPluginCreator(Relu, namespace="com.test.bad", devices=("cpu",), priority=100)]
+'''
+
+
+def install_bad_relu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A third-party distribution ``mi-test-badrelu`` whose Relu (priority 100) is wrong by a
+    factor 1.5, importable from this process; returns its site folder (for PYTHONPATH)."""
+    site = tmp_path / "site"
+    install_plugin_module(site, "mi-test-badrelu", "0.0.1", "badrelu", BAD_RELU)
+    monkeypatch.syspath_prepend(str(site))
+    return site

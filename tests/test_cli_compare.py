@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from helpers import install_plugin_module, make_model, run_cli
+from helpers import install_bad_relu, make_model, run_cli
 from onnx import TensorProto, helper
 
 from mini_infer_core.cli.compare import tensor_error
@@ -66,31 +66,10 @@ def test_cpu_matches_the_oracles_node_by_node(small_cnn: onnx.ModelProto, tmp_pa
     assert data["per_node"]["first_divergence"] is None
 
 
-_BAD_RELU = '''
-import numpy as np
-from mini_infer_core.ops import activation
-from mini_infer_core.plugin import OnnxPluginCreator
-from mini_infer_core.registry import hookimpl
-
-
-class Relu(activation.Relu):
-    def compute(self, x, *, out, **_):
-        np.maximum(x, 0, out=out)
-        out *= 1.5  # the bug the comparison must find
-
-
-@hookimpl
-def mini_infer_creators():
-    return [OnnxPluginCreator(Relu, namespace="com.test.bad", devices=("cpu",), priority=100)]
-'''
-
-
 def test_per_node_names_the_first_diverging_node_and_its_plugin(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    site = tmp_path / "site"
-    install_plugin_module(site, "mi-test-badrelu", "0.0.1", "badrelu", _BAD_RELU)
-    monkeypatch.syspath_prepend(str(site))
+    install_bad_relu(tmp_path, monkeypatch)
     path = tmp_path / "chain.onnx"
     onnx.save(_chain(), str(path))
     data = _compare(capsys, str(path), "--b", "onnxruntime", "--per-node", status=1)

@@ -15,9 +15,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import install_plugin_module, make_model, run_cli
+from helpers import install_bad_relu, install_plugin_module, make_model, run_cli
 from onnx import TensorProto, helper
-from test_cli_compare import _BAD_RELU
 
 from mini_infer_core.cli.main import main
 
@@ -80,9 +79,7 @@ def _has_op_script(tmp_path: Path, op: str) -> str:
 def test_compare_mode_finds_the_wrong_plugins_node(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    site = tmp_path / "site"
-    install_plugin_module(site, "mi-test-badrelu", "0.0.1", "badrelu", _BAD_RELU)
-    monkeypatch.syspath_prepend(str(site))
+    site = install_bad_relu(tmp_path, monkeypatch)
     path, out = tmp_path / "m.onnx", tmp_path / "reduced.onnx"
     onnx.save(_branchy(), str(path))
     data = _reduce(capsys, str(path), "-o", str(out), "--mode", "compare")
