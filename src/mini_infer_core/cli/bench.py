@@ -21,6 +21,7 @@ from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
 from ..threads import blas_info, get_num_threads, set_num_threads
+from ._report import size_text
 
 __all__ = ["bench", "bench_text", "build_for_shapes"]
 
@@ -215,8 +216,9 @@ def bench_text(r: dict[str, Any]) -> str:
              + ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
                          for b in r["blas"])]
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
-        if key in r:
-            lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
+        if key in r:  # "build: 243.2 ms", not "build seconds: 243.2 ms"
+            lines.append(f"  {key.removesuffix('_seconds').replace('_', ' ')}: "
+                         f"{r[key] * 1e3:.1f} ms")
     if r.get("tactics"):
         chosen = [t["chosen"] for t in r["tactics"].values()]
         lines.append(f"  tactics timed for {len(chosen)} node(s): " + ", ".join(
@@ -232,7 +234,7 @@ def bench_text(r: dict[str, Any]) -> str:
     for k, v in r["notes"].items():
         lines.append(f"  {k}: skipped: {v}")
     if r.get("arena_bytes") is not None:
-        lines.append(f"  arena {r['arena_bytes'] / 2**20:.1f} MiB, peak RSS "
+        lines.append(f"  arena {size_text(r['arena_bytes'])}, peak RSS "
                      f"{r['peak_rss_mib']:.0f} MiB")
     if r.get("profile"):
         lines += _profile_text(r["profile"])

@@ -115,8 +115,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     return {"engine": args.output, "bytes": size, "nodes": len(engine.nodes),
             "build_seconds": round(t1 - t0, 3), "write_seconds":
             round(time.perf_counter() - t1, 3), "memory_plan": engine.build_info["memory_plan"],
-            "text": f"wrote {args.output} ({size / 2**20:.1f} MiB, {len(engine.nodes)} nodes, "
-                    f"built in {t1 - t0:.2f}s)"}
+            "text": f"wrote {args.output} ({_report.size_text(size)}, {len(engine.nodes)} "
+                    f"nodes, built in {t1 - t0:.2f}s)"}
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
