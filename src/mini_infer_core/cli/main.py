@@ -34,7 +34,24 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
         (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
     reg = discover(block=blocked, load=load)
     reset_plugin_registry(reg)
+    _warn_unknown_plugin_names(reg, args.plugin_opts)
     return reg
+
+
+def _warn_unknown_plugin_names(reg: PluginRegistry, opts: list[str]) -> None:
+    """A ``-p [no:]NAME`` that names no installed distribution or entry point changes
+    nothing: one warning line says so (a misspelt block must not pass unnoticed)."""
+    from ..registry._discovery import _normalize
+
+    known = {_normalize(n) for d in reg.distributions
+             for n in (d.name, d.entry_point.partition("=")[0].strip())}
+    for opt in opts:
+        name = opt.removeprefix("no:")
+        if _normalize(name) not in known:
+            print(f"mini-infer: warning: -p {opt}: no installed plugin distribution or entry "
+                  f"point is named {name!r}, so it changes nothing; installed: "
+                  f"{', '.join(sorted(d.name for d in reg.distributions)) or 'none'}",
+                  file=sys.stderr)
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -57,14 +74,18 @@ def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
     from ..engine.format import is_engine_file
 
+    device = getattr(args, "device", None)
     if is_engine_file(args.model):
         from ..runtime import Runtime
+        from .bench import check_engine_device
 
-        return Runtime(reg).load_engine(args.model)
+        engine = Runtime(reg).load_engine(args.model)
+        check_engine_device(args.model, engine, device)
+        return engine
     from ..builder import BuilderConfig
     from .bench import build_for_shapes
 
-    return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
+    return build_for_shapes(reg, args.model, BuilderConfig(device=device or "cpu"),
                             _shapes(args))
 
 
