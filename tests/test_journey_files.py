@@ -1,6 +1,7 @@
-"""Issue 29, items 11, 16 and 18: the files mini-infer writes. Engines and timing caches get
-the permissions ``open()`` would give them (the umask, not ``mkstemp``'s 0600); ``--timing-cache
-FILE`` is created even when no node has tactics; the demo leaves no temporary folder behind."""
+"""Issue 29, items 11 and 16: the files mini-infer writes. Engines and timing caches get the
+permissions ``open()`` would give them (the umask, not ``mkstemp``'s 0600); ``--timing-cache
+FILE`` is created even when no node has tactics. (Item 18, the demo's temporary folder, is
+tested in test_demo.py.)"""
 
 from __future__ import annotations
 

@@ -452,13 +452,6 @@ def _chain(op: DimensionOperation, x: DimExpr) -> list[DimExpr]:
     return _chain(op, x._args[0]) + _chain(op, x._args[1])
 
 
-def _at_most(x: DimExpr, y: DimExpr) -> bool:
-    """``x <= y`` for every value of the symbols (each a dimension, >= 0), as far as
-    :meth:`DimExpr.bounds` of ``x - y`` tells."""
-    hi = DimExpr.operation(DimensionOperation.SUB, x, y).bounds()[1]
-    return hi is not None and hi <= 0
-
-
 def _min_max(op: DimensionOperation, a: DimExpr, b: DimExpr) -> DimExpr:
     """``max(a, b)`` or ``min(a, b)`` in canonical form: the arguments of nested maxes (mins)
     taken together, each once; an argument another one bounds dropped (``max(min(C, N), N)``
@@ -474,11 +467,19 @@ def _min_max(op: DimensionOperation, a: DimExpr, b: DimExpr) -> DimExpr:
     if len(values) > 1:
         args = [x for x in args if x._value is None] + [
             DimExpr(value=max(values) if is_max else min(values))]
-    kept: list[DimExpr] = []
-    for i, x in enumerate(args):  # x goes where another (kept, or still to come) decides
-        rest = kept + args[i + 1:]
-        if not any(_at_most(x, y) if is_max else _at_most(y, x) for y in rest):
-            kept.append(x)
+    kept: list[DimExpr] = []  # none of them bounded by another
+    for x in args:  # each pair's difference bounded once
+        useless, beaten = False, []
+        for y in kept:
+            lo, hi = DimExpr.operation(DimensionOperation.SUB, x, y).bounds()  # of x - y
+            x_below, y_below = hi is not None and hi <= 0, lo is not None and lo >= 0
+            if x_below if is_max else y_below:  # y is the answer wherever x would be
+                useless = True
+                break
+            if y_below if is_max else x_below:
+                beaten.append(y)
+        if not useless:
+            kept = [y for y in kept if all(y is not b for b in beaten)] + [x]
     kept.sort(key=lambda x: x._text)
     result = kept[0]
     for x in kept[1:]:
