@@ -96,10 +96,21 @@ def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser],
     cmd: argparse.ArgumentParser = sub.add_parser(name, parents=parents, help=HELP[name])
     cmd.add_argument("model")
     if device:
-        cmd.add_argument("--device", default=None,
+        cmd.add_argument("--device", default="cpu", action=_Given,
                          help="device to build an ONNX model for (default: cpu); an engine "
                               "file runs on the device it was built for")
     return cmd
+
+
+class _Given(argparse.Action):
+    """Stores the option's value and notes that it was given: ``args.device_given`` (an
+    engine file runs on its own device: a ``--device`` given for it is checked, the default
+    is not)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
 
 
 def _parents() -> tuple[argparse.ArgumentParser, ...]:

@@ -74,19 +74,24 @@ def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
     from ..engine.format import is_engine_file
 
-    device = getattr(args, "device", None)
     if is_engine_file(args.model):
         from ..runtime import Runtime
         from .bench import check_engine_device
 
         engine = Runtime(reg).load_engine(args.model)
-        check_engine_device(args.model, engine, device)
+        check_engine_device(args.model, engine, _given_device(args))
         return engine
     from ..builder import BuilderConfig
     from .bench import build_for_shapes
 
-    return build_for_shapes(reg, args.model, BuilderConfig(device=device or "cpu"),
+    return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
                             _shapes(args))
+
+
+def _given_device(args: argparse.Namespace) -> str | None:
+    """``--device`` where the command line gives it, else None (the default, cpu, is for ONNX
+    models; an engine file runs on its own device)."""
+    return args.device if getattr(args, "device_given", False) else None
 
 
 def _model_operators(network: Any) -> set[str]:
@@ -189,8 +194,9 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     if args.trace:
         _args.check_output_path(args.trace, "--trace", "trace")
-    result = bench(args.model, reg, lambda engine: _args.feeds(args, engine), device=args.device,
-                   warmup=args.warmup, iterations=args.iterations, compare=args.compare,
+    result = bench(args.model, reg, lambda engine: _args.feeds(args, engine),
+                   device=_given_device(args), warmup=args.warmup, iterations=args.iterations,
+                   compare=args.compare,
                    threads=args.threads, time_tactics=not args.no_tactic_timing,
                    profile=args.profile, graphs=args.cuda_graph, input_shapes=_shapes(args),
                    trace=args.trace)
