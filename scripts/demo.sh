@@ -7,7 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 MODEL="$(.venv/bin/python scripts/identify_files.py --model)"
-OUT="${DEMO_DIR:-$(mktemp -d)}"
+if [ -n "${DEMO_DIR:-}" ]; then  # the engine file stays there
+    OUT="$DEMO_DIR"
+else  # a temporary folder, removed however the demo ends
+    OUT="$(mktemp -d)"
+    trap 'rm -rf "$OUT"' EXIT
+fi
 echo "== mini-infer plugins"
 .venv/bin/mini-infer plugins
 echo "== mini-infer build $MODEL"

@@ -6,13 +6,14 @@ import dataclasses
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 
+from ._providers import Providers, providers_of, resolve
 from .builder import Builder, BuilderConfig
 from .engine.engine import Engine
 from .engine.format import ENGINE_MAGIC, is_engine_file
@@ -86,11 +87,36 @@ class InferenceSession:
     thread gets its own execution context. A model whose shapes can be worked out only for
     given input shapes (:class:`~mini_infer_core.errors.InputShapesRequired`) is built for
     the shapes of each run, once per set of shapes (``engine`` is then None).
+
+    onnxruntime's arguments are accepted, so that code written for it runs unchanged:
+    ``InferenceSession(path, sess_options, providers, provider_options)``. The first provider
+    usable here picks the device (``CPUExecutionProvider``: cpu, ``CUDAExecutionProvider``:
+    cuda); others are skipped with a warning, as onnxruntime does (``_providers.py``).
+    ``sess_options`` (an onnxruntime ``SessionOptions``) is accepted and not applied: the
+    builder decides what onnxruntime's options tune, and thread pools are process-wide
+    (``mini_infer_core.threads.set_num_threads``).
     """
 
     def __init__(self, path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
-                 device: str = "cpu", *, config: BuilderConfig | None = None,
+                 device: str | Any = None, providers: Providers | None = None,
+                 provider_options: Sequence[Mapping[str, Any]] | None = None, *,
+                 sess_options: Any = None, config: BuilderConfig | None = None,
                  registry: PluginRegistry | None = None) -> None:
+        if device is not None and not isinstance(device, str):  # onnxruntime's sess_options
+            if sess_options is not None:
+                raise InputError("sess_options is given twice (the second argument and "
+                                 "sess_options=)")
+            sess_options, device = device, None
+        self._sess_options = sess_options
+        self._provider_options: dict[str, dict[str, str]] = {}
+        if providers is not None or provider_options is not None:
+            if device is not None:
+                raise InputError(f"device={device!r} and providers= each choose the device; "
+                                 "give one")
+            device, self._provider_options = resolve(providers or [], provider_options,
+                                                     registry)
+        device = device or "cpu"
+        self._device = config.device if config is not None else device
         self._per_shape: _PerShape | None = None
         try:
             self.engine: Engine | None = load(path_or_model, device, config=config,
@@ -124,6 +150,20 @@ class InferenceSession:
         return [NodeArg(t.name, [d if d is not None else "?" for d in t.shape or []],
                         t.value_kind.type_string(t.dtype))
                 for t in infos]
+
+    def get_providers(self) -> list[str]:
+        """onnxruntime's names of the devices this session runs on: its own, then the CPU's
+        (``["CUDAExecutionProvider", "CPUExecutionProvider"]`` on cuda)."""
+        return providers_of(self.engine.device_name if self.engine is not None
+                            else self._device)
+
+    def get_provider_options(self) -> dict[str, dict[str, str]]:
+        """The options given with ``providers``/``provider_options``, by provider name."""
+        return {name: dict(options) for name, options in self._provider_options.items()}
+
+    def get_session_options(self) -> Any:
+        """The ``sess_options`` given (None where none was)."""
+        return self._sess_options
 
     def get_inputs(self) -> list[NodeArg]:
         return self._declared(outputs=False)

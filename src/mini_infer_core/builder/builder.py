@@ -154,7 +154,8 @@ class Builder:
         if state.config.time_tactics and state.info["device_available"]:
             cache = open_timing_cache(config.timing_cache)
             state.info["tactics"] = time_tactics(engine, cache)
-            if cache is not None and cache.added and cache.path is not None:
+            if cache is not None and cache.path is not None and (
+                    cache.added or not cache.path.exists()):  # "created if missing"
                 cache.save()
         # the engine the timing ran and what its runs left in cycles go first, so that each
         # imported layout is freed as its packed one is made
@@ -215,7 +216,7 @@ class Builder:
                                  "the model; declare it")
             if not ti.value_kind.is_tensor:
                 if ti.name in config.input_shapes:
-                    raise BuildError(f"input_shapes names {ti.name!r}, a "
+                    raise BuildError(f"a fixed shape is given for input {ti.name!r}, a "
                                      f"{ti.value_kind.type_string(ti.dtype)}: only tensor "
                                      "inputs take fixed shapes")
                 state.add_input(ti.name, ti.dtype, ti.shape, ti.value_kind)
@@ -225,8 +226,8 @@ class Builder:
                                                       config.input_shapes.get(ti.name)))
         unknown = sorted(set(config.input_shapes) - {ti.name for ti in network.inputs})
         if unknown:
-            raise BuildError(f"input_shapes names unknown input(s) {unknown}; the model's "
-                             f"inputs are {[ti.name for ti in network.inputs]}")
+            raise BuildError(f"a fixed shape is given for unknown input(s) {unknown}; the "
+                             f"model's inputs are {[ti.name for ti in network.inputs]}")
         return state
 
     @staticmethod
@@ -289,8 +290,9 @@ def _fixed(name: str, declared: list[int | str | None], shape: tuple[int, ...] |
         return declared
     if len(shape) != len(declared) or any(
             isinstance(d, int) and d != x for d, x in zip(declared, shape, strict=False)):
-        raise BuildError(f"input_shapes gives input {name!r} the shape {tuple(shape)}; the "
-                         f"model declares {declared}")
+        raise BuildError(f"input {name!r} is given the fixed shape {tuple(shape)}, which "
+                         f"does not fit the shape the model declares, {declared}: give "
+                         f"{len(declared)} dimensions, the fixed ones as declared")
     return [int(x) for x in shape]
 
 

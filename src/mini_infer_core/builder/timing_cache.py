@@ -21,11 +21,11 @@ import hashlib
 import json
 import os
 import platform
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..engine._files import temp_beside
 from ..errors import BuildError
 
 __all__ = ["TimingCache", "open_timing_cache", "host_identity"]
@@ -128,8 +128,7 @@ class TimingCache:
             raise BuildError("this timing cache has no file: give save() a path")
         text = json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                       dir=target.parent)
+            fd, tmp = temp_beside(target)  # the mode open() would give, not mkstemp's 0600
         except OSError as exc:
             raise BuildError(f"cannot write the timing cache {str(target)!r}: "
                              f"{exc.strerror or exc}") from exc

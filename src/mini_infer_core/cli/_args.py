@@ -18,6 +18,10 @@ __all__ = ["check_input_names", "check_numbers", "check_output_dir", "check_outp
            "check_pins", "feeds", "load_npy", "parse_pins", "parse_shapes"]
 
 
+#: the first bytes of every .npy file (numpy.lib.format.MAGIC_PREFIX)
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def parse_shapes(items: Iterable[str]) -> dict[str, tuple[int, ...]]:
     """``--shape NAME=D0,D1,..`` options: whole numbers >= 0, each input once."""
     shapes: dict[str, tuple[int, ...]] = {}
@@ -44,12 +48,21 @@ def load_npy(item: str) -> tuple[str, np.ndarray[Any, Any]]:
     if not name or not path:
         raise InputError(f"--input {item!r}: expected NAME=FILE.npy")
     try:
+        with open(path, "rb") as fh:
+            magic = fh.read(len(_NPY_MAGIC))
+        if magic != _NPY_MAGIC:  # np.load would try a pickle and advise allow_pickle
+            raise InputError(f"--input {item!r}: {path} is not a NumPy .npy file (it does not "
+                             "begin with .npy's magic bytes); write the array with numpy.save")
         return name, np.load(path, allow_pickle=False)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise InputError(f"--input {item!r}: no such file {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"--input {item!r}: {path} is a folder, not a .npy file") from None
     except (OSError, ValueError) as exc:
-        raise InputError(f"--input {item!r}: {path} is not a NumPy .npy file "
-                         f"({type(exc).__name__}: {exc})") from None
+        why = ("it holds Python objects, which are never unpickled: save a numeric array"
+               if "pickle" in str(exc) else f"{type(exc).__name__}: {exc}")
+        raise InputError(f"--input {item!r}: {path} is not a NumPy .npy file that can be "
+                         f"read ({why})") from None
 
 
 def check_input_names(option: str, given: Iterable[str], valid: Iterable[str]) -> None:

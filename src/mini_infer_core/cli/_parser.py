@@ -98,8 +98,21 @@ def _model_command(sub: Any, name: str, parents: list[argparse.ArgumentParser],
     cmd: argparse.ArgumentParser = sub.add_parser(name, parents=parents, help=HELP[name])
     cmd.add_argument("model")
     if device:
-        cmd.add_argument("--device", default="cpu")
+        cmd.add_argument("--device", default="cpu", action=_Given,
+                         help="device to build an ONNX model for (default: cpu); an engine "
+                              "file runs on the device it was built for")
     return cmd
+
+
+class _Given(argparse.Action):
+    """Stores the option's value and notes that it was given: ``args.device_given`` (an
+    engine file runs on its own device: a ``--device`` given for it is checked, the default
+    is not)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
 
 
 def _parents() -> tuple[argparse.ArgumentParser, ...]:
@@ -149,7 +162,8 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     bn = _model_command(sub, "bench", parents)
     bn.add_argument("--compare", action="append", default=[], metavar="TARGET",
-                    help="also time onnxruntime or reference (onnx ReferenceEvaluator)")
+                    help="also time onnxruntime or reference (onnx ReferenceEvaluator); "
+                         "repeatable")
     bn.add_argument("--warmup", type=int, default=3)
     bn.add_argument("--iterations", type=int, default=20)
     bn.add_argument("--threads", type=int, default=None,
@@ -198,8 +212,9 @@ def _compare(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="the second side: a mini-infer device (cuda, ...), onnxruntime or "
                         "reference (onnx's ReferenceEvaluator); default: onnxruntime")
     c.add_argument("--rtol", type=float, default=1e-3,
-                   help="relative tolerance (default 1e-3): |a-b| <= atol + rtol*|b|")
-    c.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
+                   help="relative tolerance, >= 0 (default 1e-3): |a-b| <= atol + rtol*|b|")
+    c.add_argument("--atol", type=float, default=1e-4,
+                   help="absolute tolerance, >= 0 (default 1e-4)")
     flags(c, per_node="compare every node's outputs and name the first that diverges")
 
 

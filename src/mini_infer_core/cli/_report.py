@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the engine views import them; listing plugins imports no Nu
     from ..registry._records import Conflict
 
 __all__ = ["plugins_json", "plugins_text", "header_line", "engine_json", "engine_text",
-           "summary"]
+           "size_text", "summary"]
 
 
 def _conflict_json(conflict: Conflict) -> dict[str, Any]:
@@ -175,11 +175,11 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
         out.append(f"  {n['name']:<28} {n['op_type']:<18} {n['plugin']} v{n['plugin_version']}"
                    f" [{n['device']}, {n['distribution']}] ({ins}) -> ({outs})")
     c = data["constants"]
-    out.append(f"constants: {c['count']} tensors, {c['bytes'] / 2**20:.2f} MiB")
+    out.append(f"constants: {c['count']} tensors, {size_text(c['bytes'])}")
     mp = data["memory_plan"]
     if mp:
-        out.append(f"memory plan: peak {mp['planned_peak_bytes'] / 2**20:.2f} MiB for "
-                   f"{mp['tensors']} buffers, naive sum {mp['naive_bytes'] / 2**20:.2f} MiB "
+        out.append(f"memory plan: peak {size_text(mp['planned_peak_bytes'])} for "
+                   f"{mp['tensors']} buffers, naive sum {size_text(mp['naive_bytes'])} "
                    f"({mp['saving']:.0%} saved)")
     else:
         out.append("memory plan: made at run time (dynamic input shapes)")
@@ -197,3 +197,16 @@ def summary(arr: np.ndarray[Any, Any]) -> dict[str, Any]:
         if arr.ndim >= 1 and arr.shape[-1] > 1 and arr.dtype.kind == "f":
             out["argmax"] = np.argmax(arr.reshape(-1, arr.shape[-1]), axis=-1)[:8].tolist()
     return out
+
+
+def size_text(nbytes: float) -> str:
+    """A size as a person reads it: ``512 bytes``, ``12.3 KiB``, ``4.56 MiB``, ``1.20 GiB``
+    (a small engine is not "0.0 MiB")."""
+    if nbytes < 1024:
+        return f"{int(nbytes)} bytes"
+    value, unit = nbytes / 2**10, "KiB"
+    for bigger in ("MiB", "GiB"):
+        if value < 1000:
+            break
+        value, unit = value / 2**10, bigger
+    return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"

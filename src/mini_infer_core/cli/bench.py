@@ -16,13 +16,17 @@ from typing import Any
 
 from ..builder import Builder, BuilderConfig
 from ..engine.format import is_engine_file
-from ..errors import InputShapesRequired
+from ..errors import InputError, InputShapesRequired
 from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
 from ..threads import blas_info, get_num_threads, set_num_threads
+from ._report import size_text
 
-__all__ = ["bench", "bench_text", "build_for_shapes"]
+__all__ = ["bench", "bench_text", "build_for_shapes", "check_engine_device"]
+
+#: what ``--compare`` can time beside mini-infer
+COMPARE_TARGETS = ("onnxruntime", "reference")
 
 
 def build_for_shapes(registry: PluginRegistry, model: str | bytes | Any, config: BuilderConfig,
@@ -38,6 +42,17 @@ def build_for_shapes(registry: PluginRegistry, model: str | bytes | Any, config:
                                       f"--input NAME=FILE.npy") from None
         return Builder(registry).build_engine(network, dataclasses.replace(
             config, input_shapes=shapes))
+
+
+def check_engine_device(path: str, engine: Any, device: str | None) -> None:
+    """An engine file runs on the device it was built for: a ``--device`` naming another is
+    an error, not silently ignored."""
+    if device is not None and device != engine.device_name:
+        raise InputError(
+            f"--device {device}: {path} is an engine built for device "
+            f"{engine.device_name!r}, and an engine runs on the device it was built for; "
+            f"build one for {device} from the ONNX model (mini-infer build MODEL.onnx "
+            f"--device {device} -o FILE), or leave out --device")
 
 
 def _stats(times: list[float]) -> dict[str, float]:
@@ -106,7 +121,7 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
         except Exception as exc:  # noqa: BLE001 - the evaluator refuses the model: say why
             return f"onnx's ReferenceEvaluator cannot load the model: {_first_line(exc)}"
         return lambda feeds: ref.run(None, feeds)
-    return f"unknown comparison target {name!r} (onnxruntime, reference)"
+    raise InputError(f"unknown comparison target {name!r} ({', '.join(COMPARE_TARGETS)})")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -115,22 +130,31 @@ def _first_line(exc: BaseException) -> str:
 
 
 def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[str, Any]], *,
-          device: str = "cpu", warmup: int = 3, iterations: int = 20,
+          device: str | None = None, warmup: int = 3, iterations: int = 20,
           compare: list[str] | None = None, threads: int | None = None,
           time_tactics: bool = True, profile: bool = False, graphs: bool = False,
           input_shapes: dict[str, tuple[int, ...]] | None = None,
           trace: str | None = None) -> dict[str, Any]:
+    """Time ``model`` (an ONNX model built for ``device``, default cpu, or an engine file,
+    which runs on its own device) and the ``compare`` targets (:data:`COMPARE_TARGETS`)."""
+    unknown = [name for name in compare or [] if name not in COMPARE_TARGETS]
+    if unknown:
+        raise InputError(f"--compare {unknown[0]}: not a target bench can time; the targets "
+                         f"are {', '.join(COMPARE_TARGETS)}")
     set_num_threads(threads)
-    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads()}
+    out: dict[str, Any] = {"model": model, "device": device or "cpu",
+                           "threads": get_num_threads()}
     is_engine = is_engine_file(model)
     if is_engine:
         t0 = time.perf_counter()
         engine = Runtime(registry).load_engine(model)
         out["load_seconds"] = time.perf_counter() - t0
+        check_engine_device(model, engine, device)
+        out["device"] = engine.device_name
     else:
         t0 = time.perf_counter()
         built = build_for_shapes(registry, model, BuilderConfig(
-            device=device, time_tactics=time_tactics), input_shapes or {})
+            device=device or "cpu", time_tactics=time_tactics), input_shapes or {})
         out["build_seconds"] = time.perf_counter() - t0
         out["tactics"] = built.build_info.get("tactics", {})
         with tempfile.TemporaryDirectory() as tmp:
@@ -215,8 +239,9 @@ def bench_text(r: dict[str, Any]) -> str:
              + ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
                          for b in r["blas"])]
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
-        if key in r:
-            lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
+        if key in r:  # "build: 243.2 ms", not "build seconds: 243.2 ms"
+            lines.append(f"  {key.removesuffix('_seconds').replace('_', ' ')}: "
+                         f"{r[key] * 1e3:.1f} ms")
     if r.get("tactics"):
         chosen = [t["chosen"] for t in r["tactics"].values()]
         lines.append(f"  tactics timed for {len(chosen)} node(s): " + ", ".join(
@@ -232,7 +257,7 @@ def bench_text(r: dict[str, Any]) -> str:
     for k, v in r["notes"].items():
         lines.append(f"  {k}: skipped: {v}")
     if r.get("arena_bytes") is not None:
-        lines.append(f"  arena {r['arena_bytes'] / 2**20:.1f} MiB, peak RSS "
+        lines.append(f"  arena {size_text(r['arena_bytes'])}, peak RSS "
                      f"{r['peak_rss_mib']:.0f} MiB")
     if r.get("profile"):
         lines += _profile_text(r["profile"])

@@ -238,6 +238,10 @@ def command(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     from ..engine.format import is_engine_file
 
+    for option, tol in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if not tol >= 0:  # NaN too
+            raise InputError(f"{option} {tol:g}: a tolerance is a number >= 0 (|a-b| <= atol "
+                             "+ rtol*|b|); 0 asks for equal values")
     if is_engine_file(args.model):
         raise InputError(f"{args.model} is an engine file; compare needs the ONNX model it was "
                          "built from (each side builds its own)")

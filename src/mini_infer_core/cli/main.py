@@ -47,7 +47,24 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
             print(f"mini-infer: warning: {w.category.__name__}: {w.message} (mini-infer "
                   "plugins lists it)", file=sys.stderr)
     reset_plugin_registry(reg)
+    _warn_unknown_plugin_names(reg, args.plugin_opts)
     return reg
+
+
+def _warn_unknown_plugin_names(reg: PluginRegistry, opts: list[str]) -> None:
+    """A ``-p [no:]NAME`` that names no installed distribution or entry point changes
+    nothing: one warning line says so (a misspelt block must not pass unnoticed)."""
+    from ..registry._discovery import _normalize
+
+    known = {_normalize(n) for d in reg.distributions
+             for n in (d.name, d.entry_point.partition("=")[0].strip())}
+    for opt in opts:
+        name = opt.removeprefix("no:")
+        if _normalize(name) not in known:
+            print(f"mini-infer: warning: -p {opt}: no installed plugin distribution or entry "
+                  f"point is named {name!r}, so it changes nothing; installed: "
+                  f"{', '.join(sorted(d.name for d in reg.distributions)) or 'none'}",
+                  file=sys.stderr)
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -72,13 +89,22 @@ def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
 
     if is_engine_file(args.model):
         from ..runtime import Runtime
+        from .bench import check_engine_device
 
-        return Runtime(reg).load_engine(args.model)
+        engine = Runtime(reg).load_engine(args.model)
+        check_engine_device(args.model, engine, _given_device(args))
+        return engine
     from ..builder import BuilderConfig
     from .bench import build_for_shapes
 
     return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
                             _shapes(args))
+
+
+def _given_device(args: argparse.Namespace) -> str | None:
+    """``--device`` where the command line gives it, else None (the default, cpu, is for ONNX
+    models; an engine file runs on its own device)."""
+    return args.device if getattr(args, "device_given", False) else None
 
 
 def _model_operators(network: Any) -> set[str]:
@@ -128,8 +154,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     return {"engine": args.output, "bytes": size, "nodes": len(engine.nodes),
             "build_seconds": round(t1 - t0, 3), "write_seconds":
             round(time.perf_counter() - t1, 3), "memory_plan": engine.build_info["memory_plan"],
-            "text": f"wrote {args.output} ({size / 2**20:.1f} MiB, {len(engine.nodes)} nodes, "
-                    f"built in {t1 - t0:.2f}s)"}
+            "text": f"wrote {args.output} ({_report.size_text(size)}, {len(engine.nodes)} "
+                    f"nodes, built in {t1 - t0:.2f}s)"}
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
@@ -186,8 +212,9 @@ def _cmd_bench(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
 
     if args.trace:
         _args.check_output_path(args.trace, "--trace", "trace")
-    result = bench(args.model, reg, lambda engine: _args.feeds(args, engine), device=args.device,
-                   warmup=args.warmup, iterations=args.iterations, compare=args.compare,
+    result = bench(args.model, reg, lambda engine: _args.feeds(args, engine),
+                   device=_given_device(args), warmup=args.warmup, iterations=args.iterations,
+                   compare=args.compare,
                    threads=args.threads, time_tactics=not args.no_tactic_timing,
                    profile=args.profile, graphs=args.cuda_graph, input_shapes=_shapes(args),
                    trace=args.trace)

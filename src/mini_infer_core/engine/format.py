@@ -26,7 +26,6 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import EngineFormatError, EngineIntegrityError, PluginInterfaceError, node_errors
+from ._files import temp_beside
 from ._versions import check_producer, format_advice, producer_of
 
 if TYPE_CHECKING:
@@ -276,8 +276,7 @@ def serialize_engine(engine: Engine) -> bytes:
 def write_engine(engine: Engine, path: str | os.PathLike[str]) -> None:
     """Write atomically: a temporary file in the same folder, renamed when complete."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                               dir=target.parent or ".")
+    fd, tmp = temp_beside(target)  # the mode open() would give, not mkstemp's 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             _write_to(fh, engine)

@@ -37,6 +37,9 @@ def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
         except Exception as exc:
             raise ModelImportError(f"the bytes given are not an ONNX model: {exc}") from exc
     path = Path(source)
+    if path.is_dir():
+        raise ModelImportError(f"{str(path)!r} is a folder, not a model file; give the path of "
+                               "the .onnx file (or engine file) in it")
     if not path.is_file():
         raise ModelImportError(f"model file {str(path)!r} does not exist")
     try:

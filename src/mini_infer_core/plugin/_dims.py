@@ -57,7 +57,8 @@ IntLike = Union[int, "DimExpr"]
 Monomial = tuple[tuple[str, int], ...]
 #: a polynomial over atoms (symbols and operations that are not sums or products)
 Poly = dict[Monomial, int]
-_COMMUTATIVE = (DimensionOperation.MAX, DimensionOperation.MIN, DimensionOperation.EQUAL)
+_MIN_MAX = (DimensionOperation.MAX, DimensionOperation.MIN)
+_COMMUTATIVE = (*_MIN_MAX, DimensionOperation.EQUAL)
 
 
 def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
@@ -120,9 +121,13 @@ class DimExpr:
             else:
                 assert op is not None and args is not None
                 a, b = args
-                self._text = (f"{op.value}({a._text}, {b._text})" if op in (
-                    DimensionOperation.MAX, DimensionOperation.MIN,
-                    DimensionOperation.CEIL_DIV) else f"({a._text} {op.value} {b._text})")
+                if op in _MIN_MAX:  # max(a, b, c) for max(max(a, b), c)
+                    parts = ", ".join(x._text for x in (*_chain(op, a), *_chain(op, b)))
+                    self._text = f"{op.value}({parts})"
+                else:
+                    self._text = (f"{op.value}({a._text}, {b._text})"
+                                  if op is DimensionOperation.CEIL_DIV
+                                  else f"({a._text} {op.value} {b._text})")
                 self._symbols = a._symbols | b._symbols
             self._poly, self._atoms = {((self._text, 1),): 1}, {self._text: self}
 
@@ -431,18 +436,55 @@ def _simplified(op: DimensionOperation, a: DimExpr, b: DimExpr) -> DimExpr | Non
                     poly[q] = c // cb
                 return DimExpr._of_poly(poly, {**a._atoms, **b._atoms})
         return None
-    if op in (DimensionOperation.MAX, DimensionOperation.MIN):
-        if a._text == b._text:
-            return a
-        lo, hi = DimExpr.operation(DimensionOperation.SUB, a, b).bounds()  # of a - b
-        a_below, b_below = hi is not None and hi <= 0, lo is not None and lo >= 0
-        if a_below or b_below:
-            low, high = (a, b) if a_below else (b, a)
-            return high if op is DimensionOperation.MAX else low
-        return None
+    if op in _MIN_MAX:
+        return _min_max(op, a, b)
     if op is DimensionOperation.EQUAL and a._text == b._text:
         return DimExpr(value=1)
     return None
+
+
+def _chain(op: DimensionOperation, x: DimExpr) -> list[DimExpr]:
+    """The arguments of a nest of ``op`` (max or min): ``[a, b, c]`` for ``max(max(a, b), c)``;
+    ``[x]`` for anything else."""
+    if x._op is not op:
+        return [x]
+    assert x._args is not None
+    return _chain(op, x._args[0]) + _chain(op, x._args[1])
+
+
+def _min_max(op: DimensionOperation, a: DimExpr, b: DimExpr) -> DimExpr:
+    """``max(a, b)`` or ``min(a, b)`` in canonical form: the arguments of nested maxes (mins)
+    taken together, each once; an argument another one bounds dropped (``max(min(C, N), N)``
+    is ``N``, as is ``max(N, 0)`` and ``max(N - 1, N)``); the constants as one; the rest in
+    the order of their text, nested from the left (shown as ``max(a, b, c)``)."""
+    is_max = op is DimensionOperation.MAX
+    other = DimensionOperation.MIN if is_max else DimensionOperation.MAX
+    unique = {x._text: x for x in (*_chain(op, a), *_chain(op, b))}
+    # absorption: max(x, min(x, y)) is x, min(x, max(x, y)) is x
+    args = [x for x in unique.values()
+            if not (x._op is other and any(y._text in unique for y in _chain(other, x)))]
+    values = [x._value for x in args if x._value is not None]
+    if len(values) > 1:
+        args = [x for x in args if x._value is None] + [
+            DimExpr(value=max(values) if is_max else min(values))]
+    kept: list[DimExpr] = []  # none of them bounded by another
+    for x in args:  # each pair's difference bounded once
+        useless, beaten = False, []
+        for y in kept:
+            lo, hi = DimExpr.operation(DimensionOperation.SUB, x, y).bounds()  # of x - y
+            x_below, y_below = hi is not None and hi <= 0, lo is not None and lo >= 0
+            if x_below if is_max else y_below:  # y is the answer wherever x would be
+                useless = True
+                break
+            if y_below if is_max else x_below:
+                beaten.append(y)
+        if not useless:
+            kept = [y for y in kept if all(y is not b for b in beaten)] + [x]
+    kept.sort(key=lambda x: x._text)
+    result = kept[0]
+    for x in kept[1:]:
+        result = DimExpr(op=op, args=(result, x))
+    return result
 
 
 def _op_bounds(op: DimensionOperation, a: tuple[int | None, int | None],
