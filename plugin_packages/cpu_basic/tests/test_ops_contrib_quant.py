@@ -1,0 +1,443 @@
+"""onnxruntime's quantized com.microsoft operators against onnxruntime itself (which defines
+them): MatMulNBits (hand-packed weights and weights from onnxruntime's own quantizer),
+DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm, QLinearAdd/Mul/Sigmoid/LeakyRelu/Softmax,
+QLinearAveragePool, QLinearGlobalAveragePool and QLinearConcat -- each run through the whole
+engine (importer, builder, runtime) on one-node models, at the edges: saturation, extreme
+zero points, per-column scales, odd shapes, one-row products, empty batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mini_infer_core as mi
+
+RNG = np.random.default_rng(25)
+MS = "com.microsoft"
+f32 = np.float32
+
+
+def node_model(op: str, inputs: list[tuple[str, Any] | None], attrs: dict[str, Any] | None = None,
+               *, consts: tuple[str, ...] = (), out_type: int | None = None,
+               domain: str = MS) -> tuple[onnx.ModelProto, dict[str, Any]]:
+    """One ``op`` node; ``inputs`` (name, array) in order (None: absent); those named in
+    ``consts`` are initializers, the others graph inputs. Returns the model and its feeds."""
+    names, vinfo, inits, feeds = [], [], [], {}
+    for item in inputs:
+        if item is None:
+            names.append("")
+            continue
+        name, x = item
+        names.append(name)
+        if name in consts:
+            inits.append(numpy_helper.from_array(np.asarray(x), name))
+        else:
+            feeds[name] = x
+            vinfo.append(helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(x.dtype), list(x.shape)))
+    while names and names[-1] == "":
+        names.pop()
+    node = helper.make_node(op, names, ["y"], domain=domain, **(attrs or {}))
+    out = (helper.make_tensor_value_info("y", out_type, None) if out_type is not None
+           else onnx.ValueInfoProto(name="y"))
+    graph = helper.make_graph([node], "g", vinfo, [out], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid(MS, 1)])
+    model.ir_version = 10
+    return model, feeds
+
+
+def ort_run(model: onnx.ModelProto, feeds: dict[str, Any], level: Any = None) -> Any:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    if level is not None:
+        so.graph_optimization_level = level
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+def ours(model: onnx.ModelProto, feeds: dict[str, Any]) -> Any:
+    return mi.InferenceSession(model).run(None, feeds)[0]
+
+
+def both(model: onnx.ModelProto, feeds: dict[str, Any]) -> tuple[Any, Any]:
+    got, want = ours(model, feeds), ort_run(model, feeds)
+    assert got.shape == want.shape and got.dtype == want.dtype, (
+        got.shape, want.shape, got.dtype, want.dtype)
+    return got, want
+
+
+def close(model: onnx.ModelProto, feeds: dict[str, Any], rtol: float = 1e-5,
+          atol: float = 1e-5) -> Any:
+    got, want = both(model, feeds)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    return got
+
+
+def equal(model: onnx.ModelProto, feeds: dict[str, Any], off_by_one: float = 0.0) -> Any:
+    """Integer outputs equal to onnxruntime's; ``off_by_one``: the fraction of elements
+    allowed to differ by one quantum (float ties rounded on either side), none by more."""
+    got, want = both(model, feeds)
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max(initial=0) <= (1 if off_by_one else 0), diff.max()
+    assert np.count_nonzero(diff) <= off_by_one * diff.size, np.count_nonzero(diff)
+    return got
+
+
+def u8(*shape: int, lo: int = 0, hi: int = 256) -> Any:
+    return RNG.integers(lo, hi, size=shape).astype(np.uint8)
+
+
+def s8(*shape: int, lo: int = -128, hi: int = 128) -> Any:
+    return RNG.integers(lo, hi, size=shape).astype(np.int8)
+
+
+def floats(*shape: int, lo: float = -2.0, hi: float = 2.0) -> Any:
+    return RNG.uniform(lo, hi, size=shape).astype(f32)
+
+
+def one(v: float, dtype: Any = f32) -> Any:
+    return np.array(v, dtype)
+
+
+# -- MatMulNBits ------------------------------------------------------------------------------
+def pack(values: Any, bits: int) -> Any:
+    """uint8 values < 2**bits along the last axis, packed low bits first."""
+    per = 8 // bits
+    v = values.reshape(*values.shape[:-1], -1, per).astype(np.uint8)
+    out = np.zeros(v.shape[:-1], np.uint8)
+    for i in range(per):
+        out |= v[..., i] << np.uint8(i * bits)
+    return out
+
+
+def nbits_inputs(k: int, n: int, block: int, zp: str, bits: int = 4
+                 ) -> tuple[list[tuple[str, Any] | None], Weights]:
+    """B, scales and zero points for MatMulNBits (hand-packed), and the float weights
+    ``[K, N]`` they stand for (float64)."""
+    nb = -(-k // block)
+    top = 1 << bits
+    q = RNG.integers(0, top, size=(n, nb * block)).astype(np.uint8)
+    q[:, k:] = 0
+    scales = RNG.uniform(0.01, 0.2, size=(n, nb)).astype(f32)
+    b = pack(q, bits).reshape(n, nb, block * bits // 8)
+    zps: Any = None
+    if zp == "packed":
+        z = RNG.integers(0, top, size=(n, nb)).astype(np.uint8)
+        z[0, 0], z[-1, -1] = 0, top - 1  # extreme zero points
+        per_row = -(-nb * bits // 8)
+        zfull = np.zeros((n, per_row * 8 // bits), np.uint8)
+        zfull[:, :nb] = z
+        zps = pack(zfull, bits).reshape(-1)
+        zval = z.astype(np.float64)
+    elif zp == "float":
+        zps = RNG.uniform(0, top - 1, size=(n, nb)).astype(f32)
+        zval = zps.astype(np.float64)
+    else:
+        zval = np.full((n, nb), float(top // 2))
+    inputs: list[tuple[str, Any] | None] = [("b", b), ("scales", scales)]
+    inputs.append(None if zps is None else ("zp", zps))
+    return inputs, Weights(q[:, :k], zval, scales.astype(np.float64), block)
+
+
+class Weights:
+    """The float64 weights ``[K, N]`` that MatMulNBits' inputs stand for."""
+
+    def __init__(self, q: Any, zero: Any, scales: Any, block: int) -> None:
+        self.q, self.zero, self.scales, self.block = q, zero, scales, block
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.grouped(np.arange(self.q.shape[1]) // self.block)
+
+    def grouped(self, group: Any) -> Any:
+        """Row k of B in block ``group[k]`` (g_idx)."""
+        return ((self.q - self.zero[:, group]) * self.scales[:, group]).T
+
+
+def act_order(w: Weights, g_idx: Any) -> Any:
+    grouped = w.grouped(g_idx)
+    assert not np.allclose(grouped, np.asarray(w))  # the permutation matters
+    return grouped
+
+
+@pytest.mark.parametrize(("m", "k", "n", "block", "zp"), [
+    ((1,), 64, 8, 16, "none"),           # one row
+    ((3,), 40, 7, 16, "packed"),         # K not a multiple of the block, N odd
+    ((2, 5), 130, 33, 32, "packed"),     # odd K tail, batched A
+    ((4,), 256, 16, 64, "float"),        # zero points of A's type
+    ((2,), 200, 5, 128, "packed"),       # one block and a tail
+    ((1,), 512, 3, 256, "none"),
+    ((0,), 64, 8, 32, "packed"),         # empty batch
+])
+def test_matmul_nbits_hand_packed(m: tuple[int, ...], k: int, n: int, block: int,
+                                  zp: str) -> None:
+    quant, w = nbits_inputs(k, n, block, zp)
+    a = floats(*m, k)
+    bias = floats(n)
+    attrs = {"K": k, "N": n, "bits": 4, "block_size": block}
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant], attrs,
+                              consts=("b", "scales", "zp"))
+    got = close(model, feeds, rtol=1e-4, atol=1e-4)
+    # and the weights they stand for, in float64
+    np.testing.assert_allclose(got, a.astype(np.float64) @ np.asarray(w), rtol=1e-4,
+                               atol=1e-4)
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant, None, ("bias", bias)],
+                              attrs, consts=("b", "scales", "zp", "bias"))
+    close(model, feeds, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+def test_matmul_nbits_other_widths(bits: int) -> None:
+    k, n, block = 96, 6, 32
+    quant, w = nbits_inputs(k, n, block, "packed", bits=bits)
+    a = floats(3, k)
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant],
+                              {"K": k, "N": n, "bits": bits, "block_size": block},
+                              consts=("b", "scales", "zp"))
+    np.testing.assert_allclose(ours(model, feeds), a.astype(np.float64) @ np.asarray(w),
+                               rtol=1e-4,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("zp", ["none", "float", "packed"])
+def test_matmul_nbits_g_idx(zp: str) -> None:
+    """Act-order weights: g_idx gives each row of B its block. onnxruntime 1.2x reads packed
+    uint8 zero points wrongly when g_idx is given (even g_idx = k // block_size gives another
+    result than no g_idx), so that case is checked against the weights in float64 only."""
+    k, n, block = 64, 5, 16
+    quant, w = nbits_inputs(k, n, block, zp)
+    g_idx = RNG.permutation(np.arange(k) // block).astype(np.int32)
+    a = floats(2, k)
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant, ("g", g_idx)],
+                              {"K": k, "N": n, "bits": 4, "block_size": block},
+                              consts=("b", "scales", "zp", "g"))
+    if zp != "packed":
+        close(model, feeds, rtol=1e-4, atol=1e-4)
+    # the weights by the documented rule: row k of B takes block g_idx[k]'s scale and zero
+    np.testing.assert_allclose(ours(model, feeds), a.astype(np.float64) @ act_order(w, g_idx),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize(("k", "n", "block", "level"), [
+    (128, 32, 32, 0), (96, 17, 16, 0), (256, 48, 128, 0), (128, 32, 32, 4), (160, 9, 32, 4)])
+def test_matmul_nbits_from_onnxruntime_quantizer(symmetric: bool, k: int, n: int, block: int,
+                                                 level: int) -> None:
+    """A float MatMul quantized by onnxruntime's MatMulNBitsQuantizer."""
+    quantizer = pytest.importorskip("onnxruntime.quantization.matmul_nbits_quantizer")
+    w = floats(k, n, lo=-1, hi=1)
+    node = helper.make_node("MatMul", ["a", "w"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "a", TensorProto.FLOAT, ["M", k])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, ["M", n])], initializer=[numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    q = quantizer.MatMulNBitsQuantizer(model, block_size=block, is_symmetric=symmetric,
+                                       accuracy_level=level)
+    q.process()
+    qmodel = q.model.model
+    assert [nd.op_type for nd in qmodel.graph.node] == ["MatMulNBits"]
+    for rows in (1, 5, 0):
+        a = floats(rows, k)
+        close(qmodel, {"a": a}, rtol=1e-4, atol=2e-4)
+
+
+def test_matmul_nbits_refuses_bad_attributes() -> None:
+    quant, _ = nbits_inputs(64, 4, 16, "none")
+    for attrs in ({"bits": 3, "block_size": 16}, {"bits": 4, "block_size": 24}):
+        model, _ = node_model("MatMulNBits", [("a", floats(1, 64)), *quant],
+                              {"K": 64, "N": 4, **attrs}, consts=("b", "scales"))
+        with pytest.raises(mi.MiniInferError, match="MatMulNBits"):
+            mi.InferenceSession(model)
+    model, _ = node_model("MatMulNBits", [("a", floats(1, 60)), *quant],
+                          {"K": 64, "N": 4, "bits": 4, "block_size": 16},
+                          consts=("b", "scales"))
+    with pytest.raises(mi.MiniInferError, match="K is 64"):
+        mi.InferenceSession(model)
+
+
+# -- DynamicQuantizeMatMul, MatMulIntegerToFloat ------------------------------------------
+@pytest.mark.parametrize(("a_range", "rows"), [((-3, 5), (4,)), ((0.5, 2), (1,)),
+                                              ((-7, -1), (2, 3)), ((-1, 1), (0,))])
+@pytest.mark.parametrize(("b_type", "per_column"), [(np.int8, False), (np.int8, True),
+                                                   (np.uint8, True)])
+def test_dynamic_quantize_matmul(a_range: tuple[float, float], rows: tuple[int, ...],
+                                 b_type: Any, per_column: bool) -> None:
+    k, n = 37, 11
+    a = floats(*rows, k, lo=a_range[0], hi=a_range[1])
+    info = np.iinfo(b_type)
+    b = RNG.integers(info.min, info.max + 1, size=(k, n)).astype(b_type)
+    b[0, 0], b[1, 0] = info.min, info.max  # saturated weights
+    scale = floats(n, lo=0.001, hi=0.02) if per_column else one(0.01)
+    zp = (RNG.integers(info.min, info.max + 1, size=n).astype(b_type) if per_column
+          else np.array(info.min if b_type == np.uint8 else 0, b_type))
+    model, feeds = node_model("DynamicQuantizeMatMul",
+                              [("a", a), ("b", b), ("s", scale), ("z", zp), ("bias", floats(n))],
+                              consts=("b", "s", "z", "bias"))
+    close(model, feeds)
+    model, feeds = node_model("DynamicQuantizeMatMul", [("a", a), ("b", b), ("s", scale)],
+                              consts=("b", "s"))
+    close(model, feeds)
+
+
+@pytest.mark.parametrize(("a_type", "b_type"), [(np.uint8, np.int8), (np.int8, np.int8),
+                                                (np.uint8, np.uint8)])
+def test_matmul_integer_to_float(a_type: Any, b_type: Any) -> None:
+    k, n = 19, 9
+    ai, bi = np.iinfo(a_type), np.iinfo(b_type)
+    for rows in ((1,), (3, 2), (0,)):
+        a = RNG.integers(ai.min, ai.max + 1, size=(*rows, k)).astype(a_type)
+        b = RNG.integers(bi.min, bi.max + 1, size=(k, n)).astype(b_type)
+        inputs = [("a", a), ("b", b), ("sa", one(0.03)), ("sb", floats(n, lo=0.001, hi=0.1)),
+                  ("za", np.array(ai.max, a_type)),
+                  ("zb", RNG.integers(bi.min, bi.max + 1, size=n).astype(b_type)),
+                  ("bias", floats(n))]
+        model, feeds = node_model("MatMulIntegerToFloat", inputs,  # type: ignore[arg-type]
+                                  consts=("b", "sa", "sb", "za", "zb", "bias"))
+        close(model, feeds)
+        model, feeds = node_model("MatMulIntegerToFloat", inputs[:4],  # type: ignore[arg-type]
+                                  consts=("b", "sb"))
+        close(model, feeds)
+
+
+# -- QGemm ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("trans_a", "trans_b", "alpha"), [(0, 0, 1.0), (1, 0, 0.5),
+                                                           (0, 1, 2.0), (1, 1, 1.0)])
+@pytest.mark.parametrize("out", ["u8", "s8", "float"])
+def test_qgemm(trans_a: int, trans_b: int, alpha: float, out: str) -> None:
+    m, k, n = 5, 13, 7
+    signed = out == "s8"  # onnxruntime's QGemm gives int8 only from int8 A
+    make = s8 if signed else u8
+    a = make(k, m) if trans_a else make(m, k)
+    b = s8(n, k) if trans_b else s8(k, n)
+    c = RNG.integers(-2000, 2000, size=(n,)).astype(np.int32)
+    za = np.array(-3, np.int8) if signed else np.array(131, np.uint8)
+    inputs: list[tuple[str, Any] | None] = [
+        ("a", a), ("sa", one(0.02)), ("za", za), ("b", b),
+        ("sb", floats(n, lo=0.005, hi=0.02)), ("zb", np.zeros(n, np.int8)), ("c", c)]
+    if out != "float":
+        dtype = np.uint8 if out == "u8" else np.int8
+        inputs += [("sy", one(0.3)), ("zy", np.array(3 if out == "u8" else -120, dtype))]
+    model, feeds = node_model("QGemm", inputs, {"transA": trans_a, "transB": trans_b,
+                                                "alpha": alpha},
+                              consts=("sb", "zb", "c", "sy", "zy", "b"))
+    if out == "float":
+        close(model, feeds, rtol=1e-5, atol=1e-4)
+    else:
+        got = equal(model, feeds)
+        info = np.iinfo(got.dtype)
+        assert got.min() == info.min or got.max() == info.max  # saturation is exercised
+
+
+# -- QLinearAdd, QLinearMul -------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize(("dtype", "zps"), [(np.uint8, (0, 255, 128)), (np.uint8, (17, 3, 0)),
+                                            (np.int8, (-128, 127, 0)),
+                                            (np.int8, (5, -3, -128))])
+@pytest.mark.parametrize(("sa", "sb"), [((2, 3, 4), (2, 3, 4)), ((2, 1, 5), (3, 1)),
+                                        ((0, 4), (4,)), ((7,), ())])
+def test_qlinear_binary(op: str, dtype: Any, zps: tuple[int, int, int],
+                        sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max + 1, size=sa).astype(dtype)
+    b = RNG.integers(info.min, info.max + 1, size=sb).astype(dtype)
+    c_scale = 0.05 if op == "QLinearAdd" else 0.4
+    inputs = [("a", a), ("sa", one(0.031)), ("za", np.array(zps[0], dtype)), ("b", b),
+              ("sb", one(0.017)), ("zb", np.array(zps[1], dtype)), ("sc", one(c_scale)),
+              ("zc", np.array(zps[2], dtype))]
+    model, feeds = node_model(op, inputs,  # type: ignore[arg-type]
+                              consts=("sa", "za", "sb", "zb", "sc", "zc"))
+    equal(model, feeds, off_by_one=0.01)
+
+
+# -- table-driven unary operators ---------------------------------------------------------------
+@pytest.mark.parametrize(("op", "attrs"), [("QLinearSigmoid", {}),
+                                           ("QLinearLeakyRelu", {"alpha": 0.1}),
+                                           ("QLinearLeakyRelu", {})])
+@pytest.mark.parametrize(("dtype", "zx", "zy", "sy"), [
+    (np.uint8, 128, 0, 1 / 256), (np.uint8, 0, 255, 0.01), (np.int8, -128, -128, 1 / 256),
+    (np.int8, 127, 0, 0.05)])
+def test_qlinear_unary(op: str, attrs: dict[str, Any], dtype: Any, zx: int, zy: int,
+                       sy: float) -> None:
+    every = np.arange(256, dtype=np.uint8).view(dtype).reshape(4, 8, 8)  # all 256 values
+    inputs = [("x", every), ("sx", one(0.05)), ("zx", np.array(zx, dtype)), ("sy", one(sy)),
+              ("zy", np.array(zy, dtype))]
+    model, feeds = node_model(op, inputs, attrs,  # type: ignore[arg-type]
+                              consts=("sx", "zx", "sy", "zy"))
+    equal(model, feeds)
+
+
+@pytest.mark.parametrize(("dtype", "zy"), [(np.uint8, 0), (np.int8, -128)])
+@pytest.mark.parametrize(("shape", "axis", "opset"), [((3, 10), -1, 13), ((2, 3, 7), 1, 13),
+                                                      ((2, 3, 5), 1, 11), ((1, 1), -1, 13)])
+def test_qlinear_softmax(dtype: Any, zy: int, shape: tuple[int, ...], axis: int,
+                         opset: int) -> None:
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    inputs = [("x", x), ("sx", one(0.08)), ("zx", np.array(info.max // 2, dtype)),
+              ("sy", one(1 / 256)), ("zy", np.array(zy, dtype))]
+    model, feeds = node_model("QLinearSoftmax", inputs,  # type: ignore[arg-type]
+                              {"axis": axis, "opset": opset},
+                              consts=("sx", "zx", "sy", "zy"))
+    equal(model, feeds, off_by_one=0.05)
+
+
+# -- pooling ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3]},
+    {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "count_include_pad": 1},
+    {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1},
+])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_average_pool(channels_last: int, attrs: dict[str, Any], dtype: Any) -> None:
+    info = np.iinfo(dtype)
+    shape = (2, 7, 9, 3) if channels_last else (2, 3, 7, 9)
+    x = RNG.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    inputs = [("x", x), ("sx", one(0.1)), ("zx", np.array(info.min + 7, dtype)),
+              ("sy", one(0.07)), ("zy", np.array(info.max - 100, dtype))]
+    model, feeds = node_model("QLinearAveragePool", inputs,  # type: ignore[arg-type]
+                              {**attrs, "channels_last": channels_last},
+                              consts=("sx", "zx", "sy", "zy"))
+    equal(model, feeds, off_by_one=0.02)
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize(("dtype", "zx", "zy"), [(np.uint8, 0, 255), (np.uint8, 130, 7),
+                                                 (np.int8, -128, 127), (np.int8, 3, -5)])
+def test_qlinear_global_average_pool(channels_last: int, dtype: Any, zx: int, zy: int) -> None:
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max + 1, size=(2, 5, 6, 4)).astype(dtype)
+    inputs = [("x", x), ("sx", one(0.1)), ("zx", np.array(zx, dtype)), ("sy", one(0.03)),
+              ("zy", np.array(zy, dtype))]
+    model, feeds = node_model("QLinearGlobalAveragePool", inputs,  # type: ignore[arg-type]
+                              {"channels_last": channels_last},
+                              consts=("sx", "zx", "sy", "zy"))
+    equal(model, feeds)
+
+
+# -- QLinearConcat ------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_qlinear_concat(dtype: Any, axis: int) -> None:
+    info = np.iinfo(dtype)
+    shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
+    shapes = [tuple(s if d != axis % 3 else s + i for d, s in enumerate(sh))
+              for i, sh in enumerate(shapes)]
+    xs = [RNG.integers(info.min, info.max + 1, size=s).astype(dtype) for s in shapes]
+    params = [(0.1, info.min), (0.25, info.max), (0.1, info.min + 3)]  # first: as Y's
+    inputs: list[tuple[str, Any] | None] = [("sy", one(0.1)), ("zy", np.array(info.min, dtype))]
+    consts = ["sy", "zy"]
+    for i, (x, (s, z)) in enumerate(zip(xs, params, strict=True)):
+        inputs += [(f"x{i}", x), (f"s{i}", one(s)), (f"z{i}", np.array(z, dtype))]
+        consts += [f"s{i}", f"z{i}"]
+    model, feeds = node_model("QLinearConcat", inputs, {"axis": axis}, consts=tuple(consts))
+    equal(model, feeds)
