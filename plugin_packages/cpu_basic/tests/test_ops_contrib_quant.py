@@ -446,3 +446,31 @@ def test_qlinear_concat(dtype: Any, axis: int) -> None:
         consts += [f"s{i}", f"z{i}"]
     model, feeds = node_model("QLinearConcat", inputs, {"axis": axis}, consts=tuple(consts))
     equal(model, feeds)
+
+
+# -- float16, engine files -------------------------------------------------------------------
+def test_matmul_nbits_float16() -> None:
+    k, n, block = 96, 10, 32
+    quant, w = nbits_inputs(k, n, block, "packed")
+    quant[1] = ("scales", quant[1][1].astype(np.float16))  # type: ignore[index]
+    a = floats(3, k).astype(np.float16)
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant],
+                              {"K": k, "N": n, "bits": 4, "block_size": block},
+                              consts=("b", "scales", "zp"))
+    got = close(model, feeds, rtol=2e-2, atol=2e-2)
+    assert got.dtype == np.float16
+
+
+def test_engine_file_round_trip() -> None:
+    """Built, written, read back and run: the com.microsoft plugins serialize as any other."""
+    k, n, block = 64, 6, 16
+    quant, _ = nbits_inputs(k, n, block, "packed")
+    model, feeds = node_model("MatMulNBits", [("a", floats(2, k)), *quant],
+                              {"K": k, "N": n, "bits": 4, "block_size": block,
+                               "accuracy_level": 4}, consts=("b", "scales", "zp"))
+    engine = mi.Builder().build_engine(mi.parse_onnx(model), mi.BuilderConfig(device="cpu"))
+    loaded = mi.Runtime().deserialize_engine(engine.serialize())
+    with loaded.create_execution_context() as ctx:
+        got = ctx.execute(feeds)
+    got = got[0] if isinstance(got, (list, tuple)) else next(iter(got.values()))
+    np.testing.assert_allclose(got, ort_run(model, feeds), rtol=1e-4, atol=2e-4)
