@@ -198,6 +198,21 @@ def test_matmul_nbits_hand_packed(m: tuple[int, ...], k: int, n: int, block: int
     close(model, feeds, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(("k", "block", "zp"), [(256, 32, "packed"), (100, 16, "none"),
+                                                 (300, 128, "packed")])
+def test_matmul_nbits_accuracy_level_4_computes_in_int8(k: int, block: int, zp: str) -> None:
+    """accuracy_level 4: A quantized to int8 per block, as onnxruntime does -- its result
+    departs from the float product by far more than the tolerance, and ours with it."""
+    n = 40
+    quant, w = nbits_inputs(k, n, block, zp)
+    a = floats(4, k)
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant],
+                              {"K": k, "N": n, "bits": 4, "block_size": block,
+                               "accuracy_level": 4}, consts=("b", "scales", "zp"))
+    got = close(model, feeds, rtol=1e-4, atol=1e-4)
+    assert np.abs(got - a.astype(np.float64) @ np.asarray(w)).max() > 1e-2
+
+
 @pytest.mark.parametrize("bits", [2, 8])
 def test_matmul_nbits_other_widths(bits: int) -> None:
     k, n, block = 96, 6, 32

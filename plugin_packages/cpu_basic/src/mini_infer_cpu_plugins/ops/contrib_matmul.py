@@ -138,7 +138,8 @@ class QGemm(CpuPlugin, schema.QGemm):
 class MatMulNBits(CpuPlugin, schema.MatMulNBits):
     def setup(self) -> None:
         super().setup()
-        self._cache: tuple[tuple[Any, ...], Array] | None = None
+        #: what was made of constant inputs: kind -> (key, the inputs, value)
+        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], Any]] = {}
 
     def _blocks(self, b: Array, scales: Array, zero_points: Array | None, a_dtype: Any
                 ) -> tuple[Array, Array, Array | Any]:
@@ -192,25 +193,29 @@ class MatMulNBits(CpuPlugin, schema.MatMulNBits):
         w: Array = (vals - zcols) * s[:, group]
         return w
 
-    def _constant_weights(self, b: Array, scales: Array, zero_points: Array | None,
-                          g_idx: Array | None, a_dtype: Any) -> Array:
-        """:meth:`_weights`, kept while its inputs are the same read-only (constant)
-        arrays."""
-        parts = (b, scales, zero_points, g_idx)
+    def _constant(self, kind: str, make: Any, *parts: Array | None) -> Any:
+        """``make()``, kept while ``parts`` are the same read-only (constant) arrays."""
         constant = all(p is None or not p.flags.writeable for p in parts)
-        key = tuple(id(p) for p in parts) + (np.dtype(a_dtype).str,)
-        if constant and self._cache is not None and self._cache[0][0] == key:
-            return self._cache[1]
-        w = self._weights(b, scales, zero_points, g_idx, a_dtype)
-        if constant:  # the arrays are held in the key, so their ids stay theirs
-            self._cache = ((key, parts), w)
-        return w
+        key = (kind, *(id(p) for p in parts))
+        hit = self._cache.get(kind)
+        if constant and hit is not None and hit[0] == key:
+            return hit[2]
+        value = make()
+        if constant:  # the arrays are held beside the key, so their ids stay theirs
+            self._cache[kind] = (key, parts, value)
+        return value
 
     def _int8_product(self, a: Array, b: Array, scales: Array, zero_points: Array | None
                       ) -> Array:
-        """accuracy_level 4: A quantized to int8 per block of K, block products in
-        integers, each scaled by A's and B's block scales."""
-        q, s, zp = self._blocks(b, scales, zero_points, a.dtype)
+        """accuracy_level 4: A quantized to int8 per block of K (``max|a| / 127``, round half
+        to even), each block's product in integers (exact in float32: below 2**24), scaled
+        by A's and B's block scales."""
+        def weights() -> tuple[Array, Array]:
+            q, s, zp = self._blocks(b, scales, zero_points, a.dtype)
+            qw = q.astype(f32) - (zp[:, :, None] if isinstance(zp, np.ndarray) else zp)
+            return np.ascontiguousarray(qw.transpose(1, 2, 0)), np.ascontiguousarray(s.T)
+
+        qw, s = self._constant("int8", weights, b, scales, zero_points)
         nb, block, k = self.n_blocks, self.block, self.k
         rows = a.reshape(-1, k).astype(f32)
         padded = np.zeros((rows.shape[0], nb * block), f32)
@@ -219,12 +224,10 @@ class MatMulNBits(CpuPlugin, schema.MatMulNBits):
         sa = np.max(np.abs(blocks), axis=2) / f32(127)
         with np.errstate(divide="ignore"):
             inv = np.where(sa != 0, f32(1) / sa, f32(0)).astype(f32)
-        qa = np.rint(blocks * inv[:, :, None]).astype(np.float64)
-        qw = q.astype(np.float64) - (zp[:, :, None] if isinstance(zp, np.ndarray) else zp)
+        qa = np.rint(blocks * inv[:, :, None])
         y = np.zeros((rows.shape[0], self.n), f32)
         for j in range(nb):
-            dot = (qa[:, j] @ qw[:, j].T).astype(f32)
-            y += dot * sa[:, j, None] * s[None, :, j]
+            y += (qa[:, j] @ qw[j]) * sa[:, j, None] * s[None, j]
         return y.reshape(*a.shape[:-1], self.n)
 
     def compute(self, a: Array, b: Array, scales: Array, zero_points: Array | None = None,
@@ -236,7 +239,8 @@ class MatMulNBits(CpuPlugin, schema.MatMulNBits):
         if int8:
             y = self._int8_product(a, b, scales, zero_points)
         else:
-            w = self._constant_weights(b, scales, zero_points, g_idx, a.dtype)
+            w = self._constant("float", lambda: self._weights(
+                b, scales, zero_points, g_idx, a.dtype), b, scales, zero_points, g_idx)
             y = np.matmul(a.astype(f32), w.T)
         if bias is not None:
             y += bias.astype(f32)
