@@ -489,3 +489,64 @@ def test_engine_file_round_trip() -> None:
         got = ctx.execute(feeds)
     got = got[0] if isinstance(got, (list, tuple)) else next(iter(got.values()))
     np.testing.assert_allclose(got, ort_run(model, feeds), rtol=1e-4, atol=2e-4)
+
+
+# -- more shapes -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("shape", "attrs"), [
+    ((2, 3, 11), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    ((1, 2, 5, 6, 7), {"kernel_shape": [2, 3, 2], "strides": [1, 2, 2]}),
+    ((0, 3, 6, 6), {"kernel_shape": [2, 2]}),
+])
+def test_qlinear_average_pool_1d_3d_and_empty(shape: tuple[int, ...],
+                                              attrs: dict[str, Any]) -> None:
+    x = u8(*shape)
+    inputs = [("x", x), ("sx", one(0.1)), ("zx", np.array(5, np.uint8)), ("sy", one(0.05)),
+              ("zy", np.array(100, np.uint8))]
+    model, feeds = node_model("QLinearAveragePool", inputs, attrs,  # type: ignore[arg-type]
+                              consts=("sx", "zx", "sy", "zy"))
+    equal(model, feeds, off_by_one=0.02)
+    if len(shape) == 3:
+        model, feeds = node_model("QLinearGlobalAveragePool", inputs,  # type: ignore[arg-type]
+                                  consts=("sx", "zx", "sy", "zy"))
+        equal(model, feeds)
+
+
+@pytest.mark.parametrize("c_shape", [(5, 7), (1, 7), ()])
+def test_qgemm_bias_shapes_and_per_tensor_b(c_shape: tuple[int, ...]) -> None:
+    a, b = u8(5, 9), s8(9, 7)
+    c = RNG.integers(-3000, 3000, size=c_shape).astype(np.int32)
+    inputs: list[tuple[str, Any] | None] = [
+        ("a", a), ("sa", one(0.02)), ("za", np.array(255, np.uint8)), ("b", b),
+        ("sb", one(0.01)), ("zb", np.array(-128, np.int8)), ("c", c), ("sy", one(0.2)),
+        ("zy", np.array(0, np.uint8))]
+    model, feeds = node_model("QGemm", inputs, consts=("b", "sb", "zb", "c", "sy", "zy"))
+    equal(model, feeds)
+
+
+def test_qlinear_concat_one_input_and_matmul_nbits_one_row_vector() -> None:
+    x = s8(3, 4)
+    model, feeds = node_model(
+        "QLinearConcat", [("sy", one(0.2)), ("zy", np.array(3, np.int8)), ("x", x),
+                          ("sx", one(0.1)), ("zx", np.array(-3, np.int8))], {"axis": 0},
+        consts=("sy", "zy", "sx", "zx"))
+    equal(model, feeds)
+    quant, w = nbits_inputs(48, 5, 16, "packed")
+    a = floats(48)  # 1-D A: Y is [N]
+    model, feeds = node_model("MatMulNBits", [("a", a), *quant],
+                              {"K": 48, "N": 5, "bits": 4, "block_size": 16},
+                              consts=("b", "scales", "zp"))
+    got = close(model, feeds, rtol=1e-4, atol=1e-4)
+    assert got.shape == (5,)
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool", "LpPool"])
+def test_float_pooling_of_an_empty_batch(op: str) -> None:
+    """cpu_basic's own pooling kernel (which QLinearAveragePool runs; the engine may pick
+    cpu_native's) on N = 0."""
+    from cpu_support import execute, make_plugin
+
+    x = np.zeros((0, 3, 6, 6), f32)
+    model, feeds = node_model(op, [("x", x)], {"kernel_shape": [2, 2]}, domain="")
+    got = execute(make_plugin(op, {"kernel_shape": [2, 2]}, 18), [x])[0]
+    want = ort_run(model, feeds)
+    assert got.shape == want.shape == (0, 3, 5, 5) and got.dtype == want.dtype
