@@ -550,3 +550,75 @@ def test_float_pooling_of_an_empty_batch(op: str) -> None:
     got = execute(make_plugin(op, {"kernel_shape": [2, 2]}, 18), [x])[0]
     want = ort_run(model, feeds)
     assert got.shape == want.shape == (0, 3, 5, 5) and got.dtype == want.dtype
+
+
+def test_a_decoder_quantized_to_4_bits_builds_and_runs() -> None:
+    """A small causal decoder (attention from MatMul/Softmax, a SiLU MLP, RMS norm from
+    standard operators), its MatMuls quantized to 4 bits by onnxruntime's
+    MatMulNBitsQuantizer, as Olive does for CPU: built for any sequence length."""
+    quantizer = pytest.importorskip("onnxruntime.quantization.matmul_nbits_quantizer")
+    d, hidden, layers, vocab = 64, 128, 2, 50
+    rng = np.random.default_rng(7)
+    inits: list[Any] = []
+
+    def const(name: str, value: Any) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    nodes: list[Any] = []
+
+    def add(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def rms(x: str, tag: str) -> str:
+        sq = add("Mul", [x, x], f"{tag}_sq")
+        mean = add("ReduceMean", [sq, const(f"{tag}_ax", np.array([-1]))], f"{tag}_m")
+        root = add("Sqrt", [add("Add", [mean, const(f"{tag}_eps", f32(1e-5))], f"{tag}_e")],
+                   f"{tag}_r")
+        return add("Mul", [add("Div", [x, root], f"{tag}_n"),
+                           const(f"{tag}_g", rng.uniform(0.8, 1.2, d).astype(f32))], tag)
+
+    def linear(x: str, k: int, n: int, name: str) -> str:
+        w = const(f"{name}_w", (rng.standard_normal((k, n)) / np.sqrt(k)).astype(f32))
+        return add("MatMul", [x, w], name)
+
+    emb = const("emb", rng.standard_normal((vocab, d)).astype(f32))
+    x = add("Gather", [emb, "ids"], "x0")
+    mask = const("mask", np.triu(np.full((64, 64), -1e9, f32), 1))
+    seq = add("Shape", [x], "shape", start=1, end=2)
+    zero = const("zero", np.array([0]))
+    causal = add("Slice", [add("Slice", [mask, zero, seq, zero], "mask_r"), zero, seq,
+                           const("one", np.array([1]))], "causal")
+    for k in range(layers):
+        h = rms(x, f"ln{k}")
+        q, kk, v = (linear(h, d, d, f"{p}{k}") for p in "qkv")
+        scores = add("MatMul", [q, add("Transpose", [kk], f"kt{k}", perm=[0, 2, 1])],
+                     f"s{k}")
+        scores = add("Add", [add("Mul", [scores, const(f"sc{k}", f32(d ** -0.5))],
+                                 f"ss{k}"), causal], f"sm{k}")
+        att = add("MatMul", [add("Softmax", [scores], f"p{k}", axis=-1), v], f"att{k}")
+        x = add("Add", [x, linear(att, d, d, f"o{k}")], f"res{k}")
+        h = rms(x, f"ln2{k}")
+        up = linear(h, d, hidden, f"up{k}")
+        act = add("Mul", [up, add("Sigmoid", [up], f"sg{k}")], f"silu{k}")
+        x = add("Add", [x, linear(act, hidden, d, f"down{k}")], f"res2{k}")
+    logits = linear(rms(x, "lnf"), d, vocab, "logits")
+    graph = helper.make_graph(
+        nodes, "decoder", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "S"])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, "S", vocab])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    q = quantizer.MatMulNBitsQuantizer(model, block_size=32, is_symmetric=False,
+                                       accuracy_level=4)
+    q.process()
+    qmodel = q.model.model
+    ops = [n.op_type for n in qmodel.graph.node]
+    assert ops.count("MatMulNBits") == 6 * layers + 1 and "MatMul" in ops  # q @ k^T stays
+    session = mi.InferenceSession(qmodel)
+    for length in (1, 7, 33):
+        ids = rng.integers(0, vocab, size=(1, length))
+        got = session.run(None, {"ids": ids})[0]
+        want = ort_run(qmodel, {"ids": ids})
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
