@@ -622,3 +622,25 @@ def test_a_decoder_quantized_to_4_bits_builds_and_runs() -> None:
         got = session.run(None, {"ids": ids})[0]
         want = ort_run(qmodel, {"ids": ids})
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+
+
+# -- what is refused at build time --------------------------------------------------------------
+@pytest.mark.parametrize(("op", "inputs", "match"), [
+    ("QLinearAdd", [("a", u8(2, 3)), ("sa", floats(3, lo=0.1, hi=1)), ("za", u8(1)),
+                    ("b", u8(2, 3)), ("sb", one(0.1)), ("zb", u8(1)), ("sc", one(0.1))],
+     "A_scale has 3 values"),
+    ("QLinearSigmoid", [("x", u8(2, 3)), ("sx", one(0.1)), ("zx", u8(2)), ("sy", one(0.1))],
+     "X_zero_point has 2 values"),
+    ("QLinearConcat", [("sy", one(0.1)), ("zy", u8(1)), ("x", u8(2, 3)),
+                       ("sx", floats(2, lo=0.1, hi=1)), ("zx", u8(1))], "X_scale of input 2"),
+    ("MatMulNBits", [("a", floats(2, 64)), ("b", u8(4, 4, 8)), ("s", floats(4, 3))],
+     "scales has 12 values"),
+])
+def test_unsupported_quantization_is_a_build_error(op: str, inputs: list[Any],
+                                                   match: str) -> None:
+    attrs = ({"axis": 1} if op == "QLinearConcat" else
+             {"K": 64, "N": 4, "bits": 4, "block_size": 16} if op == "MatMulNBits" else {})
+    model, _ = node_model(op, inputs, attrs,
+                          consts=tuple(name for name, _ in inputs[1:] if name != "x"))
+    with pytest.raises(mi.BuildError, match=match):
+        mi.InferenceSession(model)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import PluginInterfaceError
 from ..plugin import REQUIRED, DataType, DimExpr, DimsExprs, broadcast_dims, shapes
-from ..plugin.shapes import Shapes, absent, gemm_dims, matmul_dims
+from ..plugin.shapes import Shapes, absent, dim_prod, gemm_dims, matmul_dims
 from ._schema import Op
 from .pool import PoolBase
 
@@ -30,6 +30,29 @@ MS_DOMAIN = "com.microsoft"
 #: MatMulNBits' bit widths (values packed into uint8 low bits first)
 NBITS = (2, 4, 8)
 _INT8 = (DataType.UINT8, DataType.INT8)
+
+
+def _elements(inputs: Sequence[DimsExprs | None], index: int) -> int | None:
+    """How many elements input ``index`` has, where its shape is known now (None: absent or
+    not known until run time)."""
+    if absent(inputs, index):
+        return None
+    n = dim_prod(list(inputs[index] or ()))
+    return n.get_constant_value() if n.is_constant() else None
+
+
+def check_per_tensor(op: Op, inputs: Sequence[DimsExprs | None],
+                     names: dict[int, str]) -> None:
+    """Refuse (at build time) a scale or zero point of more than one value where the
+    operator quantizes per tensor: ``names`` maps input positions to their names."""
+    for index, name in names.items():
+        n = _elements(inputs, index)
+        if n is not None and n != 1:
+            raise PluginInterfaceError(
+                f"{op.op_type} {op.name!r}: {name} has {n} values; onnxruntime's "
+                f"{op.op_type} quantizes per tensor (one scale and zero point per tensor). "
+                "Quantize the model per tensor, or in QDQ format (QuantizeLinear/"
+                "DequantizeLinear take per-axis and blocked parameters)")
 
 
 class _MsOp(Op):
@@ -81,6 +104,15 @@ class MatMulNBits(_MsOp):
             raise PluginInterfaceError(
                 f"MatMulNBits {self.name!r}: A's last dimension is {last}, the node's K is "
                 f"{self.k}")
+        blob = self.block * self.bits // 8
+        for index, what, want in ((1, "B", self.n * self.n_blocks * blob),
+                                  (2, "scales", self.n * self.n_blocks)):
+            got = _elements(inputs, index)
+            if got is not None and got != want:
+                raise PluginInterfaceError(
+                    f"MatMulNBits {self.name!r}: {what} has {got} values; N={self.n}, "
+                    f"K={self.k}, bits={self.bits}, block_size={self.block} make {want} "
+                    f"(B: [N, ceil(K / block_size), block_size * bits / 8])")
         return [[*a[:-1], self.n]]
 
 
@@ -124,6 +156,8 @@ class QGemm(_MsOp):
     attributes: ClassVar[dict[str, Any]] = {"transA": 0, "transB": 0, "alpha": 1.0}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        check_per_tensor(self, inputs, {1: "a_scale", 2: "a_zero_point", 7: "y_scale",
+                                        8: "y_zero_point"})
         self.float_output = absent(inputs, 7)
         return [gemm_dims(inputs[0], inputs[3], self.attrs["transA"],
                                  self.attrs["transB"])]
@@ -145,6 +179,8 @@ class _QLinearBinary(_MsOp):
     attributes: ClassVar[dict[str, Any]] = {}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        check_per_tensor(self, inputs, {1: "A_scale", 2: "A_zero_point", 4: "B_scale",
+                                        5: "B_zero_point", 6: "C_scale", 7: "C_zero_point"})
         return [broadcast_dims(inputs[0], inputs[3])]
 
 
@@ -163,6 +199,14 @@ class _QLinearUnary(_MsOp):
     min_inputs = 4
     max_inputs = 5
     attributes: ClassVar[dict[str, Any]] = {}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        check_per_tensor(self, inputs, _UNARY_PARAMS)
+        return [list(inputs[0])]
+
+
+#: the scales and zero points of the unary QLinear operators
+_UNARY_PARAMS = {1: "X_scale", 2: "X_zero_point", 3: "Y_scale", 4: "Y_zero_point"}
 
 
 class QLinearSigmoid(_QLinearUnary):
@@ -203,6 +247,7 @@ class QLinearAveragePool(PoolBase):
         "kernel_shape": REQUIRED, "pads": None, "strides": None}
 
     def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        check_per_tensor(self, inputs, _UNARY_PARAMS)
         last = int(self.attrs["channels_last"])
         first = _channels_first(inputs[0], last)
         (out,) = super().output_shapes([DimsExprs(first)])
@@ -223,6 +268,7 @@ class QLinearGlobalAveragePool(_QLinearUnary):
         if len(x) < 3:
             raise PluginInterfaceError(
                 f"QLinearGlobalAveragePool {self.name!r}: X must have rank >= 3, got {len(x)}")
+        check_per_tensor(self, inputs, _UNARY_PARAMS)
         last = int(self.attrs["channels_last"])
         first = _channels_first(x, last)
         return [_channels_back([first[0], first[1], *[1] * (len(x) - 2)], last)]
@@ -241,6 +287,10 @@ class QLinearConcat(_MsOp):
             raise PluginInterfaceError(
                 f"QLinearConcat {self.name!r}: after Y_scale and Y_zero_point the inputs come "
                 f"in threes (X, X_scale, X_zero_point); got {len(inputs)} inputs")
+        names = {0: "Y_scale", 1: "Y_zero_point"}
+        for k in range(2, len(inputs), 3):
+            names.update({k + 1: f"X_scale of input {k}", k + 2: f"X_zero_point of input {k}"})
+        check_per_tensor(self, inputs, names)
         return [shapes.concat_dims(list(inputs[2::3]), self.attrs["axis"])]
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
