@@ -644,3 +644,20 @@ def test_unsupported_quantization_is_a_build_error(op: str, inputs: list[Any],
                           consts=tuple(name for name, _ in inputs[1:] if name != "x"))
     with pytest.raises(mi.BuildError, match=match):
         mi.InferenceSession(model)
+
+
+def test_weights_fed_at_run_time_are_not_kept() -> None:
+    """What the kernels keep of constant weights is never reused for weights fed as inputs,
+    read-only or not."""
+    k, n = 24, 6
+    a = floats(3, k)
+    session = None
+    for _ in range(3):
+        b = s8(k, n)
+        for writable in (True, False):
+            b.setflags(write=writable)
+            model, feeds = node_model("DynamicQuantizeMatMul",
+                                      [("a", a), ("b", b), ("s", one(0.01))], consts=("s",))
+            session = session or mi.InferenceSession(model)
+            np.testing.assert_allclose(session.run(None, feeds)[0], ort_run(model, feeds),
+                                       rtol=1e-5, atol=1e-5)

@@ -63,16 +63,52 @@ def _per_column(v: Array, n: int, what: str, op: str) -> Array:
     return v
 
 
-def _integer_product(a: Array, a_zp: Array | None, b: Array, b_zp: Array | None) -> Array:
-    """``(a - a_zp) @ (b - b_zp)`` exactly, in float64."""
-    af = a.astype(np.float64)
-    if a_zp is not None:
-        af -= a_zp.astype(np.float64).reshape(())
+def _shift(b: Array, b_zp: Array | None) -> Array:
+    """``b - b_zp`` in float64."""
     bf = b.astype(np.float64)
     if b_zp is not None:
         bf -= b_zp.astype(np.float64)
+    return bf
+
+
+def _integer_product(a: Array, a_zp: Array | None, bf: Array) -> Array:
+    """``(a - a_zp) @ bf`` exactly, in float64 (``bf``: :func:`_shift`'s)."""
+    af = a.astype(np.float64)
+    if a_zp is not None:
+        af -= a_zp.astype(np.float64).reshape(())
     acc: Array = np.matmul(af, bf)
     return acc
+
+
+class _Kept(CpuPlugin):
+    """Keeps what it makes of constant inputs (read-only arrays: the engine's constants)
+    between runs."""
+
+    def setup(self) -> None:
+        super().setup()
+        #: kind -> (key, the inputs, value)
+        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], Any]] = {}
+
+    def _constant(self, kind: str, make: Any, *parts: Array | None) -> Any:
+        """``make()``, kept while ``parts`` are the same read-only (constant) arrays."""
+        constant = all(p is None or not p.flags.writeable for p in parts)
+        key = (kind, *(id(p) for p in parts))
+        hit = self._cache.get(kind)
+        if constant and hit is not None and hit[0] == key:
+            return hit[2]
+        value = make()
+        if constant:  # the arrays are held beside the key, so their ids stay theirs
+            self._cache[kind] = (key, parts, value)
+        return value
+
+    def shifted_b(self, b: Array, b_zp: Array | None, op: str) -> Array:
+        """``b - b_zp`` (per tensor or per column) in float64, kept for a constant B."""
+        def make() -> Array:
+            return _shift(b, None if b_zp is None
+                          else _per_column(b_zp, b.shape[-1], "b_zero_point", op))
+
+        bf: Array = self._constant("b", make, b, b_zp)
+        return bf
 
 
 def _scaled(acc: Array, scale: Array, bias: Array | None, out: Array) -> None:
@@ -84,21 +120,19 @@ def _scaled(acc: Array, scale: Array, bias: Array | None, out: Array) -> None:
     np.copyto(out, y, casting="unsafe")
 
 
-class DynamicQuantizeMatMul(CpuPlugin, schema.DynamicQuantizeMatMul):
+class DynamicQuantizeMatMul(_Kept, schema.DynamicQuantizeMatMul):
     def compute(self, a: Array, b: Array, b_scale: Array, b_zero_point: Array | None = None,
                 bias: Array | None = None, *, out: Array) -> None:
         op = f"DynamicQuantizeMatMul {self.name!r}"
         n = b.shape[-1]
         qa, a_scale, a_zp = dynamic_quantize(a)
         qa -= np.float64(a_zp)
-        acc = np.matmul(qa, b.astype(np.float64) - (
-            0.0 if b_zero_point is None
-            else _per_column(b_zero_point, n, "b_zero_point", op).astype(np.float64)))
+        acc = np.matmul(qa, self.shifted_b(b, b_zero_point, op))
         scale = f32(a_scale) * _per_column(b_scale, n, "b_scale", op).astype(f32)
         _scaled(acc, scale, bias, out)
 
 
-class MatMulIntegerToFloat(CpuPlugin, schema.MatMulIntegerToFloat):
+class MatMulIntegerToFloat(_Kept, schema.MatMulIntegerToFloat):
     def compute(self, a: Array, b: Array, a_scale: Array, b_scale: Array,
                 a_zero_point: Array | None = None, b_zero_point: Array | None = None,
                 bias: Array | None = None, *, out: Array) -> None:
@@ -106,14 +140,13 @@ class MatMulIntegerToFloat(CpuPlugin, schema.MatMulIntegerToFloat):
         n = b.shape[-1]
         if a_scale.size != 1:
             raise PluginInterfaceError(f"{op}: a_scale must be one value, got {a_scale.shape}")
-        acc = _integer_product(a, a_zero_point, b, None if b_zero_point is None
-                               else _per_column(b_zero_point, n, "b_zero_point", op))
+        acc = _integer_product(a, a_zero_point, self.shifted_b(b, b_zero_point, op))
         scale = a_scale.astype(f32).reshape(()) * _per_column(b_scale, n, "b_scale", op
                                                               ).astype(f32)
         _scaled(acc, scale, bias, out)
 
 
-class QGemm(CpuPlugin, schema.QGemm):
+class QGemm(_Kept, schema.QGemm):
     def compute(self, a: Array, a_scale: Array, a_zero_point: Array, b: Array,
                 b_scale: Array, b_zero_point: Array, c: Array | None = None,
                 y_scale: Array | None = None, y_zero_point: Array | None = None, *,
@@ -122,8 +155,9 @@ class QGemm(CpuPlugin, schema.QGemm):
         a2 = a.T if transA else a
         b2 = b.T if transB else b
         n = b2.shape[1]
-        acc = _integer_product(a2, a_zero_point, b2,
-                               _per_column(b_zero_point, n, "b_zero_point", op))
+        bf = self._constant("b", lambda: _shift(b2, _per_column(
+            b_zero_point, n, "b_zero_point", op)), b, b_zero_point)  # b: b2 is a new view
+        acc = _integer_product(a2, a_zero_point, bf)
         if c is not None:
             acc += c.astype(np.float64)
         scale = (f32(alpha) * a_scale.astype(f32).reshape(())
@@ -135,12 +169,7 @@ class QGemm(CpuPlugin, schema.QGemm):
                    y_zero_point, out)
 
 
-class MatMulNBits(CpuPlugin, schema.MatMulNBits):
-    def setup(self) -> None:
-        super().setup()
-        #: what was made of constant inputs: kind -> (key, the inputs, value)
-        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], Any]] = {}
-
+class MatMulNBits(_Kept, schema.MatMulNBits):
     def _blocks(self, b: Array, scales: Array, zero_points: Array | None, a_dtype: Any
                 ) -> tuple[Array, Array, Array | Any]:
         """B's values ``[N, n_blocks, block]``, scales and zero points ``[N, n_blocks]``
@@ -192,18 +221,6 @@ class MatMulNBits(CpuPlugin, schema.MatMulNBits):
         zcols = zp[:, group] if isinstance(zp, np.ndarray) else zp
         w: Array = (vals - zcols) * s[:, group]
         return w
-
-    def _constant(self, kind: str, make: Any, *parts: Array | None) -> Any:
-        """``make()``, kept while ``parts`` are the same read-only (constant) arrays."""
-        constant = all(p is None or not p.flags.writeable for p in parts)
-        key = (kind, *(id(p) for p in parts))
-        hit = self._cache.get(kind)
-        if constant and hit is not None and hit[0] == key:
-            return hit[2]
-        value = make()
-        if constant:  # the arrays are held beside the key, so their ids stay theirs
-            self._cache[kind] = (key, parts, value)
-        return value
 
     def _int8_product(self, a: Array, b: Array, scales: Array, zero_points: Array | None
                       ) -> Array:
