@@ -4,9 +4,9 @@ MatMulIntegerToFloat and QGemm (schemas in :mod:`mini_infer_core.ops.contrib_qua
 Integer products are accumulated exactly (float64 BLAS, as :mod:`.qlinear` does), then scaled
 in float32 as onnxruntime's output stages do: ``float(acc) * (a_scale * b_scale) + bias``.
 MatMulNBits dequantizes its weights to float32 (kept between runs while they are constants,
-i.e. read-only arrays) and multiplies in float32; with ``accuracy_level`` 4 it quantizes A to
-int8 per block of K (``scale = max|a| / 127``) and multiplies blocks in integers, as
-onnxruntime's int8 path does.
+i.e. read-only arrays) and multiplies in float32; with ``accuracy_level`` 4 it first rounds A
+to int8 per block of K (``scale = max|a| / 127``) as onnxruntime's int8 path does, so that the
+product is that path's (up to the order of float additions).
 """
 
 from __future__ import annotations
@@ -222,43 +222,34 @@ class MatMulNBits(_Kept, schema.MatMulNBits):
         w: Array = (vals - zcols) * s[:, group]
         return w
 
-    def _int8_product(self, a: Array, b: Array, scales: Array, zero_points: Array | None
-                      ) -> Array:
-        """accuracy_level 4: A quantized to int8 per block of K (``max|a| / 127``, round half
-        to even), each block's product in integers (exact in float32: below 2**24), scaled
-        by A's and B's block scales."""
-        def weights() -> tuple[Array, Array]:
-            q, s, zp = self._blocks(b, scales, zero_points, a.dtype)
-            qw = q.astype(f32) - (zp[:, :, None] if isinstance(zp, np.ndarray) else zp)
-            return np.ascontiguousarray(qw.transpose(1, 2, 0)), np.ascontiguousarray(s.T)
-
-        qw, s = self._constant("int8", weights, b, scales, zero_points)
+    def _int8_rows(self, a: Array) -> Array:
+        """accuracy_level 4's A: quantized to int8 per block of K (``scale = max|a| / 127``,
+        round half to even), as onnxruntime's int8 path quantizes it, and dequantized again.
+        Its product with the dequantized weights is the sum over blocks of ``scale_a *
+        scale_b * (integer dot product)`` that onnxruntime computes, up to the order of the
+        float additions: one GEMM instead of one per block."""
         nb, block, k = self.n_blocks, self.block, self.k
         rows = a.reshape(-1, k).astype(f32)
         padded = np.zeros((rows.shape[0], nb * block), f32)
         padded[:, :k] = rows
         blocks = padded.reshape(-1, nb, block)
-        sa = np.max(np.abs(blocks), axis=2) / f32(127)
+        sa = np.max(np.abs(blocks), axis=2, keepdims=True) / f32(127)
         with np.errstate(divide="ignore"):
             inv = np.where(sa != 0, f32(1) / sa, f32(0)).astype(f32)
-        qa = np.rint(blocks * inv[:, :, None])
-        y = np.zeros((rows.shape[0], self.n), f32)
-        for j in range(nb):
-            y += (qa[:, j] @ qw[j]) * sa[:, j, None] * s[None, j]
-        return y.reshape(*a.shape[:-1], self.n)
+        q = np.rint(blocks * inv)
+        q *= sa
+        return q.reshape(rows.shape[0], nb * block)[:, :k].reshape(a.shape)
 
     def compute(self, a: Array, b: Array, scales: Array, zero_points: Array | None = None,
                 g_idx: Array | None = None, bias: Array | None = None, *, out: Array,
                 **_: Any) -> None:
-        int8 = (int(self.attrs["accuracy_level"]) == 4 and g_idx is None
-                and a.dtype == np.float32 and (zero_points is None
-                                               or zero_points.dtype == np.uint8))
-        if int8:
-            y = self._int8_product(a, b, scales, zero_points)
-        else:
-            w = self._constant("float", lambda: self._weights(
-                b, scales, zero_points, g_idx, a.dtype), b, scales, zero_points, g_idx)
-            y = np.matmul(a.astype(f32), w.T)
+        # onnxruntime's int8 path: float32 A, no g_idx, zero points absent or packed
+        if int(self.attrs["accuracy_level"]) == 4 and a.dtype == np.float32 and \
+                g_idx is None and (zero_points is None or zero_points.dtype == np.uint8):
+            a = self._int8_rows(a)
+        w = self._constant("float", lambda: self._weights(
+            b, scales, zero_points, g_idx, a.dtype), b, scales, zero_points, g_idx)
+        y = np.matmul(a.astype(f32), w.T)
         if bias is not None:
             y += bias.astype(f32)
         np.copyto(out, y, casting="unsafe")
