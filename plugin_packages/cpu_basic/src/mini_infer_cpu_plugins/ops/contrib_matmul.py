@@ -238,7 +238,8 @@ class MatMulNBits(_Kept, schema.MatMulNBits):
             inv = np.where(sa != 0, f32(1) / sa, f32(0)).astype(f32)
         q = np.rint(blocks * inv)
         q *= sa
-        return q.reshape(rows.shape[0], nb * block)[:, :k].reshape(a.shape)
+        rounded: Array = q.reshape(rows.shape[0], nb * block)[:, :k].reshape(a.shape)
+        return rounded
 
     def compute(self, a: Array, b: Array, scales: Array, zero_points: Array | None = None,
                 g_idx: Array | None = None, bias: Array | None = None, *, out: Array,
