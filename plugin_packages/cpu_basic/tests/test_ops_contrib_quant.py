@@ -661,3 +661,24 @@ def test_weights_fed_at_run_time_are_not_kept() -> None:
             session = session or mi.InferenceSession(model)
             np.testing.assert_allclose(session.run(None, feeds)[0], ort_run(model, feeds),
                                        rtol=1e-5, atol=1e-5)
+
+
+# -- com.microsoft QuantizeLinear / DequantizeLinear ----------------------------------------------
+@pytest.mark.parametrize(("dtype", "axis"), [(np.uint16, None), (np.int16, 1), (np.int8, 0),
+                                             (np.uint8, -1)])
+def test_com_microsoft_quantize_dequantize(dtype: Any, axis: int | None) -> None:
+    """What onnxruntime's QDQ tools write with UseQDQContribOps (16-bit activations)."""
+    info = np.iinfo(dtype)
+    full = 3 * (int(info.max) - int(info.min))  # |x / scale| to 1.5 ranges: saturates
+    x = floats(3, 4, 5, lo=-full, hi=full)
+    shape = () if axis is None else (x.shape[axis],)
+    scale = RNG.uniform(0.5, 2, size=shape).astype(f32)
+    zp = RNG.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    attrs = {} if axis is None else {"axis": axis}
+    model, feeds = node_model("QuantizeLinear", [("x", x), ("s", scale), ("z", zp)], attrs,
+                              consts=("s", "z"))
+    q = equal(model, feeds)
+    assert q.dtype == dtype and (q == info.min).any() and (q == info.max).any()
+    model, feeds = node_model("DequantizeLinear", [("q", q), ("s", scale), ("z", zp)], attrs,
+                              consts=("s", "z"))
+    close(model, feeds)

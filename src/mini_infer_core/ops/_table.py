@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = 'crc32:c54de921'
+SOURCES = 'crc32:99ff260f'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -640,6 +640,8 @@ SCHEMAS = {
     'Mish': {'name': 'Mish', 'op_type': 'Mish', 'domain': '', 'version': '1', 'min_opset': 18, 'max_opset': None, 'fields': ()},
     'Mod': {'name': 'Mod', 'op_type': 'Mod', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('fmod', )},
     'Momentum': {'name': 'Momentum', 'op_type': 'Momentum', 'domain': 'ai.onnx.preview.training', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('norm_coefficient', 'beta', 'mode', 'alpha', '__num_outputs__', )},
+    'MsDequantizeLinear': {'name': 'MsDequantizeLinear', 'op_type': 'DequantizeLinear', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'block_size', 'output_dtype', )},
+    'MsQuantizeLinear': {'name': 'MsQuantizeLinear', 'op_type': 'QuantizeLinear', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'saturate', 'output_dtype', 'block_size', 'precision', )},
     'Mul': {'name': 'Mul', 'op_type': 'Mul', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'consumed_inputs', 'broadcast', )},
     'Multinomial': {'name': 'Multinomial', 'op_type': 'Multinomial', 'domain': '', 'version': '1', 'min_opset': 7, 'max_opset': None, 'fields': ('dtype', 'seed', 'sample_size', )},
     'Neg': {'name': 'Neg', 'op_type': 'Neg', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},

@@ -20,11 +20,12 @@ from ..plugin import REQUIRED, DataType, DimExpr, DimsExprs, broadcast_dims, sha
 from ..plugin.shapes import Shapes, absent, dim_prod, gemm_dims, matmul_dims
 from ._schema import Op
 from .pool import PoolBase
+from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["MatMulNBits", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm",
            "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
            "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
-           "QLinearSoftmax"]
+           "QLinearSoftmax", "MsQuantizeLinear", "MsDequantizeLinear"]
 
 MS_DOMAIN = "com.microsoft"
 #: MatMulNBits' bit widths (values packed into uint8 low bits first)
@@ -295,3 +296,25 @@ class QLinearConcat(_MsOp):
 
     def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
         return [input_types[1] if input_types[1] in _INT8 else input_types[2]]
+
+
+class MsQuantizeLinear(QuantizeLinear):
+    """onnxruntime's ``com.microsoft`` QuantizeLinear (what its QDQ tools write for 16-bit
+    and 4-bit types, ``UseQDQContribOps``): ONNX's, per tensor or per ``axis`` (default 1),
+    in another domain. Plugin name ``MsQuantizeLinear``."""
+
+    domain = MS_DOMAIN
+    op_type = "QuantizeLinear"
+    plugin_type = "MsQuantizeLinear"
+    min_opset = 1
+    max_opset = None
+
+
+class MsDequantizeLinear(DequantizeLinear):
+    """onnxruntime's ``com.microsoft`` DequantizeLinear (see :class:`MsQuantizeLinear`)."""
+
+    domain = MS_DOMAIN
+    op_type = "DequantizeLinear"
+    plugin_type = "MsDequantizeLinear"
+    min_opset = 1
+    max_opset = None

@@ -1,6 +1,7 @@
 """onnxruntime's QOperator-format ``com.microsoft`` operators: QLinearAdd, QLinearMul,
 QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearAveragePool,
-QLinearGlobalAveragePool and QLinearConcat (schemas in
+QLinearGlobalAveragePool and QLinearConcat, and the ``com.microsoft`` QuantizeLinear and
+DequantizeLinear (ONNX's kernels in another domain) (schemas in
 :mod:`mini_infer_core.ops.contrib_quant`).
 
 Scales and zero points are per tensor. The arithmetic is onnxruntime's, in float32: the binary
@@ -25,10 +26,11 @@ from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
 from .pool import AveragePool
+from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
            "QLinearSoftmax", "QLinearAveragePool", "QLinearGlobalAveragePool",
-           "QLinearConcat"]
+           "QLinearConcat", "MsQuantizeLinear", "MsDequantizeLinear"]
 
 Array = NDArray[Any]
 f32 = np.float32
@@ -225,3 +227,13 @@ class QLinearConcat(CpuPlugin, schema.QLinearConcat):
             else:
                 part[...] = _table(x.dtype, xs, xz, ys, yz, out.dtype, lambda v: v)[
                     x.view(np.uint8)]
+
+
+class MsQuantizeLinear(QuantizeLinear, schema.MsQuantizeLinear):
+    op_type = schema.MsQuantizeLinear.op_type
+    plugin_type = schema.MsQuantizeLinear.plugin_type
+
+
+class MsDequantizeLinear(DequantizeLinear, schema.MsDequantizeLinear):
+    op_type = schema.MsDequantizeLinear.op_type
+    plugin_type = schema.MsDequantizeLinear.plugin_type
