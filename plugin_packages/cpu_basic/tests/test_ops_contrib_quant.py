@@ -682,3 +682,43 @@ def test_com_microsoft_quantize_dequantize(dtype: Any, axis: int | None) -> None
     model, feeds = node_model("DequantizeLinear", [("q", q), ("s", scale), ("z", zp)], attrs,
                               consts=("s", "z"))
     close(model, feeds)
+
+
+def test_a_qdq_model_with_16_bit_activations_from_quantize_static() -> None:
+    """onnxruntime's quantize_static, QDQ format, uint16 activations and int8 weights: the
+    com.microsoft QuantizeLinear/DequantizeLinear it writes around a Conv."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import tempfile
+    from pathlib import Path
+
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])],
+        initializer=[numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(f32)
+                                             * f32(0.3), "w"),
+                     numpy_helper.from_array(rng.standard_normal(8).astype(f32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    batches = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(f32)} for _ in range(8)])
+
+    class Reader(quantization.CalibrationDataReader):  # type: ignore[misc]
+        def get_next(self) -> dict[str, Any] | None:
+            return next(batches, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "f.onnx", Path(tmp) / "q.onnx"
+        onnx.save(model, src)
+        quantization.quantize_static(
+            src, dst, Reader(), quant_format=quantization.QuantFormat.QDQ,
+            activation_type=quantization.QuantType.QUInt16,
+            weight_type=quantization.QuantType.QInt8,
+            extra_options={"UseQDQContribOps": True})
+        qmodel = onnx.load(dst)
+    assert {(n.domain, n.op_type) for n in qmodel.graph.node} >= {
+        (MS, "QuantizeLinear"), (MS, "DequantizeLinear")}
+    x = rng.standard_normal((1, 3, 8, 8)).astype(f32)
+    close(qmodel, {"x": x}, rtol=1e-6, atol=1e-6)
