@@ -83,12 +83,12 @@ def close(model: onnx.ModelProto, feeds: dict[str, Any], rtol: float = 1e-5,
 
 def equal(model: onnx.ModelProto, feeds: dict[str, Any], off_by_one: float = 0.0) -> Any:
     """Integer outputs equal to onnxruntime's; ``off_by_one``: the fraction of elements
-    allowed to differ by one quantum, none by more. onnxruntime's vector kernels order the
-    float operations their own way (QLinearAdd with a broadcast scalar folds the scalar's
-    term and C's zero point first; QLinearAveragePool divides where we multiply by the
-    reciprocal), so a value a hair from .5 may round the other way: of the cases below, one
-    QLinearAdd and three QLinearAveragePool ones differ so, by one quantum in a few
-    elements."""
+    allowed to differ by one quantum, none by more. onnxruntime's vector kernels compute
+    their own way (QLinearAdd on AVX2 in fixed point: each scale ratio an integer multiplier
+    and a shift, MLAS's MlasCalcQLinearAddParameters; QLinearAveragePool divides where we
+    multiply by the reciprocal), so a value a hair from .5 may round the other way: of the
+    cases below, one QLinearAdd and three QLinearAveragePool ones differ so, by one quantum
+    in a few elements."""
     got, want = both(model, feeds)
     diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
     assert diff.max(initial=0) <= (1 if off_by_one else 0), diff.max()
