@@ -7,6 +7,8 @@ zero points, per-column scales, odd shapes, one-row products, empty batches."""
 
 from __future__ import annotations
 
+import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,13 @@ from onnx import TensorProto, helper, numpy_helper
 import mini_infer_core as mi
 
 RNG = np.random.default_rng(25)
+
+
+@pytest.fixture(autouse=True)
+def _seeded(request: pytest.FixtureRequest) -> None:
+    """Each test's data from its own name: the same whichever tests ran before it."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def _has_vnni() -> bool:
@@ -102,12 +111,12 @@ def equal(model: onnx.ModelProto, feeds: dict[str, Any], off_by_one: float = 0.0
     their own way (QLinearAdd on AVX2 in fixed point: each scale ratio an integer multiplier
     and a shift, MLAS's MlasCalcQLinearAddParameters; QLinearAveragePool divides where we
     multiply by the reciprocal), so a value a hair from .5 may round the other way: of the
-    cases below, one QLinearAdd and three QLinearAveragePool ones differ so, by one quantum
+    cases below, one QLinearAdd and two QLinearAveragePool ones differ so, by one quantum
     in a few elements."""
     got, want = both(model, feeds)
     diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
     assert diff.max(initial=0) <= (1 if off_by_one else 0), diff.max()
-    assert np.count_nonzero(diff) <= off_by_one * diff.size, np.count_nonzero(diff)
+    assert np.count_nonzero(diff) <= math.ceil(off_by_one * diff.size), np.count_nonzero(diff)
     return got
 
 
