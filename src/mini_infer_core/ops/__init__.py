@@ -49,6 +49,8 @@ MODULES = (
     # issue 15: the operators no schema described yet
     "deform_conv", "detection", "image", "linalg", "llm", "preview", "random_ops",
     "training", "windows",
+    # issue 25: onnxruntime's quantized com.microsoft operators
+    "contrib_quant",
 )
 
 

@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = 'crc32:eda6c018'
+SOURCES = 'crc32:b9f26648'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -564,6 +564,7 @@ SCHEMAS = {
     'Dropout_1': {'name': 'Dropout', 'op_type': 'Dropout', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': 9, 'fields': ('is_test', 'consumed_inputs', 'ratio', )},
     'Dropout_10': {'name': 'Dropout', 'op_type': 'Dropout', 'domain': '', 'version': '10', 'min_opset': 10, 'max_opset': None, 'fields': ('ratio', 'seed', )},
     'DynamicQuantizeLinear': {'name': 'DynamicQuantizeLinear', 'op_type': 'DynamicQuantizeLinear', 'domain': '', 'version': '1', 'min_opset': 11, 'max_opset': None, 'fields': ()},
+    'DynamicQuantizeMatMul': {'name': 'DynamicQuantizeMatMul', 'op_type': 'DynamicQuantizeMatMul', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'Einsum': {'name': 'Einsum', 'op_type': 'Einsum', 'domain': '', 'version': '1', 'min_opset': 12, 'max_opset': None, 'fields': ('equation', )},
     'Elu': {'name': 'Elu', 'op_type': 'Elu', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', 'alpha', )},
     'Equal': {'name': 'Equal', 'op_type': 'Equal', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'broadcast', )},
@@ -625,6 +626,8 @@ SCHEMAS = {
     'LpPool_1': {'name': 'LpPool', 'op_type': 'LpPool', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': 1, 'fields': ('p', 'pads', 'auto_pad', 'strides', 'kernel_shape', )},
     'MatMul': {'name': 'MatMul', 'op_type': 'MatMul', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'MatMulInteger': {'name': 'MatMulInteger', 'op_type': 'MatMulInteger', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ()},
+    'MatMulIntegerToFloat': {'name': 'MatMulIntegerToFloat', 'op_type': 'MatMulIntegerToFloat', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
+    'MatMulNBits': {'name': 'MatMulNBits', 'op_type': 'MatMulNBits', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('K', 'N', 'bits', 'block_size', 'accuracy_level', )},
     'Max': {'name': 'Max', 'op_type': 'Max', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
     'MaxPool': {'name': 'MaxPool', 'op_type': 'MaxPool', 'domain': '', 'version': '8', 'min_opset': 8, 'max_opset': None, 'fields': ('storage_order', 'pads', 'auto_pad', 'strides', 'kernel_shape', 'dilations', 'ceil_mode', '__num_outputs__', )},
     'MaxPool_1': {'name': 'MaxPool', 'op_type': 'MaxPool', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': 7, 'fields': ('pads', 'auto_pad', 'strides', 'kernel_shape', )},
@@ -637,6 +640,8 @@ SCHEMAS = {
     'Mish': {'name': 'Mish', 'op_type': 'Mish', 'domain': '', 'version': '1', 'min_opset': 18, 'max_opset': None, 'fields': ()},
     'Mod': {'name': 'Mod', 'op_type': 'Mod', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('fmod', )},
     'Momentum': {'name': 'Momentum', 'op_type': 'Momentum', 'domain': 'ai.onnx.preview.training', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('norm_coefficient', 'beta', 'mode', 'alpha', '__num_outputs__', )},
+    'MsDequantizeLinear': {'name': 'MsDequantizeLinear', 'op_type': 'DequantizeLinear', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'block_size', 'output_dtype', )},
+    'MsQuantizeLinear': {'name': 'MsQuantizeLinear', 'op_type': 'QuantizeLinear', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'saturate', 'output_dtype', 'block_size', 'precision', )},
     'Mul': {'name': 'Mul', 'op_type': 'Mul', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'consumed_inputs', 'broadcast', )},
     'Multinomial': {'name': 'Multinomial', 'op_type': 'Multinomial', 'domain': '', 'version': '1', 'min_opset': 7, 'max_opset': None, 'fields': ('dtype', 'seed', 'sample_size', )},
     'Neg': {'name': 'Neg', 'op_type': 'Neg', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -657,8 +662,17 @@ SCHEMAS = {
     'Pad_11': {'name': 'Pad', 'op_type': 'Pad', 'domain': '', 'version': '11', 'min_opset': 11, 'max_opset': 17, 'fields': ('mode', )},
     'Pad_2': {'name': 'Pad', 'op_type': 'Pad', 'domain': '', 'version': '2', 'min_opset': 2, 'max_opset': 10, 'fields': ('value', 'mode', 'pads', )},
     'Pow': {'name': 'Pow', 'op_type': 'Pow', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'broadcast', )},
+    'QGemm': {'name': 'QGemm', 'op_type': 'QGemm', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('transA', 'transB', 'alpha', )},
+    'QLinearAdd': {'name': 'QLinearAdd', 'op_type': 'QLinearAdd', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
+    'QLinearAveragePool': {'name': 'QLinearAveragePool', 'op_type': 'QLinearAveragePool', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'channels_last', 'count_include_pad', 'kernel_shape', 'pads', 'strides', )},
+    'QLinearConcat': {'name': 'QLinearConcat', 'op_type': 'QLinearConcat', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', )},
     'QLinearConv': {'name': 'QLinearConv', 'op_type': 'QLinearConv', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('group', 'pads', 'strides', 'dilations', 'kernel_shape', 'auto_pad', '__residual__', '__relu__', '__clip__', )},
+    'QLinearGlobalAveragePool': {'name': 'QLinearGlobalAveragePool', 'op_type': 'QLinearGlobalAveragePool', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('channels_last', )},
+    'QLinearLeakyRelu': {'name': 'QLinearLeakyRelu', 'op_type': 'QLinearLeakyRelu', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', )},
     'QLinearMatMul': {'name': 'QLinearMatMul', 'op_type': 'QLinearMatMul', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ()},
+    'QLinearMul': {'name': 'QLinearMul', 'op_type': 'QLinearMul', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
+    'QLinearSigmoid': {'name': 'QLinearSigmoid', 'op_type': 'QLinearSigmoid', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
+    'QLinearSoftmax': {'name': 'QLinearSoftmax', 'op_type': 'QLinearSoftmax', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'opset', )},
     'QuantizeLinear': {'name': 'QuantizeLinear', 'op_type': 'QuantizeLinear', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('axis', 'saturate', 'output_dtype', 'block_size', 'precision', )},
     'RMSNormalization': {'name': 'RMSNormalization', 'op_type': 'RMSNormalization', 'domain': '', 'version': '23', 'min_opset': 23, 'max_opset': None, 'fields': ('stash_type', 'epsilon', 'axis', )},
     'RNN': {'name': 'RNN', 'op_type': 'RNN', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('clip', 'activation_beta', 'output_sequence', 'activation_alpha', 'hidden_size', 'direction', 'activations', 'layout', )},

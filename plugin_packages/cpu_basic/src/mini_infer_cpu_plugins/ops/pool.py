@@ -327,11 +327,13 @@ class _Pool(CpuPlugin, schema.PoolBase):
 
     def compute(self, x: Array, *, out: Any, **attrs: Any) -> None:
         p = attrs.get("p", 1)
-        plan = self._plan(x, p)
         if isinstance(out, tuple):
             y, idx = out[0], (out[1] if len(out) > 1 else None)
         else:
             y, idx = out, None
+        if y.size == 0:  # an empty batch (or no channels): nothing to compute
+            return
+        plan = self._plan(x, p)
         if idx is not None:
             self._max_with_indices(self._source(x, plan), x.shape, y, idx, plan)
             return
