@@ -171,7 +171,7 @@ class QGemm(_MsOp):
 
 
 
-class _QLinearBinary(_MsOp):
+class QLinearBinaryBase(_MsOp):
     """Inputs A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point;
     broadcast; the output has A's type."""
 
@@ -185,15 +185,15 @@ class _QLinearBinary(_MsOp):
         return [broadcast_dims(inputs[0], inputs[3])]
 
 
-class QLinearAdd(_QLinearBinary):
+class QLinearAdd(QLinearBinaryBase):
     """``quantize(dequantize(A) + dequantize(B))``."""
 
 
-class QLinearMul(_QLinearBinary):
+class QLinearMul(QLinearBinaryBase):
     """``quantize(dequantize(A) * dequantize(B))``."""
 
 
-class _QLinearUnary(_MsOp):
+class QLinearUnaryBase(_MsOp):
     """Inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point: ``quantize(f(dequantize(X)))``,
     X's shape and type."""
 
@@ -210,15 +210,15 @@ class _QLinearUnary(_MsOp):
 _UNARY_PARAMS = {1: "X_scale", 2: "X_zero_point", 3: "Y_scale", 4: "Y_zero_point"}
 
 
-class QLinearSigmoid(_QLinearUnary):
+class QLinearSigmoid(QLinearUnaryBase):
     pass
 
 
-class QLinearLeakyRelu(_QLinearUnary):
+class QLinearLeakyRelu(QLinearUnaryBase):
     attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01}
 
 
-class QLinearSoftmax(_QLinearUnary):
+class QLinearSoftmax(QLinearUnaryBase):
     """Softmax along ``axis`` (``opset``, the original Softmax's, below 13: over the input
     flattened to 2-D at ``axis``)."""
 
@@ -258,7 +258,7 @@ class QLinearAveragePool(PoolBase):
         return [input_types[0]]
 
 
-class QLinearGlobalAveragePool(_QLinearUnary):
+class QLinearGlobalAveragePool(QLinearUnaryBase):
     """The mean over the spatial axes, quantized: X ``[N, C, *spatial]`` (``channels_last``:
     ``[N, *spatial, C]``)."""
 

@@ -81,7 +81,7 @@ def _check8(x: Array, op: str) -> None:
         raise PluginInterfaceError(f"{op}: X must be uint8 or int8, got {x.dtype}")
 
 
-class _Binary(CpuPlugin, schema._QLinearBinary):
+class _Binary(CpuPlugin, schema.QLinearBinaryBase):
     def combine(self, a: Array, b: Array, sa: np.float32, sb: np.float32, sc: np.float32
                 ) -> Array:
         raise NotImplementedError
@@ -112,7 +112,7 @@ class QLinearMul(_Binary, schema.QLinearMul):
         return a * b * (sa * sb / sc)
 
 
-class _Unary(CpuPlugin, schema._QLinearUnary):
+class _Unary(CpuPlugin, schema.QLinearUnaryBase):
     """Through a 256-entry table of ``fn``."""
 
     def fn(self, x: Array) -> Array:
