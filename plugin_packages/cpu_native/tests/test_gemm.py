@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import _native, plugins
+from mini_infer_cpu_native import _conv_tactics, _native, plugins
 from onnx import helper, numpy_helper
 
 import mini_infer_core
@@ -436,7 +436,8 @@ def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
     assert engine.build_info["constants_packed"] == 3
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    monkeypatch.setattr(plugins, "gemm_available", lambda: False)
+    monkeypatch.setattr(plugins, "gemm_available", lambda: False)  # Gemm
+    monkeypatch.setattr(_conv_tactics, "gemm_available", lambda: False)  # Conv
     got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 

@@ -20,6 +20,7 @@ from conv_epilogues import epilogue
 from mini_infer_cpu_native import (
     NAMESPACE,
     _conv_gemm,
+    _conv_tactics,
     _dconv,
     _native,
     _pw,
@@ -108,6 +109,7 @@ def gemm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         pytest.skip("this CPU has neither AVX-512 nor AVX2: the compiled GEMM does not run here")
     if request.param == "BLAS":
         monkeypatch.setattr(plugins, "gemm_available", lambda: False)
+        monkeypatch.setattr(_conv_tactics, "gemm_available", lambda: False)
         monkeypatch.setattr(_winograd, "gemm_available", lambda: False)
     return str(request.param)
 

@@ -239,9 +239,23 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
 
 void mi_pool_fail_scratch(int on) { atomic_store_explicit(&fail_scratch, on, RELAXED); }
 
+/* each thread's scratch: kept for its next job, freed when the thread exits (a caller's
+ * thread, e.g. one of an application's thread pool: `scratch_key`'s destructor); the main
+ * thread's lives until the process exits */
+static _Thread_local float *buf;
+static _Thread_local long size;
+static pthread_key_t scratch_key;
+static int scratch_key_made; /* 0: no key (pthread_key_create failed): the buffers leak */
+
+/* at the exit of a thread that has scratch (the buffer is `buf`, in this thread); a thread's
+ * later destructor that asks for scratch again gets a new one, freed on the next round */
+static void free_scratch(void *p) {
+    free(p);
+    buf = NULL;
+    size = 0;
+}
+
 float *mi_pool_scratch(long n) {
-    static _Thread_local float *buf;
-    static _Thread_local long size;
     if (atomic_load_explicit(&fail_scratch, RELAXED)) {
         atomic_store_explicit(&scratch_failed, 1, RELAXED);
         return NULL;
@@ -254,6 +268,7 @@ float *mi_pool_scratch(long n) {
         }
         buf = grown;
         size = n;
+        if (scratch_key_made) pthread_setspecific(scratch_key, grown);
     }
     return buf;
 }
@@ -271,4 +286,5 @@ static void after_fork(void) {
 
 __attribute__((constructor)) static void register_fork_handler(void) {
     pthread_atfork(NULL, NULL, after_fork);
+    scratch_key_made = pthread_key_create(&scratch_key, free_scratch) == 0;
 }

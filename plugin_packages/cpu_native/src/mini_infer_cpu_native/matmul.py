@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from mini_infer_core.plugin import DataType, Fusion, Repacked
 
 from . import _matmul
+from ._derived import Derived
 from ._kept import KeptCalls
 from ._native import (
     B_PANEL,
@@ -51,7 +52,6 @@ from ._native import (
     unpack_b,
     usable,
 )
-from .plugins import _Derived
 
 __all__ = ["MatMul"]
 
@@ -101,7 +101,7 @@ def _clip_bounds(attrs: dict[str, Any], constants: Sequence[Any],
     return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
 
 
-class MatMul(KeptCalls, _Derived, _gemm.MatMul):
+class MatMul(KeptCalls, Derived, _gemm.MatMul):
     """float32 products of any rank on the compiled GEMM, with the epilogue it fuses (see the
     module); everything else is cpu_basic's. The calls of a run are kept with its arrays
     (:class:`._kept.KeptCalls`: a plan's step runs them alone, without ``enqueue``,

@@ -13,9 +13,8 @@ name this distribution, so loading them needs it installed.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
@@ -26,12 +25,13 @@ from mini_infer_cpu_plugins.toolkit import blas_available as available
 from mini_infer_cpu_plugins.toolkit import blas_gemm
 from numpy.typing import NDArray
 
-from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked, shapes
 
 from . import _conv_gemm, _dconv, _matmul, _pw, _tap_gemm, _winograd
-from ._act import act_isa
-from ._conv_extra import ACTS, act_after, act_code, live_taps
+from ._conv_extra import ACTS, act_after, act_code
+from ._conv_geometry import bounds, depthwise
+from ._conv_weights import ConvWeights
+from ._derived import Derived
 from ._kept import KeptCalls
 from ._native import (
     B_PANEL,
@@ -61,60 +61,9 @@ __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "Gemm", "MaxPool"
            "NativeCreator"]
 
 Array = NDArray[Any]
-T = TypeVar("T")
 
 
-def _depthwise(xshape: Sequence[int], wshape: Sequence[int], group: int, dtype: Any) -> bool:
-    """One 2-D filter per channel (group == C == M), float32: the compiled case."""
-    return (len(xshape) == 4 and len(wshape) == 4 and xshape[1] == group == wshape[0] > 1
-            and wshape[1] == 1 and np.dtype(dtype) == np.float32)
-
-
-def _one_d(attrs: dict[str, Any]) -> bool:
-    """Whether a Conv's window attributes are those of one spatial axis (a 1-D convolution
-    lifted to 2-D; without any, the 2-D defaults are the lifted window already)."""
-    return any(attrs.get(k) is not None and len(attrs[k]) == n for k, n in (
-        ("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("pads", 2)))
-
-
-def _lift_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    """(N, C, L) as (N, C, 1, L)."""
-    return (shape[0], shape[1], 1, shape[2])
-
-
-def _lift(a: Array | None) -> Any:
-    """A 3-D array as the 4-D view of height 1, whatever its strides (None stays None)."""
-    return None if a is None else a[:, :, None, :]
-
-
-def _bounds(relu: int, clip: Any) -> tuple[float, float]:
-    """The clamp a fused Relu or Clip makes (none: no bounds)."""
-    lo, hi = (0.0, np.inf) if relu else (clip or (-np.inf, np.inf))
-    return float(lo), float(hi)
-
-
-class _Derived:
-    """Arrays made from a weight once (packed, transformed) and kept while it stays."""
-
-    #: key -> (the weight it was made from, what was made)
-    _derived_cache: dict[Any, tuple[Array, Any]] | None = None
-
-    def _derived(self, w: Array, key: Any, make: Callable[[Array], T]) -> T:
-        """``make(w)``, kept while ``w`` is the same read-only array (a constant: the engine's
-        weights); recomputed on every call for a writable one, whose values may change. Each
-        key keeps its own (Gemm derives from B and from C)."""
-        if w.flags.writeable:
-            return make(w)
-        if self._derived_cache is None:
-            self._derived_cache = {}
-        cached = self._derived_cache.get(key)
-        if cached is None or cached[0] is not w:
-            cached = self._derived_cache[key] = (w, make(w))
-        made: T = cached[1]
-        return made
-
-
-class Conv(KeptCalls, _Derived, _conv.Conv):
+class Conv(ConvWeights):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
     (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
@@ -145,60 +94,12 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
     #: also the activations every path here applies after the clamp (in the epilogues of the
     #: compiled GEMM, the direct and Winograd convolutions; after cpu_basic's otherwise)
     fusable: ClassVar[frozenset[str]] = _conv.Conv.fusable | frozenset(ACTS)
-    TACTICS: ClassVar[tuple[str, ...]] = ("winograd", "winograd4", "gemm")
-    #: output tile size of each Winograd tactic
-    TILES: ClassVar[dict[str, int]] = {"winograd": 2, "winograd4": 4}
 
-    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
-        """The tactics where Winograd can run and the choice is not obvious (>= 8 input and
-        output channels per group, >= 4x4 tiles; F(4x4) from 4x4 tiles of 4x4); otherwise none
-        to choose from."""
-        x, w = input_shapes[0], input_shapes[1]
-        if x is None or w is None or len(x) != 4 or len(w) != 4:
-            return []
-        group = self.attrs["group"]
-        if self._direct(tuple(x), tuple(w), 4, group):
-            return []
-        plan = self._plan_for(tuple(x), tuple(w), 4, group)
-        if not _winograd.possible(tuple(x), tuple(w), plan.window.strides,
-                                  plan.window.dilations, group, plan.out_dims):
-            return []
-        if min(w[1], w[0] // group) < 8 or math.prod(_winograd.tiles(plan.out_dims, 2)) < 16:
-            return []
-        big = math.prod(_winograd.tiles(plan.out_dims, 4)) >= 16
-        return [t for t in self.TACTICS if big or t != "winograd4"]
-
-    def set_tactic(self, name: str) -> None:
-        if name not in ("", *self.TACTICS):
-            raise PluginInterfaceError(
-                f"Conv: unknown tactic {name!r} (known: {', '.join(self.TACTICS)})")
-        self.record("__tactic__", name)
-        self._calls = None
-        # the other tile sizes' transformed weights go (4x and 1.8x the weights): the build
-        # times every tactic in turn, and kept they would all be held at once
-        if self._derived_cache:
-            tile = self.TILES.get(name)
-            for key in [k for k in self._derived_cache
-                        if isinstance(k, tuple) and k[0] == "winograd" and k[1] != tile]:
-                del self._derived_cache[key]
 
     #: the compiled calls of the last run and the arrays they were made for (input, weights,
     #: bias, residual, output, workspace): while the same objects come back (an engine's
     #: arena views, its constants), the addresses in the calls stay valid
     _calls: tuple[tuple[Any, ...], list[Call]] | None = None
-
-    def _weights_packed(self) -> None:
-        self.record("__wpacked__", 1)
-        self._calls = None
-
-    def window(self, nd: int, kernel: Sequence[Any]) -> Any:
-        """The window; for a 1-D convolution run as a 2-D one of height 1 (``nd`` 2 while the
-        node's attributes are 1-D) the 1-D window with a unit axis in front."""
-        if nd == 2 and _one_d(self.attrs):
-            w1 = super().window(1, kernel[1:])
-            return shapes.Window((1, *w1.kernel), (1, *w1.strides), (1, *w1.dilations),
-                                 (0, w1.pads[0], 0, w1.pads[1]), w1.auto_pad, w1.ceil_mode)
-        return super().window(nd, kernel)
 
     def compute(self, x: Array, w: Array, b: Array | None = None, r: Array | None = None,
                 *, out: Array, group: int, __relu__: int = 0, __clip__: Any = None,
@@ -208,17 +109,9 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
                 a is k for a, k in zip(self._calls[0], key, strict=True)):
             run_calls(self._calls[1])  # the same arrays as last time: the same calls
             return
-        if x.ndim == 3 and x.dtype == np.float32:
-            # 1-D as 2-D of height 1 (as _layout sized the workspace): views, whatever the
-            # strides; W's kept while W stays the same array
-            lifted = self._lifted_w
-            if lifted is None or lifted[0] is not w:
-                lifted = self._lifted_w = (w, _lift(w))
-            x, w, r, out = _lift(x), lifted[1], _lift(r), _lift(out)
+        if x.ndim == 3 and x.dtype == np.float32:  # 1-D as 2-D of height 1
+            x, w, r, out = self._lifted(x, w, r, out)
         self._compute(key, x, w, b, r, out, group, __relu__, __clip__, **kw)
-
-    #: a 1-D convolution's W as (M, C/group, 1, K): (the 3-D array, its lifted view)
-    _lifted_w: tuple[Array, Array] | None = None
 
     def _compute(self, key: tuple[Any, ...], x: Array, w: Array, b: Array | None,
                  r: Array | None, out: Array, group: int, __relu__: int, __clip__: Any,
@@ -239,7 +132,7 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
             run_calls(self._calls[1])
             return
         if self._own_gemm(x.shape, w.shape, x.itemsize, group) and usable(x, b, r, out):
-            lo, hi = _bounds(__relu__, __clip__)
+            lo, hi = bounds(__relu__, __clip__)
             plan = self._plan(x, w, group)
             if _tap_gemm.applies(x.shape, w.shape, group, plan):  # taps mostly on padding
                 calls = _tap_gemm.tap_calls(x, self._tap_packed(w), b, r, out, plan, lo, hi,
@@ -251,22 +144,21 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
             self._calls = (key, calls)
             run_calls(calls)
             return
-        if self.hidden.get("__wpacked__"):  # packed for a GEMM that cannot run here: undo it once
-            w = self._derived(w, ("onnx", group), lambda w: _conv_gemm.unpack_weights(w, group))
+        w = self._onnx_weights(w, group)  # packed for a GEMM that cannot run here: undone once
         tile = self._wino_tile(x.shape, w.shape, 4, group) if w.dtype == np.float32 else 0
         if tile and usable(x, b, r, out):
             begin = self._plan(x, w, group).begin
-            lo, hi = _bounds(__relu__, __clip__)
+            lo, hi = bounds(__relu__, __clip__)
             u, packed = self._winograd_weights(w, tile, group)
             calls = _winograd.winograd_calls(x, u, b, r, out, (begin[0], begin[1]), lo, hi,
                                              self._buffers(x, w, group), packed, act)
             self._calls = (key, calls)
             run_calls(calls)
             return
-        if _depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
+        if depthwise(x.shape, w.shape, group, x.dtype) and usable(x, w, b, r, out):
             plan = self._plan(x, w, group)
             win = plan.window
-            lo, hi = _bounds(__relu__, __clip__)
+            lo, hi = bounds(__relu__, __clip__)
             ext = (plan.ext[0], plan.ext[1])
             work = self.scratch.buffer("native", (dwconv2d_work(ext, plan.out_dims[0]),),
                                        np.float32)
@@ -278,85 +170,6 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
                             __clip__=__clip__, **kw)
         act_after(self.hidden, out)
 
-    #: (x shape, W) -> the convolution of the taps that read the input and its weights, or
-    #: None (every tap does)
-    _pruned_cache: dict[tuple[Any, ...], tuple[Conv, Array, Array] | None] | None = None
-
-    def _pruned(self, x: Array, w: Array, group: int) -> tuple[Conv, Array] | None:
-        """A dense float32 2-D convolution whose outer taps read only padding for every output
-        (DeepLabV3's ASPP: a 3x3 kernel dilated 36 over a 32x32 map, whose eight outer taps
-        never reach the input) as the convolution of the taps that do, with their weights and
-        the padding before moved by the taps left out: the same sums, a ninth of the work for
-        the ASPP's last branch. None where every tap reads the input somewhere."""
-        if (x.ndim != 4 or group != 1 or w.dtype != np.float32 or w.flags.writeable
-                or _one_d(self.attrs)):
-            return None
-        key = (x.shape, id(w))
-        if self._pruned_cache is None:
-            self._pruned_cache = {}
-        if key in self._pruned_cache:
-            got = self._pruned_cache[key]
-            return None if got is None or got[2] is not w else (got[0], got[1])
-        made = self._prune(x.shape, w)
-        self._pruned_cache[key] = None if made is None else (*made, w)
-        return made
-
-    def _prune(self, xshape: tuple[int, ...], w: Array) -> tuple[Conv, Array] | None:
-        plan = self._plan_for(xshape, w.shape, 4, 1)  # W's shape, packed for the GEMM or not
-        win = plan.window
-        live = live_taps(xshape[2:], plan.out_dims, w.shape[2:], win.strides, win.dilations,
-                         plan.begin)
-        if live is None:
-            return None
-        keep, pads = live
-        full = w if not self.hidden.get("__wpacked__") else _conv_gemm.unpack_weights(w, 1)
-        wp = np.ascontiguousarray(full[:, :, keep[0][0]:keep[0][1], keep[1][0]:keep[1][1]])
-        wp.flags.writeable = False
-        attrs = {k: v for k, v in self.attrs.items() if v is not None}
-        attrs.update(kernel_shape=[k1 - k0 for k0, k1 in keep], pads=pads, auto_pad="NOTSET")
-        hidden = {k: v for k, v in self.hidden.items() if k in ("__act__", "__act_args__")}
-        return type(self)(self.name, **attrs, **hidden), wp
-
-    def _layout(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
-                group: int) -> list[tuple[str, tuple[int, ...]]]:
-        """Winograd's buffers, as workspace planned in the arena; otherwise cpu_basic's (a
-        float32 1-D convolution's for its 2-D form)."""
-        if len(xshape) == 3 and itemsize == 4:
-            xshape, wshape = _lift_shape(xshape), _lift_shape(wshape)
-        tile = self._wino_tile(xshape, wshape, itemsize, group)
-        plan = self._plan_for(xshape, wshape, itemsize, group)
-        if tile:
-            return _winograd.buffers(wshape[1], wshape[0] // group, plan.out_dims, tile)
-        if self._own_gemm(xshape, wshape, itemsize, group):
-            if _tap_gemm.applies(xshape, wshape, group, plan):
-                return [("taps", (_tap_gemm.work_floats(xshape, wshape, plan),))]
-            return _conv_gemm.buffers(xshape, wshape, plan)
-        return super()._layout(xshape, wshape, itemsize, group)
-
-    def _direct(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
-                group: int) -> bool:
-        """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones:
-        3x3 ones only where its AVX2 kernels run, the depthwise kernel of ``_kernels.c``
-        doing their nine taps in one pass otherwise): summed directly (:mod:`._dconv`),
-        weights as ONNX stores them, the fused activation in registers. Single-thread kernel
-        times: RegNet's 3x3 groups of 8 2-6x faster than im2col + per-group GEMMs (208
-        channels at 14x14: 0.80 -> 0.22 ms), MobileNetV3's 5x5 depthwise 1.5-3x (72 at
-        56x56, stride 2: 1.0 -> 0.3 ms); with the AVX2 depthwise kernels, 3x3 stride 2 (64
-        channels, 112x112) 1.3 -> 0.4 ms, 5x5 over 7x7-14x14 maps 0.4 -> 0.25-0.3 ms."""
-        return itemsize == 4 and (_dconv.applies(xshape, wshape, group) and not (
-            _depthwise(xshape, wshape, group, np.float32) and tuple(wshape[2:]) == (3, 3)
-            and act_isa() < 1) or self._short(xshape, wshape, group))
-
-    def _short(self, xshape: tuple[int, ...], wshape: tuple[int, ...], group: int) -> bool:
-        """float32 2-D convolutions whose product is short over a large map (:mod:`._pw`):
-        1x1 ones of few channels (MobileNetV3's 16->64 over 112x112) and the stems of 3
-        input channels, the map read once, no im2col, the epilogue in registers."""
-        if len(xshape) != 4 or len(wshape) != 4 or group != 1:
-            return False
-        plan = self._plan_for(xshape, wshape, 4, group)
-        return _pw.applies(xshape, wshape, group, plan.window.strides, plan.begin,
-                           plan.out_dims)
-
     def _direct_calls(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
                       group: int, relu: int, clip: Any, act: Act = NO_ACT) -> list[Call]:
         plan = self._plan(x, w, group)
@@ -364,45 +177,14 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
         geo = ((int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
                (win.dilations[0], win.dilations[1]), (plan.begin[0], plan.begin[1]))
         if self._short(x.shape, w.shape, group):
-            if self.hidden.get("__wpacked__"):  # built where the GEMM ran: ONNX's order
-                w = self._derived(w, ("onnx", group),
-                                  lambda w: _conv_gemm.unpack_weights(w, group))
+            w = self._onnx_weights(w, group)  # built where the GEMM ran: ONNX's order
             work = self.scratch.buffer("pw", (_pw.work_floats(x.shape, w.shape, *geo,
                                                               plan.out_dims),), np.float32)
-            return [_pw.pwconv2d_call(x, w, b, r, out, work, *geo, *_bounds(relu, clip), act)]
+            return [_pw.pwconv2d_call(x, w, b, r, out, work, *geo, *bounds(relu, clip), act)]
         need = _dconv.work_floats(x.shape, w.shape, group, *geo, plan.out_dims)
         work = self.scratch.buffer("dconv", (need,), np.float32)
-        lo, hi = _bounds(relu, clip)
+        lo, hi = bounds(relu, clip)
         return [_dconv.dconv2d_call(x, w, b, r, out, work, group, *geo, lo, hi, act)]
-
-    def _own_gemm(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
-                  group: int) -> bool:
-        """2-D float32 convolutions that are neither depthwise nor Winograd: the compiled GEMM
-        (where the CPU has AVX-512; otherwise cpu_basic's BLAS paths)."""
-        return (len(xshape) == 4 and itemsize == 4 and gemm_available()
-                and not _depthwise(xshape, wshape, group, np.float32)
-                and not self._direct(xshape, wshape, itemsize, group)
-                and not self._wino_tile(xshape, wshape, itemsize, group))
-
-    def _packed_gemm(self, w: Array, group: int) -> Array:
-        """The weights packed for the compiled GEMM (per group): as the engine stores them
-        (``__wpacked__``, the build packed them), else made at the first run."""
-        if self.hidden.get("__wpacked__"):
-            return w.reshape(-1)
-        return self._derived(w, ("gemm", group), lambda w: _conv_gemm.pack_weights(w, group))
-
-    def _tap_packed(self, w: Array) -> Array:
-        """Each tap's weights packed for the compiled GEMM (:func:`._tap_gemm.tap_weights`),
-        made once from W as the engine stores it."""
-        return self._derived(w, "taps", lambda w: _tap_gemm.tap_weights(
-            _conv_gemm.unpack_weights(w, 1) if self.hidden.get("__wpacked__") else w))
-
-    def _winograd_weights(self, w: Array, tile: int, group: int) -> tuple[Array, Array | None]:
-        """U = G g G^T of each group's weights (and U packed for the compiled GEMM, where it
-        runs), computed once per weight array and tile size (the tactic timing switches between
-        the sizes)."""
-        return self._derived(w, ("winograd", tile, group),
-                             lambda w: _winograd.weights(w, tile, group))
 
     @staticmethod
     def _im2col(x: Array, cols: Array, plan: Any, bufs: dict[str, Array]) -> None:
@@ -450,48 +232,13 @@ class Conv(KeptCalls, _Derived, _conv.Conv):
                 dst, b, r):
             _conv.Conv._epilogue(dst, out, b, r, with_relu, clip)
             return
-        lo, hi = _bounds(with_relu, clip)
+        lo, hi = bounds(with_relu, clip)
         bias_act(dst, b, None if r is None else r.reshape(dst.shape), lo, hi)
         if dst is not out:
             np.copyto(out, dst)
 
-    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
-                       ) -> dict[int, Any]:
-        """The compiled GEMM's weights are stored packed in its panels (``Repacked``: the
-        engine file keeps them so, and ``__wpacked__`` says it); the compiled depthwise kernel
-        and the Winograd weight transform read them as ONNX stores them; the other paths as
-        cpu_basic packs them."""
-        w = constants[1] if len(constants) > 1 else None
-        x = inputs[0]
-        if w is not None and x is not None and x[0].is_static():
-            xshape, wshape, group = x[0].to_tuple(), w.shape, self.attrs["group"]
-            if len(xshape) == 3 and w.ndim == 3 and w.dtype == np.float32:  # run as 2-D
-                xshape, wshape = _lift_shape(xshape), _lift_shape(wshape)
-            if w.dtype == np.float32 and self._own_gemm(xshape, wshape, w.itemsize, group):
-                return {1: Repacked(_conv_gemm.pack_weights(w, group).reshape(w.shape),
-                                    self._weights_packed)}
-            if _depthwise(xshape, wshape, group, w.dtype) or self._direct(
-                    xshape, wshape, w.itemsize, group) or self._wino_tile(
-                    xshape, wshape, w.itemsize, group):
-                return {} if w.flags.c_contiguous else {1: np.ascontiguousarray(w)}
-        return super().pack_constants(inputs, constants)
 
-    def _wino_tile(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
-                   group: int) -> int:
-        """The Winograd output tile size this convolution runs (0: it does not)."""
-        tactic = self.hidden.get("__tactic__") or ""
-        if len(xshape) != 4 or itemsize != 4 or tactic == "gemm" or self._direct(
-                xshape, wshape, itemsize, group):
-            return 0
-        plan = self._plan_for(xshape, wshape, itemsize, group)
-        args = (xshape, wshape, plan.window.strides, plan.window.dilations, group,
-                plan.out_dims)
-        if tactic:
-            return self.TILES[tactic] if _winograd.possible(*args) else 0
-        return _winograd.applies(*args)
-
-
-class Gemm(KeptCalls, _Derived, _gemm.Gemm):
+class Gemm(KeptCalls, Derived, _gemm.Gemm):
     """float32 ``alpha * A' @ B' + beta * C`` on the compiled GEMM for any number of rows
     (:mod:`._matmul`): A' read through its strides (transA: A^T, no copy); B' packed by the
     build where B is a constant (``__wpacked__`` = 3 where the AVX2 kernels run, 2 elsewhere:

@@ -1,41 +1,32 @@
 /* The thread pool and the kernels on it, without Python, for ThreadSanitizer,
- * AddressSanitizer (with its leak check) and valgrind: run_sanitizers.sh builds and runs it.
- * Not part of the test suite (it needs the sanitizer runtimes and minutes of CPU).
+ * AddressSanitizer (with its leak check) and UBSan, and valgrind: tests/sanitizers.py (at
+ * the repository root) builds it with every C source of the library; the test suite runs
+ * it for one round under ASan + UBSan and TSan (tests/test_sanitizers.py).
+ *
+ *   pool_stress [ROUNDS]   (default 20 rounds per caller)
  *
  * Each round checks its results against plain loops: products split between 4 threads, from
- * two calling threads at once (one of them then runs alone), pooling and depthwise
- * convolutions that give each worker scratch of its own, batched products with their
- * epilogue (on each GEMM kernel the CPU has), workers that cannot start (the pool runs
- * with those it has, then starts the rest when asked again), and scratch that cannot be
- * allocated (the caller computes alone). */
+ * two calling threads at once (one of them then runs alone; both exit, and their scratch
+ * with them), pooling and depthwise convolutions that give each worker scratch of its own,
+ * batched products with their epilogue, every other kernel family (families.c), on each
+ * instruction set the CPU has; workers that cannot start (the pool runs with those it has,
+ * then starts the rest when asked again), and scratch that cannot be allocated (the caller
+ * computes alone). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/mini_infer_cpu_native/_args.h"
-#include "../../src/mini_infer_cpu_native/_pool.h"
+#include "driver.h"
 
 int mi_pool_started(void);
 int mi_pool_start_error(void);
-int mi_gemm_set_isa(int level);
+void mi_act_set_isa(int most);
+int mi_act_isa(void);
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                           \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
-
-static float frand(unsigned *s) {
-    *s = *s * 1103515245u + 12345u;
-    return (float)((*s >> 8) & 0xFFFF) / 65536.0f - 0.5f;
-}
+atomic_int failures;
+static int rounds = 20;
 
 /* C = A . B on the pool, against the plain sum */
 static void product(unsigned seed) {
@@ -139,16 +130,18 @@ static void matmul(unsigned seed) {
 
 static void *caller(void *arg) {
     unsigned seed = (unsigned)(size_t)arg;
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < rounds; i++) {
         product(seed + i);
         pooling(seed + i);
         depthwise(seed + i);
         matmul(seed + i);
+        families(seed + i);
     }
     return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) rounds = atoi(argv[1]);
     /* one worker may start, the next fails: the pool runs with 2 threads of the 4 asked */
     mi_pool_fail_start(1);
     mi_pool_set_threads(4);
@@ -157,7 +150,8 @@ int main(void) {
     CHECK(mi_pool_get_threads() == 2, "threads %d, wanted 2", mi_pool_get_threads());
     CHECK(mi_pool_start_error() != 0, "no start error reported");
 
-    /* asked again: the rest start; two callers at once (one runs its jobs alone) */
+    /* asked again: the rest start; two callers at once (one runs its jobs alone), threads
+     * that then exit: the scratch they took for their parts goes with them (LeakSanitizer) */
     mi_pool_fail_start(-1);
     mi_pool_set_threads(4);
     pthread_t t[2];
@@ -170,11 +164,17 @@ int main(void) {
     caller((void *)3);
     mi_pool_fail_scratch(0);
 
-    /* every GEMM kernel this CPU has: plain C, AVX2, AVX-512 */
-    for (int isa = 0; isa <= 2; isa++)
-        if (mi_gemm_set_isa(isa) == isa) caller((void *)(size_t)(11 + isa));
+    /* every GEMM kernel and every copy of the activations this CPU has: plain C, AVX2,
+     * AVX-512 */
+    for (int isa = 0; isa <= 2; isa++) {
+        mi_act_set_isa(isa);
+        if (mi_gemm_set_isa(isa) == isa && mi_act_isa() == isa)
+            caller((void *)(size_t)(11 + isa));
+    }
     mi_gemm_set_isa(-1);
+    mi_act_set_isa(-1);
 
-    printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
-    return failures != 0;
+    int failed = atomic_load(&failures);
+    printf("%s: %d failures\n", failed ? "FAILED" : "ok", failed);
+    return failed != 0;
 }

@@ -1,0 +1,500 @@
+/* One call of every kernel family the library exports (_args.h, _pw.c), each large enough to
+ * run on the pool (over its PARALLEL_MIN) and checked against plain loops in double, for the
+ * sanitizers' driver (pool_stress.c runs `families` from several threads, at each ISA level).
+ * The sizes are small: under ThreadSanitizer every load and store costs tens of times more. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static float *randoms(long n, unsigned *seed, float scale) {
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (long i = 0; i < n; i++) p[i] = scale * frand(seed);
+    return p;
+}
+
+static int near(double got, double want, double tol) {
+    return fabs(got - want) <= tol * (1.0 + fabs(want));
+}
+
+/* the largest error of `got` against `want` (n values), relative to 1 + |want| */
+static double worst_of(const float *got, const double *want, long n) {
+    double worst = 0;
+    for (long i = 0; i < n; i++) {
+        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e; /* NaN: the worst */
+    }
+    return worst;
+}
+
+/* the functions of mi_act_f32 (MI_ACT_*), in double */
+static double act_of(int op, double x, double alpha, double beta) {
+    switch (op) {
+    case MI_ACT_ERF: return erf(x);
+    case MI_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case MI_ACT_GELU_TANH:
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case MI_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case MI_ACT_SWISH: return x / (1.0 + exp(-alpha * x));
+    case MI_ACT_HARD_SIGMOID: return fmax(0.0, fmin(1.0, alpha * x + beta));
+    case MI_ACT_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case MI_ACT_TANH: return tanh(x);
+    case MI_ACT_LEAKY_RELU: return x >= 0 ? x : alpha * x;
+    default: return exp(x);
+    }
+}
+
+/* a convolution's epilogue activation (_epi.h: 0 none) */
+static double epi_of(int act, double x, double alpha, double beta) {
+    return act == 0 ? x : act_of(act, x, alpha, beta);
+}
+
+/* y = act(clamp(conv(x, w) + bias + res, lo, hi)) as a->* describes it, in double */
+static double *conv_ref(const mi_dconv2d_args *a) {
+    long cg = a->c / a->group, mg = a->m / a->group;
+    double *want = malloc(sizeof(double) * (size_t)(a->n * a->m * a->oh * a->ow));
+    for (long img = 0; img < a->n; img++)
+        for (long f = 0; f < a->m; f++)
+            for (long oy = 0; oy < a->oh; oy++)
+                for (long ox = 0; ox < a->ow; ox++) {
+                    long o = ((img * a->m + f) * a->oh + oy) * a->ow + ox;
+                    double s = a->bias ? a->bias[f] : 0.0;
+                    for (long ch = 0; ch < cg; ch++)
+                        for (long ky = 0; ky < a->kh; ky++)
+                            for (long kx = 0; kx < a->kw; kx++) {
+                                long iy = oy * a->sh + ky * a->dh - a->pt;
+                                long ix = ox * a->sw + kx * a->dw - a->pl;
+                                if (iy < 0 || iy >= a->h || ix < 0 || ix >= a->wd) continue;
+                                long xc = (f / mg) * cg + ch;
+                                s += (double)a->w[((f * cg + ch) * a->kh + ky) * a->kw + kx] *
+                                     a->x[((img * a->c + xc) * a->h + iy) * a->wd + ix];
+                            }
+                    if (a->res) s += a->res[o];
+                    s = fmin(a->hi, fmax(a->lo, s));
+                    want[o] = epi_of(a->act, s, a->act_alpha, a->act_beta);
+                }
+    return want;
+}
+
+/* mi_dconv2d_f32 (groups of 4; depthwise, dilated) and mi_pwconv2d_f32 (pointwise; a stem) */
+static void convolutions(unsigned seed) {
+    const struct {
+        int pw;
+        long n, c, m, group, h, k, s, d, p, act;
+    } cases[] = {
+        {0, 1, 16, 16, 4, 64, 3, 2, 1, 1, MI_ACT_SWISH},
+        {0, 1, 16, 16, 16, 32, 5, 1, 2, 4, MI_ACT_HARD_SWISH},
+        {1, 1, 8, 16, 1, 64, 1, 1, 1, 0, MI_ACT_SIGMOID},
+        {1, 1, 3, 16, 1, 128, 3, 2, 1, 1, MI_ACT_HARD_SIGMOID},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        long n = cases[t].n, c = cases[t].c, m = cases[t].m, h = cases[t].h, k = cases[t].k;
+        long o = (h + 2 * cases[t].p - cases[t].d * (k - 1) - 1) / cases[t].s + 1;
+        mi_dconv2d_args a = {.n = n, .c = c, .h = h, .wd = h, .m = m, .group = cases[t].group,
+                             .kh = k, .kw = k, .sh = cases[t].s, .sw = cases[t].s,
+                             .dh = cases[t].d, .dw = cases[t].d, .pt = cases[t].p,
+                             .pl = cases[t].p, .oh = o, .ow = o, .lo = -1.5f, .hi = 1.5f,
+                             .act = (int)cases[t].act, .act_alpha = 0.2f, .act_beta = 0.5f};
+        long outs = n * m * o * o;
+        float *x = randoms(n * c * h * h, &seed, 2.0f);
+        float *w = randoms(m * (c / a.group) * k * k, &seed, 1.0f);
+        float *bias = randoms(m, &seed, 1.0f), *res = randoms(outs, &seed, 1.0f);
+        float *y = malloc(sizeof(float) * (size_t)outs);
+        a.x = x, a.w = w, a.bias = bias, a.res = res, a.y = y;
+        long floats = cases[t].pw ? mi_pwconv2d_work(&a) : mi_dconv2d_work(&a);
+        CHECK(floats >= 0, "conv case %zu: no work size", t);
+        float *work = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
+        a.work = work;
+        int rc = cases[t].pw ? mi_pwconv2d_f32(&a) : mi_dconv2d_f32(&a);
+        CHECK(rc == MI_OK, "conv case %zu refused", t);
+        double *want = conv_ref(&a);
+        double worst = worst_of(y, want, outs);
+        CHECK(worst < 1e-4, "conv case %zu (%s) off by %g", t, cases[t].pw ? "pw" : "dconv",
+              worst);
+        free(x), free(w), free(bias), free(res), free(y), free(work), free(want);
+    }
+}
+
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3): weights, input tiles, the 16 or 36 products on
+ * mi_gemm_batch_f32 (each U_k packed by mi_gemm_pack_f32), output tiles with the epilogue */
+static void winograd(unsigned seed) {
+    enum { C = 8, M = 8, H = 16 };
+    for (int tile = 2; tile <= 4; tile += 2) {
+        long k = (tile + 2) * (tile + 2), th = (H + tile - 1) / tile, tw = th, tiles = th * tw;
+        float *x = randoms(C * H * H, &seed, 2.0f), *w = randoms(M * C * 9, &seed, 1.0f);
+        float *bias = randoms(M, &seed, 1.0f), *res = randoms(M * H * H, &seed, 1.0f);
+        float *u = malloc(sizeof(float) * (size_t)(k * M * C));
+        float *up = malloc(sizeof(float) * (size_t)(k * M * C));
+        float *v = malloc(sizeof(float) * (size_t)(k * C * tiles));
+        float *mm = malloc(sizeof(float) * (size_t)(k * M * tiles));
+        float *y = malloc(sizeof(float) * M * H * H);
+        float *rows_in = malloc(sizeof(float) * (size_t)(2 * (tile + 2) * (tile * tw + 2)));
+        float *rows_out = malloc(sizeof(float) * (size_t)(tile * tile * tw));
+        mi_wino_weights_args wa = {w, u, M, C, tile};
+        CHECK(mi_wino_weights_f32(&wa) == MI_OK, "wino_weights refused");
+        for (long q = 0; q < k; q++) {
+            mi_gemm_pack_args pack = {u + q * M * C, up + q * M * C, M, C, C};
+            CHECK(mi_gemm_pack_f32(&pack) == MI_OK, "pack refused");
+        }
+        mi_wino_in_args in = {x, v, rows_in, C, H, H, 1, 1, tw, 0, th, tile};
+        CHECK(mi_wino_in_f32(&in) == MI_OK, "wino_in refused");
+        mi_gemm_batch_args gb = {up, v, mm, k, M * C, C * tiles, M * tiles, tiles, tiles,
+                                 M, tiles, C};
+        CHECK(mi_gemm_batch_f32(&gb) == MI_OK, "gemm_batch refused");
+        mi_wino_out_args out = {mm, y, bias, res, rows_out, M, H, H, tw, 0, th, -2.0f, 2.0f,
+                                tile, MI_ACT_SWISH, 1.0f, 0.0f};
+        CHECK(mi_wino_out_f32(&out) == MI_OK, "wino_out refused");
+        mi_dconv2d_args ref = {.x = x, .w = w, .bias = bias, .res = res, .n = 1, .c = C,
+                               .h = H, .wd = H, .m = M, .group = 1, .kh = 3, .kw = 3, .sh = 1,
+                               .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1, .oh = H, .ow = H,
+                               .lo = -2.0f, .hi = 2.0f, .act = MI_ACT_SWISH, .act_alpha = 1.0f};
+        double *want = conv_ref(&ref);
+        double worst = worst_of(y, want, M * H * H);
+        CHECK(worst < 1e-4, "winograd F(%dx%d) off by %g", tile, tile, worst);
+        free(x), free(w), free(bias), free(res), free(u), free(up), free(v), free(mm), free(y);
+        free(rows_in), free(rows_out), free(want);
+    }
+}
+
+/* im2col of dilated, padded rows [4, 44) of 8 planes */
+static void im2col(unsigned seed) {
+    enum { C = 8, H = 48, K = 3, OY0 = 4, OY1 = 44 };
+    float *x = randoms(C * H * H, &seed, 1.0f);
+    long rows = OY1 - OY0, size = (long)C * K * K * rows * H;
+    float *cols = malloc(sizeof(float) * (size_t)size);
+    mi_im2col_args a = {x, cols, 1, C, H, H, K, K, 1, 1, 2, 2, 2, 2, OY0, OY1, H};
+    CHECK(mi_im2col_f32(&a) == MI_OK, "im2col refused");
+    long wrong = 0;
+    for (long ch = 0; ch < C; ch++)
+        for (long ky = 0; ky < K; ky++)
+            for (long kx = 0; kx < K; kx++)
+                for (long oy = OY0; oy < OY1; oy++)
+                    for (long ox = 0; ox < H; ox++) {
+                        long iy = oy + 2 * ky - 2, ix = ox + 2 * kx - 2;
+                        float want = iy < 0 || iy >= H || ix < 0 || ix >= H
+                                         ? 0.0f : x[(ch * H + iy) * H + ix];
+                        wrong += cols[(((ch * K + ky) * K + kx) * rows + oy - OY0) * H + ox] !=
+                                 want;
+                    }
+    CHECK(wrong == 0, "im2col: %ld values wrong", wrong);
+    free(x), free(cols);
+}
+
+/* ConvTranspose's tap placement, kernel 2 (its own loop) and 3 */
+static void taps2d(unsigned seed) {
+    for (long k = 2; k <= 3; k++) {
+        long planes = k == 2 ? 8 : 4, h = k == 2 ? 32 : 24, size = planes * k * k * h * h;
+        float *taps = randoms(size, &seed, 1.0f), *y = malloc(sizeof(float) * (size_t)size);
+        mi_taps2d_args a = {taps, y, planes, k, k, h, h};
+        CHECK(mi_taps2d_f32(&a) == MI_OK, "taps2d refused");
+        long wrong = 0;
+        for (long p = 0; p < planes; p++)
+            for (long ty = 0; ty < k; ty++)
+                for (long tx = 0; tx < k; tx++)
+                    for (long i = 0; i < h; i++)
+                        for (long j = 0; j < h; j++)
+                            wrong += y[(p * h * k + i * k + ty) * h * k + j * k + tx] !=
+                                     taps[(((p * k + ty) * k + tx) * h + i) * h + j];
+        CHECK(wrong == 0, "taps2d %ldx%ld: %ld values wrong", k, k, wrong);
+        free(taps), free(y);
+    }
+}
+
+/* LRN across 8 channels of 32x32, beta 0.75 and 0.5 (square roots) and 0.6 (powf) */
+static void lrn(unsigned seed) {
+    enum { N = 2, C = 8, P = 1024, SIZE = 5 };
+    const float betas[] = {0.75f, 0.5f, 0.6f};
+    float *x = randoms(N * C * P, &seed, 2.0f), *y = malloc(sizeof(float) * N * C * P);
+    float *acc = malloc(sizeof(float) * P);
+    double *want = malloc(sizeof(double) * N * C * P);
+    for (int b = 0; b < 3; b++) {
+        mi_lrn_args a = {x, y, acc, N, C, P, SIZE, 1e-2f, betas[b], 1.0f};
+        CHECK(mi_lrn_f32(&a) == MI_OK, "lrn refused");
+        for (long img = 0; img < N; img++)
+            for (long ch = 0; ch < C; ch++)
+                for (long p = 0; p < P; p++) {
+                    double s = 0;
+                    for (long q = ch - (SIZE - 1) / 2; q <= ch + SIZE / 2; q++)
+                        if (q >= 0 && q < C) {
+                            double v = x[(img * C + q) * P + p];
+                            s += v * v;
+                        }
+                    long i = (img * C + ch) * P + p;
+                    want[i] = x[i] * pow(1.0 + 1e-2 / SIZE * s, -(double)betas[b]);
+                }
+        double worst = worst_of(y, want, N * C * P);
+        CHECK(worst < 1e-5, "lrn beta %g off by %g", betas[b], worst);
+    }
+    free(x), free(y), free(acc), free(want);
+}
+
+/* BatchNormalization's scale and shift, and the GEMM epilogue's bias + residual + clamp */
+static void epilogues(unsigned seed) {
+    enum { N = 2, C = 8, P = 1024, ROWS = 64, COLS = 300, LDY = 310, LDR = 305, PERIOD = 16 };
+    float *x = randoms(N * C * P, &seed, 4.0f), *y = malloc(sizeof(float) * N * C * P);
+    float *sa = randoms(C, &seed, 2.0f), *sb = randoms(C, &seed, 2.0f);
+    mi_scale_shift_args ss = {x, sa, sb, y, N, C, P, -1.0f, 1.0f};
+    CHECK(mi_scale_shift_f32(&ss) == MI_OK, "scale_shift refused");
+    long wrong = 0;
+    for (long i = 0; i < N * C * P; i++) {
+        float v = x[i] * sa[(i / P) % C] + sb[(i / P) % C];
+        wrong += y[i] != fminf(1.0f, fmaxf(-1.0f, v));
+    }
+    CHECK(wrong == 0, "scale_shift: %ld values wrong", wrong);
+
+    float *z = randoms(ROWS * LDY, &seed, 4.0f), *z0 = malloc(sizeof(float) * ROWS * LDY);
+    float *bias = randoms(PERIOD, &seed, 1.0f), *res = randoms(ROWS * LDR, &seed, 1.0f);
+    memcpy(z0, z, sizeof(float) * ROWS * LDY);
+    mi_bias_act_args ba = {z, bias, res, ROWS, COLS, LDY, PERIOD, LDR, -1.0f, 1.0f};
+    CHECK(mi_bias_act_f32(&ba) == MI_OK, "bias_act refused");
+    wrong = 0;
+    for (long i = 0; i < ROWS; i++)
+        for (long j = 0; j < LDY; j++) {
+            float v = z0[i * LDY + j];
+            if (j < COLS) v = fminf(1.0f, fmaxf(-1.0f, v + bias[i % PERIOD] + res[i * LDR + j]));
+            wrong += z[i * LDY + j] != v; /* the gap between rows untouched */
+        }
+    CHECK(wrong == 0, "bias_act: %ld values wrong", wrong);
+    free(x), free(y), free(sa), free(sb), free(z), free(z0), free(bias), free(res);
+}
+
+/* average pooling 3x3 stride 2 with padding that the divisor leaves out */
+static void average_pool(unsigned seed) {
+    enum { P = 32, H = 40, K = 3, O = 20 };
+    float *x = randoms(P * H * H, &seed, 1.0f), *y = malloc(sizeof(float) * P * O * O);
+    float *work = malloc(sizeof(float) * (2 * H * H + 2 * O));
+    mi_pool2d_args a = {x, y, work, P, H, H, K, K, 2, 2, 1, 1, 1, 1, 1, 1, O, O, 1, 0};
+    CHECK(mi_pool2d_f32(&a) == MI_OK, "average pool refused");
+    double *want = malloc(sizeof(double) * P * O * O);
+    for (long p = 0; p < P; p++)
+        for (long r = 0; r < O; r++)
+            for (long o = 0; o < O; o++) {
+                double s = 0;
+                int cnt = 0;
+                for (long i = 2 * r - 1; i < 2 * r + 2; i++)
+                    for (long j = 2 * o - 1; j < 2 * o + 2; j++)
+                        if (i >= 0 && i < H && j >= 0 && j < H) {
+                            s += x[(p * H + i) * H + j];
+                            cnt++;
+                        }
+                want[(p * O + r) * O + o] = s / cnt;
+            }
+    double worst = worst_of(y, want, P * O * O);
+    CHECK(worst < 1e-5, "average pool off by %g", worst);
+    free(x), free(y), free(work), free(want);
+}
+
+/* Resize 32x32 -> 48x40 of 16 planes, two taps and a weight per output row and column */
+static void resize(unsigned seed) {
+    enum { P = 16, H = 32, OH = 48, OW = 40 };
+    float *x = randoms(P * H * H, &seed, 1.0f), *y = malloc(sizeof(float) * P * OH * OW);
+    long iy[2 * OH], ix[2 * OW];
+    float wy[OH], wx[OW], work[2 * OW];
+    for (long o = 0; o < OH; o++) {
+        double s = fmax(0.0, (o + 0.5) * H / OH - 0.5);
+        iy[2 * o] = (long)s, iy[2 * o + 1] = s + 1 < H ? (long)s + 1 : H - 1;
+        wy[o] = o % 5 == 0 ? 0.0f : (float)(s - (long)s); /* 0: one tap (its own path) */
+    }
+    for (long o = 0; o < OW; o++) {
+        double s = fmax(0.0, (o + 0.5) * H / OW - 0.5);
+        ix[2 * o] = (long)s, ix[2 * o + 1] = s + 1 < H ? (long)s + 1 : H - 1;
+        wx[o] = (float)(s - (long)s);
+    }
+    mi_resize2d_args a = {x, y, iy, wy, ix, wx, work, P, H, H, OH, OW};
+    CHECK(mi_resize2d_f32(&a) == MI_OK, "resize refused");
+    double *want = malloc(sizeof(double) * P * OH * OW);
+    for (long p = 0; p < P; p++)
+        for (long r = 0; r < OH; r++)
+            for (long o = 0; o < OW; o++) {
+                const float *pl = x + p * H * H;
+                double t[2];
+                for (int q = 0; q < 2; q++) {
+                    double a0 = pl[iy[2 * r + q] * H + ix[2 * o]];
+                    double b0 = pl[iy[2 * r + q] * H + ix[2 * o + 1]];
+                    t[q] = a0 + wx[o] * (b0 - a0);
+                }
+                want[(p * OH + r) * OW + o] = t[0] + wy[r] * (t[1] - t[0]);
+            }
+    double worst = worst_of(y, want, P * OH * OW);
+    CHECK(worst < 1e-5, "resize off by %g", worst);
+    free(x), free(y), free(want);
+}
+
+/* every elementwise function, one of them in place; Softmax and LogSoftmax over rows and
+ * over a strided axis; LayerNormalization with its mean and 1 / std */
+static void activations(unsigned seed) {
+    enum { N = 20000 };
+    float *x = randoms(N, &seed, 8.0f), *y = malloc(sizeof(float) * N);
+    double *want = malloc(sizeof(double) * N);
+    for (int op = 0; op < MI_ACT_COUNT; op++) {
+        mi_act_args a = {x, y, N, 0.3f, 0.4f, op};
+        CHECK(mi_act_f32(&a) == MI_OK, "act %d refused", op);
+        for (long i = 0; i < N; i++) want[i] = act_of(op, x[i], 0.3f, 0.4f);
+        double worst = worst_of(y, want, N);
+        CHECK(worst < 1e-5, "act %d off by %g", op, worst);
+    }
+    memcpy(y, x, sizeof(float) * N);
+    mi_act_args inplace = {y, y, N, 0.0f, 0.0f, MI_ACT_TANH};
+    CHECK(mi_act_f32(&inplace) == MI_OK, "tanh in place refused");
+    for (long i = 0; i < N; i++) want[i] = tanh(x[i]);
+    CHECK(worst_of(y, want, N) < 1e-5, "tanh in place off");
+
+    const long shapes[2][3] = {{64, 300, 1}, {4, 20, 250}};
+    for (int s = 0; s < 2; s++)
+        for (int log = 0; log <= 1; log++) {
+            long outer = shapes[s][0], n = shapes[s][1], inner = shapes[s][2];
+            mi_softmax_args a = {x, y, outer, n, inner, log};
+            CHECK(mi_softmax_f32(&a) == MI_OK, "softmax refused");
+            for (long o = 0; o < outer; o++)
+                for (long i = 0; i < inner; i++) {
+                    const float *xs = x + o * n * inner + i;
+                    double top = -INFINITY, sum = 0;
+                    for (long q = 0; q < n; q++) top = fmax(top, xs[q * inner]);
+                    for (long q = 0; q < n; q++) sum += exp(xs[q * inner] - top);
+                    for (long q = 0; q < n; q++) {
+                        double d = xs[q * inner] - top;
+                        want[o * n * inner + q * inner + i] = log ? d - log1p(sum - 1.0)
+                                                                  : exp(d) / sum;
+                    }
+                }
+            double worst = worst_of(y, want, outer * n * inner);
+            CHECK(worst < 1e-5, "softmax (%ld, %ld, %ld) log %d off by %g", outer, n, inner, log,
+                  worst);
+        }
+
+    enum { ROWS = 64, COLS = 300 };
+    float *scale = randoms(COLS, &seed, 2.0f), *bias = randoms(COLS, &seed, 1.0f);
+    float mean[ROWS], inv_std[ROWS];
+    mi_layer_norm_args ln = {x, scale, bias, y, mean, inv_std, ROWS, COLS, 1e-5f};
+    CHECK(mi_layer_norm_f32(&ln) == MI_OK, "layer_norm refused");
+    long wrong = 0;
+    for (long r = 0; r < ROWS; r++) {
+        double mu = 0, var = 0;
+        for (long i = 0; i < COLS; i++) mu += x[r * COLS + i];
+        mu /= COLS;
+        for (long i = 0; i < COLS; i++) var += (x[r * COLS + i] - mu) * (x[r * COLS + i] - mu);
+        double inv = 1.0 / sqrt(var / COLS + 1e-5);
+        wrong += !near(mean[r], mu, 1e-5) || !near(inv_std[r], inv, 1e-5);
+        for (long i = 0; i < COLS; i++)
+            want[r * COLS + i] = (x[r * COLS + i] - mu) * inv * scale[i] + bias[i];
+    }
+    CHECK(wrong == 0, "layer_norm: %ld means or deviations off", wrong);
+    double worst = worst_of(y, want, ROWS * COLS);
+    CHECK(worst < 1e-5, "layer_norm off by %g", worst);
+    free(x), free(y), free(want), free(scale), free(bias);
+}
+
+/* a few rows times B (packed in panels of 48, and as it is), squeeze-and-excitation's row
+ * mean and row scale, and a GEMM with its epilogue and a matmul on panels of 24 */
+static void products(unsigned seed) {
+    enum { M = 3, K = 256, N = 200 };
+    float *a = randoms(M * K, &seed, 1.0f), *b = randoms(K * N, &seed, 1.0f);
+    float *bp = malloc(sizeof(float) * K * N), *c = malloc(sizeof(float) * M * N);
+    float *bias = randoms(M, &seed, 1.0f), *cbias = randoms(N, &seed, 1.0f);
+    float *res = randoms(M * N, &seed, 1.0f);
+    double *want = malloc(sizeof(double) * M * N);
+    mi_gemm_pack_b_args pack = {b, bp, K, N, N, 1};
+    CHECK(mi_gemm_pack_b_f32(&pack) == MI_OK, "pack_b refused");
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            double s = 0;
+            for (long kk = 0; kk < K; kk++) s += (double)a[i * K + kk] * b[kk * N + j];
+            s = 0.5 * s + bias[i] + cbias[j] + res[i * N + j];
+            want[i * N + j] = fmin(3.0, fmax(-3.0, s));
+        }
+    for (int packed = 0; packed <= 1; packed++) {
+        mi_gemv_args g = {a, packed ? bp : b, c, bias, cbias, res, M, N, K, K, 1, N, N, N,
+                          packed ? 48 : 0, 0.5f, -3.0f, 3.0f};
+        CHECK(mi_gemv_f32(&g) == MI_OK, "gemv refused");
+        double worst = worst_of(c, want, M * N);
+        CHECK(worst < 1e-5, "gemv (panel %d) off by %g", packed ? 48 : 0, worst);
+    }
+
+    /* B (k x n) on panels of 24 columns, each packed as a matrix of its own (b_packed 2),
+     * shared by 2 products (b_s1 0), A packed */
+    enum { Q = 2, MM = 30 };
+    float *aq = randoms(Q * MM * K, &seed, 1.0f), *ap = malloc(sizeof(float) * Q * MM * K);
+    float *cq = malloc(sizeof(float) * Q * MM * N);
+    for (long j0 = 0; j0 < N; j0 += 24) {
+        mi_gemm_pack_b_args p24 = {b + j0, bp + j0 * K, K, N - j0 < 24 ? N - j0 : 24, N, 1};
+        CHECK(mi_gemm_pack_b_f32(&p24) == MI_OK, "pack_b refused");
+    }
+    for (long q = 0; q < Q; q++) {
+        mi_gemm_pack_args pa = {aq + q * MM * K, ap + q * MM * K, MM, K, K};
+        CHECK(mi_gemm_pack_f32(&pa) == MI_OK, "pack refused");
+    }
+    mi_matmul_args mm = {.a = ap, .b = bp, .c = cq, .m = MM, .n = N, .k = K, .ldc = N,
+                         .batch0 = 1, .batch1 = Q, .a_s1 = MM * K, .c_s1 = MM * N,
+                         .a_packed = 1, .b_packed = 2, .alpha = 1.0f, .lo = -INFINITY,
+                         .hi = INFINITY};
+    CHECK(mi_matmul_f32(&mm) == MI_OK, "matmul refused");
+    double *wq = malloc(sizeof(double) * Q * MM * N);
+    for (long q = 0; q < Q; q++)
+        for (long i = 0; i < MM; i++)
+            for (long j = 0; j < N; j++) {
+                double s = 0;
+                for (long kk = 0; kk < K; kk++)
+                    s += (double)aq[(q * MM + i) * K + kk] * b[kk * N + j];
+                wq[(q * MM + i) * N + j] = s;
+            }
+    double worst = worst_of(cq, wq, Q * MM * N);
+    CHECK(worst < 1e-4, "matmul (panels of 24) off by %g", worst);
+
+    /* C = hard_swish(clamp(A . B + bias + one row of residual, -2, 2)) on the GEMM */
+    float *rrow = randoms(N, &seed, 1.0f), *gbias = randoms(MM, &seed, 1.0f);
+    mi_gemm_args ge = {ap, b, cq, gbias, rrow, MM, N, K, N, N, 0, -2.0f, 2.0f,
+                       MI_ACT_HARD_SWISH, 0.0f, 0.0f};
+    CHECK(mi_gemm_f32(&ge) == MI_OK, "gemm refused");
+    for (long i = 0; i < MM; i++)
+        for (long j = 0; j < N; j++) {
+            double s = wq[i * N + j] + gbias[i] + rrow[j];
+            wq[i * N + j] = epi_of(MI_ACT_HARD_SWISH, fmin(2.0, fmax(-2.0, s)), 0, 0);
+        }
+    worst = worst_of(cq, wq, MM * N);
+    CHECK(worst < 1e-4, "gemm with its epilogue off by %g", worst);
+
+    enum { R = 64, L = 1100 };
+    float *x = randoms(R * L, &seed, 1.0f), *s = randoms(R, &seed, 2.0f);
+    float *y = malloc(sizeof(float) * R * L), *means = malloc(sizeof(float) * R);
+    mi_rows_args rm = {x, NULL, means, R, L};
+    CHECK(mi_row_mean_f32(&rm) == MI_OK, "row_mean refused");
+    mi_rows_args rs = {x, s, y, R, L};
+    CHECK(mi_row_scale_f32(&rs) == MI_OK, "row_scale refused");
+    long wrong = 0;
+    for (long r = 0; r < R; r++) {
+        double sum = 0;
+        for (long i = 0; i < L; i++) {
+            sum += x[r * L + i];
+            wrong += y[r * L + i] != x[r * L + i] * s[r];
+        }
+        wrong += !near(means[r], sum / L, 1e-5);
+    }
+    CHECK(wrong == 0, "row_mean / row_scale: %ld values wrong", wrong);
+    free(a), free(b), free(bp), free(c), free(bias), free(cbias), free(res), free(want);
+    free(aq), free(ap), free(cq), free(wq), free(rrow), free(gbias), free(x), free(s), free(y);
+    free(means);
+}
+
+/* the layout table _abi.py reads */
+static void abi(void) {
+    CHECK(mi_abi_version() == MI_ABI_VERSION, "abi version %d", mi_abi_version());
+    long rows = 0, bad = 0;
+    for (const mi_abi_field *f = mi_abi_layout(); f->type; f++, rows++)
+        bad += f->size <= 0 || f->offset < 0;
+    CHECK(rows > 100 && bad == 0, "abi layout: %ld rows, %ld bad", rows, bad);
+}
+
+void families(unsigned seed) {
+    convolutions(seed);
+    winograd(seed + 1);
+    im2col(seed + 2);
+    taps2d(seed + 3);
+    lrn(seed + 4);
+    epilogues(seed + 5);
+    average_pool(seed + 6);
+    resize(seed + 7);
+    activations(seed + 8);
+    products(seed + 9);
+    abi();
+}
