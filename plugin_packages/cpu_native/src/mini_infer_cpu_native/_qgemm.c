@@ -1,0 +1,499 @@
+/* Integer GEMM: 8-bit A (uint8 or int8) times 8-bit B (int8 or uint8) with int32 accumulation,
+ * the zero-point terms from row and column sums, and an epilogue that writes int32
+ * (MatMulInteger), dequantizes to float32 (scale per column, bias, clamp) or requantizes to
+ * uint8/int8 (round half to even, saturation: QLinearMatMul), on the library's thread pool.
+ *
+ *   acc[i, j] = sum_k (a[i, k] - za) * (b[k, j] - zb[j])
+ *             = sum_k a'b' - za' * colsum'[j] - zb'[j] * rowsum'[i] + K * za' * zb'[j]
+ *
+ * Every kernel multiplies unsigned 8-bit A by signed 8-bit B (vpdpbusd's operands): an int8 A
+ * is read as a' = a + 128 (a ^ 0x80) with za' = za + 128, a uint8 B is stored as b' = b - 128
+ * with zb' = zb - 128 (the caller passes zb'); colsum' and rowsum' are sums of a' and b'. The
+ * result is exact (int32 arithmetic modulo 2^32, as the ONNX operators accumulate).
+ *
+ * B is packed once (mi_qpack_b_i8: by the build for constant weights, stored so in the
+ * engine) in exactly k * n bytes, so that the array keeps its shape: panels of QNB = 16
+ * columns; panel p (width w = min(16, n - 16p)) at byte 16p * k holds k / 4 quads of
+ * [w columns][4 k] (16 columns x 4 k = one 64-byte line per quad in a full panel), then the
+ * k % 4 last rows as [row][w]. The same layout is read by every kernel, so an engine packed on
+ * one CPU runs on any other. Per call, the last rows of each full panel and the whole last
+ * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
+ * see whole 16 x 4 quads.
+ *
+ * A is packed per call (its rows are activations): row panels of MR rows, quads of 4 k,
+ * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
+ * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
+ * as mi_qgemm_set_isa does in tests):
+ * - AVX-512 VNNI: vpdpbusd, 8 rows x 16 columns (one zmm per row), A as u8 quads.
+ * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
+ * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
+ *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
+ *   to 7 bits (onnxruntime's reduce_range). Here A is packed as int16 (zero-extended a') and
+ *   each B quad widened with vpmovsxbw (16 bytes: 4 columns x 4 k) once for every row of the
+ *   tile; vpmaddwd then adds pairs of int16 x int16 products into int32, exact (|sum| <=
+ *   2 * 255 * 128). The accumulators hold two partial sums per column, added by one vphaddd
+ *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel.
+ * - plain C loops elsewhere (and in tests): the same sums, the same epilogue.
+ * The epilogue is the same C code for every kernel (compiled for AVX2 and baseline x86-64):
+ * float32 arithmetic as onnxruntime's (float(acc) * scale[j], then + bias[j]; no FMA), and
+ * rintf's round half to even before the integer clamp. Results are bit-identical across
+ * kernels and thread counts (each output is one thread's exact integer sum).
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_args.h"
+#include "_common.h"
+#include "_pool.h"
+
+#define QNB 16
+#define QMR_MAX 8
+
+enum { QISA_PLAIN = 0, QISA_AVX2 = 1, QISA_AVXVNNI = 2, QISA_AVX512VNNI = 3 };
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define Q_AVX2 __attribute__((target("avx2")))
+#define Q_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#define Q_AVX512VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define Q_HAVE_X86 1
+#else
+#define Q_HAVE_X86 0
+#endif
+
+/* ---- packing B ------------------------------------------------------------------------- */
+
+int mi_qpack_b_i8(const mi_qpack_b_args *p) {
+    const uint8_t *b = p->b;
+    uint8_t *out = p->out;
+    const long k = p->k, n = p->n, rs = p->rs, cs = p->cs;
+    const uint8_t flip = p->flip ? 0x80 : 0;
+    if (!b || !out || ANY_NEGATIVE(k, n)) return MI_EARGS;
+    const long kq = k / 4, r = k % 4;
+    for (long j0 = 0; j0 < n; j0 += QNB) {
+        long w = lmin(QNB, n - j0);
+        uint8_t *dst = out + j0 * k;
+        for (long q = 0; q < kq; q++)
+            for (long j = 0; j < w; j++)
+                for (long t = 0; t < 4; t++)
+                    dst[(q * w + j) * 4 + t] = b[(4 * q + t) * rs + (j0 + j) * cs] ^ flip;
+        uint8_t *tail = dst + kq * 4 * w;
+        for (long t = 0; t < r; t++)
+            for (long j = 0; j < w; j++) tail[t * w + j] = b[(4 * kq + t) * rs + (j0 + j) * cs] ^ flip;
+    }
+    return MI_OK;
+}
+
+/* the sum of each column of a packed B (its stored, signed values) */
+int mi_qcolsum_i8(const mi_qcolsum_args *p) {
+    const int8_t *bp = p->bp;
+    int *colsum = p->colsum;
+    const long k = p->k, n = p->n;
+    if (!bp || !colsum || ANY_NEGATIVE(k, n)) return MI_EARGS;
+    const long kq = k / 4, r = k % 4;
+    for (long j0 = 0; j0 < n; j0 += QNB) {
+        long w = lmin(QNB, n - j0);
+        const int8_t *src = bp + j0 * k;
+        for (long j = 0; j < w; j++) {
+            int32_t s = 0;
+            for (long q = 0; q < kq; q++)
+                for (long t = 0; t < 4; t++) s += src[(q * w + j) * 4 + t];
+            for (long t = 0; t < r; t++) s += src[kq * 4 * w + t * w + j];
+            colsum[j0 + j] = s;
+        }
+    }
+    return MI_OK;
+}
+
+/* ---- the kernels chosen at load --------------------------------------------------------- */
+
+static int q_supported(int level) {
+#if Q_HAVE_X86
+    __builtin_cpu_init();
+    switch (level) {
+    case QISA_AVX2: return __builtin_cpu_supports("avx2");
+    case QISA_AVXVNNI: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case QISA_AVX512VNNI:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+    default: return level == QISA_PLAIN;
+    }
+#else
+    return level == QISA_PLAIN;
+#endif
+}
+
+static int q_detect(void) {
+    int best = QISA_PLAIN;
+#if Q_HAVE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) best = QISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) best = QISA_AVXVNNI;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        best = QISA_AVX512VNNI;
+#endif
+    /* a cap for tests and comparisons (the kernels the CPU lacks are never chosen) */
+    const char *cap = getenv("MINI_INFER_QGEMM_ISA");
+    if (cap) {
+        static const char *names[] = {"plain", "avx2", "avxvnni", "avx512vnni"};
+        for (int i = 0; i < 4; i++)
+            if (strcmp(cap, names[i]) == 0 && i < best) {
+                /* avxvnni is not below avx512vnni on every CPU: a cap of avxvnni on a CPU
+                 * with AVX-512 VNNI but no AVX-VNNI takes AVX2 */
+                if (i == QISA_AVXVNNI && !q_supported(QISA_AVXVNNI)) i = QISA_AVX2;
+                best = i;
+                break;
+            }
+    }
+    return best;
+}
+
+static atomic_int q_isa = -1;
+
+/* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI */
+int mi_qgemm_isa(void) {
+    int on = atomic_load_explicit(&q_isa, memory_order_relaxed);
+    if (on < 0) {
+        on = q_detect();
+        atomic_store_explicit(&q_isa, on, memory_order_relaxed);
+    }
+    return on;
+}
+
+/* tests: run the kernels of `level` where the CPU has them (else the detected ones; level
+ * < 0: the detected ones); returns the level now in use */
+int mi_qgemm_set_isa(int level) {
+    int use = level >= 0 && q_supported(level) ? level : q_detect();
+    atomic_store_explicit(&q_isa, use, memory_order_relaxed);
+    return use;
+}
+
+/* whether the kernels of `level` can run on this CPU */
+int mi_qgemm_supported(int level) { return q_supported(level); }
+
+/* ---- packing A (per call) --------------------------------------------------------------- */
+
+/* rows per panel and bytes per element of packed A */
+static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
+static int q_esize(int isa) { return isa == QISA_AVX2 ? 2 : 1; }
+
+/* A (m x k, rows lda bytes apart; ^flip: uint8 a') into panels of mr rows, kq4 quads each:
+ * [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past m and k; rowsum[i]
+ * the sum of a' over row i's k values */
+CLONES static void q_pack_a(const uint8_t *a, long m, long k, long lda, uint8_t flip, int mr,
+                            int esize, long kq4, void *out, int32_t *rowsum) {
+    long mp = (m + mr - 1) / mr;
+    memset(out, 0, (size_t)(mp * kq4 * mr * 4 * esize));
+    for (long i = 0; i < m; i++) {
+        const uint8_t *src = a + i * lda;
+        long ip = i / mr, r = i % mr;
+        int32_t s = 0;
+        if (esize == 1) {
+            uint8_t *dst = (uint8_t *)out + ip * kq4 * mr * 4 + r * 4;
+            for (long kk = 0; kk < k; kk++) {
+                uint8_t v = src[kk] ^ flip;
+                dst[(kk / 4) * mr * 4 + kk % 4] = v;
+                s += v;
+            }
+        } else {
+            int16_t *dst = (int16_t *)out + ip * kq4 * mr * 4 + r * 4;
+            for (long kk = 0; kk < k; kk++) {
+                uint8_t v = src[kk] ^ flip;
+                dst[(kk / 4) * mr * 4 + kk % 4] = (int16_t)v;
+                s += v;
+            }
+        }
+        rowsum[i] = s;
+    }
+}
+
+/* ---- the job ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const void *ap;        /* packed A */
+    const int32_t *rowsum; /* (m) */
+    const int8_t *bp;      /* packed B */
+    const int8_t *btail;   /* 64 bytes per full panel: its k % 4 last rows, padded; or NULL */
+    const int8_t *blast;   /* the last partial panel, kq4 padded quads; or NULL */
+    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] */
+    const int *zb;
+    long zb_step;
+    const float *mult, *bias;
+    long mult_step;
+    void *c;
+    long m, n, k, kq, kq4, ldc, mp, np;
+    int isa, mr, esize, out, zy;
+    float lo, hi;
+} qjob;
+
+/* plain C: acc (mr x 16) += A panel (nq quads, u8) . B quads (64 bytes apart) */
+static void micro_plain(const uint8_t *ap, const int8_t *b, long nq, int mr, int32_t *acc) {
+    for (long q = 0; q < nq; q++, ap += mr * 4, b += 64)
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < QNB; j++) {
+                int32_t s = 0;
+                for (int t = 0; t < 4; t++) s += (int32_t)ap[r * 4 + t] * b[j * 4 + t];
+                acc[r * QNB + j] += s;
+            }
+}
+
+#if Q_HAVE_X86
+/* AVX2, exact: 4 rows x 16 columns as two halves of 8 (see the top of the file) */
+Q_AVX2 static void micro_avx2(const int16_t *ap, const int8_t *b, long nq, int32_t *acc) {
+    for (int h = 0; h < 2; h++) {
+        __m256i c[4][2];
+        for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+        const int8_t *bq = b + 32 * h;
+        const int16_t *a = ap;
+        for (long q = 0; q < nq; q++, bq += 64, a += 16) {
+            __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bq));
+            __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bq + 16)));
+            for (int r = 0; r < 4; r++) {
+                long long v;
+                memcpy(&v, a + 4 * r, 8);
+                __m256i av = _mm256_set1_epi64x(v);
+                c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, b0));
+                c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, b1));
+            }
+        }
+        for (int r = 0; r < 4; r++) {
+            /* [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order */
+            __m256i s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[r][0], c[r][1]), 0xD8);
+            __m256i *dst = (__m256i *)(acc + r * QNB + 8 * h);
+            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), s));
+        }
+    }
+}
+
+/* AVX-VNNI: 4 rows x 16 columns, two ymm per row */
+Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq, int32_t *acc) {
+    __m256i c[4][2];
+    for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+    for (long q = 0; q < nq; q++, ap += 16, b += 64) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+        for (int r = 0; r < 4; r++) {
+            int v;
+            memcpy(&v, ap + 4 * r, 4);
+            __m256i av = _mm256_set1_epi32(v);
+            c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
+            c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int v = 0; v < 2; v++) {
+            __m256i *dst = (__m256i *)(acc + r * QNB + 8 * v);
+            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][v]));
+        }
+}
+
+/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row */
+Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, int32_t *acc) {
+    __m512i c[8];
+    for (int r = 0; r < 8; r++) c[r] = _mm512_setzero_si512();
+    for (long q = 0; q < nq; q++, ap += 32, b += 64) {
+        __m512i bv = _mm512_loadu_si512((const void *)b);
+        for (int r = 0; r < 8; r++) {
+            int v;
+            memcpy(&v, ap + 4 * r, 4);
+            c[r] = _mm512_dpbusd_epi32(c[r], _mm512_set1_epi32(v), bv);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        int32_t *dst = acc + r * QNB;
+        _mm512_storeu_si512((void *)dst, _mm512_add_epi32(_mm512_loadu_si512((void *)dst), c[r]));
+    }
+}
+#endif
+
+/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b */
+static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, long nq,
+                  int32_t *acc) {
+    if (nq <= 0) return;
+    long off = q0 * g->mr * 4; /* elements */
+#if Q_HAVE_X86
+    switch (g->isa) {
+    case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, acc); return;
+    case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, acc); return;
+    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, acc); return;
+    default: break;
+    }
+#endif
+    micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
+}
+
+/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rowsum (modulo 2^32), then by
+ * the output's kind; w columns written from column j0 */
+CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, long j0, long w) {
+    uint32_t rs = (uint32_t)g->rowsum[i];
+    int32_t v[QNB];
+    for (long j = 0; j < w; j++) {
+        uint32_t zb = (uint32_t)g->zb[(j0 + j) * g->zb_step];
+        v[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)g->colterm[j0 + j] - zb * rs);
+    }
+    if (g->out == MI_Q_INT32) {
+        memcpy((int32_t *)g->c + i * g->ldc + j0, v, sizeof(int32_t) * (size_t)w);
+        return;
+    }
+    float f[QNB];
+    const float *mult = g->mult + j0 * g->mult_step;
+    for (long j = 0; j < w; j++) f[j] = (float)v[j] * mult[j * g->mult_step];
+    if (g->out == MI_Q_FLOAT) {
+        if (g->bias)
+            for (long j = 0; j < w; j++) f[j] = f[j] + g->bias[j0 + j];
+        float *dst = (float *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) {
+            float x = f[j] < g->lo ? g->lo : f[j];
+            dst[j] = x > g->hi ? g->hi : x;
+        }
+        return;
+    }
+    /* requantize: round half to even (rintf under the default rounding mode), add the zero
+     * point, clamp to [lo, hi] (the type's range, narrowed by a fused Relu) */
+    int32_t q[QNB];
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    for (long j = 0; j < w; j++) {
+        float x = f[j] < lo ? lo : f[j];
+        x = x > hi ? hi : x;
+        q[j] = (int32_t)rintf(x) + g->zy;
+    }
+    if (g->out == MI_Q_U8) {
+        uint8_t *dst = (uint8_t *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) dst[j] = (uint8_t)q[j];
+    } else {
+        int8_t *dst = (int8_t *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) dst[j] = (int8_t)q[j];
+    }
+}
+
+/* row panel ip of column panel jp: the sums, then the epilogue */
+static void q_unit(const qjob *g, long ip, long jp) {
+    int32_t acc[QMR_MAX * QNB];
+    memset(acc, 0, sizeof acc);
+    const void *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4 * g->esize;
+    long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
+    if (w == QNB) {
+        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, acc);
+        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, acc);
+    } else {
+        micro(g, apanel, 0, g->blast, g->kq4, acc);
+    }
+    long rows = lmin(g->mr, g->m - ip * g->mr);
+    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
+}
+
+/* units (row panel, column panel), column panel major: consecutive units share a B panel */
+static void q_part(const void *job, int part, int parts) {
+    const qjob *g = job;
+    long units = g->mp * g->np, begin, end;
+    mi_pool_share(units, part, parts, &begin, &end);
+    for (long u = begin; u < end; u++) q_unit(g, u % g->mp, u / g->mp);
+}
+
+int mi_qgemm_i8(const mi_qgemm_args *a) {
+    if (!a->a || !a->bp || !a->colsum || !a->c || !a->zb ||
+        ANY_NEGATIVE(a->m, a->n, a->k, a->lda, a->ldc, a->zb_step, a->mult_step) ||
+        a->zb_step > 1 || a->mult_step > 1 || a->out < MI_Q_INT32 || a->out > MI_Q_S8 ||
+        (a->out != MI_Q_INT32 && !a->mult))
+        return MI_EARGS;
+    if (a->m == 0 || a->n == 0) return MI_OK;
+    qjob g = {.bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
+              .bias = a->bias, .mult_step = a->mult_step, .c = a->c, .m = a->m, .n = a->n,
+              .k = a->k, .ldc = a->ldc, .out = a->out, .zy = a->zy, .lo = a->lo, .hi = a->hi};
+    g.isa = mi_qgemm_isa();
+    g.mr = q_mr(g.isa);
+    g.esize = q_esize(g.isa);
+    g.kq = g.k / 4;
+    g.kq4 = (g.k + 3) / 4;
+    g.mp = (g.m + g.mr - 1) / g.mr;
+    g.np = (g.n + QNB - 1) / QNB;
+    const long r = g.k % 4, full = g.n / QNB, w_last = g.n - full * QNB;
+    const uint8_t flip = a->a_signed ? 0x80 : 0;
+    const uint32_t za = (uint32_t)a->za + (a->a_signed ? 128u : 0u);
+    /* one block: packed A, row sums, column terms, B's padded tails */
+    size_t a_bytes = (size_t)(g.mp * g.kq4 * g.mr * 4 * g.esize);
+    size_t sizes[5] = {a_bytes, sizeof(int32_t) * (size_t)g.m, sizeof(int32_t) * (size_t)g.n,
+                       r ? (size_t)(64 * full) : 0, w_last ? (size_t)(64 * g.kq4) : 0};
+    size_t offs[5], total = 0;
+    for (int i = 0; i < 5; i++) {
+        offs[i] = total;
+        total += (sizes[i] + 63) / 64 * 64;
+    }
+    uint8_t *block = aligned_alloc(64, total ? total : 64);
+    if (!block) return MI_ENOMEM;
+    int32_t *rowsum = (int32_t *)(block + offs[1]), *colterm = (int32_t *)(block + offs[2]);
+    q_pack_a(a->a, g.m, g.k, a->lda, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum);
+    for (long j = 0; j < g.n; j++)
+        colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
+                               za * (uint32_t)a->colsum[j]);
+    const int8_t *bp = a->bp;
+    if (r) { /* the k % 4 last rows of each full panel, as one padded quad */
+        int8_t *t = (int8_t *)(block + offs[3]);
+        memset(t, 0, sizes[3]);
+        for (long p = 0; p < full; p++)
+            for (long tt = 0; tt < r; tt++)
+                for (long j = 0; j < QNB; j++)
+                    t[p * 64 + j * 4 + tt] = bp[p * QNB * g.k + g.kq * 4 * QNB + tt * QNB + j];
+        g.btail = t;
+    }
+    if (w_last) { /* the partial last panel, as kq4 padded quads */
+        int8_t *t = (int8_t *)(block + offs[4]);
+        const int8_t *src = bp + full * QNB * g.k;
+        memset(t, 0, sizes[4]);
+        for (long q = 0; q < g.kq; q++)
+            for (long j = 0; j < w_last; j++)
+                for (long tt = 0; tt < 4; tt++)
+                    t[q * 64 + j * 4 + tt] = src[(q * w_last + j) * 4 + tt];
+        for (long tt = 0; tt < r; tt++)
+            for (long j = 0; j < w_last; j++)
+                t[g.kq * 64 + j * 4 + tt] = src[g.kq * 4 * w_last + tt * w_last + j];
+        g.blast = t;
+    }
+    g.ap = block + offs[0];
+    g.rowsum = rowsum;
+    g.colterm = colterm;
+    /* small products are not worth waking the pool */
+    if (g.m * g.n * lmax(g.k, 1) < 65536L || mi_pool_run(q_part, &g) != 0) q_part(&g, 0, 1);
+    free(block);
+    return MI_OK;
+}
+
+/* ---- DynamicQuantizeLinear --------------------------------------------------------------- */
+
+CLONES static void q_minmax(const float *x, long n, float *lo, float *hi) {
+    float a = 0.0f, b = 0.0f; /* the range always includes 0 */
+    for (long i = 0; i < n; i++) {
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+CLONES static void q_quantize_u8(const float *x, uint8_t *y, long n, float scale, float zp) {
+    for (long i = 0; i < n; i++) {
+        float v = rintf(x[i] / scale) + zp;
+        v = v < 0.0f ? 0.0f : v;
+        y[i] = (uint8_t)(int32_t)(v > 255.0f ? 255.0f : v);
+    }
+}
+
+/* y = saturate(round(x / scale) + zp) with scale = (max(0, max x) - min(0, min x)) / 255 and
+ * zp = saturate(round(0 - min / scale)), round half to even, in float32 as onnxruntime
+ * (scale 1 where the range is empty) */
+int mi_dql_f32(const mi_dql_args *a) {
+    if (!a->x || !a->y || !a->scale || !a->zp || a->n < 0) return MI_EARGS;
+    float lo, hi;
+    q_minmax(a->x, a->n, &lo, &hi);
+    float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float zp = 0.0f - lo / scale;
+    zp = zp < 0.0f ? 0.0f : (zp > 255.0f ? 255.0f : zp);
+    zp = rintf(zp);
+    q_quantize_u8(a->x, a->y, a->n, scale, zp);
+    *a->scale = scale;
+    *a->zp = (unsigned char)zp;
+    return MI_OK;
+}
