@@ -483,7 +483,8 @@ CLONES static void q_quantize_u8(const float *x, uint8_t *y, long n, float scale
 
 /* y = saturate(round(x / scale) + zp) with scale = (max(0, max x) - min(0, min x)) / 255 and
  * zp = saturate(round(0 - min / scale)), round half to even, in float32 as onnxruntime
- * (scale 1 where the range is empty) */
+ * (scale 1 where the range is empty, x all zeros; the ONNX reference gives 1 / 255 there:
+ * y and the zero point, all zeros, are the same) */
 int mi_dql_f32(const mi_dql_args *a) {
     if (!a->x || !a->y || !a->scale || !a->zp || a->n < 0) return MI_EARGS;
     float lo, hi;

@@ -1,0 +1,165 @@
+"""cpu_basic's MatMulInteger, QLinearMatMul and DynamicQuantizeLinear with their 8-bit cases
+on the compiled integer GEMM (:mod:`._qgemm`, ``_qgemm.c``).
+
+* MatMulInteger: uint8/int8 A of any rank times a 2-D uint8/int8 B, A's zero point per
+  tensor, B's per tensor or per column: the exact int32 sums.
+* QLinearMatMul: the same operands, A's and the output's scale and zero point per tensor,
+  B's per tensor or per column; the output requantized to uint8/int8 as onnxruntime does
+  (``rint(float(acc) * (a_scale * b_scale[j] / y_scale)) + y_zero_point``, float32, round
+  half to even, saturated).
+* DynamicQuantizeLinear: float32 x, its range, scale and zero point in float32 as
+  onnxruntime computes them.
+
+A constant B is packed by the build in the GEMM's panels (``__qpacked__`` = 1: the engine
+stores it so, same shape and dtype; a uint8 B is stored as b - 128); its column sums are
+computed once, at the first run. A B computed at run time is packed on each run. Everything
+else (per-row A zero points or scales, a B with batch dimensions, other dtypes) is cpu_basic's
+float64 path, with a packed B unpacked once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import qlinear as _qlinear
+from mini_infer_cpu_plugins.ops import quantize as _quantize
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import Repacked
+
+from ._qgemm import dql, qcolsum, qgemm, qpack_b, unpack_qb
+from .plugins import _Derived
+
+__all__ = ["DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul"]
+
+Array = NDArray[Any]
+_INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+
+
+def _one(x: Array | None) -> bool:
+    """None or a single value (per tensor)."""
+    return x is None or x.size == 1
+
+
+def _per_column(x: Array | None, n: int) -> bool:
+    """None, one value, or one value per column (N values along the last axis)."""
+    return _one(x) or (x is not None and x.size == n and x.shape[-1] == n)
+
+
+class _IntegerProduct(_Derived):
+    """The compiled GEMM's side shared by both products: B (input ``b_index``) packed by the
+    build, its column sums, A's rows."""
+
+    b_index: ClassVar[int] = 1
+    hidden: dict[str, Any]
+    if TYPE_CHECKING:
+        def record(self, key: str, value: Any | None) -> None: ...  # the plugin base's
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """A constant 8-bit B (2-D) stored in the integer GEMM's panels."""
+        i = self.b_index
+        b = constants[i] if len(constants) > i else None
+        if b is None or b.dtype not in _INT8 or b.ndim != 2:
+            return {}
+        return {i: Repacked(qpack_b(b), lambda: self.record("__qpacked__", 1))}
+
+    def _packed_b(self, b: Array) -> tuple[Array, Array]:
+        """(packed B, its column sums): packed by the build, kept for a constant, or packed
+        now."""
+        k, n = (int(d) for d in b.shape)
+        if self.hidden.get("__qpacked__"):
+            return b, self._derived(b, "colsum", lambda w: qcolsum(w, k, n))
+        packed = self._derived(b, "qpack", qpack_b)
+        return packed, self._derived(b, "qcolsum", lambda _: qcolsum(packed, k, n))
+
+    def _onnx_b(self, b: Array) -> Array:
+        """B as the ONNX graph has it (a packed one unpacked once)."""
+        if self.hidden.get("__qpacked__"):
+            return self._derived(b, "onnx", lambda w: unpack_qb(w, *w.shape))
+        return b
+
+    @staticmethod
+    def _operands(a: Array, b: Array, out: Array) -> tuple[Array, Array] | None:
+        """(A as rows, the output as rows) where the compiled GEMM takes them, else None."""
+        if a.dtype not in _INT8 or b.dtype not in _INT8 or b.ndim != 2 or a.ndim < 1:
+            return None
+        k, n = b.shape
+        if a.shape[-1] != k or not (out.flags.c_contiguous and out.flags.aligned):
+            return None
+        rows = np.ascontiguousarray(a).reshape(-1, k)
+        return rows, out.reshape(rows.shape[0], n)
+
+    @staticmethod
+    def _b_zero(zb: Array | None, b: Array) -> Array:
+        """B's zero point as the packed B stores it (uint8: minus 128), int32."""
+        z = np.zeros(1, np.int32) if zb is None else zb.reshape(-1).astype(np.int32)
+        return z - 128 if b.dtype == np.uint8 else z
+
+
+class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
+    """8-bit products on the compiled integer GEMM (see the module)."""
+
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.MatMulInteger.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, a: Array, b: Array, a_zero_point: Array | None = None,
+                b_zero_point: Array | None = None, *, out: Array) -> None:
+        ops = self._operands(a, b, out)
+        if ops is None or not _one(a_zero_point) or not _per_column(b_zero_point, b.shape[-1]):
+            super().compute(a, self._onnx_b(b), a_zero_point, b_zero_point, out=out)
+            return
+        rows, c = ops
+        packed, colsum = self._packed_b(b)
+        za = 0 if a_zero_point is None else int(a_zero_point.reshape(-1)[0])
+        qgemm(rows, packed, colsum, c, int(b.shape[0]), a_zero=za,
+              b_zero=self._b_zero(b_zero_point, b))
+
+
+class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
+    """8-bit products requantized on the compiled integer GEMM (see the module)."""
+
+    b_index = 3
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.QLinearMatMul.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, a: Array, a_scale: Array, a_zero_point: Array, b: Array,
+                b_scale: Array, b_zero_point: Array, y_scale: Array,
+                y_zero_point: Array | None = None, *, out: Array) -> None:
+        ops = self._operands(a, b, out)
+        n = int(b.shape[-1])
+        if (ops is None or out.dtype not in _INT8 or not _one(a_scale) or not _one(a_zero_point)
+                or not _one(y_scale) or not _one(y_zero_point)
+                or not _per_column(b_scale, n) or not _per_column(b_zero_point, n)
+                or a_scale.dtype != np.float32 or b_scale.dtype != np.float32
+                or y_scale.dtype != np.float32):
+            super().compute(a, a_scale, a_zero_point, self._onnx_b(b), b_scale, b_zero_point,
+                            y_scale, y_zero_point, out=out)
+            return
+        rows, c = ops
+        packed, colsum = self._packed_b(b)
+        # onnxruntime's multiplier, in float32: a_scale * b_scale[j] / y_scale
+        mult = (a_scale.reshape(-1)[0] * b_scale.reshape(-1) / y_scale.reshape(-1)[0]).astype(
+            np.float32)
+        zy = 0 if y_zero_point is None else int(y_zero_point.reshape(-1)[0])
+        qgemm(rows, packed, colsum, c, int(b.shape[0]),
+              a_zero=int(a_zero_point.reshape(-1)[0]), b_zero=self._b_zero(b_zero_point, b),
+              mult=np.ascontiguousarray(mult), y_zero=zy)
+
+
+class DynamicQuantizeLinear(_quantize.DynamicQuantizeLinear):
+    """float32 x in one compiled pass for its range and one to quantize (see the module)."""
+
+    package = "mini-infer-cpu-native"
+
+    def compute(self, x: Array, *, out: tuple[Array, Array, Array]) -> None:
+        y, y_scale, y_zp = out
+        if (x.dtype != np.float32 or not x.flags.c_contiguous or not x.flags.aligned
+                or not y.flags.c_contiguous or y_scale.dtype != np.float32):
+            super().compute(x, out=out)
+            return
+        dql(x, y, y_scale.reshape(1), y_zp.reshape(1))
