@@ -308,3 +308,25 @@ def test_the_wrappers_refuse_what_the_kernel_cannot_take() -> None:
         out = np.empty((2, 3), np.int32)
         out.flags.writeable = False
         _qgemm.qgemm(_ints(U8, 2, 4), packed, colsum, out, 4, b_zero=zb)
+
+
+def test_a_packed_b_survives_the_engine_file(tmp_path: Any) -> None:
+    """B packed by the build (``__qpacked__``) is stored so in the engine file and read back
+    in another process; a uint8 B and per-column zero points."""
+    a, b = _ints(U8, 5, 70), _ints(U8, 70, 37)
+    node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+    model = _model(node, {"a": a}, {"b": b, "za": np.array(7, U8), "zb": _ints(U8, 37)},
+                   [np.int32])
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    assert engine.nodes[0].plugin.hidden.get("__qpacked__") == 1  # type: ignore[attr-defined]
+    path = tmp_path / "q.engine"
+    engine.save(str(path))
+    np.save(tmp_path / "a.npy", a)
+    script = ("import sys, numpy as np, mini_infer_core as mi\n"
+              "s = mi.InferenceSession(sys.argv[1], device='cpu')\n"
+              "np.save(sys.argv[2] + '/y.npy', s.run(None, {'a': np.load(sys.argv[2] + "
+              "'/a.npy')})[0])\n")
+    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], check=True,
+                   timeout=300)
+    ref = ReferenceEvaluator(model).run(None, {"a": a})[0]
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref)
