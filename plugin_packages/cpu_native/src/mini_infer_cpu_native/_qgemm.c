@@ -24,7 +24,8 @@
  * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
  * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
  * as mi_qgemm_set_isa does in tests):
- * - AVX-512 VNNI: vpdpbusd, 8 rows x 16 columns (one zmm per row), A as u8 quads.
+ * - AVX-512 VNNI: vpdpbusd, 8 rows x 16 columns (one zmm per row), A as u8 quads; up to 4
+ *   rows (a decoding step's one) row by row, four chains of vpdpbusd over k each.
  * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
  * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
  *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
@@ -32,7 +33,8 @@
  *   each B quad widened with vpmovsxbw (16 bytes: 4 columns x 4 k) once for every row of the
  *   tile; vpmaddwd then adds pairs of int16 x int16 products into int32, exact (|sum| <=
  *   2 * 255 * 128). The accumulators hold two partial sums per column, added by one vphaddd
- *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel.
+ *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel; the
+ *   last rows of A (M % 4) one by one over the whole panel.
  * - plain C loops elsewhere (and in tests): the same sums, the same epilogue.
  * The epilogue is the same C code for every kernel (compiled for AVX2 and baseline x86-64):
  * float32 arithmetic as onnxruntime's (float(acc) * scale[j], then + bias[j]; no FMA), and
@@ -241,87 +243,197 @@ static void micro_plain(const uint8_t *ap, const int8_t *b, long nq, int mr, int
 }
 
 #if Q_HAVE_X86
-/* AVX2, exact: 4 rows x 16 columns as two halves of 8 (see the top of the file) */
-Q_AVX2 static void micro_avx2(const int16_t *ap, const int8_t *b, long nq, int32_t *acc) {
-    for (int h = 0; h < 2; h++) {
-        __m256i c[4][2];
-        for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
-        const int8_t *bq = b + 32 * h;
-        const int16_t *a = ap;
-        for (long q = 0; q < nq; q++, bq += 64, a += 16) {
-            __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bq));
-            __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bq + 16)));
-            for (int r = 0; r < 4; r++) {
-                long long v;
-                memcpy(&v, a + 4 * r, 8);
-                __m256i av = _mm256_set1_epi64x(v);
-                c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, b0));
-                c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, b1));
-            }
-        }
-        for (int r = 0; r < 4; r++) {
-            /* [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order */
-            __m256i s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[r][0], c[r][1]), 0xD8);
-            __m256i *dst = (__m256i *)(acc + r * QNB + 8 * h);
-            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), s));
-        }
+/* The accumulators are named variables, not arrays: with arrays GCC copied every accumulator
+ * to another register on each k step (and spilled one). */
+
+static inline long long q_ld8(const void *p) {
+    long long v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static inline int q_ld4(const void *p) {
+    int v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* AVX2, exact (see the top of the file): the row's int16 quad times 4 columns x 4 k */
+#define MADD(acc, av, bv) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(av, bv))
+/* [c0 c1 c4 c5 | c2 c3 c6 c7] of two accumulators (pairs per column) -> 8 columns in order,
+ * added to dst */
+#define FOLD8(dst, x, y)                                                                     \
+    do {                                                                                     \
+        __m256i s_ = _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);                \
+        _mm256_storeu_si256((__m256i *)(dst),                                                \
+                            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(dst)), s_)); \
+    } while (0)
+
+/* 4 rows x 8 columns (half h of the panel) */
+Q_AVX2 static void micro_avx2_4(const int16_t *ap, const int8_t *b, long nq, int32_t *acc,
+                                int h) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+            c21 = c00, c30 = c00, c31 = c00;
+    const int8_t *bq = b + 32 * h;
+    for (long q = 0; q < nq; q++, bq += 64, ap += 16) {
+        __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bq));
+        __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bq + 16)));
+        __m256i a0 = _mm256_set1_epi64x(q_ld8(ap)), a1 = _mm256_set1_epi64x(q_ld8(ap + 4));
+        MADD(c00, a0, b0);
+        MADD(c01, a0, b1);
+        MADD(c10, a1, b0);
+        MADD(c11, a1, b1);
+        __m256i a2 = _mm256_set1_epi64x(q_ld8(ap + 8)), a3 = _mm256_set1_epi64x(q_ld8(ap + 12));
+        MADD(c20, a2, b0);
+        MADD(c21, a2, b1);
+        MADD(c30, a3, b0);
+        MADD(c31, a3, b1);
+        /* the accumulators stay in their registers (GCC otherwise moved each one to another
+         * register on every step, and spilled one) */
+        __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21),
+                "+x"(c30), "+x"(c31));
     }
+    FOLD8(acc + 8 * h, c00, c01);
+    FOLD8(acc + QNB + 8 * h, c10, c11);
+    FOLD8(acc + 2 * QNB + 8 * h, c20, c21);
+    FOLD8(acc + 3 * QNB + 8 * h, c30, c31);
+}
+
+/* one row (r of the panel's mr) x 16 columns */
+Q_AVX2 static void micro_avx2_1(const int16_t *ap, int mr, const int8_t *b, long nq,
+                                int32_t *acc) {
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+    for (long q = 0; q < nq; q++, b += 64, ap += 4 * mr) {
+        __m256i a = _mm256_set1_epi64x(q_ld8(ap));
+        MADD(c0, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b)));
+        MADD(c1, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16))));
+        MADD(c2, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 32))));
+        MADD(c3, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 48))));
+    }
+    FOLD8(acc, c0, c1);
+    FOLD8(acc + 8, c2, c3);
+}
+
+/* rows of the panel: 4 at once, or one by one for the last rows of A (M % 4) */
+Q_AVX2 static void micro_avx2(const int16_t *ap, const int8_t *b, long nq, long rows,
+                              int32_t *acc) {
+    if (rows == 4) {
+        micro_avx2_4(ap, b, nq, acc, 0);
+        micro_avx2_4(ap, b, nq, acc, 1);
+        return;
+    }
+    for (long r = 0; r < rows; r++) micro_avx2_1(ap + 4 * r, 4, b, nq, acc + r * QNB);
 }
 
 /* AVX-VNNI: 4 rows x 16 columns, two ymm per row */
-Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq, int32_t *acc) {
-    __m256i c[4][2];
-    for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+#define DPV(acc, av, bv) acc = _mm256_dpbusd_avx_epi32(acc, av, bv)
+#define ADD8(dst, x)                                                                         \
+    _mm256_storeu_si256((__m256i *)(dst),                                                    \
+                        _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(dst)), x))
+Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq, long rows,
+                                    int32_t *acc) {
+    (void)rows; /* rows past M are zeros in A */
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+            c21 = c00, c30 = c00, c31 = c00;
     for (long q = 0; q < nq; q++, ap += 16, b += 64) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-        for (int r = 0; r < 4; r++) {
-            int v;
-            memcpy(&v, ap + 4 * r, 4);
-            __m256i av = _mm256_set1_epi32(v);
-            c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
-            c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
-        }
+        __m256i a0 = _mm256_set1_epi32(q_ld4(ap)), a1 = _mm256_set1_epi32(q_ld4(ap + 4));
+        DPV(c00, a0, b0);
+        DPV(c01, a0, b1);
+        DPV(c10, a1, b0);
+        DPV(c11, a1, b1);
+        __m256i a2 = _mm256_set1_epi32(q_ld4(ap + 8)), a3 = _mm256_set1_epi32(q_ld4(ap + 12));
+        DPV(c20, a2, b0);
+        DPV(c21, a2, b1);
+        DPV(c30, a3, b0);
+        DPV(c31, a3, b1);
     }
-    for (int r = 0; r < 4; r++)
-        for (int v = 0; v < 2; v++) {
-            __m256i *dst = (__m256i *)(acc + r * QNB + 8 * v);
-            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][v]));
-        }
+    ADD8(acc, c00);
+    ADD8(acc + 8, c01);
+    ADD8(acc + QNB, c10);
+    ADD8(acc + QNB + 8, c11);
+    ADD8(acc + 2 * QNB, c20);
+    ADD8(acc + 2 * QNB + 8, c21);
+    ADD8(acc + 3 * QNB, c30);
+    ADD8(acc + 3 * QNB + 8, c31);
 }
 
 /* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row */
-Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, int32_t *acc) {
-    __m512i c[8];
-    for (int r = 0; r < 8; r++) c[r] = _mm512_setzero_si512();
+#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + 4 * (r))), bv)
+#define ADD16(dst, x)                                                                        \
+    _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
+Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq,
+                                     int32_t *acc) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0;
     for (long q = 0; q < nq; q++, ap += 32, b += 64) {
         __m512i bv = _mm512_loadu_si512((const void *)b);
-        for (int r = 0; r < 8; r++) {
-            int v;
-            memcpy(&v, ap + 4 * r, 4);
-            c[r] = _mm512_dpbusd_epi32(c[r], _mm512_set1_epi32(v), bv);
-        }
+        DP(c0, 0);
+        DP(c1, 1);
+        DP(c2, 2);
+        DP(c3, 3);
+        DP(c4, 4);
+        DP(c5, 5);
+        DP(c6, 6);
+        DP(c7, 7);
     }
-    for (int r = 0; r < 8; r++) {
-        int32_t *dst = acc + r * QNB;
-        _mm512_storeu_si512((void *)dst, _mm512_add_epi32(_mm512_loadu_si512((void *)dst), c[r]));
+    ADD16(acc, c0);
+    ADD16(acc + QNB, c1);
+    ADD16(acc + 2 * QNB, c2);
+    ADD16(acc + 3 * QNB, c3);
+    ADD16(acc + 4 * QNB, c4);
+    ADD16(acc + 5 * QNB, c5);
+    ADD16(acc + 6 * QNB, c6);
+    ADD16(acc + 7 * QNB, c7);
+}
+
+/* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */
+Q_AVX512VNNI static void micro_512_1(const uint8_t *ap, const int8_t *b, long nq,
+                                     int32_t *acc) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, bv;
+    long q = 0;
+    for (; q + 4 <= nq; q += 4, ap += 128, b += 256) {
+        bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+        bv = _mm512_loadu_si512((const void *)(b + 64));
+        DP(c1, 8);
+        bv = _mm512_loadu_si512((const void *)(b + 128));
+        DP(c2, 16);
+        bv = _mm512_loadu_si512((const void *)(b + 192));
+        DP(c3, 24);
     }
+    for (; q < nq; q++, ap += 32, b += 64) {
+        bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+    }
+    ADD16(acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
+}
+
+/* rows of the panel: 8 at once from 5 rows up, else one by one (a decoding step's row) */
+Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, long rows,
+                                   int32_t *acc) {
+    if (rows > 4) {
+        micro_512_8(ap, b, nq, acc);
+        return;
+    }
+    for (long r = 0; r < rows; r++) micro_512_1(ap + 4 * r, b, nq, acc + r * QNB);
 }
 #endif
 
 /* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b */
 static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, long nq,
-                  int32_t *acc) {
+                  long rows, int32_t *acc) {
     if (nq <= 0) return;
     long off = q0 * g->mr * 4; /* elements */
 #if Q_HAVE_X86
     switch (g->isa) {
-    case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, acc); return;
-    case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, acc); return;
-    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, acc); return;
+    case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, rows, acc); return;
     default: break;
     }
 #endif
+    (void)rows;
     micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
 }
 
@@ -375,13 +487,13 @@ static void q_unit(const qjob *g, long ip, long jp) {
     memset(acc, 0, sizeof acc);
     const void *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4 * g->esize;
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
-    if (w == QNB) {
-        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, acc);
-        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, acc);
-    } else {
-        micro(g, apanel, 0, g->blast, g->kq4, acc);
-    }
     long rows = lmin(g->mr, g->m - ip * g->mr);
+    if (w == QNB) {
+        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, rows, acc);
+        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, rows, acc);
+    } else {
+        micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
+    }
     for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
 }
 
