@@ -42,7 +42,7 @@ def isa(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture
 def compiled(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str, int]:
     """How often the plugins called the compiled GEMM (a test fails if NumPy took over)."""
-    return count_calls(qlinear, "qgemm", "products")
+    return count_calls(qlinear, "run_qgemm", "products")
 
 
 def _ints(dtype: Any, *shape: int) -> np.ndarray:
@@ -330,3 +330,19 @@ def test_a_packed_b_survives_the_engine_file(tmp_path: Any) -> None:
                    timeout=300)
     ref = ReferenceEvaluator(model).run(None, {"a": a})[0]
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref)
+
+
+def test_a_kept_product_reads_new_inputs_and_zero_points_on_each_run(
+        compiled: dict[str, int]) -> None:
+    """The product made on the first run is run again while the arrays are the same objects:
+    A's values and a computed A zero point (DynamicQuantizeLinear's) change from run to run."""
+    b = _ints(S8, 40, 19)
+    node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+    model = _model(node, {"a": _ints(U8, 6, 40), "za": np.array(0, U8)},
+                   {"b": b, "zb": np.array(-3, S8)}, [np.int32])
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    ref = ReferenceEvaluator(model)
+    for za in (0, 255, 77):
+        feeds = {"a": _ints(U8, 6, 40), "za": np.array(za, U8)}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], ref.run(None, feeds)[0])
+    assert compiled["products"] == 3

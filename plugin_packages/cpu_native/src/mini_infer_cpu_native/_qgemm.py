@@ -19,7 +19,8 @@ from ._abi import DqlArgs, QColsumArgs, QGemmArgs, QPackBArgs
 from ._native import _kernel, _lib, _refused
 
 __all__ = ["ISAS", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql", "qcolsum",
-           "qgemm", "qgemm_isa", "qpack_b", "qsupported", "unpack_qb", "use_qgemm_isa"]
+           "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported", "run_qgemm",
+           "unpack_qb", "use_qgemm_isa"]
 
 Array = NDArray[Any]
 
@@ -131,7 +132,22 @@ def unpack_qb(packed: Array, k: int, n: int) -> Array:
 def qgemm(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_zero: int = 0,
           b_zero: Array, mult: Array | None = None, bias: Array | None = None,
           lo: float = -np.inf, hi: float = np.inf, y_zero: int = 0) -> None:
-    """``c (M, N) = epilogue(sum_k (a - a_zero) (b - b_zero[j]))`` on the library's pool:
+    """:func:`qgemm_args`, run."""
+    run_qgemm(qgemm_args(a, packed, colsum, c, k, a_zero=a_zero, b_zero=b_zero, mult=mult,
+                         bias=bias, lo=lo, hi=hi, y_zero=y_zero))
+
+
+def run_qgemm(args: QGemmArgs) -> None:
+    """Run a product made by :func:`qgemm_args` (again: its arrays are kept alive by it; a
+    caller may change its ``za`` between runs)."""
+    _check(_gemm, args)
+
+
+def qgemm_args(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_zero: int = 0,
+               b_zero: Array, mult: Array | None = None, bias: Array | None = None,
+               lo: float = -np.inf, hi: float = np.inf, y_zero: int = 0) -> QGemmArgs:
+    """The checked arguments of ``c (M, N) = epilogue(sum_k (a - a_zero) (b - b_zero[j]))``
+    on the library's pool, to run with :func:`run_qgemm`:
     ``a`` (M, K) uint8/int8 C-contiguous; ``packed`` and ``colsum`` from :func:`qpack_b` and
     :func:`qcolsum`; ``b_zero`` int32, one or N values, as stored (uint8 B: minus 128).
     ``c``'s dtype picks the epilogue: int32 (the sums), float32 (``float(acc) * mult[j] +
@@ -152,7 +168,7 @@ def qgemm(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_zero: i
         lo, hi = max(lo, float(info.min)), min(hi, float(info.max))
     zb_step = int(b_zero.size > 1)
     mult_step = int(mult is not None and mult.size > 1)
-    _check(_gemm, QGemmArgs(
+    args = QGemmArgs(
         _ptr(a, _INT8, m * k, False, kn, "a"), _ptr(packed, _INT8, k * n, False, kn, "bp"),
         _ptr(colsum, (np.int32,), n, False, kn, "colsum"),
         _ptr(c, (c.dtype,), m * n, True, kn, "c"),
@@ -160,7 +176,9 @@ def qgemm(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_zero: i
         _ptr(mult, (np.float32,), n if mult_step else 1, False, kn, "mult"),
         _ptr(bias, (np.float32,), n, False, kn, "bias"),
         m, n, k, k, n, zb_step, mult_step, int(a.dtype == np.int8), int(a_zero), kind,
-        int(y_zero), lo, hi))
+        int(y_zero), lo, hi)
+    args._keep = (a, packed, colsum, c, b_zero, mult, bias)
+    return args
 
 
 def dql(x: Array, y: Array, scale: Array, zp: Array) -> None:

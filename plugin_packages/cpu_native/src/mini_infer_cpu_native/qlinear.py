@@ -19,7 +19,7 @@ float64 path, with a packed B unpacked once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked
 
-from ._qgemm import dql, qcolsum, qgemm, qpack_b, unpack_qb
+from ._abi import QGemmArgs
+from ._qgemm import dql, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
 from .plugins import _Derived
 
 __all__ = ["DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul"]
@@ -54,6 +55,9 @@ class _IntegerProduct(_Derived):
 
     b_index: ClassVar[int] = 1
     hidden: dict[str, Any]
+    #: the arrays of the last run (compared by identity: an engine's arena views and
+    #: constants are the same objects from run to run) and the product made for them
+    _last: tuple[tuple[Any, ...], QGemmArgs] | None = None
     if TYPE_CHECKING:
         def record(self, key: str, value: Any | None) -> None: ...  # the plugin base's
 
@@ -92,6 +96,19 @@ class _IntegerProduct(_Derived):
         rows = np.ascontiguousarray(a).reshape(-1, k)
         return rows, out.reshape(rows.shape[0], n)
 
+    def _product(self, key: tuple[Any, ...], make: Callable[[], QGemmArgs]) -> QGemmArgs:
+        """A new product for the arrays of ``key`` (A, the output, B, the parameters), kept
+        for the next runs where they will be read in place: A contiguous (not copied), and B
+        and the parameters folded into the product constants (read-only)."""
+        args = make()
+        keep = key[0].flags.c_contiguous and all(
+            x is None or not x.flags.writeable for x in key[self._fixed:])
+        self._last = (key, args) if keep else None
+        return args
+
+    #: key[_fixed:]: B and the parameters folded into the product's arguments
+    _fixed: ClassVar[int] = 2
+
     @staticmethod
     def _b_zero(zb: Array | None, b: Array) -> Array:
         """B's zero point as the packed B stores it (uint8: minus 128), int32."""
@@ -108,15 +125,22 @@ class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
 
     def compute(self, a: Array, b: Array, a_zero_point: Array | None = None,
                 b_zero_point: Array | None = None, *, out: Array) -> None:
+        za = 0 if a_zero_point is None else a_zero_point.reshape(-1)[0]
+        key = (a, out, b, b_zero_point)  # A's zero point is read on every run
+        last = self._last
+        if last is not None and all(x is y for x, y in zip(last[0], key, strict=True)):
+            last[1].za = int(za)
+            run_qgemm(last[1])
+            return
         ops = self._operands(a, b, out)
         if ops is None or not _one(a_zero_point) or not _per_column(b_zero_point, b.shape[-1]):
             super().compute(a, self._onnx_b(b), a_zero_point, b_zero_point, out=out)
             return
         rows, c = ops
         packed, colsum = self._packed_b(b)
-        za = 0 if a_zero_point is None else int(a_zero_point.reshape(-1)[0])
-        qgemm(rows, packed, colsum, c, int(b.shape[0]), a_zero=za,
-              b_zero=self._b_zero(b_zero_point, b))
+        run_qgemm(self._product(key, lambda: qgemm_args(
+            rows, packed, colsum, c, int(b.shape[0]), a_zero=int(za),
+            b_zero=self._b_zero(b_zero_point, b))))
 
 
 class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
@@ -130,6 +154,11 @@ class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
     def compute(self, a: Array, a_scale: Array, a_zero_point: Array, b: Array,
                 b_scale: Array, b_zero_point: Array, y_scale: Array,
                 y_zero_point: Array | None = None, *, out: Array) -> None:
+        key = (a, out, b, a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point)
+        last = self._last
+        if last is not None and all(x is y for x, y in zip(last[0], key, strict=True)):
+            run_qgemm(last[1])
+            return
         ops = self._operands(a, b, out)
         n = int(b.shape[-1])
         if (ops is None or out.dtype not in _INT8 or not _one(a_scale) or not _one(a_zero_point)
@@ -146,9 +175,10 @@ class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
         mult = (a_scale.reshape(-1)[0] * b_scale.reshape(-1) / y_scale.reshape(-1)[0]).astype(
             np.float32)
         zy = 0 if y_zero_point is None else int(y_zero_point.reshape(-1)[0])
-        qgemm(rows, packed, colsum, c, int(b.shape[0]),
-              a_zero=int(a_zero_point.reshape(-1)[0]), b_zero=self._b_zero(b_zero_point, b),
-              mult=np.ascontiguousarray(mult), y_zero=zy)
+        run_qgemm(self._product(key, lambda: qgemm_args(
+            rows, packed, colsum, c, int(b.shape[0]), a_zero=int(a_zero_point.reshape(-1)[0]),
+            b_zero=self._b_zero(b_zero_point, b), mult=np.ascontiguousarray(mult),
+            y_zero=zy)))
 
 
 class DynamicQuantizeLinear(_quantize.DynamicQuantizeLinear):
