@@ -346,3 +346,55 @@ def test_a_kept_product_reads_new_inputs_and_zero_points_on_each_run(
         feeds = {"a": _ints(U8, 6, 40), "za": np.array(za, U8)}
         np.testing.assert_array_equal(sess.run(None, feeds)[0], ref.run(None, feeds)[0])
     assert compiled["products"] == 3
+
+
+# ---- the dynamic-int8 pattern fused into MatMulInteger ------------------------------------
+
+def _dynamic_int8(tmp_path: Any, per_channel: bool, relu: bool, k: int, n: int
+                  ) -> onnx.ModelProto:
+    """x (B, T, K) @ W + bias (then Relu), quantized by onnxruntime's quantize_dynamic:
+    DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(x_scale * w_scale) -> Add."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    w = RNG.standard_normal((k, n)).astype(np.float32)
+    bias = RNG.standard_normal(n).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "bias"], ["y" if not relu else "z"])]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["z"], ["y"]))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "T", k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
+    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), str(src))
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel)
+    return onnx.load(str(dst))
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("shape,k,n", [((1, 1), 63, 33), ((2, 7), 768, 40), ((1, 0), 17, 7)])
+def test_the_dynamic_int8_pattern_is_one_product_as_exact_as_the_unfused_graph(
+        tmp_path: Any, isa: str, compiled: dict[str, int], per_channel: bool, relu: bool,
+        shape: tuple[int, int], k: int, n: int) -> None:
+    """Cast, the scale's Mul, the bias Add (and a Relu) fused into MatMulInteger's epilogue:
+    bit for bit onnxruntime's unfused graph (ORT_DISABLE_ALL), and within float32 rounding of
+    its own fused MatMulIntegerToFloat (ORT_ENABLE_ALL)."""
+    model = _dynamic_int8(tmp_path, per_channel, relu, k, n)
+    x = RNG.standard_normal((*shape, k)).astype(np.float32)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    ops = [nd.op_type for nd in sess.engine.nodes]
+    assert sorted(ops) == ["DynamicQuantizeLinear", "MatMulInteger", "Mul"], ops
+    got = sess.run(None, {"x": x})[0]
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(model.SerializeToString(), opts,
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got.dtype == np.float32 and got.shape == plain.shape
+    np.testing.assert_array_equal(got, plain)
+    fused = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, fused, rtol=1e-5, atol=1e-5)
+    assert compiled["products"] == 1

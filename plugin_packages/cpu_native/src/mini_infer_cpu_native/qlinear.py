@@ -27,10 +27,11 @@ from mini_infer_cpu_plugins.ops import qlinear as _qlinear
 from mini_infer_cpu_plugins.ops import quantize as _quantize
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import Repacked
+from mini_infer_core.plugin import DataType, DimsExprs, Fusion, Repacked
 
 from ._abi import QGemmArgs
 from ._qgemm import dql, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
+from .matmul import _column_bias
 from .plugins import _Derived
 
 __all__ = ["DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul"]
@@ -108,6 +109,7 @@ class _IntegerProduct(_Derived):
 
     #: key[_fixed:]: B and the parameters folded into the product's arguments
     _fixed: ClassVar[int] = 2
+    _ONE = np.ones(1, np.float32)
 
     @staticmethod
     def _b_zero(zb: Array | None, b: Array) -> Array:
@@ -116,31 +118,109 @@ class _IntegerProduct(_Derived):
         return z - 128 if b.dtype == np.uint8 else z
 
 
-class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
-    """8-bit products on the compiled integer GEMM (see the module)."""
+def _per_column_dims(dims: DimsExprs | None, mine: DimsExprs | None) -> bool:
+    """A tensor of ``dims`` that is one value, or one per column of an output of ``mine``
+    (never growing it)."""
+    if dims is None or mine is None or len(dims) > len(mine) or len(mine) == 0:
+        return False
+    if not all(d.is_constant() and d.get_constant_value() == 1 for d in list(dims)[:-1]):
+        return False
+    return len(dims) == 0 or (dims[-1].is_constant() and dims[-1].get_constant_value() == 1
+                              ) or dims[-1].same_as(mine[-1])
 
-    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.MatMulInteger.hidden_fields,
-                                                "__qpacked__")
+
+class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
+    """8-bit products on the compiled integer GEMM (see the module).
+
+    Fusion: the dynamic-int8 pattern onnxruntime's ``quantize_dynamic`` writes after it,
+    ``Cast(to float) -> Mul(scale) -> Add(bias) -> Relu``, in that order (each step
+    optional after the Cast): ``__dequant__`` (the output is float32 from then on: the GEMM's
+    epilogue writes ``float(acc)``), ``__scale__`` (the input index of the scale, one value or
+    one per column, usually x_scale * w_scale computed by a Mul node), ``__bias__`` (the
+    index of a constant that varies along the last axis), ``__clip__`` (Relu). The epilogue
+    computes ``clamp(float(acc) * scale + bias)`` in float32, the unfused graph's arithmetic.
+    """
+
+    hidden_fields: ClassVar[tuple[str, ...]] = (
+        *_qlinear.MatMulInteger.hidden_fields, "__qpacked__", "__dequant__", "__scale__",
+        "__bias__", "__clip__")
+    fusable: ClassVar[frozenset[str]] = frozenset({"Cast", "Mul", "Add", "Relu"})
     package = "mini-infer-cpu-native"
+    _fixed = 4
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [DataType.FLOAT] if self.hidden.get("__dequant__") else [DataType.INT32]
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        h = self.hidden
+        if op_type == "Cast":
+            if "__dequant__" in h or int(attrs.get("to", 0)) != DataType.FLOAT.value:
+                return None
+            self.record("__dequant__", 1)
+            # absent zero points become zeros, so that fused inputs come after them
+            pad = {i: np.zeros((), np.uint8) for i in range(len(own_constants), 4)}
+            return Fusion(constants=pad, output_type=DataType.FLOAT)
+        if "__dequant__" not in h or "__clip__" in h:
+            return None
+        if op_type == "Relu":
+            self.record("__clip__", (0.0, np.inf))
+            return Fusion()
+        if len(consumer_dims) != 2:
+            return None
+        if op_type == "Mul":
+            if "__scale__" in h or "__bias__" in h or not _per_column_dims(
+                    consumer_dims[1 - position], consumer_dims[position]):
+                return None
+            self.record("__scale__", len(own_constants))
+            return Fusion(append_inputs=[1 - position])
+        if op_type == "Add" and "__bias__" not in h:
+            bias = _column_bias(consumer_constants[1 - position], consumer_dims[position])
+            if bias is None or bias.dtype != np.float32:
+                return None
+            self.record("__bias__", len(own_constants))
+            return Fusion(constants={len(own_constants): bias})
+        return None
 
     def compute(self, a: Array, b: Array, a_zero_point: Array | None = None,
-                b_zero_point: Array | None = None, *, out: Array) -> None:
+                b_zero_point: Array | None = None, *fused: Array, out: Array) -> None:
+        h = self.hidden
+        scale = fused[h["__scale__"] - 4] if "__scale__" in h else None
+        bias = fused[h["__bias__"] - 4] if "__bias__" in h else None
         za = 0 if a_zero_point is None else a_zero_point.reshape(-1)[0]
-        key = (a, out, b, b_zero_point)  # A's zero point is read on every run
+        key = (a, out, scale, bias, b, b_zero_point)  # A's zero point is read on every run
         last = self._last
         if last is not None and all(x is y for x, y in zip(last[0], key, strict=True)):
             last[1].za = int(za)
             run_qgemm(last[1])
             return
+        dequant = bool(h.get("__dequant__"))
+        lo, hi = (float(v) for v in h.get("__clip__", (-np.inf, np.inf)))
         ops = self._operands(a, b, out)
-        if ops is None or not _one(a_zero_point) or not _per_column(b_zero_point, b.shape[-1]):
-            super().compute(a, self._onnx_b(b), a_zero_point, b_zero_point, out=out)
+        if (ops is None or not _one(a_zero_point) or not _per_column(b_zero_point, b.shape[-1])
+                or (scale is not None and (scale.dtype != np.float32
+                                           or not scale.flags.c_contiguous))):
+            if not dequant:
+                super().compute(a, self._onnx_b(b), a_zero_point, b_zero_point, out=out)
+                return
+            acc = np.empty(out.shape, np.int32)
+            super().compute(a, self._onnx_b(b), a_zero_point, b_zero_point, out=acc)
+            y = acc.astype(np.float32)
+            if scale is not None:
+                y = y * scale
+            if bias is not None:
+                y = y + bias
+            np.clip(y, lo, hi, out=out)
             return
         rows, c = ops
         packed, colsum = self._packed_b(b)
+        mult = None
+        if dequant:
+            mult = self._ONE if scale is None else scale.reshape(-1)
         run_qgemm(self._product(key, lambda: qgemm_args(
             rows, packed, colsum, c, int(b.shape[0]), a_zero=int(za),
-            b_zero=self._b_zero(b_zero_point, b))))
+            b_zero=self._b_zero(b_zero_point, b), mult=mult, bias=bias, lo=lo, hi=hi)))
 
 
 class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
