@@ -1,6 +1,8 @@
 """Our int8 products (MatMulInteger, QLinearMatMul on the integer GEMM, ``_qgemm.c``) against
 onnxruntime's (MLAS) and against our own float32 MatMul, on transformer-sized linear layers
-(M = 1..128 rows, K = 768, N = 768 / 3072), in one process, on the same inputs.
+(M = 1..128 rows, K = 768, N = 768 / 3072), in one process, on the same inputs; and
+onnxruntime's ``quantize_dynamic`` of ``x @ W + bias`` (the dynamic-int8 pattern, fused on
+both sides) against the float32 model it came from.
 
     python plugin_packages/cpu_native/benchmarks/qgemm_shapes.py [--threads 1 2] [--isa avx2]
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -52,7 +55,7 @@ def _models(m: int, k: int, n: int) -> dict[str, tuple[onnx.ModelProto, np.ndarr
     w8 = RNG.integers(-128, 128, (k, n)).astype(np.int8)
     af = RNG.standard_normal((m, k)).astype(np.float32)
     wf = (RNG.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
-    scale = {"as": np.array(0.02, np.float32), "az": np.array(128, np.uint8),
+    scale: dict[str, np.ndarray] = {"as": np.array(0.02, np.float32), "az": np.array(128, np.uint8),
              "bs": np.array(0.01, np.float32), "bz": np.array(0, np.int8),
              "ys": np.array(0.5, np.float32), "yz": np.array(128, np.uint8)}
     return {
@@ -63,6 +66,32 @@ def _models(m: int, k: int, n: int) -> dict[str, tuple[onnx.ModelProto, np.ndarr
                                  ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], np.uint8), a8),
         "MatMul f32": (_model("MatMul", af, {"b": wf}, ["a", "b"], np.float32), af),
     }
+
+
+def _dynamic(m: int, k: int, n: int) -> dict[str, tuple[onnx.ModelProto, np.ndarray]]:
+    """x @ W + bias in float32, and quantized by onnxruntime's quantize_dynamic (s8 weights
+    per tensor: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add, which our
+    MatMulInteger absorbs after the Cast and onnxruntime turns into DynamicQuantizeMatMul)."""
+    import tempfile
+    from pathlib import Path
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    w = (RNG.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    bias = RNG.standard_normal(n).astype(np.float32)
+    x = RNG.standard_normal((m, k)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "w"], ["h"]), helper.make_node("Add", ["h", "bias"],
+                                                                           ["y"])],
+        "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with tempfile.TemporaryDirectory() as d:
+        onnx.save(model, f"{d}/f.onnx")
+        quantize_dynamic(f"{d}/f.onnx", f"{d}/q.onnx", weight_type=QuantType.QInt8)
+        quantized = onnx.load(str(Path(d) / "q.onnx"))
+    return {"dyn int8+bias": (quantized, x), "f32 MatMul+bias": (model, x)}
 
 
 def _best(fns: dict[str, Callable[[], Any]], seconds: float) -> dict[str, float]:
@@ -94,18 +123,20 @@ def main() -> None:
         opts.inter_op_num_threads = 1
         for m, k, n in SHAPES:
             runs: dict[str, Callable[[], Any]] = {}
-            for name, (model, a) in _models(m, k, n).items():
+            for name, (model, a) in {**_models(m, k, n), **_dynamic(m, k, n)}.items():
                 ours = mini_infer_core.InferenceSession(model, device="cpu")
                 theirs = ort.InferenceSession(model.SerializeToString(), opts,
                                               providers=["CPUExecutionProvider"])
                 feeds = {"a": a}
-                runs[f"ours {name}"] = lambda s=ours, f=feeds: s.run(None, f)
-                runs[f"ort {name}"] = lambda s=theirs, f=feeds: s.run(None, f)
+                runs[f"ours {name}"] = partial(ours.run, None, feeds)
+                runs[f"ort {name}"] = partial(theirs.run, None, feeds)
             best = _best(runs, args.seconds)
-            f32 = best["ours MatMul f32"]
-            for name in ("MatMulInteger", "QLinearMatMul", "MatMul f32"):
+            for name in ("MatMulInteger", "QLinearMatMul", "MatMul f32", "dyn int8+bias",
+                         "f32 MatMul+bias"):
                 o, t = best[f"ours {name}"], best[f"ort {name}"]
-                vs_f32 = f"{f32 / o:16.2f}" if name != "MatMul f32" else f"{'':>16}"
+                f32 = best["ours f32 MatMul+bias" if name.startswith("dyn") else
+                           "ours MatMul f32"]
+                vs_f32 = f"{f32 / o:16.2f}" if "f32" not in name else f"{'':>16}"
                 print(f"{threads:>7} {f'{m}x{k}x{n}':>16} {name:>14} {o * 1e6:9.1f} "
                       f"{t * 1e6:9.1f} {o / t:9.2f} {vs_f32}")
     set_num_threads(None)
