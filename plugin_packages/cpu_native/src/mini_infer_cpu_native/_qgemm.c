@@ -189,26 +189,30 @@ CLONES static void q_pack_a(const uint8_t *a, long m, long k, long lda, uint8_t 
                             int esize, long kq4, void *out, int32_t *rowsum) {
     long mp = (m + mr - 1) / mr;
     memset(out, 0, (size_t)(mp * kq4 * mr * 4 * esize));
+    const long kq = k / 4, step = (long)mr * 4;
+    const uint32_t flip4 = 0x01010101u * flip;
     for (long i = 0; i < m; i++) {
         const uint8_t *src = a + i * lda;
         long ip = i / mr, r = i % mr;
-        int32_t s = 0;
-        if (esize == 1) {
-            uint8_t *dst = (uint8_t *)out + ip * kq4 * mr * 4 + r * 4;
-            for (long kk = 0; kk < k; kk++) {
-                uint8_t v = src[kk] ^ flip;
-                dst[(kk / 4) * mr * 4 + kk % 4] = v;
-                s += v;
+        uint32_t s = 0;
+        for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
+        rowsum[i] = (int32_t)s;
+        if (esize == 1) { /* one 4-byte copy per quad */
+            uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
+            for (long q = 0; q < kq; q++) {
+                uint32_t v;
+                memcpy(&v, src + 4 * q, 4);
+                v ^= flip4;
+                memcpy(dst + q * step, &v, 4);
             }
+            for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
         } else {
-            int16_t *dst = (int16_t *)out + ip * kq4 * mr * 4 + r * 4;
-            for (long kk = 0; kk < k; kk++) {
-                uint8_t v = src[kk] ^ flip;
-                dst[(kk / 4) * mr * 4 + kk % 4] = (int16_t)v;
-                s += v;
-            }
+            int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
+            for (long q = 0; q < kq; q++)
+                for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
+            for (long kk = 4 * kq; kk < k; kk++)
+                dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
         }
-        rowsum[i] = s;
     }
 }
 
