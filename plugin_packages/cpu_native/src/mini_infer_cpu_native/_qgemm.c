@@ -24,8 +24,9 @@
  * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
  * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
  * as mi_qgemm_set_isa does in tests):
- * - AVX-512 VNNI: vpdpbusd, 8 rows x 16 columns (one zmm per row), A as u8 quads; up to 4
- *   rows (a decoding step's one) row by row, four chains of vpdpbusd over k each.
+ * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
+ *   panel: 8 x 16), A as u8 quads; up to 4 rows (a decoding step's one) row by row, four
+ *   chains of vpdpbusd over k each. 128 x 768 x 768 on one Zen 4 core: 360-370 GOP/s.
  * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
  * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
  *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
@@ -391,6 +392,53 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq
     ADD16(acc + 7 * QNB, c7);
 }
 
+/* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
+ * two vpdpbusd, half the loads of A per product of the 8 x 16 tile) */
+#define DP2(x, y, r)                                                                         \
+    do {                                                                                     \
+        __m512i av_ = _mm512_set1_epi32(q_ld4(ap + 4 * (r)));                                \
+        x = _mm512_dpbusd_epi32(x, av_, b0);                                                 \
+        y = _mm512_dpbusd_epi32(y, av_, b1);                                                 \
+    } while (0)
+Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, const int8_t *p1,
+                                       long nq, int32_t *acc0, int32_t *acc1) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
+    for (long q = 0; q < nq; q++, ap += 32, p0 += 64, p1 += 64) {
+        __m512i b0 = _mm512_loadu_si512((const void *)p0);
+        __m512i b1 = _mm512_loadu_si512((const void *)p1);
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
+        /* the accumulators stay in their registers (as in micro_avx2_4) */
+        __asm__("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),
+                "+v"(c7));
+        __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
+                "+v"(d7));
+    }
+    ADD16(acc0, c0);
+    ADD16(acc0 + QNB, c1);
+    ADD16(acc0 + 2 * QNB, c2);
+    ADD16(acc0 + 3 * QNB, c3);
+    ADD16(acc0 + 4 * QNB, c4);
+    ADD16(acc0 + 5 * QNB, c5);
+    ADD16(acc0 + 6 * QNB, c6);
+    ADD16(acc0 + 7 * QNB, c7);
+    ADD16(acc1, d0);
+    ADD16(acc1 + QNB, d1);
+    ADD16(acc1 + 2 * QNB, d2);
+    ADD16(acc1 + 3 * QNB, d3);
+    ADD16(acc1 + 4 * QNB, d4);
+    ADD16(acc1 + 5 * QNB, d5);
+    ADD16(acc1 + 6 * QNB, d6);
+    ADD16(acc1 + 7 * QNB, d7);
+}
+
 /* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */
 Q_AVX512VNNI static void micro_512_1(const uint8_t *ap, const int8_t *b, long nq,
                                      int32_t *acc) {
@@ -501,12 +549,36 @@ static void q_unit(const qjob *g, long ip, long jp) {
     for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
 }
 
-/* units (row panel, column panel), column panel major: consecutive units share a B panel */
+/* row panel ip of column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
+ * rows or more as one 8 x 32 tile; everything else panel by panel */
+static void q_unit2(const qjob *g, long ip, long jq) {
+    long jp = 2 * jq, rows = lmin(g->mr, g->m - ip * g->mr);
+#if Q_HAVE_X86
+    if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
+        int32_t acc[2][QMR_MAX * QNB];
+        memset(acc, 0, sizeof acc);
+        const uint8_t *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4;
+        long j0 = jp * QNB;
+        micro_512_8x2(apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k, g->kq, acc[0],
+                      acc[1]);
+        for (int h = 0; h < 2; h++) {
+            if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
+            for (long r = 0; r < rows; r++)
+                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, j0 + h * QNB, QNB);
+        }
+        return;
+    }
+#endif
+    q_unit(g, ip, jp);
+    if (jp + 1 < g->np) q_unit(g, ip, jp + 1);
+}
+
+/* units (row panel, pair of column panels), column major: consecutive units share B */
 static void q_part(const void *job, int part, int parts) {
     const qjob *g = job;
-    long units = g->mp * g->np, begin, end;
+    long units = g->mp * ((g->np + 1) / 2), begin, end;
     mi_pool_share(units, part, parts, &begin, &end);
-    for (long u = begin; u < end; u++) q_unit(g, u % g->mp, u / g->mp);
+    for (long u = begin; u < end; u++) q_unit2(g, u % g->mp, u / g->mp);
 }
 
 int mi_qgemm_i8(const mi_qgemm_args *a) {
