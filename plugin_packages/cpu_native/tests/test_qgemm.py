@@ -398,3 +398,19 @@ def test_the_dynamic_int8_pattern_is_one_product_as_exact_as_the_unfused_graph(
                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, fused, rtol=1e-5, atol=1e-5)
     assert compiled["products"] == 1
+
+
+@pytest.mark.parametrize("a_shape,b_shape,compiled_runs", [
+    ((17,), (17, 5), 2),          # a 1-D A: one row
+    ((2, 3, 4, 9), (9, 33), 2),   # a 4-D A: all its rows in one product
+    ((2, 4, 9), (2, 9, 6), 0),    # a B with a batch dimension: cpu_basic's
+])
+def test_operand_ranks(compiled: dict[str, int], a_shape: tuple[int, ...],
+                       b_shape: tuple[int, ...], compiled_runs: int) -> None:
+    a, b = _ints(U8, *a_shape), _ints(S8, *b_shape)
+    node = helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"])
+    model = _model(node, {"a": a}, {"b": b, "za": np.array(200, U8)}, [np.int32])
+    (got,), (want,), (ref,) = _three(model, {"a": a})
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got, want)
+    assert compiled["products"] == compiled_runs
