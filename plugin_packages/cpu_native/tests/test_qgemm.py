@@ -414,3 +414,15 @@ def test_operand_ranks(compiled: dict[str, int], a_shape: tuple[int, ...],
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(got, want)
     assert compiled["products"] == compiled_runs
+
+
+def test_dynamic_quantize_linear_kept_call_reads_new_inputs() -> None:
+    x0 = RNG.standard_normal(300).astype(np.float32)
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zero"])
+    model = _model(node, {"x": x0}, {}, [U8, np.float32, U8])
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for scale in (1.0, 30.0, 0.01):
+        x = (RNG.standard_normal(300) * scale).astype(np.float32)
+        for g, w in zip(sess.run(None, {"x": x}), theirs.run(None, {"x": x}), strict=True):
+            np.testing.assert_array_equal(g, w)

@@ -19,7 +19,8 @@ from ._abi import DqlArgs, QColsumArgs, QGemmArgs, QPackBArgs
 from ._native import _kernel, _lib, _refused
 
 __all__ = ["ISAS", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql", "qcolsum",
-           "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported", "run_qgemm",
+           "dql_args", "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported", "run_dql",
+           "run_qgemm",
            "unpack_qb", "use_qgemm_isa"]
 
 Array = NDArray[Any]
@@ -184,8 +185,19 @@ def qgemm_args(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_ze
 def dql(x: Array, y: Array, scale: Array, zp: Array) -> None:
     """DynamicQuantizeLinear of float32 ``x`` into uint8 ``y`` (x's size), ``scale`` (float32)
     and ``zp`` (uint8), as onnxruntime computes them."""
+    run_dql(dql_args(x, y, scale, zp))
+
+
+def dql_args(x: Array, y: Array, scale: Array, zp: Array) -> DqlArgs:
+    """:func:`dql`'s checked arguments, to run (again) with :func:`run_dql`."""
     kn = "mi_dql_f32"
-    _check(_dql, DqlArgs(_ptr(x, (np.float32,), x.size, False, kn, "x"),
-                         _ptr(y, (np.uint8,), x.size, True, kn, "y"),
-                         _ptr(scale, (np.float32,), 1, True, kn, "scale"),
-                         _ptr(zp, (np.uint8,), 1, True, kn, "zp"), x.size))
+    args = DqlArgs(_ptr(x, (np.float32,), x.size, False, kn, "x"),
+                   _ptr(y, (np.uint8,), x.size, True, kn, "y"),
+                   _ptr(scale, (np.float32,), 1, True, kn, "scale"),
+                   _ptr(zp, (np.uint8,), 1, True, kn, "zp"), x.size)
+    args._keep = (x, y, scale, zp)
+    return args
+
+
+def run_dql(args: DqlArgs) -> None:
+    _check(_dql, args)
