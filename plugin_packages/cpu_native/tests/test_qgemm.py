@@ -426,3 +426,25 @@ def test_dynamic_quantize_linear_kept_call_reads_new_inputs() -> None:
         x = (RNG.standard_normal(300) * scale).astype(np.float32)
         for g, w in zip(sess.run(None, {"x": x}), theirs.run(None, {"x": x}), strict=True):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("out_type", [U8, S8])
+def test_the_requantizing_epilogue_with_a_fused_relu(isa: str, out_type: Any) -> None:
+    """clamp(rint(float32(acc) * mult[j]) + zy, max(zy, type min), type max), rint halving to
+    even, against NumPy's float32 arithmetic of the same formula (the Relu of the real value
+    is the zero point as lower bound)."""
+    m, k, n = 9, 45, 37
+    a, b = _ints(U8, m, k), _ints(S8, k, n)
+    packed = _qgemm.qpack_b(b)
+    zb = _ints(S8, n).astype(np.int32)
+    mult = (RNG.random(n) * 2e-3).astype(np.float32)
+    mult[::3] = 0.5  # halves land on .5: ties
+    zy = int(np.iinfo(out_type).min) + 40
+    c = np.empty((m, n), out_type)
+    _qgemm.qgemm(a, packed, _qgemm.qcolsum(packed, k, n), c, k, a_zero=17, b_zero=zb,
+                 mult=mult, lo=float(zy), y_zero=zy)
+    acc = (a.astype(np.int64) - 17) @ (b.astype(np.int64) - zb)
+    want = np.rint(acc.astype(np.float32) * mult) + zy
+    want = np.clip(want, zy, np.iinfo(out_type).max).astype(out_type)
+    np.testing.assert_array_equal(c, want)
+    assert (c == zy).any() and (c == np.iinfo(out_type).max).any()
