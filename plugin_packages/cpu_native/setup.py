@@ -33,6 +33,8 @@ SOURCES += ["_dconv.c"]
 SOURCES += ["_vec.c"]
 # short products over large maps: few-channel 1x1 convolutions, the stems (_pw.c)
 SOURCES += ["_pw.c"]
+# integer GEMM (MatMulInteger, QLinearMatMul) and DynamicQuantizeLinear (_qgemm.c)
+SOURCES += ["_qgemm.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # the AVX2 depthwise kernels and copy (_dconv.c), MaxPool's AVX2 path (_kernels.c)
 DEPENDS += ["_dw_avx2.h", "_pool_avx2.h"]

@@ -93,7 +93,8 @@ class Fuser:
                     inputs += [""] * (k - len(inputs)) + [name]
             inputs += [m.inputs[k] for k in result.append_inputs]
             out = m.outputs[0]
-            self.dims[out], self.types[out] = self.dims[o], self.types[o]
+            self.dims[out] = self.dims[o]
+            self.types[out] = result.output_type or self.types[o]
             self.skipped.add(j)
             self.fused.append(f"{m.op_type} {m.name!r} into {me.op_type} {me.name!r}")
             outs = [out]

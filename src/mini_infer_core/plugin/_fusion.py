@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ._types import DataType
+
 __all__ = ["ACTIVATIONS", "BatchNormFusion", "ConvFusion", "Fusion", "per_channel"]
 
 #: the activations a Conv plugin may absorb after its clamp (where it lists them in
@@ -28,6 +30,8 @@ class Fusion:
 
     constants: dict[int, np.ndarray[Any, Any]] = field(default_factory=dict)
     append_inputs: list[int] = field(default_factory=list)
+    #: the type the plugin's output takes from now on (an absorbed Cast), None: unchanged
+    output_type: DataType | None = None
 
 
 def per_channel(c: Any, channels: int, rank: int) -> np.ndarray[Any, Any] | None:

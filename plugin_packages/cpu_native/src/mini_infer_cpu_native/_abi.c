@@ -170,6 +170,29 @@ static const mi_abi_field layout[] = {
     FIELD(mi_taps2d_args, kh), FIELD(mi_taps2d_args, kw), FIELD(mi_taps2d_args, h),
     FIELD(mi_taps2d_args, wd),
 
+    /* integer GEMM and DynamicQuantizeLinear (_qgemm.c) */
+    STRUCT(mi_qpack_b_args),
+    FIELD(mi_qpack_b_args, b), FIELD(mi_qpack_b_args, out), FIELD(mi_qpack_b_args, k),
+    FIELD(mi_qpack_b_args, n), FIELD(mi_qpack_b_args, rs), FIELD(mi_qpack_b_args, cs),
+    FIELD(mi_qpack_b_args, flip),
+
+    STRUCT(mi_qcolsum_args),
+    FIELD(mi_qcolsum_args, bp), FIELD(mi_qcolsum_args, colsum), FIELD(mi_qcolsum_args, k),
+    FIELD(mi_qcolsum_args, n),
+
+    STRUCT(mi_qgemm_args),
+    FIELD(mi_qgemm_args, a), FIELD(mi_qgemm_args, bp), FIELD(mi_qgemm_args, colsum),
+    FIELD(mi_qgemm_args, c), FIELD(mi_qgemm_args, zb), FIELD(mi_qgemm_args, mult),
+    FIELD(mi_qgemm_args, bias), FIELD(mi_qgemm_args, m), FIELD(mi_qgemm_args, n),
+    FIELD(mi_qgemm_args, k), FIELD(mi_qgemm_args, lda), FIELD(mi_qgemm_args, ldc),
+    FIELD(mi_qgemm_args, zb_step), FIELD(mi_qgemm_args, mult_step),
+    FIELD(mi_qgemm_args, a_signed), FIELD(mi_qgemm_args, za), FIELD(mi_qgemm_args, out),
+    FIELD(mi_qgemm_args, zy), FIELD(mi_qgemm_args, lo), FIELD(mi_qgemm_args, hi),
+
+    STRUCT(mi_dql_args),
+    FIELD(mi_dql_args, x), FIELD(mi_dql_args, y), FIELD(mi_dql_args, scale),
+    FIELD(mi_dql_args, zp), FIELD(mi_dql_args, n),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

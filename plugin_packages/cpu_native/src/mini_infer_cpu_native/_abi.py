@@ -315,3 +315,32 @@ class Taps2dArgs(ctypes.Structure):
 
 STRUCTS["mi_taps2d_args"] = Taps2dArgs
 __all__ += ["Taps2dArgs"]
+
+
+# ---- integer GEMM and DynamicQuantizeLinear (_qgemm.c) -----------------------------------
+
+class QPackBArgs(ctypes.Structure):
+    """mi_qpack_b_args"""
+    _fields_ = _fields(_P, "b out") + _fields(_L, "k n rs cs") + _fields(_I, "flip")
+
+
+class QColsumArgs(ctypes.Structure):
+    """mi_qcolsum_args"""
+    _fields_ = _fields(_P, "bp colsum") + _fields(_L, "k n")
+
+
+class QGemmArgs(ctypes.Structure):
+    """mi_qgemm_args"""
+    _fields_ = (_fields(_P, "a bp colsum c zb mult bias")
+                + _fields(_L, "m n k lda ldc zb_step mult_step")
+                + _fields(_I, "a_signed za out zy") + _fields(_F, "lo hi"))
+
+
+class DqlArgs(ctypes.Structure):
+    """mi_dql_args"""
+    _fields_ = _fields(_P, "x y scale zp") + _fields(_L, "n")
+
+
+STRUCTS.update({"mi_qpack_b_args": QPackBArgs, "mi_qcolsum_args": QColsumArgs,
+                "mi_qgemm_args": QGemmArgs, "mi_dql_args": DqlArgs})
+__all__ += ["DqlArgs", "QColsumArgs", "QGemmArgs", "QPackBArgs"]

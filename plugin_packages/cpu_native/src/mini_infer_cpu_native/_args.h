@@ -349,4 +349,59 @@ typedef struct mi_taps2d_args {
 
 int mi_taps2d_f32(const mi_taps2d_args *a);
 
+/* ---- integer GEMM and DynamicQuantizeLinear (_qgemm.c) ---------------------------------- */
+
+/* mi_qgemm_i8 could not get its buffers (nothing written) */
+#define MI_ENOMEM 2
+
+/* what mi_qgemm_i8 writes (mi_qgemm_args.out) */
+#define MI_Q_INT32 0 /* int32: the exact sums (MatMulInteger) */
+#define MI_Q_FLOAT 1 /* float32: clamp(float(acc) * mult[j] + bias[j], lo, hi) */
+#define MI_Q_U8 2    /* uint8: clamp(rint(float(acc) * mult[j]) + zy, lo, hi) */
+#define MI_Q_S8 3    /* int8: the same */
+
+/* B (k x n, 8-bit) packed: panels of 16 columns, quads of 4 k (k * n bytes, _qgemm.c);
+ * flip 1: B is uint8, stored as b - 128: mi_qpack_b_i8 */
+typedef struct mi_qpack_b_args {
+    const void *b; /* [kk, j] at b[kk * rs + j * cs] */
+    void *out;     /* k * n bytes */
+    long k, n, rs, cs;
+    int flip;
+} mi_qpack_b_args;
+
+/* colsum[j] = the sum of column j of a packed B (its stored int8 values): mi_qcolsum_i8 */
+typedef struct mi_qcolsum_args {
+    const void *bp; /* k * n bytes of mi_qpack_b_i8 */
+    int *colsum;    /* (n) */
+    long k, n;
+} mi_qcolsum_args;
+
+/* C = epilogue(sum_k (A - za) (B - zb[j])): mi_qgemm_i8 */
+typedef struct mi_qgemm_args {
+    const void *a;      /* (m x k) uint8 or int8 (a_signed), rows lda bytes apart */
+    const void *bp;     /* mi_qpack_b_i8's k * n bytes */
+    const int *colsum;  /* (n): mi_qcolsum_i8 of bp */
+    void *c;            /* (m x n) by `out`: int32, float32, uint8 or int8, rows ldc apart */
+    const int *zb;      /* B's zero point as stored (uint8 B: zb - 128): (n), or one (zb_step 0) */
+    const float *mult;  /* (n), or one (mult_step 0); NULL for MI_Q_INT32 */
+    const float *bias;  /* (n) or NULL (MI_Q_FLOAT) */
+    long m, n, k, lda, ldc, zb_step, mult_step;
+    int a_signed, za, out, zy;
+    float lo, hi; /* MI_Q_FLOAT: the clamp; MI_Q_U8/S8: the quantized range (a Relu: zy) */
+} mi_qgemm_args;
+
+/* DynamicQuantizeLinear of n floats: mi_dql_f32 */
+typedef struct mi_dql_args {
+    const float *x;
+    unsigned char *y;  /* (n) */
+    float *scale;      /* one */
+    unsigned char *zp; /* one */
+    long n;
+} mi_dql_args;
+
+int mi_qpack_b_i8(const mi_qpack_b_args *p);
+int mi_qcolsum_i8(const mi_qcolsum_args *p);
+int mi_qgemm_i8(const mi_qgemm_args *a);
+int mi_dql_f32(const mi_dql_args *a);
+
 #endif

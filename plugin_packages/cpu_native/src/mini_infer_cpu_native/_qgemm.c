@@ -1,0 +1,688 @@
+/* Integer GEMM: 8-bit A (uint8 or int8) times 8-bit B (int8 or uint8) with int32 accumulation,
+ * the zero-point terms from row and column sums, and an epilogue that writes int32
+ * (MatMulInteger), dequantizes to float32 (scale per column, bias, clamp) or requantizes to
+ * uint8/int8 (round half to even, saturation: QLinearMatMul), on the library's thread pool.
+ *
+ *   acc[i, j] = sum_k (a[i, k] - za) * (b[k, j] - zb[j])
+ *             = sum_k a'b' - za' * colsum'[j] - zb'[j] * rowsum'[i] + K * za' * zb'[j]
+ *
+ * Every kernel multiplies unsigned 8-bit A by signed 8-bit B (vpdpbusd's operands): an int8 A
+ * is read as a' = a + 128 (a ^ 0x80) with za' = za + 128, a uint8 B is stored as b' = b - 128
+ * with zb' = zb - 128 (the caller passes zb'); colsum' and rowsum' are sums of a' and b'. The
+ * result is exact (int32 arithmetic modulo 2^32, as the ONNX operators accumulate).
+ *
+ * B is packed once (mi_qpack_b_i8: by the build for constant weights, stored so in the
+ * engine) in exactly k * n bytes, so that the array keeps its shape: panels of QNB = 16
+ * columns; panel p (width w = min(16, n - 16p)) at byte 16p * k holds k / 4 quads of
+ * [w columns][4 k] (16 columns x 4 k = one 64-byte line per quad in a full panel), then the
+ * k % 4 last rows as [row][w]. The same layout is read by every kernel, so an engine packed on
+ * one CPU runs on any other. Per call, the last rows of each full panel and the whole last
+ * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
+ * see whole 16 x 4 quads.
+ *
+ * A is packed per call (its rows are activations): row panels of MR rows, quads of 4 k,
+ * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
+ * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
+ * as mi_qgemm_set_isa does in tests):
+ * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
+ *   panel: 8 x 16), A as u8 quads; up to 4 rows (a decoding step's one) row by row, four
+ *   chains of vpdpbusd over k each. 128 x 768 x 768 on one Zen 4 core: 360-370 GOP/s.
+ * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
+ * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
+ *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
+ *   to 7 bits (onnxruntime's reduce_range). Here A is packed as int16 (zero-extended a') and
+ *   each B quad widened with vpmovsxbw (16 bytes: 4 columns x 4 k) once for every row of the
+ *   tile; vpmaddwd then adds pairs of int16 x int16 products into int32, exact (|sum| <=
+ *   2 * 255 * 128). The accumulators hold two partial sums per column, added by one vphaddd
+ *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel; the
+ *   last rows of A (M % 4) one by one over the whole panel.
+ * - plain C loops elsewhere (and in tests): the same sums, the same epilogue.
+ * The epilogue is the same C code for every kernel (compiled for AVX2 and baseline x86-64):
+ * float32 arithmetic as onnxruntime's (float(acc) * scale[j], then + bias[j]; no FMA), and
+ * rintf's round half to even before the integer clamp. Results are bit-identical across
+ * kernels and thread counts (each output is one thread's exact integer sum).
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_args.h"
+#include "_common.h"
+#include "_pool.h"
+
+#define QNB 16
+#define QMR_MAX 8
+
+enum { QISA_PLAIN = 0, QISA_AVX2 = 1, QISA_AVXVNNI = 2, QISA_AVX512VNNI = 3 };
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define Q_AVX2 __attribute__((target("avx2")))
+#define Q_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#define Q_AVX512VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define Q_HAVE_X86 1
+#else
+#define Q_HAVE_X86 0
+#endif
+
+/* ---- packing B ------------------------------------------------------------------------- */
+
+int mi_qpack_b_i8(const mi_qpack_b_args *p) {
+    const uint8_t *b = p->b;
+    uint8_t *out = p->out;
+    const long k = p->k, n = p->n, rs = p->rs, cs = p->cs;
+    const uint8_t flip = p->flip ? 0x80 : 0;
+    if (!b || !out || ANY_NEGATIVE(k, n)) return MI_EARGS;
+    const long kq = k / 4, r = k % 4;
+    for (long j0 = 0; j0 < n; j0 += QNB) {
+        long w = lmin(QNB, n - j0);
+        uint8_t *dst = out + j0 * k;
+        for (long q = 0; q < kq; q++)
+            for (long j = 0; j < w; j++)
+                for (long t = 0; t < 4; t++)
+                    dst[(q * w + j) * 4 + t] = b[(4 * q + t) * rs + (j0 + j) * cs] ^ flip;
+        uint8_t *tail = dst + kq * 4 * w;
+        for (long t = 0; t < r; t++)
+            for (long j = 0; j < w; j++) tail[t * w + j] = b[(4 * kq + t) * rs + (j0 + j) * cs] ^ flip;
+    }
+    return MI_OK;
+}
+
+/* the sum of each column of a packed B (its stored, signed values) */
+int mi_qcolsum_i8(const mi_qcolsum_args *p) {
+    const int8_t *bp = p->bp;
+    int *colsum = p->colsum;
+    const long k = p->k, n = p->n;
+    if (!bp || !colsum || ANY_NEGATIVE(k, n)) return MI_EARGS;
+    const long kq = k / 4, r = k % 4;
+    for (long j0 = 0; j0 < n; j0 += QNB) {
+        long w = lmin(QNB, n - j0);
+        const int8_t *src = bp + j0 * k;
+        for (long j = 0; j < w; j++) {
+            int32_t s = 0;
+            for (long q = 0; q < kq; q++)
+                for (long t = 0; t < 4; t++) s += src[(q * w + j) * 4 + t];
+            for (long t = 0; t < r; t++) s += src[kq * 4 * w + t * w + j];
+            colsum[j0 + j] = s;
+        }
+    }
+    return MI_OK;
+}
+
+/* ---- the kernels chosen at load --------------------------------------------------------- */
+
+static int q_supported(int level) {
+#if Q_HAVE_X86
+    __builtin_cpu_init();
+    switch (level) {
+    case QISA_AVX2: return __builtin_cpu_supports("avx2");
+    case QISA_AVXVNNI: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case QISA_AVX512VNNI:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+    default: return level == QISA_PLAIN;
+    }
+#else
+    return level == QISA_PLAIN;
+#endif
+}
+
+static int q_detect(void) {
+    int best = QISA_PLAIN;
+#if Q_HAVE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) best = QISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) best = QISA_AVXVNNI;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        best = QISA_AVX512VNNI;
+#endif
+    /* a cap for tests and comparisons (the kernels the CPU lacks are never chosen) */
+    const char *cap = getenv("MINI_INFER_QGEMM_ISA");
+    if (cap) {
+        static const char *names[] = {"plain", "avx2", "avxvnni", "avx512vnni"};
+        for (int i = 0; i < 4; i++)
+            if (strcmp(cap, names[i]) == 0 && i < best) {
+                /* avxvnni is not below avx512vnni on every CPU: a cap of avxvnni on a CPU
+                 * with AVX-512 VNNI but no AVX-VNNI takes AVX2 */
+                if (i == QISA_AVXVNNI && !q_supported(QISA_AVXVNNI)) i = QISA_AVX2;
+                best = i;
+                break;
+            }
+    }
+    return best;
+}
+
+static atomic_int q_isa = -1;
+
+/* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI */
+int mi_qgemm_isa(void) {
+    int on = atomic_load_explicit(&q_isa, memory_order_relaxed);
+    if (on < 0) {
+        on = q_detect();
+        atomic_store_explicit(&q_isa, on, memory_order_relaxed);
+    }
+    return on;
+}
+
+/* tests: run the kernels of `level` where the CPU has them (else the detected ones; level
+ * < 0: the detected ones); returns the level now in use */
+int mi_qgemm_set_isa(int level) {
+    int use = level >= 0 && q_supported(level) ? level : q_detect();
+    atomic_store_explicit(&q_isa, use, memory_order_relaxed);
+    return use;
+}
+
+/* whether the kernels of `level` can run on this CPU */
+int mi_qgemm_supported(int level) { return q_supported(level); }
+
+/* ---- packing A (per call) --------------------------------------------------------------- */
+
+/* rows per panel and bytes per element of packed A */
+static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
+static int q_esize(int isa) { return isa == QISA_AVX2 ? 2 : 1; }
+
+/* A (m x k, rows lda bytes apart; ^flip: uint8 a') into panels of mr rows, kq4 quads each:
+ * [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past m and k; rowsum[i]
+ * the sum of a' over row i's k values */
+CLONES static void q_pack_a(const uint8_t *a, long m, long k, long lda, uint8_t flip, int mr,
+                            int esize, long kq4, void *out, int32_t *rowsum) {
+    long mp = (m + mr - 1) / mr;
+    memset(out, 0, (size_t)(mp * kq4 * mr * 4 * esize));
+    const long kq = k / 4, step = (long)mr * 4;
+    const uint32_t flip4 = 0x01010101u * flip;
+    for (long i = 0; i < m; i++) {
+        const uint8_t *src = a + i * lda;
+        long ip = i / mr, r = i % mr;
+        uint32_t s = 0;
+        for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
+        rowsum[i] = (int32_t)s;
+        if (esize == 1) { /* one 4-byte copy per quad */
+            uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
+            for (long q = 0; q < kq; q++) {
+                uint32_t v;
+                memcpy(&v, src + 4 * q, 4);
+                v ^= flip4;
+                memcpy(dst + q * step, &v, 4);
+            }
+            for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
+        } else {
+            int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
+            for (long q = 0; q < kq; q++)
+                for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
+            for (long kk = 4 * kq; kk < k; kk++)
+                dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+        }
+    }
+}
+
+/* ---- the job ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const void *ap;        /* packed A */
+    const int32_t *rowsum; /* (m) */
+    const int8_t *bp;      /* packed B */
+    const int8_t *btail;   /* 64 bytes per full panel: its k % 4 last rows, padded; or NULL */
+    const int8_t *blast;   /* the last partial panel, kq4 padded quads; or NULL */
+    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] */
+    const int *zb;
+    long zb_step;
+    const float *mult, *bias;
+    long mult_step;
+    void *c;
+    long m, n, k, kq, kq4, ldc, mp, np;
+    int isa, mr, esize, out, zy;
+    float lo, hi;
+} qjob;
+
+/* plain C: acc (mr x 16) += A panel (nq quads, u8) . B quads (64 bytes apart) */
+static void micro_plain(const uint8_t *ap, const int8_t *b, long nq, int mr, int32_t *acc) {
+    for (long q = 0; q < nq; q++, ap += mr * 4, b += 64)
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < QNB; j++) {
+                int32_t s = 0;
+                for (int t = 0; t < 4; t++) s += (int32_t)ap[r * 4 + t] * b[j * 4 + t];
+                acc[r * QNB + j] += s;
+            }
+}
+
+#if Q_HAVE_X86
+/* The accumulators are named variables, not arrays: with arrays GCC copied every accumulator
+ * to another register on each k step (and spilled one). */
+
+static inline long long q_ld8(const void *p) {
+    long long v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static inline int q_ld4(const void *p) {
+    int v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* AVX2, exact (see the top of the file): the row's int16 quad times 4 columns x 4 k */
+#define MADD(acc, av, bv) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(av, bv))
+/* [c0 c1 c4 c5 | c2 c3 c6 c7] of two accumulators (pairs per column) -> 8 columns in order,
+ * added to dst */
+#define FOLD8(dst, x, y)                                                                     \
+    do {                                                                                     \
+        __m256i s_ = _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);                \
+        _mm256_storeu_si256((__m256i *)(dst),                                                \
+                            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(dst)), s_)); \
+    } while (0)
+
+/* 4 rows x 8 columns (half h of the panel) */
+Q_AVX2 static void micro_avx2_4(const int16_t *ap, const int8_t *b, long nq, int32_t *acc,
+                                int h) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+            c21 = c00, c30 = c00, c31 = c00;
+    const int8_t *bq = b + 32 * h;
+    for (long q = 0; q < nq; q++, bq += 64, ap += 16) {
+        __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bq));
+        __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bq + 16)));
+        __m256i a0 = _mm256_set1_epi64x(q_ld8(ap)), a1 = _mm256_set1_epi64x(q_ld8(ap + 4));
+        MADD(c00, a0, b0);
+        MADD(c01, a0, b1);
+        MADD(c10, a1, b0);
+        MADD(c11, a1, b1);
+        __m256i a2 = _mm256_set1_epi64x(q_ld8(ap + 8)), a3 = _mm256_set1_epi64x(q_ld8(ap + 12));
+        MADD(c20, a2, b0);
+        MADD(c21, a2, b1);
+        MADD(c30, a3, b0);
+        MADD(c31, a3, b1);
+        /* the accumulators stay in their registers (GCC otherwise moved each one to another
+         * register on every step, and spilled one) */
+        __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21),
+                "+x"(c30), "+x"(c31));
+    }
+    FOLD8(acc + 8 * h, c00, c01);
+    FOLD8(acc + QNB + 8 * h, c10, c11);
+    FOLD8(acc + 2 * QNB + 8 * h, c20, c21);
+    FOLD8(acc + 3 * QNB + 8 * h, c30, c31);
+}
+
+/* one row (r of the panel's mr) x 16 columns */
+Q_AVX2 static void micro_avx2_1(const int16_t *ap, int mr, const int8_t *b, long nq,
+                                int32_t *acc) {
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+    for (long q = 0; q < nq; q++, b += 64, ap += 4 * mr) {
+        __m256i a = _mm256_set1_epi64x(q_ld8(ap));
+        MADD(c0, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b)));
+        MADD(c1, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16))));
+        MADD(c2, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 32))));
+        MADD(c3, a, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 48))));
+    }
+    FOLD8(acc, c0, c1);
+    FOLD8(acc + 8, c2, c3);
+}
+
+/* rows of the panel: 4 at once, or one by one for the last rows of A (M % 4) */
+Q_AVX2 static void micro_avx2(const int16_t *ap, const int8_t *b, long nq, long rows,
+                              int32_t *acc) {
+    if (rows == 4) {
+        micro_avx2_4(ap, b, nq, acc, 0);
+        micro_avx2_4(ap, b, nq, acc, 1);
+        return;
+    }
+    for (long r = 0; r < rows; r++) micro_avx2_1(ap + 4 * r, 4, b, nq, acc + r * QNB);
+}
+
+/* AVX-VNNI: 4 rows x 16 columns, two ymm per row */
+#define DPV(acc, av, bv) acc = _mm256_dpbusd_avx_epi32(acc, av, bv)
+#define ADD8(dst, x)                                                                         \
+    _mm256_storeu_si256((__m256i *)(dst),                                                    \
+                        _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(dst)), x))
+Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq, long rows,
+                                    int32_t *acc) {
+    (void)rows; /* rows past M are zeros in A */
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+            c21 = c00, c30 = c00, c31 = c00;
+    for (long q = 0; q < nq; q++, ap += 16, b += 64) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+        __m256i a0 = _mm256_set1_epi32(q_ld4(ap)), a1 = _mm256_set1_epi32(q_ld4(ap + 4));
+        DPV(c00, a0, b0);
+        DPV(c01, a0, b1);
+        DPV(c10, a1, b0);
+        DPV(c11, a1, b1);
+        __m256i a2 = _mm256_set1_epi32(q_ld4(ap + 8)), a3 = _mm256_set1_epi32(q_ld4(ap + 12));
+        DPV(c20, a2, b0);
+        DPV(c21, a2, b1);
+        DPV(c30, a3, b0);
+        DPV(c31, a3, b1);
+    }
+    ADD8(acc, c00);
+    ADD8(acc + 8, c01);
+    ADD8(acc + QNB, c10);
+    ADD8(acc + QNB + 8, c11);
+    ADD8(acc + 2 * QNB, c20);
+    ADD8(acc + 2 * QNB + 8, c21);
+    ADD8(acc + 3 * QNB, c30);
+    ADD8(acc + 3 * QNB + 8, c31);
+}
+
+/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row */
+#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + 4 * (r))), bv)
+#define ADD16(dst, x)                                                                        \
+    _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
+Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq,
+                                     int32_t *acc) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0;
+    for (long q = 0; q < nq; q++, ap += 32, b += 64) {
+        __m512i bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+        DP(c1, 1);
+        DP(c2, 2);
+        DP(c3, 3);
+        DP(c4, 4);
+        DP(c5, 5);
+        DP(c6, 6);
+        DP(c7, 7);
+    }
+    ADD16(acc, c0);
+    ADD16(acc + QNB, c1);
+    ADD16(acc + 2 * QNB, c2);
+    ADD16(acc + 3 * QNB, c3);
+    ADD16(acc + 4 * QNB, c4);
+    ADD16(acc + 5 * QNB, c5);
+    ADD16(acc + 6 * QNB, c6);
+    ADD16(acc + 7 * QNB, c7);
+}
+
+/* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
+ * two vpdpbusd, half the loads of A per product of the 8 x 16 tile) */
+#define DP2(x, y, r)                                                                         \
+    do {                                                                                     \
+        __m512i av_ = _mm512_set1_epi32(q_ld4(ap + 4 * (r)));                                \
+        x = _mm512_dpbusd_epi32(x, av_, b0);                                                 \
+        y = _mm512_dpbusd_epi32(y, av_, b1);                                                 \
+    } while (0)
+Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, const int8_t *p1,
+                                       long nq, int32_t *acc0, int32_t *acc1) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
+    for (long q = 0; q < nq; q++, ap += 32, p0 += 64, p1 += 64) {
+        __m512i b0 = _mm512_loadu_si512((const void *)p0);
+        __m512i b1 = _mm512_loadu_si512((const void *)p1);
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
+        /* the accumulators stay in their registers (as in micro_avx2_4) */
+        __asm__("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),
+                "+v"(c7));
+        __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
+                "+v"(d7));
+    }
+    ADD16(acc0, c0);
+    ADD16(acc0 + QNB, c1);
+    ADD16(acc0 + 2 * QNB, c2);
+    ADD16(acc0 + 3 * QNB, c3);
+    ADD16(acc0 + 4 * QNB, c4);
+    ADD16(acc0 + 5 * QNB, c5);
+    ADD16(acc0 + 6 * QNB, c6);
+    ADD16(acc0 + 7 * QNB, c7);
+    ADD16(acc1, d0);
+    ADD16(acc1 + QNB, d1);
+    ADD16(acc1 + 2 * QNB, d2);
+    ADD16(acc1 + 3 * QNB, d3);
+    ADD16(acc1 + 4 * QNB, d4);
+    ADD16(acc1 + 5 * QNB, d5);
+    ADD16(acc1 + 6 * QNB, d6);
+    ADD16(acc1 + 7 * QNB, d7);
+}
+
+/* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */
+Q_AVX512VNNI static void micro_512_1(const uint8_t *ap, const int8_t *b, long nq,
+                                     int32_t *acc) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, bv;
+    long q = 0;
+    for (; q + 4 <= nq; q += 4, ap += 128, b += 256) {
+        bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+        bv = _mm512_loadu_si512((const void *)(b + 64));
+        DP(c1, 8);
+        bv = _mm512_loadu_si512((const void *)(b + 128));
+        DP(c2, 16);
+        bv = _mm512_loadu_si512((const void *)(b + 192));
+        DP(c3, 24);
+    }
+    for (; q < nq; q++, ap += 32, b += 64) {
+        bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+    }
+    ADD16(acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
+}
+
+/* rows of the panel: 8 at once from 5 rows up, else one by one (a decoding step's row) */
+Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, long rows,
+                                   int32_t *acc) {
+    if (rows > 4) {
+        micro_512_8(ap, b, nq, acc);
+        return;
+    }
+    for (long r = 0; r < rows; r++) micro_512_1(ap + 4 * r, b, nq, acc + r * QNB);
+}
+#endif
+
+/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b */
+static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, long nq,
+                  long rows, int32_t *acc) {
+    if (nq <= 0) return;
+    long off = q0 * g->mr * 4; /* elements */
+#if Q_HAVE_X86
+    switch (g->isa) {
+    case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, rows, acc); return;
+    default: break;
+    }
+#endif
+    (void)rows;
+    micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
+}
+
+/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rowsum (modulo 2^32), then by
+ * the output's kind; w columns written from column j0 */
+CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, long j0, long w) {
+    uint32_t rs = (uint32_t)g->rowsum[i];
+    int32_t v[QNB];
+    for (long j = 0; j < w; j++) {
+        uint32_t zb = (uint32_t)g->zb[(j0 + j) * g->zb_step];
+        v[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)g->colterm[j0 + j] - zb * rs);
+    }
+    if (g->out == MI_Q_INT32) {
+        memcpy((int32_t *)g->c + i * g->ldc + j0, v, sizeof(int32_t) * (size_t)w);
+        return;
+    }
+    float f[QNB];
+    const float *mult = g->mult + j0 * g->mult_step;
+    for (long j = 0; j < w; j++) f[j] = (float)v[j] * mult[j * g->mult_step];
+    if (g->out == MI_Q_FLOAT) {
+        if (g->bias)
+            for (long j = 0; j < w; j++) f[j] = f[j] + g->bias[j0 + j];
+        float *dst = (float *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) {
+            float x = f[j] < g->lo ? g->lo : f[j];
+            dst[j] = x > g->hi ? g->hi : x;
+        }
+        return;
+    }
+    /* requantize: round half to even (rintf under the default rounding mode), add the zero
+     * point, clamp to [lo, hi] (the type's range, narrowed by a fused Relu) */
+    int32_t q[QNB];
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    for (long j = 0; j < w; j++) {
+        float x = f[j] < lo ? lo : f[j];
+        x = x > hi ? hi : x;
+        q[j] = (int32_t)rintf(x) + g->zy;
+    }
+    if (g->out == MI_Q_U8) {
+        uint8_t *dst = (uint8_t *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) dst[j] = (uint8_t)q[j];
+    } else {
+        int8_t *dst = (int8_t *)g->c + i * g->ldc + j0;
+        for (long j = 0; j < w; j++) dst[j] = (int8_t)q[j];
+    }
+}
+
+/* row panel ip of column panel jp: the sums, then the epilogue */
+static void q_unit(const qjob *g, long ip, long jp) {
+    int32_t acc[QMR_MAX * QNB];
+    memset(acc, 0, sizeof acc);
+    const void *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4 * g->esize;
+    long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
+    long rows = lmin(g->mr, g->m - ip * g->mr);
+    if (w == QNB) {
+        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, rows, acc);
+        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, rows, acc);
+    } else {
+        micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
+    }
+    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
+}
+
+/* row panel ip of column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
+ * rows or more as one 8 x 32 tile; everything else panel by panel */
+static void q_unit2(const qjob *g, long ip, long jq) {
+    long jp = 2 * jq, rows = lmin(g->mr, g->m - ip * g->mr);
+#if Q_HAVE_X86
+    if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
+        int32_t acc[2][QMR_MAX * QNB];
+        memset(acc, 0, sizeof acc);
+        const uint8_t *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4;
+        long j0 = jp * QNB;
+        micro_512_8x2(apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k, g->kq, acc[0],
+                      acc[1]);
+        for (int h = 0; h < 2; h++) {
+            if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
+            for (long r = 0; r < rows; r++)
+                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, j0 + h * QNB, QNB);
+        }
+        return;
+    }
+#endif
+    q_unit(g, ip, jp);
+    if (jp + 1 < g->np) q_unit(g, ip, jp + 1);
+}
+
+/* units (row panel, pair of column panels), column major: consecutive units share B */
+static void q_part(const void *job, int part, int parts) {
+    const qjob *g = job;
+    long units = g->mp * ((g->np + 1) / 2), begin, end;
+    mi_pool_share(units, part, parts, &begin, &end);
+    for (long u = begin; u < end; u++) q_unit2(g, u % g->mp, u / g->mp);
+}
+
+int mi_qgemm_i8(const mi_qgemm_args *a) {
+    if (!a->a || !a->bp || !a->colsum || !a->c || !a->zb ||
+        ANY_NEGATIVE(a->m, a->n, a->k, a->lda, a->ldc, a->zb_step, a->mult_step) ||
+        a->zb_step > 1 || a->mult_step > 1 || a->out < MI_Q_INT32 || a->out > MI_Q_S8 ||
+        (a->out != MI_Q_INT32 && !a->mult))
+        return MI_EARGS;
+    if (a->m == 0 || a->n == 0) return MI_OK;
+    qjob g = {.bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
+              .bias = a->bias, .mult_step = a->mult_step, .c = a->c, .m = a->m, .n = a->n,
+              .k = a->k, .ldc = a->ldc, .out = a->out, .zy = a->zy, .lo = a->lo, .hi = a->hi};
+    g.isa = mi_qgemm_isa();
+    g.mr = q_mr(g.isa);
+    g.esize = q_esize(g.isa);
+    g.kq = g.k / 4;
+    g.kq4 = (g.k + 3) / 4;
+    g.mp = (g.m + g.mr - 1) / g.mr;
+    g.np = (g.n + QNB - 1) / QNB;
+    const long r = g.k % 4, full = g.n / QNB, w_last = g.n - full * QNB;
+    const uint8_t flip = a->a_signed ? 0x80 : 0;
+    const uint32_t za = (uint32_t)a->za + (a->a_signed ? 128u : 0u);
+    /* one block: packed A, row sums, column terms, B's padded tails */
+    size_t a_bytes = (size_t)(g.mp * g.kq4 * g.mr * 4 * g.esize);
+    size_t sizes[5] = {a_bytes, sizeof(int32_t) * (size_t)g.m, sizeof(int32_t) * (size_t)g.n,
+                       r ? (size_t)(64 * full) : 0, w_last ? (size_t)(64 * g.kq4) : 0};
+    size_t offs[5], total = 0;
+    for (int i = 0; i < 5; i++) {
+        offs[i] = total;
+        total += (sizes[i] + 63) / 64 * 64;
+    }
+    uint8_t *block = aligned_alloc(64, total ? total : 64);
+    if (!block) return MI_ENOMEM;
+    int32_t *rowsum = (int32_t *)(block + offs[1]), *colterm = (int32_t *)(block + offs[2]);
+    q_pack_a(a->a, g.m, g.k, a->lda, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum);
+    for (long j = 0; j < g.n; j++)
+        colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
+                               za * (uint32_t)a->colsum[j]);
+    const int8_t *bp = a->bp;
+    if (r) { /* the k % 4 last rows of each full panel, as one padded quad */
+        int8_t *t = (int8_t *)(block + offs[3]);
+        memset(t, 0, sizes[3]);
+        for (long p = 0; p < full; p++)
+            for (long tt = 0; tt < r; tt++)
+                for (long j = 0; j < QNB; j++)
+                    t[p * 64 + j * 4 + tt] = bp[p * QNB * g.k + g.kq * 4 * QNB + tt * QNB + j];
+        g.btail = t;
+    }
+    if (w_last) { /* the partial last panel, as kq4 padded quads */
+        int8_t *t = (int8_t *)(block + offs[4]);
+        const int8_t *src = bp + full * QNB * g.k;
+        memset(t, 0, sizes[4]);
+        for (long q = 0; q < g.kq; q++)
+            for (long j = 0; j < w_last; j++)
+                for (long tt = 0; tt < 4; tt++)
+                    t[q * 64 + j * 4 + tt] = src[(q * w_last + j) * 4 + tt];
+        for (long tt = 0; tt < r; tt++)
+            for (long j = 0; j < w_last; j++)
+                t[g.kq * 64 + j * 4 + tt] = src[g.kq * 4 * w_last + tt * w_last + j];
+        g.blast = t;
+    }
+    g.ap = block + offs[0];
+    g.rowsum = rowsum;
+    g.colterm = colterm;
+    /* small products are not worth waking the pool */
+    if (g.m * g.n * lmax(g.k, 1) < 65536L || mi_pool_run(q_part, &g) != 0) q_part(&g, 0, 1);
+    free(block);
+    return MI_OK;
+}
+
+/* ---- DynamicQuantizeLinear --------------------------------------------------------------- */
+
+CLONES static void q_minmax(const float *x, long n, float *lo, float *hi) {
+    float a = 0.0f, b = 0.0f; /* the range always includes 0 */
+    for (long i = 0; i < n; i++) {
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+CLONES static void q_quantize_u8(const float *x, uint8_t *y, long n, float scale, float zp) {
+    for (long i = 0; i < n; i++) {
+        float v = rintf(x[i] / scale) + zp;
+        v = v < 0.0f ? 0.0f : v;
+        y[i] = (uint8_t)(int32_t)(v > 255.0f ? 255.0f : v);
+    }
+}
+
+/* y = saturate(round(x / scale) + zp) with scale = (max(0, max x) - min(0, min x)) / 255 and
+ * zp = saturate(round(0 - min / scale)), round half to even, in float32 as onnxruntime
+ * (scale 1 where the range is empty, x all zeros; the ONNX reference gives 1 / 255 there:
+ * y and the zero point, all zeros, are the same) */
+int mi_dql_f32(const mi_dql_args *a) {
+    if (!a->x || !a->y || !a->scale || !a->zp || a->n < 0) return MI_EARGS;
+    float lo, hi;
+    q_minmax(a->x, a->n, &lo, &hi);
+    float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float zp = 0.0f - lo / scale;
+    zp = zp < 0.0f ? 0.0f : (zp > 255.0f ? 255.0f : zp);
+    zp = rintf(zp);
+    q_quantize_u8(a->x, a->y, a->n, scale, zp);
+    *a->scale = scale;
+    *a->zp = (unsigned char)zp;
+    return MI_OK;
+}
