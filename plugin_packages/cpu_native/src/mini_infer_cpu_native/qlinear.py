@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 from mini_infer_core.plugin import DataType, DimsExprs, Fusion, Repacked
 
 from ._abi import DqlArgs, QGemmArgs
+from ._derived import Derived
 from ._qgemm import dql_args, qcolsum, qgemm_args, qpack_b, run_dql, run_qgemm, unpack_qb
 from .matmul import _column_bias
-from .plugins import _Derived
 
 __all__ = ["DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul"]
 
@@ -50,7 +50,7 @@ def _per_column(x: Array | None, n: int) -> bool:
     return _one(x) or (x is not None and x.size == n and x.shape[-1] == n)
 
 
-class _IntegerProduct(_Derived):
+class _IntegerProduct(Derived):
     """The compiled GEMM's side shared by both products: B (input ``b_index``) packed by the
     build, its column sums, A's rows."""
 

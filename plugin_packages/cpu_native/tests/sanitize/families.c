@@ -477,6 +477,42 @@ static void products(unsigned seed) {
 }
 
 /* the layout table _abi.py reads */
+/* the integer GEMM (u8 x s8, int32 sums: exact) and DynamicQuantizeLinear (_qgemm.c) */
+static void integer_products(unsigned seed) {
+    enum { M = 21, K = 37, N = 35 };
+    unsigned char a[M * K];
+    signed char b[K * N], bp[K * N];
+    int colsum[N], c[M * N], zb = 3, za = 7;
+    for (long i = 0; i < M * K; i++) a[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < K * N; i++) b[i] = (signed char)(255.0f * frand(&seed));
+    mi_qpack_b_args pk = {b, bp, K, N, N, 1, 0};
+    CHECK(mi_qpack_b_i8(&pk) == 0, "qpack_b failed");
+    mi_qcolsum_args cs = {bp, colsum, K, N};
+    CHECK(mi_qcolsum_i8(&cs) == 0, "qcolsum failed");
+    mi_qgemm_args g = {0};
+    g.a = a, g.bp = bp, g.colsum = colsum, g.c = c, g.zb = &zb;
+    g.m = M, g.n = N, g.k = K, g.lda = K, g.ldc = N, g.za = za;
+    g.out = MI_Q_INT32;
+    CHECK(mi_qgemm_i8(&g) == 0, "qgemm failed");
+    long bad = 0;
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            long want = 0;
+            for (long kk = 0; kk < K; kk++) want += (long)(a[i * K + kk] - za) * (b[kk * N + j] - zb);
+            bad += c[i * N + j] != want;
+        }
+    CHECK(bad == 0, "qgemm: %ld sums differ from the plain loops", bad);
+    enum { L = 3000 };
+    float *x = randoms(L, &seed, 6.0f), scale = 0;
+    unsigned char y[L], zp = 0;
+    mi_dql_args d = {x, y, &scale, &zp, L};
+    CHECK(mi_dql_f32(&d) == 0, "dql failed");
+    long off = 0;
+    for (long i = 0; i < L; i++) off += fabs(((double)y[i] - zp) * scale - x[i]) > scale;
+    CHECK(scale > 0 && off == 0, "dql: %ld values off by more than one step", off);
+    free(x);
+}
+
 static void abi(void) {
     CHECK(mi_abi_version() == MI_ABI_VERSION, "abi version %d", mi_abi_version());
     long rows = 0, bad = 0;
@@ -496,5 +532,6 @@ void families(unsigned seed) {
     resize(seed + 7);
     activations(seed + 8);
     products(seed + 9);
+    integer_products(seed + 10);
     abi();
 }
