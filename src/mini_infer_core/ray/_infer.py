@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import onnx
 import ray
 import ray.data
 
@@ -16,6 +16,13 @@ from ..session import load
 from ._predictor import EnginePredictor, EngineSource
 
 __all__ = ["infer", "ship_engine"]
+
+
+def _is_model_proto(value: Any) -> bool:
+    """Whether ``value`` is an ``onnx.ModelProto``, without importing onnx: none can exist in
+    a process that has not imported it (an engine file's driver never does, issue 30)."""
+    onnx = sys.modules.get("onnx")
+    return onnx is not None and isinstance(value, onnx.ModelProto)
 
 
 def ship_engine(engine: EngineSource | Engine, *, device: str = "cpu",
@@ -27,7 +34,7 @@ def ship_engine(engine: EngineSource | Engine, *, device: str = "cpu",
         return engine
     if isinstance(engine, Engine):
         return ray.put(engine.serialize())
-    if isinstance(engine, onnx.ModelProto) or (
+    if _is_model_proto(engine) or (
             isinstance(engine, (str, os.PathLike)) and Path(engine).suffix.lower() == ".onnx"):
         built = load(engine, device, registry=registry)
         return ray.put(built.serialize())
