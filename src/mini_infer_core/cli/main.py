@@ -32,7 +32,7 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
     load: list[str] = []
     for opt in args.plugin_opts:
         (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
-    reg = discover(block=blocked, load=load)
+    reg = discover(block=blocked, load=load, cache=True)  # the discovery cache: fast start
     reset_plugin_registry(reg)
     return reg
 
