@@ -203,6 +203,7 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
     learned: dict[str, Any] = {}
     watch = [p for p in [_package_folder(__name__)] if p]
     seen: set[str] = set()
+    names = [ep.name for ep in eps]
     pm = _new_manager()
     for ep, dname, dversion in _entry_points(eps):
         ident = _normalize(dname)
@@ -223,7 +224,7 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
             continue
         try:
             found: dict[str, list[Any]] = {}
-            module = _load(pm, ep, cached is not None)
+            module = _load(pm, ep, cached is None and names.count(ep.name) == 1)
             rec.creators, rec.devices = load_plugin_module(
                 registry, module, distribution=dname, version=dversion, pm=pm, record=rec,
                 keep=True, found=found)
@@ -252,11 +253,12 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
     return registry
 
 
-def _load(pm: pluggy.PluginManager, ep: EntryPoint, from_cache: bool) -> Any:
+def _load(pm: pluggy.PluginManager, ep: EntryPoint, by_pluggy: bool) -> Any:
     """Import the entry point's object and register it with ``pm``: through pluggy's
-    entry-point loading, or (the distributions being those the cache was made from) by
-    importing it, as that does, without importlib.metadata."""
-    if not from_cache and pm.get_plugin(ep.name) is None:
+    entry-point loading, or (the distributions being those the cache was made from, or the
+    entry point's name being another distribution's too: pluggy loads by name) by importing
+    it, as that does, without importlib.metadata."""
+    if by_pluggy and pm.get_plugin(ep.name) is None:
         if pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name):
             return pm.get_plugin(ep.name)
     return ep.load()
