@@ -26,9 +26,7 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,6 +226,8 @@ def _chunk_digests(parts: list[Any]) -> bytes:
     workers = min(len(flat), os.cpu_count() or 1)
     if workers <= 1:
         return b"".join(_crc(c) for c in flat)
+    from concurrent.futures import ThreadPoolExecutor  # large engines only (start-up time)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return b"".join(pool.map(_crc, flat))
 
@@ -275,6 +275,8 @@ def serialize_engine(engine: Engine) -> bytes:
 
 def write_engine(engine: Engine, path: str | os.PathLike[str]) -> None:
     """Write atomically: a temporary file in the same folder, renamed when complete."""
+    import tempfile  # writing only: loading an engine file does not need it (start-up time)
+
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
                                dir=target.parent or ".")
