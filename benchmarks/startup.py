@@ -1,7 +1,7 @@
 """Cold start: a fresh process's time to its first result, against onnxruntime (issue 30), and
 the start-up of the commands that must not import onnx (issue 17, item 24).
 
-Models (``--models``, the default): for each of 13 models -- the ones exported from PyTorch
+Models (``--models``, the default): for each of 12 models -- the ones exported from PyTorch
 that ship in ``tests/data/models``, four of the light CNNs that ship inside onnx, and four
 built here with onnx's helper; nothing is downloaded -- a fresh process imports the runtime,
 opens the model and runs it once, timed from after ``import numpy`` and reading its inputs

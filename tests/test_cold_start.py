@@ -121,3 +121,10 @@ def test_a_numpy_dtype_is_mapped_without_ml_dtypes(dtype: type) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=300).stdout.split()
     assert out == [mi.plugin.DataType.from_numpy(dtype).name, "False"]
+
+
+def test_every_type_is_found_again_from_its_numpy_dtype() -> None:
+    """The narrow types too (ml_dtypes' float8_e5m2 is NumPy kind "f", the others "V")."""
+    for t in mi.plugin.DataType:
+        if t is not mi.plugin.DataType.STRING:
+            assert mi.plugin.DataType.from_numpy(t.numpy) is t, t

@@ -21,13 +21,11 @@ pickled.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
 import struct
 import zlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -232,8 +230,21 @@ def _chunk_digests(parts: list[Any]) -> bytes:
         return b"".join(pool.map(_crc, flat))
 
 
+def _sha256(data: bytes) -> bytes:
+    """SHA-256 of the (small) preamble and chunk digests: Python's own implementation, where
+    it has one, spares every engine load hashlib's OpenSSL (a start-up cost, issue 30)."""
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # Python 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return bytes(sha256(data).digest())
+
+
 def checksum(preamble: bytes, body_parts: list[Any]) -> bytes:
-    return hashlib.sha256(preamble + _chunk_digests(body_parts)).digest()
+    return _sha256(preamble + _chunk_digests(body_parts))
 
 
 def _layout(engine: Engine) -> tuple[bytes, list[bytes | np.ndarray[Any, Any]], int, int]:
@@ -276,6 +287,7 @@ def serialize_engine(engine: Engine) -> bytes:
 def write_engine(engine: Engine, path: str | os.PathLike[str]) -> None:
     """Write atomically: a temporary file in the same folder, renamed when complete."""
     import tempfile  # writing only: loading an engine file does not need it (start-up time)
+    from pathlib import Path
 
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
