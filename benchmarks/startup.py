@@ -1,21 +1,301 @@
-"""Start-up time of the commands that must not import onnx (issue 17, item 24): each is run in
-a fresh process, best of ``--repeat`` wall and CPU times, beside a bare interpreter,
-``import numpy`` (which the core needs) and ``import onnx`` (what listing no longer pays).
+"""Cold start: a fresh process's time to its first result, against onnxruntime (issue 30), and
+the start-up of the commands that must not import onnx (issue 17, item 24).
 
-    python benchmarks/startup.py [--repeat 7]
+Models (``--models``, the default): for each of 12 models -- the ones exported from PyTorch
+that ship in ``tests/data/models``, four of the light CNNs that ship inside onnx, and four
+built here with onnx's helper; nothing is downloaded -- a fresh process imports the runtime,
+opens the model and runs it once, timed from after ``import numpy`` and reading its inputs
+to the first result: onnxruntime from the ``.onnx``, mini-infer from the ``.onnx`` (parse and
+build) and from an engine file built beforehand (``InferenceSession`` both). Each is run
+``--repeat`` times, interleaved, after one untimed warm-up run (which also writes the
+discovery cache, as the first start after installing does); the best time is kept. The ratios'
+geometric means close the table; ``--phases`` adds where mini-infer's time goes (import,
+plugin discovery, load or build, first run).
+
+They run in a virtual environment installed from the wheels of this checkout (core, cpu
+plugins, cpu-native, ml plugins) and onnxruntime, made under ``--venv`` (kept and reused;
+``--rebuild`` makes it again), or with ``--python`` an existing interpreter (its packages'
+byte code compiled first, as pip does when it installs a wheel).
+
+Commands (``--commands``): ``--help``, ``plugins`` and loading an engine file, beside a bare
+interpreter, ``import numpy`` and ``import onnx``.
+
+    python benchmarks/startup.py [--repeat 5] [--phases] [--venv DIR | --python PY]
+    python benchmarks/startup.py --commands
+
+On a busy machine (the development machine is shared) take the figures as relative: the
+three columns of a row are measured interleaved, in the same conditions.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import math
 import resource
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
+import venv
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEEL_SOURCES = [ROOT, ROOT / "plugin_packages" / "cpu_basic",
+                 ROOT / "plugin_packages" / "cpu_native", ROOT / "plugin_packages" / "ml_basic"]
+
+# -- the models -------------------------------------------------------------------------------
+
+
+def _helper_models() -> dict[str, tuple[Any, dict[str, np.ndarray]]]:
+    """Models built with onnx's helper, each with its inputs."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+
+    def init(name: str, *shape: int, scale: float = 0.1) -> Any:
+        return nh.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    def model(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any]
+              ) -> onnx.ModelProto:
+        g = h.make_graph(nodes, "g", inputs, outputs, inits)
+        return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+    def vi(name: str, shape: list[Any]) -> Any:
+        return h.make_tensor_value_info(name, T.FLOAT, shape)
+
+    out: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
+    out["mlp"] = (model(
+        [h.make_node("Gemm", ["x", "w1", "b1"], ["a"], transB=1),
+         h.make_node("Relu", ["a"], ["r"]),
+         h.make_node("Gemm", ["r", "w2", "b2"], ["l"], transB=1),
+         h.make_node("Softmax", ["l"], ["y"], axis=1)],
+        [vi("x", ["N", 256])], [vi("y", ["N", 10])],
+        [init("w1", 512, 256), init("b1", 512), init("w2", 10, 512), init("b2", 10)]),
+        {"x": rng.standard_normal((4, 256)).astype(np.float32)})
+    d, s = 64, 16  # one transformer encoder layer, 4 heads
+    shape4 = nh.from_array(np.array([1, s, 4, d // 4], np.int64), "shape4")
+    shape3 = nh.from_array(np.array([1, s, d], np.int64), "shape3")
+    nodes = [h.make_node("LayerNormalization", ["x", "g1", "z1"], ["n"], axis=-1)]
+    for k in "qkv":
+        nodes += [h.make_node("MatMul", ["n", f"w{k}"], [f"{k}0"]),
+                  h.make_node("Reshape", [f"{k}0", "shape4"], [f"{k}1"]),
+                  h.make_node("Transpose", [f"{k}1"], [k],
+                              perm=[0, 2, 3, 1] if k == "k" else [0, 2, 1, 3])]
+    nodes += [h.make_node("MatMul", ["q", "k"], ["att0"]),
+              h.make_node("Mul", ["att0", "scale"], ["att1"]),
+              h.make_node("Softmax", ["att1"], ["att"], axis=-1),
+              h.make_node("MatMul", ["att", "v"], ["c0"]),
+              h.make_node("Transpose", ["c0"], ["c1"], perm=[0, 2, 1, 3]),
+              h.make_node("Reshape", ["c1", "shape3"], ["c"]),
+              h.make_node("MatMul", ["c", "wo"], ["o"]),
+              h.make_node("Add", ["x", "o"], ["res"]),
+              h.make_node("LayerNormalization", ["res", "g2", "z2"], ["n2"], axis=-1),
+              h.make_node("MatMul", ["n2", "wf1"], ["f0"]),
+              h.make_node("Gelu", ["f0"], ["f1"], domain=""),
+              h.make_node("MatMul", ["f1", "wf2"], ["f2"]),
+              h.make_node("Add", ["res", "f2"], ["y"])]
+    ones, zeros = np.ones(d, np.float32), np.zeros(d, np.float32)
+    inits = [init(f"w{k}", d, d) for k in "qkvo"] + [
+        init("wf1", d, 4 * d), init("wf2", 4 * d, d), shape4, shape3,
+        nh.from_array(np.array(0.25, np.float32), "scale"),
+        nh.from_array(ones, "g1"), nh.from_array(zeros, "z1"),
+        nh.from_array(ones.copy(), "g2"), nh.from_array(zeros.copy(), "z2")]
+    enc = model(nodes, [vi("x", [1, s, d])], [vi("y", [1, s, d])], inits)
+    enc.opset_import[0].version = 20  # Gelu
+    out["transformer_layer"] = (enc, {"x": rng.standard_normal((1, s, d)).astype(np.float32)})
+    out["resnet_block"] = (model(
+        [h.make_node("Conv", ["x", "c1", "cb1"], ["a"], pads=[1, 1, 1, 1]),
+         h.make_node("BatchNormalization", ["a", "bs", "bb", "bm", "bv"], ["b"]),
+         h.make_node("Relu", ["b"], ["r"]),
+         h.make_node("Conv", ["r", "c2", "cb2"], ["c"], pads=[1, 1, 1, 1]),
+         h.make_node("Add", ["x", "c"], ["s"]),
+         h.make_node("Relu", ["s"], ["t"]),
+         h.make_node("GlobalAveragePool", ["t"], ["y"])],
+        [vi("x", [1, 32, 28, 28])], [vi("y", [1, 32, 1, 1])],
+        [init("c1", 32, 32, 3, 3), init("cb1", 32), init("c2", 32, 32, 3, 3), init("cb2", 32),
+         nh.from_array(np.ones(32, np.float32), "bs"), init("bb", 32),
+         init("bm", 32), nh.from_array(np.ones(32, np.float32), "bv")]),
+        {"x": rng.standard_normal((1, 32, 28, 28)).astype(np.float32)})
+    out["lstm"] = (model(
+        [h.make_node("LSTM", ["x", "W", "R", "B"], ["ys", "yh"], hidden_size=32),
+         h.make_node("Squeeze", ["yh", "axes"], ["y"])],
+        [vi("x", [20, 1, 16])], [vi("y", [1, 32])],
+        [init("W", 1, 128, 16), init("R", 1, 128, 32), init("B", 1, 256),
+         nh.from_array(np.array([0], np.int64), "axes")]),
+        {"x": rng.standard_normal((20, 1, 16)).astype(np.float32)})
+    return out
+
+
+def _repo_models() -> dict[str, tuple[Any, dict[str, np.ndarray]]]:
+    """The models exported from PyTorch that ship with the tests, and four of onnx's light
+    CNNs (their weights made at run time by ConstantOfShape, as they ship)."""
+    import onnx
+
+    from mini_infer_core.testing.light_models import (
+        default_inputs,
+        load_light_model,
+        strip_initializer_inputs,
+    )
+
+    rng = np.random.default_rng(1)
+    data = ROOT / "tests" / "data" / "models"
+    t = np.arange(16000, dtype=np.float32) / 16000
+    out: dict[str, tuple[Any, dict[str, np.ndarray]]] = {
+        "torch_smallcnn": (onnx.load(str(data / "torch_smallcnn.onnx")),
+                           {"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}),
+        "torch_encoder": (onnx.load(str(data / "torch_encoder.onnx")),
+                          {"ids": rng.integers(0, 100, (2, 16)).astype(np.int64)}),
+        "torch_recurrent": (onnx.load(str(data / "torch_recurrent.onnx")),
+                            {"x": rng.standard_normal((2, 9, 8)).astype(np.float32)}),
+        "torch_logmel": (onnx.load(str(data / "torch_logmel.onnx")),
+                         {"audio": np.sin(2 * np.pi * 440 * t)[None].astype(np.float32)}),
+    }
+    for name in ("squeezenet", "shufflenet", "inception_v1", "resnet50"):
+        m = strip_initializer_inputs(load_light_model(name))
+        out[f"light_{name}"] = (m, default_inputs(m))
+    return out
+
+
+# -- the environment -------------------------------------------------------------------------
+
+def wheel_venv(folder: Path, rebuild: bool) -> str:
+    """A virtual environment with this checkout's wheels and onnxruntime; its python."""
+    python = folder / "bin" / "python"
+    if python.exists() and not rebuild:
+        return str(python)
+    venv.EnvBuilder(with_pip=True, clear=True).create(folder)
+    wheels = folder / "wheels"
+    for src in WHEEL_SOURCES:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                        "--no-build-isolation", "-q", "-w", str(wheels), str(src)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    *map(str, sorted(wheels.glob("*.whl"))), "onnxruntime"], check=True)
+    return str(python)
+
+
+def compile_packages(python: str) -> None:
+    """Compile the byte code of the core and the plugin packages (pip does at install)."""
+    code = ("import importlib.util, compileall, sys\n"
+            "for m in ('mini_infer_core', 'mini_infer_cpu_plugins', 'mini_infer_cpu_native',"
+            " 'mini_infer_ml_plugins'):\n"
+            "    spec = importlib.util.find_spec(m)\n"
+            "    if spec and spec.submodule_search_locations:\n"
+            "        compileall.compile_dir(list(spec.submodule_search_locations)[0], quiet=1)\n")
+    subprocess.run([python, "-c", code], check=True)
+
+
+# -- one fresh process ------------------------------------------------------------------------
+
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    what, model, feeds_file, out_file = sys.argv[1:5]
+    feeds = dict(np.load(feeds_file))
+    marks = [("start", time.perf_counter())]
+    if what == "ort":
+        import onnxruntime as ort
+        marks.append(("import", time.perf_counter()))
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        marks.append(("load", time.perf_counter()))
+    else:
+        import mini_infer_core.session as mi
+        marks.append(("import", time.perf_counter()))
+        from mini_infer_core.registry import get_plugin_registry
+        get_plugin_registry()
+        marks.append(("discover", time.perf_counter()))
+        sess = mi.InferenceSession(model)
+        marks.append(("load", time.perf_counter()))
+    out = sess.run(None, feeds)
+    marks.append(("run", time.perf_counter()))
+    np.save(out_file, np.asarray(out[0]))
+    print(json.dumps({n: t - marks[i][1] for i, (n, t) in enumerate(marks[1:])}))
+""")
+
+_BUILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import mini_infer_core as mi
+    feeds = dict(np.load(sys.argv[2]))
+    shapes = {k: v.shape for k, v in feeds.items()}
+    config = mi.BuilderConfig(device="cpu", input_shapes=shapes)
+    mi.load(sys.argv[1], config=config).save(sys.argv[3])
+""")
+
+
+def _child(python: str, what: str, model: Path, feeds: Path, out: Path) -> dict[str, float]:
+    proc = subprocess.run([python, "-c", _CHILD, what, str(model), str(feeds), str(out)],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} {model.name}: {proc.stderr[-2000:]}")
+    found: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def run_models(python: str, repeat: int, phases: bool, only: list[str] | None) -> None:
+    models = {**_repo_models(), **_helper_models()}
+    if only:
+        models = {k: v for k, v in models.items() if k in only}
+    kinds = ("ort", "onnx", "engine")
+    rows: list[tuple[str, dict[str, dict[str, float]], bool]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (model, feeds) in models.items():
+            folder = Path(tmp) / name
+            folder.mkdir()
+            path, feeds_file, engine = folder / "m.onnx", folder / "in.npz", folder / "m.engine"
+            path.write_bytes(model.SerializeToString())
+            np.savez(feeds_file, **feeds)
+            subprocess.run([python, "-c", _BUILD, str(path), str(feeds_file), str(engine)],
+                           check=True, capture_output=True, timeout=900)
+            source = {"ort": path, "onnx": path, "engine": engine}
+            best: dict[str, dict[str, float]] = {}
+            for k in kinds:  # warm-up: page cache, discovery cache
+                _child(python, k, source[k], feeds_file, folder / f"{k}.npy")
+            for _ in range(repeat):
+                for k in kinds:
+                    got = _child(python, k, source[k], feeds_file, folder / f"{k}.npy")
+                    got["total"] = sum(got.values())
+                    if k not in best or got["total"] < best[k]["total"]:
+                        best[k] = got
+            ref = np.load(folder / "ort.npy")
+            same = all(np.allclose(np.load(folder / f"{k}.npy"), ref, rtol=2e-3, atol=2e-3)
+                       for k in ("onnx", "engine"))
+            rows.append((name, best, same))
+            print(f"  {name}: done", file=sys.stderr)
+    print(f"{'model':22s} {'onnxruntime':>11s} {'.onnx':>8s} {'ratio':>6s} {'engine':>8s} "
+          f"{'ratio':>6s}  same result")
+    for name, best, same in rows:
+        o, m, e = (best[k]["total"] * 1000 for k in kinds)
+        print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}  "
+              f"{'yes' if same else 'NO'}")
+    onnx_ratio = _geomean([b["onnx"]["total"] / b["ort"]["total"] for _, b, _ in rows])
+    engine_ratio = _geomean([b["engine"]["total"] / b["ort"]["total"] for _, b, _ in rows])
+    print(f"{'geometric mean':22s} {'':11s} {'':8s} {onnx_ratio:6.2f} {'':8s} "
+          f"{engine_ratio:6.2f}")
+    if phases:
+        print("\nphases (ms): import, discover, load or build, first run")
+        for name, best, _ in rows:
+            cols = []
+            for k in kinds:
+                b = best[k]
+                parts = [b.get(p, 0.0) * 1000 for p in ("import", "discover", "load", "run")]
+                cols.append(f"{k} " + "/".join(f"{v:.0f}" for v in parts))
+            print(f"{name:22s} " + "   ".join(cols))
+
+
+# -- the commands ------------------------------------------------------------------------------
 
 def best(argv: list[str], repeat: int) -> tuple[float, float]:
     """The best wall time and the best CPU time (user + system) of the child: on a busy
@@ -31,31 +311,8 @@ def best(argv: list[str], repeat: int) -> tuple[float, float]:
     return min(walls), min(cpus)
 
 
-def _package_folders() -> list[str]:
-    """The folders of the core and of every installed plugin distribution's package."""
-    from mini_infer_core import registry
-
-    folders = {str(Path(registry.__file__).parents[1])}
-    for rec in registry.discover().distributions:
-        module = rec.entry_point.partition("=")[2].strip().partition(":")[0].split(".")[0]
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.origin:
-            folders.add(str(Path(spec.origin).parent))
-    return sorted(folders)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--no-compile", action="store_true",
-                        help="time as the tree is (by default the packages' byte code is "
-                             "compiled first, as pip does when it installs a wheel: an "
-                             "editable install under PYTHONDONTWRITEBYTECODE=1 otherwise "
-                             "compiles every module on every start)")
-    args = parser.parse_args()
-    py, cli = sys.executable, [sys.executable, "-m", "mini_infer_core.cli.main"]
-    if not args.no_compile:
-        subprocess.run([py, "-m", "compileall", "-q", *_package_folders()], check=True)
+def run_commands(py: str, repeat: int) -> None:
+    cli = [py, "-m", "mini_infer_core.cli.main"]
     with tempfile.TemporaryDirectory() as tmp:
         engine = Path(tmp) / "relu.engine"
         subprocess.run([py, "-c", (
@@ -64,7 +321,7 @@ def main() -> None:
             "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [v('x')], [v('y')]);"
             f"mi.build_engine(mi.parse_onnx(h.make_model(g))).save({str(engine)!r})")],
             check=True)
-        rows = {
+        rows: dict[str, list[str]] = {
             "python -c pass": [py, "-c", "pass"],
             "import numpy": [py, "-c", "import numpy"],
             "import onnx": [py, "-c", "import onnx"],
@@ -73,10 +330,36 @@ def main() -> None:
             "load an engine file": [py, "-c", "import mini_infer_core as mi; "
                                     f"mi.Runtime().load_engine({str(engine)!r})"],
         }
+        subprocess.run([*cli, "plugins"], check=True, capture_output=True)  # the cache
         print(f"{'':22s} {'wall':>7s}    {'CPU':>7s}")
         for name, argv in rows.items():
-            wall, cpu = best(argv, args.repeat)
+            wall, cpu = best(argv, repeat)
             print(f"{name:22s} {wall * 1000:7.0f} ms {cpu * 1000:7.0f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--commands", action="store_true",
+                        help="time the commands (--help, plugins, loading an engine file)")
+    parser.add_argument("--phases", action="store_true", help="each phase of each start")
+    parser.add_argument("--model", action="append", help="only these models (repeatable)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--venv", type=Path,
+                       default=Path(tempfile.gettempdir()) / "mini-infer-startup-venv",
+                       help="the wheels' virtual environment (made if missing)")
+    where.add_argument("--python", help="an existing interpreter instead of the wheels' venv")
+    parser.add_argument("--rebuild", action="store_true", help="make the venv again")
+    args = parser.parse_args()
+    if args.python:
+        python = args.python
+        compile_packages(python)
+    else:
+        python = wheel_venv(args.venv, args.rebuild)
+    job: Callable[[], None] = (
+        (lambda: run_commands(python, args.repeat)) if args.commands
+        else (lambda: run_models(python, args.repeat, args.phases, args.model)))
+    job()
 
 
 if __name__ == "__main__":

@@ -109,7 +109,6 @@ def _kernel_modules() -> set[str]:
                                   ["plugins", "--json"], ["plugins", "--markdown"]])
 def test_listing_imports_no_schema_no_kernel_and_no_onnx(args: list[str]) -> None:
     out, modules = _imported(args)
-    assert "mini_infer_cpu_plugins.hooks" in modules  # it ran the distributions' hooks
     assert "numpy" not in modules  # the plugin API and the devices import it when they run
     assert "mini-infer-cpu-plugins" in out
     kernels = _kernel_modules()

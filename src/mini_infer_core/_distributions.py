@@ -1,31 +1,38 @@
-"""Installed distributions' entry points and versions, read straight from their metadata
-folders on ``sys.path`` (``NAME-VERSION.dist-info``, ``NAME.egg-info``).
+"""Installed distributions, through ``importlib.metadata``, and the discovery cache keyed by
+them.
 
-Listing plugins and loading an engine happen on every command: ``importlib_metadata`` costs
-about a tenth of a second more to import (it pulls in the ``email`` package) and parses each
-distribution's whole metadata as a mail message to learn its name and version. Here only the
-header lines ``Name:`` and ``Version:`` are read, and only of the distributions whose
-``entry_points.txt`` has the group asked for. The semantics are ``importlib_metadata``'s:
-``sys.path`` order, the first distribution of a name wins. A ``sys.path`` entry that is not a
-folder (a zipped egg, a wheel on the path) is left to ``importlib_metadata``, which reads it.
+Entry points and versions come from ``importlib.metadata`` (``sys.path`` order, the first
+distribution of a name wins). Importing it costs about a tenth of a second (it pulls in the
+``email`` package), paid on every start until now; so what discovery learned is kept in a
+cache file, valid while the installed distributions are those it was made from: the key is
+the name and modification time of every distribution's metadata folder on ``sys.path``
+(installing, upgrading, reinstalling or removing a distribution changes them) and the size
+and modification time of every file of the packages discovery imported (an editable
+install's sources, a rebuilt extension; the core's own files among them), with the Python version. A
+start whose key matches reads that file and nothing else.
+
+- ``MINI_INFER_DISCOVERY_CACHE=0``: never read or write it;
+- ``MINI_INFER_CACHE_DIR``: where it lives (default ``$XDG_CACHE_HOME/mini-infer`` or
+  ``~/.cache/mini-infer``), one file per Python environment (``sys.prefix``).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
-import re
 import sys
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EntryPoint", "distribution_version", "entry_points"]
+__all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "read_cache",
+           "write_cache"]
 
+#: bumped whenever what the cache holds changes shape
+_LAYOUT = 1
+#: the metadata folders of installed distributions
 _META_SUFFIXES = (".dist-info", ".egg-info")
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)
@@ -44,125 +51,142 @@ class EntryPoint:
         return self.value.partition(":")[0].strip()
 
     def load(self) -> Any:
-        """Import the module and follow the attribute path after ``:``, if any."""
+        """Import the module and follow the attribute path after ``:``, if any (what
+        ``importlib.metadata.EntryPoint.load`` does, without importing importlib.metadata)."""
         obj: Any = importlib.import_module(self.module)
         attrs = self.value.partition(":")[2].split("[")[0].strip()
         for attr in filter(None, attrs.split(".")):
             obj = getattr(obj, attr)
         return obj
 
-
-def _section(text: str, group: str) -> list[tuple[str, str]]:
-    """The ``name = value`` lines of ``[group]`` in an entry_points.txt."""
-    found: list[tuple[str, str]] = []
-    inside = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            inside = line[1:-1].strip() == group
-            continue
-        if inside and "=" in line:
-            name, _, value = line.partition("=")
-            found.append((name.strip(), value.strip()))
-    return found
-
-
-def _header(folder: str) -> tuple[str | None, str | None]:
-    """``Name`` and ``Version`` from the metadata file's header (METADATA or PKG-INFO)."""
-    name = version = None
-    for file in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, file), encoding="utf-8") as fh:
-                for line in fh:
-                    if not line.strip():
-                        break  # the header ends at the first empty line
-                    if line.startswith("Name:"):
-                        name = line[5:].strip()
-                    elif line.startswith("Version:"):
-                        version = line[8:].strip()
-                    if name and version:
-                        break
-        except OSError:
-            continue
-        return name, version
-    return None, None
-
-
-def _metadata_folders() -> list[str] | None:
-    """Every distribution metadata folder on ``sys.path``, in path order; None where an entry
-    is not a folder we can list (importlib_metadata must read it)."""
-    folders: list[str] = []
-    for entry in sys.path:
-        path = entry or "."
-        if not os.path.isdir(path):
-            if os.path.exists(path):
-                return None  # a zip on sys.path
-            continue
-        try:
-            names = sorted(os.listdir(path))
-        except OSError:
-            continue
-        folders += [os.path.join(path, n) for n in names if n.endswith(_META_SUFFIXES)]
-    return folders
-
-
-def _folder_name(folder: str) -> str:
-    """The distribution name a metadata folder's own name gives (``a_b-1.0.dist-info``)."""
-    base = os.path.basename(folder).rsplit(".", 1)[0]
-    return _normalize(base.split("-")[0])
+    def to_json(self) -> list[str | None]:
+        return [self.name, self.value, self.group, self.dist_name, self.dist_version]
 
 
 def entry_points(group: str) -> list[EntryPoint]:
-    """The group's entry points of every installed distribution, the first of each name."""
-    folders = _metadata_folders()
-    if folders is None:
-        return _fallback(group)
-    seen: set[str] = set()
-    found: list[EntryPoint] = []
-    for folder in folders:
-        ident = _folder_name(folder)
-        if ident in seen:
-            continue
-        seen.add(ident)
-        try:
-            with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError:
-            continue
-        if f"[{group}]" not in text.replace(" ", ""):
-            continue
-        lines = _section(text, group)
-        if lines:
-            name, version = _header(folder)
-            found += [EntryPoint(n, v, group, name, version) for n, v in lines]
+    """The group's entry points of every installed distribution (importlib.metadata's)."""
+    from importlib import metadata
+
+    found = []
+    for ep in metadata.entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        found.append(EntryPoint(ep.name, ep.value, group,
+                                None if dist is None else dist.name,
+                                None if dist is None else dist.version))
     return found
 
 
-def _fallback(group: str) -> list[EntryPoint]:
-    import importlib_metadata
-
-    return [EntryPoint(ep.name, ep.value, group,
-                       None if ep.dist is None else ep.dist.metadata["Name"],
-                       None if ep.dist is None else ep.dist.metadata["Version"])
-            for ep in importlib_metadata.entry_points(group=group)]
-
-
 def distribution_version(name: str) -> str | None:
-    """The installed version of distribution ``name`` (None: not installed)."""
-    folders = _metadata_folders()
-    if folders is None:
-        import importlib_metadata
+    """The installed version of distribution ``name`` (None: not installed): from the
+    discovery cache where it is valid and knows it, else from importlib.metadata."""
+    cached = read_cache()
+    versions: dict[str, str | None] = {} if cached is None else cached.get("versions", {})
+    if name in versions:
+        return versions[name]
+    from importlib import metadata
 
+    try:
+        found: str | None = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        found = None
+    if cached is not None:  # the next start asks the cache
+        write_cache({**cached, "versions": {**versions, name: found}}, cached["watch"])
+    return found
+
+
+# -- the cache ------------------------------------------------------------------------------
+
+def cache_path() -> str | None:
+    """This environment's cache file (None: the cache is off)."""
+    if os.environ.get("MINI_INFER_DISCOVERY_CACHE", "").strip().lower() in {"0", "false",
+                                                                              "no", "off"}:
+        return None
+    folder = os.environ.get("MINI_INFER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mini-infer")
+    prefix = zlib.crc32(os.path.realpath(sys.prefix).encode())
+    return os.path.join(folder, f"discovery-{prefix:08x}.json")
+
+
+def _files(folder: str, crc: int) -> int:
+    """``crc`` chained with the name, size and modification time of every file under
+    ``folder`` (byte code excepted), or of ``folder`` itself where it is a file."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except NotADirectoryError:  # a module of its own
+        st = os.stat(folder)
+        return zlib.crc32(f"{folder}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(), crc)
+    except OSError:
+        return zlib.crc32(f"{folder}\0missing".encode(), crc)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                crc = _files(entry.path, crc)
+            continue
         try:
-            return str(importlib_metadata.version(name))
-        except importlib_metadata.PackageNotFoundError:
-            return None
-    wanted = _normalize(name)
-    for folder in folders:
-        if _folder_name(folder) == wanted:
-            found_name, version = _header(folder)
-            if found_name is not None and _normalize(found_name) == wanted:
-                return version
-    return None
+            st = entry.stat()
+        except OSError:
+            continue
+        crc = zlib.crc32(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(), crc)
+    return crc
+
+
+def _key(watch: list[str]) -> str:
+    """What the cache is valid for: the interpreter, the metadata folders of the
+    distributions on ``sys.path`` (name and modification time: installing, upgrading,
+    reinstalling or removing one changes them), and the files of the ``watch`` folders."""
+    crc = zlib.crc32(f"{_LAYOUT}\0{sys.version}\0{sys.prefix}".encode())
+    for entry in sys.path:
+        path = entry or "."
+        try:
+            names = sorted(n for n in os.listdir(path) if n.endswith(_META_SUFFIXES))
+        except NotADirectoryError:  # a zip on sys.path
+            names = [f"\0{os.stat(path).st_mtime_ns}"]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                mtime = os.stat(os.path.join(path, name)).st_mtime_ns
+            except OSError:
+                mtime = -1
+            crc = zlib.crc32(f"{os.path.abspath(path)}\0{name}\0{mtime}\n".encode(), crc)
+    for folder in watch:
+        crc = _files(folder, crc)
+    return f"{crc:08x}"
+
+
+def read_cache() -> dict[str, Any] | None:
+    """The cache's content where it is valid now, else None (a millisecond or two: the
+    key is worked out again on each call)."""
+    path = cache_path()
+    if path is None:
+        return None
+    data: dict[str, Any] | None = None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if not isinstance(data, dict) or data.get("key") != _key(list(data.get("watch", []))):
+            data = None
+    except (OSError, ValueError):
+        data = None
+    return data
+
+
+def write_cache(data: dict[str, Any], watch: list[str]) -> None:
+    """Store ``data`` (JSON) for the distributions installed now; ``watch``: the folders
+    whose files it was made from. A folder that cannot be written is no error."""
+    path = cache_path()
+    if path is None:
+        return
+    data = {**data, "watch": sorted(set(watch)), "key": _key(sorted(set(watch)))}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

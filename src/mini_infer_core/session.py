@@ -8,20 +8,25 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
 
 from ._providers import Providers, providers_of, resolve
-from .builder import Builder, BuilderConfig
 from .engine.engine import Engine
 from .engine.format import ENGINE_MAGIC, is_engine_file
 from .errors import InputError, InputShapesRequired
-from .importer import parse_onnx
-from .network import Network
-from .registry import PluginRegistry
 from .runtime import ExecutionContext, Runtime
+
+if TYPE_CHECKING:
+    # the builder and the importer import onnx (and through it ml_dtypes, half a second):
+    # an engine file opened here never needs them, so they are imported where a model is
+    # built (issue 30)
+    import onnx
+
+    from .builder import BuilderConfig
+    from .network import Network
+    from .registry import PluginRegistry
 
 __all__ = ["InferenceSession", "NodeArg", "load"]
 
@@ -47,6 +52,9 @@ def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
         return Runtime(registry).deserialize_engine(source)
     if isinstance(source, (str, os.PathLike)) and is_engine_file(source):
         return Runtime(registry).load_engine(source)
+    from .builder import Builder, BuilderConfig
+    from .importer import parse_onnx
+
     cfg = config or BuilderConfig(device=device)
     return Builder(registry).build_engine(parse_onnx(source), cfg, release_network=True)
 
@@ -70,6 +78,8 @@ class _PerShape:
         with self.lock:
             engine = self.engines.get(key)
             if engine is None:
+                from .builder import Builder
+
                 config = dataclasses.replace(self.config, input_shapes=shapes)
                 engine = Builder(self.registry).build_engine(self.network, config)
                 self.engines[key] = engine
@@ -124,6 +134,9 @@ class InferenceSession:
         except InputShapesRequired:
             if isinstance(path_or_model, Engine):
                 raise
+            from .builder import BuilderConfig
+            from .importer import parse_onnx
+
             self.engine = None
             self._per_shape = _PerShape(parse_onnx(path_or_model),
                                         config or BuilderConfig(device=device), registry)

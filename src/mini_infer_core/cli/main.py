@@ -39,7 +39,7 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
         (blocked if opt.startswith("no:") else load).append(opt.removeprefix("no:"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DuplicatePluginWarning)
-        reg = discover(block=blocked, load=load)
+        reg = discover(block=blocked, load=load, cache=True)  # the discovery cache
     for w in caught:
         if not issubclass(w.category, DuplicatePluginWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)

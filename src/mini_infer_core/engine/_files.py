@@ -5,8 +5,10 @@ an engine or a timing cache in a shared folder unreadable to the others the umas
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # loading an engine needs neither (start-up time): writing imports tempfile
+    from pathlib import Path
 
 __all__ = ["file_mode", "temp_beside"]
 
@@ -37,6 +39,8 @@ def file_mode(target: Path) -> int:
 def temp_beside(target: Path) -> tuple[int, str]:
     """``mkstemp`` in ``target``'s folder, with :func:`file_mode`'s mode: the descriptor and
     the temporary file's path (rename it onto ``target`` when complete)."""
+    import tempfile
+
     mode = file_mode(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
                                dir=target.parent)

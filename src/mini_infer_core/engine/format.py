@@ -21,21 +21,17 @@ pickled.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import EngineFormatError, EngineIntegrityError, PluginInterfaceError, node_errors
-from ._files import temp_beside
 from ._versions import check_producer, format_advice, producer_of
 
 if TYPE_CHECKING:
@@ -228,12 +224,27 @@ def _chunk_digests(parts: list[Any]) -> bytes:
     workers = min(len(flat), os.cpu_count() or 1)
     if workers <= 1:
         return b"".join(_crc(c) for c in flat)
+    from concurrent.futures import ThreadPoolExecutor  # large engines only (start-up time)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return b"".join(pool.map(_crc, flat))
 
 
+def _sha256(data: bytes) -> bytes:
+    """SHA-256 of the (small) preamble and chunk digests: Python's own implementation, where
+    it has one, spares every engine load hashlib's OpenSSL (a start-up cost, issue 30)."""
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # Python 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return bytes(sha256(data).digest())
+
+
 def checksum(preamble: bytes, body_parts: list[Any]) -> bytes:
-    return hashlib.sha256(preamble + _chunk_digests(body_parts)).digest()
+    return _sha256(preamble + _chunk_digests(body_parts))
 
 
 def _layout(engine: Engine) -> tuple[bytes, list[bytes | np.ndarray[Any, Any]], int, int]:
@@ -275,6 +286,10 @@ def serialize_engine(engine: Engine) -> bytes:
 
 def write_engine(engine: Engine, path: str | os.PathLike[str]) -> None:
     """Write atomically: a temporary file in the same folder, renamed when complete."""
+    from pathlib import Path
+
+    from ._files import temp_beside
+
     target = Path(path)
     fd, tmp = temp_beside(target)  # the mode open() would give, not mkstemp's 0600
     try:

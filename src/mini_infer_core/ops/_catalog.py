@@ -11,7 +11,6 @@ and nothing else.
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
 import re
@@ -25,6 +24,8 @@ from ..plugin.catalog import lazy_creators
 from . import _memo
 
 if TYPE_CHECKING:
+    import ast
+
     from ..plugin import IPluginCreator
     from ._schema import Op
 
@@ -81,6 +82,8 @@ def _parsed_all(path: str, mtime_ns: int) -> tuple[str, ...]:
         names = _statement_all(text, found.start())
         if names is not None:
             return names
+    import ast  # the rare module whose __all__ is not read alone
+
     return _tree_all(ast.parse(text, path))
 
 
@@ -102,6 +105,8 @@ def _statement_all(text: str, start: int) -> tuple[str, ...] | None:
     plain = _COMMENT.sub("", literal)
     if _NAMES.fullmatch(plain):  # the usual case, read without compiling anything
         return tuple(m.group(2) for m in _NAME.finditer(plain)) or None
+    import ast
+
     try:
         value = ast.literal_eval(literal)
     except (SyntaxError, ValueError):
@@ -145,6 +150,8 @@ def _bracketed(text: str, at: int) -> str | None:
 
 def _tree_all(tree: ast.Module) -> tuple[str, ...]:
     """The string literals of the first module-level ``__all__`` list or tuple."""
+    import ast
+
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):

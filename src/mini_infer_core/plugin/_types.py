@@ -60,6 +60,10 @@ class DataType(enum.Enum):
         if dt.kind in "SU":
             return cls.STRING
         for member in cls:
+            # ml_dtypes' types are user-defined NumPy dtypes (isbuiltin 2): any other dtype
+            # is found without importing ml_dtypes (half a second, issue 30)
+            if dt.isbuiltin != 2 and _TO_NUMPY[member].startswith("ml_dtypes."):
+                continue
             if member.numpy == dt:
                 return member
         raise ValueError(f"no mini-infer DataType for numpy dtype {dt}")

@@ -12,12 +12,14 @@ The generated block sits between ``# BEGIN GENERATED`` and ``# END GENERATED`` l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._base import OnnxPlugin, OnnxPluginCreator
 from ._interfaces import IPluginCreator
 from ._lazy import LazyPluginCreator
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["catalog_entries", "lazy_creators", "render_catalog", "write_catalog"]
 
@@ -56,6 +58,8 @@ def render_catalog(entries: Iterable[dict[str, Any]]) -> str:
 
 def write_catalog(module_file: str | Path, entries: Iterable[dict[str, Any]]) -> None:
     """Rewrite the generated block of ``module_file`` with ``entries``."""
+    from pathlib import Path  # writing a catalog only (start-up time)
+
     path = Path(module_file)
     text = path.read_text()
     start = text.index(_BEGIN) + len(_BEGIN)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper
 
 from ..errors import InputError
+from ..plugin import DataType
 
 __all__ = ["Binding", "IOSpec", "add_outputs", "bind_columns", "feeds_from_batch", "run_rows"]
 
@@ -36,7 +36,8 @@ class IOSpec:
         """From :class:`~mini_infer_core.runtime.session.NodeArg` (``type`` is
         ``tensor(float)``, ``tensor(int64)``, ...)."""
         elem = str(arg.type).removeprefix("tensor(").removesuffix(")").upper()
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(TensorProto.DataType.Value(elem)))
+        # onnx's TensorProto names, which DataType's are but FLOAT16 (TensorRT's HALF)
+        dtype = DataType.HALF.numpy if elem == "FLOAT16" else DataType[elem].numpy
         return cls(str(arg.name), tuple(arg.shape), dtype)
 
     @property

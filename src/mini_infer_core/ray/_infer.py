@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import onnx
 import ray
 import ray.data
 
@@ -53,6 +53,13 @@ def fit_resources(workers: int, num_cpus: float, num_gpus: float | None
                     f"{total:g} for reading and writing; each worker reserves {shared:.3g} CPU")
 
 
+def _is_model_proto(value: Any) -> bool:
+    """Whether ``value`` is an ``onnx.ModelProto``, without importing onnx: none can exist in
+    a process that has not imported it (an engine file's driver never does, issue 30)."""
+    onnx = sys.modules.get("onnx")
+    return onnx is not None and isinstance(value, onnx.ModelProto)
+
+
 def ship_engine(engine: EngineSource | Engine, *, device: str = "cpu",
                 registry: PluginRegistry | None = None) -> ray.ObjectRef[Any]:
     """Put the engine's bytes in the object store once, building an ONNX model first on the
@@ -62,7 +69,7 @@ def ship_engine(engine: EngineSource | Engine, *, device: str = "cpu",
         return engine
     if isinstance(engine, Engine):
         return ray.put(engine.serialize())
-    if isinstance(engine, onnx.ModelProto) or (
+    if _is_model_proto(engine) or (
             isinstance(engine, (str, os.PathLike)) and Path(engine).suffix.lower() == ".onnx"):
         built = load(engine, device, registry=registry)
         return ray.put(built.serialize())

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import onnx
 import ray
 
 from ..errors import DeviceError, PluginLoadError, PluginNotFoundError
@@ -15,9 +14,12 @@ from ..session import InferenceSession
 from ..threads import set_num_threads
 from ._columns import IOSpec, add_outputs, bind_columns, feeds_from_batch, run_rows
 
+if TYPE_CHECKING:
+    import onnx  # an actor that loads an engine file never imports it (issue 30)
+
 __all__ = ["EnginePredictor", "EngineSource"]
 
-EngineSource = str | os.PathLike[str] | bytes | onnx.ModelProto | ray.ObjectRef[Any]
+EngineSource: TypeAlias = "str | os.PathLike[str] | bytes | onnx.ModelProto | ray.ObjectRef[Any]"
 """An engine file's path or bytes, an ONNX model (path, bytes or ``ModelProto``, built once
 per actor), or an ``ObjectRef`` to any of these put in the object store once by the driver."""
 

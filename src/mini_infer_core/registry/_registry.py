@@ -9,7 +9,7 @@ every distribution at equal priority.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PluginLoadError
@@ -83,6 +83,9 @@ class PluginRegistry:
         self._lock = threading.RLock()
         self._by_key: dict[tuple[str, str, str], CreatorRecord] = {}
         self._devices: dict[str, DeviceRecord] = {}
+        #: devices a distribution provides whose hooks have not run yet (discovery from its
+        #: cache): name -> the function that loads the distribution's devices
+        self._deferred: dict[str, Callable[[], None]] = {}
         self.distributions: list[DistributionRecord] = []
 
     # -- registration (TensorRT: registerCreator / deregisterCreator) -----------------------
@@ -121,6 +124,25 @@ class PluginRegistry:
                     f"device {device.name!r} from {distribution} is already provided by "
                     f"{old.distribution}")
             self._devices[device.name] = DeviceRecord(device, distribution)
+            self._deferred.pop(device.name, None)
+
+    def defer_devices(self, names: Iterable[str], load: Callable[[], None]) -> None:
+        """Devices known by name whose distribution registers them when ``load()`` is
+        called, on the first look-up of one of them (discovery from its cache imports a
+        distribution's hook module only when its device is asked for)."""
+        with self._lock:
+            for name in names:
+                if name not in self._devices:
+                    self._deferred[name] = load
+
+    def _resolve(self, names: Iterable[str]) -> None:
+        for name in names:
+            with self._lock:
+                load = self._deferred.pop(name, None)
+                if load is not None:
+                    for other in [k for k, v in self._deferred.items() if v is load]:
+                        del self._deferred[other]
+                    load()
 
     # -- look-ups -------------------------------------------------------------------------
     def get_creator(self, name: str, version: str, namespace: str) -> CreatorRecord | None:
@@ -165,14 +187,17 @@ class PluginRegistry:
 
     @property
     def devices(self) -> list[DeviceRecord]:
+        self._resolve(list(self._deferred))
         return [self._devices[k] for k in sorted(self._devices)]
 
     def get_device(self, name: str) -> Device | None:
+        if name in self._deferred:
+            self._resolve([name])
         rec = self._devices.get(name)
         return rec.device if rec else None
 
     def device_names(self) -> list[str]:
-        return sorted(self._devices)
+        return sorted({*self._devices, *self._deferred})
 
     def add_distribution(self, rec: DistributionRecord) -> None:
         with self._lock:

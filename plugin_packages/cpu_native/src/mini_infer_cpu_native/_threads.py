@@ -8,7 +8,6 @@ benchmarks' and ``bench``'s report) lists it next to the BLAS with its thread co
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import Any
 
 import threadpoolctl
@@ -36,6 +35,9 @@ class PoolController(threadpoolctl.LibController):  # type: ignore[misc]
             fn(int(num_threads))
 
     def get_version(self) -> str | None:
+        from importlib import metadata  # only when threadpoolctl lists the pools (it costs
+        # the mail parser's import: a tenth of a second of every start, issue 30)
+
         try:
             return metadata.version("mini-infer-cpu-native")
         except metadata.PackageNotFoundError:

@@ -1,0 +1,119 @@
+"""The discovery cache (issue 29, item 23; issue 30): a start whose installed distributions are
+those the cache was made from registers what discovery afresh (importlib.metadata, pluggy,
+every hook) registers, without importing importlib.metadata or the hook module of a
+distribution whose device nobody asked for; installing a distribution or editing a plugin's
+files makes the next start read them afresh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from helpers import install_plugin_module
+
+import mini_infer_core as mi
+
+#: the registry a fresh process gets (get_plugin_registry: the cached way), as JSON, and
+#: which of the probed modules it imported
+_PROBE = textwrap.dedent("""
+    import json, sys
+    from mini_infer_core.registry import get_plugin_registry
+    reg = get_plugin_registry()
+    before = sorted(m for m in sys.argv[1:] if m in sys.modules)
+    out = {"creators": [c for r in reg.creators for c in r.to_json()],
+           "distributions": [d.to_json() for d in reg.distributions],
+           "devices": reg.device_names(), "imported": before}
+    out["cpu"] = type(reg.get_device("cpu")).__name__
+    print(json.dumps(out))
+""")
+
+_PROBED = ["importlib.metadata", "email", "mini_infer_cpu_native.hooks",
+           "mini_infer_ml_plugins.hooks", "mini_infer_cpu_native.catalog",
+           "mini_infer_cpu_plugins.hooks"]
+
+
+def _probe(cache: Path, *, path: Path | None = None, off: bool = False) -> dict[str, Any]:
+    env = {**os.environ, "MINI_INFER_CACHE_DIR": str(cache)}
+    env.pop("MINI_INFER_DISCOVERY_CACHE", None)
+    if off:
+        env["MINI_INFER_DISCOVERY_CACHE"] = "0"
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path),
+                                                          env.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *_PROBED], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _afresh() -> dict[str, Any]:
+    """The oracle: discovery without the cache, in this process."""
+    reg = mi.discover()
+    return {"creators": [c for r in reg.creators for c in r.to_json()],
+            "distributions": [d.to_json() for d in reg.distributions],
+            "devices": reg.device_names()}
+
+
+def test_a_start_from_the_cache_registers_what_discovery_afresh_does(tmp_path: Path) -> None:
+    first = _probe(tmp_path)  # no cache yet: importlib.metadata, pluggy, every hook
+    assert "importlib.metadata" in first["imported"]
+    assert list(tmp_path.glob("discovery-*.json")), "the cache was not written"
+    second = _probe(tmp_path)
+    expected = _afresh()
+    for found in (first, second):
+        assert found["creators"] == expected["creators"]
+        assert found["distributions"] == expected["distributions"]
+        assert found["devices"] == expected["devices"]
+        assert found["cpu"] == "CpuDevice"
+    assert len(expected["creators"]) > 300
+    # the second start read the cache only: no importlib.metadata, no hook module of a
+    # distribution without devices, cpu_basic's only once the cpu device was asked for
+    assert second["imported"] == [], second["imported"]
+
+
+def test_the_cache_off_is_read_afresh(tmp_path: Path) -> None:
+    found = _probe(tmp_path, off=True)
+    assert "importlib.metadata" in found["imported"]
+    assert not list(tmp_path.glob("discovery-*.json"))
+    assert found["creators"] == _afresh()["creators"]
+
+
+_FAKE = """
+    from mini_infer_core.plugin import LazyPluginCreator
+    from mini_infer_core.registry import hookimpl
+
+    OPS = {ops!r}
+
+    @hookimpl
+    def mini_infer_creators():
+        return [LazyPluginCreator("mini_infer_cpu_plugins.ops.activation:" + op, name=op,
+                                  op_type=op, namespace="test.cache", field_names=(),
+                                  devices=("cpu",), priority=-5) for op in OPS]
+"""
+
+
+def _fake_ops(found: dict[str, Any]) -> list[str]:
+    return sorted(c["op_type"] for c in found["creators"] if c["namespace"] == "test.cache")
+
+
+def test_installing_or_editing_a_distribution_invalidates_the_cache(tmp_path: Path) -> None:
+    cache, site = tmp_path / "cache", tmp_path / "site"
+    site.mkdir()
+    _probe(cache, path=site)
+    assert _fake_ops(_probe(cache, path=site)) == []
+    install_plugin_module(site, "mi-test-cached", "1.0", "cached",
+                          _FAKE.format(ops=["Relu"]))
+    assert _fake_ops(_probe(cache, path=site)) == ["Relu"]  # installed: read afresh
+    warm = _probe(cache, path=site)
+    assert _fake_ops(warm) == ["Relu"] and warm["imported"] == []
+    module = site / "mi_test_cached.py"
+    module.write_text(textwrap.dedent(_FAKE.format(ops=["Relu", "Sigmoid"])))
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
+    assert _fake_ops(_probe(cache, path=site)) == ["Relu", "Sigmoid"]  # edited: afresh
+    assert _fake_ops(_probe(cache, path=site)) == ["Relu", "Sigmoid"]
