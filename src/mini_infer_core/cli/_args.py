@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["check_input_names", "check_numbers", "check_output_dir", "check_output_path",
-           "check_pins", "feeds", "load_npy", "parse_pins", "parse_shapes"]
+__all__ = ["check_engine_device", "check_input_names", "check_numbers", "check_output_dir",
+           "check_output_path", "check_pins", "feeds", "load_npy", "parse_pins", "parse_shapes"]
 
 
 #: the first bytes of every .npy file (numpy.lib.format.MAGIC_PREFIX)
@@ -180,3 +180,14 @@ def feeds(args: Any, engine: Any) -> dict[str, np.ndarray[Any, Any]]:
         given[spec.name] = (rng.random(shape, dtype=np.float32).astype(dt) if dt.kind == "f"
                             else rng.integers(0, 2, shape).astype(dt))
     return given
+
+
+def check_engine_device(path: str, engine: Any, device: str | None) -> None:
+    """An engine file runs on the device it was built for: a ``--device`` naming another is
+    an error, not silently ignored."""
+    if device is not None and device != engine.device_name:
+        raise InputError(
+            f"--device {device}: {path} is an engine built for device "
+            f"{engine.device_name!r}, and an engine runs on the device it was built for; "
+            f"build one for {device} from the ONNX model (mini-infer build MODEL.onnx "
+            f"--device {device} -o FILE), or leave out --device")

@@ -21,9 +21,10 @@ from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
 from ..threads import blas_info, get_num_threads, set_num_threads
+from ._args import check_engine_device
 from ._report import size_text
 
-__all__ = ["bench", "bench_text", "build_for_shapes", "check_engine_device"]
+__all__ = ["bench", "bench_text", "build_for_shapes"]
 
 #: what ``--compare`` can time beside mini-infer
 COMPARE_TARGETS = ("onnxruntime", "reference")
@@ -42,17 +43,6 @@ def build_for_shapes(registry: PluginRegistry, model: str | bytes | Any, config:
                                       f"--input NAME=FILE.npy") from None
         return Builder(registry).build_engine(network, dataclasses.replace(
             config, input_shapes=shapes))
-
-
-def check_engine_device(path: str, engine: Any, device: str | None) -> None:
-    """An engine file runs on the device it was built for: a ``--device`` naming another is
-    an error, not silently ignored."""
-    if device is not None and device != engine.device_name:
-        raise InputError(
-            f"--device {device}: {path} is an engine built for device "
-            f"{engine.device_name!r}, and an engine runs on the device it was built for; "
-            f"build one for {device} from the ONNX model (mini-infer build MODEL.onnx "
-            f"--device {device} -o FILE), or leave out --device")
 
 
 def _stats(times: list[float]) -> dict[str, float]:

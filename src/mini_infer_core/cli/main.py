@@ -89,7 +89,7 @@ def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
 
     if is_engine_file(args.model):
         from ..runtime import Runtime
-        from .bench import check_engine_device
+        from ._args import check_engine_device
 
         engine = Runtime(reg).load_engine(args.model)
         check_engine_device(args.model, engine, _given_device(args))
