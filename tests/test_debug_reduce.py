@@ -202,3 +202,15 @@ def test_check_reduces_a_model_that_fails_to_build_to_the_failing_node(
     data = _reduce(capsys, str(path), "-o", str(out), "--check", check)
     assert data["nodes"] == ["tanh0"]
     assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Tanh"]
+
+
+def test_report_of_a_cpu_engine_with_device_cuda_says_so(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    path, engine = tmp_path / "m.onnx", tmp_path / "m.engine"
+    onnx.save(_branchy(), str(path))
+    assert main(["build", str(path), "-o", str(engine), "--no-tactic-timing"]) == 0
+    assert main(["report", str(engine), "-o", str(tmp_path / "r.html"), "--device",
+                 "cuda"]) == 2
+    assert "engine built for device 'cpu'" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()

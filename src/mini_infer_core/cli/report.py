@@ -25,7 +25,10 @@ def _engine(path: str, args: argparse.Namespace, reg: PluginRegistry) -> tuple[A
     if is_engine_file(path):
         from ..runtime import Runtime
 
-        return Runtime(reg).load_engine(path), None
+        engine = Runtime(reg).load_engine(path)
+        _args.check_engine_device(path, engine, args.device if getattr(
+            args, "device_given", False) else None)
+        return engine, None
     from ..builder import BuilderConfig
     from .bench import build_for_shapes
 
