@@ -1,0 +1,315 @@
+"""Tensor formats (issue 26 item 2): the converters against NumPy's own reshapes, the
+builder's negotiation with a third-party plugin that computes in NCHW16c beside LINEAR-only
+ones (against onnxruntime), the Reformat steps it inserts or leaves out, and formats kept in
+the engine file, read back in another process and shown by ``inspect``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from helpers import install_plugin_module, make_model, run_cli
+from onnx import TensorProto, helper, numpy_helper
+
+import mini_infer_core as mi
+from mini_infer_core.builder import BuilderConfig
+from mini_infer_core.engine.format import read_engine_file
+from mini_infer_core.plugin import TensorFormat, from_format, physical_shape, reformat, to_format
+from mini_infer_core.plugin import _adapter as adapter
+from mini_infer_core.registry import PluginRegistry
+from mini_infer_core.registry._discovery import discover
+
+F = TensorFormat
+
+
+# -- converters --------------------------------------------------------------------------
+def _numpy_blocked(x: np.ndarray[Any, Any], k: int) -> np.ndarray[Any, Any]:
+    """NCHW... -> N, ceil(C/k), ..., k with NumPy's pad, reshape and moveaxis."""
+    c = x.shape[1]
+    pad = [(0, 0)] * x.ndim
+    pad[1] = (0, -c % k)
+    padded = np.pad(x, pad)
+    blocks = padded.reshape(x.shape[0], padded.shape[1] // k, k, *x.shape[2:])
+    return np.moveaxis(blocks, 2, -1)
+
+
+@pytest.mark.parametrize("shape", [(2, 20, 3, 5), (1, 16, 4, 4), (3, 7, 6), (1, 33, 2, 3, 2),
+                                   (2, 8, 1, 1), (1, 1, 5, 5)])
+@pytest.mark.parametrize("fmt", [F.CHW4, F.CHW8, F.CHW16, F.HWC])
+def test_converters_match_numpy_and_round_trip(shape: tuple[int, ...], fmt: TensorFormat
+                                               ) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32) + 3.0  # no zeros of its own
+    expected = np.moveaxis(x, 1, -1) if fmt is F.HWC else _numpy_blocked(x, fmt.block)
+    got = to_format(x, fmt)
+    assert got.shape == physical_shape(shape, fmt) == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    if fmt.block and shape[1] % fmt.block:  # the tail of the last block is zeros
+        assert not got[:, -1, ..., shape[1] % fmt.block:].any()
+    np.testing.assert_array_equal(from_format(got, fmt, shape), x)
+    out = np.full(physical_shape(shape, fmt), np.nan, np.float32)  # into a given array
+    to_format(x, fmt, out)
+    np.testing.assert_array_equal(out, expected)
+    # between two formats other than LINEAR
+    other = F.HWC if fmt is not F.HWC else F.CHW8
+    np.testing.assert_array_equal(reformat(got, fmt, other, shape), to_format(x, other))
+
+
+def test_physical_shapes_and_what_may_be_blocked() -> None:
+    assert physical_shape((1, 20, 7, 7), F.CHW16) == (1, 2, 7, 7, 16)
+    assert physical_shape((1, 20, 7, 7), F.CHW8) == (1, 3, 7, 7, 8)
+    assert physical_shape((1, 20, 7, 7), F.HWC) == (1, 7, 7, 20)
+    assert physical_shape((4, 5), F.LINEAR) == (4, 5)
+    with pytest.raises(ValueError, match="rank 3"):
+        physical_shape((4, 5), F.CHW16)
+    assert [f.block for f in F] == [0, 4, 8, 16, 0]
+
+
+# -- negotiation -------------------------------------------------------------------------
+BLOCKED = '''
+import numpy as np
+from mini_infer_core.ops import activation, elementwise
+from mini_infer_core.plugin import OnnxPluginCreator, TensorFormat, physical_shape, to_format
+from mini_infer_core.registry import hookimpl
+
+B = TensorFormat.CHW16
+LINEAR = TensorFormat.LINEAR
+
+
+def _check(x, desc):
+    """What the builder promised: an array of the format's physical shape."""
+    assert x.shape == physical_shape(desc.shape, desc.format), (x.shape, desc)
+
+
+class Relu(activation.Relu):
+    """Relu in NCHW16c (or LINEAR): output in its input's format."""
+
+    def supports_format_combination(self, pos, in_out, num_inputs):
+        return in_out[pos].format in (B, LINEAR) and in_out[pos].format is in_out[0].format
+
+    def compute(self, x, *, out, **_):
+        _check(x, self.input_descs[0])
+        _check(out, self.output_descs[0])
+        np.maximum(x, 0, out=out)
+
+
+class Add(elementwise.Add):
+    """Add in NCHW16c: both activations blocked, or a LINEAR per-channel constant (C, 1, 1)
+    laid out in blocks here; output in input 0's format."""
+
+    def supports_format_combination(self, pos, in_out, num_inputs):
+        first, desc = in_out[0], in_out[pos]
+        if pos == 0:
+            return desc.format in (B, LINEAR)
+        if first.format is LINEAR:
+            return desc.format is LINEAR
+        if pos == 1:
+            return desc.format is B or (desc.format is LINEAR and len(desc.shape) < 4)
+        return desc.format is B
+
+    def compute(self, a, b, *, out, **_):
+        da, db, do = self.input_descs[0], self.input_descs[1], self.output_descs[0]
+        _check(a, da)
+        _check(out, do)
+        if da.format is B and db.format is LINEAR:  # per channel, in blocks of 16
+            b = to_format(np.ascontiguousarray(np.broadcast_to(b, (1, *do.shape[1:]))), B)
+        np.add(a, b, out=out)
+
+
+@hookimpl
+def mini_infer_creators():
+    return [OnnxPluginCreator(c, namespace="com.test.blocked", devices=("cpu",),
+                              priority=100) for c in (Relu, Add)]
+'''
+
+LINEAR_ONLY = '''
+import numpy as np
+from mini_infer_core.ops import activation
+from mini_infer_core.plugin import OnnxPluginCreator
+from mini_infer_core.registry import hookimpl
+
+
+class Sigmoid(activation.Sigmoid):
+    """A third-party plugin that says nothing of formats: LINEAR only."""
+
+    def compute(self, x, *, out, **_):
+        assert x.shape == tuple(self.input_descs[0].shape)
+        out[...] = 1.0 / (1.0 + np.exp(-x))
+
+
+@hookimpl
+def mini_infer_creators():
+    return [OnnxPluginCreator(Sigmoid, namespace="com.test.linear", devices=("cpu",),
+                              priority=100)]
+'''
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two third-party distributions: ``mi-test-blocked`` (Relu and Add in NCHW16c) and
+    ``mi-test-linear`` (a LINEAR-only Sigmoid), importable here and on PYTHONPATH."""
+    folder = tmp_path / "site"
+    install_plugin_module(folder, "mi-test-blocked", "0.0.1", "blocked", BLOCKED)
+    install_plugin_module(folder, "mi-test-linear", "0.0.1", "linearonly", LINEAR_ONLY)
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+@pytest.fixture
+def registry(site: Path) -> PluginRegistry:
+    reg = discover(PluginRegistry())
+    status = {d.name: d.status for d in reg.distributions}
+    assert status["mi-test-blocked"] == status["mi-test-linear"] == "loaded"
+    return reg
+
+
+C = 20  # not a multiple of 16: the last block is padded
+
+
+def _model() -> onnx.ModelProto:
+    """x -> Relu -> Add(bias) -> Relu -> Sigmoid (LINEAR only) -> Relu -> Add(r1) -> Relu."""
+    bias = numpy_helper.from_array(
+        np.linspace(-1, 1, C, dtype=np.float32).reshape(C, 1, 1), "bias")
+    nodes = [helper.make_node("Relu", ["x"], ["r1"], name="relu1"),
+             helper.make_node("Add", ["r1", "bias"], ["a1"], name="add1"),
+             helper.make_node("Relu", ["a1"], ["r2"], name="relu2"),
+             helper.make_node("Sigmoid", ["r2"], ["s"], name="sigmoid"),
+             helper.make_node("Relu", ["s"], ["r3"], name="relu3"),
+             helper.make_node("Add", ["r3", "r1"], ["a2"], name="add2"),
+             helper.make_node("Relu", ["a2"], ["y"], name="relu4")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 5, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, C, 5, 6])
+    return make_model(nodes, [x], [y], initializers=[bias])
+
+
+def _feeds() -> dict[str, np.ndarray[Any, Any]]:
+    return {"x": np.random.default_rng(0).standard_normal((2, C, 5, 6)).astype(np.float32)}
+
+
+def _ort(model: onnx.ModelProto) -> np.ndarray[Any, Any]:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, _feeds())[0])
+
+
+def _run(engine: Any) -> np.ndarray[Any, Any]:
+    with engine.create_execution_context() as ctx:
+        return np.asarray(ctx.execute(_feeds())["y"])
+
+
+def _reformats(engine: Any) -> list[str]:
+    return [nd.name for nd in engine.nodes if nd.op_type == "Reformat"]
+
+
+def test_blocked_plugin_between_linear_only_ones_matches_onnxruntime(
+        registry: PluginRegistry) -> None:
+    model = _model()
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=False))
+    np.testing.assert_allclose(_run(engine), _ort(model), rtol=1e-5, atol=1e-6)
+    by_name = {nd.name: nd for nd in engine.nodes}
+    # the blocked plugin's nodes run in NCHW16c, the LINEAR-only Sigmoid in LINEAR
+    for name in ("relu1", "add1", "relu2", "relu3", "add2", "relu4"):
+        assert by_name[name].distribution == "mi-test-blocked"
+        assert all(engine.tensors[o].format is F.CHW16 for o in by_name[name].outputs), name
+    assert by_name["sigmoid"].distribution == "mi-test-linear"
+    assert engine.tensors["s"].format is F.LINEAR
+    # reformats only at the edges of the blocked runs: graph input, around the Sigmoid, and
+    # the graph output (produced as y@chw16, reformatted into y)
+    assert _reformats(engine) == ["reformat x linear->chw16", "reformat r2 chw16->linear",
+                                  "reformat s linear->chw16", "reformat y@chw16 chw16->linear"]
+    assert by_name["sigmoid"].inputs == ("r2@linear",)
+    assert engine.tensors["y"].format is F.LINEAR and engine.tensors["x"].format is F.LINEAR
+    assert engine.build_info["formats"] == {"reformats": 4, "tensors": {"chw16": 8}}
+    # the memory plan holds the blocked tensors at their padded size (2 blocks of 16)
+    assert engine.build_info["memory_plan"] is not None
+
+
+def test_negotiation_off_or_short_runs_keep_everything_linear(registry: PluginRegistry) -> None:
+    model = _model()
+    engine = mi.load(model, registry=registry,
+                     config=BuilderConfig(time_tactics=False, negotiate_formats=False))
+    assert not _reformats(engine) and "formats" not in engine.build_info
+    assert all(t.format is F.LINEAR for t in engine.tensors.values())
+    np.testing.assert_allclose(_run(engine), _ort(model), rtol=1e-5, atol=1e-6)
+    # a single blocked-capable node between LINEAR ones: two reformats would cost more than
+    # it saves, so none is inserted (the cost model of builder/formats.py)
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+             helper.make_node("Relu", ["s"], ["r"], name="relu"),
+             helper.make_node("Sigmoid", ["r"], ["y"], name="sigmoid2")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 5, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, C, 5, 6])
+    short = make_model(nodes, [x], [y])
+    engine = mi.load(short, registry=registry, config=BuilderConfig(time_tactics=False))
+    assert not _reformats(engine)
+    assert all(t.format is F.LINEAR for t in engine.tensors.values())
+    np.testing.assert_allclose(_run(engine), _ort(short), rtol=1e-5, atol=1e-6)
+
+
+def test_the_adapter_asks_position_by_position(registry: PluginRegistry) -> None:
+    """The Add of the blocked plugin: blocked where offered, a per-channel constant (not
+    offered a format) LINEAR; a plugin that says nothing takes no other format."""
+    rec = registry.get_creator("Add", "1", "com.test.blocked")
+    assert rec is not None
+    plugin = adapter.create(rec.creator, "add", mi.plugin.PluginFieldCollection([]))
+    shape, bias = (2, C, 5, 6), (C, 1, 1)
+    descs = [(shape, mi.plugin.DataType.FLOAT), (bias, mi.plugin.DataType.FLOAT),
+             (shape, mi.plugin.DataType.FLOAT)]
+    assert adapter.format_combination(plugin, descs, 2, [True, False, True], F.CHW16) == [
+        F.CHW16, F.LINEAR, F.CHW16]
+    assert adapter.format_combination(plugin, descs, 2, [True, True, True], F.CHW16) == [
+        F.CHW16, F.CHW16, F.CHW16]
+    assert adapter.format_combination(plugin, descs, 2, [True, True, True], F.HWC) is None
+    rec = registry.get_creator("Sigmoid", "1", "com.test.linear")
+    assert rec is not None
+    plugin = adapter.create(rec.creator, "sigmoid", mi.plugin.PluginFieldCollection([]))
+    assert adapter.format_combination(plugin, [descs[0], descs[0]], 1, [True, True],
+                                      F.CHW16) is None
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+import mini_infer_core as mi
+engine = mi.load_engine(sys.argv[1])
+x = np.random.default_rng(0).standard_normal((2, 20, 5, 6)).astype(np.float32)
+with engine.create_execution_context() as ctx:
+    np.save(sys.argv[2], ctx.execute({"x": x})["y"])
+print(json.dumps({n: t.format.value for n, t in engine.tensors.items()}))
+"""
+
+
+def test_formats_survive_the_engine_file_in_another_process(
+        registry: PluginRegistry, site: Path, tmp_path: Path) -> None:
+    model = _model()
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=False))
+    path = tmp_path / "blocked.engine"
+    engine.save(str(path))
+    header = read_engine_file(path).header
+    assert header["tensors"]["r1"]["format"] == "chw16"
+    assert "format" not in header["tensors"]["s"]  # LINEAR: absent, as before formats
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(site), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "y.npy"
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    formats = json.loads(done.stdout.strip().splitlines()[-1])
+    assert formats == {n: t.format.value for n, t in engine.tensors.items()}
+    assert formats["a2"] == "chw16" and formats["y"] == "linear"
+    np.testing.assert_allclose(np.load(out), _ort(model), rtol=1e-5, atol=1e-6)
+    # inspect shows them
+    shown = json.loads(run_cli("inspect", str(path), "--json", env=env).stdout)
+    by_name = {n["name"]: n for n in shown["nodes"]}
+    assert by_name["add1"]["outputs"][0] == {"name": "a1", "shape": [2, C, 5, 6],
+                                             "dtype": "FLOAT", "format": "chw16"}
+    assert by_name["sigmoid"]["inputs"][0]["format"] == "linear"
+    text = run_cli("inspect", str(path), env=env).stdout
+    assert "[2, 20, 5, 6] chw16" in text
+    assert "formats: chw16 8 tensor(s); 4 reformat step(s)" in text
