@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
 from mini_infer_core.builder import BuilderConfig
+from mini_infer_core.builder.format_timing import decide
 from mini_infer_core.engine.format import read_engine_file
 from mini_infer_core.plugin import TensorFormat, from_format, physical_shape, reformat, to_format
 from mini_infer_core.plugin import _adapter as adapter
@@ -312,4 +313,33 @@ def test_formats_survive_the_engine_file_in_another_process(
     assert by_name["sigmoid"]["inputs"][0]["format"] == "linear"
     text = run_cli("inspect", str(path), env=env).stdout
     assert "[2, 20, 5, 6] chw16" in text
-    assert "formats: chw16 8 tensor(s); 4 reformat step(s)" in text
+    assert "formats: chw16 8 tensor(s); 4 reformat step(s)\n" in text
+
+
+def test_timing_chooses_per_group_counting_the_reformats() -> None:
+    """The decision of format_timing.py on given times (no clock here): a group keeps its
+    format where its nodes there plus the Reformat steps serving them beat LINEAR."""
+    groups = [("chw16", ["a", "b"]), ("chw16", ["c"])]
+    linear = {"a": 3.0, "b": 3.0, "c": 1.0}
+    blocked = {"a": 1.0, "b": 1.0, "c": 0.5, "ra": 1.0, "rb": 1.0, "rc1": 0.5, "rc2": 0.5}
+    served = {"a": ["ra"], "b": ["rb"], "c": ["rc1", "rc2"]}
+    kept, report = decide(groups, linear, blocked, served)
+    assert kept == [True, False]  # 4 < 6; 1.5 >= 1.0: the reformats make c slower
+    assert report[0] == {"format": "chw16", "nodes": ["a", "b"], "linear_ms": 6000.0,
+                         "format_ms": 4000.0, "chosen": "chw16"}
+    assert report[1]["chosen"] == "linear"
+
+
+def test_a_timed_build_records_its_times_and_matches_onnxruntime(
+        registry: PluginRegistry) -> None:
+    model = _model()
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=True))
+    (group,) = engine.build_info["formats"]["timed"]
+    assert group["format"] == "chw16" and sorted(group["nodes"]) == sorted(
+        ["relu1", "add1", "relu2", "relu3", "add2", "relu4"])
+    assert group["linear_ms"] > 0 and group["format_ms"] > 0
+    # whichever the machine chose, the engine is consistent with it and right
+    blocked = group["chosen"] == "chw16"
+    assert len(_reformats(engine)) == (4 if blocked else 0)
+    assert (engine.tensors["a1"].format is F.CHW16) == blocked
+    np.testing.assert_allclose(_run(engine), _ort(model), rtol=1e-5, atol=1e-6)

@@ -24,6 +24,7 @@ from ..plugin import DataType, DimsExprs, PluginFieldType, SubgraphFactory
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 from .folding import fold
+from .format_timing import time_formats
 from .formats import negotiate_formats
 from .fusion import Fuser, fuse
 from .infer import infer, where_of
@@ -157,6 +158,9 @@ class Builder:
         done: set[str] = set()
         engine = self._pack(state, done, tuned=False, collect=False)
         if state.config.time_tactics and state.info["device_available"]:
+            timed = time_formats(state, used)
+            if timed is not None:
+                engine = timed
             cache = open_timing_cache(config.timing_cache)
             state.info["tactics"] = time_tactics(engine, cache)
             if cache is not None and cache.path is not None and (

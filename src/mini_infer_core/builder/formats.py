@@ -19,7 +19,8 @@ formats).
    combinations. A run of one or two such nodes between LINEAR ones therefore stays LINEAR
    (two reformats cost more than they save); longer runs, and runs that share their inputs,
    go blocked with reformats only at their edges. The choice is deterministic: builds of a
-   model make the same engine.
+   model make the same engine. With tactic timing on, format_timing.py times the groups
+   instead (their nodes and the Reformat steps that serve them against LINEAR).
 3. **Insert** a ``Reformat`` step (engine/builtins.py) before each read of a tensor in a
    format other than its producer's (one per tensor and format, shared by its readers).
    Graph inputs and outputs stay LINEAR: an output produced in another format is renamed
@@ -35,7 +36,7 @@ data-dependent nodes are not negotiated (their segments plan shapes at run time)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, ReformatPlugin
@@ -45,7 +46,7 @@ from ..plugin import _adapter as adapter
 from ..plugin._layouts import may_take
 from .state import BuildState
 
-__all__ = ["BLOCKED_GAIN", "CANDIDATES", "negotiate_formats"]
+__all__ = ["BLOCKED_GAIN", "CANDIDATES", "FormatPlan", "apply_formats", "negotiate_formats"]
 
 LINEAR = TensorFormat.LINEAR
 #: the formats offered to plugins, most preferred first
@@ -70,9 +71,38 @@ def negotiate_formats(state: BuildState) -> None:
     if not options:
         return
     choice = _choose(state, options)
-    if not choice:
-        return
-    _apply(state, choice)
+    state.format_plan = FormatPlan(list(state.nodes), options, _widest(state, options), choice)
+    if choice:
+        apply_formats(state, choice)
+
+
+@dataclass
+class FormatPlan:
+    """What the timing of formats (format_timing.py) starts from: the nodes before any
+    Reformat step, each node's combinations, and the groups of nodes that take a format
+    (``(format, {node index: combination})``, each node in the first group that takes it)."""
+
+    nodes: list[EngineNode]
+    options: dict[int, list[Combo]]
+    groups: list[tuple[TensorFormat, dict[int, Combo]]]
+    #: the cost model's choice
+    chosen: dict[int, Combo]
+
+
+def _widest(state: BuildState, options: dict[int, list[Combo]]
+            ) -> list[tuple[TensorFormat, dict[int, Combo]]]:
+    """Every node in the most preferred format it takes, as connected groups."""
+    costs = _Costs(state, {})
+    seen: set[int] = set()
+    groups = []
+    for fmt in CANDIDATES:
+        takes = {i: c for i, combos in options.items() for c in combos if fmt in c}
+        for group in _groups(state.nodes, takes, costs):
+            members = {i: takes[i] for i in group if i not in seen}
+            if members:
+                seen.update(members)
+                groups.append((fmt, members))
+    return groups
 
 
 def _shape(state: BuildState, name: str) -> tuple[int, ...]:
@@ -218,9 +248,16 @@ def _groups(nodes: list[EngineNode], takes: dict[int, Combo], costs: _Costs
     return list(groups.values())
 
 
-def _apply(state: BuildState, choice: dict[int, Combo]) -> None:
-    """Insert the Reformat steps, record every tensor's format, configure the plugins."""
-    formats = state.formats
+def apply_formats(state: BuildState, choice: dict[int, Combo]) -> dict[str, int]:
+    """Make ``state.nodes`` the nodes of ``state.format_plan`` with the formats of ``choice``
+    (node index -> combination; the others LINEAR): Reformat steps inserted, every tensor's
+    format in ``state.formats``, the plugins configured for theirs. Returns, per Reformat
+    step, the index of the node it serves (its reader, or its producer where it reformats to
+    LINEAR)."""
+    plan = state.format_plan
+    assert plan is not None
+    formats = state.formats = {}
+    served: dict[str, int] = {}
     outputs = set(state.output_names)
     made: dict[tuple[str, TensorFormat], str] = {}
     #: a graph output produced in another format -> the name its producer now writes
@@ -240,7 +277,8 @@ def _apply(state: BuildState, choice: dict[int, Combo]) -> None:
             device, plugin, "Reformat", "1", CORE_NAMESPACE, "mini-infer-core", __version__,
             (src,), (name,)))
 
-    for i, nd in enumerate(state.nodes):
+    producer = {o: i for i, nd in enumerate(plan.nodes) for o in nd.outputs}
+    for i, nd in enumerate(plan.nodes):
         combo = choice.get(i)
         inputs = []
         for pos, x in enumerate(nd.inputs):
@@ -255,6 +293,7 @@ def _apply(state: BuildState, choice: dict[int, Combo]) -> None:
                 if (x, want) not in made:
                     made[(x, want)] = f"{x}@{want.value}"
                     step(held, have, want, made[(x, want)], nd.device)
+                    served[out[-1].name] = i if want is not LINEAR else producer[x]
                 inputs.append(made[(x, want)])
         names = []
         for pos, o in enumerate(nd.outputs):
@@ -269,16 +308,22 @@ def _apply(state: BuildState, choice: dict[int, Combo]) -> None:
         for o in nd.outputs:
             if o in source:
                 step(source[o], formats[source[o]], LINEAR, o, nd.device)
-        if combo is not None:
+                served[out[-1].name] = i
+        if i in plan.options:  # configured again: an earlier choice may have differed
             adapter.configure_build(
                 nd.plugin, [(state.dims[x], state.types[x]) if x else None for x in inputs],
                 [(state.dims[o], state.types[o]) for o in names],
-                combo[: len(nd.inputs)], combo[len(nd.inputs):])
+                combo[: len(nd.inputs)] if combo else None,
+                combo[len(nd.inputs):] if combo else None)
     counts: dict[str, int] = {}
     for fmt in formats.values():
         counts[fmt.value] = counts.get(fmt.value, 0) + 1
-    state.info["formats"] = {
-        "reformats": sum(1 for nd in out if nd.op_type == "Reformat"
-                         and nd.domain == CORE_NAMESPACE),
-        "tensors": dict(sorted(counts.items()))}
+    if counts:
+        state.info["formats"] = {
+            "reformats": sum(1 for nd in out if nd.op_type == "Reformat"
+                             and nd.domain == CORE_NAMESPACE),
+            "tensors": dict(sorted(counts.items()))}
+    else:
+        state.info.pop("formats", None)
     state.nodes = out
+    return served

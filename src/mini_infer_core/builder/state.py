@@ -37,6 +37,7 @@ from ..registry import CreatorRecord, PluginRegistry
 if TYPE_CHECKING:
     from ..engine.engine import Engine, EngineNode, TensorSpec
     from .builder import BuilderConfig
+    from .formats import FormatPlan
     from .fusion import Fuser
     from .precision import Precision
     from .selection import Selector
@@ -66,8 +67,10 @@ class BuildState:
     constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     #: the values that are no tensors (sequences, optionals, maps); absent: a tensor
     kinds: dict[str, ValueKind] = field(default_factory=dict)
-    #: the tensors held in another format than LINEAR (formats.py)
+    #: the tensors held in another format than LINEAR, and what the formats pass offered
+    #: (formats.py; format_timing.py times it)
     formats: dict[str, TensorFormat] = field(default_factory=dict)
+    format_plan: FormatPlan | None = None
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     #: the engine's steps so far

@@ -182,7 +182,9 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
     formats = data["build_info"].get("formats")
     if formats:
         held = ", ".join(f"{k} {v}" for k, v in formats["tensors"].items())
-        out.append(f"formats: {held} tensor(s); {formats['reformats']} reformat step(s)")
+        out.append(f"formats: {held + ' tensor(s)' if held else 'all linear'}; "
+                   f"{formats['reformats']} reformat step(s)"
+                   + (" (chosen by timing)" if formats.get("timed") else ""))
     mp = data["memory_plan"]
     if mp:
         out.append(f"memory plan: peak {size_text(mp['planned_peak_bytes'])} for "
