@@ -23,6 +23,8 @@ import mini_infer_core as mi
 from mini_infer_core.builder import BuilderConfig
 from mini_infer_core.builder.format_timing import decide
 from mini_infer_core.engine.format import read_engine_file
+from mini_infer_core.engine.report._data import engine_data
+from mini_infer_core.engine.schedule import Schedule
 from mini_infer_core.plugin import TensorFormat, from_format, physical_shape, reformat, to_format
 from mini_infer_core.plugin import _adapter as adapter
 from mini_infer_core.registry import PluginRegistry
@@ -228,8 +230,14 @@ def test_blocked_plugin_between_linear_only_ones_matches_onnxruntime(
     assert by_name["sigmoid"].inputs == ("r2@linear",)
     assert engine.tensors["y"].format is F.LINEAR and engine.tensors["x"].format is F.LINEAR
     assert engine.build_info["formats"] == {"reformats": 4, "tensors": {"chw16": 8}}
-    # the memory plan holds the blocked tensors at their padded size (2 blocks of 16)
     assert engine.build_info["memory_plan"] is not None
+    # the arena holds a blocked tensor at its padded size: 2 blocks of 16 channels, not 20
+    sched = Schedule(engine, {})
+    assert sched.shapes["r1"] == (2, 2, 5, 6, 16) and sched.logical["r1"] == (2, C, 5, 6)
+    assert sched.nbytes("r1", engine.tensors["r1"].dtype) == 2 * 32 * 5 * 6 * 4
+    # the engine report's node details name the format beside the precision
+    shown = {n["name"]: n for n in engine_data(engine)["nodes"]}
+    assert shown["add1"]["format"] == ["chw16"] and shown["sigmoid"]["format"] == ["linear"]
 
 
 def test_negotiation_off_or_short_runs_keep_everything_linear(registry: PluginRegistry) -> None:
@@ -343,3 +351,33 @@ def test_a_timed_build_records_its_times_and_matches_onnxruntime(
     assert len(_reformats(engine)) == (4 if blocked else 0)
     assert (engine.tensors["a1"].format is F.CHW16) == blocked
     np.testing.assert_allclose(_run(engine), _ort(model), rtol=1e-5, atol=1e-6)
+
+
+def test_per_node_compare_reads_blocked_tensors_in_their_logical_layout(
+        site: Path, tmp_path: Path) -> None:
+    """``compare --per-node`` against onnxruntime: every intermediate tensor of a blocked
+    engine (held in NCHW16c) is compared in NCHW, and all match."""
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(), str(path))
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    data = json.loads(run_cli("compare", str(path), "--b", "onnxruntime", "--per-node",
+                              "--json", "--no-tactic-timing", env=env).stdout)
+    assert data["match"] is True
+    assert data["per_node"]["first_divergence"] is None
+    assert data["per_node"]["compared_tensors"] == 7
+
+
+def test_dynamic_batch_in_a_blocked_engine(registry: PluginRegistry) -> None:
+    """The physical shapes follow the batch given at run time."""
+    model = _model()
+    for t in (*model.graph.input, *model.graph.output):
+        t.type.tensor_type.shape.dim[0].dim_param = "N"
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=False))
+    assert engine.tensors["r1"].format is F.CHW16
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    with engine.create_execution_context() as ctx:
+        for n in (1, 3):
+            x = rng.standard_normal((n, C, 5, 6)).astype(np.float32)
+            np.testing.assert_allclose(ctx.execute({"x": x})["y"], sess.run(None, {"x": x})[0],
+                                       rtol=1e-5, atol=1e-6)
