@@ -267,6 +267,7 @@ def test_the_adapter_asks_position_by_position(registry: PluginRegistry) -> None
     rec = registry.get_creator("Add", "1", "com.test.blocked")
     assert rec is not None
     plugin = adapter.create(rec.creator, "add", mi.plugin.PluginFieldCollection([]))
+    assert adapter.offers_formats(plugin)
     shape, bias = (2, C, 5, 6), (C, 1, 1)
     descs = [(shape, mi.plugin.DataType.FLOAT), (bias, mi.plugin.DataType.FLOAT),
              (shape, mi.plugin.DataType.FLOAT)]
@@ -278,6 +279,7 @@ def test_the_adapter_asks_position_by_position(registry: PluginRegistry) -> None
     rec = registry.get_creator("Sigmoid", "1", "com.test.linear")
     assert rec is not None
     plugin = adapter.create(rec.creator, "sigmoid", mi.plugin.PluginFieldCollection([]))
+    assert not adapter.offers_formats(plugin)  # the builder asks it nothing
     assert adapter.format_combination(plugin, [descs[0], descs[0]], 1, [True, True],
                                       F.CHW16) is None
 

@@ -117,7 +117,7 @@ def _eligible(state: BuildState, name: str) -> bool:
 
 def _combinations(state: BuildState, nd: EngineNode) -> list[Combo]:
     """The node's combinations other than all-LINEAR, one per candidate format it takes."""
-    if nd.domain == CORE_NAMESPACE:
+    if nd.domain == CORE_NAMESPACE or not adapter.offers_formats(nd.plugin):
         return []
     names = [*nd.inputs, *nd.outputs]
     if not any(_eligible(state, n) for n in names):

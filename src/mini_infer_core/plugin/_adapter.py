@@ -21,7 +21,8 @@ from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorF
 from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
-           "configure_concrete", "configure_build", "format_combination", "workspace_size",
+           "configure_concrete", "configure_build", "format_combination", "offers_formats",
+           "workspace_size",
            "create", "deserialize",
            "ability_of", "values_of", "fusion_of", "packing_of", "tactics_of",
            "is_data_dependent", "dynamic_of", "bound_run_of", "in_place_of", "subgraphs_of",
@@ -170,6 +171,24 @@ def configure_concrete(plugin: IPluginV2,
                                                  TensorFormat.LINEAR)
         plugin.configure_with_format([d.shape for d in present], [d.shape for d in outs], dtype,
                                      fmt, 1)
+
+
+def offers_formats(plugin: IPluginV2) -> bool:
+    """Whether the plugin may take a format other than LINEAR: it overrides
+    ``supports_format_combination`` (``supports_format`` for IPluginV2 / IPluginV2Ext)
+    rather than keeping the LINEAR-only default. A quick test, so that the formats pass
+    asks nothing of the plugins that cannot answer yes (nearly all)."""
+    from ._base import OnnxPlugin
+    from ._v3 import IPluginV3OneBuild
+
+    if isinstance(plugin, V3Plugin):
+        return type(plugin.build).supports_format_combination is not \
+            IPluginV3OneBuild.supports_format_combination
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return type(plugin).supports_format_combination not in (
+            OnnxPlugin.supports_format_combination,
+            IPluginV2DynamicExt.supports_format_combination)
+    return type(plugin).supports_format is not IPluginV2.supports_format
 
 
 def format_combination(plugin: IPluginV2,
