@@ -324,6 +324,14 @@ def test_formats_survive_the_engine_file_in_another_process(
     text = run_cli("inspect", str(path), env=env).stdout
     assert "[2, 20, 5, 6] chw16" in text
     assert "formats: chw16 8 tensor(s); 4 reformat step(s)\n" in text
+    # `build --linear-only`: no negotiation
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    run_cli("build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "l.engine"),
+            "--linear-only", "--no-tactic-timing", env=env)
+    shown = json.loads(run_cli("inspect", str(tmp_path / "l.engine"), "--json", env=env).stdout)
+    assert {t["format"] for n in shown["nodes"] for t in n["outputs"]} == {"linear"}
+    assert not [n for n in shown["nodes"] if n["op_type"] == "mini_infer.core::Reformat"]
+    assert [n["op_type"] for n in shown["nodes"]].count("Relu") == 4
 
 
 def test_timing_chooses_per_group_counting_the_reformats() -> None:
