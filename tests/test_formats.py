@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
 from mini_infer_core.builder import BuilderConfig
-from mini_infer_core.builder.format_timing import decide
+from mini_infer_core.builder.format_timing import group_ms
+from mini_infer_core.builder.timing_cache import TimingCache
 from mini_infer_core.engine.format import read_engine_file
 from mini_infer_core.engine.report._data import engine_data
 from mini_infer_core.engine.schedule import Schedule
@@ -335,17 +336,15 @@ def test_formats_survive_the_engine_file_in_another_process(
 
 
 def test_timing_chooses_per_group_counting_the_reformats() -> None:
-    """The decision of format_timing.py on given times (no clock here): a group keeps its
-    format where its nodes there plus the Reformat steps serving them beat LINEAR."""
-    groups = [("chw16", ["a", "b"]), ("chw16", ["c"])]
+    """What format_timing.py compares, on given step times (no clock here): a group's nodes
+    in LINEAR against the same nodes in its format plus the Reformat steps serving them."""
+    groups = [("chw16", ["a", "b"]), ("hwc", ["c"])]
     linear = {"a": 3.0, "b": 3.0, "c": 1.0}
     blocked = {"a": 1.0, "b": 1.0, "c": 0.5, "ra": 1.0, "rb": 1.0, "rc1": 0.5, "rc2": 0.5}
     served = {"a": ["ra"], "b": ["rb"], "c": ["rc1", "rc2"]}
-    kept, report = decide(groups, linear, blocked, served)
-    assert kept == [True, False]  # 4 < 6; 1.5 >= 1.0: the reformats make c slower
-    assert report[0] == {"format": "chw16", "nodes": ["a", "b"], "linear_ms": 6000.0,
-                         "format_ms": 4000.0, "chosen": "chw16"}
-    assert report[1]["chosen"] == "linear"
+    assert group_ms(groups, linear, blocked, served) == [
+        {"linear": 6000.0, "chw16": 4000.0},  # kept: 4 < 6
+        {"linear": 1000.0, "hwc": 1500.0}]  # not: the reformats make c slower
 
 
 def test_a_timed_build_records_its_times_and_matches_onnxruntime(
@@ -391,3 +390,25 @@ def test_dynamic_batch_in_a_blocked_engine(registry: PluginRegistry) -> None:
             x = rng.standard_normal((n, C, 5, 6)).astype(np.float32)
             np.testing.assert_allclose(ctx.execute({"x": x})["y"], sess.run(None, {"x": x})[0],
                                        rtol=1e-5, atol=1e-6)
+
+
+def test_format_timings_go_to_the_timing_cache(registry: PluginRegistry) -> None:
+    """A build with a timing cache records each group's times there; a build from that cache
+    times nothing and makes the same engine, byte for byte."""
+    model = _model()
+    cache = TimingCache()
+    first = mi.load(model, registry=registry, config=BuilderConfig(timing_cache=cache))
+    (key,) = [k for k in cache.entries if k.startswith("formats chw16 x6 ")]
+    assert set(cache.entries[key]) == {"linear", "chw16"}
+    (timed,) = first.build_info["formats"]["timed"]
+    assert cache.entries[key] == {"linear": timed["linear_ms"], "chw16": timed["format_ms"]}
+    # the cache now says blocked is faster: the next build follows it without timing
+    cache.entries[key] = {"linear": 9.0, "chw16": 1.0}
+    added = cache.added
+    again = mi.load(model, registry=registry, config=BuilderConfig(timing_cache=cache))
+    twice = mi.load(model, registry=registry, config=BuilderConfig(timing_cache=cache))
+    assert cache.added == added
+    assert again.build_info["formats"]["timed"][0]["chosen"] == "chw16"
+    assert len(_reformats(again)) == 4
+    assert again.serialize() == twice.serialize()
+    np.testing.assert_allclose(_run(again), _ort(model), rtol=1e-5, atol=1e-6)

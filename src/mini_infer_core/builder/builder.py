@@ -158,10 +158,10 @@ class Builder:
         done: set[str] = set()
         engine = self._pack(state, done, tuned=False, collect=False)
         if state.config.time_tactics and state.info["device_available"]:
-            timed = time_formats(state, used)
+            cache = open_timing_cache(config.timing_cache)
+            timed = time_formats(state, used, cache)
             if timed is not None:
                 engine = timed
-            cache = open_timing_cache(config.timing_cache)
             state.info["tactics"] = time_tactics(engine, cache)
             if cache is not None and cache.path is not None and (
                     cache.added or not cache.path.exists()):  # "created if missing"

@@ -10,76 +10,135 @@ counting): once with every tensor LINEAR, once with every group of nodes that ta
 in it (``FormatPlan.groups``), Reformat steps between. A group keeps its format where its
 nodes' times in it plus the times of the Reformat steps that serve it (those that feed its
 nodes, or take its outputs back to LINEAR) are below its nodes' LINEAR times. The times go to
-``build_info["formats"]["timed"]``. Builds that time choose by the machine they run on, as
-tactics do; ``time_tactics=False`` gives the cost model's deterministic choice.
+``build_info["formats"]["timed"]`` and, with a timing cache, to the cache (one entry per
+group: ``{"linear": ms, FORMAT: ms}``, keyed by its nodes' plugins, fields, shapes and
+formats, the device and host CPU): a build that finds every group there times nothing, and
+builds with the same cache make the same engine. Builds that time without a cache choose by
+the machine they run on, as tactics do; ``time_tactics=False`` gives the cost model's
+deterministic choice.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from typing import Any
 
 import numpy as np
 
 from ..engine.engine import Engine
-from .formats import apply_formats
+from ..engine.format import plugin_bytes
+from ..plugin import TensorFormat
+from .formats import Combo, apply_formats
 from .plan import make_engine, tensors
 from .state import BuildState
 from .tactics import REPEAT
+from .timing_cache import TimingCache, host_identity
 
-__all__ = ["decide", "time_formats"]
+__all__ = ["group_ms", "time_formats"]
 
 log = logging.getLogger("mini_infer.builder")
 
 
-def time_formats(state: BuildState, used: set[str]) -> Engine | None:
+def time_formats(state: BuildState, used: set[str], cache: TimingCache | None = None
+                 ) -> Engine | None:
     """Choose the formats by timing (see the module's text); the engine with the chosen
-    formats, or None where nothing was timed (the cost model's choice stays)."""
+    formats, or None where nothing was timed (the cost model's choice stays). With a
+    ``cache``, groups it knows are not timed, new timings are added, and every choice comes
+    from it (builds with the same cache make the same engine)."""
     plan = state.format_plan
     if plan is None or not plan.groups:
         return None
-    widest = {i: c for _, members in plan.groups for i, c in members.items()}
-    times: list[dict[str, float]] = []
-    served: dict[str, int] = {}
-    for choice in ({}, widest):
-        served = apply_formats(state, choice)
-        tensors(state, set(used))
-        took = _step_times(make_engine(state))
-        if took is None:  # the cost model's choice again
+    labels = [("linear", fmt.value) for fmt, _ in plan.groups]
+    keys = [_group_key(state, fmt, members) for fmt, members in plan.groups] \
+        if cache is not None else []
+    times: list[dict[str, float] | None] = [
+        cache.get(k, list(t)) for k, t in zip(keys, labels, strict=True)] \
+        if cache is not None else [None] * len(labels)
+    if any(t is None for t in times):
+        measured = _measure(state, used)
+        if measured is None:  # the cost model's choice again
             apply_formats(state, plan.chosen)
             tensors(state, set(used))
             return make_engine(state)
-        times.append(took)
-    linear, blocked = times
-    groups = [(fmt.value, [plan.nodes[i].name for i in members]) for fmt, members in plan.groups]
-    extra: dict[str, list[str]] = {}
-    for name, i in served.items():
-        extra.setdefault(plan.nodes[i].name, []).append(name)
-    kept, report = decide(groups, linear, blocked, extra)
-    choice = {i: c for (_, members), ok in zip(plan.groups, kept, strict=True) if ok
-              for i, c in members.items()}
+        for g, got in enumerate(measured):
+            if times[g] is not None:
+                continue
+            if cache is not None:  # the first group of a key fills its entry
+                cache.put(keys[g], got)
+                got = {t: cache.entries[keys[g]][t] for t in labels[g]}
+            times[g] = got
+    report = []
+    choice = {}
+    for (fmt, members), ms in zip(plan.groups, times, strict=True):
+        assert ms is not None
+        keep = ms[fmt.value] < ms["linear"]
+        if keep:
+            choice.update(members)
+        report.append({"format": fmt.value, "nodes": [plan.nodes[i].name for i in members],
+                       "linear_ms": ms["linear"], "format_ms": ms[fmt.value],
+                       "chosen": fmt.value if keep else "linear"})
     apply_formats(state, choice)
     state.info.setdefault("formats", {"reformats": 0, "tensors": {}})["timed"] = report
     tensors(state, set(used))
     return make_engine(state)
 
 
-def decide(groups: list[tuple[str, list[str]]], linear: dict[str, float],
-           blocked: dict[str, float], served: dict[str, list[str]]
-           ) -> tuple[list[bool], list[dict[str, Any]]]:
-    """Per group (its format and node names): whether it keeps its format, its nodes' times
-    in it plus those of the Reformat steps that serve them (``served``: node -> step names)
-    being below their LINEAR times; and the report of each (ms)."""
-    kept, report = [], []
+def _measure(state: BuildState, used: set[str]) -> list[dict[str, float]] | None:
+    """Per group: its nodes' LINEAR time and their time in its format with the Reformat
+    steps serving them (ms), from one timed engine of each; None where nothing could run."""
+    plan = state.format_plan
+    assert plan is not None
+    widest = {i: c for _, members in plan.groups for i, c in members.items()}
+    runs: list[dict[str, float]] = []
+    served: dict[str, int] = {}
+    for choice in ({}, widest):
+        served = apply_formats(state, choice)
+        tensors(state, set(used))
+        took = _step_times(make_engine(state))
+        if took is None:
+            return None
+        runs.append(took)
+    steps: dict[str, list[str]] = {}
+    for name, i in served.items():
+        steps.setdefault(plan.nodes[i].name, []).append(name)
+    groups = [(fmt.value, [plan.nodes[i].name for i in members]) for fmt, members in plan.groups]
+    return group_ms(groups, runs[0], runs[1], steps)
+
+
+def group_ms(groups: list[tuple[str, list[str]]], linear: dict[str, float],
+             in_format: dict[str, float], served: dict[str, list[str]]
+             ) -> list[dict[str, float]]:
+    """Per group (its format and node names): ``{"linear": ms, FORMAT: ms}``, its nodes'
+    LINEAR times (s, in ``linear``) against their times in its format plus those of the
+    Reformat steps serving them (``served``: node -> step names), rounded as tactics are."""
+    out = []
     for fmt, names in groups:
-        in_format = sum(blocked[n] for n in names) + sum(
-            blocked[r] for n in names for r in served.get(n, ()))
-        as_linear = sum(linear[n] for n in names)
-        kept.append(in_format < as_linear)
-        report.append({"format": fmt, "nodes": names, "linear_ms": round(as_linear * 1e3, 4),
-                       "format_ms": round(in_format * 1e3, 4),
-                       "chosen": fmt if kept[-1] else "linear"})
-    return kept, report
+        there = sum(in_format[n] for n in names) + sum(
+            in_format[r] for n in names for r in served.get(n, ()))
+        out.append({"linear": round(sum(linear[n] for n in names) * 1e3, 4),
+                    fmt: round(there * 1e3, 4)})
+    return out
+
+
+def _group_key(state: BuildState, fmt: TensorFormat, members: dict[int, Combo]) -> str:
+    """The timing cache's key of a group: its nodes' plugins, distributions, fields, input
+    shapes and types and formats, digested; the format, device and host CPU."""
+    plan = state.format_plan
+    assert plan is not None
+    parts = []
+    for i in sorted(members):
+        nd = plan.nodes[i]
+        ins = ";".join(f"{state.types[n].name}{list(state.dims[n].display())}" if n else "-"
+                       for n in nd.inputs)
+        parts.append(f"{nd.plugin_namespace}::{nd.plugin_name}/v{nd.plugin_version} "
+                     f"{nd.distribution}=={nd.distribution_version} {nd.op_type} "
+                     f"{hashlib.sha256(plugin_bytes(nd)).hexdigest()[:16]} {ins} "
+                     f"{','.join(f.value for f in members[i])}")
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+    device = state.devices[plan.nodes[min(members)].device]
+    dev = f"{device.name}[{device.identity()}]" if device.identity() else device.name
+    return (f"formats {fmt.value} x{len(members)} {digest} | {dev} | "
+            f"{host_identity()[0]}")
 
 
 def _step_times(engine: Engine) -> dict[str, float] | None:
