@@ -412,3 +412,22 @@ def test_format_timings_go_to_the_timing_cache(registry: PluginRegistry) -> None
     assert len(_reformats(again)) == 4
     assert again.serialize() == twice.serialize()
     np.testing.assert_allclose(_run(again), _ort(model), rtol=1e-5, atol=1e-6)
+
+
+def test_a_blocked_tensor_that_is_also_a_graph_output(registry: PluginRegistry) -> None:
+    """``a1`` feeds blocked nodes and is a graph output: its producer writes ``a1@chw16``,
+    its blocked readers read that, and one Reformat step makes the LINEAR output."""
+    model = _model()
+    model.graph.output.append(
+        helper.make_tensor_value_info("a1", TensorProto.FLOAT, [2, C, 5, 6]))
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=False))
+    by_name = {nd.name: nd for nd in engine.nodes}
+    assert by_name["add1"].outputs == ("a1@chw16",) and by_name["relu2"].inputs == ("a1@chw16",)
+    assert "reformat a1@chw16 chw16->linear" in _reformats(engine)
+    assert engine.tensors["a1"].format is F.LINEAR and engine.tensors["a1"].kind == "output"
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = dict(zip(["y", "a1"], sess.run(["y", "a1"], _feeds()), strict=True))
+    with engine.create_execution_context() as ctx:
+        got = ctx.execute(_feeds())
+    for name in ("y", "a1"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
