@@ -26,10 +26,19 @@ from mini_infer_core.builder.timing_cache import TimingCache
 from mini_infer_core.engine.format import read_engine_file
 from mini_infer_core.engine.report._data import engine_data
 from mini_infer_core.engine.schedule import Schedule
-from mini_infer_core.plugin import TensorFormat, from_format, physical_shape, reformat, to_format
+from mini_infer_core.ops import activation
+from mini_infer_core.plugin import (
+    OnnxPluginCreator,
+    TensorFormat,
+    from_format,
+    physical_shape,
+    reformat,
+    to_format,
+)
 from mini_infer_core.plugin import _adapter as adapter
 from mini_infer_core.registry import PluginRegistry
 from mini_infer_core.registry._discovery import discover
+from mini_infer_core.testing import plugin_kit
 
 F = TensorFormat
 
@@ -431,3 +440,35 @@ def test_a_blocked_tensor_that_is_also_a_graph_output(registry: PluginRegistry) 
         got = ctx.execute(_feeds())
     for name in ("y", "a1"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+class _BlockedSigmoid(activation.Sigmoid):
+    """Sigmoid that takes NCHW16c and computes on every lane, padding included: its
+    padding channels come out 0.5, which the kit reports."""
+
+    def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+        return in_out[pos].format in (F.LINEAR, F.CHW16)
+
+    def compute(self, x: Any, *, out: Any, **_: Any) -> None:
+        out[...] = 1.0 / (1.0 + np.exp(-x))
+
+
+def test_the_plugin_kit_runs_a_plugin_in_a_format(registry: PluginRegistry) -> None:
+    """``run_plugin(..., formats=...)``: inputs given LINEAR are handed over blocked, the
+    outputs come back LINEAR; a refused combination and non-zero padding are reported."""
+    rec = registry.get_creator("Add", "1", "com.test.blocked")
+    assert rec is not None
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, C, 3, 4)).astype(np.float32)
+    bias = rng.standard_normal((C, 1, 1)).astype(np.float32)
+    add = adapter.create(rec.creator, "add", mi.plugin.PluginFieldCollection([]))
+    (out,) = plugin_kit.run_plugin(add, [x, bias], formats=[F.CHW16, F.LINEAR, F.CHW16])
+    np.testing.assert_allclose(out, x + bias, rtol=1e-6)
+    with pytest.raises(plugin_kit.PluginCheckError, match="refuses HWC at position 0"):
+        plugin_kit.run_plugin(add, [x, bias], formats=[F.HWC, F.LINEAR, F.HWC])
+    sigmoid = OnnxPluginCreator(_BlockedSigmoid, namespace="t").create_plugin(
+        "s", mi.plugin.PluginFieldCollection([]))
+    (ok,) = plugin_kit.run_plugin(sigmoid, [x[:, :16]], formats=[F.CHW16, F.CHW16])
+    np.testing.assert_allclose(ok, 1 / (1 + np.exp(-x[:, :16])), rtol=1e-6)
+    with pytest.raises(plugin_kit.PluginCheckError, match="non-zero padding channels"):
+        plugin_kit.run_plugin(sigmoid, [x], formats=[F.CHW16, F.CHW16])

@@ -22,7 +22,7 @@ from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
            "configure_concrete", "configure_build", "format_combination", "offers_formats",
-           "workspace_size",
+           "supports_at", "workspace_size",
            "create", "deserialize",
            "ability_of", "values_of", "fusion_of", "packing_of", "tactics_of",
            "is_data_dependent", "dynamic_of", "bound_run_of", "in_place_of", "subgraphs_of",
@@ -189,6 +189,14 @@ def offers_formats(plugin: IPluginV2) -> bool:
             OnnxPlugin.supports_format_combination,
             IPluginV2DynamicExt.supports_format_combination)
     return type(plugin).supports_format is not IPluginV2.supports_format
+
+
+def supports_at(plugin: IPluginV2, pos: int, in_out: Sequence[PluginTensorDesc],
+                num_inputs: int) -> bool:
+    """Whether the plugin takes ``in_out[pos]`` (type and format) in this combination."""
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return bool(plugin.supports_format_combination(pos, in_out, num_inputs))
+    return bool(plugin.supports_format(in_out[pos].dtype, in_out[pos].format))
 
 
 def format_combination(plugin: IPluginV2,
