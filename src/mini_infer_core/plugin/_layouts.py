@@ -83,17 +83,38 @@ def from_format(x: Any, fmt: TensorFormat, shape: Sequence[int], out: Any = None
         return out
     rank = len(shape)
     if fmt is TensorFormat.HWC:
-        out[...] = x.transpose(_from_last(rank))
+        _hwc_into(out)[...] = x
         return out
     k, c = fmt.block, shape[1]
     full, rest = divmod(c, k)
     if full:
-        # (N, full, *S, k) -> (N, full, k, *S) -> (N, full * k, *S)
+        # (N, full, *S, k) -> (N, full, k, *S), written in one pass through a view of ``out``
         blocks = x[:, :full].transpose((0, 1, rank, *range(2, rank)))
-        out[:, : full * k] = blocks.reshape((shape[0], full * k, *shape[2:]))
+        into = _split_channels(out[:, : full * k], full, k)
+        if into is not None:
+            into[...] = blocks
+        else:
+            out[:, : full * k] = blocks.reshape((shape[0], full * k, *shape[2:]))
     if rest:
         out[:, full * k:] = x[:, full, ..., :rest].transpose(_from_last(rank))
     return out
+
+
+def _split_channels(view: Any, full: int, k: int) -> Any:
+    """``view`` (N, full * k, *S) as (N, full, k, *S) without a copy, or None where that
+    cannot be (setting ``shape`` on a view refuses rather than copying)."""
+    split = view.view()
+    try:
+        split.shape = (view.shape[0], full, k, *view.shape[2:])
+    except (AttributeError, ValueError):
+        return None
+    return split
+
+
+def _hwc_into(out: Any) -> Any:
+    """``out`` (N, C, *S) seen as (N, *S, C): the view a channels-last tensor is written
+    through in one pass."""
+    return out.transpose(_to_last(out.ndim))
 
 
 def reformat(x: Any, src: TensorFormat, dst: TensorFormat, shape: Sequence[int],
