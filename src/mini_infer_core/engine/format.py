@@ -35,7 +35,6 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import EngineFormatError, EngineIntegrityError, PluginInterfaceError, node_errors
-from ..plugin import TensorFormat
 from ._files import temp_beside
 from ._versions import check_producer, format_advice, producer_of
 
@@ -102,7 +101,7 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
     for n, t in engine.tensors.items():
         if not t.value_kind.is_tensor:  # a sequence, optional or map: what wraps the tensor
             tensors[n]["value"] = t.value_kind.to_json()
-        if t.format is not TensorFormat.LINEAR:  # absent: LINEAR (files before formats)
+        if t.format.value != "linear":  # absent: LINEAR (as in files from before formats)
             tensors[n]["format"] = t.format.value
     header = {
         "format": "mini-infer-engine", "producer": f"mini-infer-core {__version__}",
