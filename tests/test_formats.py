@@ -36,7 +36,7 @@ from mini_infer_core.plugin import (
     to_format,
 )
 from mini_infer_core.plugin import _adapter as adapter
-from mini_infer_core.registry import PluginRegistry
+from mini_infer_core.registry import PluginRegistry, _discovery
 from mini_infer_core.registry._discovery import discover
 from mini_infer_core.testing import plugin_kit
 
@@ -168,12 +168,21 @@ def mini_infer_creators():
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Two third-party distributions: ``mi-test-blocked`` (Relu and Add in NCHW16c) and
-    ``mi-test-linear`` (a LINEAR-only Sigmoid), importable here and on PYTHONPATH."""
+    ``mi-test-linear`` (a LINEAR-only Sigmoid), importable here and on PYTHONPATH (use
+    :func:`_env`). The process-wide registry, should this test make it, is dropped after."""
     folder = tmp_path / "site"
     install_plugin_module(folder, "mi-test-blocked", "0.0.1", "blocked", BLOCKED)
     install_plugin_module(folder, "mi-test-linear", "0.0.1", "linearonly", LINEAR_ONLY)
     monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(_discovery, "_default", None)
     return folder
+
+
+def _env(site: Path) -> dict[str, str]:
+    """A child process's environment that finds the test distributions, without writing a
+    discovery cache others would read (the distributions are not on their path)."""
+    return {**os.environ, "MINI_INFER_DISCOVERY_CACHE": "0",
+            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
 @pytest.fixture
@@ -315,8 +324,7 @@ def test_formats_survive_the_engine_file_in_another_process(
     header = read_engine_file(path).header
     assert header["tensors"]["r1"]["format"] == "chw16"
     assert "format" not in header["tensors"]["s"]  # LINEAR: absent, as before formats
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(site), os.environ.get("PYTHONPATH", "")])}
+    env = _env(site)
     out = tmp_path / "y.npy"
     done = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(out)], env=env,
                           capture_output=True, text=True, timeout=300)
@@ -377,7 +385,7 @@ def test_per_node_compare_reads_blocked_tensors_in_their_logical_layout(
     engine (held in NCHW16c) is compared in NCHW, and all match."""
     path = tmp_path / "m.onnx"
     onnx.save(_model(), str(path))
-    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = _env(site)
     data = json.loads(run_cli("compare", str(path), "--b", "onnxruntime", "--per-node",
                               "--json", "--no-tactic-timing", env=env).stdout)
     assert data["match"] is True
