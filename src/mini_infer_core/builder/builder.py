@@ -24,6 +24,8 @@ from ..plugin import DataType, DimsExprs, PluginFieldType, SubgraphFactory
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 from .folding import fold
+from .format_timing import time_formats
+from .formats import negotiate_formats
 from .fusion import Fuser, fuse
 from .infer import infer, where_of
 from .inline import inline_if
@@ -94,6 +96,9 @@ class BuilderConfig:
     #: timings are read from it and the new ones added (the file is rewritten); builds with
     #: the same cache make the same engine, byte for byte (see timing_cache.py)
     timing_cache: TimingCache | str | os.PathLike[str] | None = None
+    #: negotiate tensor formats with the plugins (formats.py: CHW16, CHW8, CHW4, HWC where
+    #: plugins take them, Reformat steps between); off: every tensor LINEAR
+    negotiate_formats: bool = True
 
     def add_optimization_profile(self, profile: OptimizationProfile) -> int:
         self.profiles.append(profile)
@@ -104,8 +109,8 @@ class Builder:
     """TensorRT's IBuilder: ``Builder(registry).build_engine(network, config)``.
 
     A build is a sequence of passes over one :class:`~.state.BuildState` (see state.py):
-    select; per node infer, fold, fuse, precision, keep; then prune, place, tensors,
-    tactics, pack, plan."""
+    select; per node infer, fold, fuse, precision, keep; then prune, place, formats,
+    tensors, tactics, pack, plan."""
 
     def __init__(self, registry: PluginRegistry | None = None) -> None:
         self.registry = registry if registry is not None else get_plugin_registry()
@@ -142,6 +147,7 @@ class Builder:
         _sweep(state, len(state.network.nodes))
         used = prune(state)
         place(state)
+        negotiate_formats(state)
         tensors(state, used)
         state.info.update(_summary(state), nodes_imported=imported)
         state.info["profiles"] = check_profiles(state)
@@ -153,6 +159,9 @@ class Builder:
         engine = self._pack(state, done, tuned=False, collect=False)
         if state.config.time_tactics and state.info["device_available"]:
             cache = open_timing_cache(config.timing_cache)
+            timed = time_formats(state, used, cache)
+            if timed is not None:
+                engine = timed
             state.info["tactics"] = time_tactics(engine, cache)
             if cache is not None and cache.path is not None and (
                     cache.added or not cache.path.exists()):  # "created if missing"

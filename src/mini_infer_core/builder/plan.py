@@ -11,6 +11,7 @@ import numpy as np
 from ..engine.engine import Engine, TensorSpec
 from ..engine.schedule import Schedule
 from ..errors import BuildError, InputError
+from ..plugin import TensorFormat
 from ..plugin import _adapter as adapter
 from .state import BuildState
 
@@ -32,7 +33,8 @@ def tensors(state: BuildState, used: set[str]) -> None:
     for nd in state.nodes:
         for o in nd.outputs:
             specs[o] = TensorSpec(o, types[o], dims[o],
-                                  "activation" if o in consumed else "scratch", state.kind(o))
+                                  "activation" if o in consumed else "scratch", state.kind(o),
+                                  state.formats.get(o, TensorFormat.LINEAR))
     for o in state.output_names:
         if o in specs and specs[o].kind in ("activation", "scratch"):
             specs[o] = TensorSpec(o, types[o], dims[o], "output", state.kind(o))

@@ -8,8 +8,9 @@ A build is a sequence of passes over one :class:`BuildState` (builder.py lists t
   (fusion.py: absorb the consumer), ``precision`` (precision.py: fp16 and its casts), then the
   node is configured and kept;
 - graph passes after the nodes: ``prune`` (prune.py), ``place`` (placement.py: copies between
-  devices), ``tensors`` (plan.py), ``tactics`` (tactics.py), ``pack`` (packing.py) and
-  ``plan`` (plan.py: the memory plan).
+  devices), ``formats`` (formats.py: formats negotiated, reformat steps), ``tensors``
+  (plan.py), ``tactics`` (tactics.py), ``pack`` (packing.py) and ``plan`` (plan.py: the
+  memory plan).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..plugin import (
     DimsExprs,
     IPluginV2,
     SubgraphFactory,
+    TensorFormat,
     ValueKind,
 )
 from ..registry import CreatorRecord, PluginRegistry
@@ -35,6 +37,7 @@ from ..registry import CreatorRecord, PluginRegistry
 if TYPE_CHECKING:
     from ..engine.engine import Engine, EngineNode, TensorSpec
     from .builder import BuilderConfig
+    from .formats import FormatPlan
     from .fusion import Fuser
     from .precision import Precision
     from .selection import Selector
@@ -64,6 +67,10 @@ class BuildState:
     constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     #: the values that are no tensors (sequences, optionals, maps); absent: a tensor
     kinds: dict[str, ValueKind] = field(default_factory=dict)
+    #: the tensors held in another format than LINEAR, and what the formats pass offered
+    #: (formats.py; format_timing.py times it)
+    formats: dict[str, TensorFormat] = field(default_factory=dict)
+    format_plan: FormatPlan | None = None
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     #: the engine's steps so far

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..engine.engine import Engine, EngineNode
 from ..engine.format import plugin_bytes
-from ..plugin import DimsExprs
+from ..plugin import DimsExprs, TensorFormat
 from ..plugin import _adapter as adapter
 from .timing_cache import TimingCache, host_identity
 
@@ -90,11 +90,17 @@ def _key(engine: Engine, step: int) -> str:
     # a failing serialize() is the error writing the engine would give, naming the node
     fields = hashlib.sha256(plugin_bytes(nd)).hexdigest()[:16]
     ins = ";".join(f"{engine.tensors[n].dtype.name}{list(engine.tensors[n].dims.to_tuple())}"
+                   + _format_key(engine.tensors[n].format)
                    if n else "-" for n in nd.inputs)
     dist = f"{nd.distribution}=={nd.distribution_version}" if nd.distribution else "in-process"
     dev = f"{device.name}[{device.identity()}]" if device.identity() else device.name
     return (f"{nd.plugin_namespace}::{nd.plugin_name}/v{nd.plugin_version} {dist} | "
             f"{nd.op_type} fields:{fields} | in {ins} | {dev} | {host_identity()[0]}")
+
+
+def _format_key(fmt: TensorFormat) -> str:
+    """A key's mark of an input's format (none for LINEAR: keys made before formats hold)."""
+    return "" if fmt is TensorFormat.LINEAR else f"@{fmt.value}"
 
 
 def cache_hits(engine: Engine, cache: TimingCache) -> dict[str, Any]:

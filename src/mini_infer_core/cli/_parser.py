@@ -151,7 +151,9 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     b.add_argument("--pin", action="append", default=[], metavar="OP=PROVIDER",
                    help="use this namespace or distribution for operator OP")
     flags(b, strict_device="fail instead of falling back to the CPU for nodes the device lacks",
-          fp16="run nodes in half precision where the device's plugins accept it")
+          fp16="run nodes in half precision where the device's plugins accept it",
+          linear_only="keep every tensor LINEAR (NCHW): no format negotiation, no reformat "
+          "steps")
     _shape(b, "fix a dynamic input's shape in the engine (settles control flow on shapes; "
            "needed by models whose branches differ in rank)")
     b.add_argument("--timing-cache", metavar="FILE",

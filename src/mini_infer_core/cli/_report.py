@@ -135,9 +135,14 @@ def engine_json(engine: Engine, schedule: Schedule | None) -> dict[str, Any]:
     from ..plugin._adapter import interface_level
 
     def shape(n: str) -> list[Any]:
-        if schedule is not None and n in schedule.shapes:
-            return list(schedule.shapes[n])
+        if schedule is not None and n in schedule.logical:
+            return list(schedule.logical[n])
         return list(engine.tensors[n].shape)
+
+    def tensor(n: str) -> dict[str, Any]:
+        spec = engine.tensors[n]
+        return {"name": n, "shape": shape(n), "dtype": spec.dtype.name,
+                "format": spec.format.value}
     nodes = []
     for step, nd in enumerate(engine.nodes):
         nodes.append({
@@ -145,10 +150,8 @@ def engine_json(engine: Engine, schedule: Schedule | None) -> dict[str, Any]:
             "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}", "plugin_version":
             nd.plugin_version, "interface": interface_level(nd.plugin),
             "distribution": nd.distribution, "distribution_version": nd.distribution_version,
-            "inputs": [{"name": n, "shape": shape(n), "dtype": engine.tensors[n].dtype.name}
-                       for n in nd.inputs if n],
-            "outputs": [{"name": n, "shape": shape(n), "dtype": engine.tensors[n].dtype.name}
-                        for n in nd.outputs],
+            "inputs": [tensor(n) for n in nd.inputs if n],
+            "outputs": [tensor(n) for n in nd.outputs],
             "arena_offsets": {n: schedule.offsets[n] for n in nd.outputs
                               if schedule and n in schedule.offsets},
             "workspace_bytes": schedule.workspace[step] if schedule else None,
@@ -170,12 +173,18 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
             out.append(f"  {k[:-1]:<6} {t['name']} {t['shape']} {t['dtype']}")
     out.append(f"nodes ({len(data['nodes'])}):")
     for n in data["nodes"]:
-        ins = ", ".join(f"{t['shape']}" for t in n["inputs"])
-        outs = ", ".join(f"{t['shape']}" for t in n["outputs"])
+        ins = ", ".join(_shape_text(t) for t in n["inputs"])
+        outs = ", ".join(_shape_text(t) for t in n["outputs"])
         out.append(f"  {n['name']:<28} {n['op_type']:<18} {n['plugin']} v{n['plugin_version']}"
                    f" [{n['device']}, {n['distribution']}] ({ins}) -> ({outs})")
     c = data["constants"]
     out.append(f"constants: {c['count']} tensors, {size_text(c['bytes'])}")
+    formats = data["build_info"].get("formats")
+    if formats:
+        held = ", ".join(f"{k} {v}" for k, v in formats["tensors"].items())
+        out.append(f"formats: {held + ' tensor(s)' if held else 'all linear'}; "
+                   f"{formats['reformats']} reformat step(s)"
+                   + (" (chosen by timing)" if formats.get("timed") else ""))
     mp = data["memory_plan"]
     if mp:
         out.append(f"memory plan: peak {size_text(mp['planned_peak_bytes'])} for "
@@ -184,6 +193,12 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
     else:
         out.append("memory plan: made at run time (dynamic input shapes)")
     return "\n".join(out)
+
+
+def _shape_text(t: dict[str, Any]) -> str:
+    """A tensor's shape, with its format where that is not LINEAR: ``[1, 20, 8, 8] chw16``."""
+    return f"{t['shape']}" + (f" {t['format']}" if t.get("format", "linear") != "linear"
+                              else "")
 
 
 def summary(arr: np.ndarray[Any, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DeviceError, InputError, MiniInferError
+from ..plugin import TensorFormat, from_format
 from ..registry import PluginRegistry
 from . import _args
 
@@ -180,6 +181,7 @@ def _mini_infer(device: str, reg: PluginRegistry, model: Any, args: argparse.Nam
             with marked.create_execution_context() as mctx:
                 values.update(mctx.execute(feeds))
             return values
+        sched = ctx.schedule
         for nd, step in zip(engine.nodes, ctx.steps, strict=True):
             step.plugin.enqueue(step.inputs, step.outputs, step.workspace, step.stream)
             step.stream.synchronize()
@@ -187,6 +189,9 @@ def _mini_infer(device: str, reg: PluginRegistry, model: Any, args: argparse.Nam
             for name, arr in zip(nd.outputs, step.outputs, strict=False):
                 if arr is not None:
                     values[name] = np.array(host.to_host(arr))
+                    fmt = engine.tensors[name].format
+                    if fmt is not TensorFormat.LINEAR and sched is not None:  # NCHW16c...
+                        values[name] = from_format(values[name], fmt, sched.logical[name])
         return values
 
     side = _Side(f"mini-infer {device}", ctx.execute, tensors, makers, ctx.close)

@@ -143,7 +143,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     engine = Builder(reg).build_engine(network, BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
         time_tactics=not args.no_tactic_timing, input_shapes=shapes,
-        timing_cache=args.timing_cache), release_network=True)
+        timing_cache=args.timing_cache, negotiate_formats=not args.linear_only),
+        release_network=True)
     t1 = time.perf_counter()
     try:
         engine.save(args.output)

@@ -66,7 +66,8 @@ class PlannedRuns:
             return plan
         sched = plan.schedule
         for step, plugin in enumerate(self.plugins):
-            adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step])
+            adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
+                                       sched.in_formats[step], sched.out_formats[step])
             if self._debug and made:
                 log.debug("configure %s", self.engine.nodes[step].describe())
         self._initialize()

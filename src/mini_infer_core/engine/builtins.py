@@ -3,7 +3,9 @@
 
 - ``Copy``: between devices, where a node runs on another device than the producer of its
   input (CPU fallback of a CUDA engine, for example);
-- ``Cast``: between FLOAT and HALF at the boundaries of nodes that run in fp16.
+- ``Cast``: between FLOAT and HALF at the boundaries of nodes that run in fp16;
+- ``Reformat``: between two tensor formats (LINEAR, CHW16...), where a node takes its input
+  in another format than its producer gives it (builder/formats.py).
 """
 
 from __future__ import annotations
@@ -18,18 +20,21 @@ from ..plugin import (
     DataType,
     Device,
     DimsExprs,
+    DynamicPluginTensorDesc,
     ExprBuilder,
     IDataDependentShapes,
     IPluginV2,
     IPluginV2DynamicExt,
+    TensorFormat,
     ValueKind,
     decode_fields,
     encode_fields,
     fields_from_values,
 )
 from ..plugin._kinds import map_tensors
+from ..plugin._layouts import reformat
 
-__all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "ValueCopyPlugin",
+__all__ = ["CORE_NAMESPACE", "CastPlugin", "CopyPlugin", "ReformatPlugin", "ValueCopyPlugin",
            "deserialize_builtin"]
 
 CORE_NAMESPACE = "mini_infer.core"
@@ -138,6 +143,51 @@ class CastPlugin(_CoreStep):
         return f"CastPlugin(to {self.to.name})"
 
 
+class ReformatPlugin(_CoreStep):
+    """A tensor from one format into another (``src`` -> ``dst``), on whatever device holds
+    it; its shape (logical) is told by ``configure_plugin``."""
+
+    plugin_type = "Reformat"
+
+    def __init__(self, src: TensorFormat, dst: TensorFormat) -> None:
+        self.src, self.dst = src, dst
+        self.shape: tuple[int, ...] = ()
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
+                                    num_inputs: int) -> bool:
+        return in_out[pos].format is (self.src if pos < num_inputs else self.dst)
+
+    def configure_plugin(self, inputs: Sequence[DynamicPluginTensorDesc],  # type: ignore[override]
+                         outputs: Sequence[DynamicPluginTensorDesc]) -> None:
+        self.shape = tuple(inputs[0].desc.shape)
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        scope = getattr(stream, "stream", None)
+        with scope if scope is not None else contextlib.nullcontext():
+            reformat(inputs[0], self.src, self.dst, self.shape, outputs[0])
+
+    def serialize(self) -> bytes:
+        return encode_fields(fields_from_values({"src": self.src.value, "dst": self.dst.value}))
+
+    def clone(self) -> IPluginV2:
+        twin = ReformatPlugin(self.src, self.dst)
+        twin.shape = self.shape
+        return twin
+
+    def __repr__(self) -> str:
+        return f"ReformatPlugin({self.src.name} -> {self.dst.name})"
+
+
+def _format(value: object) -> TensorFormat:
+    try:
+        return TensorFormat(str(value))
+    except ValueError as exc:
+        raise EngineFormatError(
+            f"core plugin Reformat: unknown tensor format {value!r}; the engine was built by a "
+            "newer mini-infer-core: upgrade mini-infer-core or rebuild the engine") from exc
+
+
 def deserialize_builtin(name: str, version: str, data: bytes) -> IPluginV2:
     values = decode_fields(data).values_dict()
     if name == "Copy" and version == "1":
@@ -150,5 +200,7 @@ def deserialize_builtin(name: str, version: str, data: bytes) -> IPluginV2:
         return CopyPlugin(str(values["src"]), str(values["dst"]))
     if name == "Cast" and version == "1":
         return CastPlugin(DataType[str(values["to"])])
+    if name == "Reformat" and version == "1":
+        return ReformatPlugin(_format(values["src"]), _format(values["dst"]))
     raise EngineFormatError(f"unknown core plugin {name!r} version {version!r}; the engine was "
                             "built by a newer mini-infer-core")

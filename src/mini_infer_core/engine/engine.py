@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, ValueKind
+from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, TensorFormat, ValueKind
 from .format import serialize_engine, write_engine
 
 if TYPE_CHECKING:
@@ -27,13 +27,16 @@ log = logging.getLogger("mini_infer.lifecycle")
 class TensorSpec:
     """A tensor of the engine. kind: input | output | constant | activation | scratch.
     A sequence, optional or map (``value_kind``) has its innermost tensor's type and
-    dimensions; it lives outside every arena (the node that makes it returns it)."""
+    dimensions; it lives outside every arena (the node that makes it returns it). ``dims``
+    are the logical dimensions; ``format`` says how the elements lie in memory (the arrays
+    that hold it have ``physical_shape(shape, format)``; see builder/formats.py)."""
 
     name: str
     dtype: DataType
     dims: DimsExprs
     kind: str
     value_kind: ValueKind = TENSOR
+    format: TensorFormat = TensorFormat.LINEAR
 
     @property
     def shape(self) -> tuple[int | str, ...]:

@@ -97,6 +97,8 @@ def _header_and_blobs(engine: Engine) -> tuple[dict[str, Any], list[bytes | np.n
     for n, t in engine.tensors.items():
         if not t.value_kind.is_tensor:  # a sequence, optional or map: what wraps the tensor
             tensors[n]["value"] = t.value_kind.to_json()
+        if t.format.value != "linear":  # absent: LINEAR (as in files from before formats)
+            tensors[n]["format"] = t.format.value
     header = {
         "format": "mini-infer-engine", "producer": f"mini-infer-core {__version__}",
         "name": engine.name, "device": engine.device_name,

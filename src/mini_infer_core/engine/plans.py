@@ -75,7 +75,7 @@ def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> 
     """Whether the step is an ``in_place_only`` plugin whose every in-place input the
     schedule placed inside its output (so the output already holds the result)."""
     ability = adapter.in_place_of(plugin)
-    if ability is None or not ability.in_place_only:
+    if ability is None or not ability.in_place_only or sched.blocked(step):
         return False
     wanted = ability.in_place_inputs(sched.in_descs[step], sched.out_descs[step]) or {}
     if not wanted:

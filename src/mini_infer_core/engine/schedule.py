@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..plugin import DataType, IPluginV2
+from ..plugin import DataType, IPluginV2, TensorFormat
 from ..plugin import _adapter as adapter
+from ..plugin._layouts import physical_shape
 from .memory import MemoryPlan, plan_memory
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ class Schedule:
     def __init__(self, engine: Engine, bindings: Mapping[str, int],
                  plugins: Sequence[IPluginV2] | None = None) -> None:
         self.bindings = dict(bindings)
+        #: every tensor's array shape (its format's physical shape) and logical shape
         self.shapes: dict[str, tuple[int, ...]] = {}
+        logical: dict[str, tuple[int, ...]] = self.shapes
         for name, spec in engine.tensors.items():
             if not spec.value_kind.is_tensor:
                 continue  # sequences, optionals, maps: made by the nodes at run time
@@ -44,16 +47,27 @@ class Schedule:
                     f"tensor {name!r} ({producer}) would have the negative shape {shape}"
                     + (f" for the input dimensions {self.bindings}" if self.bindings else "")
                     + ": the model's shapes are inconsistent with these dimensions")
-        plugins = plugins if plugins is not None else [n.plugin for n in engine.nodes]
         t = engine.tensors
+        if any(spec.format is not TensorFormat.LINEAR for spec in t.values()):
+            logical = dict(self.shapes)
+            for name, shape in logical.items():
+                self.shapes[name] = physical_shape(shape, t[name].format)
+        self.logical = logical
+        plugins = plugins if plugins is not None else [n.plugin for n in engine.nodes]
+        #: per step, its inputs' and outputs' (logical shape, type) and formats
         self.in_descs: list[list[Desc | None]] = []
         self.out_descs: list[list[Desc]] = []
+        self.in_formats: list[list[TensorFormat]] = []
+        self.out_formats: list[list[TensorFormat]] = []
         self.workspace: list[int] = []
         for node, plugin in zip(engine.nodes, plugins, strict=True):
-            ins = [(self.shapes[n], t[n].dtype) if n else None for n in node.inputs]
-            outs = [(self.shapes[o], t[o].dtype) for o in node.outputs]
+            ins = [(logical[n], t[n].dtype) if n else None for n in node.inputs]
+            outs = [(logical[o], t[o].dtype) for o in node.outputs]
             self.in_descs.append(ins)
             self.out_descs.append(outs)
+            self.in_formats.append([t[n].format if n else TensorFormat.LINEAR
+                                    for n in node.inputs])
+            self.out_formats.append([t[o].format for o in node.outputs])
             self.workspace.append(adapter.workspace_size(plugin, ins, outs))
         first: dict[str, int] = {}
         last: dict[str, int] = {}
@@ -114,7 +128,7 @@ class Schedule:
         composed: dict[str, dict[str, int]] = {}
         for step, (node, plugin) in enumerate(zip(engine.nodes, plugins, strict=True)):
             ability = adapter.in_place_of(plugin)
-            if ability is None:
+            if ability is None or self.blocked(step):
                 continue
             seen = [n for n in node.inputs if n]
             wanted = ability.in_place_inputs(self.in_descs[step], self.out_descs[step]) or {}
@@ -143,6 +157,12 @@ class Schedule:
                         self.nbytes(out, t[out].dtype) and len(inside) == len(seen):
                     composed[out] = inside
         return aliases
+
+    def blocked(self, step: int) -> bool:
+        """Whether some tensor of the step is in another format than LINEAR (no input of
+        such a step lives inside its output)."""
+        return any(f is not TensorFormat.LINEAR
+                   for f in (*self.in_formats[step], *self.out_formats[step]))
 
     def _place_holder(self, name: str, out: str, start: int, places: Mapping[str, int],
                       composed: Mapping[str, dict[str, int]], t: Mapping[str, Any]) -> None:

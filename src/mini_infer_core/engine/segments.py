@@ -100,7 +100,8 @@ class SegmentedRun:
         for name in (*read, *made):
             spec = engine.tensors[name]
             kind = "input" if name in inputs else "output" if name in outputs else spec.kind
-            tensors[name] = TensorSpec(name, spec.dtype, spec.dims, kind, spec.value_kind)
+            tensors[name] = TensorSpec(name, spec.dtype, spec.dims, kind, spec.value_kind,
+                                       spec.format)
         sub = _SubEngine(engine.name, engine.device, engine.devices, tensors,
                          {n: engine.constants[n] for n in read if n in engine.constants},
                          tuple(nodes), inputs, outputs)
@@ -136,7 +137,8 @@ class SegmentedRun:
         if plan is not seg.current:
             for k, step in enumerate(seg.steps):
                 adapter.configure_concrete(self.plugins[step], sched.in_descs[k],
-                                           sched.out_descs[k])
+                                           sched.out_descs[k], sched.in_formats[k],
+                                           sched.out_formats[k])
             seg.current = plan
         bound = {n: values[n] for n in seg.engine.input_names}
         tensors = seg.engine.tensors

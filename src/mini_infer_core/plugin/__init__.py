@@ -37,6 +37,7 @@ from ._fields import (
 )
 from ._interfaces import IPluginCreator, IPluginV2, IPluginV2DynamicExt, IPluginV2Ext
 from ._kinds import TENSOR, ValueKind, ValueSpec
+from ._layouts import from_format, physical_shape, reformat, to_format
 from ._lazy import LazyPluginCreator
 from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
 
@@ -125,7 +126,11 @@ __all__ = [
     "decode_fields",
     "encode_fields",
     "fields_from_values",
+    "from_format",
     "per_channel",
+    "physical_shape",
+    "reformat",
     "shapes",
+    "to_format",
 ]
 __all__ += _capabilities.__all__

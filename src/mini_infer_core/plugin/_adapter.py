@@ -21,7 +21,9 @@ from ._types import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorF
 from ._v3 import V3Plugin, as_v2
 
 __all__ = ["interface_level", "check_input_count", "infer_outputs", "check_formats",
-           "configure_concrete", "configure_build", "workspace_size", "create", "deserialize",
+           "configure_concrete", "configure_build", "format_combination", "offers_formats",
+           "supports_at", "workspace_size",
+           "create", "deserialize",
            "ability_of", "values_of", "fusion_of", "packing_of", "tactics_of",
            "is_data_dependent", "dynamic_of", "bound_run_of", "in_place_of", "subgraphs_of",
            "may_fold", "graph_safe", "clone", "refused_kind", "output_kinds", "check_kinds"]
@@ -118,26 +120,41 @@ def check_formats(plugin: IPluginV2, in_types: Sequence[DataType | None],
                 "in linear format")
 
 
+Formats = Sequence[TensorFormat] | None
+
+
+def _fmt(formats: Formats, k: int) -> TensorFormat:
+    return formats[k] if formats is not None else TensorFormat.LINEAR
+
+
 def configure_build(plugin: IPluginV2, in_descs: Sequence[tuple[DimsExprs, DataType] | None],
-                    out_descs: Sequence[tuple[DimsExprs, DataType]]) -> None:
-    """Build-time configure with possibly symbolic shapes (only DynamicExt sees them)."""
+                    out_descs: Sequence[tuple[DimsExprs, DataType]],
+                    in_formats: Formats = None, out_formats: Formats = None) -> None:
+    """Build-time configure with possibly symbolic shapes (only DynamicExt sees them) and
+    the formats negotiated (LINEAR where not given)."""
     if isinstance(plugin, IPluginV2DynamicExt):
-        def dyn(d: tuple[DimsExprs, DataType]) -> DynamicPluginTensorDesc:
+        def dyn(d: tuple[DimsExprs, DataType], f: TensorFormat) -> DynamicPluginTensorDesc:
             shape = tuple(x.get_constant_value() if x.is_constant() else -1 for x in d[0])
-            return DynamicPluginTensorDesc(PluginTensorDesc(shape, d[1]), d[0])
-        plugin.configure_plugin([dyn(d) if d is not None else None for d in in_descs],  # type: ignore[misc]
-                                [dyn(d) for d in out_descs])
+            return DynamicPluginTensorDesc(PluginTensorDesc(shape, d[1], f), d[0])
+        plugin.configure_plugin(
+            [dyn(d, _fmt(in_formats, k)) if d is not None else None  # type: ignore[misc]
+             for k, d in enumerate(in_descs)],
+            [dyn(d, _fmt(out_formats, k)) for k, d in enumerate(out_descs)])
     else:
         configure_concrete(plugin,
                            [(d[0].to_tuple(), d[1]) if d is not None else None for d in in_descs],
-                           [(d[0].to_tuple(), d[1]) for d in out_descs])
+                           [(d[0].to_tuple(), d[1]) for d in out_descs], in_formats,
+                           out_formats)
 
 
 def configure_concrete(plugin: IPluginV2,
                        in_descs: Sequence[tuple[tuple[int, ...], DataType] | None],
-                       out_descs: Sequence[tuple[tuple[int, ...], DataType]]) -> None:
-    ins = [PluginTensorDesc(d[0], d[1]) if d is not None else None for d in in_descs]
-    outs = [PluginTensorDesc(s, t) for s, t in out_descs]
+                       out_descs: Sequence[tuple[tuple[int, ...], DataType]],
+                       in_formats: Formats = None, out_formats: Formats = None) -> None:
+    """Configure with concrete (logical) shapes and the negotiated formats."""
+    ins = [PluginTensorDesc(d[0], d[1], _fmt(in_formats, k)) if d is not None else None
+           for k, d in enumerate(in_descs)]
+    outs = [PluginTensorDesc(s, t, _fmt(out_formats, k)) for k, (s, t) in enumerate(out_descs)]
     if isinstance(plugin, V3Plugin):
         plugin.on_shape_change(ins, outs)
     elif isinstance(plugin, IPluginV2DynamicExt):
@@ -150,8 +167,69 @@ def configure_concrete(plugin: IPluginV2,
     else:
         present = [d for d in ins if d is not None]
         dtype = present[0].dtype if present else (outs[0].dtype if outs else DataType.FLOAT)
+        fmt = present[0].format if present else (outs[0].format if outs else
+                                                 TensorFormat.LINEAR)
         plugin.configure_with_format([d.shape for d in present], [d.shape for d in outs], dtype,
-                                     TensorFormat.LINEAR, 1)
+                                     fmt, 1)
+
+
+def offers_formats(plugin: IPluginV2) -> bool:
+    """Whether the plugin may take a format other than LINEAR: it overrides
+    ``supports_format_combination`` (``supports_format`` for IPluginV2 / IPluginV2Ext)
+    rather than keeping the LINEAR-only default. A quick test, so that the formats pass
+    asks nothing of the plugins that cannot answer yes (nearly all)."""
+    from ._base import OnnxPlugin
+    from ._v3 import IPluginV3OneBuild
+
+    if isinstance(plugin, V3Plugin):
+        return type(plugin.build).supports_format_combination is not \
+            IPluginV3OneBuild.supports_format_combination
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return type(plugin).supports_format_combination not in (
+            OnnxPlugin.supports_format_combination,
+            IPluginV2DynamicExt.supports_format_combination)
+    return type(plugin).supports_format is not IPluginV2.supports_format
+
+
+def supports_at(plugin: IPluginV2, pos: int, in_out: Sequence[PluginTensorDesc],
+                num_inputs: int) -> bool:
+    """Whether the plugin takes ``in_out[pos]`` (type and format) in this combination."""
+    if isinstance(plugin, IPluginV2DynamicExt):
+        return bool(plugin.supports_format_combination(pos, in_out, num_inputs))
+    return bool(plugin.supports_format(in_out[pos].dtype, in_out[pos].format))
+
+
+def format_combination(plugin: IPluginV2,
+                       descs: Sequence[tuple[tuple[int, ...], DataType] | None],
+                       num_inputs: int, eligible: Sequence[bool], fmt: TensorFormat
+                       ) -> list[TensorFormat] | None:
+    """The formats, per position (inputs then outputs), the plugin takes when offered ``fmt``
+    wherever ``eligible`` (LINEAR elsewhere): position by position, as TensorRT's builder
+    asks ``supportsFormatCombination`` (the positions before ``pos`` are settled, the later
+    ones hold the candidate), ``fmt`` where the plugin takes it there, else LINEAR. None
+    where the plugin takes neither at some position, or takes ``fmt`` nowhere.
+
+    ``descs`` shapes hold -1 for a dimension unknown at build time; an absent input (None)
+    is not asked about. An IPluginV2 or IPluginV2Ext has one format for all its
+    tensors (``supports_format``): ``fmt`` everywhere or nothing."""
+    chosen = [fmt if ok else TensorFormat.LINEAR for ok in eligible]
+    if not isinstance(plugin, IPluginV2DynamicExt):
+        if not all(eligible) or not all(plugin.supports_format(d[1], fmt)
+                                        for d in descs if d is not None):
+            return None
+        return chosen
+    filled = [d if d is not None else ((), DataType.FLOAT) for d in descs]
+    for pos in range(len(descs)):
+        if descs[pos] is None:
+            continue
+        for option in dict.fromkeys([chosen[pos], TensorFormat.LINEAR]):
+            chosen[pos] = option
+            given = [PluginTensorDesc(s, t, f) for (s, t), f in zip(filled, chosen, strict=True)]
+            if plugin.supports_format_combination(pos, given, num_inputs):
+                break
+        else:
+            return None
+    return chosen if fmt in chosen else None
 
 
 def workspace_size(plugin: IPluginV2,

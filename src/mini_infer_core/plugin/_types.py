@@ -117,11 +117,34 @@ def _numpy_dtype(t: DataType) -> np.dtype[np.generic]:
 
 
 class TensorFormat(enum.Enum):
-    """Memory layouts. Only LINEAR (row-major, dense) is produced by the ONNX importer."""
+    """Memory layouts of a tensor ``(N, C, *spatial)`` (rank 3 or more), TensorRT's
+    ``TensorFormat``. A tensor's shape is always its logical one; the format says how its
+    elements lie in memory (``physical_shape`` in ``_layouts.py``; converters there too):
+
+    - ``LINEAR``: row-major, dense (NCHW); what the importer produces, graph inputs and
+      outputs, and every plugin that does not say otherwise;
+    - ``CHW4`` / ``CHW8`` / ``CHW16``: channels in blocks of 4, 8 or 16, the block innermost:
+      ``(N, ceil(C/k), *spatial, k)``, the last block's missing channels zeros (TensorRT's
+      kCHW4 / kCHW16; oneDNN's nChw8c / nChw16c, OpenVINO's and onnxruntime's NCHWc);
+    - ``HWC``: channels last, ``(N, *spatial, C)`` (NHWC; TensorRT's kHWC).
+
+    The builder negotiates formats per node (``supports_format_combination``) and inserts
+    reformat steps where neighbours disagree (builder/formats.py).
+    """
 
     LINEAR = "linear"
     CHW4 = "chw4"
+    CHW8 = "chw8"
+    CHW16 = "chw16"
     HWC = "hwc"
+
+    @property
+    def block(self) -> int:
+        """The channels per block (4, 8, 16); 0 for a format without channel blocks."""
+        return _BLOCKS.get(self, 0)
+
+
+_BLOCKS = {TensorFormat.CHW4: 4, TensorFormat.CHW8: 8, TensorFormat.CHW16: 16}
 
 
 @dataclass(frozen=True)

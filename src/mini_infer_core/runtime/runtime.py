@@ -16,7 +16,16 @@ from ..errors import (
     PluginNotFoundError,
     node_errors,
 )
-from ..plugin import TENSOR, DataType, DimExpr, DimsExprs, IPluginV2, SubgraphFactory, ValueKind
+from ..plugin import (
+    TENSOR,
+    DataType,
+    DimExpr,
+    DimsExprs,
+    IPluginV2,
+    SubgraphFactory,
+    TensorFormat,
+    ValueKind,
+)
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry, install_hint
 from ._binding import allow_substitutes_default, check_substitutes
@@ -117,7 +126,8 @@ class Runtime:
         tensors = {
             n: TensorSpec(n, DataType[t["dtype"]],
                           DimsExprs([DimExpr.from_json(d) for d in t["shape"]]), t["kind"],
-                          ValueKind.from_json(t["value"]) if "value" in t else TENSOR)
+                          ValueKind.from_json(t["value"]) if "value" in t else TENSOR,
+                          _tensor_format(ef.label, n, t.get("format", "linear")))
             for n, t in h["tensors"].items()}
         nodes = []
         for nd in h["nodes"]:
@@ -150,6 +160,16 @@ class Runtime:
                            tuple(nd["inputs"]), tuple(nd["outputs"]))
         log.debug("construct %s (deserialized)", enode.describe())
         return enode
+
+
+def _tensor_format(label: str, name: str, value: object) -> TensorFormat:
+    try:
+        return TensorFormat(str(value))
+    except ValueError as exc:
+        raise EngineFormatError(
+            f"{label}: tensor {name!r} has the unknown format {value!r} (known: "
+            f"{[f.value for f in TensorFormat]}); the engine was built by a newer "
+            "mini-infer-core: upgrade mini-infer-core or rebuild the engine") from exc
 
 
 def load_engine(path: str | os.PathLike[str], registry: PluginRegistry | None = None) -> Engine:

@@ -24,7 +24,12 @@ from ..plugin import (
     DimsExprs,
     IPluginCreator,
     IPluginV2,
+    PluginTensorDesc,
+    TensorFormat,
     fields_from_values,
+    from_format,
+    physical_shape,
+    to_format,
 )
 from ..plugin import _adapter as adapter
 
@@ -119,9 +124,16 @@ def _read_only(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
-               device: Device | None = None, *, check_written: bool = True
+               device: Device | None = None, *, check_written: bool = True,
+               formats: Sequence[TensorFormat] | None = None
                ) -> list[np.ndarray[Any, Any]]:
     """Infer shapes and types, configure, initialize, enqueue, terminate — as the engine does.
+
+    ``formats`` (one per position, inputs then outputs; LINEAR where None) runs the plugin
+    in those tensor formats, as a negotiated engine would: the plugin must accept the
+    combination (``supports_format_combination``), gets its inputs converted (``to_format``)
+    and its outputs in their physical shapes; the outputs come back LINEAR, and the padding
+    channels of a blocked output must be zero. Inputs are given LINEAR, as always.
 
     With ``check_written`` every output is pre-filled with a sentinel (NaN, or the dtype's
     maximum) and must be fully overwritten (for float outputs; NaN outputs that the reference
@@ -135,19 +147,31 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
     in_types = [None if x is None else DataType.from_numpy(x.dtype) for x in inputs]
     where = f"plugin {plugin.plugin_namespace}::{plugin.plugin_type}"
     out_dims, out_types = adapter.infer_outputs(plugin, in_dims, in_types, where)
-    adapter.check_formats(plugin, in_types, out_types, where)
     in_descs = [None if x is None else (tuple(x.shape), t)
                 for x, t in zip(inputs, in_types, strict=True)]
     out_descs = [(d.to_tuple(), t) for d, t in zip(out_dims, out_types, strict=True)]
-    adapter.configure_concrete(plugin, in_descs, out_descs)  # type: ignore[arg-type]
+    fmts = list(formats) if formats is not None else \
+        [TensorFormat.LINEAR] * (len(inputs) + len(out_descs))
+    if len(fmts) != len(inputs) + len(out_descs):
+        raise ValueError(f"formats: {len(fmts)} given for {len(inputs)} input(s) and "
+                         f"{len(out_descs)} output(s)")
+    if formats is None:
+        adapter.check_formats(plugin, in_types, out_types, where)
+    else:
+        _check_combination(plugin, [*in_descs, *out_descs], fmts, len(inputs), where)
+    in_fmts, out_fmts = fmts[: len(inputs)], fmts[len(inputs):]
+    adapter.configure_concrete(plugin, in_descs, out_descs,  # type: ignore[arg-type]
+                               in_fmts, out_fmts)
     plugin.initialize()
     try:
         ws_size = adapter.workspace_size(plugin, in_descs, out_descs)  # type: ignore[arg-type]
         ws = device.allocate(ws_size) if ws_size else None
         outs = []
-        for shape, t in out_descs:
-            host = np.full(shape, _sentinel(t.numpy), dtype=t.numpy)
+        for (shape, t), f in zip(out_descs, out_fmts, strict=True):
+            host = np.full(physical_shape(shape, f), _sentinel(t.numpy), dtype=t.numpy)
             outs.append(device.to_device(host) if device.name != "cpu" else host)
+        inputs = [x if x is None or f is TensorFormat.LINEAR else to_format(x, f)
+                  for x, f in zip(inputs, in_fmts, strict=True)]
         dev_in = [None if x is None else device.to_device(_read_only(x)) for x in inputs]
         try:
             plugin.enqueue(dev_in, outs, ws, device.create_stream())
@@ -165,6 +189,18 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
     finally:
         plugin.terminate()
     result = [np.asarray(device.to_host(o)) for o in outs]
+    for k, ((shape, _), f) in enumerate(zip(out_descs, out_fmts, strict=True)):
+        if f is TensorFormat.LINEAR:
+            continue
+        r = result[k]
+        rest = shape[1] % f.block if f.block else 0
+        if rest and r.shape == physical_shape(shape, f) and r[:, -1, ..., rest:].any():
+            raise PluginCheckError(
+                f"{where}: output {k} ({f.name}) has non-zero padding channels (channels "
+                f"{shape[1]} to {-(-shape[1] // f.block) * f.block - 1} of the last block): "
+                "write zeros there, the next node may read them")
+        if r.shape == physical_shape(shape, f):
+            result[k] = from_format(r, f, shape)
     for k, (r, (shape, t)) in enumerate(zip(result, out_descs, strict=True)):
         if r.shape != shape or r.dtype != t.numpy:
             raise PluginCheckError(
@@ -174,6 +210,18 @@ def run_plugin(plugin: IPluginV2, inputs: Sequence[np.ndarray[Any, Any] | None],
                 f"{where}: output {k} has {int(np.isnan(r).sum())} element(s) enqueue did not "
                 "write (or NaN results): the declared shape is larger than what is computed")
     return result
+
+
+def _check_combination(plugin: IPluginV2, descs: Sequence[Any],
+                       fmts: Sequence[TensorFormat], num_inputs: int, where: str) -> None:
+    """The plugin takes ``fmts`` at every position (as the builder would have asked)."""
+    given = [PluginTensorDesc(d[0], d[1], f) if d is not None else
+             PluginTensorDesc((), DataType.FLOAT) for d, f in zip(descs, fmts, strict=True)]
+    for pos, d in enumerate(descs):
+        if d is not None and not adapter.supports_at(plugin, pos, given, num_inputs):
+            raise PluginCheckError(
+                f"{where}: supports_format_combination refuses {fmts[pos].name} at position "
+                f"{pos} of the combination {[f.name for f in fmts]}")
 
 
 def reference_outputs(op_type: str, attrs: Mapping[str, Any],

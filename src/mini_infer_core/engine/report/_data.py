@@ -58,6 +58,7 @@ def engine_data(engine: Engine) -> dict[str, Any]:
             "inputs": [_tensor(engine, n) for n in nd.inputs if n],
             "outputs": [_tensor(engine, n) for n in nd.outputs],
             "precision": sorted({engine.tensors[n].dtype.name for n in nd.outputs}),
+            "format": sorted({engine.tensors[n].format.value for n in nd.outputs}),
             "fused": fused.get(nd.name, []),
             "tactic": (tactics.get(nd.name) or {}).get("chosen")})
         for n in nd.inputs:
@@ -184,7 +185,7 @@ def diff_data(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     for name in [n for n in na if n in nb]:
         x, y = na[name], nb[name]
         for key in ("op_type", "plugin", "plugin_version", "distribution",
-                    "distribution_version", "device", "tactic", "precision"):
+                    "distribution_version", "device", "tactic", "precision", "format"):
             if x.get(key) != y.get(key):
                 changed.append({"node": name, "what": key, "a": x.get(key), "b": y.get(key)})
         fa = sorted(p["name"] for p in x["fused"])
