@@ -777,9 +777,11 @@ def _describe(r: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def setup_venv(venv: Path) -> int:
-    """Create ``venv`` with what zoo_requirements.txt lists, in its three steps."""
-    req = Path(__file__).resolve().parent / "zoo_requirements.txt"
+def setup_venv(venv: Path, requirements: str = "zoo_requirements.txt",
+               script: Path | None = None) -> int:
+    """Create ``venv`` with what ``requirements`` (zoo_requirements.txt's format, beside this
+    file) lists, in its three steps; ``script`` is what the venv is for (said at the end)."""
+    req = Path(__file__).resolve().parent / requirements
     sections: dict[str, list[str]] = {"first": [], "no-deps": [], "resolved": []}
     current = "first"
     for raw in req.read_text(encoding="utf-8").splitlines():
@@ -800,7 +802,7 @@ def setup_venv(venv: Path) -> int:
         subprocess.run(pip + ["-c", c.name, *sections["resolved"]], check=True)
     finally:
         os.unlink(c.name)
-    print(f"ready: {venv}/bin/python {Path(__file__).resolve()}")
+    print(f"ready: {venv}/bin/python {(script or Path(__file__)).resolve()}")
     return 0
 
 
