@@ -57,7 +57,10 @@ import zoo_export as ze  # noqa: E402 - its builders, checks and venv setup
 REPO = ze.REPO
 SCHEMES = ("dynamic", "qdq", "qop", "nncf", "nbits4")
 RESULT_TAG = "QUANT-RESULT "
-CALIBRATION_SEEDS = range(8)  # quantize_static's calibration inputs
+# calibration inputs: filled as the benchmark fills its inputs, at seeds 1000, 1001, ... (not
+# the benchmark's own seed 0)
+CALIBRATION_SEED = 1000
+CALIBRATION_SAMPLES = 8  # quantize_static's
 NNCF_SUBSET = 16  # nncf.quantize's subset_size (and so its calibration samples)
 
 
@@ -201,11 +204,15 @@ def float_worker(arch: str, cache: Path) -> int:
     return 0
 
 
+def _samples(inputs: list[ze.InputSpec], count: int) -> list[dict[str, Any]]:
+    return [ze._make_feeds(inputs, CALIBRATION_SEED + i) for i in range(count)]
+
+
 class _Calibration:
-    """onnxruntime's CalibrationDataReader: the benchmark's inputs at seeds 0..7."""
+    """onnxruntime's CalibrationDataReader: the calibration samples."""
 
     def __init__(self, inputs: list[ze.InputSpec]) -> None:
-        self._feeds = iter([ze._make_feeds(inputs, seed) for seed in CALIBRATION_SEEDS])
+        self._feeds = iter(_samples(inputs, CALIBRATION_SAMPLES))
 
     def get_next(self) -> dict[str, Any] | None:
         return next(self._feeds, None)
@@ -255,7 +262,7 @@ def _quantize_ort(scheme: str, src: Path, dst: Path, work: Path,
                       per_channel=True, calibrate_method=q.CalibrationMethod.MinMax)
     return tool, {"quant_format": fmt.name, "activation_type": "QUInt8", "weight_type": "QInt8",
                   "per_channel": True, "calibrate_method": "MinMax",
-                  "calibration": f"{len(CALIBRATION_SEEDS)} seeded inputs as the benchmark "
+                  "calibration": f"{CALIBRATION_SAMPLES} seeded inputs as the benchmark "
                                  "fills them", "preprocess": preprocess}
 
 
@@ -266,8 +273,7 @@ def _quantize_nncf(src: Path, dst: Path, inputs: list[ze.InputSpec]
     import nncf
     import onnx
 
-    samples = [ze._make_feeds(inputs, seed) for seed in range(NNCF_SUBSET)]
-    quantized = nncf.quantize(onnx.load(str(src)), nncf.Dataset(samples),
+    quantized = nncf.quantize(onnx.load(str(src)), nncf.Dataset(_samples(inputs, NNCF_SUBSET)),
                               subset_size=NNCF_SUBSET)
     onnx.save(quantized, str(dst))
     return f"nncf {metadata.version('nncf')} nncf.quantize", {
