@@ -43,6 +43,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -340,15 +341,19 @@ def _child(step: Step, cache: Path, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--cache", str(cache),
            "--worker", *step.worker]
     log_path = cache / "logs" / f"{step.name}.log"
+    (cache / "work").mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout)
-        output, rc = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        raw = exc.stdout or ""
-        output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        rc = None
+    # in a directory of its own, removed after: quant_pre_process's symbolic shape inference
+    # leaves temporary files (sym_shape_infer_temp.onnx, *.data) in the current directory
+    with tempfile.TemporaryDirectory(dir=cache / "work") as cwd:
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, timeout=timeout, cwd=cwd)
+            output, rc = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            raw = exc.stdout or ""
+            output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            rc = None
     log_path.write_text(output, encoding="utf-8")
     found = [line for line in output.splitlines() if line.startswith(RESULT_TAG)]
     if found:
