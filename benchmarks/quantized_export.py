@@ -453,9 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cache: {cache}", flush=True)
     results = run_exports(args, cache)
     failed = [r for r in results if r["status"] == "failed"]
-    ok = [r for r in results if r["status"] != "failed" and not r["name"].startswith("float.")]
+    models = [r for r in results if not r["name"].startswith("float.")]
+    ok = [r for r in models if r["status"] != "failed"]
     print(f"\n{len(ok)} quantized model(s) in the cache from this selection, "
-          f"{len(failed)} step(s) failed")
+          f"{len(models) - len(ok)} failed")
     for r in failed:
         print(f"  FAILED {r['name']}: {r.get('error', '?')}"
               + (f" (log: {r['log']})" if r.get("log") else ""))
