@@ -8,17 +8,23 @@ text) into ``<cache>/float/``, then quantized by the tools users quantize with:
 * ``dynamic``: ``onnxruntime.quantization.quantize_dynamic`` (s8 weights, per tensor) on eight
   transformers, after ``quant_pre_process`` where that succeeds (the JSON's ``preprocess`` says);
 * ``qdq`` / ``qop``: ``quantize_static`` in QDQ or QOperator format (u8 activations, s8
-  per-channel weights, MinMax calibration on 8 seeded inputs filled as the benchmark fills them,
-  after ``quant_pre_process``) on ten CNNs (QOperator on two);
-* ``nncf``: ``nncf.quantize`` (ONNX backend, its default preset, 16 calibration samples) on two;
+  per-channel weights, MinMax calibration on 8 inputs filled as the benchmark fills them, at
+  seeds 1000..1007, after ``quant_pre_process``) on ten CNNs (QOperator on two);
+* ``nncf``: ``nncf.quantize`` (ONNX backend, its default preset, 16 calibration samples at
+  seeds 1000..1015) on two;
 * ``nbits4``: onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, blocks of 32, symmetric) on the
   two decoders.
 
 Each model lands in the cache as ``<arch>.<scheme>.onnx`` with ``<arch>.<scheme>.json`` beside
-it: the tool and its settings, the float model it came from (``float/<arch>.onnx``, with its own
-JSON as ``benchmarks/zoo_export.py`` writes them), the benchmark inputs and how to fill them, the
-ONNX inputs and outputs, opset, nodes, operators, size, time, and a check (onnxruntime on the
-quantized model against onnxruntime on the float one, relative L2).
+it: the tool and its settings, the float model it came from (``float/<arch>.onnx``, with a JSON
+of its own: exporter, source, inputs, onnxruntime against torch, versions), the benchmark
+inputs and how to fill them, the ONNX inputs and outputs, opset, nodes, operators, size, time,
+and a check (onnxruntime on the quantized model against onnxruntime on the float one, relative
+L2).
+
+With the versions ``quantized_requirements.txt`` pins, the output is the same byte for byte
+from one run to the next (float weights from ``torch.manual_seed(0)``, fixed calibration seeds);
+the float JSONs' ``versions`` list what the venv has installed.
 
 The cache: ``--cache DIR``, else ``$MINI_INFER_QUANT``, else ``~/.cache/mini-infer/quantized``;
 never the repository. Each float export and each quantization runs in a child process of its
