@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -352,15 +351,7 @@ def _child(step: Step, cache: Path, timeout: float) -> dict[str, Any]:
     # in a directory of its own, removed after: quant_pre_process's symbolic shape inference
     # leaves temporary files (sym_shape_infer_temp.onnx, *.data) in the current directory
     with tempfile.TemporaryDirectory(dir=cache / "work") as cwd:
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, timeout=timeout, cwd=cwd)
-            output, rc = proc.stdout, proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            raw = exc.stdout or ""
-            output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            rc = None
-    log_path.write_text(output, encoding="utf-8")
+        output, rc = ze.run_logged(cmd, log_path, timeout, cwd)
     found = [line for line in output.splitlines() if line.startswith(RESULT_TAG)]
     if found:
         result: dict[str, Any] = json.loads(found[-1][len(RESULT_TAG):])

@@ -735,16 +735,7 @@ def run_exports(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
         log_path = logs / f"{arch.name}.log"
         start = time.perf_counter()
         got: dict[str, dict[str, Any]] = {}
-        with open(log_path, "w", encoding="utf-8") as log:
-            try:
-                proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, timeout=args.timeout)
-                output, rc = proc.stdout, proc.returncode
-            except subprocess.TimeoutExpired as exc:
-                raw = exc.stdout or ""
-                output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-                rc = None
-            log.write(output)
+        output, rc = run_logged(cmd, log_path, args.timeout)
         for line in output.splitlines():
             if line.startswith(RESULT_TAG):
                 r = json.loads(line[len(RESULT_TAG):])
@@ -761,6 +752,22 @@ def run_exports(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
             print(f"  {name}: {_describe(r)}", flush=True)
         print(f"[{arch.name}] {time.perf_counter() - start:.0f} s", flush=True)
     return results
+
+
+def run_logged(cmd: list[str], log_path: Path, timeout: float, cwd: str | None = None
+               ) -> tuple[str, int | None]:
+    """Run ``cmd`` (stdout and stderr together) into ``log_path``: its output and exit status,
+    None where it ran past ``timeout`` seconds (then killed; what it printed is kept)."""
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, cwd=cwd)
+        output, rc = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        raw = exc.stdout or ""
+        output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        rc = None
+    log_path.write_text(output, encoding="utf-8")
+    return output, rc
 
 
 def _describe(r: dict[str, Any]) -> str:
