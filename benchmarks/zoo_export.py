@@ -735,16 +735,7 @@ def run_exports(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
         log_path = logs / f"{arch.name}.log"
         start = time.perf_counter()
         got: dict[str, dict[str, Any]] = {}
-        with open(log_path, "w", encoding="utf-8") as log:
-            try:
-                proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, timeout=args.timeout)
-                output, rc = proc.stdout, proc.returncode
-            except subprocess.TimeoutExpired as exc:
-                raw = exc.stdout or ""
-                output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-                rc = None
-            log.write(output)
+        output, rc = run_logged(cmd, log_path, args.timeout)
         for line in output.splitlines():
             if line.startswith(RESULT_TAG):
                 r = json.loads(line[len(RESULT_TAG):])
@@ -763,6 +754,22 @@ def run_exports(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
     return results
 
 
+def run_logged(cmd: list[str], log_path: Path, timeout: float, cwd: str | None = None
+               ) -> tuple[str, int | None]:
+    """Run ``cmd`` (stdout and stderr together) into ``log_path``: its output and exit status,
+    None where it ran past ``timeout`` seconds (then killed; what it printed is kept)."""
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, cwd=cwd)
+        output, rc = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        raw = exc.stdout or ""
+        output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        rc = None
+    log_path.write_text(output, encoding="utf-8")
+    return output, rc
+
+
 def _describe(r: dict[str, Any]) -> str:
     if r["status"] != "ok":
         return f"{r['status']}{': ' + r['error'] if r.get('error') else ''}"
@@ -777,9 +784,11 @@ def _describe(r: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def setup_venv(venv: Path) -> int:
-    """Create ``venv`` with what zoo_requirements.txt lists, in its three steps."""
-    req = Path(__file__).resolve().parent / "zoo_requirements.txt"
+def setup_venv(venv: Path, requirements: str = "zoo_requirements.txt",
+               script: Path | None = None) -> int:
+    """Create ``venv`` with what ``requirements`` (zoo_requirements.txt's format, beside this
+    file) lists, in its three steps; ``script`` is what the venv is for (said at the end)."""
+    req = Path(__file__).resolve().parent / requirements
     sections: dict[str, list[str]] = {"first": [], "no-deps": [], "resolved": []}
     current = "first"
     for raw in req.read_text(encoding="utf-8").splitlines():
@@ -800,7 +809,7 @@ def setup_venv(venv: Path) -> int:
         subprocess.run(pip + ["-c", c.name, *sections["resolved"]], check=True)
     finally:
         os.unlink(c.name)
-    print(f"ready: {venv}/bin/python {Path(__file__).resolve()}")
+    print(f"ready: {venv}/bin/python {(script or Path(__file__)).resolve()}")
     return 0
 
 

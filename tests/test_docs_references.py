@@ -40,7 +40,7 @@ FOREIGN = {
     "onnx": {"GraphProto", "ModelProto", "TypeProto", "TensorProto", "ReferenceEvaluator",
              "NodeProto", "ValueInfoProto", "AttributeProto"},
     "onnxruntime": {"SessionOptions", "NodeArg", "CPUExecutionProvider",
-                    "CUDAExecutionProvider"},
+                    "CUDAExecutionProvider", "MatMulNBitsQuantizer"},
     "Ray": {"ObjectRef"},
     "Python, NumPy, pytest, scikit-learn": {
         "KeyError", "TypeError", "ValueError", "RuntimeWarning", "RuntimeError", "ImportError",
