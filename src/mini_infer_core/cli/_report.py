@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
+from ..threads import thread_choice
 
 if TYPE_CHECKING:  # the engine views import them; listing plugins imports no NumPy
     import numpy as np
@@ -18,7 +19,9 @@ __all__ = ["plugins_json", "plugins_text", "header_line", "engine_json", "engine
 
 
 def plugins_json(reg: PluginRegistry) -> dict[str, Any]:
+    threads, why = thread_choice()
     return {
+        "threads": {"count": threads, "reason": why},
         "distributions": [d.to_json() for d in reg.distributions],
         "devices": [d.to_json() for d in reg.devices],
         "creators": [c for r in reg.creators for c in r.to_json()],
@@ -70,6 +73,7 @@ def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
                     "disabled": "not loaded (autoload is off; -p NAME loads it)"}.get(
                         d["status"], d["error"] or "")
         out.append(f"  {label:<{width}}  {d['status']:<12} {what}")
+    out.append(f"threads: {data['threads']['count']} ({data['threads']['reason']})")
     out.append("devices:")
     if not data["devices"]:
         out.append("  (none)")

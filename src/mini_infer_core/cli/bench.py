@@ -20,7 +20,7 @@ from ..errors import InputShapesRequired
 from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
-from ..threads import blas_info, get_num_threads, set_num_threads
+from ..threads import blas_info, get_num_threads, set_num_threads, thread_choice
 
 __all__ = ["bench", "bench_text", "build_for_shapes"]
 
@@ -121,7 +121,9 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
           input_shapes: dict[str, tuple[int, ...]] | None = None,
           trace: str | None = None) -> dict[str, Any]:
     set_num_threads(threads)
-    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads()}
+    count, why = thread_choice()
+    out: dict[str, Any] = {"model": model, "device": device, "threads": get_num_threads(),
+                           "thread_choice": {"count": count, "reason": why}}
     is_engine = is_engine_file(model)
     if is_engine:
         t0 = time.perf_counter()
@@ -214,6 +216,9 @@ def bench_text(r: dict[str, Any]) -> str:
     lines = [f"model {r['model']} on {r['device']}, {r['threads']} thread(s), thread pools "
              + ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
                          for b in r["blas"])]
+    if r.get("thread_choice"):
+        lines.append(f"  threads: {r['thread_choice']['count']} "
+                     f"({r['thread_choice']['reason']})")
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
         if key in r:
             lines.append(f"  {key.replace('_', ' ')}: {r[key] * 1e3:.1f} ms")
