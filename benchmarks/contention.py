@@ -300,6 +300,8 @@ def _taskset_child(args: argparse.Namespace) -> dict[str, dict[str, list[float]]
            "--models", *args.models]
     if args.pool_backoff:
         cmd += ["--pool-backoff", args.pool_backoff]
+    if args.uncapped:
+        cmd.append("--uncapped")
     for m in args.model:
         cmd += ["--model", m]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False,
@@ -339,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=15, help="runs per round and condition")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--ort-spinning", action="store_true")
+    ap.add_argument("--uncapped", action="store_true",
+                    help="give the pools --threads through threadpoolctl, past the CPU budget "
+                         "(as before the budget existed): what the cap gives, in taskset1")
     ap.add_argument("--pool-backoff", choices=("on", "off"), default=None,
                     help="the compiled pool's stall backoff (default: on): off to measure "
                          "what it gives")
@@ -349,7 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     import mini_infer_core as mi
     from mini_infer_core.threads import set_num_threads, thread_choice
 
-    if args.threads:
+    if args.threads and args.uncapped:
+        from mini_infer_cpu_native import _native  # noqa: F401 - registers the pool
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
+    elif args.threads:
         set_num_threads(args.threads)
     if args.pool_backoff:
         from mini_infer_cpu_native import _native

@@ -7,9 +7,10 @@
  * thread the scheduler put on the same core, the caller's Python between two jobs most of
  * all, runs only when the spinner yields it: without the yields, on a loaded 2-core machine,
  * our runs took 1.5-2x longer against onnxruntime's), and then sleep on a futex. The caller,
- * its own chunks done, spins WAIT_SPIN_NS for the chunks the workers took and then sleeps on
- * `done` until the last one ends, so that a worker queued behind it gets its core (it used to
- * spin and yield until they were done).
+ * its own chunks done, spins the same way for the chunks the workers took (at least as long
+ * as its own part took) and then sleeps on `done` until the last one ends, so that a worker
+ * preempted with a chunk gets its core (it used to spin and yield until they were done,
+ * however long).
  *
  * A shared CPU: a worker the scheduler preempts while it holds a chunk holds the whole job
  * until it runs again (milliseconds behind busy neighbours). The caller measures how long it
@@ -104,9 +105,10 @@ static struct {
 } job;
 
 /* how long a worker spins for the next job before it sleeps, and the caller for the chunks
- * the workers took before it sleeps */
+ * the workers took before it sleeps (the same: a thread that sleeps beside a `nice 19`
+ * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF) */
 #define SPIN_NS 300000L
-#define WAIT_SPIN_NS 50000L
+#define WAIT_SPIN_NS SPIN_NS
 /* a wait for the workers' chunks this long (and longer than the caller's own part) is a
  * stall; the solo time it starts, doubled on each further stall up to BACKOFF_MAX_NS */
 #define STALL_NS 200000L
@@ -254,19 +256,21 @@ static int grow_to(int want) {
  * (a busy machine) delays it by one small chunk at most, and the others take the rest */
 #define CHUNKS_PER_THREAD 4
 
-/* wait until `done` reaches `chunks`: spin a little (the workers' chunks end about when the
- * caller's do), then sleep on `done` so that a preempted worker can have this core */
-static void wait_done(int chunks) {
+/* wait until `done` reaches `chunks`: spin (yielding now and then, to a worker the scheduler
+ * put on this core) for WAIT_SPIN_NS or as long as the caller's own part took, whichever is
+ * longer (the workers' chunks end about when the caller's do), then sleep on `done` so that
+ * a worker preempted with a chunk can have this core */
+static void wait_done(int chunks, long own_ns) {
     long deadline = 0;
     for (unsigned spins = 1;; spins++) {
         int d = atomic_load_explicit(&done, memory_order_acquire);
         if (d >= chunks) return;
         if (spins % 64 != 0) {
-            cpu_relax();
+            if (spins % 16 == 0) sched_yield(); else cpu_relax();
             continue;
         }
         long now = now_ns();
-        if (!deadline) deadline = now + WAIT_SPIN_NS;
+        if (!deadline) deadline = now + lmax(WAIT_SPIN_NS, own_ns);
         if (now < deadline) continue;
         atomic_store(&waiting, 1); /* seq_cst: then re-read `done` (the handshake) */
         d = atomic_load(&done);
@@ -317,7 +321,7 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
         syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
     run_chunks(gen);
     long own_done = now_ns();
-    wait_done(chunks); /* the chunks other threads took */
+    wait_done(chunks, own_done - start); /* the chunks other threads took */
     learn(start, own_done, now_ns());
     int failed = atomic_load_explicit(&scratch_failed, RELAXED);
     pthread_mutex_unlock(&busy);
