@@ -31,6 +31,9 @@ dimensions become 1).
 onnxruntime runs with ``intra_op_num_threads`` = mini-infer's thread count and its idle
 threads not spinning (as ``mini-infer bench`` and ``benchmarks/zoo.py`` do: spinning threads
 would take the cores from the engine timed next); ``--ort-spinning`` keeps its default.
+Two switches measure what this round changed: ``--uncapped`` gives the pools ``--threads``
+through threadpoolctl, past the CPU budget (as before the budget; it matters in
+``taskset1``), and ``--pool-backoff off`` turns off the compiled pool's stall backoff.
 
     python benchmarks/contention.py
     python benchmarks/contention.py --models convnet --conditions quiet busy2 --rounds 5
