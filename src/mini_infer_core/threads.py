@@ -1,33 +1,181 @@
-"""Threads: how many the BLAS (and other native pools) may use, and which BLAS runs.
+"""Threads: the process's CPU budget, how many threads the native pools may use, which BLAS.
+
+The budget (:func:`cpu_budget`, read once, at first use) is what the process may really run
+on: the CPUs of its affinity mask (``os.sched_getaffinity``: ``taskset``, a container's
+cpuset) and, where its cgroup has a CPU quota (cgroup v2 ``cpu.max``, v1
+``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``, the smallest along the cgroup's path), that
+quota in CPUs **rounded up** (1.5 CPUs: 2 threads, as Go, Java and .NET count a quota: a
+quota is spent over a period, 100 ms by default, and an inference of a few milliseconds on
+2 threads stays within 1.5 CPUs of it unless the process runs flat out). The compiled
+kernels' pool (mini-infer-cpu-native) uses that many threads by default, and
+:func:`set_num_threads` never gives a pool more: more runnable compute threads than the
+process has CPUs only queue behind each other, and a preempted one holds its share of every
+parallel job.
 
 NumPy kernels spend their time in BLAS, whose thread pool is process-wide; mini-infer limits it
 through threadpoolctl, and with it every pool a plugin registers with threadpoolctl (the
-compiled kernels' own). Default: all cores (the pools' own default)."""
+compiled kernels' own). Without a limit the BLAS keeps its own default (all CPUs of the
+affinity mask).
+
+``MINI_INFER_CGROUP`` names a directory to read as the process's cgroup instead of the one
+``/proc/self/cgroup`` names (it holds ``cpu.max`` or ``cpu.cfs_quota_us`` and
+``cpu.cfs_period_us``): for tests, and for a cgroup mounted somewhere unusual."""
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["set_num_threads", "get_num_threads", "blas_info", "reapply_num_threads"]
+__all__ = ["set_num_threads", "get_num_threads", "blas_info", "reapply_num_threads",
+           "CpuBudget", "cpu_budget", "read_cpu_budget", "thread_choice"]
 
 _limiter: Any = None
 _requested: int | None = None
+_budget: CpuBudget | None = None
+
+CGROUP_ENV = "MINI_INFER_CGROUP"
+
+
+@dataclass(frozen=True)
+class CpuBudget:
+    """The CPUs the process may use: ``threads`` (the thread count mini-infer's pools use by
+    default), from ``affinity`` (CPUs in the affinity mask) and ``quota`` (the cgroup's CPU
+    quota in CPUs, None: no quota), read from ``quota_file``."""
+
+    threads: int
+    affinity: int
+    quota: float | None = None
+    quota_file: str | None = None
+
+    @property
+    def reason(self) -> str:
+        cpus = f"affinity {self.affinity} CPU{'s' if self.affinity != 1 else ''}"
+        if self.quota is None:
+            return f"{cpus}, no cgroup quota"
+        quota = f"cgroup quota {self.quota:g} CPUs ({self.quota_file})"
+        if self.threads < self.affinity:
+            return f"{quota}, rounded up; {cpus}"
+        return f"{cpus}; {quota}"
+
+
+def _affinity() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _quota_of(directory: Path) -> tuple[float, str] | None:
+    """The CPU quota set in one cgroup directory, in CPUs, and the file it came from."""
+    v2 = directory / "cpu.max"
+    try:
+        fields = v2.read_text().split()
+        if fields and fields[0] != "max":
+            period = float(fields[1]) if len(fields) > 1 else 100000.0
+            return float(fields[0]) / period, str(v2)
+        return None
+    except (OSError, ValueError, IndexError):
+        pass
+    v1 = directory / "cpu.cfs_quota_us"
+    try:
+        quota = float(v1.read_text().strip())
+        period = float((directory / "cpu.cfs_period_us").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if quota <= 0 or period <= 0:  # -1: no quota
+        return None
+    return quota / period, str(v1)
+
+
+def _cgroup_dirs(proc_cgroup: Path = Path("/proc/self/cgroup"),
+                 mount: Path = Path("/sys/fs/cgroup")) -> list[Path]:
+    """The process's cgroup directories that can hold a CPU quota (v2's unified one, v1's
+    ``cpu`` controller's), each with its ancestors up to the mount point: a quota set on a
+    parent limits its children too. In a container (a cgroup namespace) the path is ``/``
+    and the mount point is the container's own cgroup."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return []
+    dirs: list[Path] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":
+            roots = [mount, mount / "unified"]
+        elif "cpu" in controllers.split(","):
+            roots = [mount / "cpu", mount / "cpu,cpuacct", mount / "cpuacct,cpu"]
+        else:
+            continue
+        rel = Path(path.lstrip("/"))
+        for root in roots:
+            here = root / rel
+            while True:
+                if here.is_dir():
+                    dirs.append(here)
+                if here == root or here == here.parent:
+                    break
+                here = here.parent
+    return dirs
+
+
+def read_cpu_budget(cgroup: str | os.PathLike[str] | None = None,
+                    affinity: int | None = None) -> CpuBudget:
+    """Read the CPU budget now: ``affinity`` CPUs (default: the affinity mask's) and the
+    quota of the cgroup directory ``cgroup`` (default: ``$MINI_INFER_CGROUP``, else the
+    process's own cgroups)."""
+    cpus = affinity if affinity is not None else _affinity()
+    where = cgroup if cgroup is not None else os.environ.get(CGROUP_ENV)
+    dirs = [Path(where)] if where else _cgroup_dirs()
+    best: tuple[float, str] | None = None
+    for d in dirs:
+        q = _quota_of(d)
+        if q is not None and (best is None or q[0] < best[0]):
+            best = q
+    if best is None:
+        return CpuBudget(threads=cpus, affinity=cpus)
+    threads = max(1, min(cpus, math.ceil(best[0] - 1e-9)))
+    return CpuBudget(threads=threads, affinity=cpus, quota=best[0], quota_file=best[1])
+
+
+def cpu_budget() -> CpuBudget:
+    """The CPU budget, read at the first call and kept for the life of the process."""
+    global _budget
+    if _budget is None:
+        _budget = read_cpu_budget()
+    return _budget
 
 
 def set_num_threads(n: int | None) -> None:
-    """Limit native thread pools to ``n`` threads (None: back to their defaults)."""
+    """Limit native thread pools to ``n`` threads, at most the CPU budget (None: back to
+    their defaults: the budget for the compiled kernels' pool)."""
     global _limiter, _requested
     from threadpoolctl import threadpool_limits
 
+    if n is not None and n < 1:
+        raise ValueError(f"thread count must be at least 1, got {n}")
     if _limiter is not None:
         _limiter.restore_original_limits()
         _limiter = None
     if n is not None:
-        if n < 1:
-            raise ValueError(f"thread count must be at least 1, got {n}")
-        _limiter = threadpool_limits(limits=n)
+        _limiter = threadpool_limits(limits=min(n, cpu_budget().threads))
     _requested = n
+
+
+def thread_choice() -> tuple[int, str]:
+    """The thread count mini-infer's pools run with, and why (the CLI prints both)."""
+    budget = cpu_budget()
+    if _requested is None:
+        return budget.threads, budget.reason
+    used = min(_requested, budget.threads)
+    capped = f", capped at the CPU budget ({budget.reason})" if used < _requested else \
+        f"; CPU budget {budget.threads} ({budget.reason})"
+    return used, f"asked {_requested}{capped}"
 
 
 def reapply_num_threads() -> None:
@@ -40,7 +188,7 @@ def reapply_num_threads() -> None:
 
 def get_num_threads() -> int:
     info = blas_info()
-    return max((int(i["num_threads"]) for i in info), default=os.cpu_count() or 1)
+    return max((int(i["num_threads"]) for i in info), default=cpu_budget().threads)
 
 
 def blas_info() -> list[dict[str, Any]]:

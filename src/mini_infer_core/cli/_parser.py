@@ -169,7 +169,8 @@ def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     bn.add_argument("--warmup", type=int, default=3)
     bn.add_argument("--iterations", type=int, default=20)
     bn.add_argument("--threads", type=int, default=None,
-                    help="BLAS/native threads (default: all cores)")
+                    help="BLAS/native threads, at most the CPU budget (default: the budget: "
+                         "affinity and cgroup CPU quota)")
     flags(bn, profile="also time every node (per operator and the slowest nodes)",
           cuda_graph="replay the run as a device graph after the first run (trtexec's "
           "--useCudaGraph); says why where the engine or device cannot")

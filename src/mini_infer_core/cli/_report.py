@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
+from ..threads import thread_choice
 
 if TYPE_CHECKING:  # the engine views import them; listing plugins imports no NumPy
     import numpy as np
@@ -32,7 +33,9 @@ def _conflict_json(conflict: Conflict) -> dict[str, Any]:
 
 
 def plugins_json(reg: PluginRegistry) -> dict[str, Any]:
+    threads, why = thread_choice()
     return {
+        "threads": {"count": threads, "reason": why},
         "distributions": [d.to_json() for d in reg.distributions],
         "devices": [d.to_json() for d in reg.devices],
         "creators": [c for r in reg.creators for c in r.to_json()],
@@ -87,6 +90,7 @@ def plugins_text(reg: PluginRegistry, creators: bool = False) -> str:
             what += f" ({len(d['rejected'])} rejected as duplicate{'s' * (len(d['rejected']) > 1)})"
         out.append(f"  {label:<{width}}  {d['status']:<12} {what}")
         out += [f"    rejected: {reason}" for reason in d["rejected"]]
+    out.append(f"threads: {data['threads']['count']} ({data['threads']['reason']})")
     out.append("devices:")
     if not data["devices"]:
         out.append("  (none)")

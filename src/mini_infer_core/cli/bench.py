@@ -20,7 +20,7 @@ from ..errors import InputError, InputShapesRequired
 from ..importer import parse_onnx
 from ..registry import PluginRegistry
 from ..runtime import Runtime
-from ..threads import blas_info, get_num_threads, set_num_threads
+from ..threads import blas_info, get_num_threads, set_num_threads, thread_choice
 from ._args import check_engine_device
 from ._report import size_text
 
@@ -132,8 +132,10 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
         raise InputError(f"--compare {unknown[0]}: not a target bench can time; the targets "
                          f"are {', '.join(COMPARE_TARGETS)}")
     set_num_threads(threads)
+    count, why = thread_choice()
     out: dict[str, Any] = {"model": model, "device": device or "cpu",
-                           "threads": get_num_threads()}
+                           "threads": get_num_threads(),
+                           "thread_choice": {"count": count, "reason": why}}
     is_engine = is_engine_file(model)
     if is_engine:
         t0 = time.perf_counter()
@@ -228,6 +230,9 @@ def bench_text(r: dict[str, Any]) -> str:
     lines = [f"model {r['model']} on {r['device']}, {r['threads']} thread(s), thread pools "
              + ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}"
                          for b in r["blas"])]
+    if r.get("thread_choice"):
+        lines.append(f"  threads: {r['thread_choice']['count']} "
+                     f"({r['thread_choice']['reason']})")
     for key in ("build_seconds", "load_seconds", "first_run_seconds"):
         if key in r:  # "build: 243.2 ms", not "build seconds: 243.2 ms"
             lines.append(f"  {key.removesuffix('_seconds').replace('_', ' ')}: "

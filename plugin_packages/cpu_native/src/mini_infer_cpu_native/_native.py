@@ -49,8 +49,8 @@ __all__ = ["NO_ACT", "Act", "Call", "bias_act", "dwconv2d", "dwconv2d_work", "fa
            "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
            "gemm_call", "im2col", "im2col_call", "library_path", "lrn", "pack_a", "pool2d",
            "pool2d_call", "pool2d_work", "pool_start_error", "pool_started", "pool_threads",
-           "run_calls",
-           "scale_shift", "set_pool_threads", "unpack_a", "usable", "use_plain_gemm",
+           "run_calls", "scale_shift", "set_pool_adaptive", "set_pool_threads", "unpack_a",
+           "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
 __all__ += ["B_PANEL", "B_PANEL_AVX2", "gemm_isa", "matmul", "matmul_call", "pack_b", "pack_b_call",
             "unpack_b", "use_gemm_isa"]  # MatMul and Gemm on the compiled GEMM
@@ -580,6 +580,13 @@ def pool_start_error() -> int:
     return int(_lib.mi_pool_start_error())
 
 
+def set_pool_adaptive(mode: str) -> None:
+    """Tests: the pool's stall backoff ``"on"`` (the default), ``"off"`` (every job runs on
+    all its threads, as on a quiet machine) or ``"solo"`` (every job runs on its caller alone,
+    as in the solo time after a stall)."""
+    _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2}[mode])
+
+
 def set_pool_threads(n: int) -> None:
     """Set the pool's thread count (0: back to the default); the pool tries again to start
     workers it could not start before."""
@@ -595,4 +602,4 @@ def usable(*arrays: Array | None) -> bool:
 
 from . import _threads  # noqa: E402 - after the library: the controller reads its symbols
 
-_threads.register()
+_threads.register(_lib)

@@ -4,8 +4,23 @@
  * claim one by one (see `claim`); the caller returns when every chunk is done.
  * Workers spin for SPIN_NS after each job (in an engine run the next one comes within tens of
  * microseconds, and a futex wake costs more than that), yielding the core now and then (a
- * thread woken onto the caller's core runs only when the caller yields it), and then sleep
- * on a futex. One job at a time: a job submitted while another thread's runs is run by its
+ * thread the scheduler put on the same core, the caller's Python between two jobs most of
+ * all, runs only when the spinner yields it: without the yields, on a loaded 2-core machine,
+ * our runs took 1.5-2x longer against onnxruntime's), and then sleep on a futex. The caller,
+ * its own chunks done, spins the same way for the chunks the workers took (at least as long
+ * as its own part took) and then sleeps on `done` until the last one ends, so that a worker
+ * preempted with a chunk gets its core (it used to spin and yield until they were done,
+ * however long).
+ *
+ * A shared CPU: a worker the scheduler preempts while it holds a chunk holds the whole job
+ * until it runs again (milliseconds behind busy neighbours). The caller measures how long it
+ * waits for the workers' chunks after finishing its own; a wait longer than STALL_NS that is
+ * also longer than its own part of the job is a stall, and the jobs of the next `backoff`
+ * nanoseconds (2 ms, doubling on each further stall up to 128 ms, halving on each job that
+ * ran in parallel without one) run on the caller alone, the workers asleep instead of
+ * spinning. On a quiet machine no job stalls and nothing changes.
+ *
+ * One job at a time: a job submitted while another thread's runs is run by its
  * caller alone. After fork() the child starts without workers and makes its own. A worker
  * that cannot be started (pthread_create fails) leaves nothing behind: the pool runs with the
  * threads it has, and mi_pool_get_threads / mi_pool_started / mi_pool_start_error say so.
@@ -18,7 +33,10 @@
  *   count, i.e. after every claimed chunk (and the reads of `job` it made) is finished.
  * - `claim`: (generation, chunks, next chunk) in one word; see run_chunks.
  * - `done`: chunks finished; each increment is a release (the outputs of that chunk), the
- *   caller's loads acquire.
+ *   caller's loads acquire. It is also the futex word the caller sleeps on: `waiting` is set
+ *   (seq_cst) by the caller before it re-reads `done` and sleeps; a worker increments `done`
+ *   (seq_cst) and then reads `waiting`: either the caller sees the last increment or the
+ *   worker sees the caller waiting and wakes it (FUTEX_WAIT compares the word in the kernel).
  * - `generation`: the job counter the workers wait on, and the futex word. The caller's
  *   increment is seq_cst: a release for `job`, `claim` and `done`, and one side of the
  *   `sleepers` handshake below.
@@ -33,11 +51,15 @@
  * - `started`, `limit`: written by the caller holding `busy` (and in the child after fork),
  *   read by mi_pool_get_threads / mi_pool_started from any thread: relaxed, as is `wanted`
  *   (a setting read at the next job) and the test hooks and `start_error`.
+ * - `solo_until` (relaxed): written by the caller holding `busy`, read by it and by workers
+ *   deciding whether to spin (a stale value costs one spin or one futex wake, no more);
+ *   `backoff` is read and written only under `busy`.
  */
 #define _GNU_SOURCE
 #include "_pool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -70,6 +92,10 @@ static atomic_int start_budget = -1; /* tests: workers that may still start (-1:
 static atomic_uint generation;
 static atomic_int sleepers;
 static atomic_int scratch_failed; /* a worker's scratch could not be allocated this job */
+static atomic_int waiting;        /* the caller sleeps (or is about to) on `done` */
+static atomic_long solo_until;    /* CLOCK_MONOTONIC ns: jobs before it run on the caller alone */
+static long backoff;              /* the next stall's solo time (0: none yet); under `busy` */
+static atomic_int adaptive = 1;   /* tests: 0 turns the stall backoff off */
 static atomic_int fail_scratch;   /* tests: every worker's scratch allocation fails */
 
 static struct {
@@ -78,8 +104,16 @@ static struct {
     int parts;
 } job;
 
-/* how long a worker spins for the next job before it sleeps */
+/* how long a worker spins for the next job before it sleeps, and the caller for the chunks
+ * the workers took before it sleeps (the same: a thread that sleeps beside a `nice 19`
+ * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF) */
 #define SPIN_NS 300000L
+#define WAIT_SPIN_NS SPIN_NS
+/* a wait for the workers' chunks this long (and longer than the caller's own part) is a
+ * stall; the solo time it starts, doubled on each further stall up to BACKOFF_MAX_NS */
+#define STALL_NS 200000L
+#define BACKOFF_MIN_NS 2000000L
+#define BACKOFF_MAX_NS 128000000L
 
 static long now_ns(void) {
     struct timespec ts;
@@ -116,7 +150,9 @@ static void run_chunks(unsigned gen) {
                                                    memory_order_relaxed))
             continue;
         job.fn(job.arg, next, n);
-        atomic_fetch_add_explicit(&done, 1, memory_order_release);
+        /* seq_cst: the release of this chunk's outputs, then `waiting` (the handshake) */
+        if (atomic_fetch_add(&done, 1) + 1 == n && atomic_load(&waiting))
+            syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
 }
 
@@ -124,16 +160,20 @@ static void *worker(void *arg) {
     int id = (int)(intptr_t)arg;
     unsigned seen = start_generation[id];
     for (;;) {
-        long deadline = now_ns() + SPIN_NS;
+        long now = now_ns();
+        /* no spinning while the caller runs alone (a stall was seen): sleep at once */
+        long deadline = now < atomic_load_explicit(&solo_until, RELAXED) ? now : now + SPIN_NS;
         unsigned spins = 0;
         unsigned cur;
         while ((cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen) {
-            if (++spins % 256 == 0 && now_ns() > deadline) {
+            if (++spins % 64 == 0 && now_ns() >= deadline) {
                 atomic_fetch_add(&sleepers, 1);
                 if (atomic_load(&generation) == seen)
                     syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
                 atomic_fetch_sub(&sleepers, 1);
-                deadline = now_ns() + SPIN_NS;
+                now = now_ns();
+                deadline = now < atomic_load_explicit(&solo_until, RELAXED) ? now
+                                                                              : now + SPIN_NS;
             } else if (spins % 16 == 0) {
                 sched_yield(); /* a thread waiting for this core (the caller?) goes first */
             } else {
@@ -146,12 +186,20 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+static atomic_int budget = 0; /* the process's CPU budget (0: not given) */
+
+/* the default thread count: the CPUs this thread may run on, or the CPU budget the library's
+ * user gave (mi_pool_set_budget: the cgroup quota counted in) where that is fewer */
 static int cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    int b = atomic_load_explicit(&budget, RELAXED);
+    if (b > 0) n = lmin(n, b);
     return (int)lmax(1, lmin(n, MAX_THREADS));
 }
+
+void mi_pool_set_budget(int n) { atomic_store_explicit(&budget, n < 0 ? 0 : n, RELAXED); }
 
 void mi_pool_set_threads(int n) {
     atomic_store_explicit(&wanted, n < 1 ? 0 : (n > MAX_THREADS ? MAX_THREADS : n), RELAXED);
@@ -208,9 +256,53 @@ static int grow_to(int want) {
  * (a busy machine) delays it by one small chunk at most, and the others take the rest */
 #define CHUNKS_PER_THREAD 4
 
+/* wait until `done` reaches `chunks`: spin (yielding now and then, to a worker the scheduler
+ * put on this core) for WAIT_SPIN_NS or as long as the caller's own part took, whichever is
+ * longer (the workers' chunks end about when the caller's do), then sleep on `done` so that
+ * a worker preempted with a chunk can have this core */
+static void wait_done(int chunks, long own_ns) {
+    long deadline = 0;
+    for (unsigned spins = 1;; spins++) {
+        int d = atomic_load_explicit(&done, memory_order_acquire);
+        if (d >= chunks) return;
+        if (spins % 64 != 0) {
+            if (spins % 16 == 0) sched_yield(); else cpu_relax();
+            continue;
+        }
+        long now = now_ns();
+        if (!deadline) deadline = now + lmax(WAIT_SPIN_NS, own_ns);
+        if (now < deadline) continue;
+        atomic_store(&waiting, 1); /* seq_cst: then re-read `done` (the handshake) */
+        d = atomic_load(&done);
+        if (d < chunks) syscall(SYS_futex, &done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
+        atomic_store_explicit(&waiting, 0, RELAXED);
+    }
+}
+
+/* after a parallel job: a stall (the workers' chunks kept the caller waiting STALL_NS, longer
+ * than its own part) starts a solo time, doubling; a job without one halves the next */
+static void learn(long start, long own_done, long end) {
+    if (!atomic_load_explicit(&adaptive, RELAXED)) return;
+    long wait = end - own_done;
+    if (wait > STALL_NS && wait > own_done - start) {
+        backoff = backoff ? lmin(2 * backoff, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
+        atomic_store_explicit(&solo_until, end + backoff, RELAXED);
+    } else if (backoff) {
+        backoff = backoff / 2 < BACKOFF_MIN_NS ? 0 : backoff / 2;
+    }
+}
+
+void mi_pool_set_adaptive(int mode) {
+    atomic_store_explicit(&adaptive, mode == 1, RELAXED);
+    atomic_store_explicit(&solo_until, mode == 2 ? LONG_MAX : 0, RELAXED);
+}
+
 int mi_pool_run(mi_part_fn fn, const void *arg) {
     int want = mi_pool_get_threads();
-    if (want <= 1 || pthread_mutex_trylock(&busy) != 0) { /* another thread's job: alone */
+    long start = now_ns();
+    /* alone: one thread wanted, a stall's solo time, or another thread's job running */
+    if (want <= 1 || start < atomic_load_explicit(&solo_until, RELAXED) ||
+        pthread_mutex_trylock(&busy) != 0) {
         fn(arg, 0, 1);
         return 0;
     }
@@ -228,10 +320,9 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
     if (atomic_load(&sleepers) > 0)
         syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
     run_chunks(gen);
-    /* chunks other threads took are being computed: wait for them (yielding the core to
-     * a worker the scheduler put on it) */
-    for (unsigned spins = 1; atomic_load_explicit(&done, memory_order_acquire) < chunks; spins++)
-        if (spins % 16 == 0) sched_yield(); else cpu_relax();
+    long own_done = now_ns();
+    wait_done(chunks, own_done - start); /* the chunks other threads took */
+    learn(start, own_done, now_ns());
     int failed = atomic_load_explicit(&scratch_failed, RELAXED);
     pthread_mutex_unlock(&busy);
     return failed;
@@ -281,6 +372,7 @@ static void after_fork(void) {
     atomic_store_explicit(&sleepers, 0, RELAXED);
     atomic_store_explicit(&limit, 0, RELAXED);
     atomic_store_explicit(&start_error, 0, RELAXED);
+    atomic_store_explicit(&waiting, 0, RELAXED);
     pthread_mutex_init(&busy, NULL);
 }
 

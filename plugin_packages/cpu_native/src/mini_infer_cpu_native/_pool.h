@@ -18,6 +18,10 @@ int mi_pool_run(mi_part_fn fn, const void *arg);
 int mi_pool_get_threads(void);
 void mi_pool_set_threads(int n);
 
+/* the process's CPU budget (affinity and cgroup quota, read by mini_infer_core.threads): the
+ * default thread count is at most this (0: the affinity alone) */
+void mi_pool_set_budget(int n);
+
 /* threads that exist, the caller included (workers start at the first job that needs them),
  * and the error of the last pthread_create that failed (0: none) */
 int mi_pool_started(void);
@@ -31,6 +35,10 @@ float *mi_pool_scratch(long n);
  * next ones failing as pthread_create does without resources (after < 0: no limit) */
 void mi_pool_fail_scratch(int on);
 void mi_pool_fail_start(int after);
+/* tests: 0 turns off the stall backoff (every job runs on the pool's threads), 1 turns it on
+ * (the default), 2 runs every job as after a stall (on the caller alone); 0 and 1 end the
+ * current solo time */
+void mi_pool_set_adaptive(int mode);
 
 /* [begin, end) of `total` items for part `part` of `parts` */
 static inline void mi_pool_share(long total, int part, int parts, long *begin, long *end) {

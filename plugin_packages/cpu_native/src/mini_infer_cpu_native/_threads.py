@@ -47,14 +47,18 @@ class PoolController(threadpoolctl.LibController):  # type: ignore[misc]
 _registered = False
 
 
-def register() -> None:
-    """Make threadpoolctl see the pool (once), and give it the thread count mini-infer was
+def register(lib: Any = None) -> None:
+    """Give the pool (the library ``lib``) the process's CPU budget as its default thread
+    count, make threadpoolctl see it (once), and give it the thread count mini-infer was
     asked for before this library loaded."""
     global _registered
     if _registered:
         return
     _registered = True
-    threadpoolctl.register(PoolController)
-    from mini_infer_core.threads import reapply_num_threads
+    from mini_infer_core.threads import cpu_budget, reapply_num_threads
 
+    set_budget = getattr(lib, "mi_pool_set_budget", None)
+    if set_budget is not None:
+        set_budget(int(cpu_budget().threads))
+    threadpoolctl.register(PoolController)
     reapply_num_threads()

@@ -1,0 +1,120 @@
+"""The compiled kernels' pool beside busy processes: the same results on one thread and on
+several, whichever way the pool runs a job (in parallel, or on its caller alone as after a
+stall), and onnxruntime's results within float32 rounding. Correctness only: no timing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+_native = pytest.importorskip("mini_infer_cpu_native._native",
+                              reason="the compiled kernels are not built here")
+
+RNG = np.random.default_rng(26)
+BUSY = "print('ready', flush=True)\nwhile True:\n    pass\n"
+
+
+@pytest.fixture
+def busy_neighbours() -> Iterator[None]:
+    """Two busy-loop processes for the test's duration, each running before it starts."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def pool_restored() -> Iterator[None]:
+    try:
+        yield
+    finally:
+        _native.set_pool_threads(0)
+        _native.set_pool_adaptive("on")
+
+
+def _model() -> onnx.ModelProto:
+    """3x3 convolutions (GEMM or Winograd), a depthwise one, a 1x1 one, pooling and a
+    fully connected layer: kernels that split their work over the pool in different ways."""
+    inits, nodes = [], []
+
+    def const(name: str, shape: tuple[int, ...]) -> str:
+        inits.append(numpy_helper.from_array(
+            (RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name))
+        return name
+
+    def conv(x: str, y: str, cin: int, cout: int, k: int, group: int = 1) -> None:
+        nodes.append(helper.make_node(
+            "Conv", [x, const(f"{y}_w", (cout, cin // group, k, k)), const(f"{y}_b", (cout,))],
+            [y], kernel_shape=[k, k], pads=[k // 2] * 4, group=group))
+
+    conv("x", "c1", 3, 32, 3)
+    nodes.append(helper.make_node("Relu", ["c1"], ["r1"]))
+    conv("r1", "c2", 32, 64, 3)
+    conv("c2", "d1", 64, 64, 3, group=64)
+    conv("d1", "p1", 64, 48, 1)
+    nodes.append(helper.make_node("MaxPool", ["p1"], ["m1"], kernel_shape=[2, 2],
+                                  strides=[2, 2]))
+    nodes.append(helper.make_node("Flatten", ["m1"], ["f1"]))
+    nodes.append(helper.make_node("MatMul", ["f1", const("fc", (48 * 20 * 20, 100))], ["y"]))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 40, 40])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 100])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_one_thread_and_the_pool_agree_beside_busy_processes(busy_neighbours: None,
+                                                             pool_restored: None) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    import mini_infer_core as mi
+
+    model = _model().SerializeToString()
+    x = RNG.standard_normal((1, 3, 40, 40)).astype(np.float32)
+    sess = mi.InferenceSession(model, device="cpu")  # built once: one set of tactics
+    runs: dict[str, list[Any]] = {}
+    for threads, mode in ((1, "on"), (3, "off"), (3, "solo"), (3, "on"), (2, "off")):
+        _native.set_pool_threads(threads)
+        _native.set_pool_adaptive(mode)
+        runs[f"{threads}/{mode}"] = [sess.run(None, {"x": x})[0] for _ in range(5)]
+    alone = runs["1/on"][0]
+    for key, outs in runs.items():
+        for out in outs:
+            np.testing.assert_array_equal(out, alone, err_msg=key)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None,
+                                                                              {"x": x})[0]
+    np.testing.assert_allclose(alone, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_products_agree_on_every_path_beside_busy_processes(busy_neighbours: None,
+                                                            pool_restored: None) -> None:
+    """Many GEMMs in a row (the jobs the stall backoff watches): each output one thread's sum
+    in k order, whichever threads ran its chunks."""
+    m, n, k = 192, 300, 256
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    ap = _native.pack_a(a)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    _native.set_pool_threads(1)
+    alone = np.empty((m, n), np.float32)
+    _native.gemm(ap, m, k, b, alone)
+    np.testing.assert_allclose(alone, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    for mode in ("off", "solo", "on"):
+        _native.set_pool_threads(3)
+        _native.set_pool_adaptive(mode)
+        for _ in range(50):
+            c = np.empty((m, n), np.float32)
+            _native.gemm(ap, m, k, b, c)
+            np.testing.assert_array_equal(c, alone, err_msg=mode)
