@@ -384,7 +384,7 @@ typedef struct mi_qgemm_args {
     void *c;            /* (m x n) by `out`: int32, float32, uint8 or int8, rows ldc apart */
     const int *zb;      /* B's zero point as stored (uint8 B: zb - 128): (n), or one (zb_step 0) */
     const float *mult;  /* (n), or one (mult_step 0); NULL for MI_Q_INT32 */
-    const float *bias;  /* (n) or NULL (MI_Q_FLOAT) */
+    const float *bias;  /* (n) or NULL: float32 (MI_Q_FLOAT); int32 added to the sums (MI_Q_U8/S8) */
     long m, n, k, lda, ldc, zb_step, mult_step;
     int a_signed, za, out, zy;
     float lo, hi; /* MI_Q_FLOAT: the clamp; MI_Q_U8/S8: the quantized range (a Relu: zy) */

@@ -1,0 +1,286 @@
+"""cpu_basic's QLinearConv and ConvInteger with their 8-bit 2-D cases on the compiled integer
+GEMM (:mod:`._qgemm`, ``_qgemm.c``).
+
+* The product of each group is ``rows (N*OH*OW, C/g*kh*kw) x W_g^T``: the rows are the input's
+  windows (im2col, NHWC order, padded with x's zero point, so that padding contributes
+  nothing, as onnxruntime pads); a 1x1 convolution without padding reads the input's pixels
+  as rows (strided where its strides are), no im2col.
+* A constant W (uint8/int8) is packed by the build, group by group, in the GEMM's panels
+  (``__qpacked__`` = 1: stored so, same shape and dtype; a uint8 W is stored as w - 128);
+  its column sums are computed at the first run. W's zero point and scale may be per output
+  channel (its columns).
+* QLinearConv's epilogue is onnxruntime's (MlasRequantizeOutput): the int32 bias added to the
+  sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
+  type's range less its zero point, rounded half to even, plus the zero point.
+* Depthwise convolutions (one input and one output channel per group) are summed tap by tap
+  in int32 (NumPy) with the same epilogue: a GEMM of K = kh*kw per channel is not worth one.
+
+Everything else (other ranks, per-channel x zero points, other dtypes) is cpu_basic's float64
+path, with a packed W unpacked once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import qlinear as _qlinear
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import Repacked, shapes
+
+from ._qgemm import qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
+from .plugins import _Derived
+
+__all__ = ["ConvInteger", "QLinearConv"]
+
+Array = NDArray[Any]
+_INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+
+
+def _scalar(x: Array | None) -> int:
+    return 0 if x is None else int(x.reshape(-1)[0])
+
+
+def _pack_groups(w: Array, group: int) -> Array:
+    """W (M, C/g, kh, kw) packed group by group: each group's (K, M/g) B, concatenated."""
+    m = w.shape[0]
+    mg = m // group
+    k = int(np.prod(w.shape[1:]))
+    parts = [qpack_b(w[g * mg:(g + 1) * mg].reshape(mg, k).T) for g in range(group)]
+    return np.concatenate([p.reshape(-1) for p in parts]).reshape(w.shape)
+
+
+def _unpack_groups(p: Array, group: int) -> Array:
+    """:func:`_pack_groups` undone."""
+    m = p.shape[0]
+    mg = m // group
+    k = int(np.prod(p.shape[1:]))
+    flat = p.reshape(-1)
+    out = np.empty((m, k), p.dtype)
+    for g in range(group):
+        out[g * mg:(g + 1) * mg] = unpack_qb(flat[g * mg * k:(g + 1) * mg * k], k, mg).T
+    return out.reshape(p.shape)
+
+
+class _IntegerConv(_Derived):
+    """The compiled side shared by both convolutions: W (input ``w_index``) packed by the
+    build per group, its column sums, the rows of each group, the int32 sums."""
+
+    w_index: ClassVar[int] = 1
+    hidden: dict[str, Any]
+    attrs: dict[str, Any]
+
+    if TYPE_CHECKING:
+        def record(self, key: str, value: Any | None) -> None: ...  # the plugin base's
+
+        def geometry(self, xshape: Sequence[int], wshape: Sequence[int]
+                     ) -> tuple[shapes.Window, shapes.Geometry]: ...  # the schema's
+
+    @staticmethod
+    def _depthwise(w: Array, group: int) -> bool:
+        return group > 1 and w.shape[0] == group and w.shape[1] == 1
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """A constant 8-bit 4-D W stored in the integer GEMM's panels (not a depthwise one)."""
+        i = self.w_index
+        w = constants[i] if len(constants) > i else None
+        group = int(self.attrs.get("group", 1))
+        if (w is None or w.dtype not in _INT8 or w.ndim != 4 or w.shape[0] % group
+                or self._depthwise(w, group)):
+            return {}
+        return {i: Repacked(_pack_groups(w, group), lambda: self.record("__qpacked__", 1))}
+
+    def _onnx_w(self, w: Array, group: int) -> Array:
+        """W as the ONNX graph has it (a packed one unpacked once)."""
+        if self.hidden.get("__qpacked__"):
+            return self._derived(w, "onnx", lambda p: _unpack_groups(p, group))
+        return w
+
+    def _group_panels(self, w: Array, group: int) -> list[tuple[Array, Array]]:
+        """Per group: (packed B, its column sums)."""
+        mg = w.shape[0] // group
+        k = int(np.prod(w.shape[1:]))
+
+        def split(p: Array) -> list[tuple[Array, Array]]:
+            flat = p.reshape(-1)
+            out = []
+            for g in range(group):
+                part = flat[g * mg * k:(g + 1) * mg * k]
+                out.append((part, qcolsum(part, k, mg)))
+            return out
+
+        if self.hidden.get("__qpacked__"):
+            return self._derived(w, "groups", split)
+        return self._derived(w, "pack", lambda x: split(_pack_groups(x, group)))
+
+    def _usable(self, x: Array, w: Array, x_zero_point: Array | None, group: int) -> bool:
+        return (x.ndim == 4 and w.ndim == 4 and x.dtype in _INT8 and w.dtype in _INT8
+                and (x_zero_point is None or x_zero_point.size == 1)
+                and x.shape[1] == w.shape[1] * group and w.shape[0] % group == 0)
+
+    def _padded(self, x: Array, zx: int) -> tuple[Array, shapes.Window, tuple[int, ...]]:
+        """x padded with its zero point (where windows reach outside), the window, the output
+        sizes."""
+        w_shape = self._wshape
+        win, geo = self.geometry(x.shape, w_shape)
+        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        if shapes.needs_padding(x.shape[2:], geo.begin, ext):
+            xp = np.full((*x.shape[:2], *ext), zx, x.dtype)
+            b0, b1 = geo.begin
+            xp[:, :, b0:b0 + x.shape[2], b1:b1 + x.shape[3]] = x
+            x = xp
+        return x, win, tuple(geo.out)
+
+    _wshape: tuple[int, ...] = ()
+
+    @staticmethod
+    def _windows(xp: Array, win: shapes.Window, out: tuple[int, ...], kh: int, kw: int
+                 ) -> Array:
+        """(N, C, OH, OW, kh, kw) view of the padded input's windows."""
+        (sh, sw), (dh, dw) = win.strides, win.dilations
+        v = np.lib.stride_tricks.sliding_window_view(
+            xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+        return v[:, :, :(out[0] - 1) * sh + 1:sh, :(out[1] - 1) * sw + 1:sw, ::dh, ::dw]
+
+    def _sums_rows(self, x: Array, w: Array, zx: int, group: int
+                   ) -> tuple[list[Array], tuple[int, ...]]:
+        """Per group, the GEMM's rows (N*OH*OW, C/g*kh*kw); and the output sizes."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        self._wshape = tuple(w.shape)
+        xp, win, out = self._padded(x, zx)
+        cg = x.shape[1] // group
+        rows = []
+        if kh == kw == 1:
+            (sh, sw) = win.strides
+            src = xp[:, :, :(out[0] - 1) * sh + 1:sh, :(out[1] - 1) * sw + 1:sw]
+            nhwc = np.ascontiguousarray(src.transpose(0, 2, 3, 1)).reshape(-1, x.shape[1])
+            for g in range(group):
+                rows.append(nhwc if group == 1 else np.ascontiguousarray(
+                    nhwc[:, g * cg:(g + 1) * cg]))
+            return rows, out
+        v = self._windows(xp, win, out, kh, kw)
+        for g in range(group):
+            vg = v[:, g * cg:(g + 1) * cg].transpose(0, 2, 3, 1, 4, 5)
+            rows.append(np.ascontiguousarray(vg).reshape(-1, cg * kh * kw))
+        return rows, out
+
+    def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array) -> Array:
+        """int32 (N, C, OH, OW) sums of a depthwise convolution, tap by tap."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        self._wshape = tuple(w.shape)
+        xp, win, out = self._padded(x, zx)
+        (sh, sw), (dh, dw) = win.strides, win.dilations
+        xs = xp.astype(np.int32) - np.int32(zx)
+        wq = (w.astype(np.int32).reshape(w.shape[0], kh * kw)
+              - zw.astype(np.int32).reshape(-1, 1))
+        acc = np.zeros((x.shape[0], x.shape[1], *out), np.int32)
+        for i in range(kh):
+            for j in range(kw):
+                tap = xs[:, :, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
+                         j * dw:j * dw + (out[1] - 1) * sw + 1:sw]
+                acc += tap * wq[:, i * kw + j].reshape(1, -1, 1, 1)
+        return acc
+
+    def _gemm(self, x: Array, w: Array, zx: int, zw: Array, group: int, out: Array,
+              mult: Array | None = None, bias: Array | None = None, zy: int = 0) -> None:
+        """out (N, M, OH, OW) = the epilogue of each group's product."""
+        m = w.shape[0]
+        mg = m // group
+        k = int(np.prod(w.shape[1:]))
+        rows, dims = self._sums_rows(x, w, zx, group)
+        packed = self._group_panels(w, group)
+        zb = zw.astype(np.int32).reshape(-1)
+        if w.dtype == np.uint8:
+            zb = zb - 128
+        n = x.shape[0]
+        for g in range(group):
+            c = np.empty((rows[g].shape[0], mg), out.dtype)
+            sl = slice(g * mg, (g + 1) * mg)
+            run_qgemm(qgemm_args(
+                rows[g], packed[g][0], packed[g][1], c, k, a_zero=zx,
+                b_zero=np.ascontiguousarray(zb[sl] if zb.size > 1 else zb),
+                mult=None if mult is None else np.ascontiguousarray(
+                    mult[sl] if mult.size > 1 else mult),
+                bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
+            out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
+
+
+def _requantize(acc: Array, bias: Array | None, mult: Array, zy: int, out: Array) -> None:
+    """onnxruntime's requantization of int32 (N, M, ...) sums into ``out``, per channel."""
+    shape = (1, -1) + (1,) * (acc.ndim - 2)
+    if bias is not None:
+        acc = acc + bias.astype(np.int32).reshape(shape)
+    f = acc.astype(np.float32) * (mult.reshape(shape) if mult.size > 1 else mult.reshape(()))
+    info = np.iinfo(out.dtype)
+    np.clip(f, np.float32(info.min - zy), np.float32(info.max - zy), out=f)
+    np.rint(f, out=f)
+    f += np.float32(zy)
+    np.copyto(out, f, casting="unsafe")
+
+
+class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
+    """8-bit 2-D convolutions requantized on the compiled integer GEMM (see the module)."""
+
+    w_index = 3
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.QLinearConv.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, x: Array, x_scale: Array, x_zero_point: Array,  # type: ignore[override]
+                w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,
+                y_zero_point: Array | None = None, b: Array | None = None, *, out: Array,
+                group: int, **kw: Any) -> None:
+        m = w.shape[0]
+        if (not self._usable(x, w, x_zero_point, group) or out.dtype not in _INT8
+                or w_scale.size not in (1, m) or not (w_zero_point is None
+                                                         or w_zero_point.size in (1, m))
+                or y_scale.size != 1 or (y_zero_point is not None and y_zero_point.size != 1)
+                or x_scale.size != 1 or any(s.dtype != np.float32
+                                            for s in (x_scale, w_scale, y_scale))
+                or (b is not None and (b.dtype != np.int32 or b.size != m))):
+            super().compute(x, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
+                            w_zero_point, y_scale, y_zero_point, b, out=out, group=group,
+                            **kw)
+            return
+        if out.size == 0:
+            return
+        zx, zy = _scalar(x_zero_point), _scalar(y_zero_point)
+        zw = np.zeros(1, np.int32) if w_zero_point is None else w_zero_point
+        # onnxruntime's multiplier, in float32: x_scale * w_scale[m] / y_scale
+        mult = np.ascontiguousarray(
+            (x_scale.reshape(-1)[0] * w_scale.reshape(-1) / y_scale.reshape(-1)[0]
+             ).astype(np.float32))
+        bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
+        if self._depthwise(w, group) and not self.hidden.get("__qpacked__"):
+            _requantize(self._depthwise_sums(x, w, zx, zw), bias, mult, zy, out)
+            return
+        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy)
+
+
+class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
+    """8-bit 2-D convolutions' int32 sums on the compiled integer GEMM (see the module)."""
+
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.ConvInteger.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, x: Array, w: Array, x_zero_point: Array | None = None,  # type: ignore[override]
+                w_zero_point: Array | None = None, *, out: Array, group: int,
+                **kw: Any) -> None:
+        m = w.shape[0]
+        if (not self._usable(x, w, x_zero_point, group) or out.dtype != np.int32
+                or not (w_zero_point is None or w_zero_point.size in (1, m))):
+            super().compute(x, self._onnx_w(w, group), x_zero_point, w_zero_point, out=out,
+                            group=group, **kw)
+            return
+        if out.size == 0:
+            return
+        zx = _scalar(x_zero_point)
+        zw = np.zeros(1, np.int32) if w_zero_point is None else w_zero_point
+        if self._depthwise(w, group) and not self.hidden.get("__qpacked__"):
+            np.copyto(out, self._depthwise_sums(x, w, zx, zw))
+            return
+        self._gemm(x, w, zx, zw, group, out)
