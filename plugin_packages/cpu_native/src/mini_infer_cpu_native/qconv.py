@@ -1,10 +1,10 @@
 """cpu_basic's QLinearConv and ConvInteger with their 8-bit 2-D cases on the compiled integer
 GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 
-* The product of each group is ``rows (N*OH*OW, C/g*kh*kw) x W_g^T``: the rows are the input's
-  windows (im2col, NHWC order, padded with x's zero point, so that padding contributes
-  nothing, as onnxruntime pads); a 1x1 convolution without padding reads the input's pixels
-  as rows (strided where its strides are), no im2col.
+* The product of each group is ``rows (N*OH*OW, kh*kw*C/g) x W_g^T``: the rows are the
+  input's windows (im2col from the input made NHWC once, padded with x's zero point so that
+  padding contributes nothing, as onnxruntime pads: one copy per kernel tap); a 1x1 stride-1
+  convolution reads the NHWC input's pixels as rows, no im2col.
 * A constant W (uint8/int8) is packed by the build, group by group, in the GEMM's panels
   (``__qpacked__`` = 1: stored so, same shape and dtype; a uint8 W is stored as w - 128);
   its column sums are computed at the first run. W's zero point and scale may be per output
@@ -44,24 +44,27 @@ def _scalar(x: Array | None) -> int:
 
 
 def _pack_groups(w: Array, group: int) -> Array:
-    """W (M, C/g, kh, kw) packed group by group: each group's (K, M/g) B, concatenated."""
+    """W (M, C/g, kh, kw) packed group by group: each group's (K, M/g) B, its K in the rows'
+    order (kh, kw, C/g), concatenated."""
     m = w.shape[0]
     mg = m // group
     k = int(np.prod(w.shape[1:]))
-    parts = [qpack_b(w[g * mg:(g + 1) * mg].reshape(mg, k).T) for g in range(group)]
+    parts = [qpack_b(w[g * mg:(g + 1) * mg].transpose(0, 2, 3, 1).reshape(mg, k).T)
+             for g in range(group)]
     return np.concatenate([p.reshape(-1) for p in parts]).reshape(w.shape)
 
 
 def _unpack_groups(p: Array, group: int) -> Array:
     """:func:`_pack_groups` undone."""
-    m = p.shape[0]
+    m, cg, kh, kw = (int(d) for d in p.shape)
     mg = m // group
-    k = int(np.prod(p.shape[1:]))
+    k = cg * kh * kw
     flat = p.reshape(-1)
-    out = np.empty((m, k), p.dtype)
+    out = np.empty((m, kh, kw, cg), p.dtype)
     for g in range(group):
-        out[g * mg:(g + 1) * mg] = unpack_qb(flat[g * mg * k:(g + 1) * mg * k], k, mg).T
-    return out.reshape(p.shape)
+        out[g * mg:(g + 1) * mg] = unpack_qb(flat[g * mg * k:(g + 1) * mg * k], k, mg).T.reshape(
+            mg, kh, kw, cg)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
 class _IntegerConv(_Derived):
@@ -121,57 +124,56 @@ class _IntegerConv(_Derived):
                 and (x_zero_point is None or x_zero_point.size == 1)
                 and x.shape[1] == w.shape[1] * group and w.shape[0] % group == 0)
 
-    def _padded(self, x: Array, zx: int) -> tuple[Array, shapes.Window, tuple[int, ...]]:
-        """x padded with its zero point (where windows reach outside), the window, the output
-        sizes."""
-        w_shape = self._wshape
-        win, geo = self.geometry(x.shape, w_shape)
+    def _padded(self, x: Array, zx: int, nhwc: bool
+                ) -> tuple[Array, shapes.Window, tuple[int, ...]]:
+        """x (NHWC where asked) padded with its zero point where windows reach outside, the
+        window, the output sizes."""
+        win, geo = self.geometry(x.shape, self._wshape)
         ext = shapes.padded_extent(x.shape[2:], win, geo)
+        src = x.transpose(0, 2, 3, 1) if nhwc else x
         if shapes.needs_padding(x.shape[2:], geo.begin, ext):
-            xp = np.full((*x.shape[:2], *ext), zx, x.dtype)
+            n, c = x.shape[:2]
+            xp = np.full((n, *ext, c) if nhwc else (n, c, *ext), zx, x.dtype)
             b0, b1 = geo.begin
-            xp[:, :, b0:b0 + x.shape[2], b1:b1 + x.shape[3]] = x
-            x = xp
-        return x, win, tuple(geo.out)
+            h, w = x.shape[2:]
+            if nhwc:
+                xp[:, b0:b0 + h, b1:b1 + w] = src
+            else:
+                xp[:, :, b0:b0 + h, b1:b1 + w] = src
+            return xp, win, tuple(geo.out)
+        return (np.ascontiguousarray(src) if nhwc else x), win, tuple(geo.out)
 
     _wshape: tuple[int, ...] = ()
 
-    @staticmethod
-    def _windows(xp: Array, win: shapes.Window, out: tuple[int, ...], kh: int, kw: int
-                 ) -> Array:
-        """(N, C, OH, OW, kh, kw) view of the padded input's windows."""
-        (sh, sw), (dh, dw) = win.strides, win.dilations
-        v = np.lib.stride_tricks.sliding_window_view(
-            xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-        return v[:, :, :(out[0] - 1) * sh + 1:sh, :(out[1] - 1) * sw + 1:sw, ::dh, ::dw]
-
     def _sums_rows(self, x: Array, w: Array, zx: int, group: int
                    ) -> tuple[list[Array], tuple[int, ...]]:
-        """Per group, the GEMM's rows (N*OH*OW, C/g*kh*kw); and the output sizes."""
+        """Per group, the GEMM's rows (N*OH*OW, kh*kw*C/g), from the input made NHWC (and
+        padded) once: one copy per kernel tap of C/g-byte runs; and the output sizes."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         self._wshape = tuple(w.shape)
-        xp, win, out = self._padded(x, zx)
-        cg = x.shape[1] // group
+        xp, win, out = self._padded(x, zx, nhwc=True)
+        (sh, sw), (dh, dw) = win.strides, win.dilations
+        n, c = x.shape[:2]
+        cg = c // group
         rows = []
-        if kh == kw == 1:
-            (sh, sw) = win.strides
-            src = xp[:, :, :(out[0] - 1) * sh + 1:sh, :(out[1] - 1) * sw + 1:sw]
-            nhwc = np.ascontiguousarray(src.transpose(0, 2, 3, 1)).reshape(-1, x.shape[1])
-            for g in range(group):
-                rows.append(nhwc if group == 1 else np.ascontiguousarray(
-                    nhwc[:, g * cg:(g + 1) * cg]))
-            return rows, out
-        v = self._windows(xp, win, out, kh, kw)
         for g in range(group):
-            vg = v[:, g * cg:(g + 1) * cg].transpose(0, 2, 3, 1, 4, 5)
-            rows.append(np.ascontiguousarray(vg).reshape(-1, cg * kh * kw))
+            src = xp if group == 1 else xp[..., g * cg:(g + 1) * cg]
+            if kh == kw == 1 and src is xp and sh == sw == 1 and out == xp.shape[1:3]:
+                rows.append(xp.reshape(-1, c))
+                continue
+            cols = np.empty((n, out[0], out[1], kh, kw, cg), x.dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    cols[:, :, :, i, j] = src[:, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
+                                              j * dw:j * dw + (out[1] - 1) * sw + 1:sw]
+            rows.append(cols.reshape(-1, kh * kw * cg))
         return rows, out
 
     def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array) -> Array:
         """int32 (N, C, OH, OW) sums of a depthwise convolution, tap by tap."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         self._wshape = tuple(w.shape)
-        xp, win, out = self._padded(x, zx)
+        xp, win, out = self._padded(x, zx, nhwc=False)
         (sh, sw), (dh, dw) = win.strides, win.dilations
         xs = xp.astype(np.int32) - np.int32(zx)
         wq = (w.astype(np.int32).reshape(w.shape[0], kh * kw)
