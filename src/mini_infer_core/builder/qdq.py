@@ -54,7 +54,7 @@ def _dq(g: _Graph, tensor: str, zps: tuple[np.dtype[Any], ...] = _INT8
     scale, zp = _const(g, d.inputs[1]), _const(g, d.inputs[2])
     attrs = d.fields.values_dict()
     if (scale is None or zp is None or scale.dtype != np.float32 or zp.dtype not in zps
-            or attrs.get("block_size", 0) or scale.shape != zp.shape):
+            or attrs.get("block_size", 0) or (zp.size != 1 and scale.shape != zp.shape)):
         return None
     return d, d.inputs[0], scale, zp, int(attrs.get("axis", 1))
 
