@@ -149,3 +149,19 @@ def test_convinteger(isa: str, paths: dict[str, dict[str, int]], shape: tuple[An
     if n:
         p = _path(m, c, attrs)
         assert paths[p][p] > 0, paths
+
+
+def test_depthwise_large_bias_takes_the_gemm(isa: str, paths: dict[str, dict[str, int]]
+                                             ) -> None:
+    """A bias too large for the float32 depthwise sums to stay exact: each channel's GEMM."""
+    x = _ints(U8, 2, 6, 7, 7)
+    inits = {"xs": np.float32(0.02), "xz": np.array(7, U8), "w": _ints(S8, 6, 1, 3, 3),
+             "ws": np.full(6, 0.003, np.float32), "wz": np.zeros(6, S8),
+             "ys": np.float32(2000.0), "yz": np.array(100, U8),
+             "b": np.array([2**30, -2**29, 2**24, -2**24 - 1, 12345, 0], np.int32)}
+    node = helper.make_node("QLinearConv", ["x", *inits], ["y"],
+                            group=6, pads=[1, 1, 1, 1])
+    got, want = _run(node, {"x": x}, inits, U8)
+    np.testing.assert_array_equal(got, want)
+    assert paths["gemm"]["gemm"] > 0 and paths["depthwise"]["depthwise"] == 0
+

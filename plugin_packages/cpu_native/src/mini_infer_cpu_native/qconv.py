@@ -12,8 +12,10 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 * QLinearConv's epilogue is onnxruntime's (MlasRequantizeOutput): the int32 bias added to the
   sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
   type's range less its zero point, rounded half to even, plus the zero point.
-* Depthwise convolutions (one input and one output channel per group) are summed tap by tap
-  in int32 (NumPy) with the same epilogue: a GEMM of K = kh*kw per channel is not worth one.
+* Depthwise convolutions (one input and one output channel per group) are summed by the
+  compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point, exactly (every
+  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue (NumPy): a GEMM
+  of K = kh*kw per channel is not worth one.
 
 Everything else (other ranks, per-channel x zero points, other dtypes) is cpu_basic's float64
 path, with a packed W unpacked once.
@@ -30,6 +32,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked, shapes
 
+from ._native import dwconv2d, dwconv2d_work
 from ._qgemm import qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
 from .plugins import _Derived
 
@@ -169,22 +172,32 @@ class _IntegerConv(_Derived):
             rows.append(cols.reshape(-1, kh * kw * cg))
         return rows, out
 
-    def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array) -> Array:
-        """int32 (N, C, OH, OW) sums of a depthwise convolution, tap by tap."""
+    def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array,
+                        bias: Array | None = None) -> Array:
+        """float32 (N, C, OH, OW) sums (plus ``bias`` where given) of a depthwise convolution
+        on the compiled float32 depthwise kernel, on x - zx and w - zw: every product and
+        partial sum is an integer below 2**24 (the caller checks the bound), so float32 holds
+        them exactly whatever the order of the sums; the kernel's zero padding is x's zero
+        point."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
-        self._wshape = tuple(w.shape)
-        xp, win, out = self._padded(x, zx, nhwc=False)
-        (sh, sw), (dh, dw) = win.strides, win.dilations
-        xs = xp.astype(np.int32) - np.int32(zx)
-        wq = (w.astype(np.int32).reshape(w.shape[0], kh * kw)
-              - zw.astype(np.int32).reshape(-1, 1))
-        acc = np.zeros((x.shape[0], x.shape[1], *out), np.int32)
-        for i in range(kh):
-            for j in range(kw):
-                tap = xs[:, :, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
-                         j * dw:j * dw + (out[1] - 1) * sw + 1:sw]
-                acc += tap * wq[:, i * kw + j].reshape(1, -1, 1, 1)
-        return acc
+        win, geo = self.geometry(x.shape, w.shape)
+        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        out = tuple(geo.out)
+        xf = np.subtract(x, np.float32(zx), dtype=np.float32)
+        wf = self._derived(w, ("dw", zw.tobytes()), lambda v: np.ascontiguousarray(
+            v.astype(np.float32) - zw.astype(np.float32).reshape(-1, 1, 1, 1)))
+        y = np.empty((x.shape[0], x.shape[1], *out), np.float32)
+        work = np.empty(dwconv2d_work((ext[0], ext[1]), out[0]), np.float32)
+        dwconv2d(xf, wf, bias, None, y, work, (kh, kw), (win.strides[0], win.strides[1]),
+                 (win.dilations[0], win.dilations[1]), (geo.begin[0], geo.begin[1]),
+                 (ext[0], ext[1]), -np.inf, np.inf)
+        return y
+
+    @staticmethod
+    def _exact(w: Array, bias: Array | None) -> bool:
+        """Whether a depthwise convolution's sums (and bias) stay below 2**24."""
+        reach = int(w.shape[2] * w.shape[3]) * 255 * 255
+        return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
 
     def _gemm(self, x: Array, w: Array, zx: int, zw: Array, group: int, out: Array,
               mult: Array | None = None, bias: Array | None = None, zy: int = 0) -> None:
@@ -210,12 +223,11 @@ class _IntegerConv(_Derived):
             out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
 
 
-def _requantize(acc: Array, bias: Array | None, mult: Array, zy: int, out: Array) -> None:
-    """onnxruntime's requantization of int32 (N, M, ...) sums into ``out``, per channel."""
-    shape = (1, -1) + (1,) * (acc.ndim - 2)
-    if bias is not None:
-        acc = acc + bias.astype(np.int32).reshape(shape)
-    f = acc.astype(np.float32) * (mult.reshape(shape) if mult.size > 1 else mult.reshape(()))
+def _requantize(f: Array, mult: Array, zy: int, out: Array) -> None:
+    """onnxruntime's requantization of (N, M, ...) sums with their bias, exact integers in
+    float32, into ``out``, per channel (``f`` is overwritten)."""
+    shape = (1, -1) + (1,) * (f.ndim - 2)
+    f *= mult.reshape(shape) if mult.size > 1 else mult.reshape(())
     info = np.iinfo(out.dtype)
     np.clip(f, np.float32(info.min - zy), np.float32(info.max - zy), out=f)
     np.rint(f, out=f)
@@ -256,8 +268,11 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             (x_scale.reshape(-1)[0] * w_scale.reshape(-1) / y_scale.reshape(-1)[0]
              ).astype(np.float32))
         bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
-        if self._depthwise(w, group) and not self.hidden.get("__qpacked__"):
-            _requantize(self._depthwise_sums(x, w, zx, zw), bias, mult, zy, out)
+        if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
+                and self._exact(w, bias)):
+            fb = None if b is None else self._derived(
+                b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
+            _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
             return
         self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy)
 
@@ -282,7 +297,8 @@ class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
             return
         zx = _scalar(x_zero_point)
         zw = np.zeros(1, np.int32) if w_zero_point is None else w_zero_point
-        if self._depthwise(w, group) and not self.hidden.get("__qpacked__"):
-            np.copyto(out, self._depthwise_sums(x, w, zx, zw))
+        if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
+                and self._exact(w, None)):
+            np.copyto(out, self._depthwise_sums(x, w, zx, zw), casting="unsafe")
             return
         self._gemm(x, w, zx, zw, group, out)
