@@ -269,7 +269,8 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
              ).astype(np.float32))
         bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
-                and self._exact(w, bias)):
+                and (self._exact(w, None) if b is None else self._derived(
+                    b, ("exact", w.shape), lambda v: self._exact(w, v)))):
             fb = None if b is None else self._derived(
                 b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
             _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
