@@ -94,18 +94,22 @@ def test_quantize_static_runs_int8(tmp_path: Path, per_channel: bool) -> None:
     assert "Relu" not in info["ops"]  # both absorbed: their outputs' zero points are 0
 
 
-def _hand_qdq(y_zero: int, conv_out: bool = False) -> onnx.ModelProto:
-    """x -> Q -> DQ -> Conv(DQ(w)) -> Relu -> Q(y_zero) -> DQ, by hand (the Conv's float
-    output a graph output too where ``conv_out``)."""
+def _hand_qdq(y_zero: int, conv_out: bool = False, clip: tuple[float, float] | None = None,
+              y_scale: float = 0.02) -> onnx.ModelProto:
+    """x -> Q -> DQ -> Conv(DQ(w)) -> Relu (or Clip) -> Q(y_zero) -> DQ, by hand (the Conv's
+    float output a graph output too where ``conv_out``)."""
     inits = {"xs": np.array(0.02, np.float32), "xz": np.array(0, np.uint8),
              "wq": RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
              "ws": np.full(4, 0.01, np.float32), "wz": np.zeros(4, np.int8),
-             "ys": np.array(0.02, np.float32), "yz": np.array(y_zero, np.uint8)}
+             "ys": np.array(y_scale, np.float32), "yz": np.array(y_zero, np.uint8),
+             "lo": np.array(clip[0] if clip else 0, np.float32),
+             "hi": np.array(clip[1] if clip else 0, np.float32)}
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], axis=1),
              helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], axis=1),
              helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
              helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["r"]) if clip
+             else helper.make_node("Relu", ["c"], ["r"]),
              helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
     graph = helper.make_graph(
@@ -121,10 +125,18 @@ def test_relu_absorbed_where_the_output_clips() -> None:
     assert info["ops"].count("QLinearConv") == 1 and "Relu" not in info["ops"], info["ops"]
 
 
-@pytest.mark.parametrize("y_zero,conv_out", [
-    (128, False),  # the Relu clips inside the output's range
-    (0, True)])  # the Conv's float output is read by someone else too
-def test_unfusable_chains_still_run(y_zero: int, conv_out: bool) -> None:
-    info = _compare(_hand_qdq(y_zero, conv_out), 0.02 * 1.0001)
+def test_relu6_absorbed_where_the_output_clips() -> None:
+    """Clip(0, 6) before a quantization of [0, 6]: Q(6) = 255."""
+    info = _compare(_hand_qdq(0, clip=(0.0, 6.0), y_scale=6 / 255), 6 / 255 * 1.0001)
+    assert info["ops"].count("QLinearConv") == 1 and "Clip" not in info["ops"], info["ops"]
+
+
+@pytest.mark.parametrize("y_zero,conv_out,clip", [
+    (128, False, None),  # the Relu clips inside the output's range
+    (0, False, (0.0, 3.0)),  # so does the Clip: Q(3) = 150
+    (0, True, None)])  # the Conv's float output is read by someone else too
+def test_unfusable_chains_still_run(y_zero: int, conv_out: bool,
+                                    clip: tuple[float, float] | None) -> None:
+    info = _compare(_hand_qdq(y_zero, conv_out, clip), 0.02 * 1.0001)
     assert "QLinearConv" not in info["ops"] and "Conv" in info["ops"], info["ops"]
     assert not info["rewritten"]

@@ -3,19 +3,21 @@ format) become its integer operators, before plugins are chosen, as onnxruntime'
 transformer does:
 
 - ``DequantizeLinear(x_q) -> Conv <- DequantizeLinear(w_q constant)`` (bias: a constant, or
-  the DequantizeLinear of an int32 constant) ``-> [Relu] -> QuantizeLinear`` ->
+  the DequantizeLinear of an int32 constant) ``-> [Relu|Clip] -> QuantizeLinear`` ->
   ``QLinearConv``;
-- ``DequantizeLinear(a_q) -> MatMul <- DequantizeLinear(b_q) -> [Relu] -> QuantizeLinear`` ->
-  ``QLinearMatMul``.
+- ``DequantizeLinear(a_q) -> MatMul <- DequantizeLinear(b_q) -> [Relu|Clip] ->
+  QuantizeLinear`` -> ``QLinearMatMul``.
 
 Scales and zero points must be constants: x's, y's and a's one value, W's one value or one per
 output channel (DequantizeLinear's ``axis`` 0), B's one value or one per column (a 2-D B,
 ``axis`` 1). A bias whose scale is x_scale * w_scale[m] (what ``quantize_static`` writes) is
 taken as it is; any other is quantized to that scale (rounded half to even), as onnxruntime's
-QDQ transformer does. A Relu is absorbed where the output's quantization already clips at 0
-(its zero point is the type's minimum): ``Q(max(y, 0)) = max(Q(y), Q(0))``, and Q(0) is that
-minimum. Anything else keeps its float nodes (it still runs, unfused). The integer nodes run
-on whichever plugin implements them (the compiled integer GEMM in mini-infer-cpu-native).
+QDQ transformer does. A Relu or Clip (constant bounds) is absorbed where the output's
+quantization already clips there: ``Q(clip(y, lo, hi)) = clip(Q(y), Q(lo), Q(hi))`` (Q is
+monotone), the same as Q(y) where Q(lo) is the type's minimum and Q(hi) its maximum (a Relu:
+the output's zero point is the minimum; Relu6: also 6 at or past the maximum). Anything else
+keeps its float nodes (it still runs, unfused). The integer nodes run on whichever plugin
+implements them (the compiled integer GEMM in mini-infer-cpu-native).
 
 A chain is rewritten only where its intermediate tensors are read by nothing else; a
 DequantizeLinear read by other nodes too stays for them.
@@ -59,17 +61,47 @@ def _dq(g: _Graph, tensor: str, zps: tuple[np.dtype[Any], ...] = _INT8
     return d, d.inputs[0], scale, zp, int(attrs.get("axis", 1))
 
 
+def _clip_bounds(g: _Graph, node: Node) -> tuple[float, float] | None:
+    """A Relu's or a Clip's constant bounds."""
+    if node.domain or node.op_type not in ("Relu", "Clip"):
+        return None
+    if node.op_type == "Relu":
+        return 0.0, np.inf
+    attrs = node.fields.values_dict()
+    lo, hi = attrs.get("min", -np.inf), attrs.get("max", np.inf)
+    for k, name in ((1, "min"), (2, "max")):
+        if len(node.inputs) > k and node.inputs[k]:
+            c = _const(g, node.inputs[k])
+            if c is None or c.size != 1:
+                return None
+            lo, hi = (float(c), hi) if name == "min" else (lo, float(c))
+    return float(lo), float(hi)
+
+
+def _clips_already(bounds: tuple[float, float], scale: Array, zp: Array) -> bool:
+    """Whether quantizing with ``scale`` and ``zp`` saturates at least where the clamp to
+    ``bounds`` does: ``Q(clip(y, lo, hi)) = clip(Q(y), Q(lo), Q(hi))`` (Q is monotone), a
+    no-op where Q(lo) is the type's minimum and Q(hi) its maximum."""
+    info = np.iinfo(zp.dtype)
+    s, z = float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
+
+    def q(v: float) -> float:
+        return float(np.rint(np.float32(v) / np.float32(s))) + z if np.isfinite(v) else v
+
+    return q(bounds[0]) <= info.min and q(bounds[1]) >= info.max
+
+
 def _requant(g: _Graph, tensor: str) -> tuple[list[str], str, Array] | None:
-    """The QuantizeLinear (after an absorbable Relu) reading ``tensor``: (the node names,
-    the chain's result, [y_scale, y_zero_point] names) with one scalar scale and zero point."""
+    """The QuantizeLinear (after a Relu or Clip it makes redundant) reading ``tensor``: (the
+    node outputs, the chain's result, [y_scale, y_zero_point] names) with one scalar scale
+    and zero point."""
     names: list[str] = []
     readers = g.readers.get(tensor, [])
     if len(readers) != 1 or tensor in g.outputs:
         return None
     nxt = g.nodes[readers[0]]
-    relu = nxt is not None and nxt.op_type == "Relu" and not nxt.domain
-    if relu:
-        assert nxt is not None
+    bounds = _clip_bounds(g, nxt) if nxt is not None else None
+    if nxt is not None and bounds is not None:
         names.append(nxt.outputs[0])
         tensor = nxt.outputs[0]
         readers = g.readers.get(tensor, [])
@@ -84,8 +116,8 @@ def _requant(g: _Graph, tensor: str) -> tuple[list[str], str, Array] | None:
             or scale.dtype != np.float32 or zp.dtype not in _INT8
             or attrs.get("output_dtype", 0) or attrs.get("block_size", 0)):
         return None
-    if relu and int(zp.reshape(-1)[0]) != np.iinfo(zp.dtype).min:
-        return None  # the Relu clips inside the output's range: keep it
+    if bounds is not None and not _clips_already(bounds, scale, zp):
+        return None  # the Relu/Clip clamps inside the output's range: keep it
     return [*names, nxt.outputs[0]], nxt.outputs[0], np.array(nxt.inputs[1:3])
 
 
