@@ -131,8 +131,7 @@ class _IntegerConv(_Derived):
                 ) -> tuple[Array, shapes.Window, tuple[int, ...]]:
         """x (NHWC where asked) padded with its zero point where windows reach outside, the
         window, the output sizes."""
-        win, geo = self.geometry(x.shape, self._wshape)
-        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        win, geo, ext = self._window(x.shape, self._wshape)
         src = x.transpose(0, 2, 3, 1) if nhwc else x
         if shapes.needs_padding(x.shape[2:], geo.begin, ext):
             n, c = x.shape[:2]
@@ -147,6 +146,21 @@ class _IntegerConv(_Derived):
         return (np.ascontiguousarray(src) if nhwc else x), win, tuple(geo.out)
 
     _wshape: tuple[int, ...] = ()
+    #: (x shape, W shape) -> the window, its geometry and padded extent
+    _windows: dict[tuple[Any, ...], tuple[shapes.Window, shapes.Geometry, tuple[int, ...]]
+                   ] | None = None
+
+    def _window(self, xshape: tuple[int, ...], wshape: tuple[int, ...]
+                ) -> tuple[shapes.Window, shapes.Geometry, tuple[int, ...]]:
+        """The window, geometry and padded extent for these shapes (worked out once)."""
+        if self._windows is None:
+            self._windows = {}
+        key = (xshape, wshape)
+        got = self._windows.get(key)
+        if got is None:
+            win, geo = self.geometry(xshape, wshape)
+            got = self._windows[key] = (win, geo, shapes.padded_extent(xshape[2:], win, geo))
+        return got
 
     def _sums_rows(self, x: Array, w: Array, zx: int, group: int
                    ) -> tuple[list[Array], tuple[int, ...]]:
@@ -180,8 +194,7 @@ class _IntegerConv(_Derived):
         them exactly whatever the order of the sums; the kernel's zero padding is x's zero
         point."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
-        win, geo = self.geometry(x.shape, w.shape)
-        ext = shapes.padded_extent(x.shape[2:], win, geo)
+        win, geo, ext = self._window(x.shape, w.shape)
         out = tuple(geo.out)
         xf = np.subtract(x, np.float32(zx), dtype=np.float32)
         wf = self._derived(w, ("dw", zw.tobytes()), lambda v: np.ascontiguousarray(
