@@ -5,6 +5,8 @@ on every integer GEMM kernel this CPU runs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -167,3 +169,42 @@ def test_depthwise_large_bias_takes_the_gemm(isa: str, paths: dict[str, dict[str
     np.testing.assert_array_equal(got, want)
     assert paths["gemm"]["gemm"] > 0 and paths["depthwise"]["depthwise"] == 0
 
+
+
+def test_packed_weights_survive_the_engine_file(tmp_path: Any) -> None:
+    """W packed by the build per group (``__qpacked__``), uint8 with per-channel zero points,
+    is stored so in the engine file and read back in another process."""
+    x = _ints(U8, 2, 6, 9, 9)
+    inits = {"xs": np.float32(0.02), "xz": np.array(9, U8), "w": _ints(U8, 8, 3, 3, 3),
+             "ws": RNG.uniform(0.002, 0.02, 8).astype(np.float32), "wz": _ints(U8, 8),
+             "ys": np.float32(0.05), "yz": np.array(77, U8),
+             "b": RNG.integers(-5000, 5000, 8).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", *inits], ["y"], group=2, strides=[2, 1],
+                            pads=[1, 0, 1, 2])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    assert engine.nodes[0].plugin.hidden.get("__qpacked__") == 1  # type: ignore[attr-defined]
+    path = tmp_path / "q.engine"
+    engine.save(str(path))
+    np.save(tmp_path / "x.npy", x)
+    script = ("import sys, numpy as np, mini_infer_core as mi\n"
+              "s = mi.InferenceSession(sys.argv[1], device='cpu')\n"
+              "np.save(sys.argv[2] + '/y.npy', s.run(None, {'x': np.load(sys.argv[2] + "
+              "'/x.npy')})[0])\n")
+    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], check=True,
+                   timeout=300)
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
+
+
+def test_packed_weights_unpacked_for_the_fallback() -> None:
+    """A packed W read back in ONNX order where cpu_basic's path takes over."""
+    w = _ints(S8, 12, 5, 3, 2)
+    assert np.array_equal(qconv._unpack_groups(qconv._pack_groups(w, 3), 3), w)
+    wu = _ints(U8, 4, 7, 1, 1)
+    assert np.array_equal(qconv._unpack_groups(qconv._pack_groups(wu, 1), 1), wu)
