@@ -399,9 +399,20 @@ typedef struct mi_dql_args {
     long n;
 } mi_dql_args;
 
+/* QLinearConv's requantization of exact float32 sums (n, c, hw), per channel: mi_qrequant_f32
+ * (_qconv.c) */
+typedef struct mi_qrequant_args {
+    const float *x;    /* (n, c, hw) */
+    void *y;           /* (n, c, hw) uint8, or int8 (y_signed) */
+    const float *mult; /* (c), or one (mult_step 0) */
+    long n, c, hw, mult_step;
+    int y_signed, zy;
+} mi_qrequant_args;
+
 int mi_qpack_b_i8(const mi_qpack_b_args *p);
 int mi_qcolsum_i8(const mi_qcolsum_args *p);
 int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_dql_f32(const mi_dql_args *a);
+int mi_qrequant_f32(const mi_qrequant_args *a);
 
 #endif

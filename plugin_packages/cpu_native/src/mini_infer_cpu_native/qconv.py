@@ -14,8 +14,8 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   type's range less its zero point, rounded half to even, plus the zero point.
 * Depthwise convolutions (one input and one output channel per group) are summed by the
   compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point, exactly (every
-  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue (NumPy): a GEMM
-  of K = kh*kw per channel is not worth one.
+  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue in one compiled
+  pass (``_qconv.c``): a GEMM of K = kh*kw per channel is not worth one.
 
 Everything else (other ranks, per-channel x zero points, other dtypes) is cpu_basic's float64
 path, with a packed W unpacked once.
@@ -32,14 +32,16 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked, shapes
 
-from ._native import dwconv2d, dwconv2d_work
-from ._qgemm import qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
+from ._abi import QRequantArgs
+from ._native import _kernel, dwconv2d, dwconv2d_work
+from ._qgemm import _check, _ptr, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
 from .plugins import _Derived
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+_qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
 
 
 def _scalar(x: Array | None) -> int:
@@ -257,14 +259,16 @@ def _to_nchw(c: Array, out: Array) -> None:
 
 def _requantize(f: Array, mult: Array, zy: int, out: Array) -> None:
     """onnxruntime's requantization of (N, M, ...) sums with their bias, exact integers in
-    float32, into ``out``, per channel (``f`` is overwritten)."""
-    shape = (1, -1) + (1,) * (f.ndim - 2)
-    f *= mult.reshape(shape) if mult.size > 1 else mult.reshape(())
-    info = np.iinfo(out.dtype)
-    np.clip(f, np.float32(info.min - zy), np.float32(info.max - zy), out=f)
-    np.rint(f, out=f)
-    f += np.float32(zy)
-    np.copyto(out, f, casting="unsafe")
+    float32, into ``out`` (uint8 or int8), per channel: ``_qconv.c``, one pass."""
+    kn = "mi_qrequant_f32"
+    n, m = f.shape[:2]
+    hw = int(np.prod(f.shape[2:]))
+    step = int(mult.size > 1)
+    _check(_qrequant, QRequantArgs(
+        _ptr(f, (np.float32,), f.size, False, kn, "x"),
+        _ptr(out, (out.dtype,), f.size, True, kn, "y"),
+        _ptr(mult, (np.float32,), m if step else 1, False, kn, "mult"),
+        n, m, hw, step, int(out.dtype == np.int8), int(zy)))
 
 
 class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
