@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked, shapes
 
-from ._abi import QRequantArgs
+from ._abi import QGemmArgs, QRequantArgs
 from ._native import _kernel, dwconv2d, dwconv2d_work
 from ._qgemm import _check, _ptr, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
 from .plugins import _Derived
@@ -164,23 +164,31 @@ class _IntegerConv(_Derived):
             got = self._windows[key] = (win, geo, shapes.padded_extent(xshape[2:], win, geo))
         return got
 
-    def _sums_rows(self, x: Array, w: Array, zx: int, group: int
-                   ) -> tuple[list[Array], tuple[int, ...]]:
-        """Per group, the GEMM's rows (N*OH*OW, kh*kw*C/g), from the input made NHWC (and
-        padded) once: one copy per kernel tap of C/g-byte runs; and the output sizes."""
+    def _sums_rows(self, x: Array, w: Array, zx: int, group: int,
+                   into: list[Array] | None = None) -> tuple[list[Array], tuple[int, ...]]:
+        """Per group, the GEMM's rows (N*OH*OW, kh*kw*C/g) (written ``into`` those of an
+        earlier call where given), from the input made NHWC (and padded) once: one copy per
+        kernel tap of C/g-byte runs (a 1x1 stride-1 convolution: the NHWC pixels); and the
+        output sizes."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         self._wshape = tuple(w.shape)
+        n, c = x.shape[:2]
+        win, geo, ext = self._window(x.shape, self._wshape)
+        out = tuple(geo.out)
+        if (kh == kw == 1 and group == 1 and tuple(win.strides) == (1, 1)
+                and out == tuple(x.shape[2:])
+                and not shapes.needs_padding(x.shape[2:], geo.begin, ext)):
+            dest = into[0] if into else np.empty((n * out[0] * out[1], c), x.dtype)
+            np.copyto(dest.reshape(n, out[0], out[1], c), x.transpose(0, 2, 3, 1))
+            return [dest], out
         xp, win, out = self._padded(x, zx, nhwc=True)
         (sh, sw), (dh, dw) = win.strides, win.dilations
-        n, c = x.shape[:2]
         cg = c // group
         rows = []
         for g in range(group):
             src = xp if group == 1 else xp[..., g * cg:(g + 1) * cg]
-            if kh == kw == 1 and src is xp and sh == sw == 1 and out == xp.shape[1:3]:
-                rows.append(xp.reshape(-1, c))
-                continue
-            cols = np.empty((n, out[0], out[1], kh, kw, cg), x.dtype)
+            shape = (n, out[0], out[1], kh, kw, cg)
+            cols = into[g].reshape(shape) if into else np.empty(shape, x.dtype)
             for i in range(kh):
                 for j in range(kw):
                     cols[:, :, :, i, j] = src[:, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
@@ -214,9 +222,51 @@ class _IntegerConv(_Derived):
         reach = int(w.shape[2] * w.shape[3]) * 255 * 255
         return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
 
+    #: the last product's plan, run again while its key holds: (key, the rows, the GEMM's
+    #: outputs, their arguments, the output sizes)
+    _kept_plan: tuple[tuple[Any, ...], list[Array], list[Array], list[QGemmArgs],
+                 tuple[int, ...]] | None = None
+
+    @staticmethod
+    def _key(x: Array, out: Array, *params: Array | None) -> tuple[Any, ...] | None:
+        """What a plan is made for: x's shape and dtype, the output array, W and the
+        parameters (constants: read-only); None where one may change between runs."""
+        if any(p is not None and p.flags.writeable for p in params):
+            return None
+        return (x.shape, x.dtype, out, *params)
+
+    def _run_plan(self, x: Array, w: Array, group: int, out: Array, key: tuple[Any, ...] | None
+                  ) -> bool:
+        """Run the kept plan if it was made for ``key``."""
+        plan = self._kept_plan
+        if key is None or plan is None or len(plan[0]) != len(key) or plan[0][:2] != key[:2] \
+                or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
+            return False
+        _, rows, cs, argss, dims = plan
+        self._sums_rows(x, w, int(argss[0].za), group, rows)  # za: x's zero point
+        self._finish(cs, argss, dims, out)
+        return True
+
+    @staticmethod
+    def _finish(cs: list[Array], argss: list[QGemmArgs], dims: tuple[int, ...], out: Array
+                ) -> None:
+        """Run each group's product and write it to ``out`` in NCHW."""
+        n, m = out.shape[:2]
+        mg = m // len(cs)
+        flat = out.reshape(n, m, -1) if out.flags.c_contiguous else None  # a view
+        for g, (c, args) in enumerate(zip(cs, argss, strict=True)):
+            run_qgemm(args)
+            sl = slice(g * mg, (g + 1) * mg)
+            if flat is None:
+                out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
+            else:
+                _to_nchw(c.reshape(n, -1, mg), flat[:, sl])
+
     def _gemm(self, x: Array, w: Array, zx: int, zw: Array, group: int, out: Array,
-              mult: Array | None = None, bias: Array | None = None, zy: int = 0) -> None:
-        """out (N, M, OH, OW) = the epilogue of each group's product."""
+              mult: Array | None = None, bias: Array | None = None, zy: int = 0,
+              key: tuple[Any, ...] | None = None) -> None:
+        """out (N, M, OH, OW) = the epilogue of each group's product; the plan kept for
+        ``key``."""
         m = w.shape[0]
         mg = m // group
         k = int(np.prod(w.shape[1:]))
@@ -225,21 +275,19 @@ class _IntegerConv(_Derived):
         zb = zw.astype(np.int32).reshape(-1)
         if w.dtype == np.uint8:
             zb = zb - 128
-        n = x.shape[0]
-        flat = out.reshape(n, m, -1) if out.flags.c_contiguous else None  # a view
+        cs, argss = [], []
         for g in range(group):
             c = np.empty((rows[g].shape[0], mg), out.dtype)
             sl = slice(g * mg, (g + 1) * mg)
-            run_qgemm(qgemm_args(
+            argss.append(qgemm_args(
                 rows[g], packed[g][0], packed[g][1], c, k, a_zero=zx,
                 b_zero=np.ascontiguousarray(zb[sl] if zb.size > 1 else zb),
                 mult=None if mult is None else np.ascontiguousarray(
                     mult[sl] if mult.size > 1 else mult),
                 bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
-            if flat is None:
-                out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
-            else:
-                _to_nchw(c.reshape(n, -1, mg), flat[:, sl])
+            cs.append(c)
+        self._finish(cs, argss, dims, out)
+        self._kept_plan = None if key is None else (key, rows, cs, argss, dims)
 
 
 #: pixels per block of an output transposed from the GEMM's (pixels, channels) to NCHW
@@ -283,6 +331,10 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                 w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,
                 y_zero_point: Array | None = None, b: Array | None = None, *, out: Array,
                 group: int, **kw: Any) -> None:
+        key = self._key(x, out, w, x_scale, x_zero_point, w_scale, w_zero_point, y_scale,
+                        y_zero_point, b)
+        if self._run_plan(x, w, group, out, key):
+            return
         m = w.shape[0]
         if (not self._usable(x, w, x_zero_point, group) or out.dtype not in _INT8
                 or w_scale.size not in (1, m) or not (w_zero_point is None
@@ -311,7 +363,7 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                 b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
             _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
             return
-        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy)
+        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key)
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
@@ -324,6 +376,9 @@ class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
     def compute(self, x: Array, w: Array, x_zero_point: Array | None = None,  # type: ignore[override]
                 w_zero_point: Array | None = None, *, out: Array, group: int,
                 **kw: Any) -> None:
+        key = self._key(x, out, w, x_zero_point, w_zero_point)
+        if self._run_plan(x, w, group, out, key):
+            return
         m = w.shape[0]
         if (not self._usable(x, w, x_zero_point, group) or out.dtype != np.int32
                 or not (w_zero_point is None or w_zero_point.size in (1, m))):
@@ -338,4 +393,4 @@ class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
                 and self._exact(w, None)):
             np.copyto(out, self._depthwise_sums(x, w, zx, zw), casting="unsafe")
             return
-        self._gemm(x, w, zx, zw, group, out)
+        self._gemm(x, w, zx, zw, group, out, key=key)
