@@ -208,3 +208,32 @@ def test_packed_weights_unpacked_for_the_fallback() -> None:
     assert np.array_equal(qconv._unpack_groups(qconv._pack_groups(w, 3), 3), w)
     wu = _ints(U8, 4, 7, 1, 1)
     assert np.array_equal(qconv._unpack_groups(qconv._pack_groups(wu, 1), 1), wu)
+
+
+@pytest.mark.parametrize("kernel,attrs", [((1, 1), {}), ((3, 3), {"pads": [1, 1, 1, 1],
+                                                                   "group": 2})])
+def test_a_kept_plan_reads_new_inputs_on_each_run(
+        paths: dict[str, dict[str, int]], count_calls: Callable[[Any, str, str], dict[str, int]],
+        kernel: tuple[int, int], attrs: dict[str, Any]) -> None:
+    """The plan made on the first run (rows' buffers, the GEMM's arguments) is run again for
+    new values of x, and a new batch size makes a new one."""
+    cg = 4 // attrs.get("group", 1)
+    inits = {"xs": np.float32(0.02), "xz": np.array(5, U8), "w": _ints(S8, 6, cg, *kernel),
+             "ws": RNG.uniform(0.002, 0.02, 6).astype(np.float32), "wz": np.zeros(6, S8),
+             "ys": np.float32(0.05), "yz": np.array(3, U8),
+             "b": RNG.integers(-500, 500, 6).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", *inits], ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, ["n", 4, 7, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    ours = mini_infer_core.InferenceSession(model, device="cpu")
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    made = count_calls(qconv._IntegerConv, "_gemm", "plans")
+    for n in (2, 2, 2, 1, 3, 1):
+        x = _ints(U8, n, 4, 7, 7)
+        np.testing.assert_array_equal(ours.run(None, {"x": x})[0],
+                                      theirs.run(None, {"x": x})[0])
+    assert paths["gemm"]["gemm"] >= 6  # a product on every run ...
+    assert made["plans"] <= 4  # ... and a new plan only for a new batch size
