@@ -17,8 +17,11 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   sum an integer below 2**24: kernels up to 258 taps), with the same epilogue in one compiled
   pass (``_qconv.c``): a GEMM of K = kh*kw per channel is not worth one.
 
-Everything else (other ranks, per-channel x zero points, other dtypes) is cpu_basic's float64
-path, with a packed W unpacked once.
+The last run's plan (the rows' buffers, the GEMM's outputs and arguments) is run again while
+the input's shape, the output array and the constant parameters are the same objects (an
+engine's arena views and constants are, from run to run). Everything else (other ranks,
+per-channel x zero points, other dtypes) is cpu_basic's float64 path, with a packed W
+unpacked once.
 """
 
 from __future__ import annotations
