@@ -140,3 +140,17 @@ def test_unfusable_chains_still_run(y_zero: int, conv_out: bool,
     info = _compare(_hand_qdq(y_zero, conv_out, clip), 0.02 * 1.0001)
     assert "QLinearConv" not in info["ops"] and "Conv" in info["ops"], info["ops"]
     assert not info["rewritten"]
+
+
+def test_only_into_operators_the_device_has(tmp_path: Path) -> None:
+    """The rewrite makes QLinearConv/QLinearMatMul only where the target device has plugins
+    for them (a device without keeps the float Conv/MatMul between DequantizeLinear and
+    QuantizeLinear)."""
+    from mini_infer_core.builder.rewrite import rewrite
+    from mini_infer_core.importer import parse_onnx
+
+    network = parse_onnx(_quantized(tmp_path, per_channel=True))
+    ops = [n.op_type for n in rewrite(network, integer=lambda op: op == "QLinearMatMul")[0].nodes]
+    assert "QLinearConv" not in ops and ops.count("Conv") == 4 and "QLinearMatMul" in ops
+    ops = [n.op_type for n in rewrite(network, integer=lambda op: False)[0].nodes]
+    assert "QLinearMatMul" not in ops and "MatMul" in ops

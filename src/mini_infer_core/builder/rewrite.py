@@ -280,13 +280,18 @@ _RULES: Sequence[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] =
     _swish, _gelu, _layer_norm, _hard_swish_clip)
 
 
-def rewrite(network: Network) -> tuple[Network, list[str]]:
-    """The network with every chain above (and the QDQ chains of :mod:`.qdq`) replaced by its
+def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
+            ) -> tuple[Network, list[str]]:
+    """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
+    operators ``integer`` accepts: those the target device has plugins for) replaced by its
     operator; what was replaced."""
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
-    rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [
-        *_RULES, partial(qdq_conv, fresh=fresh), partial(qdq_matmul, fresh=fresh)]
+    rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
+    if integer("QLinearConv"):
+        rules.append(partial(qdq_conv, fresh=fresh))
+    if integer("QLinearMatMul"):
+        rules.append(partial(qdq_matmul, fresh=fresh))
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]
