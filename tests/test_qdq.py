@@ -1,8 +1,9 @@
 """QDQ fusion (builder/qdq.py, in the rewrite pass): models quantized by onnxruntime's own
 ``quantize_static`` (QDQ format, u8 activations, s8 weights per tensor and per channel) run as
-QLinearConv/QLinearMatMul and give onnxruntime's outputs within one quantum of the output;
-chains that cannot be fused (a Relu the output's quantization does not clip, a Conv output
-read by another node too) keep their float nodes and still give onnxruntime's outputs."""
+QLinearConv/QLinearMatMul (a Gemm as a 1x1 QLinearConv) and give onnxruntime's outputs within
+one quantum of the output; chains that cannot be fused (a Relu the output's quantization does
+not clip, a Conv output read by another node too) keep their float nodes and still give
+onnxruntime's outputs."""
 
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ import mini_infer_core as mi
 RNG = np.random.default_rng(2526)
 
 
-def _float_model() -> onnx.ModelProto:
-    """Conv+Relu, a grouped Conv, a depthwise Conv+Relu, a 1x1 Conv, a MatMul."""
+def _float_model(trans_b: int = 1) -> onnx.ModelProto:
+    """Conv+Relu, a grouped Conv, a depthwise Conv+Relu, a 1x1 Conv, a MatMul, a Gemm."""
     def w(*shape: int) -> np.ndarray:
         return (RNG.standard_normal(shape) * 0.3).astype(np.float32)
 
     inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "w2": w(8, 4, 3, 3), "b2": w(8),
              "w3": w(8, 1, 3, 3), "b3": w(8), "w4": w(6, 8, 1, 1), "b4": w(6),
-             "shape": np.array([2, -1], np.int64), "wm": w(6 * 5 * 5, 7)}
+             "shape": np.array([2, -1], np.int64), "wm": w(6 * 5 * 5, 7),
+             "wg": w(5, 7) if trans_b else w(7, 5), "bg": w(5)}
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -38,11 +40,12 @@ def _float_model() -> onnx.ModelProto:
         helper.make_node("Relu", ["c3"], ["r3"]),
         helper.make_node("Conv", ["r3", "w4", "b4"], ["c4"]),
         helper.make_node("Reshape", ["c4", "shape"], ["flat"]),
-        helper.make_node("MatMul", ["flat", "wm"], ["y"]),
+        helper.make_node("MatMul", ["flat", "wm"], ["m"]),
+        helper.make_node("Gemm", ["m", "wg", "bg"], ["y"], transB=trans_b),
     ]
     graph = helper.make_graph(
         nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 10, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
@@ -56,9 +59,9 @@ class _Data(CalibrationDataReader):
         return next(self.batches, None)
 
 
-def _quantized(tmp_path: Path, per_channel: bool) -> onnx.ModelProto:
+def _quantized(tmp_path: Path, per_channel: bool, trans_b: int = 1) -> onnx.ModelProto:
     src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
-    onnx.save(_float_model(), src)
+    onnx.save(_float_model(trans_b), src)
     quantize_static(str(src), str(dst), _Data(), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                     per_channel=per_channel)
@@ -84,13 +87,13 @@ def _compare(model: onnx.ModelProto, tol: float) -> dict[str, Any]:
     return {"ops": [nd.op_type for nd in engine.nodes], **engine.build_info}
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_quantize_static_runs_int8(tmp_path: Path, per_channel: bool) -> None:
-    model = _quantized(tmp_path, per_channel)
+@pytest.mark.parametrize("per_channel,trans_b", [(False, 1), (True, 1), (True, 0)])
+def test_quantize_static_runs_int8(tmp_path: Path, per_channel: bool, trans_b: int) -> None:
+    model = _quantized(tmp_path, per_channel, trans_b)
     info = _compare(model, _output_scale(model) * 1.0001)
-    assert info["ops"].count("QLinearConv") == 4, info["ops"]
+    assert info["ops"].count("QLinearConv") == 5, info["ops"]  # the Gemm's a 1x1 one
     assert info["ops"].count("QLinearMatMul") == 1, info["ops"]
-    assert "Conv" not in info["ops"] and "MatMul" not in info["ops"]
+    assert not {"Conv", "MatMul", "Gemm"} & set(info["ops"]), info["ops"]
     assert "Relu" not in info["ops"]  # both absorbed: their outputs' zero points are 0
 
 
@@ -152,5 +155,6 @@ def test_only_into_operators_the_device_has(tmp_path: Path) -> None:
     network = parse_onnx(_quantized(tmp_path, per_channel=True))
     ops = [n.op_type for n in rewrite(network, integer=lambda op: op == "QLinearMatMul")[0].nodes]
     assert "QLinearConv" not in ops and ops.count("Conv") == 4 and "QLinearMatMul" in ops
+    assert "Gemm" in ops
     ops = [n.op_type for n in rewrite(network, integer=lambda op: False)[0].nodes]
     assert "QLinearMatMul" not in ops and "MatMul" in ops

@@ -6,7 +6,9 @@ transformer does:
   the DequantizeLinear of an int32 constant) ``-> [Relu|Clip] -> QuantizeLinear`` ->
   ``QLinearConv``;
 - ``DequantizeLinear(a_q) -> MatMul <- DequantizeLinear(b_q) -> [Relu|Clip] ->
-  QuantizeLinear`` -> ``QLinearMatMul``.
+  QuantizeLinear`` -> ``QLinearMatMul``;
+- the same with a Gemm (2-D x, constant W, a bias, alpha = beta = 1) -> the 1x1 QLinearConv
+  it is, between two Reshapes (QLinearMatMul has no bias).
 
 Scales and zero points must be constants: x's, y's and a's one value, W's one value or one per
 output channel (DequantizeLinear's ``axis`` 0), B's one value or one per column (a 2-D B,
@@ -35,7 +37,7 @@ from ..plugin import PluginField, PluginFieldCollection
 if TYPE_CHECKING:
     from .rewrite import _Graph
 
-__all__ = ["qdq_conv", "qdq_matmul"]
+__all__ = ["qdq_conv", "qdq_gemm", "qdq_matmul"]
 
 Array = np.ndarray[Any, Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -125,10 +127,10 @@ def _chain(g: _Graph, tensors: list[str]) -> list[int]:
     return [g.producer[t] for t in tensors]
 
 
-def _node(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, Any]
-          ) -> Node:
+def _node(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, Any],
+          opset: int = 10, suffix: str = "") -> Node:
     fields = PluginFieldCollection([PluginField.from_value(k, v) for k, v in attrs.items()])
-    return Node(f"{like.name}:{op}", op, "", inputs, [output], fields, 10)
+    return Node(f"{like.name}:{op}{suffix}", op, "", inputs, [output], fields, opset)
 
 
 def _bias(g: _Graph, name: str, x_scale: Array, w_scale: Array, m: int,
@@ -212,3 +214,47 @@ def qdq_matmul(g: _Graph, i: int, mm: Node, fresh: dict[str, Array]
             gone.append(g.producer[t])
     inputs = [a[1], *a[0].inputs[1:3], b[1], *b[0].inputs[1:3], *out[2].tolist()]
     return gone, _node(mm, "QLinearMatMul", inputs, out[1], {})
+
+
+def qdq_gemm(g: _Graph, i: int, gemm: Node, fresh: dict[str, Array],
+             extra: dict[str, tuple[list[Node], list[Node]]]
+             ) -> tuple[list[int], Node] | None:
+    """DequantizeLinear x (2-D) and W -> Gemm (a bias, alpha = beta = 1, x not transposed)
+    -> [Relu|Clip] -> QuantizeLinear as the 1x1 QLinearConv it is: x reshaped to (N, K, 1, 1)
+    before it, the output to (N, M) after it (``extra``, by the QLinearConv's name)."""
+    attrs = gemm.fields.values_dict()
+    if (gemm.op_type != "Gemm" or len(gemm.inputs) < 2 or attrs.get("transA", 0)
+            or float(attrs.get("alpha", 1.0)) != 1.0 or float(attrs.get("beta", 1.0)) != 1.0):
+        return None
+    x = _dq(g, gemm.inputs[0])
+    w = _dq(g, gemm.inputs[1])
+    out = _requant(g, gemm.outputs[0])
+    if x is None or w is None or out is None or x[2].size != 1:
+        return None
+    wq = _const(g, w[1])
+    trans_b = bool(attrs.get("transB", 0))
+    if wq is None or wq.dtype not in _INT8 or wq.ndim != 2:
+        return None
+    m = int(wq.shape[0] if trans_b else wq.shape[1])
+    if w[2].size != 1 and not (w[2].shape == (m,) and w[4] in ((0, -2) if trans_b else (1, -1))):
+        return None
+    bias = _bias(g, gemm.inputs[2] if len(gemm.inputs) > 2 else "", x[2], w[2], m, fresh)
+    if bias is None:
+        return None
+    gone = [i, *bias[1], *_chain(g, out[0])]
+    for t in gemm.inputs[:2]:
+        if g.private(t):
+            gone.append(g.producer[t])
+    w4, x4, y4 = (f"{gemm.name}:qdq_{s}" for s in ("w4", "x4", "y4"))
+    shape4, shape2 = f"{gemm.name}:qdq_shape4", f"{gemm.name}:qdq_shape2"
+    fresh[w4] = np.ascontiguousarray(wq if trans_b else wq.T).reshape(m, -1, 1, 1)
+    fresh[shape4] = np.array([0, -1, 1, 1], np.int64)
+    fresh[shape2] = np.array([0, -1], np.int64)
+    inputs = [x4, *x[0].inputs[1:3], w4, *w[0].inputs[1:3], *out[2].tolist()]
+    if bias[0]:
+        inputs.append(bias[0])
+    conv = _node(gemm, "QLinearConv", inputs, y4, {})
+    extra[conv.name] = ([_node(gemm, "Reshape", [x[1], shape4], x4, {}, 14, ":in")],
+                        [_node(gemm, "Reshape", [y4, shape2], out[1], {}, 14, ":out")])
+    return gone, conv
+

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..network import Network, Node
 from ..plugin import PluginField, PluginFieldCollection
-from .qdq import qdq_conv, qdq_matmul
+from .qdq import qdq_conv, qdq_gemm, qdq_matmul
 
 __all__ = ["rewrite"]
 
@@ -288,8 +288,9 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
     rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
+    extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
     if integer("QLinearConv"):
-        rules.append(partial(qdq_conv, fresh=fresh))
+        rules += [partial(qdq_conv, fresh=fresh), partial(qdq_gemm, fresh=fresh, extra=extra)]
     if integer("QLinearMatMul"):
         rules.append(partial(qdq_matmul, fresh=fresh))
     done: list[str] = []
@@ -315,6 +316,11 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             break
     if not done:
         return network, done
-    return replace(network, nodes=[n for n in g.nodes if n is not None],
+    nodes = []
+    for n in g.nodes:
+        if n is not None:
+            before, after = extra.get(n.name, ([], []))
+            nodes += [*before, n, *after]
+    return replace(network, nodes=nodes,
                    constants={**network.constants, **fresh} if fresh else network.constants
                    ), done
