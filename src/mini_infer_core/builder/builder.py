@@ -133,8 +133,9 @@ class Builder:
         imported = len(network.nodes)
         given = network
         rewritten: list[str] = []
-        if config.fuse:
-            network, rewritten = rewrite(network)
+        if config.fuse:  # QDQ chains become integer operators where the device has them
+            network, rewritten = rewrite(network, integer=lambda op: bool(
+                self.registry.candidates("", op, config.device, 10)))
         state = self._select(_constants_first(network), config)
         if release_network:  # the state's own dict holds every constant from here on
             given.constants.clear()

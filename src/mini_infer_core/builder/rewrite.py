@@ -8,7 +8,9 @@ become that one ONNX operator, before plugins are chosen.
   ``0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` -> ``Gelu(approximate="tanh")``
   (GPT-2's), in the orders torch writes them;
 - ``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (ReduceMean, Sub, Pow,
-  ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``.
+  ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``;
+- QDQ chains (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) -> ``QLinearConv`` and
+  ``QLinearMatMul`` (:mod:`.qdq`).
 
 A chain is replaced only where its intermediate tensors are read by nothing else and are no
 graph outputs; the new node carries the opset that defines its operator (and keeps its
@@ -21,12 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..network import Network, Node
 from ..plugin import PluginField, PluginFieldCollection
+from .qdq import qdq_conv, qdq_gemm, qdq_matmul
 
 __all__ = ["rewrite"]
 
@@ -276,15 +280,25 @@ _RULES: Sequence[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] =
     _swish, _gelu, _layer_norm, _hard_swish_clip)
 
 
-def rewrite(network: Network) -> tuple[Network, list[str]]:
-    """The network with every chain above replaced by its operator; what was replaced."""
+def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
+            ) -> tuple[Network, list[str]]:
+    """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
+    operators ``integer`` accepts: those the target device has plugins for) replaced by its
+    operator; what was replaced."""
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
+    fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
+    rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
+    extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
+    if integer("QLinearConv"):
+        rules += [partial(qdq_conv, fresh=fresh), partial(qdq_gemm, fresh=fresh, extra=extra)]
+    if integer("QLinearMatMul"):
+        rules.append(partial(qdq_matmul, fresh=fresh))
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]
         if node is None or node.domain:
             continue
-        for rule in _RULES:
+        for rule in rules:
             try:
                 found = rule(g, i, node)
             except (KeyError, ValueError, TypeError, IndexError):
@@ -302,4 +316,11 @@ def rewrite(network: Network) -> tuple[Network, list[str]]:
             break
     if not done:
         return network, done
-    return replace(network, nodes=[n for n in g.nodes if n is not None]), done
+    nodes = []
+    for n in g.nodes:
+        if n is not None:
+            before, after = extra.get(n.name, ([], []))
+            nodes += [*before, n, *after]
+    return replace(network, nodes=nodes,
+                   constants={**network.constants, **fresh} if fresh else network.constants
+                   ), done

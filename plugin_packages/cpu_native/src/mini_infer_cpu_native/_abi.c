@@ -193,6 +193,13 @@ static const mi_abi_field layout[] = {
     FIELD(mi_dql_args, x), FIELD(mi_dql_args, y), FIELD(mi_dql_args, scale),
     FIELD(mi_dql_args, zp), FIELD(mi_dql_args, n),
 
+    /* QLinearConv's requantization (_qconv.c) */
+    STRUCT(mi_qrequant_args),
+    FIELD(mi_qrequant_args, x), FIELD(mi_qrequant_args, y), FIELD(mi_qrequant_args, mult),
+    FIELD(mi_qrequant_args, n), FIELD(mi_qrequant_args, c), FIELD(mi_qrequant_args, hw),
+    FIELD(mi_qrequant_args, mult_step), FIELD(mi_qrequant_args, y_signed),
+    FIELD(mi_qrequant_args, zy),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

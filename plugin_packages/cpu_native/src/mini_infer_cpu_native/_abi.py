@@ -344,3 +344,13 @@ class DqlArgs(ctypes.Structure):
 STRUCTS.update({"mi_qpack_b_args": QPackBArgs, "mi_qcolsum_args": QColsumArgs,
                 "mi_qgemm_args": QGemmArgs, "mi_dql_args": DqlArgs})
 __all__ += ["DqlArgs", "QColsumArgs", "QGemmArgs", "QPackBArgs"]
+
+
+class QRequantArgs(ctypes.Structure):
+    """mi_qrequant_args (_qconv.c)"""
+    _fields_ = (_fields(_P, "x y mult") + _fields(_L, "n c hw mult_step")
+                + _fields(_I, "y_signed zy"))
+
+
+STRUCTS["mi_qrequant_args"] = QRequantArgs
+__all__ += ["QRequantArgs"]

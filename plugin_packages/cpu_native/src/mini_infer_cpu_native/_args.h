@@ -384,7 +384,7 @@ typedef struct mi_qgemm_args {
     void *c;            /* (m x n) by `out`: int32, float32, uint8 or int8, rows ldc apart */
     const int *zb;      /* B's zero point as stored (uint8 B: zb - 128): (n), or one (zb_step 0) */
     const float *mult;  /* (n), or one (mult_step 0); NULL for MI_Q_INT32 */
-    const float *bias;  /* (n) or NULL (MI_Q_FLOAT) */
+    const float *bias;  /* (n) or NULL: float32 (MI_Q_FLOAT); int32 added to the sums (MI_Q_U8/S8) */
     long m, n, k, lda, ldc, zb_step, mult_step;
     int a_signed, za, out, zy;
     float lo, hi; /* MI_Q_FLOAT: the clamp; MI_Q_U8/S8: the quantized range (a Relu: zy) */
@@ -399,9 +399,20 @@ typedef struct mi_dql_args {
     long n;
 } mi_dql_args;
 
+/* QLinearConv's requantization of exact float32 sums (n, c, hw), per channel: mi_qrequant_f32
+ * (_qconv.c) */
+typedef struct mi_qrequant_args {
+    const float *x;    /* (n, c, hw) */
+    void *y;           /* (n, c, hw) uint8, or int8 (y_signed) */
+    const float *mult; /* (c), or one (mult_step 0) */
+    long n, c, hw, mult_step;
+    int y_signed, zy;
+} mi_qrequant_args;
+
 int mi_qpack_b_i8(const mi_qpack_b_args *p);
 int mi_qcolsum_i8(const mi_qcolsum_args *p);
 int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_dql_f32(const mi_dql_args *a);
+int mi_qrequant_f32(const mi_qrequant_args *a);
 
 #endif

@@ -617,6 +617,9 @@ int mi_qgemm_i8(const mi_qgemm_args *a) {
     for (long j = 0; j < g.n; j++)
         colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
                                za * (uint32_t)a->colsum[j]);
+    if (a->bias && (a->out == MI_Q_U8 || a->out == MI_Q_S8)) /* int32 bias: into the sums */
+        for (long j = 0; j < g.n; j++)
+            colterm[j] = (int32_t)((uint32_t)colterm[j] + (uint32_t)((const int32_t *)a->bias)[j]);
     const int8_t *bp = a->bp;
     if (r) { /* the k % 4 last rows of each full panel, as one padded quad */
         int8_t *t = (int8_t *)(block + offs[3]);

@@ -153,7 +153,8 @@ def qgemm_args(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_ze
     :func:`qcolsum`; ``b_zero`` int32, one or N values, as stored (uint8 B: minus 128).
     ``c``'s dtype picks the epilogue: int32 (the sums), float32 (``float(acc) * mult[j] +
     bias[j]`` clamped to [lo, hi]), uint8/int8 (``rint(float(acc) * mult[j]) + y_zero``
-    clamped to [lo, hi] and the type's range); ``mult`` float32, one or N values."""
+    clamped to [lo, hi] and the type's range; ``bias`` there is int32, added to ``acc`` first,
+    as QLinearConv's B); ``mult`` float32, one or N values."""
     kn = "mi_qgemm_i8"
     if a.ndim != 2 or c.ndim != 2 or a.shape[0] != c.shape[0] or a.shape[1] != k:
         raise ValueError(f"{kn}: a {a.shape} and c {c.shape} are not (M, {k}) and (M, N)")
@@ -175,7 +176,8 @@ def qgemm_args(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_ze
         _ptr(c, (c.dtype,), m * n, True, kn, "c"),
         _ptr(b_zero, (np.int32,), n if zb_step else 1, False, kn, "zb"),
         _ptr(mult, (np.float32,), n if mult_step else 1, False, kn, "mult"),
-        _ptr(bias, (np.float32,), n, False, kn, "bias"),
+        _ptr(bias, (np.int32,) if kind in (OUT_U8, OUT_S8) else (np.float32,), n, False, kn,
+             "bias"),
         m, n, k, k, n, zb_step, mult_step, int(a.dtype == np.int8), int(a_zero), kind,
         int(y_zero), lo, hi)
     args._keep = (a, packed, colsum, c, b_zero, mult, bias)

@@ -1,0 +1,399 @@
+"""cpu_basic's QLinearConv and ConvInteger with their 8-bit 2-D cases on the compiled integer
+GEMM (:mod:`._qgemm`, ``_qgemm.c``).
+
+* The product of each group is ``rows (N*OH*OW, kh*kw*C/g) x W_g^T``: the rows are the
+  input's windows (im2col from the input made NHWC once, padded with x's zero point so that
+  padding contributes nothing, as onnxruntime pads: one copy per kernel tap); a 1x1 stride-1
+  convolution reads the NHWC input's pixels as rows, no im2col.
+* A constant W (uint8/int8) is packed by the build, group by group, in the GEMM's panels
+  (``__qpacked__`` = 1: stored so, same shape and dtype; a uint8 W is stored as w - 128);
+  its column sums are computed at the first run. W's zero point and scale may be per output
+  channel (its columns).
+* QLinearConv's epilogue is onnxruntime's (MlasRequantizeOutput): the int32 bias added to the
+  sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
+  type's range less its zero point, rounded half to even, plus the zero point.
+* Depthwise convolutions (one input and one output channel per group) are summed by the
+  compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point, exactly (every
+  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue in one compiled
+  pass (``_qconv.c``): a GEMM of K = kh*kw per channel is not worth one.
+
+The last run's plan (the rows' buffers, the GEMM's outputs and arguments) is run again while
+the input's shape, the output array and the constant parameters are the same objects (an
+engine's arena views and constants are, from run to run). Everything else (other ranks,
+per-channel x zero points, other dtypes) is cpu_basic's float64 path, with a packed W
+unpacked once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import qlinear as _qlinear
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import Repacked, shapes
+
+from ._abi import QGemmArgs, QRequantArgs
+from ._native import _kernel, dwconv2d, dwconv2d_work
+from ._qgemm import _check, _ptr, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
+from .plugins import _Derived
+
+__all__ = ["ConvInteger", "QLinearConv"]
+
+Array = NDArray[Any]
+_INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+_qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
+
+
+def _scalar(x: Array | None) -> int:
+    return 0 if x is None else int(x.reshape(-1)[0])
+
+
+def _pack_groups(w: Array, group: int) -> Array:
+    """W (M, C/g, kh, kw) packed group by group: each group's (K, M/g) B, its K in the rows'
+    order (kh, kw, C/g), concatenated."""
+    m = w.shape[0]
+    mg = m // group
+    k = int(np.prod(w.shape[1:]))
+    parts = [qpack_b(w[g * mg:(g + 1) * mg].transpose(0, 2, 3, 1).reshape(mg, k).T)
+             for g in range(group)]
+    return np.concatenate([p.reshape(-1) for p in parts]).reshape(w.shape)
+
+
+def _unpack_groups(p: Array, group: int) -> Array:
+    """:func:`_pack_groups` undone."""
+    m, cg, kh, kw = (int(d) for d in p.shape)
+    mg = m // group
+    k = cg * kh * kw
+    flat = p.reshape(-1)
+    out = np.empty((m, kh, kw, cg), p.dtype)
+    for g in range(group):
+        out[g * mg:(g + 1) * mg] = unpack_qb(flat[g * mg * k:(g + 1) * mg * k], k, mg).T.reshape(
+            mg, kh, kw, cg)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+class _IntegerConv(_Derived):
+    """The compiled side shared by both convolutions: W (input ``w_index``) packed by the
+    build per group, its column sums, the rows of each group, the int32 sums."""
+
+    w_index: ClassVar[int] = 1
+    hidden: dict[str, Any]
+    attrs: dict[str, Any]
+
+    if TYPE_CHECKING:
+        def record(self, key: str, value: Any | None) -> None: ...  # the plugin base's
+
+        def geometry(self, xshape: Sequence[int], wshape: Sequence[int]
+                     ) -> tuple[shapes.Window, shapes.Geometry]: ...  # the schema's
+
+    @staticmethod
+    def _depthwise(w: Array, group: int) -> bool:
+        return group > 1 and w.shape[0] == group and w.shape[1] == 1
+
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """A constant 8-bit 4-D W stored in the integer GEMM's panels (not a depthwise one)."""
+        i = self.w_index
+        w = constants[i] if len(constants) > i else None
+        group = int(self.attrs.get("group", 1))
+        if (w is None or w.dtype not in _INT8 or w.ndim != 4 or w.shape[0] % group
+                or self._depthwise(w, group)):
+            return {}
+        return {i: Repacked(_pack_groups(w, group), lambda: self.record("__qpacked__", 1))}
+
+    def _onnx_w(self, w: Array, group: int) -> Array:
+        """W as the ONNX graph has it (a packed one unpacked once)."""
+        if self.hidden.get("__qpacked__"):
+            return self._derived(w, "onnx", lambda p: _unpack_groups(p, group))
+        return w
+
+    def _group_panels(self, w: Array, group: int) -> list[tuple[Array, Array]]:
+        """Per group: (packed B, its column sums)."""
+        mg = w.shape[0] // group
+        k = int(np.prod(w.shape[1:]))
+
+        def split(p: Array) -> list[tuple[Array, Array]]:
+            flat = p.reshape(-1)
+            out = []
+            for g in range(group):
+                part = flat[g * mg * k:(g + 1) * mg * k]
+                out.append((part, qcolsum(part, k, mg)))
+            return out
+
+        if self.hidden.get("__qpacked__"):
+            return self._derived(w, "groups", split)
+        return self._derived(w, "pack", lambda x: split(_pack_groups(x, group)))
+
+    def _usable(self, x: Array, w: Array, x_zero_point: Array | None, group: int) -> bool:
+        return (x.ndim == 4 and w.ndim == 4 and x.dtype in _INT8 and w.dtype in _INT8
+                and (x_zero_point is None or x_zero_point.size == 1)
+                and x.shape[1] == w.shape[1] * group and w.shape[0] % group == 0)
+
+    def _padded(self, x: Array, zx: int, nhwc: bool
+                ) -> tuple[Array, shapes.Window, tuple[int, ...]]:
+        """x (NHWC where asked) padded with its zero point where windows reach outside, the
+        window, the output sizes."""
+        win, geo, ext = self._window(x.shape, self._wshape)
+        src = x.transpose(0, 2, 3, 1) if nhwc else x
+        if shapes.needs_padding(x.shape[2:], geo.begin, ext):
+            n, c = x.shape[:2]
+            xp = np.full((n, *ext, c) if nhwc else (n, c, *ext), zx, x.dtype)
+            b0, b1 = geo.begin
+            h, w = x.shape[2:]
+            if nhwc:
+                xp[:, b0:b0 + h, b1:b1 + w] = src
+            else:
+                xp[:, :, b0:b0 + h, b1:b1 + w] = src
+            return xp, win, tuple(geo.out)
+        return (np.ascontiguousarray(src) if nhwc else x), win, tuple(geo.out)
+
+    _wshape: tuple[int, ...] = ()
+    #: (x shape, W shape) -> the window, its geometry and padded extent
+    _windows: dict[tuple[Any, ...], tuple[shapes.Window, shapes.Geometry, tuple[int, ...]]
+                   ] | None = None
+
+    def _window(self, xshape: tuple[int, ...], wshape: tuple[int, ...]
+                ) -> tuple[shapes.Window, shapes.Geometry, tuple[int, ...]]:
+        """The window, geometry and padded extent for these shapes (worked out once)."""
+        if self._windows is None:
+            self._windows = {}
+        key = (xshape, wshape)
+        got = self._windows.get(key)
+        if got is None:
+            win, geo = self.geometry(xshape, wshape)
+            got = self._windows[key] = (win, geo, shapes.padded_extent(xshape[2:], win, geo))
+        return got
+
+    def _sums_rows(self, x: Array, w: Array, zx: int, group: int,
+                   into: list[Array] | None = None) -> tuple[list[Array], tuple[int, ...]]:
+        """Per group, the GEMM's rows (N*OH*OW, kh*kw*C/g) (written ``into`` those of an
+        earlier call where given), from the input made NHWC (and padded) once: one copy per
+        kernel tap of C/g-byte runs (a 1x1 stride-1 convolution: the NHWC pixels); and the
+        output sizes."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        self._wshape = tuple(w.shape)
+        n, c = x.shape[:2]
+        win, geo, ext = self._window(x.shape, self._wshape)
+        out = tuple(geo.out)
+        if (kh == kw == 1 and group == 1 and tuple(win.strides) == (1, 1)
+                and out == tuple(x.shape[2:])
+                and not shapes.needs_padding(x.shape[2:], geo.begin, ext)):
+            dest = into[0] if into else np.empty((n * out[0] * out[1], c), x.dtype)
+            np.copyto(dest.reshape(n, out[0], out[1], c), x.transpose(0, 2, 3, 1))
+            return [dest], out
+        xp, win, out = self._padded(x, zx, nhwc=True)
+        (sh, sw), (dh, dw) = win.strides, win.dilations
+        cg = c // group
+        rows = []
+        for g in range(group):
+            src = xp if group == 1 else xp[..., g * cg:(g + 1) * cg]
+            shape = (n, out[0], out[1], kh, kw, cg)
+            cols = into[g].reshape(shape) if into else np.empty(shape, x.dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    cols[:, :, :, i, j] = src[:, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
+                                              j * dw:j * dw + (out[1] - 1) * sw + 1:sw]
+            rows.append(cols.reshape(-1, kh * kw * cg))
+        return rows, out
+
+    def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array,
+                        bias: Array | None = None) -> Array:
+        """float32 (N, C, OH, OW) sums (plus ``bias`` where given) of a depthwise convolution
+        on the compiled float32 depthwise kernel, on x - zx and w - zw: every product and
+        partial sum is an integer below 2**24 (the caller checks the bound), so float32 holds
+        them exactly whatever the order of the sums; the kernel's zero padding is x's zero
+        point."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        win, geo, ext = self._window(x.shape, w.shape)
+        out = tuple(geo.out)
+        xf = np.subtract(x, np.float32(zx), dtype=np.float32)
+        wf = self._derived(w, ("dw", zw.tobytes()), lambda v: np.ascontiguousarray(
+            v.astype(np.float32) - zw.astype(np.float32).reshape(-1, 1, 1, 1)))
+        y = np.empty((x.shape[0], x.shape[1], *out), np.float32)
+        work = np.empty(dwconv2d_work((ext[0], ext[1]), out[0]), np.float32)
+        dwconv2d(xf, wf, bias, None, y, work, (kh, kw), (win.strides[0], win.strides[1]),
+                 (win.dilations[0], win.dilations[1]), (geo.begin[0], geo.begin[1]),
+                 (ext[0], ext[1]), -np.inf, np.inf)
+        return y
+
+    @staticmethod
+    def _exact(w: Array, bias: Array | None) -> bool:
+        """Whether a depthwise convolution's sums (and bias) stay below 2**24."""
+        reach = int(w.shape[2] * w.shape[3]) * 255 * 255
+        return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
+
+    #: the last product's plan, run again while its key holds: (key, the rows, the GEMM's
+    #: outputs, their arguments, the output sizes)
+    _kept_plan: tuple[tuple[Any, ...], list[Array], list[Array], list[QGemmArgs],
+                 tuple[int, ...]] | None = None
+
+    @staticmethod
+    def _key(x: Array, out: Array, *params: Array | None) -> tuple[Any, ...] | None:
+        """What a plan is made for: x's shape and dtype, the output array, W and the
+        parameters (constants: read-only); None where one may change between runs."""
+        if any(p is not None and p.flags.writeable for p in params):
+            return None
+        return (x.shape, x.dtype, out, *params)
+
+    def _run_plan(self, x: Array, w: Array, group: int, out: Array, key: tuple[Any, ...] | None
+                  ) -> bool:
+        """Run the kept plan if it was made for ``key``."""
+        plan = self._kept_plan
+        if key is None or plan is None or len(plan[0]) != len(key) or plan[0][:2] != key[:2] \
+                or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
+            return False
+        _, rows, cs, argss, dims = plan
+        self._sums_rows(x, w, int(argss[0].za), group, rows)  # za: x's zero point
+        self._finish(cs, argss, dims, out)
+        return True
+
+    @staticmethod
+    def _finish(cs: list[Array], argss: list[QGemmArgs], dims: tuple[int, ...], out: Array
+                ) -> None:
+        """Run each group's product and write it to ``out`` in NCHW."""
+        n, m = out.shape[:2]
+        mg = m // len(cs)
+        flat = out.reshape(n, m, -1) if out.flags.c_contiguous else None  # a view
+        for g, (c, args) in enumerate(zip(cs, argss, strict=True)):
+            run_qgemm(args)
+            sl = slice(g * mg, (g + 1) * mg)
+            if flat is None:
+                out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
+            else:
+                _to_nchw(c.reshape(n, -1, mg), flat[:, sl])
+
+    def _gemm(self, x: Array, w: Array, zx: int, zw: Array, group: int, out: Array,
+              mult: Array | None = None, bias: Array | None = None, zy: int = 0,
+              key: tuple[Any, ...] | None = None) -> None:
+        """out (N, M, OH, OW) = the epilogue of each group's product; the plan kept for
+        ``key``."""
+        m = w.shape[0]
+        mg = m // group
+        k = int(np.prod(w.shape[1:]))
+        rows, dims = self._sums_rows(x, w, zx, group)
+        packed = self._group_panels(w, group)
+        zb = zw.astype(np.int32).reshape(-1)
+        if w.dtype == np.uint8:
+            zb = zb - 128
+        cs, argss = [], []
+        for g in range(group):
+            c = np.empty((rows[g].shape[0], mg), out.dtype)
+            sl = slice(g * mg, (g + 1) * mg)
+            argss.append(qgemm_args(
+                rows[g], packed[g][0], packed[g][1], c, k, a_zero=zx,
+                b_zero=np.ascontiguousarray(zb[sl] if zb.size > 1 else zb),
+                mult=None if mult is None else np.ascontiguousarray(
+                    mult[sl] if mult.size > 1 else mult),
+                bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
+            cs.append(c)
+        self._finish(cs, argss, dims, out)
+        self._kept_plan = None if key is None else (key, rows, cs, argss, dims)
+
+
+#: pixels per block of an output transposed from the GEMM's (pixels, channels) to NCHW
+_BLOCK = 128
+
+
+def _to_nchw(c: Array, out: Array) -> None:
+    """``out`` (N, M, P) = ``c`` (N, P, M) transposed; many channels in blocks of pixels that
+    stay in cache (a NumPy transposing copy of uint8 is 1.5-5x slower in one piece there)."""
+    p, m = c.shape[1:]
+    if m < 64 or p <= _BLOCK:
+        np.copyto(out, c.transpose(0, 2, 1))
+        return
+    for p0 in range(0, p, _BLOCK):
+        np.copyto(out[:, :, p0:p0 + _BLOCK], c[:, p0:p0 + _BLOCK].transpose(0, 2, 1))
+
+
+def _requantize(f: Array, mult: Array, zy: int, out: Array) -> None:
+    """onnxruntime's requantization of (N, M, ...) sums with their bias, exact integers in
+    float32, into ``out`` (uint8 or int8), per channel: ``_qconv.c``, one pass."""
+    kn = "mi_qrequant_f32"
+    n, m = f.shape[:2]
+    hw = int(np.prod(f.shape[2:]))
+    step = int(mult.size > 1)
+    _check(_qrequant, QRequantArgs(
+        _ptr(f, (np.float32,), f.size, False, kn, "x"),
+        _ptr(out, (out.dtype,), f.size, True, kn, "y"),
+        _ptr(mult, (np.float32,), m if step else 1, False, kn, "mult"),
+        n, m, hw, step, int(out.dtype == np.int8), int(zy)))
+
+
+class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
+    """8-bit 2-D convolutions requantized on the compiled integer GEMM (see the module)."""
+
+    w_index = 3
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.QLinearConv.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, x: Array, x_scale: Array, x_zero_point: Array,  # type: ignore[override]
+                w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,
+                y_zero_point: Array | None = None, b: Array | None = None, *, out: Array,
+                group: int, **kw: Any) -> None:
+        key = self._key(x, out, w, x_scale, x_zero_point, w_scale, w_zero_point, y_scale,
+                        y_zero_point, b)
+        if self._run_plan(x, w, group, out, key):
+            return
+        m = w.shape[0]
+        if (not self._usable(x, w, x_zero_point, group) or out.dtype not in _INT8
+                or w_scale.size not in (1, m) or not (w_zero_point is None
+                                                         or w_zero_point.size in (1, m))
+                or y_scale.size != 1 or (y_zero_point is not None and y_zero_point.size != 1)
+                or x_scale.size != 1 or any(s.dtype != np.float32
+                                            for s in (x_scale, w_scale, y_scale))
+                or (b is not None and (b.dtype != np.int32 or b.size != m))):
+            super().compute(x, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
+                            w_zero_point, y_scale, y_zero_point, b, out=out, group=group,
+                            **kw)
+            return
+        if out.size == 0:
+            return
+        zx, zy = _scalar(x_zero_point), _scalar(y_zero_point)
+        zw = np.zeros(1, np.int32) if w_zero_point is None else w_zero_point
+        # onnxruntime's multiplier, in float32: x_scale * w_scale[m] / y_scale
+        mult = np.ascontiguousarray(
+            (x_scale.reshape(-1)[0] * w_scale.reshape(-1) / y_scale.reshape(-1)[0]
+             ).astype(np.float32))
+        bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
+        if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
+                and (self._exact(w, None) if b is None else self._derived(
+                    b, ("exact", w.shape), lambda v: self._exact(w, v)))):
+            fb = None if b is None else self._derived(
+                b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
+            _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
+            return
+        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key)
+
+
+class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
+    """8-bit 2-D convolutions' int32 sums on the compiled integer GEMM (see the module)."""
+
+    hidden_fields: ClassVar[tuple[str, ...]] = (*_qlinear.ConvInteger.hidden_fields,
+                                                "__qpacked__")
+    package = "mini-infer-cpu-native"
+
+    def compute(self, x: Array, w: Array, x_zero_point: Array | None = None,  # type: ignore[override]
+                w_zero_point: Array | None = None, *, out: Array, group: int,
+                **kw: Any) -> None:
+        key = self._key(x, out, w, x_zero_point, w_zero_point)
+        if self._run_plan(x, w, group, out, key):
+            return
+        m = w.shape[0]
+        if (not self._usable(x, w, x_zero_point, group) or out.dtype != np.int32
+                or not (w_zero_point is None or w_zero_point.size in (1, m))):
+            super().compute(x, self._onnx_w(w, group), x_zero_point, w_zero_point, out=out,
+                            group=group, **kw)
+            return
+        if out.size == 0:
+            return
+        zx = _scalar(x_zero_point)
+        zw = np.zeros(1, np.int32) if w_zero_point is None else w_zero_point
+        if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
+                and self._exact(w, None)):
+            np.copyto(out, self._depthwise_sums(x, w, zx, zw), casting="unsafe")
+            return
+        self._gemm(x, w, zx, zw, group, out, key=key)
