@@ -36,9 +36,9 @@ from numpy.typing import NDArray
 from mini_infer_core.plugin import Repacked, shapes
 
 from ._abi import QGemmArgs, QRequantArgs
+from ._derived import Derived
 from ._native import _kernel, dwconv2d, dwconv2d_work
 from ._qgemm import _check, _ptr, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
-from .plugins import _Derived
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
@@ -75,7 +75,7 @@ def _unpack_groups(p: Array, group: int) -> Array:
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
-class _IntegerConv(_Derived):
+class _IntegerConv(Derived):
     """The compiled side shared by both convolutions: W (input ``w_index``) packed by the
     build per group, its column sums, the rows of each group, the int32 sums."""
 

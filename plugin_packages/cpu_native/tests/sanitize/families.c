@@ -510,6 +510,20 @@ static void integer_products(unsigned seed) {
     long off = 0;
     for (long i = 0; i < L; i++) off += fabs(((double)y[i] - zp) * scale - x[i]) > scale;
     CHECK(scale > 0 && off == 0, "dql: %ld values off by more than one step", off);
+    /* QLinearConv's requantization (_qconv.c): round half to even, saturate, per channel */
+    enum { C = 3, HW = 500 };
+    float mult[C] = {0.5f, 1.0f, 0.25f};
+    unsigned char q[C * HW];
+    mi_qrequant_args rq = {x, q, mult, 1, C, HW, 1, 0, 100};
+    CHECK(mi_qrequant_f32(&rq) == 0, "qrequant failed");
+    long wrong = 0;
+    for (long ch = 0; ch < C; ch++)
+        for (long p = 0; p < HW; p++) {
+            double v = nearbyint((double)x[ch * HW + p] * mult[ch]) + 100; /* exact: powers of 2 */
+            v = v < 0 ? 0 : v > 255 ? 255 : v;
+            wrong += q[ch * HW + p] != (unsigned char)v;
+        }
+    CHECK(wrong == 0, "qrequant: %ld values differ from rint and saturation", wrong);
     free(x);
 }
 
