@@ -11,6 +11,7 @@ fails the build) or at its first run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -62,21 +63,35 @@ class _Trees(MlPlugin):
         super().configure_plugin(inputs, outputs)
         _ = self.forest  # a malformed ensemble fails the build, not the first run
 
-    def scores(self, x: Array, agg: int) -> tuple[Array, Array]:
+    @cached_property
+    def base(self) -> Sequence[float]:
+        """``base_values`` (or ``base_values_as_tensor``) as floats."""
+        return base_values(self.attrs)
+
+    def scores(self, x: Array, agg: int, divisor: float = 0.0,
+               bases: dict[Any, Array] | None = None) -> tuple[Array, Array]:
+        """The aggregated scores and which targets received a weight; each score divided by
+        ``divisor`` (where > 0) and the base value of its target added (``bases``: the values
+        by the type of the rows)."""
         try:
             rows = rows_of(x, self.forest, f"{self.op_type} {self.name!r}")
         except ValueError as exc:
             raise ExecutionError(str(exc)) from exc
-        return evaluate(self.forest, rows, agg)
+        return evaluate(self.forest, rows, agg, divisor,
+                        None if bases is None else bases[rows.dtype])
 
     def regression(self, x: Array, aggregate: str, base: Sequence[float]) -> Array:
         """onnxruntime's regression: aggregate, average over trees, add the base values (when
         there is one per target)."""
-        s, _ = self.scores(x, _AGGREGATES[aggregate])
-        if aggregate == "AVERAGE" and self.forest.n_trees:
-            s = s / s.dtype.type(self.forest.n_trees)
-        if len(base) == s.shape[1]:
-            s = s + np.asarray(base, s.dtype)
+        forest = self.forest
+        key = (aggregate, len(base))
+        if getattr(self, "_regression_key", None) != key:  # the same every run: kept
+            self._regression_key = key
+            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
+            values = np.asarray(base, np.float64)
+            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
+                if len(base) == forest.n_targets else None
+        s, _ = self.scores(x, _AGGREGATES[aggregate], self._divisor, self._bases)
         return s
 
 
@@ -86,7 +101,7 @@ class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
 
     def compute(self, x: Array, *, out: Array, aggregate_function: str, post_transform: str,
                 **_: Any) -> None:
-        s = self.regression(x, aggregate_function, base_values(self.attrs))
+        s = self.regression(x, aggregate_function, self.base)
         np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
 
 
@@ -123,7 +138,7 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
                 **_: Any) -> None:
         labels_out, scores_out = out
         s, has = self.scores(x, AGG_SUM)
-        base = base_values(self.attrs)
+        base = self.base
         if len(self.labels) > 2:
             for k, b in enumerate(base[:s.shape[1]]):
                 s[:, k] += s.dtype.type(b)
