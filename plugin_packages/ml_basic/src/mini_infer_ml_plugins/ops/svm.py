@@ -25,6 +25,11 @@ __all__ = ["SVMClassifier", "SVMRegressor"]
 
 Array = NDArray[Any]
 
+try:  # the compiled Platt scaling and coupling (optional: the NumPy form below otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
 
 class _Svm(MlPlugin):
     def setup(self) -> None:
@@ -171,6 +176,12 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
     def _probabilities(self, scores: Array, k: int) -> Array:
         """Platt-scaled pairwise probabilities coupled into one per class [N, k]."""
         n = scores.shape[0]
+        if _cml is not None and k >= 2 and \
+                min(self.prob_a.size, self.prob_b.size) >= scores.shape[1]:
+            out = np.empty((n, k), np.float32)
+            _cml.svm_probabilities(np.ascontiguousarray(scores, np.float32), self.prob_a,
+                                   self.prob_b, k, out)
+            return out
         pairwise = np.zeros((n, k, k), np.float32)
         c = 0
         for i in range(k - 1):
