@@ -9,11 +9,27 @@
  *   (one decision value per pair of classes), libsvm's Platt scaling of each pair
  *   (1 - logistic(s * a + b), clipped to [1e-7, 1 - 1e-7]) and its pairwise coupling
  *   (multiclass_probability) into one probability per class, out [N, k].
+ *
+ *   linear(x, n, w, k, b, post, expand, out, chosen): the linear models' scores
+ *   x [n, f] . w [k, f]^T + b [k] (b may be empty), then post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)
+ *   over each row of k >= 2 scores; a single score column (k == 1) stays as it is, or with
+ *   `expand` becomes two, 1 - p and p (p the logistic of the score under LOGISTIC), as
+ *   onnxruntime does for a binary classifier; chosen [n] (int64, may be empty) gets each
+ *   row's class: the first largest score, or for k == 1 whether the score is above 0.
+ *
+ *   normalize(x, n, norm, out): each row of x [n, f] divided by its MAX (0; NaNs skipped, as
+ *   onnxruntime's std::max from the lowest float does), L1 (1) norm, or for L2 (2)
+ *   sign(x) * sqrt(x * x / sum(x * x)); a row whose norm is 0 is copied.
+ *
+ *   scale(x, offset, scale, out): (x - offset) * scale along the last axis (offset and scale
+ *   one value per feature, or one for all).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 static float logistic(float x) {
@@ -104,7 +120,150 @@ static PyObject *py_svm_probabilities(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_linear(PyObject *self, PyObject *args) {
+    Py_buffer x, w, b, out, chosen;
+    Py_ssize_t n, k;
+    int post, expand;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*iiw*w*", &x, &n, &w, &k, &b, &post, &expand, &out,
+                          &chosen))
+        return NULL;
+    const Py_ssize_t fsz = (Py_ssize_t)sizeof(float);
+    const Py_ssize_t f = k > 0 ? w.len / (k * fsz) : 0;
+    const Py_ssize_t cols = k == 1 && expand ? 2 : k;
+    int ok = n >= 0 && k >= 1 && post >= 0 && post <= 2 && w.len == k * f * fsz &&
+             x.len == n * f * fsz && (b.len == 0 || b.len == k * fsz) &&
+             out.len == n * cols * fsz &&
+             (chosen.len == 0 || chosen.len == n * (Py_ssize_t)sizeof(int64_t));
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.linear: sizes do not match");
+    } else {
+        const float *X = x.buf, *W = w.buf, *B = b.len ? b.buf : NULL;
+        float *O = out.buf;
+        int64_t *C = chosen.len ? chosen.buf : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *xr = X + r * f;
+            float *o = O + r * cols;
+            for (Py_ssize_t c = 0; c < k; ++c) {
+                const float *wc = W + c * f;
+                float s = 0;
+                for (Py_ssize_t j = 0; j < f; ++j) s += xr[j] * wc[j];
+                o[c] = B ? s + B[c] : s;
+            }
+            if (k == 1) {
+                const float s = o[0];
+                if (C) C[r] = s > 0;
+                if (expand) {
+                    const float p = post == 1 ? logistic(s) : s;
+                    o[0] = 1.0f - p;
+                    o[1] = p;
+                }
+                continue;
+            }
+            Py_ssize_t best = 0;
+            for (Py_ssize_t c = 1; c < k; ++c)
+                if (o[c] > o[best]) best = c;
+            if (C) C[r] = best;
+            if (post == 1) {
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = logistic(o[c]);
+            } else if (post == 2) {
+                const float m = o[best];
+                float total = 0;
+                for (Py_ssize_t c = 0; c < k; ++c) total += (o[c] = expf(o[c] - m));
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = o[c] / total;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&chosen);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_normalize(PyObject *self, PyObject *args) {
+    Py_buffer x, out;
+    Py_ssize_t n;
+    int norm;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*niw*", &x, &n, &norm, &out)) return NULL;
+    const Py_ssize_t f = n > 0 ? x.len / (n * (Py_ssize_t)sizeof(float)) : 0;
+    const int ok = n >= 0 && norm >= 0 && norm <= 2 && out.len == x.len &&
+                   x.len == n * f * (Py_ssize_t)sizeof(float);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.normalize: sizes do not match");
+    } else {
+        const float *X = x.buf;
+        float *O = out.buf;
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *xr = X + r * f;
+            float *o = O + r * f;
+            float z = norm == 0 ? -FLT_MAX : 0; /* onnxruntime's std::max from lowest */
+            for (Py_ssize_t j = 0; j < f; ++j) {
+                if (norm == 0) z = z < xr[j] ? xr[j] : z; /* skips a NaN, as std::max */
+                else if (norm == 1) z += fabsf(xr[j]);
+                else z += xr[j] * xr[j];
+            }
+            if (norm == 2) {
+                for (Py_ssize_t j = 0; j < f; ++j) {
+                    if (z != 0) {
+                        const float y = sqrtf(xr[j] * xr[j] / z);
+                        o[j] = xr[j] < 0 ? -y : y;
+                    } else {
+                        o[j] = xr[j];
+                    }
+                }
+            } else {
+                const float d = z != 0 ? z : 1.0f;
+                for (Py_ssize_t j = 0; j < f; ++j) o[j] = xr[j] / d;
+            }
+        }
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_scale(PyObject *self, PyObject *args) {
+    Py_buffer x, offset, scale, out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &x, &offset, &scale, &out)) return NULL;
+    const Py_ssize_t fsz = (Py_ssize_t)sizeof(float);
+    const Py_ssize_t no = offset.len / fsz, ns = scale.len / fsz, total = x.len / fsz;
+    const Py_ssize_t f = no > ns ? no : ns;
+    const int ok = out.len == x.len && no >= 1 && ns >= 1 && (no == 1 || no == f) &&
+                   (ns == 1 || ns == f) && total % f == 0;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.scale: sizes do not match");
+    } else {
+        const float *X = x.buf, *off = offset.buf, *sc = scale.buf;
+        float *O = out.buf;
+        for (Py_ssize_t i = 0; i < total; ++i) {
+            const Py_ssize_t j = i % f;
+            O[i] = (X[i] - off[no == 1 ? 0 : j]) * sc[ns == 1 ? 0 : j];
+        }
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&offset);
+    PyBuffer_Release(&scale);
+    PyBuffer_Release(&out);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"linear", py_linear, METH_VARARGS,
+     "linear(x, n, w, k, b, post, expand, out, chosen): float32 linear scores, their "
+     "transform and each row's class."},
+    {"normalize", py_normalize, METH_VARARGS,
+     "normalize(x, n, norm, out): each float32 row by its MAX (0), L1 (1) or L2 (2) norm."},
+    {"scale", py_scale, METH_VARARGS,
+     "scale(x, offset, scale, out): (x - offset) * scale along the last axis, float32."},
     {"svm_probabilities", py_svm_probabilities, METH_VARARGS,
      "svm_probabilities(scores, prob_a, prob_b, k, out): Platt scaling and pairwise "
      "coupling of float32 pairwise decision values [N, k(k-1)/2] into out [N, k]."},
