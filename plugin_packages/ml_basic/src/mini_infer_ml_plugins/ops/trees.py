@@ -140,19 +140,33 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         s, has = self.scores(x, AGG_SUM)
         base = self.base
         if len(self.labels) > 2:
-            for k, b in enumerate(base[:s.shape[1]]):
-                s[:, k] += s.dtype.type(b)
-                has[:, k] = True
-            chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
-            table = np.array(self.labels, dtype=labels_out.dtype)
-            np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
-                      casting="unsafe")
+            nb = min(len(base), s.shape[1])
+            if nb:  # each class with a base value: added, and it has a score
+                s[:, :nb] += np.asarray(base[:nb], np.float64).astype(s.dtype)
+                has[:, :nb] = True
+            if has.all():  # every class scored (a forest's usual case): no masking
+                chosen = np.argmax(s, axis=1)
+                np.copyto(scores_out, transform(post_transform, s), casting="unsafe")
+            else:
+                chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
+                np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
+                          casting="unsafe")
+            table = self._table(labels_out.dtype, False)
         else:
             chosen, z, raw = self._binary(s, has, base, post_transform)
             np.copyto(scores_out, z, casting="unsafe")
-            table = np.array(self.labels if labels_out.dtype == object or not raw else [0, 1],
-                             dtype=labels_out.dtype)
+            table = self._table(labels_out.dtype, raw)
         labels_out[...] = table[chosen]
+
+    def _table(self, dtype: Any, raw: bool) -> Array:
+        """The labels by index (kept: the same every run); ``raw``: the binary rule's 0/1
+        where the labels are integers."""
+        key = (dtype, raw)
+        tables: dict[Any, Array] = self.__dict__.setdefault("_tables", {})
+        if key not in tables:
+            strings = np.dtype(dtype).kind == "O"
+            tables[key] = np.array(self.labels if strings or not raw else [0, 1], dtype=dtype)
+        return tables[key]
 
     def _binary(self, s: Array, has: Array, base: Sequence[float], post: str
                 ) -> tuple[Array, Array, bool]:
