@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["AGG_MAX", "AGG_MIN", "AGG_SUM", "Forest", "compiled_available", "evaluate",
-           "legacy_forest", "v5_forest"]
+           "legacy_forest", "v5_forest", "walk_into"]
 
 Array = NDArray[Any]
 
@@ -123,6 +123,9 @@ class Forest:
     def nodes(self, dtype: Any) -> Array:
         """The node table in the compiled walk's layout for thresholds of ``dtype``."""
         key = np.dtype(dtype).name
+        got = self.packed.get(key)
+        if got is not None:
+            return got
         if key not in self.packed:
             layout = np.dtype([("thr", dtype), ("feat", "<i4"), ("tc", "<i4"), ("fc", "<i4"),
                                ("mode", "u1"), ("mt", "u1"), ("pad", "u1", (2,))], align=True)
@@ -280,6 +283,8 @@ def _load() -> Any:
 _LIB = _load()
 _POOL: ThreadPoolExecutor | None = None
 _NONE = np.zeros(0, np.float32)
+_F64 = np.dtype(np.float64)
+_FLOATS = (np.dtype(np.float32), _F64)
 
 
 def compiled_available() -> bool:
@@ -304,6 +309,27 @@ def _parts(rows: int, trees: int) -> int:
 
     return max(1, min(_cores(), get_num_threads(), rows // _ROWS_PER_THREAD,
                       rows * trees // _PAIRS_PER_THREAD))
+
+
+def walk_into(forest: Forest, x: Array, agg: int, divisor: float, base: Array | None,
+              out: Array) -> bool:
+    """The few-row path: scores written straight into ``out`` (x's type, [N, n_targets],
+    C-contiguous) by one compiled call on this thread; False (nothing done) where it does not
+    apply (no compiled walk, set-membership nodes, other types or layouts, rows enough to
+    split across threads)."""
+    n = x.shape[0] if x.ndim == 2 else -1
+    if _LIB is None or forest.members or n < 1 or n >= 2 * _ROWS_PER_THREAD \
+            or x.dtype != out.dtype or x.dtype not in _FLOATS or not x.flags.c_contiguous \
+            or not out.flags.c_contiguous or out.size != n * forest.n_targets \
+            or x.shape[1] < forest.n_features:
+        return False
+    has = forest.packed.get("has")  # scratch: written, never read (so threads may share it)
+    if has is None or has.size < out.size:
+        has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
+    _LIB.walk(x.dtype == _F64, x, n, x.shape[1], forest.nodes(x.dtype), forest.roots,
+              forest.wt_target, forest.weights(x.dtype), forest.n_targets, agg,
+              int(forest.is_fast), out, has, divisor, _NONE if base is None else base)
+    return True
 
 
 def _compiled(forest: Forest, x: Array, agg: int, divisor: float = 0.0,

@@ -34,6 +34,7 @@ from ._trees import (
     legacy_forest,
     rows_of,
     v5_forest,
+    walk_into,
 )
 
 __all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
@@ -80,9 +81,11 @@ class _Trees(MlPlugin):
         return evaluate(self.forest, rows, agg, divisor,
                         None if bases is None else bases[rows.dtype])
 
-    def regression(self, x: Array, aggregate: str, base: Sequence[float]) -> Array:
+    def regression(self, x: Array, aggregate: str, base: Sequence[float],
+                   out: Array | None = None) -> Array | None:
         """onnxruntime's regression: aggregate, average over trees, add the base values (when
-        there is one per target)."""
+        there is one per target). With ``out`` (no post_transform follows): written there by
+        the few-row path where it applies (None returned), else returned."""
         forest = self.forest
         key = (aggregate, len(base))
         if getattr(self, "_regression_key", None) != key:  # the same every run: kept
@@ -91,6 +94,10 @@ class _Trees(MlPlugin):
             values = np.asarray(base, np.float64)
             self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
                 if len(base) == forest.n_targets else None
+        if out is not None and walk_into(
+                forest, x, _AGGREGATES[aggregate], self._divisor,
+                None if self._bases is None else self._bases.get(x.dtype), out):
+            return None
         s, _ = self.scores(x, _AGGREGATES[aggregate], self._divisor, self._bases)
         return s
 
@@ -101,8 +108,10 @@ class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
 
     def compute(self, x: Array, *, out: Array, aggregate_function: str, post_transform: str,
                 **_: Any) -> None:
-        s = self.regression(x, aggregate_function, self.base)
-        np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
+        s = self.regression(x, aggregate_function, self.base,
+                            out if post_transform == "NONE" else None)
+        if s is not None:
+            np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
 
 
 class TreeEnsemble(_Trees, ml.TreeEnsemble):
@@ -112,8 +121,10 @@ class TreeEnsemble(_Trees, ml.TreeEnsemble):
     def compute(self, x: Array, *, out: Array, aggregate_function: int, post_transform: int,
                 **_: Any) -> None:
         aggregate = ("AVERAGE", "SUM", "MIN", "MAX")[int(aggregate_function)]
-        s = self.regression(x, aggregate, ())
-        np.copyto(out, transform_scores(TRANSFORMS[int(post_transform)], s), casting="unsafe")
+        post = TRANSFORMS[int(post_transform)]
+        s = self.regression(x, aggregate, (), out if post == "NONE" else None)
+        if s is not None:
+            np.copyto(out, transform_scores(post, s), casting="unsafe")
 
 
 class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
