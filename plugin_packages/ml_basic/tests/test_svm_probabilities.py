@@ -1,8 +1,8 @@
 """SVMClassifier's probabilities (Platt scaling and libsvm's pairwise coupling), compiled
-(``ops/_cml.c``) and in NumPy: scikit-learn's SVC(probability=True) converted by skl2onnx,
-2, 3 and 5 classes, integer and string labels, 0, 1 and many rows, against onnxruntime (labels
-exactly, probabilities within 1e-5), scikit-learn (labels, probabilities within 1e-3: it
-computes in float64) and each other."""
+(``ops/_cml.c``, with the one-vs-one decision values and votes) and in NumPy: scikit-learn's
+SVC(probability=True) converted by skl2onnx, 2, 3 and 5 classes, integer and string labels,
+0, 1 and many rows, against onnxruntime (labels exactly, probabilities within 1e-5),
+scikit-learn (labels, probabilities within 1e-3: it computes in float64) and each other."""
 
 from __future__ import annotations
 

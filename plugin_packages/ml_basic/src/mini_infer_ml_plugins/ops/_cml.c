@@ -10,6 +10,12 @@
  *   (1 - logistic(s * a + b), clipped to [1e-7, 1 - 1e-7]) and its pairwise coupling
  *   (multiclass_probability) into one probability per class, out [N, k].
  *
+ *   svm_pairwise(kern, n, coef, starts, rho, k, scores, votes): libsvm's one-vs-one decision
+ *   for each row of kernel values kern [n, V] (float64): for classes i < j, the support
+ *   vectors of i weighted by coef[j - 1] and those of j by coef[i] (coef [(k-1), V]), plus
+ *   rho[pair] (float32), summed in float64 and stored in float32 as scores [n, pairs]; a vote
+ *   for i where the value is above 0, else for j (votes [n, k], int64).
+ *
  *   linear(x, n, w, k, b, post, expand, out, chosen): the linear models' scores
  *   x [n, f] . w [k, f]^T + b [k] (b may be empty), then post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)
  *   over each row of k >= 2 scores; a single score column (k == 1) stays as it is, or with
@@ -117,6 +123,61 @@ static PyObject *py_svm_probabilities(PyObject *self, PyObject *args) {
     PyBuffer_Release(&prob_b);
     PyBuffer_Release(&out);
     if (ok != 1) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_svm_pairwise(PyObject *self, PyObject *args) {
+    Py_buffer kern, coef, starts, rho, scores, votes;
+    Py_ssize_t n;
+    int k;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*iw*w*", &kern, &n, &coef, &starts, &rho, &k, &scores,
+                          &votes))
+        return NULL;
+    const Py_ssize_t pairs = (Py_ssize_t)k * (k - 1) / 2;
+    const Py_ssize_t v = k > 1 ? coef.len / ((Py_ssize_t)sizeof(double) * (k - 1)) : 0;
+    const int64_t *st = starts.buf;
+    int ok = n >= 0 && k >= 2 && coef.len == (Py_ssize_t)sizeof(double) * (k - 1) * v &&
+             kern.len == (Py_ssize_t)sizeof(double) * n * v &&
+             starts.len == (Py_ssize_t)sizeof(int64_t) * (k + 1) &&
+             rho.len >= (Py_ssize_t)sizeof(float) * pairs &&
+             scores.len == (Py_ssize_t)sizeof(float) * n * pairs &&
+             votes.len == (Py_ssize_t)sizeof(int64_t) * n * k;
+    for (int i = 0; ok && i <= k; ++i)
+        ok = st[i] >= 0 && st[i] <= v && (i == 0 || st[i] >= st[i - 1]);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.svm_pairwise: sizes do not match");
+    } else {
+        const double *K = kern.buf, *C = coef.buf;
+        const float *R = rho.buf;
+        float *S = scores.buf;
+        int64_t *V = votes.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const double *kr = K + r * v;
+            int64_t *vr = V + r * k;
+            for (int i = 0; i < k; ++i) vr[i] = 0;
+            Py_ssize_t c = 0;
+            for (int i = 0; i < k - 1; ++i) {
+                for (int j = i + 1; j < k; ++j, ++c) {
+                    double a = 0, b = 0;
+                    for (int64_t t = st[i]; t < st[i + 1]; ++t) a += kr[t] * C[(j - 1) * v + t];
+                    for (int64_t t = st[j]; t < st[j + 1]; ++t) b += kr[t] * C[i * v + t];
+                    const double s = a + b + (double)R[c];
+                    S[r * pairs + c] = (float)s;
+                    vr[s > 0 ? i : j] += 1;
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&kern);
+    PyBuffer_Release(&coef);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&rho);
+    PyBuffer_Release(&scores);
+    PyBuffer_Release(&votes);
+    if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -257,6 +318,9 @@ static PyObject *py_scale(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"svm_pairwise", py_svm_pairwise, METH_VARARGS,
+     "svm_pairwise(kern, n, coef, starts, rho, k, scores, votes): libsvm's one-vs-one "
+     "decision values (float32) and votes (int64) from float64 kernel values."},
     {"linear", py_linear, METH_VARARGS,
      "linear(x, n, w, k, b, post, expand, out, chosen): float32 linear scores, their "
      "transform and each row's class."},
