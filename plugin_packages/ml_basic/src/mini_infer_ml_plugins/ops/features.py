@@ -116,11 +116,14 @@ class ArrayFeatureExtractor(MlPlugin, ml.ArrayFeatureExtractor):
     def compute(self, x: Array, y: Array, *, out: Array, **_: Any) -> None:
         index = np.asarray(y, np.int64).reshape(-1)
         size = x.shape[-1]
-        bad = (index < 0) | (index >= size)
-        if bad.any():
+        if index.size and (index.min() < 0 or index.max() >= size):
+            bad = (index < 0) | (index >= size)
             raise ExecutionError(
                 f"ArrayFeatureExtractor {self.name!r}: index {int(index[bad][0])} is out of "
                 f"range for the last axis of X (size {size})")
+        if out.flags.c_contiguous and out.size == x.size // max(size, 1) * index.size:
+            np.take(x, index, axis=-1, out=out.reshape(*x.shape[:-1], index.size))
+            return
         np.copyto(out, x[..., index].reshape(out.shape))
 
 
