@@ -312,9 +312,10 @@ def _parts(rows: int, trees: int) -> int:
 
 
 def walk_into(forest: Forest, x: Array, agg: int, divisor: float, base: Array | None,
-              out: Array) -> bool:
+              out: Array, has: Array | None = None) -> bool:
     """The few-row path: scores written straight into ``out`` (x's type, [N, n_targets],
-    C-contiguous) by one compiled call on this thread; False (nothing done) where it does not
+    C-contiguous) by one compiled call on this thread, and which targets received a weight
+    into ``has`` (uint8, like ``out``) where given; False (nothing done) where it does not
     apply (no compiled walk, set-membership nodes, other types or layouts, rows enough to
     split across threads)."""
     n = x.shape[0] if x.ndim == 2 else -1
@@ -323,9 +324,12 @@ def walk_into(forest: Forest, x: Array, agg: int, divisor: float, base: Array | 
             or not out.flags.c_contiguous or out.size != n * forest.n_targets \
             or x.shape[1] < forest.n_features:
         return False
-    has = forest.packed.get("has")  # scratch: written, never read (so threads may share it)
-    if has is None or has.size < out.size:
-        has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
+    if has is None:
+        has = forest.packed.get("has")  # scratch: written, never read (threads may share it)
+        if has is None or has.size < out.size:
+            has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
+    elif has.dtype != np.uint8 or has.size != out.size or not has.flags.c_contiguous:
+        return False
     _LIB.walk(x.dtype == _F64, x, n, x.shape[1], forest.nodes(x.dtype), forest.roots,
               forest.wt_target, forest.weights(x.dtype), forest.n_targets, agg,
               int(forest.is_fast), out, has, divisor, _NONE if base is None else base)

@@ -40,6 +40,7 @@ from ._trees import (
 __all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
 
 Array = NDArray[Any]
+_FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _AGGREGATES = {"SUM": AGG_SUM, "AVERAGE": AGG_SUM, "MIN": AGG_MIN, "MAX": AGG_MAX}
 
 
@@ -148,7 +149,9 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
                 **_: Any) -> None:
         labels_out, scores_out = out
-        s, has = self.scores(x, AGG_SUM)
+        s, has = self._few_rows(x)
+        if s is None:
+            s, has = self.scores(x, AGG_SUM)
         base = self.base
         if len(self.labels) > 2:
             nb = min(len(base), s.shape[1])
@@ -168,6 +171,17 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             np.copyto(scores_out, z, casting="unsafe")
             table = self._table(labels_out.dtype, raw)
         labels_out[...] = table[chosen]
+
+    def _few_rows(self, x: Array) -> tuple[Any, Any]:
+        """The scores and which classes received a weight by one compiled call (``walk_into``)
+        where it applies, else (None, None)."""
+        if x.ndim != 2 or x.dtype not in _FLOAT_TYPES:
+            return None, None
+        shape = (x.shape[0], self.forest.n_targets)
+        s, has = np.empty(shape, x.dtype), np.empty(shape, np.uint8)
+        if walk_into(self.forest, x, AGG_SUM, 0.0, None, s, has):
+            return s, has.view(bool)
+        return None, None
 
     def _table(self, dtype: Any, raw: bool) -> Array:
         """The labels by index (kept: the same every run); ``raw``: the binary rule's 0/1
