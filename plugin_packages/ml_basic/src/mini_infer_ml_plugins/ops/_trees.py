@@ -64,6 +64,8 @@ class Forest:
     members: dict[int, Array] = field(default_factory=dict)
     depth: int = 0
     packed: dict[str, Array] = field(default_factory=dict)
+    nodes_by_type: dict[Any, Array] = field(default_factory=dict)
+    weights_by_type: dict[Any, Array] = field(default_factory=dict)
 
     @property
     def n_trees(self) -> int:
@@ -86,10 +88,10 @@ class Forest:
 
     def weights(self, dtype: Any) -> Array:
         """The leaf weights in ``dtype`` (kept per type)."""
-        key = "w" + np.dtype(dtype).name
-        if key not in self.packed:
-            self.packed[key] = self.wt_value.astype(dtype)
-        return self.packed[key]
+        got = self.weights_by_type.get(dtype)
+        if got is None:
+            got = self.weights_by_type[np.dtype(dtype)] = self.wt_value.astype(dtype)
+        return got
 
     def check(self) -> Forest:
         """Validate the indices and find the depth (refuses cycles)."""
@@ -122,10 +124,10 @@ class Forest:
 
     def nodes(self, dtype: Any) -> Array:
         """The node table in the compiled walk's layout for thresholds of ``dtype``."""
-        key = np.dtype(dtype).name
-        got = self.packed.get(key)
+        got = self.nodes_by_type.get(dtype)  # dtype objects as keys: .name costs µs
         if got is not None:
             return got
+        key = np.dtype(dtype).name
         if key not in self.packed:
             layout = np.dtype([("thr", dtype), ("feat", "<i4"), ("tc", "<i4"), ("fc", "<i4"),
                                ("mode", "u1"), ("mt", "u1"), ("pad", "u1", (2,))], align=True)
@@ -135,6 +137,7 @@ class Forest:
                 self.mt)  # a leaf reads feature 0 (the C walk's lanes read, then ignore it)
             packed["tc"], packed["fc"] = self.tc, self.fc
             self.packed[key] = packed
+        self.nodes_by_type[np.dtype(dtype)] = self.packed[key]
         return self.packed[key]
 
 
