@@ -1,15 +1,22 @@
-"""scikit-learn models and pipelines converted with skl2onnx (the cases of
-``plugin_packages/ml_basic/tests/sklearn_models.py``: forests, boosting, linear models, SVMs,
-k-NN, column transformers, ZipMap outputs, DictVectorizer inputs), run by mini-infer and by
-onnxruntime in one process on the same inputs.
+"""scikit-learn pipelines converted with skl2onnx (``plugin_packages/ml_basic/tests/
+row_pipelines.py``: trees and forests with and without ZipMap, boosting, SVMs, linear and
+text models, k-NN, naive Bayes, PCA, k-means, scalers, imputers, one-hot encoders,
+normalizers), scored one row per call and 200 rows per call, by mini-infer and by onnxruntime
+in one process on the same inputs, one thread.
 
-    python benchmarks/sklearn_pipelines.py [--threads 1] [--repeat 20] [--cases NAME ...]
+    python benchmarks/sklearn_pipelines.py [--sizes 1 200] [--repeat 30] [--pipelines NAME ...]
+                                           [--threads 1] [--profile]
 
-Per case: whether the labels (and string outputs) are identical, the largest absolute
-difference of the scores (ZipMap's dicts compared key by key), the minimum latency of each
-engine over ``--repeat`` runs of all the case's inputs (milliseconds; the minimum is the
-least disturbed on a shared machine), and ours/ort. Needs scikit-learn and skl2onnx (the test
-extras) and mini-infer-ml-plugins.
+Per pipeline and batch size: the best time per call of each engine (microseconds; the two
+are timed interleaved, a sample of each in turn, and the minimum over ``--repeat`` samples
+kept, the least disturbed on a shared machine), ours/ort, and whether the outputs agree:
+labels (and every integer or string output) identical, scores (ZipMap's dicts key by key)
+within 1e-5 (relative to the value where it is above 1). Then the geometric mean of ours/ort
+per batch size and the pipelines above 2x. ``--profile`` adds, per pipeline, where one row's
+time goes in mini-infer: each node's microseconds (``ExecutionContext.time_nodes``).
+
+Needs scikit-learn, skl2onnx and pandas (the test extras) and mini-infer-ml-plugins; every
+model is trained and converted here, nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 import warnings
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,62 +34,126 @@ from typing import Any
 import numpy as np
 
 import mini_infer_core as mi
-from mini_infer_core.testing.bench import best_ms, ort_session
+from mini_infer_core.testing.bench import ort_session
 from mini_infer_core.threads import set_num_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin_packages" / "ml_basic"
                        / "tests"))
-from sklearn_models import case_names, cases  # noqa: E402
+from row_pipelines import RowPipeline, pipeline, pipeline_names  # noqa: E402
+
+#: the largest score difference accepted (relative above 1)
+TOLERANCE = 1e-5
 
 
-def _compare(ours: list[Any], theirs: list[Any]) -> tuple[bool, float]:
-    """(labels and strings identical, largest score difference)."""
-    same, diff = True, 0.0
-    for a, b in zip(ours, theirs, strict=True):
+def compare(ours: Sequence[Any], theirs: Sequence[Any]) -> tuple[bool, float]:
+    """(labels and other exact outputs identical, largest score difference: absolute, or
+    relative where the score is above 1)."""
+    same, diff = len(ours) == len(theirs), 0.0
+
+    def worse(a: Any, b: Any) -> float:
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        if a.shape != b.shape:
+            return math.inf
+        return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)))) if b.size else 0.0
+
+    for a, b in zip(ours, theirs, strict=False):
         if isinstance(b, list):  # ZipMap: one dict per row
-            same &= [sorted(r) for r in a] == [sorted(r) for r in b]
-            diff = max([diff, *(abs(r[k] - s[k]) for r, s in zip(a, b, strict=True) for k in s)])
+            if not isinstance(a, list) or [list(r) for r in a] != [list(r) for r in b]:
+                same = False
+                continue
+            if b:
+                diff = max(diff, worse([list(r.values()) for r in a],
+                                       [list(r.values()) for r in b]))
             continue
         a, b = np.asarray(a), np.asarray(b)
         if b.dtype.kind in "OUSbiu":
-            same &= a.tolist() == b.tolist()
+            same &= a.shape == b.shape and a.tolist() == b.tolist()
         else:
-            diff = max(diff, float(np.max(np.abs(a.astype(np.float64) - b))) if b.size else 0.0)
+            diff = max(diff, worse(a, b))
     return same, diff
 
 
-def _run_all(session: Any, runs: list[dict[str, Any]]) -> None:
-    for feeds in runs:
-        session.run(None, feeds)
+def interleaved(calls: Sequence[Callable[[], Any]], repeat: int) -> list[float]:
+    """The best seconds per call of each of ``calls``, timed in turn ``repeat`` times (each
+    sample as many calls as fill about a millisecond)."""
+    for call in calls:  # warm up, and size the samples
+        call()
+    numbers = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        numbers.append(max(1, min(200, int(1e-3 / max(time.perf_counter() - start, 1e-7)))))
+    best = [math.inf] * len(calls)
+    for _ in range(repeat):
+        for i, (call, number) in enumerate(zip(calls, numbers, strict=True)):
+            start = time.perf_counter()
+            for _ in range(number):
+                call()
+            best[i] = min(best[i], (time.perf_counter() - start) / number)
+    return best
+
+
+def profile(case: RowPipeline, rows: int) -> list[str]:
+    """Each node's microseconds for ``rows`` rows (the median of 20 timed runs)."""
+    engine = mi.load(case.model)
+    feeds = case.feeds(rows)
+    with engine.create_execution_context() as ctx:
+        runs = [ctx.time_nodes(feeds) for _ in range(21)][1:]
+    took = np.median(np.array(runs), axis=0) * 1e6
+    lines = [f"  profile of {case.name!r}, {rows} row(s): {took.sum():.1f} us in its nodes"]
+    for node, us in sorted(zip(engine.nodes, took, strict=True), key=lambda p: -p[1]):
+        lines.append(f"    {us:8.1f} us  {node.describe()}")
+    return lines
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 200])
+    parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--cases", nargs="*", default=None)
+    parser.add_argument("--pipelines", nargs="*", default=None,
+                        help=f"of: {' '.join(pipeline_names())}")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     set_num_threads(args.threads)
-    print("| case | labels | max score diff | mini ms | ort ms | mini/ort |")
-    print("|---|---|---:|---:|---:|---:|")
-    ratios = []
-    for name in args.cases or case_names():
+    head = " | ".join(f"{n} row{'s' * (n != 1)}: mini / ort µs | ×" for n in args.sizes)
+    print(f"| pipeline | {head} | outputs |")
+    print("|---|" + "---:|---:|" * len(args.sizes) + "---|")
+    ratios: dict[int, list[float]] = {n: [] for n in args.sizes}
+    over: list[str] = []
+    notes: list[str] = []
+    for name in args.pipelines or pipeline_names():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            case = cases(name)
+            case = pipeline(name)
         ours, theirs = mi.InferenceSession(case.model), ort_session(case.model, args.threads)
-        runs = case.runs()
-        same, diff = True, 0.0
-        for feeds in runs:
-            s, d = _compare(ours.run(None, feeds), theirs.run(None, feeds))
+        cells, same, diff = [], True, 0.0
+        for n in args.sizes:
+            feeds = case.feeds(n)
+            s, d = compare(ours.run(None, feeds), theirs.run(None, feeds))
             same, diff = same and s, max(diff, d)
-        mine = best_ms(partial(_run_all, ours, runs), repeat=args.repeat, warmup=2)
-        ort = best_ms(partial(_run_all, theirs, runs), repeat=args.repeat, warmup=2)
-        ratios.append(mine / ort)
-        print(f"| {case.name} | {'same' if same else 'DIFFER'} | {diff:.1e} | {mine:.3f} | "
-              f"{ort:.3f} | {mine / ort:.2f} |")
-    gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    print(f"\n{len(ratios)} cases, {args.threads} thread(s); geometric mean of mini/ort: {gm:.2f}")
+            mine, ort = interleaved([partial(ours.run, None, feeds),
+                                     partial(theirs.run, None, feeds)], args.repeat)
+            ratios[n].append(mine / ort)
+            if mine / ort > 2:
+                over.append(f"{case.name} ({n} row{'s' * (n != 1)}: {mine / ort:.1f}x)")
+            cells.append(f"{mine * 1e6:,.1f} / {ort * 1e6:,.1f} | {mine / ort:.2f}")
+        verdict = "same" if same and diff <= TOLERANCE else \
+            f"{'labels same' if same else 'LABELS DIFFER'}, scores {diff:.1e}"
+        print(f"| {case.name} | {' | '.join(cells)} | {verdict} |", flush=True)
+        if args.profile:
+            notes += profile(case, args.sizes[0])
+    print()
+    for n in args.sizes:
+        print(f"{n} row(s): {len(ratios[n])} pipelines, {args.threads} thread(s); geometric "
+              f"mean of mini/ort {geomean(ratios[n]):.2f}, largest {max(ratios[n]):.2f}")
+    print(f"above 2x: {', '.join(over) or 'none'}")
+    for line in notes:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -430,6 +430,8 @@ SKL2ONNX_SEPARATORS = [" ", "[.]", "\\?", ",", ";", ":", "\\!"]
 @pytest.mark.parametrize("attrs", [
     {"tokenexp": "[a-zA-Z0-9_]+"},
     {"tokenexp": "[a-zA-Z0-9_]+", "mincharnum": 3},
+    {"tokenexp": "[a-z]+"},
+    {"tokenexp": "[0-9A-F_]+", "mark": 1},
     {"tokenexp": "\\w+", "mark": 1},
     {"tokenexp": "x*"},
     {"separators": SKL2ONNX_SEPARATORS},
@@ -447,6 +449,19 @@ def test_tokenizer_matches_onnxruntime(attrs: dict[str, Any]) -> None:
         inputs = {"x": (STRING, x)}
         check(one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",
                        **full), feeds_of(inputs))
+
+
+def test_tokenizer_takes_pythons_re_only_for_one_ascii_class() -> None:
+    """The patterns Tokenizer runs with Python's re instead of RE2 (the same matches, found
+    faster): one class of ASCII letters, digits and underscores, repeated; the cases above
+    compare both kinds with onnxruntime."""
+    from mini_infer_cpu_plugins.ops.strings import _ONE_ASCII_CLASS
+
+    for pattern in ("[a-zA-Z0-9_]+", "[a-z]+", "[0-9A-F_]+", "[x]+"):
+        assert _ONE_ASCII_CLASS.fullmatch(pattern), pattern
+    for pattern in ("\\w+", "[^a]+", "[a-z]*", "[a-z]+?", "[a-z]+[0-9]+", "[.]+", "[é]+",
+                    "[a-z]+|x", "(?i)[a-z]+", "[\\w]+"):
+        assert not _ONE_ASCII_CLASS.fullmatch(pattern), pattern
 
 
 def test_tokenizer_without_tokens_or_separators_fails_the_build() -> None:

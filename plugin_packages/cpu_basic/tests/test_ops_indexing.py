@@ -486,3 +486,18 @@ def test_engine_folds_shape_chain_and_runs_runtime_axes() -> None:
     np.testing.assert_allclose(y, x.reshape(5, -1).mean(axis=1), rtol=1e-5)
     (y,) = rep.run([f32(2, 3, 4), i64(0)])
     assert y.shape == (12,)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the oracles' inf - inf
+@pytest.mark.parametrize("oracle", ["onnx", "ort"])
+def test_reduce_log_sum_exp_finite_and_with_infinities(oracle: str) -> None:
+    """Finite inputs take the shorter path (a naive Bayes model's one row), infinities the
+    one that keeps them out of the max: both as the oracles give them."""
+    x = f32(3, 5) * 40
+    check("ReduceLogSumExp", [x], {"axes": [1], "keepdims": 0}, opset=13, oracle=oracle)
+    check("ReduceLogSumExp", [x[:1]], {"axes": [1], "keepdims": 1}, opset=13, oracle=oracle)
+    y = x.copy()
+    y[0, 1] = -np.inf
+    if oracle == "ort":  # a row of -inf: onnxruntime gives -inf, onnx's reference NaN
+        y[1, :] = -np.inf
+    check("ReduceLogSumExp", [y], {"axes": [1], "keepdims": 0}, opset=13, oracle=oracle)

@@ -62,12 +62,19 @@ def through_file(model: onnx.ModelProto, tmp_path: Path) -> mi.InferenceSession:
 
 # -- ZipMap -------------------------------------------------------------------------------------
 LABELS = [{"classlabels_strings": ["cat", "dog", "emu"]},
-          {"classlabels_int64s": [7, -1, 300]}]
+          {"classlabels_int64s": [7, -1, 300]},
+          # labels that read as code where ZipMap makes its row function: data all the same
+          {"classlabels_strings": ['"}; import os #', "k0", "{v1}", "é", ""]},
+          # more labels than ZipMap makes a row function for: dict(zip(...)) instead
+          {"classlabels_int64s": list(range(100, 0, -1))},
+          {"classlabels_strings": ["only"]}]
+_SHAPES = {3: [[5, 3], ["N", 3], [3], [0, 3]], 5: [[5, 5], [0, 5]], 100: [[4, 100]],
+           1: [[3, 1], [1]]}
 
 
-@pytest.mark.parametrize("labels", LABELS, ids=["strings", "int64s"])
-@pytest.mark.parametrize("shape", [[5, 3], ["N", 3], [3], [0, 3]],
-                         ids=["rows", "symbolic", "one-row", "empty"])
+@pytest.mark.parametrize("labels, shape", [
+    (labels, shape) for labels in LABELS
+    for shape in _SHAPES[len(next(iter(labels.values())))]])
 def test_zipmap_matches_onnxruntime(labels: dict[str, Any], shape: list[Any],
                                     tmp_path: Path) -> None:
     model = zipmap(labels, shape)

@@ -89,6 +89,8 @@ def test_array_feature_extractor() -> None:
     check("ArrayFeatureExtractor", [rand(5), np.array([3, 1], np.int64)], {})
     check("ArrayFeatureExtractor", [strings("a", "b", "c").reshape(1, 3),
                                     np.array([2, 0], np.int64)], {}, ref=False)
+    check("ArrayFeatureExtractor", [rand(1, 6), np.array([5], np.int64)], {})
+    check("ArrayFeatureExtractor", [rand(0, 6), np.array([5, 1], np.int64)], {}, ref=False)
 
 
 def test_array_feature_extractor_names_an_index_out_of_range() -> None:
@@ -96,6 +98,8 @@ def test_array_feature_extractor_names_an_index_out_of_range() -> None:
     model = ml_model("ArrayFeatureExtractor", [x, np.array([1, 4], np.int64)], {})
     with pytest.raises(mi.ExecutionError, match="index 4 is out of range"):
         run_mi(model, [x, np.array([1, 4], np.int64)])
+    with pytest.raises(mi.ExecutionError, match="index -1 is out of range"):
+        run_mi(model, [x, np.array([1, -1], np.int64)])
 
 
 def test_feature_vectorizer_cuts_and_pads() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ._types import DataType
@@ -242,6 +243,19 @@ def _is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
+#: the types of a map's plain Python values (ZipMap's floats), which no device holds
+_PLAIN = frozenset({float, int, str, bool})
+
+
+def _plain_maps(value: Any) -> bool:
+    """Whether ``value`` is a list of dicts whose values are all plain Python scalars (one
+    pass in C: ZipMap's hundreds of rows cost microseconds, not a call per value)."""
+    try:
+        return set(map(type, chain.from_iterable(map(dict.values, value)))) <= _PLAIN
+    except TypeError:  # an element that is not a dict
+        return False
+
+
 def map_tensors(fn: Callable[[Any], Any], value: Any, kind: ValueKind) -> Any:
     """``value`` with ``fn`` applied to every tensor inside it (a map's plain Python keys and
     scalar values stay as they are)."""
@@ -249,6 +263,8 @@ def map_tensors(fn: Callable[[Any], Any], value: Any, kind: ValueKind) -> Any:
         return fn(value)
     inner = kind.inner()
     if kind.outer == "sequence":
+        if inner.outer == "map" and inner.inner().is_tensor and _plain_maps(value):
+            return list(value)  # maps of plain values (ZipMap's rows): nothing to map
         return [map_tensors(fn, v, inner) for v in value]
     if kind.outer == "optional":
         return None if value is None else map_tensors(fn, value, inner)
@@ -296,6 +312,8 @@ def check_value(value: Any, kind: ValueKind, dtype: DataType,
         if not isinstance(value, (list, tuple)):
             return (f"got {describe_value(value)}, expected a {kind.type_string(dtype)}: a "
                     "list of arrays")
+        if inner.outer == "map" and set(map(type, value)) <= {dict}:
+            return None  # every element a dict, all a map is checked for (below)
         for k, v in enumerate(value):
             problem = check_value(v, inner, dtype, dims)
             if problem:

@@ -11,7 +11,9 @@ package shares.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import inspect
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from mini_infer_cpu_plugins.serialization import FORMAT_TAG
 
@@ -21,10 +23,34 @@ __all__ = ["FORMAT_TAG", "MlPlugin", "MlCreator"]
 
 
 class MlPlugin(OnnxPlugin):
-    """Base of every ml_basic plugin."""
+    """Base of every ml_basic plugin. Its ``compute`` is called with the attributes it names
+    (keyword-only parameters), not all of them: a tree ensemble has some thirty, and building
+    that keyword dict on every run costs more than a one-row kernel (the rest would go to its
+    ``**_`` unread)."""
 
     format_tag: ClassVar[bytes] = FORMAT_TAG
     package: ClassVar[str] = "mini-infer-ml-plugins"
+    _named: dict[str, Any] | None = None
+
+    def named_attrs(self) -> dict[str, Any]:
+        """The attributes ``compute`` names (kept: attributes are fixed once made)."""
+        if self._named is None:
+            params = inspect.signature(self.compute).parameters.values()
+            names = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+            self._named = {k: v for k, v in self.attrs.items() if k in names}
+        return self._named
+
+    def enqueue(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any,
+                stream: Any) -> None:
+        self.workspace = workspace
+        out = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        self.compute(*inputs, out=out, **self.named_attrs())
+
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        self.workspace = workspace
+        result = self.compute(*inputs, **self.named_attrs())
+        return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
 class MlCreator(OnnxPluginCreator):

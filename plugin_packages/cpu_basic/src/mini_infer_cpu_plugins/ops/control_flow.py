@@ -17,6 +17,7 @@ from mini_infer_core.ops import control_flow as schema
 from mini_infer_core.plugin import Subgraph, ValueSpec
 
 from ..serialization import CpuPlugin
+from ._scan_cdist import distance_body, scan_distances
 
 __all__ = ["If", "Loop", "Scan"]
 
@@ -113,6 +114,12 @@ class Scan(_ControlFlow, schema.Scan):
         formal, outer = self.split(inputs)
         n, m = self.n_states, int(num_scan_inputs)
         states, xs = list(formal[:n]), list(formal[n : n + m])
+        if n == m == 1 and not outer and not any(
+                (scan_input_axes or (), scan_input_directions or (), scan_output_axes or (),
+                 scan_output_directions or ())):
+            distances = self._distances(states[0], xs[0])
+            if distances is not None:  # skl2onnx's pairwise distances, all rows at once
+                return np.array(states[0]), distances
         in_axes = list(scan_input_axes or [0] * m)
         in_dirs = list(scan_input_directions or [0] * m)
         xs = [np.moveaxis(x, ax % x.ndim, 0) for x, ax in zip(xs, in_axes, strict=True)]
@@ -135,3 +142,13 @@ class Scan(_ControlFlow, schema.Scan):
             results.append(np.ascontiguousarray(np.moveaxis(stacked, 0,
                                                             out_axes[k] % stacked.ndim)))
         return (*[np.asarray(s) for s in states], *results)
+
+    def _distances(self, state: Any, xs: Any) -> Any:
+        """The stacked output of skl2onnx's squared-distance body (:mod:`._scan_cdist`),
+        else None."""
+        kind = getattr(self, "_distance_kind", ...)
+        if kind is ...:
+            kind = self._distance_kind = distance_body(self.graphs["body"])
+        if kind is None:
+            return None
+        return scan_distances(np.asarray(state), np.asarray(xs), kind)

@@ -26,12 +26,35 @@ def top_k(x: Array, k: int, axis: int, largest: bool) -> tuple[Array, Array]:
     n = x.shape[axis]
     if not 0 <= k <= n:
         raise PluginInterfaceError(f"TopK: k={k} for an axis of length {n}")
+    if 0 < 4 * k <= n and x.dtype.kind == "f" and x.size:
+        found = _few_of_many(x, k, axis, largest)
+        if found is not None:
+            return found
     if largest:
         order = np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
         order = n - 1 - order
     else:
         order = np.argsort(x, axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+    return np.take_along_axis(x, idx, axis=axis), idx
+
+
+def _few_of_many(x: Array, k: int, axis: int, largest: bool) -> tuple[Array, Array] | None:
+    """``top_k`` for a few of many floats (k-NN's nearest neighbours): a partition finds each
+    row's k, only they are sorted (by value, then index). None where a NaN or a tie at the
+    k-th value (the partition might pick a later index) leaves it to the full sort."""
+    keys = np.moveaxis(x, axis, -1)
+    if np.isnan(keys).any():  # NaN orders as the largest: the full sort places them
+        return None
+    keys = -keys if largest else keys
+    part = np.argpartition(keys, k - 1, axis=-1)[..., :k]
+    part.sort(axis=-1)  # by index, so that the stable sort by value keeps ties in index order
+    picked = np.take_along_axis(keys, part, axis=-1)
+    kth = picked.max(axis=-1, keepdims=True)
+    if ((keys <= kth).sum(axis=-1) != k).any():
+        return None
+    order = np.argsort(picked, axis=-1, kind="stable")
+    idx = np.moveaxis(np.take_along_axis(part, order, axis=-1), -1, axis).astype(np.int64)
     return np.take_along_axis(x, idx, axis=axis), idx
 
 

@@ -1,7 +1,8 @@
 /*
- * The extension module mini_infer_ml_plugins.ops._ctrees: tree-ensemble traversal in plain C,
- * reached through ctypes (_trees.py). The module object exists only so that setuptools builds
- * and installs the library; it has no Python functions.
+ * The extension module mini_infer_ml_plugins.ops._ctrees: tree-ensemble traversal in plain C.
+ * Its one Python function, walk(), takes the arrays through the buffer protocol (about a
+ * microsecond for a call, where ctypes took several), releases the GIL while it walks (so
+ * that _trees.py may split the rows across threads) and calls:
  *
  *   mi_forest_f32 / mi_forest_f64: for rows [0, n_rows) of X (row stride `stride` elements),
  *   walk every tree from its root to a leaf and fold the leaf's weights into that row's
@@ -14,7 +15,8 @@
  * the true branch where `mt` says so) whose children are node indices `tc` (true) and `fc`
  * (false), or a leaf (mode 0) whose weights are wt_target[tc .. tc + fc) / wt_value[...].
  * The caller (_trees.py) has checked every index: children, features below `stride`, weights
- * and targets in range, and no cycles, so the loops here trust them.
+ * and targets in range, and no cycles, so the loops here trust them; walk() checks the sizes
+ * of the buffers it is given against the counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -125,16 +127,83 @@ typedef struct {
 DEFINE_FOREST(f32, float, node_f32)
 DEFINE_FOREST(f64, double, node_f64)
 
-/* the size of each node layout, so that the Python side can check it matches its own */
-int mi_forest_node_sizes(int64_t *out) {
-    out[0] = (int64_t)sizeof(node_f32);
-    out[1] = (int64_t)sizeof(node_f64);
-    return 0;
+/* walk(f64, x, n_rows, stride, nodes, roots, wt_target, wt_value, n_targets, agg, fast, scores,
+ *      has, divisor, base): x float64 where f64 is set, else float32 (wt_value, scores and
+ *      base of the same type), then each score divided by `divisor` (when > 0) and base[k]
+ *      added (when base is not empty), as the regressors' AVERAGE and base values ask. */
+static PyObject *py_walk(PyObject *self, PyObject *args) {
+    Py_buffer x, nodes, roots, wt_target, wt_value, scores, has, base;
+    Py_ssize_t n_rows, stride, n_targets;
+    int f64, agg, fast;
+    double divisor;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "py*nny*y*y*y*niiw*w*dy*", &f64, &x, &n_rows, &stride, &nodes,
+                          &roots,
+                          &wt_target, &wt_value, &n_targets, &agg, &fast, &scores, &has,
+                          &divisor, &base))
+        return NULL;
+    Py_buffer *all[] = {&x, &nodes, &roots, &wt_target, &wt_value, &scores, &has, &base};
+    const Py_ssize_t tsize = f64 ? 8 : 4, nsize = f64 ? sizeof(node_f64) : sizeof(node_f32);
+    const Py_ssize_t n_trees = roots.len / 4;
+    int rc = -1;
+    if (n_rows < 0 || stride < 0 || n_targets < 1 || roots.len % 4 ||
+        x.len < n_rows * stride * tsize || scores.len < n_rows * n_targets * tsize ||
+        has.len < n_rows * n_targets || wt_value.len / tsize != wt_target.len / 4 ||
+        (base.len && base.len != n_targets * tsize) || nodes.len % nsize) {
+        PyErr_SetString(PyExc_ValueError, "_ctrees.walk: buffer sizes do not match the counts");
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        if (f64)
+            rc = mi_forest_f64(x.buf, n_rows, stride, nodes.buf, roots.buf, n_trees,
+                               wt_target.buf, wt_value.buf, n_targets, agg, fast, scores.buf,
+                               has.buf);
+        else
+            rc = mi_forest_f32(x.buf, n_rows, stride, nodes.buf, roots.buf, n_trees,
+                               wt_target.buf, wt_value.buf, n_targets, agg, fast, scores.buf,
+                               has.buf);
+        if (rc == 0 && (divisor > 0 || base.len)) {
+            const Py_ssize_t total = n_rows * n_targets;
+            if (f64) {
+                double *s = scores.buf;
+                const double *b = base.buf, d = divisor;
+                for (Py_ssize_t i = 0; i < total; ++i) {
+                    if (d > 0) s[i] = s[i] / d;
+                    if (base.len) s[i] = s[i] + b[i % n_targets];
+                }
+            } else {
+                float *s = scores.buf;
+                const float *b = base.buf, d = (float)divisor;
+                for (Py_ssize_t i = 0; i < total; ++i) {
+                    if (d > 0) s[i] = s[i] / d;
+                    if (base.len) s[i] = s[i] + b[i % n_targets];
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (rc) PyErr_SetString(PyExc_ValueError, "_ctrees.walk: refused its arguments");
+    }
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) PyBuffer_Release(all[i]);
+    if (rc) return NULL;
+    Py_RETURN_NONE;
 }
 
+static PyMethodDef methods[] = {
+    {"walk", py_walk, METH_VARARGS,
+     "walk(f64, x, n_rows, stride, nodes, roots, wt_target, wt_value, n_targets, agg, fast, "
+     "scores, has, divisor, base): fold every tree's leaf weights into scores (in place)."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctrees",
-    "Tree-ensemble traversal (plain C functions reached through ctypes).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_ctrees", "Tree-ensemble traversal.", -1, methods,
     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__ctrees(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__ctrees(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* the node layouts' sizes, which _trees.py checks against its own */
+    if (m && (PyModule_AddIntConstant(m, "NODE_F32", (long)sizeof(node_f32)) ||
+              PyModule_AddIntConstant(m, "NODE_F64", (long)sizeof(node_f64)))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -8,6 +8,7 @@ inputs and attributes that the linear and SVM models share.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,8 +22,10 @@ Array = NDArray[Any]
 
 
 def float_rows(x: Array) -> Array:
-    """``x`` as float32 rows: [N, F] (a 1-D input is one row)."""
-    return np.asarray(x, np.float32).reshape(1 if x.ndim == 1 else x.shape[0], -1)
+    """``x`` as float32 rows: [N, F] (a 1-D input is one row; N may be 0)."""
+    if x.ndim == 1:
+        return np.asarray(x, np.float32).reshape(1, -1)
+    return np.asarray(x, np.float32).reshape(x.shape[0], math.prod(x.shape[1:]))
 
 
 def float32s(values: Iterable[float] | None) -> Array:

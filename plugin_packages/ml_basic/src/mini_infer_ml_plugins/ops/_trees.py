@@ -18,18 +18,18 @@ level at a time, arrays of node ids, pairs that reached a leaf dropped as they g
 
 from __future__ import annotations
 
-import ctypes
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["AGG_MAX", "AGG_MIN", "AGG_SUM", "Forest", "compiled_available", "evaluate",
-           "legacy_forest", "v5_forest"]
+           "legacy_forest", "v5_forest", "walk_into"]
 
 Array = NDArray[Any]
 
@@ -64,21 +64,34 @@ class Forest:
     members: dict[int, Array] = field(default_factory=dict)
     depth: int = 0
     packed: dict[str, Array] = field(default_factory=dict)
+    nodes_by_type: dict[Any, Array] = field(default_factory=dict)
+    weights_by_type: dict[Any, Array] = field(default_factory=dict)
 
     @property
     def n_trees(self) -> int:
         return len(self.roots)
 
-    @property
+    @cached_property
     def n_features(self) -> int:
         """Features the trees read (the largest feature id + 1)."""
         branch = self.mode != LEAF
         return int(self.feat[branch].max()) + 1 if branch.any() else 0
 
-    def fast(self) -> bool:
+    @cached_property
+    def is_fast(self) -> bool:
         """Every branch x <= t, no NaN rule: the compiled walk's fast loop."""
         branch = self.mode != LEAF
         return bool((self.mode[branch] == LEQ).all() and not self.mt[branch].any())
+
+    def fast(self) -> bool:
+        return self.is_fast
+
+    def weights(self, dtype: Any) -> Array:
+        """The leaf weights in ``dtype`` (kept per type)."""
+        got = self.weights_by_type.get(dtype)
+        if got is None:
+            got = self.weights_by_type[np.dtype(dtype)] = self.wt_value.astype(dtype)
+        return got
 
     def check(self) -> Forest:
         """Validate the indices and find the depth (refuses cycles)."""
@@ -111,6 +124,9 @@ class Forest:
 
     def nodes(self, dtype: Any) -> Array:
         """The node table in the compiled walk's layout for thresholds of ``dtype``."""
+        got = self.nodes_by_type.get(dtype)  # dtype objects as keys: .name costs µs
+        if got is not None:
+            return got
         key = np.dtype(dtype).name
         if key not in self.packed:
             layout = np.dtype([("thr", dtype), ("feat", "<i4"), ("tc", "<i4"), ("fc", "<i4"),
@@ -121,6 +137,7 @@ class Forest:
                 self.mt)  # a leaf reads feature 0 (the C walk's lanes read, then ignore it)
             packed["tc"], packed["fc"] = self.tc, self.fc
             self.packed[key] = packed
+        self.nodes_by_type[np.dtype(dtype)] = self.packed[key]
         return self.packed[key]
 
 
@@ -261,20 +278,16 @@ def _load() -> Any:
         from . import _ctrees  # type: ignore[attr-defined]
     except ImportError:
         return None
-    lib = ctypes.CDLL(_ctrees.__file__)
-    sizes = (ctypes.c_int64 * 2)()
-    lib.mi_forest_node_sizes(sizes)
-    if tuple(sizes) != (20, 24):
-        return None  # another layout than Forest.nodes makes: do not trust it
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    for fn in (lib.mi_forest_f32, lib.mi_forest_f64):
-        fn.argtypes = [p, i64, i64, p, p, i64, p, p, i64, i32, i32, p, p]
-        fn.restype = ctypes.c_int
-    return lib
+    if getattr(_ctrees, "NODE_F32", 0) != 20 or getattr(_ctrees, "NODE_F64", 0) != 24:
+        return None  # another layout than Forest.nodes makes (or an older build): NumPy
+    return _ctrees
 
 
 _LIB = _load()
 _POOL: ThreadPoolExecutor | None = None
+_NONE = np.zeros(0, np.float32)
+_F64 = np.dtype(np.float64)
+_FLOATS = (np.dtype(np.float32), _F64)
 
 
 def compiled_available() -> bool:
@@ -301,35 +314,58 @@ def _parts(rows: int, trees: int) -> int:
                       rows * trees // _PAIRS_PER_THREAD))
 
 
-def _compiled(forest: Forest, x: Array, agg: int) -> tuple[Array, Array]:
+def walk_into(forest: Forest, x: Array, agg: int, divisor: float, base: Array | None,
+              out: Array, has: Array | None = None) -> bool:
+    """The few-row path: scores written straight into ``out`` (x's type, [N, n_targets],
+    C-contiguous) by one compiled call on this thread, and which targets received a weight
+    into ``has`` (uint8, like ``out``) where given; False (nothing done) where it does not
+    apply (no compiled walk, set-membership nodes, other types or layouts, rows enough to
+    split across threads)."""
+    n = x.shape[0] if x.ndim == 2 else -1
+    if _LIB is None or forest.members or n < 1 or n >= 2 * _ROWS_PER_THREAD \
+            or x.dtype != out.dtype or x.dtype not in _FLOATS or not x.flags.c_contiguous \
+            or not out.flags.c_contiguous or out.size != n * forest.n_targets \
+            or x.shape[1] < forest.n_features:
+        return False
+    if has is None:
+        has = forest.packed.get("has")  # scratch: written, never read (threads may share it)
+        if has is None or has.size < out.size:
+            has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
+    elif has.dtype != np.uint8 or has.size != out.size or not has.flags.c_contiguous:
+        return False
+    _LIB.walk(x.dtype == _F64, x, n, x.shape[1], forest.nodes(x.dtype), forest.roots,
+              forest.wt_target, forest.weights(x.dtype), forest.n_targets, agg,
+              int(forest.is_fast), out, has, divisor, _NONE if base is None else base)
+    return True
+
+
+def _compiled(forest: Forest, x: Array, agg: int, divisor: float = 0.0,
+              base: Array | None = None) -> tuple[Array, Array]:
     global _POOL
     dtype = x.dtype
-    fn = _LIB.mi_forest_f32 if dtype == np.float32 else _LIB.mi_forest_f64
-    nodes = forest.nodes(dtype)
-    weights = forest.wt_value.astype(dtype)
+    f64 = dtype == np.float64
+    nodes, weights = forest.nodes(dtype), forest.weights(dtype)
     n, k = x.shape[0], forest.n_targets
     scores = np.empty((n, k), dtype)
     has = np.empty((n, k), np.uint8)
-    fast = int(forest.fast())
+    fast, stride = int(forest.is_fast), x.shape[1]
+    roots, targets = forest.roots, forest.wt_target
+    b = _NONE if base is None else base
 
-    def run(r0: int, r1: int) -> int:
-        return int(fn(x[r0:].ctypes.data, r1 - r0, x.shape[1], nodes.ctypes.data,
-                      forest.roots.ctypes.data, forest.n_trees, forest.wt_target.ctypes.data,
-                      weights.ctypes.data, k, agg, fast, scores[r0:].ctypes.data,
-                      has[r0:].ctypes.data))
+    def run(r0: int, r1: int) -> None:
+        _LIB.walk(f64, x[r0:r1], r1 - r0, stride, nodes, roots, targets, weights, k, agg, fast,
+                  scores[r0:r1], has[r0:r1], divisor, b)
 
     parts = _parts(n, forest.n_trees)
     if parts <= 1:
-        status = [run(0, n)]
+        run(0, n)
     else:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=_cores(),
                                        thread_name_prefix="mini-infer-ml-trees")
-        bounds = np.linspace(0, n, parts + 1).astype(int)
-        status = list(_POOL.map(run, bounds[:-1], bounds[1:]))
-    if any(status):
-        raise RuntimeError("the compiled tree walk refused its arguments")
-    return scores, has.astype(bool)
+        bounds = np.linspace(0, n, parts + 1).astype(int).tolist()
+        list(_POOL.map(run, bounds[:-1], bounds[1:]))
+    return scores, has.view(bool)
 
 
 # -- the NumPy walk ---------------------------------------------------------------------------
@@ -401,13 +437,21 @@ def _numpy(forest: Forest, x: Array, agg: int) -> tuple[Array, Array]:
     return total.reshape(n, k).astype(x.dtype), has.reshape(n, k)
 
 
-def evaluate(forest: Forest, x: Array, agg: int) -> tuple[Array, Array]:
+def evaluate(forest: Forest, x: Array, agg: int, divisor: float = 0.0,
+             base: Array | None = None) -> tuple[Array, Array]:
     """Scores [N, n_targets] in ``x``'s type (float32 or float64; ``x`` is [N, F] with F at
-    least the features the trees read) and the targets that received a weight."""
+    least the features the trees read) and the targets that received a weight; each score
+    then divided by ``divisor`` (where > 0) and ``base`` (one value per target, in ``x``'s
+    type) added."""
     x = np.ascontiguousarray(x)
     if _LIB is not None and not forest.members and x.shape[0]:
-        return _compiled(forest, x, agg)
-    return _numpy(forest, x, agg)
+        return _compiled(forest, x, agg, divisor, base)
+    s, has = _numpy(forest, x, agg)
+    if divisor > 0:
+        s = s / s.dtype.type(divisor)
+    if base is not None and base.size:
+        s = s + base
+    return s, has
 
 
 def rows_of(x: Array, forest: Forest, where: str) -> Array:

@@ -20,6 +20,20 @@ __all__ = ["ArrayFeatureExtractor", "Binarizer", "FeatureVectorizer", "Imputer",
 
 Array = NDArray[Any]
 
+try:  # the compiled few-row path (optional: NumPy otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
+_NORMS = {"MAX": 0, "L1": 1, "L2": 2}
+
+
+def _float32_pair(x: Array, out: Array) -> bool:
+    """Whether ``x`` and ``out`` are float32 arrays of the same size the compiled kernels
+    can read and write in place."""
+    return _cml is not None and x.dtype == np.float32 and out.dtype == np.float32 and \
+        x.size == out.size and x.flags.c_contiguous and out.flags.c_contiguous
+
 
 def _per_feature(values: Any, features: int, dtype: Any) -> Array:
     """An attribute list of one value for all features, or one per feature."""
@@ -58,8 +72,15 @@ class Scaler(MlPlugin, ml.Scaler):
     def compute(self, x: Array, *, out: Array, offset: Any, scale: Any, **_: Any) -> None:
         dtype = np.float64 if x.dtype == np.float64 else np.float32
         features = x.shape[-1] if x.ndim else 1
-        off = _per_feature(offset if offset is not None else (0.0,), features, np.float32)
-        sc = _per_feature(scale if scale is not None else (1.0,), features, np.float32)
+        kept = getattr(self, "_per", None)
+        if kept is None or kept[0] != features:  # the same every run while F is
+            kept = self._per = (features, _per_feature(
+                offset if offset is not None else (0.0,), features, np.float32),
+                _per_feature(scale if scale is not None else (1.0,), features, np.float32))
+        off, sc = kept[1], kept[2]
+        if x.size and off.size and sc.size and _float32_pair(x, out):
+            _cml.scale(x, off, sc, out)
+            return
         np.copyto(out, (x.astype(dtype) - off.astype(dtype)) * sc.astype(dtype),
                   casting="unsafe")
 
@@ -70,9 +91,12 @@ class Normalizer(MlPlugin, ml.Normalizer):
             raise ExecutionError(f"Normalizer {self.name!r}: X must have rank 1 or 2, "
                                  f"got shape {x.shape}")
         rows = np.atleast_2d(x)
+        if norm in _NORMS and rows.shape[0] and _float32_pair(rows, out):
+            _cml.normalize(rows, rows.shape[0], _NORMS[norm], out)
+            return
         xf = rows.astype(np.float32)
-        if norm == "MAX":
-            z = xf.max(axis=1, keepdims=True)
+        if norm == "MAX":  # NaNs skipped, from the lowest float (onnxruntime's std::max)
+            z = np.fmax.reduce(xf, axis=1, keepdims=True, initial=np.finfo(np.float32).min)
             y = xf / np.where(z != 0, z, np.float32(1))
         elif norm == "L1":
             z = np.abs(rows).astype(np.float32).sum(axis=1, keepdims=True)
@@ -92,11 +116,14 @@ class ArrayFeatureExtractor(MlPlugin, ml.ArrayFeatureExtractor):
     def compute(self, x: Array, y: Array, *, out: Array, **_: Any) -> None:
         index = np.asarray(y, np.int64).reshape(-1)
         size = x.shape[-1]
-        bad = (index < 0) | (index >= size)
-        if bad.any():
+        if index.size and (index.min() < 0 or index.max() >= size):
+            bad = (index < 0) | (index >= size)
             raise ExecutionError(
                 f"ArrayFeatureExtractor {self.name!r}: index {int(index[bad][0])} is out of "
                 f"range for the last axis of X (size {size})")
+        if out.flags.c_contiguous and out.size == x.size // max(size, 1) * index.size:
+            np.take(x, index, axis=-1, out=out.reshape(*x.shape[:-1], index.size))
+            return
         np.copyto(out, x[..., index].reshape(out.shape))
 
 

@@ -18,6 +18,32 @@ __all__ = ["LinearClassifier", "LinearRegressor"]
 
 Array = NDArray[Any]
 
+try:  # the compiled few-row path (optional: NumPy and its BLAS otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
+#: the post_transforms the compiled path applies (the others take the NumPy path)
+_COMPILED_POST = {"NONE": 0, "LOGISTIC": 1, "SOFTMAX": 2}
+#: multiply-adds (rows x targets x features) up to which the compiled loop beats the BLAS call
+_COMPILED_UP_TO = 1 << 18
+
+
+def _compiled(rows: Array, w: Array, intercepts: Array, post: str, expand: bool,
+              out: Array, chosen: Array | None) -> bool:
+    """Scores into ``out`` (and classes into ``chosen``) by ``_cml.linear`` where it applies;
+    False where the NumPy path must run instead."""
+    code = _COMPILED_POST.get(post)
+    k = w.shape[0]
+    if _cml is None or code is None or rows.size * k > _COMPILED_UP_TO:
+        return False
+    if out.dtype != np.float32 or not out.flags.c_contiguous or intercepts.size not in (0, k) \
+            or out.size != rows.shape[0] * (2 if expand and k == 1 else k):
+        return False
+    _cml.linear(np.ascontiguousarray(rows), rows.shape[0], w, w.shape[0], intercepts, code,
+                int(expand), out, np.empty(0, np.int64) if chosen is None else chosen)
+    return True
+
 
 class _Linear(MlPlugin):
     def setup(self) -> None:
@@ -38,26 +64,49 @@ class _Linear(MlPlugin):
 class LinearRegressor(_Linear, ml.LinearRegressor):
     def compute(self, x: Array, *, out: Array, targets: int, post_transform: str,
                 **_: Any) -> None:
+        rows = float_rows(x)
+        if self.coefficients.size == targets * rows.shape[1] and _compiled(
+                rows, self.coefficients.reshape(targets, -1), self.intercepts, post_transform,
+                False, out, None):
+            return
         np.copyto(out, transform_scores(post_transform, self.scores(x, targets)))
 
 
 class LinearClassifier(_Linear, ml.LinearClassifier):
+    def setup(self) -> None:
+        super().setup()
+        a = self.attrs
+        self.labels = list(a["classlabels_strings"] or a["classlabels_ints"] or ())
+        self.tables: dict[tuple[Any, int], Array] = {}
+
+    def table(self, dtype: Any, classes: int) -> Array:
+        """The label of each class index (kept: the same every run). A single coefficient
+        row serves two labels (or "0"/"1", 0/1 without them): its index is the score > 0."""
+        key = (dtype, classes)
+        table = self.tables.get(key)
+        if table is None:
+            labels = self.labels
+            if classes == 1:
+                labels = labels if len(labels) == 2 else \
+                    ["0", "1"] if self.attrs["classlabels_strings"] else [0, 1]
+            table = self.tables[key] = np.array(labels, dtype=dtype)
+        return table
+
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
-                classlabels_strings: Any, classlabels_ints: Any, **_: Any) -> None:
+                **_: Any) -> None:
         labels_out, scores_out = out
-        classes = self.intercepts.size or self.coefficients.size // float_rows(x).shape[1]
+        rows = float_rows(x)
+        classes = self.intercepts.size or self.coefficients.size // max(rows.shape[1], 1)
+        table = self.table(labels_out.dtype, classes)
+        expand = classes == 1 and len(self.labels) == 2
+        if self.coefficients.size == classes * rows.shape[1] and \
+                (classes > 1 or post_transform != "PROBIT"):
+            chosen = np.empty(rows.shape[0], np.int64)
+            if _compiled(rows, self.coefficients.reshape(classes, -1), self.intercepts,
+                         post_transform, expand, scores_out, chosen):
+                labels_out[...] = table[chosen]
+                return
         s = self.scores(x, classes)
-        labels = list(classlabels_strings or classlabels_ints or ())
-        if classes == 1:
-            if len(labels) == 2:
-                negative, positive = labels
-            else:
-                negative, positive = ("0", "1") if classlabels_strings else (0, 1)
-            chosen = np.where(s[:, 0] > 0, 1, 0)
-            table = np.array([negative, positive], dtype=labels_out.dtype)
-        else:
-            chosen = np.argmax(s, axis=1)
-            table = np.array(labels, dtype=labels_out.dtype)
+        chosen = np.where(s[:, 0] > 0, 1, 0) if classes == 1 else np.argmax(s, axis=1)
         labels_out[...] = table[chosen]
-        second = 1 if classes == 1 and len(labels) == 2 else -1
-        np.copyto(scores_out, transform_scores(post_transform, s, second))
+        np.copyto(scores_out, transform_scores(post_transform, s, 1 if expand else -1))

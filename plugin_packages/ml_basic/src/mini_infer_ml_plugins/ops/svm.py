@@ -25,6 +25,11 @@ __all__ = ["SVMClassifier", "SVMRegressor"]
 
 Array = NDArray[Any]
 
+try:  # the compiled Platt scaling and coupling (optional: the NumPy form below otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
 
 class _Svm(MlPlugin):
     def setup(self) -> None:
@@ -37,11 +42,24 @@ class _Svm(MlPlugin):
         self.rho = float32s(a["rho"])
         self.support = float32s(a["support_vectors"])
 
+    def _vectors64(self, vectors: Array) -> tuple[Array, Array]:
+        """``vectors`` in float64 and their squared norms (kept for the support vectors,
+        the same every run)."""
+        kept = self.__dict__.get("_v64")
+        if kept is not None and kept[0] is vectors.base and kept[1].shape == vectors.shape:
+            return kept[1], kept[2]
+        v64 = vectors.astype(np.float64)
+        norms = (v64 * v64).sum(1)
+        if vectors.base is not None:
+            self.__dict__["_v64"] = (vectors.base, v64, norms)
+        return v64, norms
+
     def kernel_dot(self, x: Array, vectors: Array, kernel: str) -> Array:
         """The kernel of every row of ``x`` with every row of ``vectors``: [N, V] (float64)."""
-        x64, v64 = x.astype(np.float64), vectors.astype(np.float64)
+        x64 = x.astype(np.float64)
+        v64, v_norms = self._vectors64(vectors)
         if kernel == "RBF":
-            d2 = (x64 * x64).sum(1)[:, None] + (v64 * v64).sum(1)[None, :] - 2 * x64 @ v64.T
+            d2 = (x64 * x64).sum(1)[:, None] + v_norms[None, :] - 2 * x64 @ v64.T
             result: Array = np.exp(-self.gamma * np.maximum(d2, 0))
             return result
         dot = x64 @ v64.T
@@ -153,8 +171,15 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
     def _pairwise(self, kern: Array, k: int, vectors: int) -> tuple[Array, Array]:
         """One decision value per pair of classes [N, k(k-1)/2] and the votes [N, k]."""
         coef = self.coefficients.astype(np.float64).reshape(k - 1, vectors)
-        starts = np.concatenate([[0], np.cumsum(self.per_class)])
+        starts = np.concatenate([[0], np.cumsum(self.per_class)]).astype(np.int64)
         n = kern.shape[0]
+        if _cml is not None and k >= 2 and self.rho.size >= k * (k - 1) // 2 \
+                and len(self.per_class) == k:
+            scores = np.empty((n, k * (k - 1) // 2), np.float32)
+            votes = np.empty((n, k), np.int64)
+            _cml.svm_pairwise(np.ascontiguousarray(kern, np.float64), n, coef, starts,
+                              self.rho, k, scores, votes)
+            return scores, votes
         scores = np.empty((n, k * (k - 1) // 2), np.float32)
         votes = np.zeros((n, k), np.int64)
         c = 0
@@ -171,6 +196,12 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
     def _probabilities(self, scores: Array, k: int) -> Array:
         """Platt-scaled pairwise probabilities coupled into one per class [N, k]."""
         n = scores.shape[0]
+        if _cml is not None and k >= 2 and \
+                min(self.prob_a.size, self.prob_b.size) >= scores.shape[1]:
+            out = np.empty((n, k), np.float32)
+            _cml.svm_probabilities(np.ascontiguousarray(scores, np.float32), self.prob_a,
+                                   self.prob_b, k, out)
+            return out
         pairwise = np.zeros((n, k, k), np.float32)
         c = 0
         for i in range(k - 1):

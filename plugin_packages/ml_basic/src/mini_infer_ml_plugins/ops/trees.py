@@ -11,6 +11,7 @@ fails the build) or at its first run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -33,11 +34,13 @@ from ._trees import (
     legacy_forest,
     rows_of,
     v5_forest,
+    walk_into,
 )
 
 __all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
 
 Array = NDArray[Any]
+_FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _AGGREGATES = {"SUM": AGG_SUM, "AVERAGE": AGG_SUM, "MIN": AGG_MIN, "MAX": AGG_MAX}
 
 
@@ -62,21 +65,41 @@ class _Trees(MlPlugin):
         super().configure_plugin(inputs, outputs)
         _ = self.forest  # a malformed ensemble fails the build, not the first run
 
-    def scores(self, x: Array, agg: int) -> tuple[Array, Array]:
+    @cached_property
+    def base(self) -> Sequence[float]:
+        """``base_values`` (or ``base_values_as_tensor``) as floats."""
+        return base_values(self.attrs)
+
+    def scores(self, x: Array, agg: int, divisor: float = 0.0,
+               bases: dict[Any, Array] | None = None) -> tuple[Array, Array]:
+        """The aggregated scores and which targets received a weight; each score divided by
+        ``divisor`` (where > 0) and the base value of its target added (``bases``: the values
+        by the type of the rows)."""
         try:
             rows = rows_of(x, self.forest, f"{self.op_type} {self.name!r}")
         except ValueError as exc:
             raise ExecutionError(str(exc)) from exc
-        return evaluate(self.forest, rows, agg)
+        return evaluate(self.forest, rows, agg, divisor,
+                        None if bases is None else bases[rows.dtype])
 
-    def regression(self, x: Array, aggregate: str, base: Sequence[float]) -> Array:
+    def regression(self, x: Array, aggregate: str, base: Sequence[float],
+                   out: Array | None = None) -> Array | None:
         """onnxruntime's regression: aggregate, average over trees, add the base values (when
-        there is one per target)."""
-        s, _ = self.scores(x, _AGGREGATES[aggregate])
-        if aggregate == "AVERAGE" and self.forest.n_trees:
-            s = s / s.dtype.type(self.forest.n_trees)
-        if len(base) == s.shape[1]:
-            s = s + np.asarray(base, s.dtype)
+        there is one per target). With ``out`` (no post_transform follows): written there by
+        the few-row path where it applies (None returned), else returned."""
+        forest = self.forest
+        key = (aggregate, len(base))
+        if getattr(self, "_regression_key", None) != key:  # the same every run: kept
+            self._regression_key = key
+            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
+            values = np.asarray(base, np.float64)
+            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
+                if len(base) == forest.n_targets else None
+        if out is not None and walk_into(
+                forest, x, _AGGREGATES[aggregate], self._divisor,
+                None if self._bases is None else self._bases.get(x.dtype), out):
+            return None
+        s, _ = self.scores(x, _AGGREGATES[aggregate], self._divisor, self._bases)
         return s
 
 
@@ -86,8 +109,10 @@ class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
 
     def compute(self, x: Array, *, out: Array, aggregate_function: str, post_transform: str,
                 **_: Any) -> None:
-        s = self.regression(x, aggregate_function, base_values(self.attrs))
-        np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
+        s = self.regression(x, aggregate_function, self.base,
+                            out if post_transform == "NONE" else None)
+        if s is not None:
+            np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
 
 
 class TreeEnsemble(_Trees, ml.TreeEnsemble):
@@ -97,8 +122,10 @@ class TreeEnsemble(_Trees, ml.TreeEnsemble):
     def compute(self, x: Array, *, out: Array, aggregate_function: int, post_transform: int,
                 **_: Any) -> None:
         aggregate = ("AVERAGE", "SUM", "MIN", "MAX")[int(aggregate_function)]
-        s = self.regression(x, aggregate, ())
-        np.copyto(out, transform_scores(TRANSFORMS[int(post_transform)], s), casting="unsafe")
+        post = TRANSFORMS[int(post_transform)]
+        s = self.regression(x, aggregate, (), out if post == "NONE" else None)
+        if s is not None:
+            np.copyto(out, transform_scores(post, s), casting="unsafe")
 
 
 class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
@@ -122,22 +149,49 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
                 **_: Any) -> None:
         labels_out, scores_out = out
-        s, has = self.scores(x, AGG_SUM)
-        base = base_values(self.attrs)
+        s, has = self._few_rows(x)
+        if s is None:
+            s, has = self.scores(x, AGG_SUM)
+        base = self.base
         if len(self.labels) > 2:
-            for k, b in enumerate(base[:s.shape[1]]):
-                s[:, k] += s.dtype.type(b)
-                has[:, k] = True
-            chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
-            table = np.array(self.labels, dtype=labels_out.dtype)
-            np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
-                      casting="unsafe")
+            nb = min(len(base), s.shape[1])
+            if nb:  # each class with a base value: added, and it has a score
+                s[:, :nb] += np.asarray(base[:nb], np.float64).astype(s.dtype)
+                has[:, :nb] = True
+            if has.all():  # every class scored (a forest's usual case): no masking
+                chosen = np.argmax(s, axis=1)
+                np.copyto(scores_out, transform(post_transform, s), casting="unsafe")
+            else:
+                chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
+                np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
+                          casting="unsafe")
+            table = self._table(labels_out.dtype, False)
         else:
             chosen, z, raw = self._binary(s, has, base, post_transform)
             np.copyto(scores_out, z, casting="unsafe")
-            table = np.array(self.labels if labels_out.dtype == object or not raw else [0, 1],
-                             dtype=labels_out.dtype)
+            table = self._table(labels_out.dtype, raw)
         labels_out[...] = table[chosen]
+
+    def _few_rows(self, x: Array) -> tuple[Any, Any]:
+        """The scores and which classes received a weight by one compiled call (``walk_into``)
+        where it applies, else (None, None)."""
+        if x.ndim != 2 or x.dtype not in _FLOAT_TYPES:
+            return None, None
+        shape = (x.shape[0], self.forest.n_targets)
+        s, has = np.empty(shape, x.dtype), np.empty(shape, np.uint8)
+        if walk_into(self.forest, x, AGG_SUM, 0.0, None, s, has):
+            return s, has.view(bool)
+        return None, None
+
+    def _table(self, dtype: Any, raw: bool) -> Array:
+        """The labels by index (kept: the same every run); ``raw``: the binary rule's 0/1
+        where the labels are integers."""
+        key = (dtype, raw)
+        tables: dict[Any, Array] = self.__dict__.setdefault("_tables", {})
+        if key not in tables:
+            strings = np.dtype(dtype).kind == "O"
+            tables[key] = np.array(self.labels if strings or not raw else [0, 1], dtype=dtype)
+        return tables[key]
 
     def _binary(self, s: Array, has: Array, base: Sequence[float], post: str
                 ) -> tuple[Array, Array, bool]:

@@ -1,0 +1,71 @@
+"""SVMClassifier's probabilities (Platt scaling and libsvm's pairwise coupling), compiled
+(``ops/_cml.c``, with the one-vs-one decision values and votes) and in NumPy: scikit-learn's
+SVC(probability=True) converted by skl2onnx, 2, 3 and 5 classes, integer and string labels,
+0, 1 and many rows, against onnxruntime (labels exactly, probabilities within 1e-5),
+scikit-learn (labels, probabilities within 1e-3: it computes in float64) and each other."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from mini_infer_ml_plugins.ops import svm
+from ml_support import assert_same, ort_session
+
+import mini_infer_core as mi
+
+pytest.importorskip("sklearn", reason="scikit-learn is a test extra: pip install scikit-learn")
+pytest.importorskip("skl2onnx", reason="skl2onnx is a test extra: pip install skl2onnx")
+
+
+def _svc(classes: int, strings: bool, kernel: str = "rbf") -> tuple[Any, Any, Any]:
+    from skl2onnx import to_onnx
+    from sklearn.datasets import make_classification
+    from sklearn.svm import SVC
+
+    x, y = make_classification(260, 6, n_informative=4, n_redundant=0, n_classes=classes,
+                               random_state=classes)
+    x = x.astype(np.float32)
+    labels = np.array(["ant", "bee", "cow", "dog", "eel"])[y] if strings else y * 3 - 2
+    est = SVC(kernel=kernel, probability=True, random_state=0).fit(x[:200], labels[:200])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_onnx(est, x[:1], options={id(est): {"zipmap": False}},
+                        target_opset={"": 17, "ai.onnx.ml": 3})
+    return est, model, np.ascontiguousarray(x[200:])
+
+
+@pytest.mark.parametrize("classes", [2, 3, 5])
+@pytest.mark.parametrize("strings", [False, True], ids=["int-labels", "string-labels"])
+@pytest.mark.parametrize("rows", [1, 60])
+def test_svc_probabilities_match_onnxruntime_and_scikit_learn(classes: int, strings: bool,
+                                                              rows: int) -> None:
+    est, model, x = _svc(classes, strings)
+    feeds = {"X": x[:rows]}
+    labels, probs = mi.InferenceSession(model).run(None, feeds)
+    assert_same([labels, probs], ort_session(model).run(None, feeds), rtol=0, atol=1e-5)
+    assert labels.tolist() == est.predict(x[:rows]).tolist()
+    np.testing.assert_allclose(probs, est.predict_proba(x[:rows]), atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "sigmoid", "linear"])
+def test_the_compiled_and_numpy_probabilities_agree(kernel: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if svm._cml is None:
+        pytest.skip("the compiled part of mini-infer-ml-plugins was not built (no C compiler)")
+    _, model, x = _svc(4, False, kernel)
+    compiled = mi.InferenceSession(model).run(None, {"X": x})
+    monkeypatch.setattr(svm, "_cml", None)
+    numpy_form = mi.InferenceSession(model).run(None, {"X": x})
+    assert compiled[0].tolist() == numpy_form[0].tolist()
+    np.testing.assert_allclose(compiled[1], numpy_form[1], rtol=0, atol=2e-6)
+
+
+def test_no_rows_give_no_probabilities() -> None:
+    _, model, x = _svc(3, True)
+    labels, probs = mi.InferenceSession(model).run(None, {"X": x[:0]})
+    assert labels.shape == (0,) and probs.shape == (0, 3) and probs.dtype == np.float32
+    want = ort_session(model).run(None, {"X": x[:0]})
+    assert want[1].shape == (0, 3)
