@@ -7,7 +7,6 @@ from setuptools import Extension, setup
 setup(ext_modules=[Extension(
     "mini_infer_ml_plugins.ops._ctrees",
     sources=["src/mini_infer_ml_plugins/ops/_ctrees.c"],
-    depends=["src/mini_infer_ml_plugins/ops/_ctrees.h"],
     extra_compile_args=["-O3", "-fno-math-errno", "-std=c11"],
     optional=True,
 )])
