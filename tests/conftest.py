@@ -38,6 +38,14 @@ def small_cnn() -> onnx.ModelProto:
     return make_model(nodes, [x], [y], inits)
 
 
+@pytest.fixture
+def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
+    """:func:`small_cnn` saved as ``cnn.onnx`` in the test's own folder."""
+    path = tmp_path / "cnn.onnx"
+    onnx.save(small_cnn, str(path))
+    return path
+
+
 WHEEL_SOURCES = {
     "core": ROOT,
     "cpu": CPU_PKG,

@@ -62,6 +62,24 @@ def install_plugin_module(site: Path, dist: str, version: str, entry: str, sourc
     (site / f"{module}.py").write_text(textwrap.dedent(source))
 
 
+def l2norm_hooks(namespace: str, extra: str = "") -> str:
+    """The source of a plugin module (for :func:`install_plugin_module`) whose
+    ``mini_infer_creators`` hook gives the example's L2Norm creator, lazily, under
+    ``namespace``; ``extra`` is more of the module (other hooks; ``os`` is imported)."""
+    return f'''
+import os
+from mini_infer_core.plugin import LazyPluginCreator
+from mini_infer_core.registry import hookimpl
+{extra}
+@hookimpl
+def mini_infer_creators():
+    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
+                              op_type="L2Norm", domain="com.example", plugin_version="1",
+                              namespace={namespace!r}, field_names=("epsilon", "axis"),
+                              devices=("cpu",))]
+'''
+
+
 class Venv:
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from helpers import install_plugin_module, make_model, run_cli
+from helpers import install_plugin_module, l2norm_hooks, make_model, run_cli
 from onnx import TensorProto, helper
 
 
@@ -23,13 +23,6 @@ def _fails_cleanly(*args: str, env: dict[str, str] | None = None) -> str:
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert "mini-infer: error:" in proc.stderr
     return proc.stderr
-
-
-@pytest.fixture
-def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
-    path = tmp_path / "cnn.onnx"
-    onnx.save(small_cnn, str(path))
-    return path
 
 
 # -- item 4: malformed --shape -------------------------------------------------------------
@@ -185,24 +178,13 @@ def test_bench_skips_a_comparison_that_refuses_the_model(tmp_path: Path) -> None
 
 # -- item 8: install hints for installed but idle distributions -------------------------------
 
-_HOOKS = '''
-import os
-from mini_infer_core.plugin import LazyPluginCreator
-from mini_infer_core.registry import hookimpl
-
+_HOOKS = l2norm_hooks("com.example", extra='''
 @hookimpl
 def mini_infer_plugin_api_version():
     if os.environ.get("MI_TEST_FAIL"):
         raise RuntimeError("the hook module is broken on purpose")
     return os.environ.get("MI_TEST_API", "1")
-
-@hookimpl
-def mini_infer_creators():
-    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
-                              op_type="L2Norm", domain="com.example", plugin_version="1",
-                              namespace="com.example", field_names=("epsilon", "axis"),
-                              devices=("cpu",))]
-'''
+''')
 
 
 @pytest.fixture
@@ -382,17 +364,7 @@ def test_markdown_names_the_command_that_made_it(capsys: pytest.CaptureFixture[s
     assert "--markdown and --json" in line
 
 
-_TIE_HOOKS = '''
-from mini_infer_core.plugin import LazyPluginCreator
-from mini_infer_core.registry import hookimpl
-
-@hookimpl
-def mini_infer_creators():
-    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
-                              op_type="L2Norm", domain="com.example", plugin_version="1",
-                              namespace="com.tie", field_names=("epsilon", "axis"),
-                              devices=("cpu",))]
-'''
+_TIE_HOOKS = l2norm_hooks("com.tie")
 
 
 def test_creators_table_lists_each_conflict_once_aligned_and_names_ties(

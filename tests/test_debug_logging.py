@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import onnx
-import pytest
 from helpers import run_cli
 
 _RUN = """
@@ -28,13 +26,6 @@ def _stderr(model: Path, level: str, code: str = _RUN) -> str:
     proc = subprocess.run([sys.executable, "-c", code, str(model)], capture_output=True,
                           text=True, env=env, timeout=300, check=True)
     return proc.stderr
-
-
-@pytest.fixture
-def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
-    path = tmp_path / "cnn.onnx"
-    onnx.save(small_cnn, str(path))
-    return path
 
 
 def test_level_1_logs_the_lifecycle_and_2_every_enqueue(cnn_file: Path) -> None:

@@ -29,13 +29,6 @@ def _fails(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 
 @pytest.fixture
-def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
-    path = tmp_path / "cnn.onnx"
-    onnx.save(small_cnn, str(path))
-    return path
-
-
-@pytest.fixture
 def relu_file(tmp_path: Path) -> Path:
     """A model of one Relu whose input has a dynamic first dimension."""
     model = make_model([helper.make_node("Relu", ["x"], ["y"])],

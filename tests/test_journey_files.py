@@ -38,13 +38,6 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-@pytest.fixture
-def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
-    path = tmp_path / "cnn.onnx"
-    onnx.save(small_cnn, str(path))
-    return path
-
-
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_engines_and_timing_caches_are_written_under_the_umask(
         cnn_file: Path, tmp_path: Path, umask: int, mode: int) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import inspect
 import pickle
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import onnx
@@ -21,7 +21,7 @@ import mini_infer_core.plugin as mp
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, PluginTensorDesc
 from mini_infer_core.plugin import _adapter as adapter
-from mini_infer_core.registry import discover
+from mini_infer_core.registry import PluginRegistry, discover
 
 #: passes over the tensor each tactic makes: the same values, very different times
 PASSES = {"slow": 300, "fast": 1}
@@ -29,8 +29,10 @@ PASSES = {"slow": 300, "fast": 1}
 CREATED: list[mp.PluginPhase] = []
 
 
-class _Build(mp.IPluginV3OneBuild, mp.ITactics, mp.IValueInference):
-    def __init__(self, owner: ScaleV3) -> None:
+class _PlainBuild(mp.IPluginV3OneBuild):
+    """Shapes and types only: no optional ability."""
+
+    def __init__(self, owner: Any = None) -> None:
         self.owner = owner
 
     @property
@@ -43,7 +45,13 @@ class _Build(mp.IPluginV3OneBuild, mp.ITactics, mp.IValueInference):
     def get_output_shapes(self, inputs: Sequence[DimsExprs | None],
                           expr_builder: ExprBuilder) -> list[DimsExprs]:
         assert inputs[0] is not None
-        return [DimsExprs(list(inputs[0]))]
+        return [inputs[0]]
+
+
+class _Build(_PlainBuild, mp.ITactics, mp.IValueInference):
+    """Shapes and types as _PlainBuild, with two tactics and value inference."""
+
+    owner: ScaleV3
 
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
         return ["slow", "fast"]
@@ -96,8 +104,8 @@ class ScaleV3(mp.IPluginV3):
         return {mp.PluginCapabilityType.CORE: self.core, mp.PluginCapabilityType.BUILD: self.build,
                 mp.PluginCapabilityType.RUNTIME: self.runtime}[kind]
 
-    def clone(self) -> ScaleV3:
-        return ScaleV3(self.scale, self.tactic)
+    def clone(self) -> Self:
+        return type(self)(self.scale, self.tactic)
 
 
 class ScaleV3Creator(mp.IPluginCreatorV3One):
@@ -112,6 +120,18 @@ class ScaleV3Creator(mp.IPluginCreatorV3One):
         CREATED.append(phase)
         values = fields.values_dict()
         return ScaleV3(float(values["scale"]), str(values.get("tactic", "slow")))
+
+
+def _registry_making(make: Callable[[float], mp.IPluginV3]) -> PluginRegistry:
+    """The plugins found, with a ScaleV3 creator that makes ``make(scale)``."""
+    class Creator(ScaleV3Creator):
+        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
+                             phase: mp.PluginPhase) -> mp.IPluginV3:
+            return make(float(fields.values_dict()["scale"]))
+
+    registry = discover()
+    registry.register_creator(Creator())
+    return registry
 
 
 def _model(shape: list[int | str]) -> onnx.ModelProto:
@@ -243,25 +263,6 @@ class _V2Dynamic(_V2, mp.IPluginV2DynamicExt):
     def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
                               expr_builder: ExprBuilder) -> DimsExprs:
         return inputs[0]
-
-
-class _PlainBuild(mp.IPluginV3OneBuild):
-    """Shapes and types only: no optional ability."""
-
-    def __init__(self, owner: Any = None) -> None:
-        self.owner = owner
-
-    @property
-    def num_outputs(self) -> int:
-        return 1
-
-    def get_output_data_types(self, input_types: Sequence[DataType]) -> list[DataType]:
-        return [input_types[0]]
-
-    def get_output_shapes(self, inputs: Sequence[DimsExprs | None],
-                          expr_builder: ExprBuilder) -> list[DimsExprs]:
-        assert inputs[0] is not None
-        return [inputs[0]]
 
 
 class _PlainRuntime(mp.IPluginV3OneRuntime):
@@ -410,16 +411,7 @@ def test_a_v3_runtime_objects_bound_run_runs_the_step() -> None:
             super().__init__(scale, tactic)
             self.runtime = _BoundRuntime(self)
 
-        def clone(self) -> Bound:
-            return Bound(self.scale, self.tactic)
-
-    class Creator(ScaleV3Creator):
-        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
-                             phase: mp.PluginPhase) -> mp.IPluginV3:
-            return Bound(float(fields.values_dict()["scale"]))
-
-    registry = discover()
-    registry.register_creator(Creator())
+    registry = _registry_making(Bound)
     engine = mi.Builder(registry).build_engine(mi.parse_onnx(_model([2, 8])),
                                                mi.BuilderConfig(time_tactics=False))
     x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
@@ -441,16 +433,7 @@ def test_a_v3_build_object_that_is_nondeterministic_is_never_folded(random: bool
             if random:
                 self.build = _RandomBuild(self)
 
-        def clone(self) -> Plugin:
-            return Plugin(self.scale, self.tactic)
-
-    class Creator(ScaleV3Creator):
-        def create_plugin_v3(self, name: str, fields: mp.PluginFieldCollection,
-                             phase: mp.PluginPhase) -> mp.IPluginV3:
-            return Plugin(float(fields.values_dict()["scale"]))
-
-    registry = discover()
-    registry.register_creator(Creator())
+    registry = _registry_making(Plugin)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
     graph = helper.make_graph(
         [helper.make_node("ScaleV3", ["c"], ["y"], domain="com.test", scale=2.0)], "g", [],

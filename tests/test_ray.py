@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from helpers import ort_run
+from helpers import l2norm_hooks, ort_run
 from onnx import TensorProto, helper
 
 import mini_infer_core as mi
@@ -461,17 +461,7 @@ def test_actor_threads_follow_the_cpus_ray_gives_it(ray_address: str,
     ray.kill(actor)
 
 
-_TWIN_HOOKS = '''
-from mini_infer_core.plugin import LazyPluginCreator
-from mini_infer_core.registry import hookimpl
-
-@hookimpl
-def mini_infer_creators():
-    return [LazyPluginCreator("mini_infer_l2norm.plugin:L2NormCreator", name="L2Norm",
-                              op_type="L2Norm", domain="com.example", plugin_version="1",
-                              namespace="com.example", field_names=("epsilon", "axis"),
-                              devices=("cpu",))]
-'''
+_TWIN_HOOKS = l2norm_hooks("com.example")
 
 
 @pytest.mark.slow

@@ -37,7 +37,9 @@ def test_every_package_with_c_sources_has_a_driver_that_calls_every_kernel() -> 
         kernels = {m for p in library for m in kernel.findall(p.read_text())}
         if name == "ml_basic":  # defined by a macro: mi_forest_##SUFFIX
             kernels |= {"mi_forest_f32", "mi_forest_f64"}
-        missing = sorted(k for k in kernels if not re.search(rf"\b{k}\s*\(", called))
+        # called, or named to a macro that calls it (forest_check.c's CHECK_FOREST); the
+        # library's declarations are in its headers, not in the drivers' text
+        missing = sorted(k for k in kernels if not re.search(rf"\b{k}\b", called))
         assert not missing, f"{name}: no driver calls {missing}"
         assert set(sanitizers.sources(package)) >= set((package / "src").rglob("*.c"))
 

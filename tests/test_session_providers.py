@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import pytest
 
 import mini_infer_core as mi
@@ -22,13 +21,6 @@ ort = pytest.importorskip("onnxruntime")
 def _cuda_usable() -> bool:
     cuda = mi.get_plugin_registry().get_device("cuda")
     return cuda is not None and cuda.availability()[0]
-
-
-@pytest.fixture
-def cnn_file(small_cnn: onnx.ModelProto, tmp_path: Path) -> Path:
-    path = tmp_path / "cnn.onnx"
-    onnx.save(small_cnn, str(path))
-    return path
 
 
 def _written_for_onnxruntime(rt: types.ModuleType, path: str, x: np.ndarray

@@ -5,6 +5,7 @@ model an independent oracle (onnx's ReferenceEvaluator or onnxruntime) runs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,17 @@ from onnx.reference import ReferenceEvaluator
 from mini_infer_core.plugin import DataType, DimsExprs, ExprBuilder, fields_from_values
 
 __all__ = ["creator_for", "make_plugin", "reads", "in_dims", "execute", "run", "make_model",
-           "run_oracle", "compare_with_oracles"]
+           "run_oracle", "compare_with_oracles", "has_vnni"]
+
+
+def has_vnni() -> bool:
+    """Whether this CPU has VNNI (AVX512-VNNI or AVX-VNNI): onnxruntime's integer products
+    differ without it (pairs summed in int16, weights' range reduced)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 def creator_for(op: str, opset: int) -> Any:

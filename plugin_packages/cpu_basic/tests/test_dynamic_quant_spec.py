@@ -25,17 +25,10 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
+from cpu_support import has_vnni
 from onnx import TensorProto, helper
 
 import mini_infer_core as mi
-
-
-def _has_vnni() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 def dql_model() -> onnx.ModelProto:
@@ -149,7 +142,7 @@ def test_a_quantized_stack_is_as_sensitive_in_onnxruntime_itself() -> None:
         # 7-bit weights on a CPU without VNNI, where onnxruntime's u8 x s8 products would
         # saturate in int16 pairs (vpmaddubsw) and differ for that reason
         quantization.quantize_dynamic(src, dst, weight_type=quantization.QuantType.QInt8,
-                                      reduce_range=not _has_vnni())
+                                      reduce_range=not has_vnni())
         qmodel = onnx.load(dst)
     assert "DynamicQuantizeLinear" in {n.op_type for n in qmodel.graph.node}
     ours, theirs = mi.InferenceSession(qmodel), ort_session(qmodel)

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cpu_support import has_vnni
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -30,18 +31,10 @@ def _seeded(request: pytest.FixtureRequest) -> None:
     RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
-def _has_vnni() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
-
-
 #: int8 weights' range: onnxruntime's u8 x s8 products on x86 without VNNI add pairs of
 #: products in int16 (vpmaddubsw), which saturates for weights beyond [-64, 64) -- there they
 #: stay within; on a VNNI CPU (where the saturation edges are tested) the full range
-S8_WEIGHTS = (-128, 128) if _has_vnni() else (-64, 64)
+S8_WEIGHTS = (-128, 128) if has_vnni() else (-64, 64)
 MS = "com.microsoft"
 f32 = np.float32
 
@@ -717,7 +710,6 @@ def test_a_qdq_model_with_16_bit_activations_from_quantize_static() -> None:
     com.microsoft QuantizeLinear/DequantizeLinear it writes around a Conv."""
     quantization = pytest.importorskip("onnxruntime.quantization")
     import tempfile
-    from pathlib import Path
 
     rng = np.random.default_rng(3)
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from threadpoolctl import threadpool_limits
+
+
+@pytest.fixture(params=[1, 2])
+def threads(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Runs the test at 1 and at 2 of the library's threads (the value: how many)."""
+    with threadpool_limits(request.param, user_api="mini_infer"):
+        yield request.param
 
 
 @pytest.fixture

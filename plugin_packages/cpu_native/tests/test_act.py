@@ -42,12 +42,6 @@ def isa(request: pytest.FixtureRequest) -> Iterator[int]:
     _act.set_act_isa(None)
 
 
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    with threadpool_limits(request.param, user_api="mini_infer"):
-        yield request.param
-
-
 @pytest.fixture
 def compiled(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many compiled calls the plugins made (so a test fails if cpu_basic took over)."""

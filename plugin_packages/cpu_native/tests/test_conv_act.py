@@ -11,19 +11,17 @@ engine written to disk and read back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from conv_epilogues import ACTIVATIONS, epilogue
+from conv_epilogues import ACTIVATIONS, epilogue, ort_y, run_twice
 from mini_infer_cpu_native import NAMESPACE, _act, _conv_gemm, _dconv, _winograd, plugins
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-from threadpoolctl import threadpool_limits
 
 import mini_infer_core
 
@@ -47,12 +45,6 @@ def ran(count_calls: Callable[[Any, str, str], dict[str, int]]) -> _Counts:
         (_winograd, "winograd_calls", "winograd"), (plugins, "dwconv2d", "dwconv2d"))])
 
 
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    with threadpool_limits(request.param, user_api="mini_infer"):
-        yield request.param
-
-
 def _model(xshape: tuple[int, ...], m: int, group: int, kernel: tuple[int, int],
            attrs: dict[str, Any], after: str, dtype: Any = np.float32) -> onnx.ModelProto:
     c = xshape[1]
@@ -74,19 +66,13 @@ def _model(xshape: tuple[int, ...], m: int, group: int, kernel: tuple[int, int],
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray, **config: Any) -> tuple[Any, np.ndarray]:
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
-        device="cpu", time_tactics=False, **config))
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])  # the kept calls again
-    return engine, got
+    return run_twice(model, x, time_tactics=False, **config)
 
 
 def _want(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     if x.dtype == np.float64:
         return np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0])
-    return np.asarray(ort.InferenceSession(model.SerializeToString(), providers=[
-        "CPUExecutionProvider"]).run(None, {"x": x})[0])
+    return ort_y(model, x)
 
 
 def _check(xshape: tuple[int, ...], m: int, group: int, kernel: tuple[int, int],

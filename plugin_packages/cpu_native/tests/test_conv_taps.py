@@ -10,13 +10,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from conv_epilogues import epilogue
+from conv_epilogues import check_ort, epilogue, float_model, ort_y
 from mini_infer_cpu_native import _conv_gemm
-from onnx import helper, numpy_helper
-
-import mini_infer_core
+from onnx import helper
 
 RNG = np.random.default_rng(61)
 
@@ -30,11 +27,7 @@ def _model(xshape: tuple[int, ...], m: int, kernel: tuple[int, int], attrs: dict
              helper.make_node("Conv", ["xr", "w", "b"], ["c" if after else "y"],
                               kernel_shape=list(kernel), **attrs)]
     nodes += epilogue(after, inits)
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(xshape))],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, inits, xshape)
 
 
 @pytest.fixture
@@ -68,24 +61,12 @@ def test_taps_that_read_only_padding_are_dropped(
         xshape: tuple[int, ...], m: int, kernel: tuple[int, int], attrs: dict[str, Any],
         runs: tuple[int, int], after: str, kernels: list[tuple[int, ...]]) -> None:
     x = RNG.standard_normal(xshape).astype(np.float32)
-    if after == "Add" and _ort(_model(xshape, m, kernel, attrs, ""), x).shape != xshape:
+    if after == "Add" and ort_y(_model(xshape, m, kernel, attrs, ""), x).shape != xshape:
         pytest.skip("the residual needs an output shaped like the input")
     model = _model(xshape, m, kernel, attrs, after)
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
-        device="cpu", time_tactics=False))
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])
-    want = _ort(model, x)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    check_ort(model, x, time_tactics=False)
     if _conv_gemm_runs() and runs != (3, 3):
         assert set(kernels) == {runs}
-
-
-def _ort(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    return np.asarray(ort.InferenceSession(model.SerializeToString(), providers=[
-        "CPUExecutionProvider"]).run(None, {"x": x})[0])
 
 
 def _conv_gemm_runs() -> bool:

@@ -8,27 +8,17 @@ left to the other paths; the wrapper's refusals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from conv_epilogues import epilogue
+from conv_epilogues import check_ort, epilogue, float_model, same_shape
 from mini_infer_cpu_native import NAMESPACE, _dconv, _native
-from onnx import helper, numpy_helper
-from threadpoolctl import threadpool_limits
-
-import mini_infer_core
+from onnx import helper
 
 RNG = np.random.default_rng(31)
-
-
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    with threadpool_limits(request.param, user_api="mini_infer"):
-        yield request.param
 
 
 @pytest.fixture
@@ -48,23 +38,12 @@ def _model(x: np.ndarray, m: int, group: int, kernel: tuple[int, int], attrs: di
              helper.make_node("Conv", ["xr", *ins[1:]], ["c" if after else "y"], group=group,
                               kernel_shape=list(kernel), **attrs)]
     nodes += epilogue(after, inits)
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, inits, x.shape)
 
 
 def _check(model: onnx.ModelProto, x: np.ndarray) -> None:
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    engine = check_ort(model, x)
     assert {n.op_type for n in engine.nodes if n.plugin_namespace == NAMESPACE} >= {"Conv"}
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])  # the kept call again
-    want = ort.InferenceSession(model.SerializeToString(),
-                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 CASES = [  # x shape, M, group, kernel, attrs
@@ -95,18 +74,10 @@ def test_direct_convolution_matches_onnxruntime(
         attrs: dict[str, Any], after: str, bias: bool, threads: int,
         direct: dict[str, int]) -> None:
     x = RNG.standard_normal(xshape).astype(np.float32)
-    if after == "Add" and not _same_shape(xshape, m, kernel, attrs):
+    if after == "Add" and not same_shape(xshape, m, kernel, attrs):
         pytest.skip("the residual needs an output shaped like the input")
     _check(_model(x, m, group, kernel, attrs, bias, after), x)
     assert direct["dconv"] >= 1
-
-
-def _same_shape(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
-                attrs: dict[str, Any]) -> bool:
-    pads = attrs.get("pads", [0, 0, 0, 0])
-    dil = attrs.get("dilations", [1, 1])
-    return (m == xshape[1] and "strides" not in attrs and "auto_pad" not in attrs
-            and all(pads[i] + pads[i + 2] == dil[i] * (kernel[i] - 1) for i in range(2)))
 
 
 @pytest.mark.parametrize("xshape, m, group, kernel", [
@@ -170,7 +141,7 @@ def test_depthwise_tiles_match_onnxruntime(xshape: tuple[int, ...], k: int, s: i
                                            pads: list[int], after: str, threads: int,
                                            direct: dict[str, int]) -> None:
     attrs: dict[str, Any] = {"pads": pads, **({"strides": [s, s]} if s > 1 else {})}
-    if after == "Add" and not _same_shape(xshape, xshape[1], (k, k), attrs):
+    if after == "Add" and not same_shape(xshape, xshape[1], (k, k), attrs):
         pytest.skip("the residual needs an output shaped like the input")
     x = RNG.standard_normal(xshape).astype(np.float32)
     _check(_model(x, xshape[1], xshape[1], (k, k), attrs, True, after), x)

@@ -9,19 +9,17 @@ other paths; the wrapper's refusals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from conv_epilogues import ACTIVATIONS, epilogue
+from conv_epilogues import ACTIVATIONS, check_ort, epilogue, float_model, ort_y, same_shape
 from mini_infer_cpu_native import NAMESPACE, _native, _pw
 from mini_infer_cpu_native._act import act_isa
-from onnx import helper, numpy_helper
-from threadpoolctl import threadpool_limits
+from onnx import helper
 
 import mini_infer_core
 
@@ -29,12 +27,6 @@ RNG = np.random.default_rng(47)
 
 pytestmark = pytest.mark.skipif(act_isa() != 1, reason="_pw.c runs where the AVX2 kernels do "
                                 "(not on CPUs without AVX2, nor where AVX-512's GEMM runs)")
-
-
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    with threadpool_limits(request.param, user_api="mini_infer"):
-        yield request.param
 
 
 @pytest.fixture
@@ -54,28 +46,12 @@ def _model(xshape: tuple[int, ...], m: int, kernel: tuple[int, int], attrs: dict
              helper.make_node("Conv", ["xr", *ins[1:]], ["c" if after else "y"],
                               kernel_shape=list(kernel), **attrs)]
     nodes += epilogue(after, inits)
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(xshape))],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-def _want(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    out: np.ndarray = ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    return out
+    return float_model(nodes, inits, xshape)
 
 
 def _check(model: onnx.ModelProto, x: np.ndarray) -> mini_infer_core.Engine:
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    engine = check_ort(model, x)
     assert {n.op_type for n in engine.nodes if n.plugin_namespace == NAMESPACE} >= {"Conv"}
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])  # the kept call again
-    want = _want(model, x)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     return engine
 
 
@@ -103,14 +79,6 @@ AFTER = [("", True), ("", False), ("Relu", True), ("Clip", True), ("Add", True),
          *((a, True) for a in ACTIVATIONS), ("Add+HardSwish", False), ("Add+Swish", True)]
 
 
-def _same_shape(xshape: tuple[int, ...], m: int, kernel: tuple[int, int],
-                attrs: dict[str, Any]) -> bool:
-    pads = attrs.get("pads", [0, 0, 0, 0])
-    dil = attrs.get("dilations", [1, 1])
-    return (m == xshape[1] and "strides" not in attrs and "auto_pad" not in attrs
-            and all(pads[i] + pads[i + 2] == dil[i] * (kernel[i] - 1) for i in range(2)))
-
-
 @pytest.mark.parametrize("xshape, m", POINTWISE)
 @pytest.mark.parametrize("after, bias", AFTER)
 def test_pointwise_convolution_matches_onnxruntime(
@@ -131,7 +99,7 @@ def test_stem_convolution_matches_onnxruntime(
     if "Add" in after:
         xshape, m = (1, 3, 30, 29), 3  # a stem shaped like its input: 3 -> 3, stride 1
         kernel, attrs = (3, 3), {"pads": [1, 1, 1, 1]}
-        assert _same_shape(xshape, m, kernel, attrs)
+        assert same_shape(xshape, m, kernel, attrs)
     x = RNG.standard_normal(xshape).astype(np.float32)
     _check(_model(xshape, m, kernel, attrs, bias, after), x)
     assert short["pw"] >= 1
@@ -172,7 +140,7 @@ def test_the_engine_file_keeps_the_weights(xshape: tuple[int, ...], m: int,
     before = short["pw"]
     got = back.create_execution_context().execute({"x": x})["y"]
     assert short["pw"] > before
-    np.testing.assert_allclose(got, _want(model, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, ort_y(model, x), rtol=1e-4, atol=1e-4)
 
 
 def test_the_call_checks_its_arrays() -> None:

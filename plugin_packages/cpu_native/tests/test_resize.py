@@ -6,7 +6,7 @@ transformation but tf_crop_and_resize, scales and sizes, one axis or both, sizes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,17 +15,10 @@ import onnxruntime as ort
 import pytest
 from mini_infer_cpu_native import NAMESPACE, _resize, resize
 from onnx import helper, numpy_helper
-from threadpoolctl import threadpool_limits
 
 import mini_infer_core
 
 RNG = np.random.default_rng(11)
-
-
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    with threadpool_limits(request.param, user_api="mini_infer"):
-        yield request.param
 
 
 def _model(x: np.ndarray, attrs: dict[str, Any], scales: list[float] | None,

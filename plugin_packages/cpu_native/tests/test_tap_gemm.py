@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from conv_epilogues import epilogue
+from conv_epilogues import check_ort, epilogue, float_model, ort_y
 from mini_infer_cpu_native import _conv_gemm, _pw, _tap_gemm
 from mini_infer_cpu_native._native import gemm_available
-from onnx import helper, numpy_helper
+from onnx import helper
 
 import mini_infer_core
 
@@ -34,16 +33,7 @@ def _model(xshape: tuple[int, ...], m: int, kernel: tuple[int, int], attrs: dict
     nodes += epilogue(after, inits)
     if not bias:
         del inits["b"]
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(xshape))],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-def _ort(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    return np.asarray(ort.InferenceSession(model.SerializeToString(), providers=[
-        "CPUExecutionProvider"]).run(None, {"x": x})[0])
+    return float_model(nodes, inits, xshape)
 
 
 @pytest.fixture
@@ -84,17 +74,10 @@ def test_taps_over_only_the_outputs_they_reach(
         after: str, ran: list[tuple[int, ...]]) -> None:
     x = RNG.standard_normal(xshape).astype(np.float32)
     plain = _model(xshape, m, kernel, attrs, "")
-    if after.startswith("Add") and _ort(plain, x).shape != xshape:
+    if after.startswith("Add") and ort_y(plain, x).shape != xshape:
         pytest.skip("the residual needs an output shaped like the input")
     model = _model(xshape, m, kernel, attrs, after, bias=after != "Sigmoid")
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
-        device="cpu", time_tactics=False))
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])  # the kept calls again
-    want = _ort(model, x)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    check_ort(model, x, time_tactics=False)
     if gemm_available():
         assert ran and ran[0] == xshape
 
@@ -111,7 +94,7 @@ def test_other_convolutions_keep_the_im2col_gemm(
     engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
         device="cpu", time_tactics=False))
     got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
-    np.testing.assert_allclose(got, _ort(model, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, ort_y(model, x), rtol=1e-4, atol=1e-4)
     assert not ran
 
 
@@ -146,12 +129,7 @@ def test_pointwise_over_planes_a_multiple_of_2_kib(
     monkeypatch.setattr(_pw, "applies", lambda *args: False)
     x = RNG.standard_normal(xshape).astype(np.float32)
     model = _model(xshape, m, (1, 1), {}, after)
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(
-        device="cpu", time_tactics=False))
-    sess = mini_infer_core.InferenceSession(engine)
-    got = sess.run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])
-    np.testing.assert_allclose(got, _ort(model, x), rtol=1e-4, atol=1e-4)
+    check_ort(model, x, time_tactics=False)
     if gemm_available():
         padded = xshape[1] >= _conv_gemm.PAD_FROM_K
         assert bool(copies) == padded and all(

@@ -40,19 +40,22 @@ static int best_isa(void) {
 /* -1 until first asked; relaxed: a call reads it once, into its job */
 static atomic_int isa = -1;
 
-int mi_act_isa(void) {
-    int level = atomic_load_explicit(&isa, memory_order_relaxed);
-    if (level < 0) {
-        level = best_isa();
-        atomic_store_explicit(&isa, level, memory_order_relaxed);
-    }
-    return level;
-}
+int mi_act_isa(void) { return cached_isa(&isa, best_isa); }
 
 void mi_act_set_isa(int most) {
     int best = best_isa();
     atomic_store_explicit(&isa, most < 0 || most > best ? best : most, memory_order_relaxed);
 }
+
+/* NAME's copy for `level` (2 AVX-512, 1 AVX2, else plain C) called with the arguments */
+#if MI_ACT_X86
+#define BY_ISA(level, NAME, ...)                                                            \
+    ((level) == 2   ? NAME##_avx512(__VA_ARGS__)                                            \
+     : (level) == 1 ? NAME##_avx2(__VA_ARGS__)                                              \
+                    : NAME##_scalar(__VA_ARGS__))
+#else
+#define BY_ISA(level, NAME, ...) NAME##_scalar(__VA_ARGS__)
+#endif
 
 /* lanes of the copy `level` runs */
 static long isa_lanes(int level) { return level == 2 ? 16 : level == 1 ? 8 : 1; }
@@ -65,17 +68,7 @@ typedef struct {
 } act_job;
 
 static void act_range(const act_job *j, long i0, long i1) {
-#if MI_ACT_X86
-    if (j->isa == 2) {
-        mi_act_range_avx512(j->a, i0, i1);
-        return;
-    }
-    if (j->isa == 1) {
-        mi_act_range_avx2(j->a, i0, i1);
-        return;
-    }
-#endif
-    mi_act_range_scalar(j->a, i0, i1);
+    BY_ISA(j->isa, mi_act_range, j->a, i0, i1);
 }
 
 /* ranges of whole 64-byte lines (16 floats), the last part to the end */
@@ -107,23 +100,10 @@ typedef struct {
 
 static void softmax_range(const softmax_job *j, long u0, long u1) {
     const mi_softmax_args *a = j->a;
-    if (a->inner == 1) {
-#if MI_ACT_X86
-        if (j->isa == 2) mi_softmax_rows_avx512(a->x, a->y, a->n, u0, u1, a->log);
-        else if (j->isa == 1) mi_softmax_rows_avx2(a->x, a->y, a->n, u0, u1, a->log);
-        else
-#endif
-            mi_softmax_rows_scalar(a->x, a->y, a->n, u0, u1, a->log);
-        return;
-    }
-#if MI_ACT_X86
-    if (j->isa == 2)
-        mi_softmax_strided_avx512(a->x, a->y, a->n, a->inner, j->nblk, u0, u1, a->log);
-    else if (j->isa == 1)
-        mi_softmax_strided_avx2(a->x, a->y, a->n, a->inner, j->nblk, u0, u1, a->log);
+    if (a->inner == 1)
+        BY_ISA(j->isa, mi_softmax_rows, a->x, a->y, a->n, u0, u1, a->log);
     else
-#endif
-        mi_softmax_strided_scalar(a->x, a->y, a->n, a->inner, j->nblk, u0, u1, a->log);
+        BY_ISA(j->isa, mi_softmax_strided, a->x, a->y, a->n, a->inner, j->nblk, u0, u1, a->log);
 }
 
 static long softmax_units(const softmax_job *j) {
@@ -159,17 +139,7 @@ typedef struct {
 } layer_norm_job;
 
 static void layer_norm_range(const layer_norm_job *j, long r0, long r1) {
-#if MI_ACT_X86
-    if (j->isa == 2) {
-        mi_layer_norm_rows_avx512(j->a, r0, r1);
-        return;
-    }
-    if (j->isa == 1) {
-        mi_layer_norm_rows_avx2(j->a, r0, r1);
-        return;
-    }
-#endif
-    mi_layer_norm_rows_scalar(j->a, r0, r1);
+    BY_ISA(j->isa, mi_layer_norm_rows, j->a, r0, r1);
 }
 
 static void layer_norm_part(const void *arg, int part, int parts) {

@@ -2,6 +2,7 @@
 #ifndef MI_COMMON_H
 #define MI_COMMON_H
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* One copy of each kernel for AVX2 and one for baseline x86-64, chosen when the library loads
@@ -16,6 +17,17 @@
 #else
 #define CLONES
 #endif
+
+/* the kernels' level a library chose (`*level`: -1 until first asked, then what `detect`
+ * found, unless the tests set another); relaxed: a call reads it once, into its job */
+static inline int cached_isa(atomic_int *level, int (*detect)(void)) {
+    int on = atomic_load_explicit(level, memory_order_relaxed);
+    if (on < 0) {
+        on = detect();
+        atomic_store_explicit(level, on, memory_order_relaxed);
+    }
+    return on;
+}
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
 

@@ -238,17 +238,11 @@ CLONES static void group_rows(const mi_dconv2d_args *a, const dgeo *g, const flo
  * epilogue on the registers (residual, clamp, activation) and one store, the last vector
  * masked where the row ends inside it. Rows of 1-2 vectors (7x7, 14x14 maps) take 4 or 2
  * rows at once so that four chains of FMAs hide each other's latency. */
-typedef struct {
-    float lo, hi;
-    int act;
-    float alpha, beta;
-} epi_args;
-
 #define DW_TILE(R, V)                                                                       \
     __attribute__((target("avx2,fma"))) static void dw_tile_##R##_##V(                      \
         const float *restrict q, long rstep, const long *restrict toff, long taps,          \
         const float *restrict wt, float b, float *restrict y, const float *restrict res,    \
-        long ow, long cols, const epi_args *e) {                                            \
+        long ow, long cols, const mi_epi_args *e) {                                         \
         __m256 acc[R][V];                                                                   \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                 \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] = _mm256_set1_ps(b); \
@@ -259,23 +253,7 @@ typedef struct {
                 _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] =             \
                     _mm256_fmadd_ps(k, _mm256_loadu_ps(p + r * rstep + 8 * v), acc[r][v]);  \
         }                                                                                   \
-        const __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);                \
-        const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);           \
-        const long tail = cols - 8 * (V - 1); /* 1..8 columns in the last vector */         \
-        const __m256i mk = mi_tail_avx2(tail);                                              \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                 \
-            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                           \
-                const int part = v == V - 1 && tail < 8;                                    \
-                __m256 x = acc[r][v];                                                       \
-                if (res) {                                                                  \
-                    const float *rp = res + r * ow + 8 * v;                                 \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, mk) : _mm256_loadu_ps(rp)); \
-                }                                                                           \
-                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */     \
-                x = mi_epi_avx2(x, e->act, al, be);                                         \
-                if (part) _mm256_maskstore_ps(y + r * ow + 8 * v, mk, x);                   \
-                else _mm256_storeu_ps(y + r * ow + 8 * v, x);                               \
-            }                                                                               \
+        MI_EPI_STORE_TILE(R, V, acc, y, res, ow, cols, e);                                  \
     }
 DW_TILE(1, 1)
 DW_TILE(1, 2)
@@ -287,7 +265,7 @@ DW_TILE(3, 1)
 DW_TILE(4, 1)
 
 typedef void (*dw_tile_fn)(const float *, long, const long *, long, const float *, float,
-                           float *, const float *, long, long, const epi_args *);
+                           float *, const float *, long, long, const mi_epi_args *);
 static const dw_tile_fn dw_row_tiles[4] = {dw_tile_1_1, dw_tile_1_2, dw_tile_1_3, dw_tile_1_4};
 
 #include "_dw_avx2.h"
@@ -295,7 +273,7 @@ static const dw_tile_fn dw_row_tiles[4] = {dw_tile_1_1, dw_tile_1_2, dw_tile_1_3
 /* one channel copied to q (copy_in's layout) into y (oh, ow); res (oh, ow) or NULL */
 static void dw_channel_avx2(const mi_dconv2d_args *a, const dgeo *g, const float *q,
                             const long *toff, const float *wt, float b, const float *res,
-                            float *y, const epi_args *e) {
+                            float *y, const mi_epi_args *e) {
     long ow = a->ow, oh = a->oh, rstep = a->sh * a->sw * g->wq, taps = g->taps;
     long nv = g->ow8 / VW, r = 0;
     if (nv <= 2) { /* several rows at once */
@@ -331,7 +309,7 @@ static void dw_channel_avx2(const mi_dconv2d_args *a, const dgeo *g, const float
     __attribute__((target("avx2,fma"))) static void group_tile_##MBK##_##V(                 \
         const float *restrict q, long plane, const long *restrict toff, long taps, long cg,  \
         const float *restrict wm, const float *restrict bias, float *restrict y,            \
-        const float *restrict res, long ystep, long cols, const epi_args *e) {              \
+        const float *restrict res, long ystep, long cols, const mi_epi_args *e) {           \
         __m256 acc[MBK][V];                                                                 \
         const long wstep = cg * taps;                                                       \
         _Pragma("GCC unroll 4") for (int i = 0; i < MBK; i++)                               \
@@ -350,23 +328,7 @@ static void dw_channel_avx2(const mi_dconv2d_args *a, const dgeo *g, const float
                 }                                                                           \
             }                                                                               \
         }                                                                                   \
-        const __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);                \
-        const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);           \
-        const long tail = cols - 8 * (V - 1);                                               \
-        const __m256i mk = mi_tail_avx2(tail);                                              \
-        _Pragma("GCC unroll 4") for (int i = 0; i < MBK; i++)                               \
-            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) {                           \
-                const int part = v == V - 1 && tail < 8;                                    \
-                __m256 x = acc[i][v];                                                       \
-                if (res) {                                                                  \
-                    const float *rp = res + i * ystep + 8 * v;                              \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, mk) : _mm256_loadu_ps(rp)); \
-                }                                                                           \
-                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));                                \
-                x = mi_epi_avx2(x, e->act, al, be);                                         \
-                if (part) _mm256_maskstore_ps(y + i * ystep + 8 * v, mk, x);                \
-                else _mm256_storeu_ps(y + i * ystep + 8 * v, x);                            \
-            }                                                                               \
+        MI_EPI_STORE_TILE(MBK, V, acc, y, res, ystep, cols, e);                             \
     }
 GROUP_TILE(4, 2)
 GROUP_TILE(4, 1)
@@ -375,14 +337,14 @@ GROUP_TILE(1, 1)
 
 typedef void (*group_tile_fn)(const float *, long, const long *, long, long, const float *,
                               const float *, float *, const float *, long, long,
-                              const epi_args *);
+                              const mi_epi_args *);
 
 /* one group's output rows [r0, r1): its mg output channels (mo planes from yg) from the
  * padded rows of a band copied to q (copy_in's layout, hb rows per channel, the first the
  * one output row r0 starts at) */
 static void group_avx2(const mi_dconv2d_args *a, const dgeo *g, const float *q, long hb,
                        long r0, long r1, const long *toff, const float *wg, const float *bg,
-                       const float *rg, float *yg, const epi_args *e) {
+                       const float *rg, float *yg, const mi_epi_args *e) {
     long ow = a->ow, oh = a->oh, rstep = a->sh * a->sw * g->wq, ystep = oh * ow;
     long plane = hb * a->sw * g->wq, wstep = g->cg * g->taps;
     for (long m0 = 0; m0 < g->mg;) {
@@ -417,8 +379,8 @@ static void dconv_range(const mi_dconv2d_args *a, const dgeo *g, float *work, lo
     int fast = mi_act_isa() >= 1;
     int depthwise = g->cg == 1 && g->mg == 1;
     const dwk_fn *fam = fast && depthwise ? dwk_family(a) : NULL;
-    epi_args e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
-    epi_args e_plain = {a->lo, a->hi, MI_EPI_NONE, 0.0f, 0.0f};
+    mi_epi_args e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
+    mi_epi_args e_plain = {a->lo, a->hi, MI_EPI_NONE, 0.0f, 0.0f};
     /* Sigmoid and Swish (SiLU) in the family's tiles cost ~2x their own time (the exp's
      * constants and the tile's registers do not fit together): their bands are stored
      * clamped and activated in one pass over the rows just written (in cache). Depthwise

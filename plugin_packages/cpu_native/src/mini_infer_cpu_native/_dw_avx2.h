@@ -105,7 +105,7 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
     __attribute__((target("avx2,fma"))) static void dw_k##K##_s##S##_##R##_##V(             \
         const float *restrict q, long rowq, long wq, const float *restrict wt, float b,     \
         float *restrict y, const float *restrict res, long ow, long oh, long r0, long r1,   \
-        long o, long cols, const epi_args *e) {                                             \
+        long o, long cols, const mi_epi_args *e) {                                          \
         __m256 w[K == 3 ? 9 : 1]; /* 3x3: in registers; 5x5: broadcast at each use */      \
         _Pragma("GCC unroll 9") for (int t = 0; t < (K == 3 ? 9 : 0); t++) w[t] =           \
             _mm256_broadcast_ss(wt + t);                                                    \
@@ -148,7 +148,7 @@ __attribute__((target("avx2,fma"))) static void dw_copy_avx2(const float *restri
     }
 
 typedef void (*dwk_fn)(const float *, long, long, const float *, float, float *,
-                       const float *, long, long, long, long, long, long, const epi_args *);
+                       const float *, long, long, long, long, long, long, const mi_epi_args *);
 
 /* a family: tiles 4x1, 2x1, 1x1, 2x2, 1x2, 1x3, 1x4, 3x1 (rows x vectors) */
 #define DWK_FAMILY(K, S)                                                                    \
@@ -181,7 +181,7 @@ static const dwk_fn *dwk_family(const mi_dconv2d_args *a) {
 /* one channel copied to q: all its rows by the family's tiles */
 static void dwk_channel(const dwk_fn *f, long rowq, long wq, long oh, long ow,
                         const float *q, const float *wt, float b, const float *res, float *y,
-                        const epi_args *e) {
+                        const mi_epi_args *e) {
     long nv = (ow + 7) / 8;
     if (nv == 1) { /* 4 rows at once, the last 1-3 together (7x7: 4 + 3) */
         long r4 = oh / 4 * 4, left = oh - r4;

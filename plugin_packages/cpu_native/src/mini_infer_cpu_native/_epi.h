@@ -17,6 +17,13 @@
 
 #define MI_EPI_NONE 0
 
+/* a call's epilogue after the sums: the clamp [lo, hi], then `act` (alpha, beta) */
+typedef struct {
+    float lo, hi;
+    int act;
+    float alpha, beta;
+} mi_epi_args;
+
 #define MI_EPI_DEFINE(SUF, V, ATTR)                                                         \
     ATTR V mi_epi_##SUF(V x, int act, V alpha, V beta) {                                    \
         switch (act) {                                                                      \
@@ -33,6 +40,36 @@ MI_EPI_DEFINE(scalar, float, static inline __attribute__((always_inline)))
 MI_EPI_DEFINE(avx2, __m256, static inline __attribute__((always_inline, target("avx2,fma"))))
 MI_EPI_DEFINE(avx512, __m512,
               static inline __attribute__((always_inline, target("avx512f,fma"))))
+
+/* the end of a store's epilogue for one vector `x` of sums (alpha and biases already in): the
+ * residual at `rp` added (NULL: none), clamped to [lo, hi] (a NaN passes through), `act`,
+ * stored at `y`; where `part`, only the lanes of `mk` (a row's last, partial vector) */
+__attribute__((always_inline, target("avx2,fma"))) static inline void mi_epi_store_avx2(
+    float *y, const float *rp, __m256 x, int part, __m256i mk, __m256 lo, __m256 hi, int act,
+    __m256 alpha, __m256 beta) {
+    if (rp) x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, mk) : _mm256_loadu_ps(rp));
+    x = mi_epi_avx2(_mm256_min_ps(hi, _mm256_max_ps(lo, x)), act, alpha, beta);
+    if (part) _mm256_maskstore_ps(y, mk, x);
+    else _mm256_storeu_ps(y, x);
+}
+
+/* mi_epi_store_avx2 over an R x V tile of accumulators `acc` (rows `ystep` apart in `y` and
+ * in the residual `res`, NULL: none; `cols` columns, the last of the V vectors masked where
+ * fewer than 8 remain), `e` the call's mi_epi_args; a macro: `acc` is the caller's array */
+#define MI_EPI_STORE_TILE(R, V, acc, y, res, ystep, cols, e)                                \
+    do {                                                                                    \
+        const __m256 lo_ = _mm256_set1_ps((e)->lo), hi_ = _mm256_set1_ps((e)->hi);          \
+        const __m256 al_ = _mm256_set1_ps((e)->alpha), be_ = _mm256_set1_ps((e)->beta);     \
+        const long tail_ = (cols) - 8 * ((V) - 1); /* 1..8 columns in the last vector */    \
+        const __m256i mk_ = mi_tail_avx2(tail_);                                            \
+        _Pragma("GCC unroll 4") for (int i_ = 0; i_ < (R); i_++)                            \
+            _Pragma("GCC unroll 4") for (int v_ = 0; v_ < (V); v_++) {                      \
+                const long off_ = i_ * (ystep) + 8 * v_;                                    \
+                mi_epi_store_avx2((y) + off_, (res) ? (res) + off_ : NULL, (acc)[i_][v_],   \
+                                  v_ == (V) - 1 && tail_ < 8, mk_, lo_, hi_, (e)->act, al_, \
+                                  be_);                                                     \
+            }                                                                               \
+    } while (0)
 
 __attribute__((target("avx2,fma"))) static inline void mi_epi_row_avx2(float *y, long n,
                                                                        int act, float alpha,

@@ -207,6 +207,18 @@ AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 l
 MICRO512_ALL(0)
 MICRO512_ALL(1)
 
+/* the epilogue of a matrix-vector product's MR rows (`out`, the sums over k) into C's column:
+ * alpha, the biases, the residual, the clamp and the activation, as the tiles' epilogue */
+static inline void gemv_store(const tile *t, const float out[MR]) {
+    for (int r = 0; r < MR; r++) {
+        float v = out[r] * t->alpha + (t->bias ? t->bias[r] : 0.0f) +
+                  (t->cbias ? t->cbias[0] : 0.0f) + (t->res ? t->res[r * t->ldr] : 0.0f);
+        v = v < t->lo ? t->lo : v;
+        t->c[r * t->ldc] = mi_epi_scalar(v > t->hi ? t->hi : v, t->act, t->act_alpha,
+                                         t->act_beta);
+    }
+}
+
 /* one column (N = 1, contiguous: a matrix-vector product, fully connected layers at batch 1):
  * an 8-row panel reads 16 floats (2 k) per step, bound by memory rather than by the eight
  * one-lane FMAs per k of the 8 x 16 tile */
@@ -233,13 +245,7 @@ AVX512 static void gemv512(const tile *t) {
         y = _mm256_fmadd_ps(_mm256_loadu_ps(ap + kk * MR), _mm256_set1_ps(x[kk]), y);
     float out[MR];
     _mm256_storeu_ps(out, y);
-    for (int r = 0; r < MR; r++) {
-        float v = out[r] * t->alpha + (t->bias ? t->bias[r] : 0.0f) +
-                  (t->cbias ? t->cbias[0] : 0.0f) + (t->res ? t->res[r * t->ldr] : 0.0f);
-        v = v < t->lo ? t->lo : v;
-        t->c[r * t->ldc] = mi_epi_scalar(v > t->hi ? t->hi : v, t->act, t->act_alpha,
-                                         t->act_beta);
-    }
+    gemv_store(t, out);
 }
 
 typedef void (*micro512_fn)(const tile *, __mmask16);
@@ -311,16 +317,9 @@ AVX2 static void micro2_##TAIL##_##ROWS##_##NV(const tile *t, __m256i last) {   
                 if (cbias)                                                                      \
                     x = _mm256_add_ps(x, part ? _mm256_maskload_ps(cbias + 8 * v, last)         \
                                               : _mm256_loadu_ps(cbias + 8 * v));                \
-                if (res) {                                                                      \
-                    const float *rp = res + r * ldr + 8 * v;                                    \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, last)                    \
-                                              : _mm256_loadu_ps(rp));                           \
-                }                                                                               \
-                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */         \
-                x = mi_epi_avx2(x, t->act, _mm256_set1_ps(t->act_alpha),                        \
-                                _mm256_set1_ps(t->act_beta));                                   \
-                if (part) _mm256_maskstore_ps(c + r * ldc + 8 * v, last, x);                    \
-                else _mm256_storeu_ps(c + r * ldc + 8 * v, x);                                  \
+                mi_epi_store_avx2(c + r * ldc + 8 * v, res ? res + r * ldr + 8 * v : NULL, x,   \
+                                  part, last, lo, hi, t->act, _mm256_set1_ps(t->act_alpha),     \
+                                  _mm256_set1_ps(t->act_beta));                                 \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
@@ -353,13 +352,7 @@ AVX2 static void gemv2(const tile *t) {
         y = _mm256_fmadd_ps(_mm256_loadu_ps(ap + kk * MR), _mm256_broadcast_ss(x + kk), y);
     float out[MR];
     _mm256_storeu_ps(out, y);
-    for (int r = 0; r < MR; r++) {
-        float v = out[r] * t->alpha + (t->bias ? t->bias[r] : 0.0f) +
-                  (t->cbias ? t->cbias[0] : 0.0f) + (t->res ? t->res[r * t->ldr] : 0.0f);
-        v = v < t->lo ? t->lo : v;
-        t->c[r * t->ldc] = mi_epi_scalar(v > t->hi ? t->hi : v, t->act, t->act_alpha,
-                                         t->act_beta);
-    }
+    gemv_store(t, out);
 }
 
 /* rows [0, rows) of a column tile (`t` set up for its first row; A packed or strided, as
@@ -453,14 +446,7 @@ int mi_gemm_set_isa(int level) {
 void mi_gemm_set_plain(int plain) { mi_gemm_set_isa(plain ? ISA_PLAIN : -1); }
 
 /* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-512 */
-int mi_gemm_isa(void) {
-    int on = atomic_load_explicit(&isa, memory_order_relaxed);
-    if (on < 0) {
-        on = detect_isa();
-        atomic_store_explicit(&isa, on, memory_order_relaxed);
-    }
-    return on;
-}
+int mi_gemm_isa(void) { return cached_isa(&isa, detect_isa); }
 
 /* whether a vector kernel runs the products (the Python side otherwise keeps BLAS) */
 int mi_gemm_available(void) { return mi_gemm_isa() != ISA_PLAIN; }

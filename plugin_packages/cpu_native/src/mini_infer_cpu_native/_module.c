@@ -35,6 +35,14 @@ static PyObject *dtype_of(PyObject *obj) {
     return PyType_GetName(Py_TYPE(obj));
 }
 
+/* `obj`'s attribute `attr` (a new reference), or "?" where it has none: for messages */
+static PyObject *attr_or_unknown(PyObject *obj, const char *attr) {
+    PyObject *value = PyObject_GetAttrString(obj, attr);
+    if (value) return value;
+    PyErr_Clear();
+    return PyUnicode_FromString("?");
+}
+
 /* the buffer of `obj` with its format, shape and strides, checked for what every kernel
  * needs (float32, aligned, writable when written); 0, or -1 with an exception set */
 static int float_view(PyObject *obj, Py_buffer *view, int writable, PyObject *kernel,
@@ -87,11 +95,7 @@ static PyObject *address(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (float_view(obj, &view, writable, kernel, name) != 0) return NULL;
     PyObject *result = NULL;
     if (!PyBuffer_IsContiguous(&view, 'C')) {
-        PyObject *strides = PyObject_GetAttrString(obj, "strides");
-        if (!strides) {
-            PyErr_Clear();
-            strides = PyUnicode_FromString("?");
-        }
+        PyObject *strides = attr_or_unknown(obj, "strides");
         PyErr_Format(PyExc_ValueError,
                      "%U: %U is not C-contiguous (strides %S); the kernel reads it as one "
                      "block", kernel, name, strides);
@@ -122,11 +126,7 @@ static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (float_view(obj, &view, writable, kernel, name) != 0) return NULL;
     PyObject *result = NULL;
     if (view.ndim != 2 || view.shape[0] != nrows || view.shape[1] != ncols) {
-        PyObject *shape = PyObject_GetAttrString(obj, "shape");
-        if (!shape) {
-            PyErr_Clear();
-            shape = PyUnicode_FromString("?");
-        }
+        PyObject *shape = attr_or_unknown(obj, "shape");
         PyErr_Format(PyExc_ValueError, "%U: %U has shape %S, and the kernel reads (%zd, %zd)",
                      kernel, name, shape, nrows, ncols);
         Py_XDECREF(shape);
@@ -190,11 +190,7 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         same = view.shape[i] == d;
     }
     if (!same) {
-        PyObject *shape = PyObject_GetAttrString(obj, "shape");
-        if (!shape) {
-            PyErr_Clear();
-            shape = PyUnicode_FromString("?");
-        }
+        PyObject *shape = attr_or_unknown(obj, "shape");
         PyErr_Format(PyExc_ValueError, "%U: %U has shape %S, and the kernel reads %S", kernel,
                      name, shape, want);
         Py_XDECREF(shape);
@@ -217,11 +213,7 @@ static PyObject *strided(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto done;
         }
         if (writable && !empty && d > 1 && (i == nd - 1 ? st != 4 : st < 4 * inner)) {
-            PyObject *got = PyObject_GetAttrString(obj, "strides");
-            if (!got) {
-                PyErr_Clear();
-                got = PyUnicode_FromString("?");
-            }
+            PyObject *got = attr_or_unknown(obj, "strides");
             PyErr_Format(PyExc_ValueError,
                          "%U: %U's strides %S let elements share memory or leave its rows "
                          "not contiguous, and the kernel writes it", kernel, name, got);

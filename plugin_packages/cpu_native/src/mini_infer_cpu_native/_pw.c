@@ -44,12 +44,6 @@
 int mi_pwconv2d_f32(const mi_dconv2d_args *a);
 long mi_pwconv2d_work(const mi_dconv2d_args *a);
 
-typedef struct {
-    float lo, hi;
-    int act;
-    float alpha, beta;
-} pw_epi;
-
 /* geometry of a call: pointwise or direct; for the direct case the copy's rows per band
  * (hb), phase width (wq) */
 typedef struct {
@@ -117,7 +111,7 @@ CLONES static void gather_band(const float *restrict x, float *restrict q, long 
 /* a tile in plain C: mr output channels x cols columns */
 static void tile_scalar(const float *xb, const long *koff, long k, const float *w, long mr,
                         const float *bias, float *y, const float *res, long ystep, long cols,
-                        const pw_epi *e) {
+                        const mi_epi_args *e) {
     for (long i = 0; i < mr; i++)
         for (long j = 0; j < cols; j++) {
             float s = bias ? bias[i] : 0.0f;
@@ -130,7 +124,7 @@ static void tile_scalar(const float *xb, const long *koff, long k, const float *
 }
 
 typedef void (*tile_fn)(const float *, const long *, long, const float *, const float *,
-                        float *, const float *, long, long, const pw_epi *);
+                        float *, const float *, long, long, const mi_epi_args *);
 
 #if MI_ACT_X86
 /* MR output channels (rows of w, k apart) x V vectors of 8 columns: x_kk's V vectors loaded
@@ -140,7 +134,7 @@ typedef void (*tile_fn)(const float *, const long *, long, const float *, const 
     __attribute__((target("avx2,fma"))) static void tile_##MR##_##V(                        \
         const float *restrict xb, const long *restrict koff, long k,                        \
         const float *restrict w, const float *restrict bias, float *restrict y,             \
-        const float *restrict res, long ystep, long cols, const pw_epi *e) {                \
+        const float *restrict res, long ystep, long cols, const mi_epi_args *e) {           \
         __m256 acc[MR][V];                                                                  \
         _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                \
             _Pragma("GCC unroll 3") for (int v = 0; v < V; v++) acc[i][v] =                 \
@@ -156,24 +150,7 @@ typedef void (*tile_fn)(const float *, const long *, long, const float *, const 
                     _mm256_fmadd_ps(c, d[v], acc[i][v]);                                    \
             }                                                                               \
         }                                                                                   \
-        const __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);                \
-        const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);           \
-        const long tail = cols - 8 * (V - 1); /* 1..8 columns in the last vector */         \
-        const __m256i mk = mi_tail_avx2(tail);                                              \
-        _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                \
-            _Pragma("GCC unroll 3") for (int v = 0; v < V; v++) {                           \
-                const int part = v == V - 1 && tail < 8;                                    \
-                __m256 x = acc[i][v];                                                       \
-                if (res) {                                                                  \
-                    const float *rp = res + i * ystep + 8 * v;                              \
-                    x = _mm256_add_ps(x, part ? _mm256_maskload_ps(rp, mk)                  \
-                                              : _mm256_loadu_ps(rp));                       \
-                }                                                                           \
-                x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* a NaN passes through */     \
-                x = mi_epi_avx2(x, e->act, al, be);                                         \
-                if (part) _mm256_maskstore_ps(y + i * ystep + 8 * v, mk, x);                \
-                else _mm256_storeu_ps(y + i * ystep + 8 * v, x);                            \
-            }                                                                               \
+        MI_EPI_STORE_TILE(MR, V, acc, y, res, ystep, cols, e);                              \
     }
 PW_TILE(4, 1)
 PW_TILE(4, 2)
@@ -197,8 +174,8 @@ static const tile_fn tiles[3][3] = {{tile_4_1, tile_4_2, tile_4_3},
 static void channels(const mi_dconv2d_args *a, int fast, int pointwise, const float *xb,
                      const long *koff,
                      long k, float *y, const float *res, long ystep, long ncols,
-                     const pw_epi *e0) {
-    pw_epi plain = {e0->lo, e0->hi, MI_EPI_NONE, 0.0f, 0.0f};
+                     const mi_epi_args *e0) {
+    mi_epi_args plain = {e0->lo, e0->hi, MI_EPI_NONE, 0.0f, 0.0f};
     /* the direct case (stems) with Sigmoid or Swish: the tiles store the clamped sums and
      * one pass activates each block's rows just written (the exp's constants and the 12
      * accumulators do not fit the registers together): EfficientNet's stem, 3->32 3x3
@@ -206,7 +183,7 @@ static void channels(const mi_dconv2d_args *a, int fast, int pointwise, const fl
      * one thread). Pointwise tiles gained nothing measurable that way; they keep it in the
      * registers */
     int post = fast && !pointwise && (e0->act == MI_ACT_SIGMOID || e0->act == MI_ACT_SWISH);
-    const pw_epi *e = post ? &plain : e0;
+    const mi_epi_args *e = post ? &plain : e0;
     for (long m0 = 0; m0 < a->m;) {
         long mr = a->m - m0 >= 4 ? 4 : a->m - m0 >= 2 ? 2 : 1;
         const float *w = a->w + m0 * k, *b = a->bias ? a->bias + m0 : NULL;
@@ -242,7 +219,7 @@ typedef struct {
  * output rows) pairs (direct) */
 static void pw_range(const mi_dconv2d_args *a, const pw_geo *g, float *work, long u0,
                      long u1) {
-    pw_epi e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
+    mi_epi_args e = {a->lo, a->hi, a->act, a->act_alpha, a->act_beta};
     int fast = 0;
 #if MI_ACT_X86
     fast = mi_act_isa() >= 1;

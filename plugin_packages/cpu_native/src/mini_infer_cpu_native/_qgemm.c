@@ -157,14 +157,7 @@ static int q_detect(void) {
 static atomic_int q_isa = -1;
 
 /* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI */
-int mi_qgemm_isa(void) {
-    int on = atomic_load_explicit(&q_isa, memory_order_relaxed);
-    if (on < 0) {
-        on = q_detect();
-        atomic_store_explicit(&q_isa, on, memory_order_relaxed);
-    }
-    return on;
-}
+int mi_qgemm_isa(void) { return cached_isa(&q_isa, q_detect); }
 
 /* tests: run the kernels of `level` where the CPU has them (else the detected ones; level
  * < 0: the detected ones); returns the level now in use */
@@ -273,6 +266,16 @@ static inline int q_ld4(const void *p) {
                             _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(dst)), s_)); \
     } while (0)
 
+/* the 4 x 16 tiles' step for two rows (broadcasts x and y of A) and the two 8-column halves
+ * of B (b0, b1): OP(acc, a, b) into each of the four accumulators */
+#define ROWS2(OP, cx0, cx1, cy0, cy1, x, y)                                                  \
+    do {                                                                                     \
+        OP(cx0, x, b0);                                                                      \
+        OP(cx1, x, b1);                                                                      \
+        OP(cy0, y, b0);                                                                      \
+        OP(cy1, y, b1);                                                                      \
+    } while (0)
+
 /* 4 rows x 8 columns (half h of the panel) */
 Q_AVX2 static void micro_avx2_4(const int16_t *ap, const int8_t *b, long nq, int32_t *acc,
                                 int h) {
@@ -283,15 +286,9 @@ Q_AVX2 static void micro_avx2_4(const int16_t *ap, const int8_t *b, long nq, int
         __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bq));
         __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bq + 16)));
         __m256i a0 = _mm256_set1_epi64x(q_ld8(ap)), a1 = _mm256_set1_epi64x(q_ld8(ap + 4));
-        MADD(c00, a0, b0);
-        MADD(c01, a0, b1);
-        MADD(c10, a1, b0);
-        MADD(c11, a1, b1);
+        ROWS2(MADD, c00, c01, c10, c11, a0, a1);
         __m256i a2 = _mm256_set1_epi64x(q_ld8(ap + 8)), a3 = _mm256_set1_epi64x(q_ld8(ap + 12));
-        MADD(c20, a2, b0);
-        MADD(c21, a2, b1);
-        MADD(c30, a3, b0);
-        MADD(c31, a3, b1);
+        ROWS2(MADD, c20, c21, c30, c31, a2, a3);
         /* the accumulators stay in their registers (GCC otherwise moved each one to another
          * register on every step, and spilled one) */
         __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21),
@@ -343,15 +340,9 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
         __m256i a0 = _mm256_set1_epi32(q_ld4(ap)), a1 = _mm256_set1_epi32(q_ld4(ap + 4));
-        DPV(c00, a0, b0);
-        DPV(c01, a0, b1);
-        DPV(c10, a1, b0);
-        DPV(c11, a1, b1);
+        ROWS2(DPV, c00, c01, c10, c11, a0, a1);
         __m256i a2 = _mm256_set1_epi32(q_ld4(ap + 8)), a3 = _mm256_set1_epi32(q_ld4(ap + 12));
-        DPV(c20, a2, b0);
-        DPV(c21, a2, b1);
-        DPV(c30, a3, b0);
-        DPV(c31, a3, b1);
+        ROWS2(DPV, c20, c21, c30, c31, a2, a3);
     }
     ADD8(acc, c00);
     ADD8(acc + 8, c01);
@@ -367,6 +358,18 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
 #define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + 4 * (r))), bv)
 #define ADD16(dst, x)                                                                        \
     _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
+/* an 8-row tile's accumulators (x0..x7) added into its rows of `acc`, QNB apart */
+#define ADD16_ROWS8(acc, x0, x1, x2, x3, x4, x5, x6, x7)                                     \
+    do {                                                                                     \
+        ADD16(acc, x0);                                                                      \
+        ADD16((acc) + QNB, x1);                                                              \
+        ADD16((acc) + 2 * QNB, x2);                                                          \
+        ADD16((acc) + 3 * QNB, x3);                                                          \
+        ADD16((acc) + 4 * QNB, x4);                                                          \
+        ADD16((acc) + 5 * QNB, x5);                                                          \
+        ADD16((acc) + 6 * QNB, x6);                                                          \
+        ADD16((acc) + 7 * QNB, x7);                                                          \
+    } while (0)
 Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq,
                                      int32_t *acc) {
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
@@ -382,14 +385,7 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq
         DP(c6, 6);
         DP(c7, 7);
     }
-    ADD16(acc, c0);
-    ADD16(acc + QNB, c1);
-    ADD16(acc + 2 * QNB, c2);
-    ADD16(acc + 3 * QNB, c3);
-    ADD16(acc + 4 * QNB, c4);
-    ADD16(acc + 5 * QNB, c5);
-    ADD16(acc + 6 * QNB, c6);
-    ADD16(acc + 7 * QNB, c7);
+    ADD16_ROWS8(acc, c0, c1, c2, c3, c4, c5, c6, c7);
 }
 
 /* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
@@ -421,22 +417,8 @@ Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, cons
         __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
                 "+v"(d7));
     }
-    ADD16(acc0, c0);
-    ADD16(acc0 + QNB, c1);
-    ADD16(acc0 + 2 * QNB, c2);
-    ADD16(acc0 + 3 * QNB, c3);
-    ADD16(acc0 + 4 * QNB, c4);
-    ADD16(acc0 + 5 * QNB, c5);
-    ADD16(acc0 + 6 * QNB, c6);
-    ADD16(acc0 + 7 * QNB, c7);
-    ADD16(acc1, d0);
-    ADD16(acc1 + QNB, d1);
-    ADD16(acc1 + 2 * QNB, d2);
-    ADD16(acc1 + 3 * QNB, d3);
-    ADD16(acc1 + 4 * QNB, d4);
-    ADD16(acc1 + 5 * QNB, d5);
-    ADD16(acc1 + 6 * QNB, d6);
-    ADD16(acc1 + 7 * QNB, d7);
+    ADD16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
+    ADD16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
 }
 
 /* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */

@@ -11,28 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* _ctrees.c's node layouts and entry points (the Python side, _trees.py, mirrors them too) */
-typedef struct {
-    float thr;
-    int32_t feat, tc, fc;
-    uint8_t mode, mt, pad[2];
-} node_f32;
-
-typedef struct {
-    double thr;
-    int32_t feat, tc, fc;
-    uint8_t mode, mt, pad[2];
-} node_f64;
-
-int mi_forest_f32(const float *X, int64_t n_rows, int64_t stride, const node_f32 *nodes,
-                  const int32_t *roots, int64_t n_trees, const int32_t *wt_target,
-                  const float *wt_value, int64_t n_targets, int32_t agg, int32_t fast,
-                  float *scores, uint8_t *has);
-int mi_forest_f64(const double *X, int64_t n_rows, int64_t stride, const node_f64 *nodes,
-                  const int32_t *roots, int64_t n_trees, const int32_t *wt_target,
-                  const double *wt_value, int64_t n_targets, int32_t agg, int32_t fast,
-                  double *scores, uint8_t *has);
-int mi_forest_node_sizes(int64_t *out);
+#include "../../src/mini_infer_ml_plugins/ops/_ctrees.h" /* the library's layouts, entry points */
 
 enum { ROWS = 203, FEATURES = 3, TARGETS = 2, TREES = 3 };
 

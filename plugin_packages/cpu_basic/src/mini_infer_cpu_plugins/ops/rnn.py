@@ -165,29 +165,16 @@ class LSTM(_Recurrent, schema.LSTM):
             if b is not None:
                 xw += b[d, :4 * hid]
                 xw += b[d, 4 * hid:]
-            h = h0[d] if h0 is not None else np.zeros((batch, hid), dt)
-            c = c0[d] if c0 is not None else np.zeros((batch, hid), dt)
+            h = np.array(h0[d]) if h0 is not None else np.zeros((batch, hid), dt)
+            c = np.array(c0[d]) if c0 is not None else np.zeros((batch, hid), dt)
             rt = r[d].T
             for t in (range(t_len - 1, -1, -1) if rev else range(t_len)):
                 g = xw[t * batch:(t + 1) * batch]
                 g += h @ rt
-                s, gc = g[:, :3 * hid], g[:, 3 * hid:]
-                s *= 0.5
-                np.tanh(s, out=s)
-                s *= 0.5
-                s += 0.5
-                np.tanh(gc, out=gc)
-                gc *= s[:, :hid]
-                c = s[:, 2 * hid:] * c
-                c += gc
-                h = np.tanh(c)
-                h *= s[:, hid:2 * hid]
+                _plain_cell(_gate_views(g), c, h)
                 if y is not None:
                     y[t, d] = h
-            if yh is not None:
-                yh[d] = h
-            if yc is not None:
-                yc[d] = c
+            _last_states(yh, yc, d, h, c)
         return True
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
@@ -268,7 +255,6 @@ def _bound_lstm(reverse: Sequence[bool], x: Array, joined: list[tuple[Array, ...
     t_len, n_in = x.shape[0], x.shape[2]
     for d, rev in enumerate(reverse):
         wr, bias, xh, g, c = joined[d]  # [x_t h]: h lives in xh's last columns
-        hid = c.shape[1]
         xt, h = xh[:, :n_in], xh[:, n_in:]
         if h0 is None:
             h.fill(0)
@@ -278,25 +264,45 @@ def _bound_lstm(reverse: Sequence[bool], x: Array, joined: list[tuple[Array, ...
             c.fill(0)
         else:
             np.copyto(c, c0[d])
-        s, gc = g[:, :3 * hid], g[:, 3 * hid:]
-        gi, go, gf = s[:, :hid], s[:, hid:2 * hid], s[:, 2 * hid:]
+        views = _gate_views(g)
         for t in (range(t_len - 1, -1, -1) if rev else range(t_len)):
             np.copyto(xt, x[t])
             np.matmul(xh, wr, out=g)
             g += bias
-            s *= 0.5
-            np.tanh(s, out=s)
-            s *= 0.5
-            s += 0.5
-            np.tanh(gc, out=gc)
-            gc *= gi
-            c *= gf
-            c += gc
-            np.tanh(c, out=h)
-            h *= go
+            _plain_cell(views, c, h)
             if y is not None:
                 y[t, d] = h
-        if yh is not None:
-            yh[d] = h
-        if yc is not None:
-            yc[d] = c
+        _last_states(yh, yc, d, h, c)
+
+
+def _gate_views(g: Array) -> tuple[Array, ...]:
+    """Views of the gates' pre-activations ``g`` (B, 4H; i, o, f, c in ONNX's order) that
+    :func:`_plain_cell` takes: i, o and f together, c, then i, o and f each."""
+    hid = g.shape[1] // 4
+    s = g[:, :3 * hid]
+    return s, g[:, 3 * hid:], s[:, :hid], s[:, hid:2 * hid], s[:, 2 * hid:]
+
+
+def _plain_cell(views: tuple[Array, ...], c: Array, h: Array) -> None:
+    """One step of the plain LSTM, in place, over the gates' :func:`_gate_views`: i, o and f
+    become sigmoids (as 0.5 tanh(x / 2) + 0.5), c a tanh, then c <- f c + i c and
+    h <- o tanh(c)."""
+    s, gc, gi, go, gf = views
+    s *= 0.5
+    np.tanh(s, out=s)
+    s *= 0.5
+    s += 0.5
+    np.tanh(gc, out=gc)
+    gc *= gi
+    c *= gf
+    c += gc
+    np.tanh(c, out=h)
+    h *= go
+
+
+def _last_states(yh: Array | None, yc: Array | None, d: int, h: Array, c: Array) -> None:
+    """Y_h and Y_c, where asked for: direction ``d``'s last h and c."""
+    if yh is not None:
+        yh[d] = h
+    if yc is not None:
+        yc[d] = c

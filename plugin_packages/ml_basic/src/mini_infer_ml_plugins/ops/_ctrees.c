@@ -25,23 +25,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_ctrees.h"
+
 enum { LEAF = 0, LEQ = 1, LT = 2, GTE = 3, GT = 4, EQ = 5, NEQ = 6 };
 enum { AGG_SUM = 0, AGG_MIN = 1, AGG_MAX = 2 };
 
 #define BLOCK 64
 #define LANES 8
-
-typedef struct {
-    float thr;
-    int32_t feat, tc, fc;
-    uint8_t mode, mt, pad[2];
-} node_f32;
-
-typedef struct {
-    double thr;
-    int32_t feat, tc, fc;
-    uint8_t mode, mt, pad[2];
-} node_f64;
 
 #define DEFINE_FOREST(SUFFIX, T, NODE)                                                        \
     static inline const NODE *walk_##SUFFIX(const NODE *nodes, const NODE *n, const T *x,   \
