@@ -11,6 +11,7 @@ _FLAGS = ["-O3", "-fno-math-errno", "-std=c11"]
 setup(ext_modules=[
     Extension("mini_infer_ml_plugins.ops._ctrees",
               sources=["src/mini_infer_ml_plugins/ops/_ctrees.c"],
+              depends=["src/mini_infer_ml_plugins/ops/_ctrees.h"],
               extra_compile_args=_FLAGS, optional=True),
     Extension("mini_infer_ml_plugins.ops._cml",
               sources=["src/mini_infer_ml_plugins/ops/_cml.c"],

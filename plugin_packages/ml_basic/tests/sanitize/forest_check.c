@@ -106,12 +106,6 @@ static void walk(const double *x, int agg, int fast, double *s, uint8_t *h) {
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
-    int64_t sizes[2];
-    mi_forest_node_sizes(sizes);
-    if (sizes[0] != (int64_t)sizeof(node_f32) || sizes[1] != (int64_t)sizeof(node_f64)) {
-        fprintf(stderr, "node sizes %lld, %lld\n", (long long)sizes[0], (long long)sizes[1]);
-        failures++;
-    }
     double *x = malloc(sizeof(double) * ROWS * FEATURES);
     unsigned seed = 1;
     for (int round = 0; round < rounds; round++) {
