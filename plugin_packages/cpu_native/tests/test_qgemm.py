@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,24 +19,12 @@ import pytest
 from mini_infer_cpu_native import _qgemm, qlinear
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from quant_support import ELEM, S8, U8
 
 import mini_infer_core
 from mini_infer_core.threads import set_num_threads
 
 RNG = np.random.default_rng(25)
-U8, S8 = np.uint8, np.int8
-ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
-        np.dtype(U8): TensorProto.UINT8, np.dtype(S8): TensorProto.INT8}
-
-
-@pytest.fixture(params=["avx512vnni", "avxvnni", "avx2", "plain"])
-def isa(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every kernel of the integer GEMM this CPU can run."""
-    if not _qgemm.qsupported(request.param):
-        pytest.skip(f"this CPU cannot run the integer GEMM's {request.param} kernels")
-    assert _qgemm.use_qgemm_isa(request.param) == request.param
-    yield request.param
-    _qgemm.use_qgemm_isa(None)
 
 
 @pytest.fixture
