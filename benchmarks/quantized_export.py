@@ -449,16 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"cache: {cache}", flush=True)
     results = run_exports(args, cache)
-    failed = [r for r in results if r["status"] == "failed"]
     models = [r for r in results if not r["name"].startswith("float.")]
     ok = [r for r in models if r["status"] != "failed"]
     print(f"\n{len(ok)} quantized model(s) in the cache from this selection, "
           f"{len(models) - len(ok)} failed")
-    for r in failed:
-        print(f"  FAILED {r['name']}: {r.get('error', '?')}"
-              + (f" (log: {r['log']})" if r.get("log") else ""))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    ze.report_failures(results, args.json)
     return 0
 
 

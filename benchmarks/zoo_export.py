@@ -869,12 +869,19 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r for r in results if r["status"] == "failed"]
     ok = [r for r in results if r["status"] != "failed"]
     print(f"\n{len(ok)} model(s) in the cache from this selection, {len(failed)} failed")
-    for r in failed:
-        print(f"  FAILED {r['name']}: {r.get('error', '?')}"
-              + (f" (log: {r['log']})" if r.get("log") else ""))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    report_failures(results, args.json)
     return 0
+
+
+def report_failures(results: list[dict[str, Any]], json_path: Path | None) -> None:
+    """Each failed export with its error and log (after the summary line), and every result as
+    JSON to ``json_path`` where given (also quantized_export.py's ending)."""
+    for r in results:
+        if r["status"] == "failed":
+            print(f"  FAILED {r['name']}: {r.get('error', '?')}"
+                  + (f" (log: {r['log']})" if r.get("log") else ""))
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
