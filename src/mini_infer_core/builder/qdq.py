@@ -133,6 +133,19 @@ def _node(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, 
     return Node(f"{like.name}:{op}{suffix}", op, "", inputs, [output], fields, opset)
 
 
+def _replaced(g: _Graph, i: int, product: Node, bias_nodes: list[int], chain: list[str]
+              ) -> list[int]:
+    """The nodes one integer product replaces: the product (node ``i``), the bias's requantizing
+    nodes, the chain after it (tensors ``chain``) up to its QuantizeLinear, and the
+    DequantizeLinear nodes of x and
+    the weights where nothing else reads them."""
+    gone = [i, *bias_nodes, *_chain(g, chain)]
+    for t in product.inputs[:2]:
+        if g.private(t):
+            gone.append(g.producer[t])
+    return gone
+
+
 def _bias(g: _Graph, name: str, x_scale: Array, w_scale: Array, m: int,
           fresh: dict[str, Array]) -> tuple[str, list[int]] | None:
     """The int32 bias input at scale x_scale * w_scale (a new constant where it had to be
@@ -183,10 +196,7 @@ def qdq_conv(g: _Graph, i: int, conv: Node, fresh: dict[str, Array]
                  int(wq.shape[0]), fresh)
     if bias is None:
         return None
-    gone = [i, *bias[1], *_chain(g, out[0])]
-    for t in conv.inputs[:2]:
-        if g.private(t):
-            gone.append(g.producer[t])
+    gone = _replaced(g, i, conv, bias[1], out[0])
     attrs = {k: v for k, v in conv.fields.values_dict().items() if k in _CONV_ATTRS}
     inputs = [x[1], *x[0].inputs[1:3], w[1], *w[0].inputs[1:3], *out[2].tolist()]
     if bias[0]:
@@ -241,10 +251,7 @@ def qdq_gemm(g: _Graph, i: int, gemm: Node, fresh: dict[str, Array],
     bias = _bias(g, gemm.inputs[2] if len(gemm.inputs) > 2 else "", x[2], w[2], m, fresh)
     if bias is None:
         return None
-    gone = [i, *bias[1], *_chain(g, out[0])]
-    for t in gemm.inputs[:2]:
-        if g.private(t):
-            gone.append(g.producer[t])
+    gone = _replaced(g, i, gemm, bias[1], out[0])
     w4, x4, y4 = (f"{gemm.name}:qdq_{s}" for s in ("w4", "x4", "y4"))
     shape4, shape2 = f"{gemm.name}:qdq_shape4", f"{gemm.name}:qdq_shape2"
     fresh[w4] = np.ascontiguousarray(wq if trans_b else wq.T).reshape(m, -1, 1, 1)
