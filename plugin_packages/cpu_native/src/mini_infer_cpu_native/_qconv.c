@@ -12,6 +12,19 @@
 
 #include "_args.h"
 
+/* one channel's row (in mi_qrequant_f32): x * m clamped to the type's range less zy, rounded
+ * half to even (the magic constant), plus zy, stored as T */
+#define REQUANT_ROW(T)                                                                      \
+    do {                                                                                    \
+        T *restrict y = (T *)a->y + off;                                                    \
+        for (long p = 0; p < hw; p++) {                                                     \
+            float v = x[p] * m;                                                             \
+            v = v < lo ? lo : v;                                                            \
+            v = v > hi ? hi : v;                                                            \
+            y[p] = (T)((int32_t)((v + magic) - magic) + zy);                                \
+        }                                                                                   \
+    } while (0)
+
 int mi_qrequant_f32(const mi_qrequant_args *a) {
     if (!a->x || !a->y || !a->mult || a->n < 0 || a->c < 0 || a->hw < 0 || a->mult_step < 0 ||
         a->mult_step > 1)
@@ -28,23 +41,10 @@ int mi_qrequant_f32(const mi_qrequant_args *a) {
             const float m = a->mult[ch * step];
             const long off = (i * c + ch) * hw;
             const float *restrict x = a->x + off;
-            if (a->y_signed) {
-                int8_t *restrict y = (int8_t *)a->y + off;
-                for (long p = 0; p < hw; p++) {
-                    float v = x[p] * m;
-                    v = v < lo ? lo : v;
-                    v = v > hi ? hi : v;
-                    y[p] = (int8_t)((int32_t)((v + magic) - magic) + zy);
-                }
-            } else {
-                uint8_t *restrict y = (uint8_t *)a->y + off;
-                for (long p = 0; p < hw; p++) {
-                    float v = x[p] * m;
-                    v = v < lo ? lo : v;
-                    v = v > hi ? hi : v;
-                    y[p] = (uint8_t)((int32_t)((v + magic) - magic) + zy);
-                }
-            }
+            if (a->y_signed)
+                REQUANT_ROW(int8_t);
+            else
+                REQUANT_ROW(uint8_t);
         }
     return MI_OK;
 }
