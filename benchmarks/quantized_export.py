@@ -409,13 +409,8 @@ def run_exports(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="where the models go (default: $MINI_INFER_QUANT or "
-                             "~/.cache/mini-infer/quantized)")
-    parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
-                        help="models to make, NAME.SCHEME (glob or substring; default: all)")
+    parser = ze.export_parser(__doc__, "$MINI_INFER_QUANT or ~/.cache/mini-infer/quantized",
+                              "models to make, NAME.SCHEME")
     parser.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES,
                         help="which schemes (default: all)")
     parser.add_argument("--force", action="store_true",

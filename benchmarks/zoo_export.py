@@ -814,13 +814,8 @@ def setup_venv(venv: Path, requirements: str = "zoo_requirements.txt",
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="where the models go (default: $MINI_INFER_ZOO or "
-                             "~/.cache/mini-infer/zoo)")
-    parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
-                        help="architectures to export (glob or substring; default: all)")
+    parser = export_parser(__doc__, "$MINI_INFER_ZOO or ~/.cache/mini-infer/zoo",
+                           "architectures to export")
     parser.add_argument("--exporters", nargs="+", default=[*EXPORTERS, "ultralytics"],
                         choices=[*EXPORTERS, "ultralytics"], help="which exporters (default: all)")
     parser.add_argument("--no-wheels", action="store_true",
@@ -871,6 +866,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(ok)} model(s) in the cache from this selection, {len(failed)} failed")
     report_failures(results, args.json)
     return 0
+
+
+def export_parser(doc: str | None, cache_default: str, models_help: str
+                  ) -> argparse.ArgumentParser:
+    """The export scripts' parser (this one, quantized_export.py) with ``--cache`` and
+    ``--models``."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, default=None,
+                        help=f"where the models go (default: {cache_default})")
+    parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
+                        help=f"{models_help} (glob or substring; default: all)")
+    return parser
 
 
 def report_failures(results: list[dict[str, Any]], json_path: Path | None) -> None:

@@ -5,8 +5,6 @@ on every integer GEMM kernel this CPU runs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +14,7 @@ import onnxruntime as ort
 import pytest
 from mini_infer_cpu_native import qconv
 from onnx import TensorProto, helper, numpy_helper
-from quant_support import ELEM, S8, U8
+from quant_support import ELEM, S8, U8, run_saved_engine
 
 import mini_infer_core
 
@@ -174,20 +172,10 @@ def test_packed_weights_survive_the_engine_file(tmp_path: Any) -> None:
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
-    assert engine.nodes[0].plugin.hidden.get("__qpacked__") == 1  # type: ignore[attr-defined]
-    path = tmp_path / "q.engine"
-    engine.save(str(path))
-    np.save(tmp_path / "x.npy", x)
-    script = ("import sys, numpy as np, mini_infer_core as mi\n"
-              "s = mi.InferenceSession(sys.argv[1], device='cpu')\n"
-              "np.save(sys.argv[2] + '/y.npy', s.run(None, {'x': np.load(sys.argv[2] + "
-              "'/x.npy')})[0])\n")
-    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], check=True,
-                   timeout=300)
+    got = run_saved_engine(model, "x", x, tmp_path)
     (want,) = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_packed_weights_unpacked_for_the_fallback() -> None:

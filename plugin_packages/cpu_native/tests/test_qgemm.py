@@ -19,7 +19,7 @@ import pytest
 from mini_infer_cpu_native import _qgemm, qlinear
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-from quant_support import ELEM, S8, U8
+from quant_support import ELEM, S8, U8, run_saved_engine
 
 import mini_infer_core
 from mini_infer_core.threads import set_num_threads
@@ -305,19 +305,9 @@ def test_a_packed_b_survives_the_engine_file(tmp_path: Any) -> None:
     node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
     model = _model(node, {"a": a}, {"b": b, "za": np.array(7, U8), "zb": _ints(U8, 37)},
                    [np.int32])
-    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
-    assert engine.nodes[0].plugin.hidden.get("__qpacked__") == 1  # type: ignore[attr-defined]
-    path = tmp_path / "q.engine"
-    engine.save(str(path))
-    np.save(tmp_path / "a.npy", a)
-    script = ("import sys, numpy as np, mini_infer_core as mi\n"
-              "s = mi.InferenceSession(sys.argv[1], device='cpu')\n"
-              "np.save(sys.argv[2] + '/y.npy', s.run(None, {'a': np.load(sys.argv[2] + "
-              "'/a.npy')})[0])\n")
-    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], check=True,
-                   timeout=300)
+    got = run_saved_engine(model, "a", a, tmp_path)
     ref = ReferenceEvaluator(model).run(None, {"a": a})[0]
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref)
+    np.testing.assert_array_equal(got, ref)
 
 
 def test_a_kept_product_reads_new_inputs_and_zero_points_on_each_run(
