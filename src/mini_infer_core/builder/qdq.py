@@ -178,18 +178,33 @@ def _bias(g: _Graph, name: str, x_scale: Array, w_scale: Array, m: int,
     return new, gone
 
 
+_Dq = tuple[Node, str, Array, Array, int]
+_Rq = tuple[list[str], str, Array]
+
+
+def _operands(g: _Graph, node: Node) -> tuple[_Dq, _Dq, _Rq] | None:
+    """A product's two DequantizeLinear inputs (x with one scalar scale) and the
+    QuantizeLinear after it, or None where the pattern is not there."""
+    x = _dq(g, node.inputs[0])
+    w = _dq(g, node.inputs[1])
+    out = _requant(g, node.outputs[0])
+    if x is None or w is None or out is None or node.inputs[0] == node.inputs[1] \
+            or x[2].size != 1:
+        return None
+    return x, w, out
+
+
 def qdq_conv(g: _Graph, i: int, conv: Node, fresh: dict[str, Array]
              ) -> tuple[list[int], Node] | None:
     """DequantizeLinear x and W -> Conv -> [Relu] -> QuantizeLinear as a QLinearConv."""
     if conv.op_type != "Conv" or len(conv.inputs) < 2:
         return None
-    x = _dq(g, conv.inputs[0])
-    w = _dq(g, conv.inputs[1])
-    out = _requant(g, conv.outputs[0])
-    if x is None or w is None or out is None or conv.inputs[0] == conv.inputs[1]:
+    found = _operands(g, conv)
+    if found is None:
         return None
+    x, w, out = found
     wq = _const(g, w[1])
-    if (x[2].size != 1 or wq is None or wq.dtype not in _INT8 or wq.ndim < 3
+    if (wq is None or wq.dtype not in _INT8 or wq.ndim < 3
             or not (w[2].size == 1 or (w[2].shape == (wq.shape[0],) and w[4] in (0, -wq.ndim)))):
         return None
     bias = _bias(g, conv.inputs[2] if len(conv.inputs) > 2 else "", x[2], w[2],
@@ -207,21 +222,15 @@ def qdq_conv(g: _Graph, i: int, conv: Node, fresh: dict[str, Array]
 def qdq_matmul(g: _Graph, i: int, mm: Node, fresh: dict[str, Array]
                ) -> tuple[list[int], Node] | None:
     """DequantizeLinear A and B -> MatMul -> [Relu] -> QuantizeLinear as a QLinearMatMul."""
-    if mm.op_type != "MatMul" or len(mm.inputs) != 2 or mm.inputs[0] == mm.inputs[1]:
+    found = _operands(g, mm) if mm.op_type == "MatMul" and len(mm.inputs) == 2 else None
+    if found is None:
         return None
-    a = _dq(g, mm.inputs[0])
-    b = _dq(g, mm.inputs[1])
-    out = _requant(g, mm.outputs[0])
-    if a is None or b is None or out is None or a[2].size != 1:
-        return None
+    a, b, out = found
     if b[2].size != 1:
         bq = _const(g, b[1])
         if bq is None or bq.ndim != 2 or b[2].shape != (bq.shape[1],) or b[4] not in (1, -1):
             return None
-    gone = [i, *_chain(g, out[0])]
-    for t in mm.inputs:
-        if g.private(t):
-            gone.append(g.producer[t])
+    gone = _replaced(g, i, mm, [], out[0])
     inputs = [a[1], *a[0].inputs[1:3], b[1], *b[0].inputs[1:3], *out[2].tolist()]
     return gone, _node(mm, "QLinearMatMul", inputs, out[1], {})
 
@@ -236,11 +245,10 @@ def qdq_gemm(g: _Graph, i: int, gemm: Node, fresh: dict[str, Array],
     if (gemm.op_type != "Gemm" or len(gemm.inputs) < 2 or attrs.get("transA", 0)
             or float(attrs.get("alpha", 1.0)) != 1.0 or float(attrs.get("beta", 1.0)) != 1.0):
         return None
-    x = _dq(g, gemm.inputs[0])
-    w = _dq(g, gemm.inputs[1])
-    out = _requant(g, gemm.outputs[0])
-    if x is None or w is None or out is None or x[2].size != 1:
+    found = _operands(g, gemm)
+    if found is None:
         return None
+    x, w, out = found
     wq = _const(g, w[1])
     trans_b = bool(attrs.get("transB", 0))
     if wq is None or wq.dtype not in _INT8 or wq.ndim != 2:
