@@ -75,36 +75,44 @@ def _tabular(name: str, est: Any, x: Any, y: Any, train: int, zipmap: bool = Fal
     return RowPipeline(name, _to_onnx(est, x, zipmap), est, {"X": held}, lambda n: held[:n])
 
 
+def _on_classes(name: str, est: Any, train: int = 400, zipmap: bool = False) -> RowPipeline:
+    """``est`` fitted on ``train`` rows of the 3-class task (``_classification``)."""
+    x, y = _classification(train)
+    return _tabular(name, est, x, y, train, zipmap=zipmap)
+
+
+def _on_values(name: str, est: Any, train: int = 400) -> RowPipeline:
+    """``est`` fitted on ``train`` rows of the regression task (``_regression``)."""
+    x, y = _regression(train)
+    return _tabular(name, est, x, y, train)
+
+
 def _decision_tree_zipmap() -> RowPipeline:
     from sklearn.tree import DecisionTreeClassifier
 
-    x, y = _classification(400)
-    return _tabular("decision tree + ZipMap", DecisionTreeClassifier(max_depth=8,
-                    random_state=0), x, y, 400, zipmap=True)
+    return _on_classes("decision tree + ZipMap", DecisionTreeClassifier(max_depth=8,
+                       random_state=0), zipmap=True)
 
 
 def _random_forest_classifier() -> RowPipeline:
     from sklearn.ensemble import RandomForestClassifier
 
-    x, y = _classification(400)
-    return _tabular("random forest classifier",
-                    RandomForestClassifier(100, max_depth=10, random_state=0), x, y, 400)
+    return _on_classes("random forest classifier",
+                       RandomForestClassifier(100, max_depth=10, random_state=0))
 
 
 def _random_forest_regressor() -> RowPipeline:
     from sklearn.ensemble import RandomForestRegressor
 
-    x, y = _regression(400)
-    return _tabular("random forest regressor",
-                    RandomForestRegressor(100, max_depth=10, random_state=0), x, y, 400)
+    return _on_values("random forest regressor",
+                      RandomForestRegressor(100, max_depth=10, random_state=0))
 
 
 def _gradient_boosting() -> RowPipeline:
     from sklearn.ensemble import GradientBoostingClassifier
 
-    x, y = _classification(400)
-    return _tabular("gradient boosting", GradientBoostingClassifier(
-        n_estimators=100, random_state=0), x, y, 400)
+    return _on_classes("gradient boosting", GradientBoostingClassifier(
+        n_estimators=100, random_state=0))
 
 
 def _svc_rbf() -> RowPipeline:
@@ -112,17 +120,15 @@ def _svc_rbf() -> RowPipeline:
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    x, y = _classification(300)
-    return _tabular("SVC (RBF)", make_pipeline(StandardScaler(), SVC(
-        probability=True, random_state=0)), x, y, 300)
+    return _on_classes("SVC (RBF)", make_pipeline(StandardScaler(), SVC(
+        probability=True, random_state=0)), 300)
 
 
 def _logistic_regression_zipmap() -> RowPipeline:
     from sklearn.linear_model import LogisticRegression
 
-    x, y = _classification(400)
-    return _tabular("logistic regression + ZipMap", LogisticRegression(max_iter=500), x, y,
-                    400, zipmap=True)
+    return _on_classes("logistic regression + ZipMap", LogisticRegression(max_iter=500),
+                       zipmap=True)
 
 
 def _mlp_classifier() -> RowPipeline:
@@ -140,8 +146,7 @@ def _mlp_classifier() -> RowPipeline:
 def _knn() -> RowPipeline:
     from sklearn.neighbors import KNeighborsClassifier
 
-    x, y = _classification(500)
-    return _tabular("k-NN", KNeighborsClassifier(5), x, y, 500)
+    return _on_classes("k-NN", KNeighborsClassifier(5), 500)
 
 
 def _tfidf_text() -> RowPipeline:
@@ -184,9 +189,8 @@ def _scaler_linear_regression() -> RowPipeline:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    x, y = _regression(400)
-    return _tabular("scaler + linear regression",
-                    make_pipeline(StandardScaler(), LinearRegression()), x, y, 400)
+    return _on_values("scaler + linear regression",
+                      make_pipeline(StandardScaler(), LinearRegression()))
 
 
 def _imputer_scaler_ridge() -> RowPipeline:
@@ -255,8 +259,7 @@ def _linear_svc() -> RowPipeline:
 def _linear_regression() -> RowPipeline:
     from sklearn.linear_model import LinearRegression
 
-    x, y = _regression(400)
-    return _tabular("linear regression", LinearRegression(), x, y, 400)
+    return _on_values("linear regression", LinearRegression())
 
 
 def _svr() -> RowPipeline:
@@ -272,9 +275,8 @@ def _svr() -> RowPipeline:
 def _extra_trees() -> RowPipeline:
     from sklearn.ensemble import ExtraTreesRegressor
 
-    x, y = _regression(400)
-    return _tabular("extra trees regressor", ExtraTreesRegressor(
-        50, max_depth=12, random_state=0), x, y, 400)
+    return _on_values("extra trees regressor", ExtraTreesRegressor(
+        50, max_depth=12, random_state=0))
 
 
 def _hist_gradient_boosting() -> RowPipeline:
@@ -290,8 +292,7 @@ def _hist_gradient_boosting() -> RowPipeline:
 def _gaussian_nb() -> RowPipeline:
     from sklearn.naive_bayes import GaussianNB
 
-    x, y = _classification(400)
-    return _tabular("Gaussian naive Bayes", GaussianNB(), x, y, 400)
+    return _on_classes("Gaussian naive Bayes", GaussianNB())
 
 
 def _pca_logistic_regression() -> RowPipeline:
@@ -309,17 +310,15 @@ def _minmax_knn_regressor() -> RowPipeline:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler
 
-    x, y = _regression(300)
-    return _tabular("min-max scaler + k-NN regressor", make_pipeline(
-        MinMaxScaler(), KNeighborsRegressor(4)), x, y, 300)
+    return _on_values("min-max scaler + k-NN regressor", make_pipeline(
+        MinMaxScaler(), KNeighborsRegressor(4)), 300)
 
 
 def _gradient_boosting_regressor() -> RowPipeline:
     from sklearn.ensemble import GradientBoostingRegressor
 
-    x, y = _regression(400)
-    return _tabular("gradient boosting regressor", GradientBoostingRegressor(
-        n_estimators=100, random_state=0), x, y, 400)
+    return _on_values("gradient boosting regressor", GradientBoostingRegressor(
+        n_estimators=100, random_state=0))
 
 
 def _binarizer_bernoulli_nb() -> RowPipeline:
@@ -327,9 +326,8 @@ def _binarizer_bernoulli_nb() -> RowPipeline:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import Binarizer
 
-    x, y = _classification(400)
-    return _tabular("binarizer + Bernoulli naive Bayes", make_pipeline(
-        Binarizer(threshold=0.2), BernoulliNB()), x, y, 400)
+    return _on_classes("binarizer + Bernoulli naive Bayes", make_pipeline(
+        Binarizer(threshold=0.2), BernoulliNB()))
 
 
 def _sgd_binary() -> RowPipeline:
@@ -346,9 +344,8 @@ def _sgd_binary() -> RowPipeline:
 def _decision_tree_regressor() -> RowPipeline:
     from sklearn.tree import DecisionTreeRegressor
 
-    x, y = _regression(400)
-    return _tabular("decision tree regressor", DecisionTreeRegressor(
-        max_depth=8, random_state=0), x, y, 400)
+    return _on_values("decision tree regressor", DecisionTreeRegressor(
+        max_depth=8, random_state=0))
 
 
 def _kmeans() -> RowPipeline:
