@@ -433,8 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for arch, scheme in MODELS:
             name = f"{arch}.{scheme}"
-            here = "cached" if (cache / f"{name}.onnx").exists() else "-"
-            print(f"{name:<32} {FLOATS[arch][0]:<22} {TOOLS[scheme]:<22} {here}")
+            print(f"{name:<32} {FLOATS[arch][0]:<22} {TOOLS[scheme]:<22} {ze.cached(cache, name)}")
         print(f"cache: {cache}")
         return 0
     print(f"cache: {cache}", flush=True)

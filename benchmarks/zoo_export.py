@@ -836,14 +836,10 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args.worker, cache, args.exporters, args.force)
     if args.list:
         for arch in ARCHS:
-            for e in arch.exporters:
-                name = f"{arch.name}.{e}"
-                here = "cached" if (cache / f"{name}.onnx").exists() else "-"
-                print(f"{name:<45} {arch.family:<24} {here}")
+            for name in (f"{arch.name}.{e}" for e in arch.exporters):
+                print(f"{name:<45} {arch.family:<24} {cached(cache, name)}")
         for wm in WHEEL_MODELS:
-            name = f"{wm.name}.wheel"
-            here = "cached" if (cache / f"{name}.onnx").exists() else "-"
-            print(f"{name:<45} {wm.family:<24} {here}")
+            print(f"{wm.name + '.wheel':<45} {wm.family:<24} {cached(cache, f'{wm.name}.wheel')}")
         print(f"cache: {cache}")
         return 0
 
@@ -860,6 +856,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(ok)} model(s) in the cache from this selection, {len(failed)} failed")
     report_failures(results, args.json)
     return 0
+
+
+def cached(cache: Path, name: str) -> str:
+    """``--list``'s last column: whether ``name``.onnx is in the cache."""
+    return "cached" if (cache / f"{name}.onnx").exists() else "-"
 
 
 def export_parser(doc: str | None, cache_default: str, models_help: str
