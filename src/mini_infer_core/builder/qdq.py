@@ -182,16 +182,17 @@ _Dq = tuple[Node, str, Array, Array, int]
 _Rq = tuple[list[str], str, Array]
 
 
-def _operands(g: _Graph, node: Node) -> tuple[_Dq, _Dq, _Rq] | None:
-    """A product's two DequantizeLinear inputs (x with one scalar scale) and the
-    QuantizeLinear after it, or None where the pattern is not there."""
+def _operands(g: _Graph, node: Node) -> tuple[_Dq, _Dq, _Rq, Array | None] | None:
+    """A product's two DequantizeLinear inputs (x with one scalar scale), the QuantizeLinear
+    after it and the weights' quantized values where they are a constant, or None where the
+    pattern is not there."""
     x = _dq(g, node.inputs[0])
     w = _dq(g, node.inputs[1])
     out = _requant(g, node.outputs[0])
     if x is None or w is None or out is None or node.inputs[0] == node.inputs[1] \
             or x[2].size != 1:
         return None
-    return x, w, out
+    return x, w, out, _const(g, w[1])
 
 
 def qdq_conv(g: _Graph, i: int, conv: Node, fresh: dict[str, Array]
@@ -202,8 +203,7 @@ def qdq_conv(g: _Graph, i: int, conv: Node, fresh: dict[str, Array]
     found = _operands(g, conv)
     if found is None:
         return None
-    x, w, out = found
-    wq = _const(g, w[1])
+    x, w, out, wq = found
     if (wq is None or wq.dtype not in _INT8 or wq.ndim < 3
             or not (w[2].size == 1 or (w[2].shape == (wq.shape[0],) and w[4] in (0, -wq.ndim)))):
         return None
@@ -225,9 +225,8 @@ def qdq_matmul(g: _Graph, i: int, mm: Node, fresh: dict[str, Array]
     found = _operands(g, mm) if mm.op_type == "MatMul" and len(mm.inputs) == 2 else None
     if found is None:
         return None
-    a, b, out = found
+    a, b, out, bq = found
     if b[2].size != 1:
-        bq = _const(g, b[1])
         if bq is None or bq.ndim != 2 or b[2].shape != (bq.shape[1],) or b[4] not in (1, -1):
             return None
     gone = _replaced(g, i, mm, [], out[0])
@@ -248,8 +247,7 @@ def qdq_gemm(g: _Graph, i: int, gemm: Node, fresh: dict[str, Array],
     found = _operands(g, gemm)
     if found is None:
         return None
-    x, w, out = found
-    wq = _const(g, w[1])
+    x, w, out, wq = found
     trans_b = bool(attrs.get("transB", 0))
     if wq is None or wq.dtype not in _INT8 or wq.ndim != 2:
         return None

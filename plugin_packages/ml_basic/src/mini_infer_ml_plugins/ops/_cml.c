@@ -38,6 +38,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* release every buffer a function took (its arguments' Py_buffers, in any order) */
+#define RELEASE(...)                                                                        \
+    do {                                                                                    \
+        Py_buffer *bufs_[] = {__VA_ARGS__};                                                 \
+        for (size_t i_ = 0; i_ < sizeof bufs_ / sizeof bufs_[0]; i_++)                      \
+            PyBuffer_Release(bufs_[i_]);                                                    \
+    } while (0)
+
 static float logistic(float x) {
     const float v = 1.0f / (1.0f + expf(-fabsf(x)));
     return x < 0 ? 1.0f - v : v;
@@ -118,10 +126,7 @@ static PyObject *py_svm_probabilities(PyObject *self, PyObject *args) {
         Py_END_ALLOW_THREADS
     }
     free(work);
-    PyBuffer_Release(&scores);
-    PyBuffer_Release(&prob_a);
-    PyBuffer_Release(&prob_b);
-    PyBuffer_Release(&out);
+    RELEASE(&scores, &prob_a, &prob_b, &out);
     if (ok != 1) return NULL;
     Py_RETURN_NONE;
 }
@@ -171,12 +176,7 @@ static PyObject *py_svm_pairwise(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&kern);
-    PyBuffer_Release(&coef);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&rho);
-    PyBuffer_Release(&scores);
-    PyBuffer_Release(&votes);
+    RELEASE(&kern, &coef, &starts, &rho, &scores, &votes);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -237,11 +237,7 @@ static PyObject *py_linear(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&w);
-    PyBuffer_Release(&b);
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&chosen);
+    RELEASE(&x, &w, &b, &out, &chosen);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -284,8 +280,7 @@ static PyObject *py_normalize(PyObject *self, PyObject *args) {
             }
         }
     }
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&out);
+    RELEASE(&x, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -309,10 +304,7 @@ static PyObject *py_scale(PyObject *self, PyObject *args) {
             O[i] = (X[i] - off[no == 1 ? 0 : j]) * sc[ns == 1 ? 0 : j];
         }
     }
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&offset);
-    PyBuffer_Release(&scale);
-    PyBuffer_Release(&out);
+    RELEASE(&x, &offset, &scale, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
