@@ -8,7 +8,7 @@ between devices, precisions; pan, zoom, search), a profiled run's time per node,
 and by plugin (beside onnxruntime's own profile with ``compare="onnxruntime"``), the memory
 plan's tensor lifetimes and peak, the build's facts (tactics, timing-cache hits, folded and
 pruned nodes, the plugin distributions it is bound to) and, with ``diff``, what changed from
-another engine. The page needs no network: dagre (graph layout) and Vega/Vega-Lite (charts)
+another engine. The page needs no network: dagre (graph layout, @dagrejs/dagre) and Vega/Vega-Lite (charts)
 ship in this package at pinned versions with their licences (``assets/``) and are inlined.
 """
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["ASSETS", "report_data", "render_html", "write_report"]
 
 #: the vendored libraries, in load order, and their pinned versions (licences beside them)
-ASSETS = {"dagre.min.js": "dagre 0.8.5", "vega.min.js": "vega 5.30.0",
+ASSETS = {"dagre.min.js": "@dagrejs/dagre 1.1.4", "vega.min.js": "vega 5.30.0",
           "vega-lite.min.js": "vega-lite 5.21.0"}
 
 

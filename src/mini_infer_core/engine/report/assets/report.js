@@ -9,6 +9,7 @@
   var PALETTE = ["#8ecae6", "#ffb703", "#90be6d", "#f4a6c6", "#bdb2ff", "#f9844a", "#a0c4ff",
                  "#caffbf", "#ffd6a5", "#e5e5e5"];
   var colourBy = "distribution";
+  var LARGE = 400; /* nodes: beyond this, dagre keeps its initial order (see layout) */
 
   function el(tag, attrs, parent) {
     var e = document.createElementNS(SVGNS, tag);
@@ -52,6 +53,29 @@
     return lines;
   }
 
+  /* dagre's initial order (order/init-order.js) without its per-rank graphs: nodes by rank,
+     each rank in the order a depth-first walk from the lowest ranks reaches them */
+  function depthFirstOrder(g) {
+    var nodes = g.nodes().filter(function (v) { return !g.children(v).length; });
+    nodes.sort(function (a, b) { return g.node(a).rank - g.node(b).rank; });
+    var seen = {}, layers = {};
+    nodes.forEach(function (start) {
+      var stack = [start];
+      while (stack.length) {
+        var v = stack.pop();
+        if (seen[v]) { continue; }
+        seen[v] = true;
+        var r = g.node(v).rank;
+        (layers[r] = layers[r] || []).push(v);
+        var next = g.successors(v) || [];
+        for (var i = next.length - 1; i >= 0; i--) { stack.push(next[i]); }
+      }
+    });
+    Object.keys(layers).forEach(function (r) {
+      layers[r].forEach(function (v, i) { g.node(v).order = i; });
+    });
+  }
+
   function layout() {
     var g = new dagre.graphlib.Graph({ multigraph: true });
     g.setGraph({ rankdir: "TB", nodesep: 18, ranksep: 26, edgesep: 6, marginx: 12, marginy: 12 });
@@ -69,12 +93,20 @@
         g.setEdge(e.source, e.target, { tensor: e.tensor, copy: e.copy }, "e" + i);
       }
     });
-    dagre.layout(g);
+    /* past a few hundred nodes dagre's crossing minimisation (its order phase) takes seconds,
+       most of it building a graph per rank: large graphs keep the order dagre starts from
+       (each rank in depth-first order from the top ranks, its initOrder), given through its
+       customOrder option; dagre still ranks and positions everything */
+    var opts = { debugTiming: !!window.miReportDebug };
+    if (D.nodes.length > LARGE) { opts.customOrder = depthFirstOrder; }
+    dagre.layout(g, opts);
     return g;
   }
 
   function draw() {
+    var tl = performance.now();
     laid = layout();
+    R.timing = { layout: performance.now() - tl };
     while (viewport.firstChild) { viewport.removeChild(viewport.firstChild); }
     var fill = colours(colourBy);
     var edges = el("g", { "class": "edges" }, viewport);
@@ -357,11 +389,14 @@
   document.getElementById("colour").addEventListener("change", function (ev) { colourBy = ev.target.value; draw(); applyView(); });
   document.getElementById("fit").addEventListener("click", fit);
 
+  var t0 = performance.now();
   draw();
+  var t1 = performance.now();
   fit();
   details(null);
   buildFacts();
   diffView();
+  R.timing.draw = t1 - t0; R.timing.start = t0;
   R.ready = true;  /* the graph is drawn: the page is usable; each chart view draws when opened */
   document.body.setAttribute("data-ready", "1");
 })();
