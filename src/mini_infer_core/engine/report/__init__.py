@@ -8,8 +8,9 @@ between devices, precisions; pan, zoom, search), a profiled run's time per node,
 and by plugin (beside onnxruntime's own profile with ``compare="onnxruntime"``), the memory
 plan's tensor lifetimes and peak, the build's facts (tactics, timing-cache hits, folded and
 pruned nodes, the plugin distributions it is bound to) and, with ``diff``, what changed from
-another engine. The page needs no network: dagre (graph layout, @dagrejs/dagre) and Vega/Vega-Lite (charts)
-ship in this package at pinned versions with their licences (``assets/``) and are inlined.
+another engine. The page needs no network: @dagrejs/dagre (graph layout) and Vega/Vega-Lite
+(charts) ship in this package at pinned versions with their licences (``assets/``) and are
+inlined.
 """
 
 from __future__ import annotations
