@@ -1,6 +1,7 @@
 """Screenshots of the engine report's views for the docs (docs/images/report-*.png): the report
 of Magika's trained model (the demo's, shipped in its wheel) with onnxruntime's profile beside
-ours, opened in Debian's chromium through Playwright.
+ours, and the Diff view of that model built with and without mini-infer-cpu-native, opened in
+Debian's chromium through Playwright.
 
     .venv/bin/python scripts/report_screenshots.py [OUT_DIR]   (default: docs/images)
 """
@@ -42,6 +43,18 @@ def main() -> None:
                 if view in ("latency", "memory"):
                     page.wait_for_function(f"window.miReport.rendered.{view} === true")
                 page.screenshot(path=str(out / f"report-{view}.png"))
+            # the Diff view: the same model built with and without the compiled kernels
+            cli = str(Path(sys.executable).parent / "mini-infer")
+            a, b, diff = (Path(tmp) / n for n in ("a.engine", "b.engine", "diff.html"))
+            subprocess.run([cli, "build", model, "-o", str(a)], check=True)
+            subprocess.run([cli, "build", model, "-o", str(b), "-p", "no:mini-infer-cpu-native"],
+                           check=True)
+            subprocess.run([cli, "report", str(a), "-o", str(diff), "--diff", str(b),
+                            "--no-profile"], check=True)
+            page.goto(diff.as_uri())
+            page.wait_for_function("window.miReport && window.miReport.ready")
+            page.click("nav button[data-view=diff]")
+            page.screenshot(path=str(out / "report-diff.png"))
             browser.close()
     print(f"wrote {', '.join(sorted(p.name for p in out.glob('report-*.png')))} in {out}")
 
