@@ -117,3 +117,22 @@ def test_installing_or_editing_a_distribution_invalidates_the_cache(tmp_path: Pa
     os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
     assert _fake_ops(_probe(cache, path=site)) == ["Relu", "Sigmoid"]  # edited: afresh
     assert _fake_ops(_probe(cache, path=site)) == ["Relu", "Sigmoid"]
+
+
+def test_writing_the_cache_removes_those_of_environments_that_are_gone(tmp_path: Path) -> None:
+    """Throw-away virtual environments (tests, CI) leave a cache file each; the next write
+    removes those whose environment folder no longer exists, and keeps the others."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    alive = tmp_path / "venv-alive"
+    alive.mkdir()
+    files = {"gone": {"prefix": str(tmp_path / "venv-gone"), "key": "0"},
+             "alive": {"prefix": str(alive), "key": "0"},
+             "older": {"key": "0"}}  # an earlier layout, which did not record the environment
+    for name, data in files.items():
+        (cache / f"discovery-{name}.json").write_text(json.dumps(data))
+    _probe(cache)  # no cache for this environment yet: discovery writes one
+    left = sorted(p.name for p in cache.glob("discovery-*.json"))
+    assert "discovery-gone.json" not in left
+    assert {"discovery-alive.json", "discovery-older.json"} <= set(left)
+    assert len(left) == 3  # and this environment's own

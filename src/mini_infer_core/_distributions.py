@@ -13,21 +13,25 @@ start whose key matches reads that file and nothing else.
 
 - ``MINI_INFER_DISCOVERY_CACHE=0``: never read or write it;
 - ``MINI_INFER_CACHE_DIR``: where it lives (default ``$XDG_CACHE_HOME/mini-infer`` or
-  ``~/.cache/mini-infer``), one file per Python environment (``sys.prefix``).
+  ``~/.cache/mini-infer``), one file per Python environment (``sys.prefix``). Writing one
+  removes the files of environments whose folder no longer exists (throw-away virtual
+  environments would otherwise leave a file each behind).
 """
 
 from __future__ import annotations
 
+import glob
 import importlib
 import json
 import os
+import re
 import sys
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "read_cache",
-           "write_cache"]
+__all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "prune_caches",
+           "read_cache", "write_cache"]
 
 #: bumped whenever what the cache holds changes shape
 _LAYOUT = 1
@@ -178,7 +182,9 @@ def write_cache(data: dict[str, Any], watch: list[str]) -> None:
     path = cache_path()
     if path is None:
         return
-    data = {**data, "watch": sorted(set(watch)), "key": _key(sorted(set(watch)))}
+    # the environment first: prune_caches reads it from a file's first bytes
+    data = {"prefix": os.path.realpath(sys.prefix), **data, "watch": sorted(set(watch)),
+            "key": _key(sorted(set(watch)))}
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -190,3 +196,25 @@ def write_cache(data: dict[str, Any], watch: list[str]) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+        return
+    prune_caches(os.path.dirname(path))
+
+
+_PREFIX = re.compile(r'^\{"prefix": ("(?:[^"\\]|\\.)*")')
+
+
+def prune_caches(folder: str) -> list[str]:
+    """Remove the cache files in ``folder`` whose environment (``sys.prefix``) no longer
+    exists; the removed paths. Files of an older layout, without the environment, stay."""
+    removed = []
+    for other in glob.glob(os.path.join(glob.escape(folder), "discovery-*.json")):
+        try:
+            with open(other, encoding="utf-8") as fh:
+                match = _PREFIX.match(fh.read(4096))
+            if match is None or os.path.isdir(json.loads(match.group(1))):
+                continue
+            os.unlink(other)
+            removed.append(other)
+        except (OSError, ValueError):
+            continue
+    return removed
