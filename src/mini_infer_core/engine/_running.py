@@ -140,6 +140,8 @@ class PlannedRuns:
         for name, lst, k in plan.patches:
             lst[k] = bound[name]
         self._enqueue_all()
+        if plan.values:
+            bound.update(plan.values)
         if not plan.staged_out:
             return self._results(bound, plan.schedule.home)
         for n, buf in plan.staged_out:

@@ -27,7 +27,7 @@ from ..plugin._kinds import map_tensors
 from ._graphs import GraphRuns
 from ._inputs import InputCheck
 from .keyed import KeyedPlans, PlanMismatch
-from .plans import PlanCache, Step
+from .plans import PlanCache, Step, values_at_the_end
 from .segments import SegmentedRun
 
 if TYPE_CHECKING:
@@ -89,6 +89,11 @@ class ExecutionContext(GraphRuns):
                         if not engine.tensors[n].is_tensor}
         self._dynamic = bool(self._values) or any(adapter.is_data_dependent(p)
                                                   for p in self.plugins)
+        #: such an engine whose data-dependent nodes only make the values it returns
+        #: (ZipMap's dicts): planned like a static one, those nodes steps of its plans
+        self._planned_values = self._dynamic and values_at_the_end(engine, self.plugins)
+        if self._planned_values:
+            self._dynamic = False
         #: how an engine with data-dependent nodes runs: in planned segments around them
         self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
                                        self._constants) if self._dynamic else None
@@ -100,7 +105,7 @@ class ExecutionContext(GraphRuns):
         self._graph = None
         self.graph_error = None
         self._io = {}
-        self._inputs = InputCheck(engine, self._values)
+        self._inputs = InputCheck(engine, {n for n in self._values if n in engine.input_names})
 
     def execute(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
         """Run once; returns every engine output as a host NumPy array (a sequence as a list
