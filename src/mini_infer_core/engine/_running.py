@@ -169,6 +169,10 @@ class PlannedRuns:
                         into[step]()
                     else:
                         s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
+            elif plan is not None and plan.quiet:  # steps bound without their errstate
+                with np.errstate(all="ignore"):
+                    for step, call in plan.calls:  # noqa: B007 - names the failing node
+                        call()
             elif plan is not None:
                 for step, call in plan.calls:  # noqa: B007 - names the failing node
                     call()

@@ -74,6 +74,9 @@ class Plan:
     #: what the steps of :func:`values_at_the_end` nodes returned in the last run (lists,
     #: dicts, None: engine outputs that are no tensors), by name
     values: dict[str, Any] = field(default_factory=dict)
+    #: whether a bound call asked for NumPy's floating-point warnings off (``quiet_fp``):
+    #: the run's steps then go inside one ``np.errstate``
+    quiet: bool = False
 
 
 def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:
@@ -253,6 +256,7 @@ class PlanCache:
                 continue
             binder = adapter.bound_run_of(plugin)
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
+            plan.quiet |= bool(getattr(call, "quiet_fp", False))
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
                                                      self.streams[node.device])))
         return plan
