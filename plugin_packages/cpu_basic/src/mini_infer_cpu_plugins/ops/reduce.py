@@ -77,6 +77,12 @@ def _sum_square(x: Array, axes: Axes, k: bool) -> Array:
     return np.sum(np.square(x), axis=axes, keepdims=k, dtype=x.dtype)
 
 
+#: the ufuncs whose ``reduce`` the bound kernels call positionally (typed loosely: NumPy's
+#: stubs know only its keyword form)
+_ADD: Any = np.add
+_MAX: Any = np.maximum
+
+
 def _log_sum_exp_into(x: Array, axes: Axes, dst: Array, tmp: Array, m: Array) -> None:
     """``_log_sum_exp`` into ``dst`` (``x``'s shape with the reduced axes kept as 1) through
     the buffers ``tmp`` (like ``x``) and ``m`` (like ``dst``); an infinite ``x`` goes the
@@ -84,17 +90,17 @@ def _log_sum_exp_into(x: Array, axes: Axes, dst: Array, tmp: Array, m: Array) ->
     if not np.isfinite(x).all():
         dst[...] = _log_sum_exp(x, axes, True)
         return
-    np.maximum.reduce(x, axes, None, m, True)
+    _MAX.reduce(x, axes, None, m, True)
     np.subtract(x, m, tmp)
     np.exp(tmp, tmp)
-    np.add.reduce(tmp, axes, None, dst, True)
+    _ADD.reduce(tmp, axes, None, dst, True)
     np.log(dst, dst)
     np.add(dst, m, dst)
 
 
 def _sum_square_into(x: Array, axes: Axes, dst: Array, tmp: Array) -> None:
     np.multiply(x, x, tmp)
-    np.add.reduce(tmp, axes, None, dst, True)
+    _ADD.reduce(tmp, axes, None, dst, True)
 
 
 #: ``kernel(x, axes, keepdims)`` of each reduction of a non-empty ``x`` (axes None: all,
@@ -191,7 +197,8 @@ class _Arg(CpuPlugin, schema.ArgBase):
             return None
         a = self.arg_axis(x.ndim)
         view = out.reshape(x.shape[:a] + x.shape[a + 1:])
-        return partial(x.argmax if type(self).ufunc is np.argmax else x.argmin, a, view)
+        find: Any = x.argmax if type(self).ufunc is np.argmax else x.argmin
+        return partial(find, a, view)
 
 
 ArgMax, ArgMin = (kernel(op, _Arg, f, __name__)
