@@ -193,3 +193,23 @@ def test_bound_ufuncs_casts_args_and_reductions_match_onnxruntime() -> None:
             np.testing.assert_allclose(got[name], want, rtol=2e-6, atol=1e-6, err_msg=name)
         if rows:
             assert _bound_ops(ctx) == {nd.op_type for nd in ctx.engine.nodes}
+
+
+def test_a_run_like_the_last_goes_straight_to_its_plan_and_others_are_checked() -> None:
+    """Runs of the last run's dtypes and shapes reuse its plan without the checks; a new
+    shape gets its own plan, a wrong dtype or a missing input is still refused."""
+    from mini_infer_core.errors import InputError
+
+    model = _scoring_tail_model()
+    ctx = mi.load(model).create_execution_context()
+    for rows in (2, 2, 5, 2):
+        x = RNG.standard_normal((rows, 4)).astype(np.float32)
+        got = ctx.execute({"x": x})
+        np.testing.assert_allclose(got["lse"], _ort(model, {"x": x})[9], rtol=2e-6)
+        assert ctx.steps[0].inputs[0].shape == (rows, 4)
+    with pytest.raises(InputError, match="dtype float64"):
+        ctx.execute({"x": np.zeros((2, 4))})
+    with pytest.raises(InputError, match="missing"):
+        ctx.execute({"y": np.zeros((2, 4), np.float32)})
+    with pytest.raises(InputError, match="expects rank"):
+        ctx.execute({"x": np.zeros((2, 4, 1), np.float32)})

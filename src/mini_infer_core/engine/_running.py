@@ -148,8 +148,9 @@ class PlannedRuns:
             bound[n] = buf
         result = self._results(bound, plan.schedule.home)
         for n, buf in plan.staged_out:  # the caller's own array, not the plan's buffer
-            if np.may_share_memory(result[n], buf):
-                result[n] = np.array(result[n])
+            got = result[n]
+            if got is buf or np.may_share_memory(got, buf):
+                result[n] = np.array(got)
         return result
 
     def _enqueue_all_async(self) -> None:
