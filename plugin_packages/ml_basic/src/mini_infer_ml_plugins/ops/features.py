@@ -59,12 +59,19 @@ class Imputer(MlPlugin, ml.Imputer):
             raise ExecutionError(f"Imputer {self.name!r}: X is {x.dtype}, which needs {kind}; "
                                  "the model gives none")
         features = x.shape[-1] if x.ndim else 1
-        imputed = _per_feature(values, features, x.dtype)
-        if floats:
-            replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype)
-            hit = np.isnan(x) if np.isnan(replaced) else x == replaced
-        else:
-            hit = x == replaced_value_int64
+        key = (features, x.dtype)
+        kept = self.__dict__.get("_kept")
+        if kept is None or kept[0] != key:  # the same every run while F and the type are
+            replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype) \
+                if floats else replaced_value_int64
+            kept = self.__dict__["_kept"] = (key, _per_feature(values, features, x.dtype),
+                                             replaced, floats and bool(np.isnan(replaced)))
+        _, imputed, replaced, nan = kept
+        hit = np.isnan(x) if nan else x == replaced
+        if out.shape == x.shape and out.dtype == x.dtype:  # x, then the imputed where hit
+            np.copyto(out, x)
+            np.copyto(out, imputed, where=hit)
+            return
         np.copyto(out, np.where(hit, np.broadcast_to(imputed, x.shape), x))
 
 

@@ -22,7 +22,14 @@ from mini_infer_core.ops import ml
 from mini_infer_core.plugin import DynamicPluginTensorDesc
 
 from ..serialization import MlPlugin
-from ._post import TRANSFORMS, expand_binary, probit, transform, transform_scores
+from ._post import (
+    TRANSFORMS,
+    expand_binary,
+    probit,
+    transform,
+    transform_into,
+    transform_scores,
+)
 from ._trees import (
     AGG_MAX,
     AGG_MIN,
@@ -156,11 +163,11 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if len(self.labels) > 2:
             nb = min(len(base), s.shape[1])
             if nb:  # each class with a base value: added, and it has a score
-                s[:, :nb] += np.asarray(base[:nb], np.float64).astype(s.dtype)
+                s[:, :nb] += self._bases(s.dtype, nb)
                 has[:, :nb] = True
             if has.all():  # every class scored (a forest's usual case): no masking
-                chosen = np.argmax(s, axis=1)
-                np.copyto(scores_out, transform(post_transform, s), casting="unsafe")
+                chosen = s.argmax(axis=1)
+                transform_into(post_transform, s, scores_out)
             else:
                 chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
                 np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
@@ -182,6 +189,14 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if walk_into(self.forest, x, AGG_SUM, 0.0, None, s, has):
             return s, has.view(bool)
         return None, None
+
+    def _bases(self, dtype: Any, count: int) -> Array:
+        """The first ``count`` base values in ``dtype`` (kept: the same every run)."""
+        kept: dict[Any, Array] = self.__dict__.setdefault("_base_arrays", {})
+        key = (dtype, count)
+        if key not in kept:
+            kept[key] = np.asarray(self.base[:count], np.float64).astype(dtype)
+        return kept[key]
 
     def _table(self, dtype: Any, raw: bool) -> Array:
         """The labels by index (kept: the same every run); ``raw``: the binary rule's 0/1
