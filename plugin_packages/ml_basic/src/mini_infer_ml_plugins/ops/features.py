@@ -59,12 +59,12 @@ class Imputer(MlPlugin, ml.Imputer):
             raise ExecutionError(f"Imputer {self.name!r}: X is {x.dtype}, which needs {kind}; "
                                  "the model gives none")
         features = x.shape[-1] if x.ndim else 1
-        key = (features, x.dtype)
+        shape_type = (features, x.dtype)
         kept = self.__dict__.get("_kept")
-        if kept is None or kept[0] != key:  # the same every run while F and the type are
+        if kept is None or kept[0] != shape_type:  # the same every run while F and the type are
             replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype) \
                 if floats else replaced_value_int64
-            kept = self.__dict__["_kept"] = (key, _per_feature(values, features, x.dtype),
+            kept = self.__dict__["_kept"] = (shape_type, _per_feature(values, features, x.dtype),
                                              replaced, floats and bool(np.isnan(replaced)))
         _, imputed, replaced, nan = kept
         hit = np.isnan(x) if nan else x == replaced

@@ -163,7 +163,7 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if len(self.labels) > 2:
             nb = min(len(base), s.shape[1])
             if nb:  # each class with a base value: added, and it has a score
-                s[:, :nb] += self._bases(s.dtype, nb)
+                s[:, :nb] += self._base_array(s.dtype, nb)
                 has[:, :nb] = True
             if has.all():  # every class scored (a forest's usual case): no masking
                 chosen = s.argmax(axis=1)
@@ -190,7 +190,7 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             return s, has.view(bool)
         return None, None
 
-    def _bases(self, dtype: Any, count: int) -> Array:
+    def _base_array(self, dtype: Any, count: int) -> Array:
         """The first ``count`` base values in ``dtype`` (kept: the same every run)."""
         kept: dict[Any, Array] = self.__dict__.setdefault("_base_arrays", {})
         key = (dtype, count)
