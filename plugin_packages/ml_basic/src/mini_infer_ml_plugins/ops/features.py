@@ -61,12 +61,12 @@ class Imputer(MlPlugin, ml.Imputer):
         features = x.shape[-1] if x.ndim else 1
         shape_type = (features, x.dtype)
         kept = self.__dict__.get("_kept")
-        if kept is None or kept[0] != shape_type:  # the same every run while F and the type are
+        if kept is None or kept[0] != shape_type:  # the same every run while F and type are
             replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype) \
                 if floats else replaced_value_int64
             kept = self.__dict__["_kept"] = (shape_type, _per_feature(values, features, x.dtype),
                                              replaced, floats and bool(np.isnan(replaced)))
-        _, imputed, replaced, nan = kept
+        imputed, replaced, nan = kept[1:]
         hit = np.isnan(x) if nan else x == replaced
         if out.shape == x.shape and out.dtype == x.dtype:  # x, then the imputed where hit
             np.copyto(out, x)
