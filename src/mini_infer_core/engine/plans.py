@@ -77,6 +77,11 @@ class Plan:
     #: whether a bound call asked for NumPy's floating-point warnings off (``quiet_fp``):
     #: the run's steps then go inside one ``np.errstate``
     quiet: bool = False
+    #: where each engine output of a run comes from when every input and tensor output
+    #: is staged (name, the plan's buffer, or None: a value in ``values``); None: not so,
+    #: or not worked out yet (``_running.PlannedRuns``)
+    staged_results: list[tuple[str, Any]] | None = None
+    staged_checked: bool = False
 
 
 def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:
