@@ -75,8 +75,12 @@ def _case_mapper(action: str, locale: str) -> Any:
     table = _ASCII_LOWER if action == "LOWER" else _ASCII_UPPER
     per_char = _lower_char if action == "LOWER" else _upper_char
 
+    ascii_case = str.lower if action == "LOWER" else str.upper
+
     def change(s: str) -> str:
-        if ascii_only or s.isascii():
+        if s.isascii():  # str.lower/upper change only A-Z/a-z in ASCII text: the table's map
+            return ascii_case(s)
+        if ascii_only:
             return s.translate(table)
         return "".join(map(per_char, s))
     return change
