@@ -103,17 +103,15 @@ def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> boo
     return True
 
 
-def _run_values(plugin: IPluginV2, node: Any, tensors: Mapping[str, Any], ins: list[Any],
-                workspace: Any, stream: Stream, values: dict[str, Any]) -> None:
-    """A :func:`values_at_the_end` node's step: its outputs computed, checked against their
-    declared kinds and kept in ``values`` (the plan's) for the run's results."""
-    dynamic = adapter.dynamic_of(plugin)
-    assert dynamic is not None
-    got = dynamic.enqueue_dynamic(ins, workspace, stream)
-    if len(got) < len(node.outputs):
-        raise ExecutionError(f"it returned {len(got)} outputs, expected {len(node.outputs)}")
-    for o, value in zip(node.outputs, got, strict=False):
-        spec = tensors[o]
+def _run_values(run: Callable[..., list[Any]], outputs: Sequence[tuple[str, Any]],
+                ins: list[Any], workspace: Any, stream: Stream, values: dict[str, Any]) -> None:
+    """A :func:`values_at_the_end` node's step: its outputs computed (``run``: the plugin's
+    ``enqueue_dynamic``), checked against their declared kinds (``outputs``: name and
+    spec of each) and kept in ``values`` (the plan's) for the run's results."""
+    got = run(ins, workspace, stream)
+    if len(got) < len(outputs):
+        raise ExecutionError(f"it returned {len(got)} outputs, expected {len(outputs)}")
+    for (o, spec), value in zip(outputs, got, strict=False):
         problem = check_value(value, spec.value_kind, spec.dtype, None)
         if problem:
             raise ExecutionError(f"output {o!r} is a {spec.type_string}: {problem}")
@@ -250,7 +248,10 @@ class PlanCache:
                 continue
             if adapter.is_data_dependent(plugin) and \
                     not any(tensors[o].is_tensor for o in node.outputs):
-                plan.into[step] = partial(_run_values, plugin, node, tensors, ins, ws,
+                dynamic = adapter.dynamic_of(plugin)
+                assert dynamic is not None
+                plan.into[step] = partial(_run_values, dynamic.enqueue_dynamic,
+                                          [(o, tensors[o]) for o in node.outputs], ins, ws,
                                           self.streams[node.device], plan.values)
                 plan.calls.append((step, plan.into[step]))
                 continue

@@ -37,7 +37,8 @@ class ZipMap(MlPlugin, ml.ZipMap):
         self.row = _row_builder(self.keys, self.order)
 
     def compute(self, x: Array, **_: Any) -> tuple[list[dict[Any, float]]]:
-        rows = np.asarray(x, np.float32)
+        rows = x if type(x) is np.ndarray and x.dtype == np.float32 else \
+            np.asarray(x, np.float32)
         if rows.ndim == 1:
             rows = rows.reshape(1, -1)
         if rows.ndim != 2 or rows.shape[1] != len(self.keys):

@@ -177,7 +177,10 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             chosen, z, raw = self._binary(s, has, base, post_transform)
             np.copyto(scores_out, z, casting="unsafe")
             table = self._table(labels_out.dtype, raw)
-        labels_out[...] = table[chosen]
+        if labels_out.shape == chosen.shape:
+            np.take(table, chosen, out=labels_out)
+        else:
+            labels_out[...] = table[chosen]
 
     def _few_rows(self, x: Array) -> tuple[Any, Any]:
         """The scores and which classes received a weight by one compiled call (``walk_into``)
@@ -185,9 +188,12 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if x.ndim != 2 or x.dtype not in _FLOAT_TYPES:
             return None, None
         shape = (x.shape[0], self.forest.n_targets)
-        s, has = np.empty(shape, x.dtype), np.empty(shape, np.uint8)
-        if walk_into(self.forest, x, AGG_SUM, 0.0, None, s, has):
-            return s, has.view(bool)
+        kept = self.__dict__.get("_scratch")  # read within this run only: kept for the next
+        if kept is None or kept[0].shape != shape or kept[0].dtype != x.dtype:
+            has = np.empty(shape, np.uint8)
+            kept = self.__dict__["_scratch"] = (np.empty(shape, x.dtype), has, has.view(bool))
+        if walk_into(self.forest, x, AGG_SUM, 0.0, None, kept[0], kept[1]):
+            return kept[0], kept[2]
         return None, None
 
     def _base_array(self, dtype: Any, count: int) -> Array:
