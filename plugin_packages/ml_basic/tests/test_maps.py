@@ -127,6 +127,30 @@ def test_a_classifier_ending_in_zipmap_runs_as_one_plan() -> None:
         assert len(ctx.time_nodes({"x": x})) == 3
 
 
+@pytest.mark.parametrize("labels", LABELS)
+def test_compiled_zipmap_builds_the_dicts_the_python_form_builds(
+        labels: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cml.zipmap`` against the Python form (a made row function, or dict(zip()) past 64
+    labels): the same keys, order, floats and types, at 0, 1 and 50 rows, from a strided
+    (non-contiguous: the Python form) and a float64 input."""
+    from mini_infer_ml_plugins.ops import maps
+
+    if maps._cml is None:
+        pytest.skip("mini-infer-ml-plugins was installed without its compiled part")
+    node = maps.ZipMap("z", **labels)
+    k = len(next(iter(labels.values())))
+    for rows in (0, 1, 50):
+        x = RNG.standard_normal((rows, k)).astype(np.float32)
+        got = node.compute(x)[0]
+        with monkeypatch.context() as m:
+            m.setattr(maps, "_cml", None)
+            want = node.compute(x)[0]
+            assert node.compute(np.asfortranarray(x))[0] == want
+            assert node.compute(x.astype(np.float64))[0] == want
+        assert got == want and [list(r) for r in got] == [list(r) for r in want]
+        assert all(type(v) is float for r in got for v in r.values())
+
+
 def test_zipmap_refuses_a_column_count_that_is_not_the_label_count() -> None:
     with pytest.raises(BuildError, match=r"ZipMap.*4 columns but there are 3 class labels"):
         mi.InferenceSession(zipmap(LABELS[0], [2, 4]))
