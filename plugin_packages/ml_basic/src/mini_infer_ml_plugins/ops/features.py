@@ -43,9 +43,11 @@ def _per_feature(values: Any, features: int, dtype: Any) -> Array:
 
 class Binarizer(MlPlugin, ml.Binarizer):
     def compute(self, x: Array, *, out: Array, threshold: float, **_: Any) -> None:
-        thr = np.asarray(threshold, np.float32).astype(x.dtype) if x.dtype.kind == "f" \
-            else threshold
-        np.copyto(out, np.where(x > thr, 1, 0).astype(out.dtype))
+        kept = self.__dict__.get("_threshold")
+        if kept is None or kept[0] != x.dtype:  # the threshold in x's type (kept)
+            kept = self.__dict__["_threshold"] = (x.dtype, np.asarray(
+                threshold, np.float32).astype(x.dtype) if x.dtype.kind == "f" else threshold)
+        np.copyto(out, x > kept[1], casting="unsafe")  # True -> 1, False (and NaN) -> 0
 
 
 class Imputer(MlPlugin, ml.Imputer):
