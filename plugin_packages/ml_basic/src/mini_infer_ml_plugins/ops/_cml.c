@@ -30,6 +30,10 @@
  *   scale(x, offset, scale, out): (x - offset) * scale along the last axis (offset and scale
  *   one value per feature, or one for all).
  *
+ *   classify(s, n, k, post, out, chosen): a classifier's finish over float32 scores s [n, k]
+ *   (k >= 1): chosen [n] (int64) each row's first largest score (the first NaN, as NumPy's
+ *   argmax), out [n, k] (float32) the scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX).
+ *
  *   zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores x [n, k]:
  *   row i's dict maps keys[j] to the Python float of x[i, columns[j]] (columns [k], int64),
  *   inserted in the order of keys (a tuple of k labels), as the Python form builds them.
@@ -313,6 +317,50 @@ static PyObject *py_scale(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_classify(PyObject *self, PyObject *args) {
+    Py_buffer sb, out, chosen;
+    Py_ssize_t n, k;
+    int post;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nniw*w*", &sb, &n, &k, &post, &out, &chosen)) return NULL;
+    const Py_ssize_t fsz = (Py_ssize_t)sizeof(float);
+    const int ok = n >= 0 && k >= 1 && post >= 0 && post <= 2 && sb.len == n * k * fsz &&
+                   out.len == n * k * fsz && chosen.len == n * (Py_ssize_t)sizeof(int64_t);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.classify: sizes do not match");
+    } else {
+        const float *S = sb.buf;
+        float *O = out.buf;
+        int64_t *C = chosen.buf;
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *sr = S + r * k;
+            float *o = O + r * k;
+            Py_ssize_t best = 0;
+            for (Py_ssize_t c = 0; c < k; ++c) {
+                if (isnan(sr[c])) {
+                    best = c;
+                    break;
+                }
+                if (sr[c] > sr[best]) best = c;
+            }
+            C[r] = best;
+            if (post == 1) {
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = logistic(sr[c]);
+            } else if (post == 2) {
+                const float m = sr[best];
+                float total = 0;
+                for (Py_ssize_t c = 0; c < k; ++c) total += (o[c] = expf(sr[c] - m));
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = o[c] / total;
+            } else {
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = sr[c];
+            }
+        }
+    }
+    RELEASE(&sb, &out, &chosen);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_zipmap(PyObject *self, PyObject *args) {
     Py_buffer x, columns;
     Py_ssize_t n, k;
@@ -348,6 +396,9 @@ static PyObject *py_zipmap(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"classify", py_classify, METH_VARARGS,
+     "classify(s, n, k, post, out, chosen): each row's first largest float32 score and the "
+     "scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)."},
     {"zipmap", py_zipmap, METH_VARARGS,
      "zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores [n, k], "
      "keys in the order given, each the float of its column."},

@@ -46,6 +46,14 @@ from ._trees import (
 
 __all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
 
+try:  # the compiled classifier finish (optional: NumPy otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
+#: the post_transforms ``_cml.classify`` applies
+_COMPILED_POST = {"NONE": 0, "LOGISTIC": 1, "SOFTMAX": 2}
+
 Array = NDArray[Any]
 _FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _AGGREGATES = {"SUM": AGG_SUM, "AVERAGE": AGG_SUM, "MIN": AGG_MIN, "MAX": AGG_MAX}
@@ -166,8 +174,7 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
                 s[:, :nb] += self._base_array(s.dtype, nb)
                 has[:, :nb] = True
             if has.all():  # every class scored (a forest's usual case): no masking
-                chosen = s.argmax(axis=1)
-                transform_into(post_transform, s, scores_out)
+                chosen = self._finish(s, post_transform, scores_out)
             else:
                 chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
                 np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
@@ -195,6 +202,21 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if walk_into(self.forest, x, AGG_SUM, 0.0, None, kept[0], kept[1]):
             return kept[0], kept[2]
         return None, None
+
+    def _finish(self, s: Array, post: str, scores_out: Array) -> Array:
+        """Each row's class (the first largest score) and its scores under ``post`` in
+        ``scores_out``: one compiled call (``_cml.classify``) for float32 scores, NONE,
+        LOGISTIC or SOFTMAX; NumPy otherwise."""
+        code = _COMPILED_POST.get(post)
+        if _cml is not None and code is not None and s.dtype == np.float32 and \
+                scores_out.dtype == np.float32 and s.shape == scores_out.shape and \
+                s.flags.c_contiguous and scores_out.flags.c_contiguous:
+            chosen = np.empty(s.shape[0], np.int64)
+            _cml.classify(s, s.shape[0], s.shape[1], code, scores_out, chosen)
+            return chosen
+        chosen = s.argmax(axis=1)
+        transform_into(post, s, scores_out)
+        return chosen
 
     def _base_array(self, dtype: Any, count: int) -> Array:
         """The first ``count`` base values in ``dtype`` (kept: the same every run)."""
