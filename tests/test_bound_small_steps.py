@@ -146,3 +146,70 @@ def test_inputs_up_to_the_input_staging_size_reach_steps_as_one_array() -> None:
         np.testing.assert_allclose(got, _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
         seen.add(id(ctx.steps[0].inputs[0]))
     assert len(seen) == 1 and "x" not in {name for name, _, _ in ctx._plan.patches}
+
+
+def _scoring_tail_model() -> onnx.ModelProto:
+    """The NumPy-kernel steps of converted scikit-learn models (naive Bayes, k-means,
+    classifiers' label chains): unary and binary ufuncs, a comparison, casts, ArgMax/ArgMin
+    and reductions, each reading values that overflow, meet zero or are NaN."""
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    n = helper.make_node
+    nodes = [n("Abs", ["x"], ["a"]), n("Sqrt", ["a"], ["s"]), n("Log", ["a"], ["l"]),
+             n("Exp", ["x"], ["e"]), n("Pow", ["x", "two"], ["p"]), n("Div", ["x", "a"], ["d"]),
+             n("Greater", ["x", "zero"], ["g"]), n("Cast", ["g"], ["gi"], to=TensorProto.INT64),
+             n("Cast", ["x"], ["xd"], to=TensorProto.DOUBLE),
+             n("ArgMax", ["x"], ["amax"], axis=1, keepdims=1),
+             n("ArgMin", ["s"], ["amin"], axis=1, keepdims=0),
+             n("ReduceLogSumExp", ["x", "axes"], ["lse"], keepdims=1),
+             n("ReduceSumSquare", ["x", "axes"], ["ssq"], keepdims=0),
+             n("ReduceSum", ["e", "axes"], ["esum"], keepdims=1),
+             n("ReduceMax", ["l", "axes"], ["lmax"], keepdims=0)]
+    outs = ["s", "l", "e", "p", "d", "gi", "xd", "amax", "amin", "lse", "ssq", "esum", "lmax"]
+    model = helper.make_model(helper.make_graph(
+        nodes, "tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [onnx.ValueInfoProto(name=o) for o in outs],
+        [two, zero, axes]), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_bound_ufuncs_casts_args_and_reductions_match_onnxruntime() -> None:
+    """Every step bound; overflow (exp of 100), log and division at 0, NaN rows: the same
+    values as onnxruntime and no NumPy warning (the plan's one errstate covers the bound
+    calls that asked for it); then 0 rows (steps through ``enqueue``)."""
+    model = _scoring_tail_model()
+    ctx = mi.load(model).create_execution_context()
+    for rows in (1, 3, 200, 0, 3):
+        x = RNG.standard_normal((rows, 4)).astype(np.float32)
+        if rows >= 3:
+            x[0, 2], x[1] = 100.0, 0.0  # exp overflows; 0/0, log 0
+        got = ctx.execute({"x": x})
+        for name, want in zip([o.name for o in model.graph.output], _ort(model, {"x": x}),
+                              strict=True):
+            assert got[name].dtype == want.dtype and got[name].shape == want.shape, name
+            np.testing.assert_allclose(got[name], want, rtol=2e-6, atol=1e-6, err_msg=name)
+        if rows:
+            assert _bound_ops(ctx) == {nd.op_type for nd in ctx.engine.nodes}
+
+
+def test_a_run_like_the_last_goes_straight_to_its_plan_and_others_are_checked() -> None:
+    """Runs of the last run's dtypes and shapes reuse its plan without the checks; a new
+    shape gets its own plan, a wrong dtype or a missing input is still refused."""
+    from mini_infer_core.errors import InputError
+
+    model = _scoring_tail_model()
+    ctx = mi.load(model).create_execution_context()
+    for rows in (2, 2, 5, 2):
+        x = RNG.standard_normal((rows, 4)).astype(np.float32)
+        got = ctx.execute({"x": x})
+        np.testing.assert_allclose(got["lse"], _ort(model, {"x": x})[9], rtol=2e-6)
+        assert ctx.steps[0].inputs[0].shape == (rows, 4)
+    with pytest.raises(InputError, match="dtype float64"):
+        ctx.execute({"x": np.zeros((2, 4))})
+    with pytest.raises(InputError, match="missing"):
+        ctx.execute({"y": np.zeros((2, 4), np.float32)})
+    with pytest.raises(InputError, match="expects rank"):
+        ctx.execute({"x": np.zeros((2, 4, 1), np.float32)})

@@ -359,6 +359,26 @@ def test_tfidf_on_strings_with_unicode_and_empty_tokens() -> None:
         check(model, feeds)
 
 
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_on_a_vocabulary_of_single_strings(mode: str) -> None:
+    """A text model's pool (single tokens, each its own output index, permuted and sparse;
+    the one-pass count of cpu_basic): repeated, unknown, empty and non-ASCII tokens, weights
+    that are no round numbers, 2 rows, one row, no tokens, no rows."""
+    pool = ["cat", "dog", "日本", "", "straße", "vet"]
+    attrs: dict[str, Any] = dict(mode=mode, min_gram_length=1, max_gram_length=1,
+                                 max_skip_count=0, ngram_counts=[0],
+                                 ngram_indexes=[7, 0, 3, 5, 1, 8], pool_strings=pool)
+    if mode != "TF":
+        attrs["weights"] = [0.3, 1.7, 2.1, 0.9, 1e-3, 3.3]
+    x = np.array([["cat", "cat", "日本", "", "x", "vet"], ["dog", "straße", "cat", "cat", "cat",
+                                                          "日本"]], dtype=object)
+    for rows in (x, x[0], x[:, :0]):
+        model, feeds = tfidf_model(rows, STRING, **attrs)
+        check(model, feeds)
+    model, feeds = tfidf_model(x[:0], STRING, **attrs)  # onnxruntime refuses no rows
+    assert mi.InferenceSession(model).run(None, feeds)[0].shape == (0, 9)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_tfidf_random_pools_match_onnxruntime(seed: int) -> None:
     rng = np.random.default_rng(seed)

@@ -145,8 +145,10 @@ class InferenceSession:
         self._lock = threading.Lock()
 
     def _context(self, engine: Engine) -> ExecutionContext:
-        mine: dict[int, ExecutionContext] = getattr(self._local, "contexts", None) or {}
-        self._local.contexts = mine
+        try:
+            mine: dict[int, ExecutionContext] = self._local.contexts
+        except AttributeError:  # this thread's first run
+            mine = self._local.contexts = {}
         ctx = mine.get(id(engine))
         if ctx is None or ctx.engine is not engine:
             ctx = mine[id(engine)] = engine.create_execution_context()
@@ -190,11 +192,14 @@ class InferenceSession:
         None (empty) or its value, a map as a dict (as onnxruntime returns them)."""
         engine = self.engine if self._per_shape is None else self._per_shape.engine(input_feed)
         assert engine is not None
-        names = list(engine.output_names) if output_names is None else list(output_names)
-        unknown = [n for n in names if n not in engine.output_names]
-        if unknown:
-            raise InputError(f"unknown output name(s) {unknown}; the engine's outputs are "
-                             f"{list(engine.output_names)}")
+        if output_names is None:
+            names: Sequence[str] = engine.output_names
+        else:
+            names = list(output_names)
+            unknown = [n for n in names if n not in engine.output_names]
+            if unknown:
+                raise InputError(f"unknown output name(s) {unknown}; the engine's outputs "
+                                 f"are {list(engine.output_names)}")
         result = self._context(engine).execute(input_feed)
         return [result[n] for n in names]
 

@@ -92,6 +92,65 @@ def test_zipmap_matches_onnxruntime(labels: dict[str, Any], shape: list[Any],
             else "seq(map(int64,tensor(float)))")
 
 
+def test_a_classifier_ending_in_zipmap_runs_as_one_plan() -> None:
+    """Softmax -> ZipMap beside the scores' ArgMax (a converted classifier's tail): the engine
+    is planned like a static one (ZipMap a step of the plan, not a run in segments), for
+    every row count in turn, and each run's dicts are its own."""
+    out = helper.make_value_info("z", helper.make_sequence_type_proto(
+        helper.make_map_type_proto(T.INT64, helper.make_tensor_type_proto(T.FLOAT, []))))
+    nodes = [helper.make_node("Softmax", ["x"], ["p"], axis=1),
+             helper.make_node("ZipMap", ["p"], ["z"], domain=ML, classlabels_int64s=[4, 2, 9]),
+             helper.make_node("ArgMax", ["p"], ["label"], axis=1, keepdims=0)]
+    graph = helper.make_graph(nodes, "tail", [helper.make_tensor_value_info(
+        "x", T.FLOAT, ["N", 3])], [helper.make_tensor_value_info("label", T.INT64, ["N"]),
+                                   out, helper.make_tensor_value_info("p", T.FLOAT, ["N", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(ML, 1)])
+    model.ir_version = 8
+    ort, engine = ort_session(model), mi.load(model)
+    with engine.create_execution_context() as ctx:
+        earlier = None
+        for rows in (1, 4, 0, 200, 1):
+            x = RNG.standard_normal((rows, 3)).astype(np.float32)
+            got = ctx.execute({"x": x})
+            want = dict(zip(["label", "z", "p"], ort.run(None, {"x": x}), strict=True))
+            assert got["label"].tolist() == want["label"].tolist()
+            assert [list(r) for r in got["z"]] == [list(r) for r in want["z"]]  # key order
+            np.testing.assert_allclose([list(r.values()) for r in got["z"]] or np.zeros(0),
+                                       [list(r.values()) for r in want["z"]] or np.zeros(0),
+                                       rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(got["p"], want["p"], rtol=1e-6, atol=1e-7)
+            assert len(ctx.steps) == 3  # planned: a run in segments has no steps
+            if earlier is not None:  # a later run leaves an earlier result alone
+                assert earlier[1] == earlier[0]
+            earlier = ([dict(r) for r in got["z"]], got["z"])
+        assert len(ctx.time_nodes({"x": x})) == 3
+
+
+@pytest.mark.parametrize("labels", LABELS)
+def test_compiled_zipmap_builds_the_dicts_the_python_form_builds(
+        labels: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cml.zipmap`` against the Python form (a made row function, or dict(zip()) past 64
+    labels): the same keys, order, floats and types, at 0, 1 and 50 rows, from a strided
+    (non-contiguous: the Python form) and a float64 input."""
+    from mini_infer_ml_plugins.ops import maps
+
+    if maps._cml is None:
+        pytest.skip("mini-infer-ml-plugins was installed without its compiled part")
+    node = maps.ZipMap("z", **labels)
+    k = len(next(iter(labels.values())))
+    for rows in (0, 1, 50):
+        x = RNG.standard_normal((rows, k)).astype(np.float32)
+        got = node.compute(x)[0]
+        with monkeypatch.context() as m:
+            m.setattr(maps, "_cml", None)
+            want = node.compute(x)[0]
+            assert node.compute(np.asfortranarray(x))[0] == want
+            assert node.compute(x.astype(np.float64))[0] == want
+        assert got == want and [list(r) for r in got] == [list(r) for r in want]
+        assert all(type(v) is float for r in got for v in r.values())
+
+
 def test_zipmap_refuses_a_column_count_that_is_not_the_label_count() -> None:
     with pytest.raises(BuildError, match=r"ZipMap.*4 columns but there are 3 class labels"):
         mi.InferenceSession(zipmap(LABELS[0], [2, 4]))

@@ -181,6 +181,44 @@ def test_classifier_configurations(name: str) -> None:
         assert len(set(np.asarray(ours[0]).tolist())) >= 2, "the test never tells labels apart"
 
 
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+def test_multiclass_finish_at_few_rows_matches_onnxruntime(post: str) -> None:
+    """The compiled finish (class and transformed scores in one call) of a few rows, base
+    values added first, against onnxruntime (0 rows: test_row_pipelines.py)."""
+    rng = np.random.default_rng(7)
+    attrs = classifier(rng, random_trees(rng, 7, 4, 5), [0, 1, 2, 3], "mixed",
+                       [10, 20, 30, 40], post_transform=post, base_values=[0.2, -0.1, 0, 0.3])
+    for rows in (1, 3, 1):
+        x = inputs(rng, rows, 5)
+        model = ml_model("TreeEnsembleClassifier", [x], attrs, outputs=2)
+        assert_same(run_mi(model, [x]), run_ort(model, [x]))
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+def test_compiled_and_numpy_classifier_finish_agree(post: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cml.classify`` against the NumPy form: ties (the first class), a NaN row (the
+    first NaN, as argmax), large margins (softmax of -80 below the best)."""
+    from mini_infer_ml_plugins.ops import trees
+
+    if trees._cml is None:
+        pytest.skip("mini-infer-ml-plugins was installed without its compiled part")
+    s = np.random.default_rng(3).standard_normal((6, 4)).astype(np.float32)
+    s[1] = [0.5, 0.5, 0.2, 0.5]
+    s[2, 2] = np.nan
+    s[3] = [80.0, 0.0, -1.0, 79.5]
+    node = trees.TreeEnsembleClassifier("t", **classifier(
+        np.random.default_rng(1), random_trees(np.random.default_rng(1), 2, 2, 2),
+        [0, 1, 2, 3], "positive", [0, 1, 2, 3]))
+    out = np.empty_like(s)
+    chosen = node._finish(s, post, out)
+    monkeypatch.setattr(trees, "_cml", None)
+    want_out = np.empty_like(s)
+    want = node._finish(s, post, want_out)
+    assert chosen.tolist() == want.tolist() and chosen[1] == 0 and chosen[2] == 2
+    np.testing.assert_allclose(out, want_out, rtol=1e-6, atol=1e-7)
+
+
 def test_classifier_of_double_input_with_missing_values() -> None:
     rng = np.random.default_rng(5)
     attrs = classifier(rng, random_trees(rng, 6, 5, 4, modes=MODES, missing=True), [0, 1, 2],

@@ -26,6 +26,8 @@ class GraphRuns(PlannedRuns):
     """The part of :class:`~.context.ExecutionContext` that captures and replays graphs."""
 
     _use_graphs: bool
+    #: whether data-dependent nodes at the end make values (lists, dicts) in the plan
+    _planned_values: bool
     #: why graph capture failed and the context went back to eager runs (None: it did not)
     graph_error: str | None
     #: the buffers of the inputs and outputs of a captured run
@@ -44,6 +46,8 @@ class GraphRuns(PlannedRuns):
             return f"the engine runs on several devices ({', '.join(sorted(self.devices))})"
         if self._dynamic:
             return "its shapes depend on data: it runs in segments around data-dependent nodes"
+        if self._planned_values:
+            return "it returns values (lists, dicts) that its nodes make in Python"
         if not self.device.supports_graphs():
             return f"device {self.device.name!r} cannot capture graphs"
         unsafe = [node.describe() for node, p in zip(self.engine.nodes, self.plugins,

@@ -57,6 +57,21 @@ class InputCheck:
             self._checked = (key, dict(bindings))
         return bindings
 
+    def same_as_last(self, feeds: Mapping[str, Any]) -> bool:
+        """Whether ``feeds`` have the names, dtypes and shapes of the last inputs that passed
+        the checks (then they pass, and bind the same dimensions)."""
+        last = self._checked[0]
+        names = self.engine.input_names
+        if last is None or len(feeds) != len(names):
+            return False
+        try:
+            if len(names) == 1:
+                x = feeds[names[0]]
+                return ((x.dtype, x.shape),) == last
+            return tuple((feeds[n].dtype, feeds[n].shape) for n in names) == last
+        except (KeyError, AttributeError):
+            return False
+
     def check(self, feeds: Mapping[str, Any]) -> dict[str, int]:
         eng = self.engine
         missing = [n for n in eng.input_names if n not in feeds]

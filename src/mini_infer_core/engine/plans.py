@@ -23,15 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
+from ..plugin._kinds import check_value
 from .keyed import run_into
 from .schedule import Schedule
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["Plan", "PlanCache", "Step"]
+__all__ = ["Plan", "PlanCache", "Step", "values_at_the_end"]
 
 #: what picks a plan: the input shapes (or, for a segment, the values of its symbols)
 Signature = Hashable
@@ -69,6 +71,51 @@ class Plan:
     #: write them keep their bound calls (name, buffer)
     staged_in: list[tuple[str, Any]] = field(default_factory=list)
     staged_out: list[tuple[str, Any]] = field(default_factory=list)
+    #: what the steps of :func:`values_at_the_end` nodes returned in the last run (lists,
+    #: dicts, None: engine outputs that are no tensors), by name
+    values: dict[str, Any] = field(default_factory=dict)
+    #: whether a bound call asked for NumPy's floating-point warnings off (``quiet_fp``):
+    #: the run's steps then go inside one ``np.errstate``
+    quiet: bool = False
+    #: where each engine output of a run comes from when every input and tensor output
+    #: is staged (name, the plan's buffer, or None: a value in ``values``); None: not so,
+    #: or not worked out yet (``_running.PlannedRuns``)
+    staged_results: list[tuple[str, Any]] | None = None
+    staged_checked: bool = False
+
+
+def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:
+    """Whether every data-dependent node of ``engine`` only turns tensors into values that
+    no node reads (ZipMap's list of dicts: a classifier's last node). Such an engine's
+    shapes follow from its input shapes: it is planned like a static one, those nodes run as
+    steps of the plan (:func:`_run_values`), and its small steps keep their bound calls
+    rather than running in segments around them."""
+    tensors = engine.tensors
+    if any(not tensors[n].is_tensor for n in engine.input_names):
+        return False
+    read = {n for node in engine.nodes for n in node.inputs if n}
+    for node, plugin in zip(engine.nodes, plugins, strict=True):
+        if not adapter.is_data_dependent(plugin):
+            continue
+        if any(tensors[o].is_tensor or o in read for o in node.outputs) or any(
+                n and not tensors[n].is_tensor for n in node.inputs):
+            return False
+    return True
+
+
+def _run_values(run: Callable[..., list[Any]], outputs: Sequence[tuple[str, Any]],
+                ins: list[Any], workspace: Any, stream: Stream, values: dict[str, Any]) -> None:
+    """A :func:`values_at_the_end` node's step: its outputs computed (``run``: the plugin's
+    ``enqueue_dynamic``), checked against their declared kinds (``outputs``: name and
+    spec of each) and kept in ``values`` (the plan's) for the run's results."""
+    got = run(ins, workspace, stream)
+    if len(got) < len(outputs):
+        raise ExecutionError(f"it returned {len(got)} outputs, expected {len(outputs)}")
+    for (o, spec), value in zip(outputs, got, strict=False):
+        problem = check_value(value, spec.value_kind, spec.dtype, None)
+        if problem:
+            raise ExecutionError(f"output {o!r} is a {spec.type_string}: {problem}")
+        values[o] = value
 
 
 def _nothing_to_do(sched: Schedule, step: int, node: Any, plugin: IPluginV2) -> bool:
@@ -168,7 +215,8 @@ class PlanCache:
             for d in views:
                 views[d][name] = arr
         plan = Plan(sched, [])
-        outputs = [n for n in engine.output_names if tensors[n].kind == "output"]
+        outputs = [n for n in engine.output_names
+                   if tensors[n].kind == "output" and tensors[n].is_tensor]
         io = set(engine.input_names) | set(outputs)
         staged = self._staged(sched, io)
         for name, arr in staged.items():
@@ -198,6 +246,15 @@ class PlanCache:
             plan.steps.append(Step(plugin, ins, outs, ws, self.streams[node.device]))
             if _nothing_to_do(sched, step, node, plugin):
                 continue
+            if adapter.is_data_dependent(plugin) and \
+                    not any(tensors[o].is_tensor for o in node.outputs):
+                dynamic = adapter.dynamic_of(plugin)
+                assert dynamic is not None
+                plan.into[step] = partial(_run_values, dynamic.enqueue_dynamic,
+                                          [(o, tensors[o]) for o in node.outputs], ins, ws,
+                                          self.streams[node.device], plan.values)
+                plan.calls.append((step, plan.into[step]))
+                continue
             if adapter.is_data_dependent(plugin):
                 plan.into[step] = partial(run_into, plugin, devices[node.device], ins, outs,
                                           ws, self.streams[node.device])
@@ -205,6 +262,7 @@ class PlanCache:
                 continue
             binder = adapter.bound_run_of(plugin)
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
+            plan.quiet |= bool(getattr(call, "quiet_fp", False))
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
                                                      self.streams[node.device])))
         return plan

@@ -62,7 +62,8 @@ class Schedule:
         self.workspace: list[int] = []
         for node, plugin in zip(engine.nodes, plugins, strict=True):
             ins = [(logical[n], t[n].dtype) if n else None for n in node.inputs]
-            outs = [(logical[o], t[o].dtype) for o in node.outputs]
+            # a value (list, dict) returned by a node at the end has no shape: ()
+            outs = [(logical.get(o, ()), t[o].dtype) for o in node.outputs]
             self.in_descs.append(ins)
             self.out_descs.append(outs)
             self.in_formats.append([t[n].format if n else TensorFormat.LINEAR

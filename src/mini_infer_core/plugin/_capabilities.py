@@ -60,6 +60,7 @@ __all__ = [
     "IValueInference",
     "IValueKinds",
     "TensorDesc",
+    "quiet_fp",
 ]
 
 #: a tensor as the planner sees it: concrete shape and element type
@@ -177,8 +178,20 @@ class IBoundRun:
         stream)`` does, for as long as these very arrays are the step's (the plan makes it
         when it views them and drops it with them); None: run through ``enqueue``. The
         engine never binds a step whose arrays change between runs (graph inputs and
-        outputs), nor when each enqueue is logged."""
+        outputs), nor when each enqueue is logged.
+
+        A call whose NumPy kernel may overflow or meet NaN (exp, power, a float-to-int copy)
+        may carry the attribute ``quiet_fp = True`` (:func:`quiet_fp`) instead of entering
+        ``np.errstate`` itself: a run of a plan that holds such a call runs all its steps
+        inside one ``np.errstate(all="ignore")`` (one context per run, not one per step)."""
         return None
+
+
+def quiet_fp(call: Callable[[], None]) -> Callable[[], None]:
+    """``call`` (a ``functools.partial`` or function) marked to run with NumPy's
+    floating-point warnings off (:meth:`IBoundRun.bind_run`)."""
+    call.quiet_fp = True  # type: ignore[attr-defined]
+    return call
 
 
 class IValueKinds:

@@ -78,12 +78,16 @@ class ValueKind:
 
     def inner(self) -> ValueKind:
         """The kind of what the outermost wrapper holds (an element, the optional's value);
-        made once per kind (runs ask it for every element of a sequence)."""
-        got = _INNER.get(self)
+        made once per kind and kept on it (runs ask it for every element of a sequence; a
+        look-up by kind hashes its fields, the key's enum among them)."""
+        got: ValueKind | None = self.__dict__.get("_inner")
         if got is None:
-            rest = self.wrappers[1:]
-            got = _INNER[self] = ValueKind(rest, self.key if "map" in rest else None,
-                                           self.ranked or not rest)
+            got = _INNER.get(self)
+            if got is None:
+                rest = self.wrappers[1:]
+                got = _INNER[self] = ValueKind(rest, self.key if "map" in rest else None,
+                                               self.ranked or not rest)
+            object.__setattr__(self, "_inner", got)  # not a field: equality stays the same
         return got
 
     def wrap(self, wrapper: str, key: DataType | None = None) -> ValueKind:

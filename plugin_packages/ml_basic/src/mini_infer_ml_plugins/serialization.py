@@ -12,7 +12,8 @@ package shares.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from mini_infer_cpu_plugins.serialization import FORMAT_TAG
@@ -45,6 +46,16 @@ class MlPlugin(OnnxPlugin):
         self.workspace = workspace
         out = outputs[0] if len(outputs) == 1 else tuple(outputs)
         self.compute(*inputs, out=out, **self.named_attrs())
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """``compute`` with the step's arrays and its attributes bound: what ``enqueue``
+        does, less its Python per run (the kernels keep no state tied to the arrays and
+        use no workspace)."""
+        if workspace is not None:
+            return None
+        out = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return partial(self.compute, *inputs, out=out, **self.named_attrs())
 
     def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
                         ) -> list[Any]:

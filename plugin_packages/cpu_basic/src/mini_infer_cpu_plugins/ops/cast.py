@@ -3,16 +3,18 @@ schemas in :mod:`mini_infer_core.ops.cast`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import cast as schema
-from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin import DataType, quiet_fp
 
 from ..serialization import CpuPlugin
-from ._convert import cast_into
+from ._convert import cast_into, is_native
 
 __all__ = ["Cast", "CastLike", "BitCast"]
 
@@ -32,6 +34,19 @@ class Cast(CpuPlugin, schema.Cast):
     def compute(self, x: Array, *, out: Array, saturate: int, round_mode: str,
                 **_: Any) -> None:
         cast_into(out, x, self.target, bool(saturate), round_mode)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """A copy between NumPy's own numeric types bound (what ``cast_into`` does for
+        them); strings, float8 and the like through ``enqueue``."""
+        x, out = inputs[0], outputs[0]
+        if not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) or \
+                x.dtype.kind not in "biuf" or out.dtype.kind not in "biuf" or \
+                not is_native(x.dtype) or not is_native(out.dtype):
+            return None
+        if x.dtype == out.dtype:
+            return partial(np.copyto, out, x)
+        return quiet_fp(partial(np.copyto, out, x, casting="unsafe"))
 
 
 class CastLike(CpuPlugin, schema.CastLike):

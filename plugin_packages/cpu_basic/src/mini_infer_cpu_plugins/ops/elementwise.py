@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import elementwise as schema
+from mini_infer_core.plugin import quiet_fp
 
 from ..serialization import CpuPlugin
 
@@ -45,7 +46,18 @@ class _Binary(CpuPlugin, schema.BinaryBase):
         if self._legacy or type(self).apply is not _Binary.apply or type(self).ufunc is None:
             return None
         a, b = inputs
-        return partial(type(self).ufunc, a, b, out=outputs[0])
+        return partial(type(self).ufunc, a, b, outputs[0])  # out positional: faster
+
+
+def _bound_ufunc(ufunc: Any, inputs: Sequence[Any], outputs: Sequence[Any], quiet: bool,
+                 **kw: Any) -> Callable[[], None] | None:
+    """``ufunc`` over the step's arrays into its output, bound (marked :func:`quiet_fp`
+    where the kernel runs under ``np.errstate``); None for anything but NumPy arrays."""
+    arrays = (*inputs, *outputs)
+    if not all(isinstance(a, np.ndarray) for a in arrays):
+        return None
+    call = partial(ufunc, *inputs, outputs[0], **kw)
+    return quiet_fp(call) if quiet else call
 
 
 def kernel(base: type[Any], family: type[CpuPlugin], ufunc: Any, module: str = __name__
@@ -64,11 +76,25 @@ class Div(_Binary, schema.Div):
         else:
             np.divide(a, b, out=out)
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Float division bound (integer division truncates: through ``enqueue``)."""
+        if self._legacy or getattr(outputs[0], "dtype", None) is None or \
+                outputs[0].dtype.kind in "iu":
+            return None
+        return _bound_ufunc(np.divide, inputs, outputs, False)
+
 
 class Pow(_Binary, schema.Pow):
     def apply(self, a: Array, b: Array, out: Array) -> None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             np.power(a, b, out=out, casting="unsafe")
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        if self._legacy:
+            return None
+        return _bound_ufunc(np.power, inputs, outputs, True, casting="unsafe")
 
 
 class Mod(_Binary, schema.Mod):
@@ -105,11 +131,19 @@ class Exp(CpuPlugin, schema.Exp):
         with np.errstate(over="ignore"):
             np.exp(x, out=out)
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return _bound_ufunc(np.exp, inputs, outputs, True)
+
 
 class Log(CpuPlugin, schema.Log):
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         with np.errstate(divide="ignore", invalid="ignore"):
             np.log(x, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return _bound_ufunc(np.log, inputs, outputs, True)
 
 
 class Sqrt(CpuPlugin, schema.Sqrt):
@@ -117,12 +151,20 @@ class Sqrt(CpuPlugin, schema.Sqrt):
         with np.errstate(invalid="ignore"):
             np.sqrt(x, out=out)
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return _bound_ufunc(np.sqrt, inputs, outputs, True)
+
 
 class _Unary(CpuPlugin):
     ufunc: Any = None
 
     def compute(self, x: Array, *, out: Array, **_: Any) -> None:
         type(self).ufunc(x, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return _bound_ufunc(type(self).ufunc, inputs, outputs, False)
 
 
 # operators that are one NumPy ufunc

@@ -4,6 +4,8 @@ GreaterOrEqual and Where -- NumPy ufuncs into ``out`` (schemas in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,15 @@ class _Predicate(CpuPlugin, schema.PredicateBase):
                                         np.asarray(b, dtype=object))
         else:
             type(self).ufunc(a, b, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Numeric operands (of the current broadcast rules) bound to the ufunc."""
+        a, b = inputs
+        if self.attrs.get("broadcast") or not all(
+                isinstance(v, np.ndarray) and v.dtype != object for v in (a, b, outputs[0])):
+            return None
+        return partial(type(self).ufunc, a, b, outputs[0])
 
 
 # each one NumPy ufunc with a bool output

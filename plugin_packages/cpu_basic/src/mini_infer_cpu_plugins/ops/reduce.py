@@ -4,7 +4,8 @@ NumPy reductions whose results are cast to the input's type (schemas, axes and s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.ops import reduce as schema
 from mini_infer_core.ops.reduce import Axes, reduced_shape
+from mini_infer_core.plugin import quiet_fp
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit
@@ -75,6 +77,32 @@ def _sum_square(x: Array, axes: Axes, k: bool) -> Array:
     return np.sum(np.square(x), axis=axes, keepdims=k, dtype=x.dtype)
 
 
+#: the ufuncs whose ``reduce`` the bound kernels call positionally (typed loosely: NumPy's
+#: stubs know only its keyword form)
+_ADD: Any = np.add
+_MAX: Any = np.maximum
+
+
+def _log_sum_exp_into(x: Array, axes: Axes, dst: Array, tmp: Array, m: Array) -> None:
+    """``_log_sum_exp`` into ``dst`` (``x``'s shape with the reduced axes kept as 1) through
+    the buffers ``tmp`` (like ``x``) and ``m`` (like ``dst``); an infinite ``x`` goes the
+    NumPy way (its max kept out)."""
+    if not np.isfinite(x).all():
+        dst[...] = _log_sum_exp(x, axes, True)
+        return
+    _MAX.reduce(x, axes, None, m, True)
+    np.subtract(x, m, tmp)
+    np.exp(tmp, tmp)
+    _ADD.reduce(tmp, axes, None, dst, True)
+    np.log(dst, dst)
+    np.add(dst, m, dst)
+
+
+def _sum_square_into(x: Array, axes: Axes, dst: Array, tmp: Array) -> None:
+    np.multiply(x, x, tmp)
+    _ADD.reduce(tmp, axes, None, dst, True)
+
+
 #: ``kernel(x, axes, keepdims)`` of each reduction of a non-empty ``x`` (axes None: all,
 #: (): none)
 _KERNELS: dict[str, Callable[[Array, Axes, bool], Array]] = {
@@ -113,6 +141,29 @@ class _Reduce(CpuPlugin, schema.ReduceBase):
             r = _KERNELS[self.op_type](x, sel, bool(keepdims))
         return emit(np.asarray(r).astype(x.dtype, copy=False), out)
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Sum, Max and Min of a non-empty float tensor over constant axes: the ufunc's
+        ``reduce`` straight into the output, bound."""
+        x, out = inputs[0], outputs[0]
+        axes = inputs[1] if len(inputs) > 1 else None
+        ufunc = _UFUNCS.get(self.op_type)
+        if self.op_type == "ReduceMean" or not isinstance(x, np.ndarray) \
+                or not isinstance(out, np.ndarray) or not x.size or x.dtype.kind != "f" \
+                or out.dtype != x.dtype or not out.flags.c_contiguous:
+            return None
+        sel = self.reduce_axes(as_ints(axes), x.ndim)
+        dst = out.reshape(tuple(1 if sel is None or i in sel else d
+                                for i, d in enumerate(x.shape)))
+        if ufunc is not None:
+            return partial(ufunc.reduce, x, sel, None, dst, True)
+        if self.op_type == "ReduceLogSumExp":
+            return quiet_fp(partial(_log_sum_exp_into, x, sel, dst, np.empty_like(x),
+                                    np.empty_like(dst)))
+        if self.op_type == "ReduceSumSquare":
+            return partial(_sum_square_into, x, sel, dst, np.empty_like(x))
+        return None
+
 
 (ReduceSum_1, ReduceSum, ReduceMean_1, ReduceMean, ReduceMax_1, ReduceMax, ReduceMin_1, ReduceMin,
  ReduceProd_1, ReduceProd, ReduceL1_1, ReduceL1, ReduceL2_1, ReduceL2, ReduceLogSum_1,
@@ -134,6 +185,20 @@ class _Arg(CpuPlugin, schema.ArgBase):
             find(x, axis=a)
         idx = np.asarray(idx, np.int64)
         return emit(np.expand_dims(idx, a) if keepdims else idx, out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The first index (``select_last_index`` 0) of a non-empty axis, straight into the
+        output (viewed without the kept axis), bound."""
+        x, out = inputs[0], outputs[0]
+        if self.attrs["select_last_index"] or not isinstance(x, np.ndarray) or \
+                not isinstance(out, np.ndarray) or out.dtype != np.intp or \
+                not out.flags.c_contiguous or x.dtype.kind not in "biuf" or not x.size:
+            return None
+        a = self.arg_axis(x.ndim)
+        view = out.reshape(x.shape[:a] + x.shape[a + 1:])
+        find: Any = x.argmax if type(self).ufunc is np.argmax else x.argmin
+        return partial(find, a, view)
 
 
 ArgMax, ArgMin = (kernel(op, _Arg, f, __name__)

@@ -75,8 +75,12 @@ def _case_mapper(action: str, locale: str) -> Any:
     table = _ASCII_LOWER if action == "LOWER" else _ASCII_UPPER
     per_char = _lower_char if action == "LOWER" else _upper_char
 
+    ascii_case = str.lower if action == "LOWER" else str.upper
+
     def change(s: str) -> str:
-        if ascii_only or s.isascii():
+        if s.isascii():  # str.lower/upper change only A-Z/a-z in ASCII text: the table's map
+            return ascii_case(s)
+        if ascii_only:
             return s.translate(table)
         return "".join(map(per_char, s))
     return change
@@ -191,6 +195,14 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
         self.dest = np.array(self.indexes[:n], np.int64)
         self.int_tokens = None if isinstance(next(iter(ordered), ""), str) else \
             np.array(ordered, np.int64)
+        #: a pool of single string tokens, each with an output index of its own (a text
+        #: model's vocabulary): token -> (output index, weight), counted in one pass over
+        #: the rows (the NumPy windows cost more than a few rows' tokens)
+        self.unigrams: dict[str, tuple[int, float]] | None = None
+        if self.lengths == [1] and self.int_tokens is None and n and \
+                len(set(self.dest.tolist())) == n:
+            self.unigrams = {g[0]: (int(self.dest[i]), float(self.weight[i]))
+                             for g, i in grams.items() if i < n}
 
     def _key(self, gram: tuple[Any, ...]) -> int:
         key = 0
@@ -242,6 +254,9 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
 
     def compute(self, x: Array, *, out: Array, mode: str, **_: Any) -> None:
         rows = x.reshape(1, -1) if x.ndim < 2 else x
+        if self.unigrams is not None and mode in ("TF", "TFIDF") and rows.dtype == object:
+            self._unigram_counts(rows, out, mode == "TFIDF")
+            return
         counts = self.counts(self.numbered(rows))
         if mode == "TF":
             values = counts.astype(np.float32)
@@ -252,6 +267,27 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
         y = np.zeros((rows.shape[0], self.width), np.float32)
         np.add.at(y.T, self.dest, values.T)  # n-grams sharing an output index add up
         out[...] = y.reshape(out.shape)
+
+
+    def _unigram_counts(self, rows: Array, out: Array, weighted: bool) -> None:
+        """TF (or TF x weight) of a pool of single tokens with distinct output indexes:
+        each token's output position and weight looked up in one pass, summed by
+        ``np.bincount`` (in float64: k times a float32 weight is exact there, so the one
+        rounding to float32 gives what count x weight in float32 gives)."""
+        unigrams, width = self.unigrams, self.width
+        assert unigrams is not None
+        at: list[int] = []
+        weights: list[float] = []
+        for r, row in enumerate(rows.tolist()):
+            start = r * width
+            for token in row:
+                hit = unigrams.get(token)
+                if hit is not None:
+                    at.append(start + hit[0])
+                    weights.append(hit[1])
+        y = np.bincount(np.asarray(at, np.int64), weights if weighted else None,
+                        minlength=rows.shape[0] * width)
+        np.copyto(out, y.reshape(out.shape), casting="unsafe")
 
 
 #: a pattern that means the same to RE2 and to Python's re: one bracketed class of ASCII

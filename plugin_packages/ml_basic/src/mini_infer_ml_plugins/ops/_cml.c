@@ -29,6 +29,14 @@
  *
  *   scale(x, offset, scale, out): (x - offset) * scale along the last axis (offset and scale
  *   one value per feature, or one for all).
+ *
+ *   classify(s, n, k, post, out, chosen): a classifier's finish over float32 scores s [n, k]
+ *   (k >= 1): chosen [n] (int64) each row's first largest score (the first NaN, as NumPy's
+ *   argmax), out [n, k] (float32) the scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX).
+ *
+ *   zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores x [n, k]:
+ *   row i's dict maps keys[j] to the Python float of x[i, columns[j]] (columns [k], int64),
+ *   inserted in the order of keys (a tuple of k labels), as the Python form builds them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -309,7 +317,91 @@ static PyObject *py_scale(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_classify(PyObject *self, PyObject *args) {
+    Py_buffer sb, out, chosen;
+    Py_ssize_t n, k;
+    int post;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nniw*w*", &sb, &n, &k, &post, &out, &chosen)) return NULL;
+    const Py_ssize_t fsz = (Py_ssize_t)sizeof(float);
+    const int ok = n >= 0 && k >= 1 && post >= 0 && post <= 2 && sb.len == n * k * fsz &&
+                   out.len == n * k * fsz && chosen.len == n * (Py_ssize_t)sizeof(int64_t);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.classify: sizes do not match");
+    } else {
+        const float *S = sb.buf;
+        float *O = out.buf;
+        int64_t *C = chosen.buf;
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *sr = S + r * k;
+            float *o = O + r * k;
+            Py_ssize_t best = 0;
+            for (Py_ssize_t c = 0; c < k; ++c) {
+                if (isnan(sr[c])) {
+                    best = c;
+                    break;
+                }
+                if (sr[c] > sr[best]) best = c;
+            }
+            C[r] = best;
+            if (post == 1) {
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = logistic(sr[c]);
+            } else if (post == 2) {
+                const float m = sr[best];
+                float total = 0;
+                for (Py_ssize_t c = 0; c < k; ++c) total += (o[c] = expf(sr[c] - m));
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = o[c] / total;
+            } else {
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = sr[c];
+            }
+        }
+    }
+    RELEASE(&sb, &out, &chosen);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_zipmap(PyObject *self, PyObject *args) {
+    Py_buffer x, columns;
+    Py_ssize_t n, k;
+    PyObject *keys, *rows = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnO!y*", &x, &n, &k, &PyTuple_Type, &keys, &columns))
+        return NULL;
+    const int64_t *col = columns.buf;
+    int ok = n >= 0 && k >= 0 && PyTuple_GET_SIZE(keys) == k &&
+             x.len == n * k * (Py_ssize_t)sizeof(float) &&
+             columns.len == k * (Py_ssize_t)sizeof(int64_t);
+    for (Py_ssize_t j = 0; ok && j < k; ++j) ok = col[j] >= 0 && col[j] < k;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.zipmap: sizes or columns do not match");
+    } else if ((rows = PyList_New(n)) != NULL) {
+        const float *X = x.buf;
+        for (Py_ssize_t i = 0; i < n && rows != NULL; ++i) {
+            PyObject *row = PyDict_New();
+            for (Py_ssize_t j = 0; row != NULL && j < k; ++j) {
+                PyObject *v = PyFloat_FromDouble((double)X[i * k + col[j]]);
+                if (v == NULL || PyDict_SetItem(row, PyTuple_GET_ITEM(keys, j), v) < 0)
+                    Py_CLEAR(row);
+                Py_XDECREF(v);
+            }
+            if (row == NULL)
+                Py_CLEAR(rows); /* the rows made so far go with the list */
+            else
+                PyList_SET_ITEM(rows, i, row);
+        }
+    }
+    RELEASE(&x, &columns);
+    return rows;
+}
+
 static PyMethodDef methods[] = {
+    {"classify", py_classify, METH_VARARGS,
+     "classify(s, n, k, post, out, chosen): each row's first largest float32 score and the "
+     "scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)."},
+    {"zipmap", py_zipmap, METH_VARARGS,
+     "zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores [n, k], "
+     "keys in the order given, each the float of its column."},
     {"svm_pairwise", py_svm_pairwise, METH_VARARGS,
      "svm_pairwise(kern, n, coef, starts, rho, k, scores, votes): libsvm's one-vs-one "
      "decision values (float32) and votes (int64) from float64 kernel values."},

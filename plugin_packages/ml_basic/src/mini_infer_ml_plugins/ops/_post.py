@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TRANSFORMS", "expand_binary", "float32s", "float_rows", "logistic", "probit",
-           "softmax", "softmax_zero", "transform", "transform_scores"]
+           "softmax", "softmax_zero", "transform", "transform_into", "transform_scores"]
 
 Array = NDArray[Any]
 
@@ -66,6 +66,21 @@ def softmax(x: Array) -> Array:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     result: Array = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
     return result
+
+
+def transform_into(name: str, scores: Array, out: Array) -> None:
+    """``transform(name, scores)`` written into ``out``: NONE and SOFTMAX of float32 scores
+    into a float32 ``out`` in place (the same values, fewer arrays: a few rows' scores cost
+    their NumPy calls, not their arithmetic), the others through ``transform``."""
+    if name == "NONE":
+        np.copyto(out, scores, casting="unsafe")
+    elif name == "SOFTMAX" and scores.dtype == out.dtype == np.float32 and \
+            out.shape == scores.shape:
+        np.subtract(scores, scores.max(axis=1, keepdims=True), out)
+        np.exp(out, out)
+        out /= out.sum(axis=1, keepdims=True)
+    else:
+        np.copyto(out, transform(name, scores), casting="unsafe")
 
 
 def softmax_zero(x: Array) -> Array:

@@ -43,9 +43,11 @@ def _per_feature(values: Any, features: int, dtype: Any) -> Array:
 
 class Binarizer(MlPlugin, ml.Binarizer):
     def compute(self, x: Array, *, out: Array, threshold: float, **_: Any) -> None:
-        thr = np.asarray(threshold, np.float32).astype(x.dtype) if x.dtype.kind == "f" \
-            else threshold
-        np.copyto(out, np.where(x > thr, 1, 0).astype(out.dtype))
+        kept = self.__dict__.get("_threshold")
+        if kept is None or kept[0] != x.dtype:  # the threshold in x's type (kept)
+            kept = self.__dict__["_threshold"] = (x.dtype, np.asarray(
+                threshold, np.float32).astype(x.dtype) if x.dtype.kind == "f" else threshold)
+        np.copyto(out, x > kept[1], casting="unsafe")  # True -> 1, False (and NaN) -> 0
 
 
 class Imputer(MlPlugin, ml.Imputer):
@@ -59,12 +61,19 @@ class Imputer(MlPlugin, ml.Imputer):
             raise ExecutionError(f"Imputer {self.name!r}: X is {x.dtype}, which needs {kind}; "
                                  "the model gives none")
         features = x.shape[-1] if x.ndim else 1
-        imputed = _per_feature(values, features, x.dtype)
-        if floats:
-            replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype)
-            hit = np.isnan(x) if np.isnan(replaced) else x == replaced
-        else:
-            hit = x == replaced_value_int64
+        shape_type = (features, x.dtype)
+        kept = self.__dict__.get("_kept")
+        if kept is None or kept[0] != shape_type:  # the same every run while F and type are
+            replaced = np.asarray(replaced_value_float, np.float32).astype(x.dtype) \
+                if floats else replaced_value_int64
+            kept = self.__dict__["_kept"] = (shape_type, _per_feature(values, features, x.dtype),
+                                             replaced, floats and bool(np.isnan(replaced)))
+        imputed, replaced, nan = kept[1:]
+        hit = np.isnan(x) if nan else x == replaced
+        if out.shape == x.shape and out.dtype == x.dtype:  # x, then the imputed where hit
+            np.copyto(out, x)
+            np.copyto(out, imputed, where=hit)
+            return
         np.copyto(out, np.where(hit, np.broadcast_to(imputed, x.shape), x))
 
 

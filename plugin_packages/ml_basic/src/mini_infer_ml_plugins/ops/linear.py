@@ -41,8 +41,12 @@ def _compiled(rows: Array, w: Array, intercepts: Array, post: str, expand: bool,
             or out.size != rows.shape[0] * (2 if expand and k == 1 else k):
         return False
     _cml.linear(np.ascontiguousarray(rows), rows.shape[0], w, w.shape[0], intercepts, code,
-                int(expand), out, np.empty(0, np.int64) if chosen is None else chosen)
+                int(expand), out, _NO_CLASSES if chosen is None else chosen)
     return True
+
+
+#: the class choice a regressor's call leaves out
+_NO_CLASSES = np.empty(0, np.int64)
 
 
 class _Linear(MlPlugin):
@@ -104,7 +108,10 @@ class LinearClassifier(_Linear, ml.LinearClassifier):
             chosen = np.empty(rows.shape[0], np.int64)
             if _compiled(rows, self.coefficients.reshape(classes, -1), self.intercepts,
                          post_transform, expand, scores_out, chosen):
-                labels_out[...] = table[chosen]
+                if labels_out.shape == chosen.shape:
+                    np.take(table, chosen, out=labels_out)
+                else:
+                    labels_out[...] = table[chosen]
                 return
         s = self.scores(x, classes)
         chosen = np.where(s[:, 0] > 0, 1, 0) if classes == 1 else np.argmax(s, axis=1)

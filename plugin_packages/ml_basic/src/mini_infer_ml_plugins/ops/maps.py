@@ -23,6 +23,11 @@ __all__ = ["DictVectorizer", "ZipMap"]
 
 Array = NDArray[Any]
 
+try:  # the compiled dicts (optional: the made row function otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
 
 class ZipMap(MlPlugin, ml.ZipMap):
     def setup(self) -> None:
@@ -35,15 +40,21 @@ class ZipMap(MlPlugin, ml.ZipMap):
         self.order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
         self.sorted_keys = [self.keys[i] for i in self.order]
         self.row = _row_builder(self.keys, self.order)
+        self.key_tuple = tuple(self.sorted_keys)
+        self.columns = np.array(self.order, np.int64)
 
     def compute(self, x: Array, **_: Any) -> tuple[list[dict[Any, float]]]:
-        rows = np.asarray(x, np.float32)
+        rows = x if type(x) is np.ndarray and x.dtype == np.float32 else \
+            np.asarray(x, np.float32)
         if rows.ndim == 1:
             rows = rows.reshape(1, -1)
         if rows.ndim != 2 or rows.shape[1] != len(self.keys):
             raise ExecutionError(
                 f"ZipMap {self.name!r}: X has shape {tuple(np.shape(x))}, expected "
                 f"[N, {len(self.keys)}] (one column per class label)")
+        if _cml is not None and rows.dtype == np.float32 and rows.flags.c_contiguous:
+            return (_cml.zipmap(rows, rows.shape[0], rows.shape[1], self.key_tuple,
+                                self.columns),)
         # tolist() makes each float32 the Python float onnxruntime gives (the same value)
         if self.row is not None:
             return (list(starmap(self.row, rows.tolist())),)

@@ -59,8 +59,12 @@ class _Svm(MlPlugin):
         x64 = x.astype(np.float64)
         v64, v_norms = self._vectors64(vectors)
         if kernel == "RBF":
-            d2 = (x64 * x64).sum(1)[:, None] + v_norms[None, :] - 2 * x64 @ v64.T
-            result: Array = np.exp(-self.gamma * np.maximum(d2, 0))
+            d2 = x64 @ v64.T  # (|x|^2 + |v|^2) - 2 x.v, in place: the same values
+            d2 *= -2
+            d2 += (x64 * x64).sum(1)[:, None] + v_norms
+            np.maximum(d2, 0, out=d2)
+            d2 *= -self.gamma
+            result: Array = np.exp(d2, out=d2)
             return result
         dot = x64 @ v64.T
         if kernel == "LINEAR":
@@ -137,6 +141,21 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
         self.prob_a = float32s(a["prob_a"])
         self.prob_b = float32s(a["prob_b"])
         self.all_positive = bool((self.coefficients >= 0).all())
+        vectors = sum(self.per_class)
+        k = len(self.labels)
+        #: what every run of the pairwise decision reads: the coefficients in float64, where
+        #: each class's support vectors start
+        self.coef64 = self.coefficients.astype(np.float64).reshape(k - 1, vectors) \
+            if vectors > 0 and k > 1 and self.coefficients.size == (k - 1) * vectors else None
+        self.starts = np.concatenate([[0], np.cumsum(self.per_class)]).astype(np.int64)
+        self._tables: dict[Any, Array] = {}
+
+    def table(self, dtype: Any) -> Array:
+        """The labels as an array of the output's type (kept)."""
+        table = self._tables.get(dtype)
+        if table is None:
+            table = self._tables[dtype] = np.array(self.labels, dtype=dtype)
+        return table
 
     def compute(self, x: Array, *, out: tuple[Array, Array], post_transform: str,
                 **_: Any) -> None:
@@ -165,13 +184,14 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
         if k == 2 and not have_proba:
             positive = (max_weight >= 0.5) if self.all_positive else (max_weight > 0)
             chosen = np.where(positive, 1, maxclass)
-        labels_out[...] = np.array(self.labels, dtype=labels_out.dtype)[chosen]
+        labels_out[...] = self.table(labels_out.dtype)[chosen]
         np.copyto(scores_out, transform_scores(post_transform, scores, second))
 
     def _pairwise(self, kern: Array, k: int, vectors: int) -> tuple[Array, Array]:
         """One decision value per pair of classes [N, k(k-1)/2] and the votes [N, k]."""
-        coef = self.coefficients.astype(np.float64).reshape(k - 1, vectors)
-        starts = np.concatenate([[0], np.cumsum(self.per_class)]).astype(np.int64)
+        coef = self.coef64 if self.coef64 is not None else \
+            self.coefficients.astype(np.float64).reshape(k - 1, vectors)
+        starts = self.starts
         n = kern.shape[0]
         if _cml is not None and k >= 2 and self.rho.size >= k * (k - 1) // 2 \
                 and len(self.per_class) == k:

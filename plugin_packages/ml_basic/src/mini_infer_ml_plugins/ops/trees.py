@@ -22,7 +22,14 @@ from mini_infer_core.ops import ml
 from mini_infer_core.plugin import DynamicPluginTensorDesc
 
 from ..serialization import MlPlugin
-from ._post import TRANSFORMS, expand_binary, probit, transform, transform_scores
+from ._post import (
+    TRANSFORMS,
+    expand_binary,
+    probit,
+    transform,
+    transform_into,
+    transform_scores,
+)
 from ._trees import (
     AGG_MAX,
     AGG_MIN,
@@ -38,6 +45,14 @@ from ._trees import (
 )
 
 __all__ = ["TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"]
+
+try:  # the compiled classifier finish (optional: NumPy otherwise)
+    from . import _cml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _cml = None
+
+#: the post_transforms ``_cml.classify`` applies
+_COMPILED_POST = {"NONE": 0, "LOGISTIC": 1, "SOFTMAX": 2}
 
 Array = NDArray[Any]
 _FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -156,11 +171,10 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if len(self.labels) > 2:
             nb = min(len(base), s.shape[1])
             if nb:  # each class with a base value: added, and it has a score
-                s[:, :nb] += np.asarray(base[:nb], np.float64).astype(s.dtype)
+                s[:, :nb] += self._base_array(s.dtype, nb)
                 has[:, :nb] = True
             if has.all():  # every class scored (a forest's usual case): no masking
-                chosen = np.argmax(s, axis=1)
-                np.copyto(scores_out, transform(post_transform, s), casting="unsafe")
+                chosen = self._finish(s, post_transform, scores_out)
             else:
                 chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
                 np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
@@ -170,7 +184,10 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             chosen, z, raw = self._binary(s, has, base, post_transform)
             np.copyto(scores_out, z, casting="unsafe")
             table = self._table(labels_out.dtype, raw)
-        labels_out[...] = table[chosen]
+        if labels_out.shape == chosen.shape:
+            np.take(table, chosen, out=labels_out)
+        else:
+            labels_out[...] = table[chosen]
 
     def _few_rows(self, x: Array) -> tuple[Any, Any]:
         """The scores and which classes received a weight by one compiled call (``walk_into``)
@@ -178,10 +195,36 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
         if x.ndim != 2 or x.dtype not in _FLOAT_TYPES:
             return None, None
         shape = (x.shape[0], self.forest.n_targets)
-        s, has = np.empty(shape, x.dtype), np.empty(shape, np.uint8)
-        if walk_into(self.forest, x, AGG_SUM, 0.0, None, s, has):
-            return s, has.view(bool)
+        kept = self.__dict__.get("_scratch")  # read within this run only: kept for the next
+        if kept is None or kept[0].shape != shape or kept[0].dtype != x.dtype:
+            has = np.empty(shape, np.uint8)
+            kept = self.__dict__["_scratch"] = (np.empty(shape, x.dtype), has, has.view(bool))
+        if walk_into(self.forest, x, AGG_SUM, 0.0, None, kept[0], kept[1]):
+            return kept[0], kept[2]
         return None, None
+
+    def _finish(self, s: Array, post: str, scores_out: Array) -> Array:
+        """Each row's class (the first largest score) and its scores under ``post`` in
+        ``scores_out``: one compiled call (``_cml.classify``) for float32 scores, NONE,
+        LOGISTIC or SOFTMAX; NumPy otherwise."""
+        code = _COMPILED_POST.get(post)
+        if _cml is not None and code is not None and s.dtype == np.float32 and \
+                scores_out.dtype == np.float32 and s.shape == scores_out.shape and \
+                s.flags.c_contiguous and scores_out.flags.c_contiguous:
+            chosen = np.empty(s.shape[0], np.int64)
+            _cml.classify(s, s.shape[0], s.shape[1], code, scores_out, chosen)
+            return chosen
+        chosen = s.argmax(axis=1)
+        transform_into(post, s, scores_out)
+        return chosen
+
+    def _base_array(self, dtype: Any, count: int) -> Array:
+        """The first ``count`` base values in ``dtype`` (kept: the same every run)."""
+        kept: dict[Any, Array] = self.__dict__.setdefault("_base_arrays", {})
+        key = (dtype, count)
+        if key not in kept:
+            kept[key] = np.asarray(self.base[:count], np.float64).astype(dtype)
+        return kept[key]
 
     def _table(self, dtype: Any, raw: bool) -> Array:
         """The labels by index (kept: the same every run); ``raw``: the binary rule's 0/1
