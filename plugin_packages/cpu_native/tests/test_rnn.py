@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import _act, rnn
+from mini_infer_cpu_native import _act, _native, rnn
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -42,6 +42,17 @@ def cell_isa(request: pytest.FixtureRequest) -> Iterator[int]:
         pytest.skip(f"this CPU cannot run copy {request.param} of the activations")
     yield request.param
     _act.set_act_isa(None)
+
+
+@pytest.fixture(params=["avx512", "avx2", "plain"])
+def gemm_isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The recurrent product's paths: AVX-512 rows of 48-column panels (up to 4 batch rows),
+    mi_gemv_f32 and the GEMM (AVX2), plain C."""
+    if _native.use_gemm_isa(request.param) != request.param:
+        _native.use_gemm_isa(None)
+        pytest.skip(f"this CPU cannot run the {request.param} kernels")
+    yield request.param
+    _native.use_gemm_isa(None)
 
 
 def _f(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -167,6 +178,18 @@ def test_matches_onnxruntime(kernel_calls: dict[str, int], op: str,
                          h0="h0" if states else "", c0="c0" if states else "", layout=layout)
     _check(_model([node], inits, feeds, OUTS[op]), feeds)
     assert kernel_calls["calls"] == dirs
+
+
+@pytest.mark.parametrize("batch", [1, 3, 6])
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_product_paths(gemm_isa: str, kernel_calls: dict[str, int], op: str,
+                       batch: int) -> None:
+    """Each path of the per-step product, at batch rows below and above 4 (and 2), with the
+    weights packed for the path of this CPU and read by the one chosen here."""
+    feeds = _feeds(op, 5, batch, 19, 50, 2, 0, None, True)
+    node, inits = _layer(op, "l", "x", 19, 50, 2, h0="h0", c0="c0")
+    _check(_model([node], inits, feeds, OUTS[op]), feeds)
+    assert kernel_calls["calls"] == 2
 
 
 @pytest.mark.parametrize("lbr", [0, 1])

@@ -5,7 +5,8 @@
  *   1. the input projection of all steps, X W^T + bias, as one product on the compiled GEMM
  *      (mi_matmul_f32, on the pool when large), into work (t * b rows of GH);
  *   2. per step the recurrent product h R^T added to that step's rows (the GEMM's residual:
- *      one pass), on mi_gemv_f32 for one or two batch rows, on mi_matmul_f32 above; GRU
+ *      one pass): up to 4 batch rows on AVX-512 by row48 here, else mi_gemv_f32 for one or
+ *      two rows and mi_matmul_f32 above; GRU
  *      takes two products (z and r, then the h gate: (r h) Rh^T, or h Rh^T + Rbh with
  *      linear_before_reset);
  *   3. the gate arithmetic of each batch row fused in one pass over its H values (_rnn_cell.h:
@@ -25,6 +26,8 @@
 #define MI_ACT_EXTRA "_rnn_cell.h"
 #include "_act.h"
 
+int mi_gemm_isa(void); /* _gemm.c: 0 plain C, 1 AVX2, 2 AVX-512 */
+
 #if MI_ACT_X86
 #define BY_ISA(level, NAME, ...)                                                            \
     ((level) == 2   ? NAME##_avx512(__VA_ARGS__)                                            \
@@ -34,10 +37,67 @@
 #define BY_ISA(level, NAME, ...) NAME##_scalar(__VA_ARGS__)
 #endif
 
+#if MI_ACT_X86
+/* one row: c (n) = a (k) . B + cbias + res, B in panels of 48 columns (each k rows of its
+ * width, the last one narrower), on AVX-512: a panel's 3 vectors x 4 streams of k (12
+ * accumulators: the FMAs' latency hidden), the panel's rows loaded masked; the recurrent
+ * product of a step (h R^T, R^T in L1/L2 from the step before): mi_gemv_f32's AVX2 tiles of
+ * 24 columns ran it at about half this rate */
+__attribute__((target("avx512f,fma"))) static void row48(const float *a, long k,
+                                                          const float *bp, long n,
+                                                          const float *cbias,
+                                                          const float *res, float *c) {
+    for (long p0 = 0; p0 < n; p0 += 48) {
+        const long w = n - p0 < 48 ? n - p0 : 48;
+        const float *pb = bp + p0 * k;
+        __mmask16 m[3];
+        for (int v = 0; v < 3; v++) {
+            long lanes = w - 16 * v;
+            lanes = lanes < 0 ? 0 : lanes > 16 ? 16 : lanes;
+            m[v] = (__mmask16)((1u << lanes) - 1u);
+        }
+        __m512 acc[4][3];
+        for (int u = 0; u < 4; u++)
+            for (int v = 0; v < 3; v++) acc[u][v] = _mm512_setzero_ps();
+        long kk = 0;
+        for (; kk + 4 <= k; kk += 4)
+            for (int u = 0; u < 4; u++) {
+                const __m512 av = _mm512_set1_ps(a[kk + u]);
+                const float *row = pb + (kk + u) * w;
+                for (int v = 0; v < 3; v++)
+                    acc[u][v] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[v], row + 16 * v),
+                                                acc[u][v]);
+            }
+        for (; kk < k; kk++) {
+            const __m512 av = _mm512_set1_ps(a[kk]);
+            for (int v = 0; v < 3; v++)
+                acc[0][v] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[v], pb + kk * w + 16 * v),
+                                            acc[0][v]);
+        }
+        for (int v = 0; v < 3; v++) {
+            if (!m[v]) break;
+            __m512 s = _mm512_add_ps(_mm512_add_ps(acc[0][v], acc[1][v]),
+                                     _mm512_add_ps(acc[2][v], acc[3][v]));
+            const long j = p0 + 16 * v;
+            if (cbias) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m[v], cbias + j));
+            if (res) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m[v], res + j));
+            _mm512_mask_storeu_ps(c + j, m[v], s);
+        }
+    }
+}
+#endif
+
 /* c (m x n, rows ldc apart) = a (m x k, rows a_rs apart) . B (packed, panels of `panel`) +
  * cbias + res (rows ldr apart) */
 static int product(const float *a, long a_rs, const float *bp, long panel, float *c, long ldc,
                    const float *res, long ldr, const float *cbias, long m, long n, long k) {
+#if MI_ACT_X86
+    if (m <= 4 && panel == 48 && mi_gemm_isa() == 2) {
+        for (long r = 0; r < m; r++)
+            row48(a + r * a_rs, k, bp, n, cbias, res ? res + r * ldr : NULL, c + r * ldc);
+        return MI_OK;
+    }
+#endif
     if (m <= 2) {
         mi_gemv_args g = {.a = a, .b = bp, .c = c, .cbias = cbias, .res = res, .m = m, .n = n,
                           .k = k, .a_rs = a_rs, .a_ks = 1, .ldc = ldc, .ldr = ldr,
