@@ -318,3 +318,30 @@ def test_packed_weights_unpacked_for_cpu_basic() -> None:
     want = _ort_run(model, feeds)
     for name, w in zip(OUTS["LSTM"], want, strict=True):
         np.testing.assert_allclose(got[name], w, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("run_isa", ["avx2", "plain"])
+def test_weights_packed_on_one_cpu_run_on_another(run_isa: str) -> None:
+    """An engine built where the AVX-512 kernels run (48-column panels) and run by the AVX2
+    or plain C kernels (another CPU), and the other way round: the same results."""
+    feeds = _feeds("GRU", 6, 3, 10, 50, 2, 0, [6, 2, 5], True)
+    node, inits = _layer("GRU", "l", "x", 10, 50, 2, lens="lens", h0="h0",
+                         linear_before_reset=1)
+    model = _model([node], inits, feeds, OUTS["GRU"])
+    want = _ort_run(model, feeds)
+    for build_isa, use in ((None, run_isa), (run_isa, None)):
+        _native.use_gemm_isa(build_isa)
+        try:
+            engine = mini_infer_core.load(
+                model, config=mini_infer_core.BuilderConfig(device="cpu"))
+        finally:
+            _native.use_gemm_isa(None)
+        if _native.use_gemm_isa(use) != (use or _native.gemm_isa()):
+            _native.use_gemm_isa(None)
+            pytest.skip(f"this CPU cannot run the {use} kernels")
+        try:
+            got = engine.create_execution_context().execute(feeds)
+        finally:
+            _native.use_gemm_isa(None)
+        for name, w in zip(OUTS["GRU"], want, strict=True):
+            np.testing.assert_allclose(got[name], w, rtol=2e-5, atol=2e-5)
