@@ -38,6 +38,9 @@ SOURCES += ["_qgemm.c"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
+# recurrent layers: LSTM, GRU, RNN with their gates fused (_rnn.c, _rnn_cell.h)
+SOURCES += ["_rnn.c"]
+DEPENDS += ["_rnn_cell.h"]
 # the AVX2 depthwise kernels and copy (_dconv.c), MaxPool's AVX2 path (_kernels.c)
 DEPENDS += ["_dw_avx2.h", "_pool_avx2.h"]
 

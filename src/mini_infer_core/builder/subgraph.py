@@ -64,6 +64,11 @@ class SubgraphRunner:
         self._lock = threading.Lock()
         #: the (dtype, shape) of each array of the last call and the context that ran it
         self._last: tuple[tuple[Any, ...], Any] | None = None
+        #: the positions and names of the values a run feeds (formal inputs, then the outer
+        #: ones that are no constants): the constants are the body's own, the same on every
+        #: run (silero-vad's If-less export: 41 of its 43 values)
+        names = [*self.input_names, *self.outer_names]
+        self._fed = [(k, n) for k, n in enumerate(names) if n not in self.constants]
 
     # -- declared types of the body's outputs (for build-time type inference) ---------------
     def output_types(self) -> list[DataType | None]:
@@ -167,14 +172,14 @@ class SubgraphRunner:
                              f"got {len(formal)}")
         values = list(formal) + list(outer)
         names = [*self.input_names, *self.outer_names]
-        # arrays of the dtypes and shapes of the last call: its context again (a Loop's
+        # arrays fed of the dtypes and shapes of the last call: its context again (a Loop's
         # iterations, a model's If on every run), without working the kinds out anew
-        key = tuple((v.dtype, v.shape) for v in values) if all(
-            type(v) is np.ndarray for v in values) else None
+        fed = [values[k] for k, _ in self._fed]
+        key = tuple((v.dtype, v.shape) for v in fed) if all(
+            type(v) is np.ndarray for v in fed) else None
         last = self._last
         if key is not None and last is not None and last[0] == key:
-            result = last[1].execute({n: v for n, v in zip(names, values, strict=True)
-                                      if n not in self.constants})
+            result = last[1].execute({n: values[k] for k, n in self._fed})
             return [result[n] for n in self.output_names]
         specs = self._specs(values)
         values = [np.asarray(v) if s[0].is_tensor else v for v, s in zip(values, specs,

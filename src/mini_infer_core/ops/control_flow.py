@@ -148,6 +148,19 @@ class ControlFlowBase(Op, IUsesSubgraphs):
                 out.append(None if d is None or t is None else (TENSOR, t, len(d)))
         return out
 
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]) -> None:
+        """Nothing repacked: every outer-scope value that is a build-time constant, large ones
+        too (shape inference sees the contents of small ones only), is added to
+        ``__outer_constants__``, so that the bodies are built with the weights they read as
+        constants of their own (packed, folded) instead of taking them as inputs on every run
+        (silero-vad's If-less export: 26 weights copied into its branch on each run)."""
+        n_own = len(constants) - len(self.outer_scope)
+        names = set(self.outer_constants) | {
+            name for name, value in zip(self.outer_scope, constants[n_own:], strict=True)
+            if value is not None}
+        if names:
+            self.record("__outer_constants__", sorted(names))
+
     def infer_bodies(self, inputs: Sequence[DimsExprs | None]) -> None:
         """At build time: note which outer-scope values are constants (the bodies are built
         with their values), and fill in each body output that declares no element type or

@@ -200,6 +200,19 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qrequant_args, mult_step), FIELD(mi_qrequant_args, y_signed),
     FIELD(mi_qrequant_args, zy),
 
+    /* recurrent layers (_rnn.c) */
+    STRUCT(mi_rnn_args),
+    FIELD(mi_rnn_args, x), FIELD(mi_rnn_args, w), FIELD(mi_rnn_args, r),
+    FIELD(mi_rnn_args, bias), FIELD(mi_rnn_args, rbh), FIELD(mi_rnn_args, peep),
+    FIELD(mi_rnn_args, lens), FIELD(mi_rnn_args, h0), FIELD(mi_rnn_args, c0),
+    FIELD(mi_rnn_args, y), FIELD(mi_rnn_args, yh), FIELD(mi_rnn_args, yc),
+    FIELD(mi_rnn_args, work), FIELD(mi_rnn_args, t), FIELD(mi_rnn_args, b),
+    FIELD(mi_rnn_args, i), FIELD(mi_rnn_args, h), FIELD(mi_rnn_args, x_ts),
+    FIELD(mi_rnn_args, x_bs), FIELD(mi_rnn_args, y_ts), FIELD(mi_rnn_args, y_bs),
+    FIELD(mi_rnn_args, st_bs), FIELD(mi_rnn_args, panel), FIELD(mi_rnn_args, kind),
+    FIELD(mi_rnn_args, reverse), FIELD(mi_rnn_args, linear_before_reset),
+    FIELD(mi_rnn_args, input_forget), FIELD(mi_rnn_args, relu), FIELD(mi_rnn_args, clip),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

@@ -354,3 +354,16 @@ class QRequantArgs(ctypes.Structure):
 
 STRUCTS["mi_qrequant_args"] = QRequantArgs
 __all__ += ["QRequantArgs"]
+
+
+# recurrent layers (_rnn.c)
+class RnnArgs(ctypes.Structure):
+    """mi_rnn_args"""
+    _fields_ = (_fields(_P, "x w r bias rbh peep lens h0 c0 y yh yc work")
+                + _fields(_L, "t b i h x_ts x_bs y_ts y_bs st_bs panel")
+                + _fields(_I, "kind reverse linear_before_reset input_forget relu")
+                + _fields(_F, "clip"))
+
+
+STRUCTS["mi_rnn_args"] = RnnArgs
+__all__ += ["RnnArgs"]

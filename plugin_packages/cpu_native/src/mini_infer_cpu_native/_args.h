@@ -415,4 +415,37 @@ int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 
+/* ---- recurrent layers: LSTM, GRU, RNN (_rnn.c) ------------------------------------------ */
+
+#define MI_RNN 0
+#define MI_GRU 1
+#define MI_LSTM 2
+
+/* one direction of a recurrent layer over every time step: the input projection of all
+ * steps as one product, then per step the recurrent product and the gates: mi_rnn_f32.
+ * G gate blocks (RNN 1, GRU 3: z r h, LSTM 4: i o f c), GH = G * h. States and the final
+ * outputs share one layout: row b of h0, c0, yh, yc at b * st_bs. */
+typedef struct mi_rnn_args {
+    const float *x;    /* X[t, b, :] (i contiguous floats) at x + t * x_ts + b * x_bs */
+    const float *w;    /* W^T (i x GH) packed in panels of `panel` columns (mi_gemm_pack_b_f32) */
+    const float *r;    /* R^T (h x GH) packed so; GRU: its first 2h columns, then its last h,
+                          each packed as a matrix of its own */
+    const float *bias; /* (GH) or NULL: added to the projection */
+    const float *rbh;  /* (h) or NULL: GRU with linear_before_reset: Rb of the h gate */
+    const float *peep; /* (3h) or NULL: LSTM's peepholes p_i, p_o, p_f */
+    const int *lens;   /* (b) or NULL: row b runs its first lens[b] steps (in [0, t]) */
+    const float *h0;   /* initial state h or NULL */
+    const float *c0;   /* LSTM's initial c or NULL */
+    float *y;             /* Y[t, b, :] at y + t * y_ts + b * y_bs, or NULL */
+    float *yh;            /* the final h or NULL */
+    float *yc;            /* LSTM's final c or NULL */
+    float *work;          /* t * b * GH + b * GH + 3 * b * h floats */
+    long t, b, i, h, x_ts, x_bs, y_ts, y_bs, st_bs, panel; /* panel: 24 or 48 */
+    int kind;             /* MI_RNN, MI_GRU, MI_LSTM */
+    int reverse, linear_before_reset, input_forget, relu; /* relu: RNN's max(x, 0) for tanh */
+    float clip;           /* bound of the activations' inputs (INFINITY: none) */
+} mi_rnn_args;
+
+int mi_rnn_f32(const mi_rnn_args *a);
+
 #endif

@@ -527,6 +527,92 @@ static void integer_products(unsigned seed) {
     free(x);
 }
 
+/* recurrent layers (_rnn.c): a reversed LSTM with peepholes, clip, sequence lengths and
+ * initial states against plain double loops (batch 1: the matrix-vector kernel; 3: the GEMM),
+ * then GRU (linear_before_reset 0 and 1) and RNN (Relu) on the same buffers, finite */
+static double rnn_clip(double v) { return fmin(1.5, fmax(-1.5, v)); }
+static double rnn_sig(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+static void recurrent(unsigned seed) {
+    enum { T = 3, I = 7, H = 13, G = 4 * H };
+    for (long bsz = 1; bsz <= 3; bsz += 2) {
+        const long B = bsz;
+        float *x = randoms(T * B * I, &seed, 4.0f), *w = randoms(G * I, &seed, 1.0f);
+        float *r = randoms(G * H, &seed, 1.0f), *bias = randoms(G, &seed, 1.0f);
+        float *peep = randoms(3 * H, &seed, 1.0f), *h0 = randoms(B * H, &seed, 1.0f);
+        float *c0 = randoms(B * H, &seed, 1.0f);
+        float *wp = malloc(sizeof(float) * G * I), *rp = malloc(sizeof(float) * G * H);
+        float *y = malloc(sizeof(float) * T * B * H), *yh = malloc(sizeof(float) * B * H);
+        float *yc = malloc(sizeof(float) * B * H);
+        float *work = malloc(sizeof(float) * (T * B * G + B * G + 3 * B * H));
+        mi_gemm_pack_b_args pw = {w, wp, I, G, 1, I}, pr = {r, rp, H, G, 1, H};
+        CHECK(mi_gemm_pack_b_f32(&pw) == MI_OK && mi_gemm_pack_b_f32(&pr) == MI_OK,
+              "rnn: pack_b refused");
+        const int lens[3] = {3, 1, 2};
+        mi_rnn_args a = {.x = x, .w = wp, .r = rp, .bias = bias, .peep = peep, .lens = lens,
+                         .h0 = h0, .c0 = c0, .y = y, .yh = yh, .yc = yc, .work = work, .t = T,
+                         .b = B, .i = I, .h = H, .x_ts = B * I, .x_bs = I, .y_ts = B * H,
+                         .y_bs = H, .st_bs = H, .panel = 48, .kind = MI_LSTM, .reverse = 1,
+                         .clip = 1.5f};
+        CHECK(mi_rnn_f32(&a) == MI_OK, "rnn refused");
+        double hs[3 * H], cs[3 * H], worst = 0;
+        for (long k = 0; k < B * H; k++) hs[k] = h0[k], cs[k] = c0[k];
+        for (long s = 0; s < T; s++) {
+            const long t = T - 1 - s;
+            for (long b = 0; b < B; b++) {
+                if (t >= lens[b]) {
+                    for (long j = 0; j < H; j++) worst = fmax(worst, fabs(y[(t * B + b) * H + j]));
+                    continue;
+                }
+                double g[G], hn[H];
+                for (long k = 0; k < G; k++) {
+                    double v = bias[k];
+                    for (long i = 0; i < I; i++) v += (double)x[(t * B + b) * I + i] * w[k * I + i];
+                    for (long i = 0; i < H; i++) v += hs[b * H + i] * r[k * H + i];
+                    g[k] = v;
+                }
+                for (long j = 0; j < H; j++) {
+                    double c = cs[b * H + j];
+                    double ig = rnn_sig(rnn_clip(g[j] + peep[j] * c));
+                    double fg = rnn_sig(rnn_clip(g[2 * H + j] + peep[2 * H + j] * c));
+                    double cn = fg * c + ig * tanh(rnn_clip(g[3 * H + j]));
+                    double og = rnn_sig(rnn_clip(g[H + j] + peep[H + j] * cn));
+                    cs[b * H + j] = cn;
+                    hn[j] = og * tanh(cn);
+                }
+                for (long j = 0; j < H; j++) {
+                    hs[b * H + j] = hn[j];
+                    worst = fmax(worst, fabs(y[(t * B + b) * H + j] - hn[j]));
+                }
+            }
+        }
+        for (long k = 0; k < B * H; k++)
+            worst = fmax(worst, fmax(fabs(yh[k] - hs[k]), fabs(yc[k] - cs[k])));
+        CHECK(worst < 1e-4, "rnn: LSTM (batch %ld) off by %g", B, worst);
+        /* GRU (R^T's z r columns, then its h ones, each packed) and RNN on the same data */
+        mi_gemm_pack_b_args pzr = {r, rp, H, 2 * H, 1, H}, ph = {r + 2 * H * H, rp + 2 * H * H,
+                                                                  H, H, 1, H};
+        CHECK(mi_gemm_pack_b_f32(&pzr) == MI_OK && mi_gemm_pack_b_f32(&ph) == MI_OK,
+              "rnn: pack_b refused");
+        for (int kind = 0; kind < 3; kind++) {
+            mi_rnn_args o = a;
+            o.kind = kind == 2 ? MI_RNN : MI_GRU;
+            o.linear_before_reset = kind == 1;
+            o.rbh = kind == 1 ? bias : NULL;
+            o.relu = kind == 2;
+            o.peep = NULL;
+            o.yc = NULL;
+            o.reverse = 0;
+            CHECK(mi_rnn_f32(&o) == MI_OK, "rnn refused (kind %d)", kind);
+            long bad = 0;
+            for (long k = 0; k < T * B * H; k++) bad += !isfinite(y[k]);
+            CHECK(bad == 0, "rnn: %ld values not finite (kind %d)", bad, kind);
+        }
+        free(x), free(w), free(r), free(bias), free(peep), free(h0), free(c0), free(wp);
+        free(rp), free(y), free(yh), free(yc), free(work);
+    }
+}
+
 static void abi(void) {
     CHECK(mi_abi_version() == MI_ABI_VERSION, "abi version %d", mi_abi_version());
     long rows = 0, bad = 0;
@@ -547,5 +633,6 @@ void families(unsigned seed) {
     activations(seed + 8);
     products(seed + 9);
     integer_products(seed + 10);
+    recurrent(seed + 11);
     abi();
 }
