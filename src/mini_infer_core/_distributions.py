@@ -79,7 +79,8 @@ def entry_points(group: str) -> list[EntryPoint]:
 def distribution_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None: not installed): from the
     discovery cache where it is valid and knows it, else from importlib.metadata."""
-    cached = read_cache()
+    cached = _recent if _recent is not None and _recent[0] == cache_path() else None
+    cached = read_cache() if cached is None else cached[1]
     versions: dict[str, str | None] = {} if cached is None else cached.get("versions", {})
     if name in versions:
         return versions[name]
@@ -155,9 +156,16 @@ def _key(watch: list[str]) -> str:
     return f"{crc:08x}"
 
 
+#: the path and content of the cache this process last found valid or wrote: what
+#: :func:`distribution_version` asks (the schemas ask it onnx's version when an engine's first
+#: kernel module loads; reading and checking the file again cost 2-5 ms of that load)
+_recent: tuple[str, dict[str, Any]] | None = None
+
+
 def read_cache() -> dict[str, Any] | None:
     """The cache's content where it is valid now, else None (a millisecond or two: the
     key is worked out again on each call)."""
+    global _recent
     path = cache_path()
     if path is None:
         return None
@@ -169,6 +177,7 @@ def read_cache() -> dict[str, Any] | None:
             data = None
     except (OSError, ValueError):
         data = None
+    _recent = None if data is None else (path, data)
     return data
 
 
@@ -178,7 +187,9 @@ def write_cache(data: dict[str, Any], watch: list[str]) -> None:
     path = cache_path()
     if path is None:
         return
+    global _recent
     data = {**data, "watch": sorted(set(watch)), "key": _key(sorted(set(watch)))}
+    _recent = (path, data)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

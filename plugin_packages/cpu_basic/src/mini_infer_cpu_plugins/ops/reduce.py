@@ -15,7 +15,7 @@ from mini_infer_core.ops.reduce import Axes, reduced_shape
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit
-from .elementwise import kernel
+from ._util import kernel
 
 __all__ = [
     "ReduceSum_1", "ReduceSum", "ReduceMean_1", "ReduceMean", "ReduceMax_1", "ReduceMax",
