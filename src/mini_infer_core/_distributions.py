@@ -79,8 +79,8 @@ def entry_points(group: str) -> list[EntryPoint]:
 def distribution_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None: not installed): from the
     discovery cache where it is valid and knows it, else from importlib.metadata."""
-    cached = _recent if _recent is not None and _recent[0] == cache_path() else None
-    cached = read_cache() if cached is None else cached[1]
+    recent = _recent
+    cached = recent[1] if recent is not None and recent[0] == cache_path() else read_cache()
     versions: dict[str, str | None] = {} if cached is None else cached.get("versions", {})
     if name in versions:
         return versions[name]
