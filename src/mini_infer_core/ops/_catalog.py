@@ -18,7 +18,6 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..plugin.catalog import lazy_creators
@@ -26,6 +25,7 @@ from . import _memo
 
 if TYPE_CHECKING:
     import ast
+    from pathlib import Path  # imported where a catalog is made, not to load an engine
 
     from ..plugin import IPluginCreator
     from ._schema import Op
@@ -78,7 +78,8 @@ _MAX_CHARS = 20_000
 
 @functools.lru_cache(maxsize=512)
 def _parsed_all(path: str, mtime_ns: int) -> tuple[str, ...]:
-    text = Path(path).read_text(encoding="utf-8")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
     for found in _ALL_LINE.finditer(text):
         names = _statement_all(text, found.start())
         if names is not None:
@@ -184,7 +185,13 @@ def kernel_catalog(package: str, directory: str | Path) -> list[dict[str, Any]]:
     :func:`mini_infer_core.plugin.catalog.lazy_creators`."""
     schemas = _metadata()
     return [{"target": f"{module}:{name}", **schemas[name]}
-            for module, name in declared_kernels(package, Path(directory))]
+            for module, name in declared_kernels(package, _path(directory))]
+
+
+def _path(directory: str | Path) -> Path:
+    from pathlib import Path
+
+    return Path(directory)
 
 
 def kernel_creators(package: str, directory: str | Path, *, namespace: str,
