@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import mini_infer_cpu_native.gemm as native_gemm
 import mini_infer_cpu_native.plugins as native
 import mini_infer_cpu_plugins.ops as cpu_ops
 import mini_infer_cuda_plugins.ops as cuda_ops
@@ -33,7 +34,7 @@ SCHEMA_MEMBERS = ("attributes", "extra_attributes", "output_shapes", "output_typ
 
 def _kernels() -> list[type[Any]]:
     return [*cpu_ops.plugin_classes(), *cuda_ops.plugin_classes(),
-            native.Conv, native.Gemm, native.MaxPool_1, native.MaxPool, native.AveragePool,
+            native.Conv, native_gemm.Gemm, native.MaxPool_1, native.MaxPool, native.AveragePool,
             native.LRN, native.BatchNormalization]
 
 

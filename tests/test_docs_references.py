@@ -115,7 +115,11 @@ def _objects() -> dict[str, list[Any]]:
                 continue
         for module in modules:
             found.setdefault(module.__name__.rpartition(".")[2], []).append(module)
-            for name, value in vars(module).items():
+            names = dict(vars(module))
+            for name in getattr(module, "__all__", ()):  # those made on first use (PEP 562)
+                if name not in names and hasattr(module, name):
+                    names[name] = getattr(module, name)
+            for name, value in names.items():
                 found.setdefault(name, []).append(value)
                 for kind in ("op_type", "plugin_type"):  # an operator (``Copy`` steps)
                     if inspect.isclass(value) and isinstance(getattr(value, kind, None), str):

@@ -83,7 +83,8 @@ def entry_points(group: str) -> list[EntryPoint]:
 def distribution_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None: not installed): from the
     discovery cache where it is valid and knows it, else from importlib.metadata."""
-    cached = read_cache()
+    recent = _recent
+    cached = recent[1] if recent is not None and recent[0] == cache_path() else read_cache()
     versions: dict[str, str | None] = {} if cached is None else cached.get("versions", {})
     if name in versions:
         return versions[name]
@@ -159,9 +160,16 @@ def _key(watch: list[str]) -> str:
     return f"{crc:08x}"
 
 
+#: the path and content of the cache this process last found valid or wrote: what
+#: :func:`distribution_version` asks (the schemas ask it onnx's version when an engine's first
+#: kernel module loads; reading and checking the file again cost 2-5 ms of that load)
+_recent: tuple[str, dict[str, Any]] | None = None
+
+
 def read_cache() -> dict[str, Any] | None:
     """The cache's content where it is valid now, else None (a millisecond or two: the
     key is worked out again on each call)."""
+    global _recent
     path = cache_path()
     if path is None:
         return None
@@ -173,6 +181,7 @@ def read_cache() -> dict[str, Any] | None:
             data = None
     except (OSError, ValueError):
         data = None
+    _recent = None if data is None else (path, data)
     return data
 
 
@@ -182,9 +191,11 @@ def write_cache(data: dict[str, Any], watch: list[str]) -> None:
     path = cache_path()
     if path is None:
         return
+    global _recent
     # the environment first: prune_caches reads it from a file's first bytes
     data = {"prefix": os.path.realpath(sys.prefix), **data, "watch": sorted(set(watch)),
             "key": _key(sorted(set(watch)))}
+    _recent = (path, data)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

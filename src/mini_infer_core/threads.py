@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["set_num_threads", "get_num_threads", "blas_info", "reapply_num_threads",
-           "CpuBudget", "cpu_budget", "read_cpu_budget", "thread_choice"]
+           "CpuBudget", "cpu_budget", "read_cpu_budget", "thread_choice", "with_threadpoolctl"]
 
 _limiter: Any = None
 _requested: int | None = None
@@ -149,6 +151,66 @@ def cpu_budget() -> CpuBudget:
     if _budget is None:
         _budget = read_cpu_budget()
     return _budget
+
+
+#: callbacks waiting for threadpoolctl to be imported (:func:`with_threadpoolctl`)
+_pending: list[Callable[[Any], None]] = []
+
+
+class _WhenImported:
+    """A ``sys.meta_path`` finder that finds nothing itself: it lets the other finders find
+    threadpoolctl and runs the pending callbacks right after that module has run, whoever
+    imports it (mini-infer or the user), then leaves ``sys.meta_path``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "threadpoolctl":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:  # pragma: no cover - every loader of Python 3.11 has it
+            return None
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            _flush(module)
+
+        loader.exec_module = exec_module  # this spec's loader only
+        return spec
+
+
+_hook = _WhenImported()
+
+
+def _flush(module: Any) -> None:
+    if _hook in sys.meta_path:
+        sys.meta_path.remove(_hook)
+    while _pending:
+        _pending.pop(0)(module)
+
+
+def with_threadpoolctl(callback: Callable[[Any], None]) -> None:
+    """Call ``callback(threadpoolctl)`` now if threadpoolctl is imported, else as soon as
+    anything imports it (mini-infer's :func:`set_num_threads` and :func:`blas_info` do; a
+    user's ``threadpool_limits`` or ``threadpool_info`` too). A plugin registers its pool's
+    controller this way (mini-infer-cpu-native's), so that loading an engine does not
+    import threadpoolctl (a few milliseconds of a cold start, issue 30) unless something
+    asks for the pools."""
+    module = sys.modules.get("threadpoolctl")
+    if module is not None:
+        callback(module)
+        return
+    _pending.append(callback)
+    if _hook not in sys.meta_path:
+        sys.meta_path.insert(0, _hook)
 
 
 def set_num_threads(n: int | None) -> None:

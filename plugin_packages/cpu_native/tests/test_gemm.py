@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from mini_infer_cpu_native import _conv_tactics, _native, plugins
+from mini_infer_cpu_native import _conv_tactics, _native, gemm
 from onnx import helper, numpy_helper
 
 import mini_infer_core
@@ -438,7 +438,7 @@ def test_packed_weights_are_unpacked_where_the_compiled_gemm_cannot_run(
     assert engine.build_info["constants_packed"] == 3
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    monkeypatch.setattr(plugins, "gemm_available", lambda: False)  # Gemm
+    monkeypatch.setattr(gemm, "gemm_available", lambda: False)  # Gemm
     monkeypatch.setattr(_conv_tactics, "gemm_available", lambda: False)  # Conv
     got = mini_infer_core.InferenceSession(engine).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -450,7 +450,7 @@ def test_gemm_weights_of_either_panel_width_run_here(monkeypatch: pytest.MonkeyP
                                                      isa: str) -> None:
     """Gemm's B packed in panels of 24 (``__wpacked__`` 3, built where the AVX2 kernels run)
     or of 48 (2, built elsewhere), one row and several: right on this CPU's kernels."""
-    monkeypatch.setattr(plugins, "gemm_isa", lambda: isa)
+    monkeypatch.setattr(gemm, "gemm_isa", lambda: isa)
     for rows in (1, 7):
         model, x = _gemm_model(rows, 50, 77, 1, (77,), False, 0)
         engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
@@ -468,7 +468,7 @@ def test_gemm_unpacking_undoes_packing() -> None:
             b = RNG.standard_normal((30, 53)).astype(np.float32)
             bt = b.T if trans_b else b
             packed = _native.pack_b(bt, width).reshape(b.shape)
-            np.testing.assert_array_equal(plugins._unpack_gemm_b(packed, trans_b, layout), b)
+            np.testing.assert_array_equal(gemm._unpack_gemm_b(packed, trans_b, layout), b)
 
 
 def test_unpacking_undoes_packing() -> None:

@@ -26,6 +26,7 @@ from mini_infer_cpu_native import (
     _pw,
     _winograd,
     activations,
+    gemm,
     plugins,
     resize,
 )
@@ -108,7 +109,7 @@ def gemm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     if request.param == "compiled GEMM" and not _native.gemm_available():
         pytest.skip("this CPU has neither AVX-512 nor AVX2: the compiled GEMM does not run here")
     if request.param == "BLAS":
-        monkeypatch.setattr(plugins, "gemm_available", lambda: False)
+        monkeypatch.setattr(gemm, "gemm_available", lambda: False)
         monkeypatch.setattr(_conv_tactics, "gemm_available", lambda: False)
         monkeypatch.setattr(_winograd, "gemm_available", lambda: False)
     return str(request.param)
@@ -683,7 +684,7 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
 def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleType) -> None:
     from mini_infer_cpu_native import conv_transpose, matmul
 
-    kernels = [plugins.Conv, plugins.Gemm, plugins.MaxPool_1, plugins.MaxPool,
+    kernels = [plugins.Conv, gemm.Gemm, plugins.MaxPool_1, plugins.MaxPool,
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
     kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]

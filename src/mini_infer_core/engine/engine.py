@@ -6,7 +6,6 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,8 @@ from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, TensorForma
 from .format import serialize_engine, write_engine
 
 if TYPE_CHECKING:
+    from pathlib import Path  # not imported to load an engine (issue 30)
+
     from .context import ExecutionContext
 
 __all__ = ["TensorSpec", "EngineNode", "Engine"]

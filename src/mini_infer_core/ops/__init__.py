@@ -25,6 +25,7 @@ from ._catalog import (
     declared_kernels,
     kernel_catalog,
     kernel_creators,
+    lazy_kernels,
     package_classes,
     schema_kernels,
     schema_named,
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from ._schema import BroadcastOp, Op, UnaryOp, ValueOp, onnx_attributes, onnx_since
 
 __all__ = ["BroadcastOp", "INondeterministic", "MODULES", "Op", "UnaryOp", "ValueOp",
-           "declared_kernels", "find_schema", "kernel_catalog", "kernel_creators", "may_fold",
-           "onnx_attributes", "onnx_since", "package_classes", "schema_classes",
+           "declared_kernels", "find_schema", "kernel_catalog", "kernel_creators", "lazy_kernels",
+           "may_fold", "onnx_attributes", "onnx_since", "package_classes", "schema_classes",
            "schema_kernels", "schema_named"]
 
 #: the schema modules, one per operator family

@@ -15,9 +15,9 @@ import functools
 import importlib
 import re
 import sys
+import threading
 import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..plugin.catalog import lazy_creators
@@ -25,12 +25,13 @@ from . import _memo
 
 if TYPE_CHECKING:
     import ast
+    from pathlib import Path  # imported where a catalog is made, not to load an engine
 
     from ..plugin import IPluginCreator
     from ._schema import Op
 
-__all__ = ["declared_kernels", "kernel_catalog", "kernel_creators", "package_classes",
-           "schema_kernels", "schema_named", "schemas_by_name"]
+__all__ = ["declared_kernels", "kernel_catalog", "kernel_creators", "lazy_kernels",
+           "package_classes", "schema_kernels", "schema_named", "schemas_by_name"]
 
 _K = TypeVar("_K")
 
@@ -77,7 +78,8 @@ _MAX_CHARS = 20_000
 
 @functools.lru_cache(maxsize=512)
 def _parsed_all(path: str, mtime_ns: int) -> tuple[str, ...]:
-    text = Path(path).read_text(encoding="utf-8")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
     for found in _ALL_LINE.finditer(text):
         names = _statement_all(text, found.start())
         if names is not None:
@@ -183,7 +185,13 @@ def kernel_catalog(package: str, directory: str | Path) -> list[dict[str, Any]]:
     :func:`mini_infer_core.plugin.catalog.lazy_creators`."""
     schemas = _metadata()
     return [{"target": f"{module}:{name}", **schemas[name]}
-            for module, name in declared_kernels(package, Path(directory))]
+            for module, name in declared_kernels(package, _path(directory))]
+
+
+def _path(directory: str | Path) -> Path:
+    from pathlib import Path
+
+    return Path(directory)
 
 
 def kernel_creators(package: str, directory: str | Path, *, namespace: str,
@@ -239,3 +247,37 @@ def schema_kernels(kernel: type[_K], *bases: type[Any], module: str) -> tuple[ty
 
         made.append(types.new_class(name, (kernel, base), exec_body=body))
     return tuple(made)
+
+
+def lazy_kernels(module: str, kernels: dict[str, tuple[type[Any], str]],
+                 made: Callable[[type[Any]], None] | None = None) -> Callable[[str], Any]:
+    """A ``__getattr__`` (PEP 562) for ``module`` that makes the kernel class ``name`` on
+    first access, as :func:`schema_kernels` does, from ``kernels[name]``: ``(kernel, base)``,
+    ``base`` written ``"package.module:Class"`` and imported only then (``made`` is called
+    with each class made)::
+
+        __getattr__ = lazy_kernels(__name__, {
+            "Erf": (_Elementwise, "mini_infer_cpu_plugins.ops.math_unary:Erf")})
+
+    The module lists the names in ``__all__`` like its other kernels; its catalog and its
+    lazy creators are unchanged. An engine that names none of them then imports none of
+    their bases' modules: a module's operator classes (its schemas' and its kernels', about
+    0.1 ms each) are most of what loading an engine costs (issue 30)."""
+    lock = threading.Lock()
+
+    def __getattr__(name: str) -> Any:
+        if name not in kernels:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        with lock:
+            namespace = sys.modules[module].__dict__
+            if name not in namespace:
+                kernel, target = kernels[name]
+                where, _, attr = target.partition(":")
+                base = getattr(importlib.import_module(where), attr)
+                (cls,) = schema_kernels(kernel, base, module=module)
+                if made is not None:
+                    made(cls)
+                namespace[name] = cls
+            return namespace[name]
+
+    return __getattr__

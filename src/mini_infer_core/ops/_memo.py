@@ -25,15 +25,15 @@ import os
 import sys
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 __all__ = ["attributes", "main", "render", "schema_metadata", "schemas", "since",
            "sources_digest"]
 
-_TABLE = Path(__file__).with_name("_table.py")
+_TABLE = os.path.join(os.path.dirname(__file__), "_table.py")
 #: what the schemas' metadata is made of: this package and the plugin base class
-_SOURCES = (Path(__file__).parent, Path(__file__).parent.parent / "plugin" / "_base.py")
+_SOURCES = (os.path.dirname(__file__),
+            os.path.join(os.path.dirname(os.path.dirname(__file__)), "plugin", "_base.py"))
 #: set in the process that makes the table: every question goes to onnx and is recorded
 _RECORDED: dict[tuple[Any, ...], Any] | None = (
     {} if os.environ.get("MINI_INFER_SCHEMA_TABLE") == "record" else None)
@@ -79,9 +79,13 @@ def sources_digest() -> str:
     more time than the hash."""
     crc = 0
     folder, base = _SOURCES
-    for path in [*sorted(folder.glob("*.py")), base]:
+    for path in [*sorted(os.path.join(folder, n) for n in os.listdir(folder)
+                         if n.endswith(".py")), base]:
         if path != _TABLE:
-            crc = zlib.crc32(path.read_bytes(), zlib.crc32(f"{path.name}\0".encode(), crc))
+            with open(path, "rb") as fh:
+                data = fh.read()
+            name = os.path.basename(path)
+            crc = zlib.crc32(data, zlib.crc32(f"{name}\0".encode(), crc))
     return f"crc32:{crc:08x}"
 
 
@@ -159,14 +163,20 @@ def render() -> str:
     return proc.stdout
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m mini_infer_core.ops [--check]``."""
     text = render()
     if "--check" in (sys.argv[1:] if argv is None else argv):
-        if not _TABLE.exists() or _TABLE.read_text(encoding="utf-8") != text:
+        if not os.path.exists(_TABLE) or _read(_TABLE) != text:
             print(f"{_TABLE} is stale: run python -m mini_infer_core.ops", file=sys.stderr)
             return 1
         return 0
-    _TABLE.write_text(text, encoding="utf-8")
+    with open(_TABLE, "w", encoding="utf-8") as fh:
+        fh.write(text)
     print(f"wrote {_TABLE}")
     return 0

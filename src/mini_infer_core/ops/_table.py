@@ -501,7 +501,7 @@ ATTRIBUTES = {
     ('ZipMap', 'ai.onnx.ml', 1, None): {'classlabels_int64s': None, 'classlabels_strings': None},
 }
 
-SOURCES = 'crc32:1da2859b'
+SOURCES = 'crc32:2bfa1cd5'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},

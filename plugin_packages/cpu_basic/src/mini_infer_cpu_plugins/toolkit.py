@@ -11,12 +11,33 @@ in any release.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .ops._blas import available as blas_available
 from .ops._blas import gemm as blas_gemm
 from .ops._dynamic import as_ints
 from .ops._util import Scratch, in_place
-from .ops.activation import _Softmax as SoftmaxKernel
-from .ops.reduce import _Reduce as ReduceKernel
+
+if TYPE_CHECKING:
+    from .ops.activation import _Softmax as SoftmaxKernel
+    from .ops.reduce import _Reduce as ReduceKernel
 
 __all__ = ["ReduceKernel", "Scratch", "SoftmaxKernel", "as_ints", "blas_available", "blas_gemm",
            "in_place"]
+
+#: the kernel families, each imported with its module on first use (PEP 562): a module's
+#: operator classes are most of what loading an engine costs, and a distribution that uses
+#: the helpers above need not pay for the reductions' 50 classes (issue 30)
+_FAMILIES = {"SoftmaxKernel": (".ops.activation", "_Softmax"),
+             "ReduceKernel": (".ops.reduce", "_Reduce")}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FAMILIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module, attr = _FAMILIES[name]
+    found = getattr(importlib.import_module(module, __package__), attr)
+    globals()[name] = found
+    return found

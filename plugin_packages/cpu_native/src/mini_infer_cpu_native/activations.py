@@ -15,23 +15,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import activation as _activation
-from mini_infer_cpu_plugins.ops import activation_extra as _extra
-from mini_infer_cpu_plugins.ops import layer_norm as _layer_norm
-from mini_infer_cpu_plugins.ops import math_unary as _math_unary
 from mini_infer_cpu_plugins.serialization import CpuPlugin
 from mini_infer_cpu_plugins.toolkit import SoftmaxKernel
 from numpy.typing import NDArray
 
-from mini_infer_core.ops import schema_kernels
+from mini_infer_core.ops import lazy_kernels, schema_kernels
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._act import act_call, layer_norm_call, softmax_call
 from ._kept import KeptCalls
 from ._native import Call, run_calls, usable
+
+if TYPE_CHECKING:  # made when first named (``_lazy``, below)
+    from mini_infer_cpu_plugins.ops.activation_extra import Gelu, HardSigmoid, HardSwish, Swish
+    from mini_infer_cpu_plugins.ops.layer_norm import LayerNormalization
+    from mini_infer_cpu_plugins.ops.math_unary import Erf
 
 __all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
            "LogSoftmax_1", "LogSoftmax_13", "Sigmoid", "Softmax_1", "Softmax_13", "Swish",
@@ -98,13 +100,13 @@ class _Elementwise(_Compiled, CpuPlugin):
         return partial(run_calls, [act_call(op, x, out, alpha, beta)])
 
 
-Erf, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu = schema_kernels(
-    _Elementwise, _math_unary.Erf, _activation.Sigmoid, _extra.Swish, _extra.HardSigmoid,
-    _extra.HardSwish, _activation.Tanh, _activation.LeakyRelu, module=__name__)
+Sigmoid, Tanh, LeakyRelu = schema_kernels(
+    _Elementwise, _activation.Sigmoid, _activation.Tanh, _activation.LeakyRelu,
+    module=__name__)
 
 
-class Gelu(_Elementwise, _extra.Gelu):
-    """approximate "none" (erf) and "tanh"."""
+class _Gelu(_Elementwise):
+    """Gelu: approximate "none" (erf) and "tanh"."""
 
     def _function(self, attrs: dict[str, Any]) -> tuple[str, float, float]:
         return ("gelu_tanh" if attrs["approximate"] == "tanh" else "gelu"), 0.0, 0.0
@@ -129,10 +131,10 @@ Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
     _activation.LogSoftmax_13, module=__name__)
 
 
-class LayerNormalization(_Compiled, _layer_norm.LayerNormalization):
-    """float32 statistics (``stash_type`` 1), a scale and bias of one value per normalised
-    element: each row's mean, variance and output in one compiled pass over memory, Mean and
-    InvStdDev written where asked. Everything else is cpu_basic's."""
+class _LayerNormalization(_Compiled, CpuPlugin):
+    """LayerNormalization: float32 statistics (``stash_type`` 1), a scale and bias of one
+    value per normalised element: each row's mean, variance and output in one compiled pass
+    over memory, Mean and InvStdDev written where asked. Everything else is cpu_basic's."""
 
     def compute(self, x: Array, scale: Array, b: Array | None = None, *, out: Any,
                 axis: int, epsilon: float, stash_type: int) -> None:
@@ -155,7 +157,27 @@ class LayerNormalization(_Compiled, _layer_norm.LayerNormalization):
                   lambda: layer_norm_call(x, scale, b, y, rows, float(epsilon), mean, inv))
 
 
-# errors about serialized data name this distribution (the layout is cpu_basic's)
-for _cls in (Erf, Gelu, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu, Softmax_1,
-             Softmax_13, LogSoftmax_1, LogSoftmax_13, LayerNormalization):
-    _cls.package = "mini-infer-cpu-native"
+def _ours(cls: type[Any]) -> None:
+    """Errors about serialized data name this distribution (the layout is cpu_basic's)."""
+    cls.package = "mini-infer-cpu-native"
+
+
+for _cls in (Sigmoid, Tanh, LeakyRelu, Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13):
+    _ours(_cls)
+
+_BASIC = "mini_infer_cpu_plugins.ops"
+#: the kernels whose cpu_basic base is of another family (math_unary, activation_extra,
+#: layer_norm: 80 operator classes with their schemas), made when first named: an engine
+#: that names none of them imports none of those modules (issue 30)
+_lazy = lazy_kernels(__name__, {
+    "Erf": (_Elementwise, f"{_BASIC}.math_unary:Erf"),
+    "Swish": (_Elementwise, f"{_BASIC}.activation_extra:Swish"),
+    "HardSigmoid": (_Elementwise, f"{_BASIC}.activation_extra:HardSigmoid"),
+    "HardSwish": (_Elementwise, f"{_BASIC}.activation_extra:HardSwish"),
+    "Gelu": (_Gelu, f"{_BASIC}.activation_extra:Gelu"),
+    "LayerNormalization": (_LayerNormalization, f"{_BASIC}.layer_norm:LayerNormalization"),
+}, made=_ours)
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy(name)

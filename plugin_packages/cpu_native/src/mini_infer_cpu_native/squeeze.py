@@ -20,19 +20,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from mini_infer_cpu_plugins.ops import elementwise as _elementwise
-from mini_infer_cpu_plugins.ops import pool as _pool
-from mini_infer_cpu_plugins.ops import reduce as _reduce
-from mini_infer_cpu_plugins.toolkit import ReduceKernel, as_ints
+from mini_infer_cpu_plugins.serialization import CpuPlugin
+from mini_infer_cpu_plugins.toolkit import as_ints
 from numpy.typing import NDArray
 
-from mini_infer_core.ops import schema_kernels
+from mini_infer_core.ops import lazy_kernels
 
 from ._native import Call, run_calls, usable
 from ._vec import row_mean_call, row_scale_call
+
+if TYPE_CHECKING:  # made when first named (``_lazy``, below)
+    from mini_infer_cpu_plugins.ops.elementwise import Mul
+    from mini_infer_cpu_plugins.ops.pool import GlobalAveragePool
+    from mini_infer_cpu_plugins.ops.reduce import ReduceMean, ReduceMean_1
 
 __all__ = ["GlobalAveragePool", "Mul", "ReduceMean", "ReduceMean_1"]
 
@@ -83,7 +86,11 @@ def _mean_call(x: Array, out: Array, first: int) -> Call | None:
     return row_mean_call(x, out, rows, cols)
 
 
-class _Mean(_Cached, ReduceKernel):
+class _Mean(_Cached, CpuPlugin):
+    """ReduceMean (with cpu_basic's reduction family, ``ReduceKernel``, after it)."""
+
+    reduce_axes: Callable[[Sequence[int], int], tuple[int, ...] | None]
+
     def compute(self, x: Array, axes: Array | None = None, *, out: Array | None = None,
                 keepdims: int = 1, **kw: Any) -> Any:
         if self._replayed((x, axes, out)):
@@ -109,11 +116,7 @@ class _Mean(_Cached, ReduceKernel):
         return None if call is None else partial(run_calls, [call])
 
 
-ReduceMean_1, ReduceMean = schema_kernels(_Mean, _reduce.ReduceMean_1, _reduce.ReduceMean,
-                                          module=__name__)
-
-
-class GlobalAveragePool(_Cached, _pool.GlobalAveragePool):
+class _GlobalAveragePool(_Cached, CpuPlugin):
     def compute(self, x: Array, *, out: Array) -> None:
         if self._replayed((x, out)):
             return
@@ -149,7 +152,8 @@ def _scale_call(a: Array, b: Array, out: Array) -> Call | None:
     return None
 
 
-class Mul(_Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
+class _Mul(_Cached, CpuPlugin):
+    _legacy: bool  # cpu_basic's binary family's, after this in Mul's bases
     #: the operands of the last run that were not a case of the compiled kernel (a graph's
     #: inputs and outputs are the same arrays from run to run: not checked again)
     _numpy_last: tuple[Any, ...] = ()
@@ -178,6 +182,21 @@ class Mul(_Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
         return partial(run_calls, [call])
 
 
-# errors about serialized data name this distribution (the layout is cpu_basic's)
-for _cls in (ReduceMean_1, ReduceMean, GlobalAveragePool, Mul):
-    _cls.package = "mini-infer-cpu-native"
+def _ours(cls: type[Any]) -> None:
+    """Errors about serialized data name this distribution (the layout is cpu_basic's)."""
+    cls.package = "mini-infer-cpu-native"
+
+
+_BASIC = "mini_infer_cpu_plugins.ops"
+#: each made when first named, so that an engine imports only the cpu_basic families it
+#: names (reduce, pool and elementwise are 110 operator classes with their schemas; issue 30)
+_lazy = lazy_kernels(__name__, {
+    "ReduceMean_1": (_Mean, f"{_BASIC}.reduce:ReduceMean_1"),
+    "ReduceMean": (_Mean, f"{_BASIC}.reduce:ReduceMean"),
+    "GlobalAveragePool": (_GlobalAveragePool, f"{_BASIC}.pool:GlobalAveragePool"),
+    "Mul": (_Mul, f"{_BASIC}.elementwise:Mul"),
+}, made=_ours)
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy(name)

@@ -132,3 +132,11 @@ def add_per_row(x: NDArray[Any], v: NDArray[Any], out: NDArray[Any]) -> None:
     finally:
         if old is not None:
             np.setbufsize(old)
+
+
+def kernel(base: type[Any], family: type[Any], ufunc: Any, module: str) -> type[Any]:
+    """The kernel of schema ``base``: ``family``'s with the NumPy ``ufunc``, a class named like
+    the schema in ``module``. Here rather than in :mod:`.elementwise` (which re-exports it),
+    so that the families that use it do not import elementwise's 35 classes with it: a
+    module's classes are most of what loading an engine costs (issue 30)."""
+    return type(base.__name__, (family, base), {"ufunc": ufunc, "__module__": module})

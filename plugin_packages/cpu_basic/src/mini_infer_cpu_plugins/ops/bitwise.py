@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from mini_infer_core.ops import bitwise as schema
 
 from ..serialization import CpuPlugin
-from .elementwise import kernel
+from ._util import kernel
 
 __all__ = ["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"]
 

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from mini_infer_core.ops import logic as schema
 
 from ..serialization import CpuPlugin
-from .elementwise import kernel
+from ._util import kernel
 
 __all__ = ["Not", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
            "GreaterOrEqual", "Where"]

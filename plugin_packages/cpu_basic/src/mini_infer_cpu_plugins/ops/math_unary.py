@@ -13,7 +13,7 @@ from mini_infer_core.ops import math_unary as schema
 
 from ..serialization import CpuPlugin
 from ._erf import erf
-from .elementwise import kernel
+from ._util import kernel
 
 __all__ = [
     "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",

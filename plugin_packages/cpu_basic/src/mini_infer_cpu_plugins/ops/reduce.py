@@ -17,7 +17,7 @@ from mini_infer_core.plugin import quiet_fp
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit
-from .elementwise import kernel
+from ._util import kernel
 
 __all__ = [
     "ReduceSum_1", "ReduceSum", "ReduceMean_1", "ReduceMean", "ReduceMax_1", "ReduceMax",

@@ -1,0 +1,182 @@
+"""Cold start (issue 30): a fresh process that opens an engine imports the kernel modules of the
+creators that engine names and no others (a module's operator classes, its schemas' and its
+kernels', are most of what loading an engine costs), and not threadpoolctl: the compiled
+pool registers with it when something imports it. Each case runs in a subprocess and its
+result is checked against onnxruntime's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mini_infer_core as mi
+
+#: where the operator-family modules are: the core's schemas and the CPU distributions' kernels
+_FAMILIES = ("mini_infer_core.ops.", "mini_infer_cpu_plugins.ops.", "mini_infer_cpu_native.")
+
+#: opens the engine argv[1] through InferenceSession, runs it on argv[2] (x, an .npy), prints
+#: its first output, the modules it imported and whether threadpoolctl was among them; with
+#: argv[3] == "pools", then imports threadpoolctl and reports the compiled pool
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import mini_infer_core as mi
+
+    sess = mi.InferenceSession(sys.argv[1])
+    (y, *_) = sess.run(None, {"x": np.load(sys.argv[2])})
+    found = {"y": y.astype(np.float64).tolist(), "modules": sorted(sys.modules),
+             "threadpoolctl": "threadpoolctl" in sys.modules}
+    if sys.argv[3] == "pools":
+        from threadpoolctl import threadpool_info, threadpool_limits
+        from mini_infer_cpu_native import _native
+
+        found["pools"] = [(i["user_api"], i["internal_api"]) for i in threadpool_info()]
+        with threadpool_limits(1, user_api="mini_infer"):
+            found["limited"] = _native.pool_threads()
+    print(json.dumps(found))
+""")
+
+
+def _native_usable() -> str | None:
+    """Why the compiled kernels cannot serve here (None: they can)."""
+    if importlib.util.find_spec("mini_infer_cpu_native._kernels") is None:
+        return "mini-infer-cpu-native's compiled extension is not installed"
+    from mini_infer_cpu_native._abi import problem
+
+    return problem()
+
+
+def _open_in_child(engine: Path, x: np.ndarray, tmp_path: Path, pools: bool = False
+                   ) -> dict[str, Any]:
+    np.save(tmp_path / "x.npy", x)
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(engine), str(tmp_path / "x.npy"),
+                           "pools" if pools else "-"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    found["families"] = _families(found.pop("modules"))
+    return found
+
+
+def _families(modules: list[str]) -> list[str]:
+    """The operator-family modules among ``modules``: the core's schema modules
+    (``mini_infer_core.ops.X``) and the CPU distributions' kernel modules
+    (``mini_infer_cpu_plugins.ops.X``, ``mini_infer_cpu_native.X``), private ones and the
+    distributions' hooks and catalogs left out."""
+    found = []
+    for name in modules:
+        for prefix in _FAMILIES:
+            rest = name.removeprefix(prefix)
+            if rest != name and "." not in rest and not rest.startswith("_") \
+                    and rest not in ("catalog", "hooks"):
+                found.append(name)
+    return sorted(found)
+
+
+def _model(nodes: list[Any], x: list[int], y: list[int], inits: list[Any]) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x)], [helper.make_tensor_value_info("y", TensorProto.FLOAT, y)],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _mlp() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+
+    def init(name: str, *shape: int) -> Any:
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    return _model([helper.make_node("Gemm", ["x", "w1", "b1"], ["a"], transB=1),
+                   helper.make_node("Relu", ["a"], ["r"]),
+                   helper.make_node("Gemm", ["r", "w2", "b2"], ["l"], transB=1),
+                   helper.make_node("Softmax", ["l"], ["y"], axis=1)],
+                  [4, 32], [4, 10], [init("w1", 64, 32), init("b1", 64), init("w2", 10, 64),
+                                     init("b2", 10)])
+
+
+def _build(model: onnx.ModelProto, path: Path) -> Path:
+    mi.build_engine(mi.parse_onnx(model), mi.BuilderConfig(device="cpu")).save(str(path))
+    return path
+
+
+def _expected(model: onnx.ModelProto, x: np.ndarray) -> Any:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+def test_a_relu_engine_imports_the_activation_modules_only(tmp_path: Path) -> None:
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [2, 8], [2, 8], [])
+    engine = _build(model, tmp_path / "relu.engine")
+    x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_array_equal(found["y"], _expected(model, x))
+    # Relu is cpu_basic's (no compiled kernel): its module and its schemas', nothing else --
+    # no convolution, no reductions, no compiled kernel module
+    assert found["families"] == ["mini_infer_core.ops.activation",
+                                 "mini_infer_cpu_plugins.ops.activation"], found["families"]
+    assert not found["threadpoolctl"]
+
+
+def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Path) -> None:
+    why = _native_usable()
+    if why is not None:
+        pytest.skip(f"the compiled Gemm and Softmax are what this engine names: {why}")
+    model = _mlp()
+    engine = _build(model, tmp_path / "mlp.engine")
+    x = np.random.default_rng(2).standard_normal((4, 32)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-6)
+    # the compiled Gemm and Softmax (cpu-native), cpu_basic's Relu and the families they
+    # derive from; not the convolutions, pools and normalizations that share a module with
+    # the compiled Conv, nor the activations made on first use (Erf, Gelu, LayerNormalization:
+    # math_unary, activation_extra, layer_norm), nor the reductions
+    assert found["families"] == [
+        "mini_infer_core.ops.activation", "mini_infer_core.ops.gemm",
+        "mini_infer_cpu_native.activations", "mini_infer_cpu_native.gemm",
+        "mini_infer_cpu_plugins.ops.activation", "mini_infer_cpu_plugins.ops.gemm"], \
+        found["families"]
+    assert not found["threadpoolctl"]
+
+
+def test_the_compiled_pool_registers_when_threadpoolctl_is_imported_later(tmp_path: Path
+                                                                          ) -> None:
+    why = _native_usable()
+    if why is not None:
+        pytest.skip(f"the compiled pool is what this checks: {why}")
+    model = _mlp()
+    engine = _build(model, tmp_path / "mlp.engine")
+    x = np.random.default_rng(3).standard_normal((4, 32)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path, pools=True)
+    assert not found["threadpoolctl"]  # loading and running did not import it
+    assert ["mini_infer", "mini_infer_cpu_native"] in found["pools"], found["pools"]
+    assert found["limited"] == 1
+
+
+def test_with_threadpoolctl_calls_back_once_whoever_imports_it() -> None:
+    code = textwrap.dedent("""
+        import sys
+        from mini_infer_core.threads import with_threadpoolctl
+        assert "threadpoolctl" not in sys.modules
+        seen = []
+        with_threadpoolctl(lambda m: seen.append(("before", m.__name__)))
+        hooked = len(sys.meta_path)
+        import threadpoolctl
+        with_threadpoolctl(lambda m: seen.append(("after", m.__name__)))
+        import threadpoolctl  # again: nothing more
+        print(seen, hooked - len(sys.meta_path))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300).stdout.strip()
+    # each callback once, with the module; the import hook gone once it has served
+    assert out == "[('before', 'threadpoolctl'), ('after', 'threadpoolctl')] 1", out
