@@ -61,7 +61,7 @@ def inline_if(state: BuildState, node: Node) -> list[Node] | None:
     try:  # the importer's own reader; onnx where it cannot (a narrow element type)
         body: Any = read_graph_bytes(raw)
         found, nodes = _branch(body, str(opsets.to_value()), node.name, label)
-    except (Unreadable, Fallback):
+    except (Unreadable, Fallback, RecursionError):
         import onnx
 
         body = onnx.GraphProto()

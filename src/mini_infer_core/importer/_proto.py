@@ -257,6 +257,8 @@ class _Reader:
         while pos < end:
             tag, pos = self.varint(pos, end)
             number, wire = tag >> 3, tag & 7
+            if number == 0:
+                raise Unreadable("field number 0")
             spec = fields.get(number)
             if spec is None:  # a field this schema does not know: skipped, as onnx keeps it
                 pos = self.skip(wire, pos, end)
@@ -385,7 +387,7 @@ def walk(obj: Any, read: Callable[[Span], bytes] | None = None) -> Any:
         return None
     name = _name_of(obj)
     out: dict[str, Any] = {}
-    for fname, kind, repeated, sub in _S[name].values():
+    for fname, kind, repeated, _ in _S[name].values():
         if repeated:
             values = list(getattr(obj, fname))
             if values:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._proto import Message, Span
+from ._proto import Span
 
 __all__ = ["Fallback", "own_array"]
 
@@ -29,8 +29,9 @@ _TYPES: dict[int, tuple[str, str]] = {
 _STRING = 8
 
 
-def own_array(t: Message, file: Any) -> np.ndarray[Any, Any]:
-    """The tensor's value (an array of its own, writeable)."""
+def own_array(t: Any, file: Any) -> np.ndarray[Any, Any]:
+    """The tensor's value (an array of its own, writeable) of a TensorProto the own reader
+    read (a :class:`~._proto.Message`)."""
     code = t.data_type
     if t.HasField("segment"):
         raise Fallback("a segmented tensor")
@@ -38,7 +39,7 @@ def own_array(t: Message, file: Any) -> np.ndarray[Any, Any]:
     if code == _STRING:
         if t.HasField("raw_data"):
             raise Fallback("a string tensor with raw data")
-        out = np.empty(len(t.string_data), dtype=object)
+        out: np.ndarray[Any, Any] = np.empty(len(t.string_data), dtype=object)
         out[:] = [s.decode("utf-8") for s in t.string_data]
         return out.reshape(dims)
     if code not in _TYPES:

@@ -366,7 +366,7 @@ def _read_own(source: str | os.PathLike[str] | bytes | onnx.ModelProto
             return read_model(path), path.resolve().parent
         if isinstance(source, (bytes, bytearray, memoryview)):
             return read_model_bytes(source), None
-    except Unreadable:
+    except (Unreadable, RecursionError):  # RecursionError: messages nested too deep
         return None
     return None
 

@@ -122,6 +122,14 @@ def onnx_input_count(op_type: str, domain: str = "", min_opset: int = 1,
     """The fewest and most inputs (None: any number) of every version of the operator in
     ``[min_opset, max_opset]``: the fewest any of them needs, the most any of them takes.
     None: onnx does not define the operator."""
+    domain = _domain(domain)
+    return _memo.input_counts(  # type: ignore[no-any-return]
+        (op_type, domain, min_opset, max_opset),
+        lambda: _onnx_input_count(op_type, domain, min_opset, max_opset))
+
+
+def _onnx_input_count(op_type: str, domain: str, min_opset: int,
+                      max_opset: int | None) -> tuple[int, int | None] | None:
     versions = _versions(op_type, domain)
     if not versions:
         return None
