@@ -159,8 +159,10 @@ class Op(OnnxPlugin):
             return  # a family's private base, or an operator onnx does not define
         if cls.min_opset < since:
             cls.min_opset = since
+        # Op in c.__mro__, not issubclass: the ABC machinery's subclass check costs ~0.1 ms a
+        # class, and a kernel module defines hundreds of classes while it is imported
         declared = any("attributes" in c.__dict__ for c in cls.__mro__
-                       if issubclass(c, Op) and c is not Op)
+                       if c is not Op and Op in c.__mro__)
         if not declared:
             derived = onnx_attributes(cls.op_type, cls.domain, cls.min_opset, cls.max_opset)
             cls.attributes = {**(derived or {}), **cls.extra_attributes}
