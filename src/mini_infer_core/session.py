@@ -114,8 +114,9 @@ class _PerShape:
 class InferenceSession:
     """``InferenceSession(path, device="cpu").run(None, {"x": x})``.
 
-    ``path`` may be an ``.onnx`` file (built on the fly), an engine file, ONNX or engine
-    bytes, or an ``onnx.ModelProto``. One session may be used from several threads: each
+    ``path`` may be an ``.onnx`` file (built on the fly: without a ``config``, as for one
+    session, with no tactic timing, see :func:`one_off_config`), an engine file, ONNX or
+    engine bytes, or an ``onnx.ModelProto``. One session may be used from several threads: each
     thread gets its own execution context. A model whose shapes can be worked out only for
     given input shapes (:class:`~mini_infer_core.errors.InputShapesRequired`) is built for
     the shapes of each run, once per set of shapes (``engine`` is then None).
