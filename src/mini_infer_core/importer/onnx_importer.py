@@ -7,6 +7,7 @@ A model file (or bytes) is read by the importer's own wire-format reader (_proto
 importing it needs no ``import onnx`` (half a second with ml_dtypes); a model that reader
 cannot read, or that holds a tensor of an element type NumPy has no plain dtype for
 (bfloat16, float8, int4, ...), is read again with onnx, as is a ``ModelProto`` given.
+``MINI_INFER_ONNX_READER=onnx`` reads every model with onnx (the tests compare the two).
 """
 
 from __future__ import annotations
