@@ -21,7 +21,12 @@ Commands (``--commands``): ``--help``, ``plugins`` and loading an engine file, b
 interpreter, ``import numpy`` and ``import onnx``.
 
     python benchmarks/startup.py [--repeat 5] [--phases] [--venv DIR | --python PY]
+                                 [--model NAME ...] [--baseline PY]
     python benchmarks/startup.py --commands
+
+``--python .venv/bin/python`` (the development venv, editable installs) is the quick way: no
+wheels are built. ``--baseline PY`` times an earlier checkout's .onnx start (its own venv,
+e.g. one made by this script from that checkout) in the same interleaved rounds.
 
 On a busy machine (the development machine is shared) take the figures as relative: the
 three columns of a row are measured interleaved, in the same conditions.
@@ -244,11 +249,12 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def run_models(python: str, repeat: int, phases: bool, only: list[str] | None) -> None:
+def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
+               baseline: str | None = None) -> None:
     models = {**_repo_models(), **_helper_models()}
     if only:
         models = {k: v for k, v in models.items() if k in only}
-    kinds = ("ort", "onnx", "engine")
+    kinds: tuple[str, ...] = ("ort", "onnx", "engine", *(("base",) if baseline else ()))
     rows: list[tuple[str, dict[str, dict[str, float]], bool]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (model, feeds) in models.items():
@@ -259,31 +265,44 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None) -
             np.savez(feeds_file, **feeds)
             subprocess.run([python, "-c", _BUILD, str(path), str(feeds_file), str(engine)],
                            check=True, capture_output=True, timeout=900)
-            source = {"ort": path, "onnx": path, "engine": engine}
+            # the baseline's column runs the .onnx through the baseline's interpreter
+            runs = {"ort": (python, "ort", path), "onnx": (python, "onnx", path),
+                    "engine": (python, "engine", engine), "base": (baseline, "onnx", path)}
             best: dict[str, dict[str, float]] = {}
             for k in kinds:  # warm-up: page cache, discovery cache
-                _child(python, k, source[k], feeds_file, folder / f"{k}.npy")
+                py, what, src = runs[k]
+                _child(str(py), what, src, feeds_file, folder / f"{k}.npy")
             for _ in range(repeat):
                 for k in kinds:
-                    got = _child(python, k, source[k], feeds_file, folder / f"{k}.npy")
+                    py, what, src = runs[k]
+                    got = _child(str(py), what, src, feeds_file, folder / f"{k}.npy")
                     got["total"] = sum(got.values())
                     if k not in best or got["total"] < best[k]["total"]:
                         best[k] = got
             ref = np.load(folder / "ort.npy")
             same = all(np.allclose(np.load(folder / f"{k}.npy"), ref, rtol=2e-3, atol=2e-3)
-                       for k in ("onnx", "engine"))
+                       for k in kinds if k != "ort")
             rows.append((name, best, same))
             print(f"  {name}: done", file=sys.stderr)
+    extra = f" {'baseline .onnx':>14s} {'ratio':>6s}" if baseline else ""
     print(f"{'model':22s} {'onnxruntime':>11s} {'.onnx':>8s} {'ratio':>6s} {'engine':>8s} "
-          f"{'ratio':>6s}  same result")
+          f"{'ratio':>6s}{extra}  same result")
     for name, best, same in rows:
-        o, m, e = (best[k]["total"] * 1000 for k in kinds)
-        print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}  "
-              f"{'yes' if same else 'NO'}")
+        o, m, e = (best[k]["total"] * 1000 for k in ("ort", "onnx", "engine"))
+        more = ""
+        if baseline:
+            t = best["base"]["total"] * 1000
+            more = f" {t:11.0f} ms {t / o:6.2f}"
+        print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}"
+              f"{more}  {'yes' if same else 'NO'}")
     onnx_ratio = _geomean([b["onnx"]["total"] / b["ort"]["total"] for _, b, _ in rows])
     engine_ratio = _geomean([b["engine"]["total"] / b["ort"]["total"] for _, b, _ in rows])
+    more = ""
+    if baseline:
+        base = _geomean([b["base"]["total"] / b["ort"]["total"] for _, b, _ in rows])
+        more = f" {'':14s} {base:6.2f}"
     print(f"{'geometric mean':22s} {'':11s} {'':8s} {onnx_ratio:6.2f} {'':8s} "
-          f"{engine_ratio:6.2f}")
+          f"{engine_ratio:6.2f}{more}")
     if phases:
         print("\nphases (ms): import, discover, load or build, first run")
         for name, best, _ in rows:
@@ -350,6 +369,10 @@ def main() -> None:
                        help="the wheels' virtual environment (made if missing)")
     where.add_argument("--python", help="an existing interpreter instead of the wheels' venv")
     parser.add_argument("--rebuild", action="store_true", help="make the venv again")
+    parser.add_argument("--baseline", metavar="PY",
+                        help="another interpreter (e.g. a venv of an earlier checkout's "
+                             "wheels): its .onnx start is timed in the same rounds, a column "
+                             "of its own, for a before/after on a busy machine")
     args = parser.parse_args()
     if args.python:
         python = args.python
@@ -358,7 +381,8 @@ def main() -> None:
         python = wheel_venv(args.venv, args.rebuild)
     job: Callable[[], None] = (
         (lambda: run_commands(python, args.repeat)) if args.commands
-        else (lambda: run_models(python, args.repeat, args.phases, args.model)))
+        else (lambda: run_models(python, args.repeat, args.phases, args.model,
+                                 args.baseline)))
     job()
 
 

@@ -163,3 +163,21 @@ def test_cli_build_without_timing(tmp_path: Path) -> None:
         seen[bool(flag)] = header["build_info"].get("tactics")
     assert set(seen[False]["conv"]["ms"]) == {"winograd", "winograd4", "gemm"}
     assert seen[True] is None
+
+
+def test_a_one_off_session_keeps_each_plugin_s_own_choice(registry: Any,
+                                                          tmp_path: Path) -> None:
+    """InferenceSession on an .onnx given no config builds for one session: nothing is timed
+    (each plugin's default stands); a config given, or mi.load, times as before."""
+    path = tmp_path / "smooth.onnx"
+    onnx.save(_model([64, 256]), str(path))
+    x = np.zeros((64, 256), np.float32)
+    one_off = mi.InferenceSession(str(path), registry=registry)
+    assert one_off.engine is not None
+    assert not one_off.engine.build_info.get("tactics")
+    assert one_off.engine.nodes[0].plugin.attrs["__tactic__"] == ""
+    np.testing.assert_array_equal(one_off.run(None, {"x": x})[0], x + 1)
+    timed = mi.InferenceSession(str(path), registry=registry, config=mi.BuilderConfig())
+    assert timed.engine is not None
+    assert timed.engine.nodes[0].plugin.attrs["__tactic__"] == "direct"
+    assert mi.load(str(path), registry=registry).nodes[0].plugin.attrs["__tactic__"] == "direct"

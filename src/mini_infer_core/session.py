@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .network import Network
     from .registry import PluginRegistry
 
-__all__ = ["InferenceSession", "NodeArg", "load"]
+__all__ = ["InferenceSession", "NodeArg", "load", "one_off_config"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,14 @@ def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
          device: str = "cpu", *, config: BuilderConfig | None = None,
          registry: PluginRegistry | None = None) -> Engine:
     """An Engine from an ONNX model (path, bytes, ModelProto) or an engine file/bytes."""
+    return _load(source, device, config, registry, one_off=False)
+
+
+def _load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine, device: str,
+          config: BuilderConfig | None, registry: PluginRegistry | None, *, one_off: bool
+          ) -> Engine:
+    """load(); ``one_off``: a model built with no config given is built by
+    :func:`one_off_config` (a session's), not ``BuilderConfig(device=device)``."""
     if isinstance(source, Engine):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)) and bytes(source[:8]) == ENGINE_MAGIC:
@@ -55,8 +63,22 @@ def load(source: str | os.PathLike[str] | bytes | onnx.ModelProto | Engine,
     from .builder import Builder, BuilderConfig
     from .importer import parse_onnx
 
-    cfg = config or BuilderConfig(device=device)
+    cfg = config or (one_off_config(device) if one_off else BuilderConfig(device=device))
     return Builder(registry).build_engine(parse_onnx(source), cfg, release_network=True)
+
+
+def one_off_config(device: str) -> BuilderConfig:
+    """The build of a model opened for one session (no config given): no tactic timing.
+
+    Timing runs the whole engine once per tactic index on random inputs, which costs more
+    than a small model's whole start; without it each plugin keeps its own choice for its
+    shapes (cpu-native's Conv: Winograd where its heuristic says it wins) and formats come
+    from the cost model. ``benchmarks/tactic_heuristic.py`` measures what that costs in
+    steady state (docs/performance.md, "Cold start"); a deployer who wants the timed choice
+    builds an engine once (``mini-infer build``) or passes ``config=BuilderConfig()``."""
+    from .builder import BuilderConfig
+
+    return BuilderConfig(device=device, time_tactics=False)
 
 
 class _PerShape:
@@ -92,8 +114,9 @@ class _PerShape:
 class InferenceSession:
     """``InferenceSession(path, device="cpu").run(None, {"x": x})``.
 
-    ``path`` may be an ``.onnx`` file (built on the fly), an engine file, ONNX or engine
-    bytes, or an ``onnx.ModelProto``. One session may be used from several threads: each
+    ``path`` may be an ``.onnx`` file (built on the fly: without a ``config``, as for one
+    session, with no tactic timing, see :func:`one_off_config`), an engine file, ONNX or
+    engine bytes, or an ``onnx.ModelProto``. One session may be used from several threads: each
     thread gets its own execution context. A model whose shapes can be worked out only for
     given input shapes (:class:`~mini_infer_core.errors.InputShapesRequired`) is built for
     the shapes of each run, once per set of shapes (``engine`` is then None).
@@ -129,17 +152,16 @@ class InferenceSession:
         self._device = config.device if config is not None else device
         self._per_shape: _PerShape | None = None
         try:
-            self.engine: Engine | None = load(path_or_model, device, config=config,
-                                              registry=registry)
+            self.engine: Engine | None = _load(path_or_model, device, config, registry,
+                                               one_off=True)
         except InputShapesRequired:
             if isinstance(path_or_model, Engine):
                 raise
-            from .builder import BuilderConfig
             from .importer import parse_onnx
 
             self.engine = None
             self._per_shape = _PerShape(parse_onnx(path_or_model),
-                                        config or BuilderConfig(device=device), registry)
+                                        config or one_off_config(device), registry)
         self._local = threading.local()
         self._contexts: list[ExecutionContext] = []
         self._lock = threading.Lock()

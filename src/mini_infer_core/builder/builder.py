@@ -11,10 +11,9 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
 
 from ..engine.engine import Engine, EngineNode
 from ..errors import BuildError
@@ -40,6 +39,9 @@ from .state import BuildState, NodeWork
 from .subgraph import SubgraphRunner
 from .tactics import offers_tactics, time_tactics
 from .timing_cache import TimingCache, open_timing_cache
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
            "subgraph_factory"]

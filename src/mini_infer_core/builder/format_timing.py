@@ -20,7 +20,6 @@ deterministic choice.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 import numpy as np
@@ -123,6 +122,8 @@ def group_ms(groups: list[tuple[str, list[str]]], linear: dict[str, float],
 def _group_key(state: BuildState, fmt: TensorFormat, members: dict[int, Combo]) -> str:
     """The timing cache's key of a group: its nodes' plugins, distributions, fields, input
     shapes and types and formats, digested; the format, device and host CPU."""
+    import hashlib  # here: OpenSSL's load is a start-up cost a build without timing skips
+
     plan = state.format_plan
     assert plan is not None
     parts = []

@@ -10,10 +10,13 @@ their names; each branch output reaches the If's output through an Identity.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import onnx
 
 from ..importer import graph_nodes, tensor_value
+from ..importer._proto import Unreadable, read_graph_bytes
+from ..importer._tensors import Fallback
 from ..network import Node
 from ..plugin import DataType, DimsExprs, PluginFieldCollection
 from .state import BuildState
@@ -53,11 +56,17 @@ def inline_if(state: BuildState, node: Node) -> list[Node] | None:
     opsets = node.fields.get("__opset_imports__")
     if field is None or opsets is None:
         return None
-    body = onnx.GraphProto()
-    body.ParseFromString(field.data.tobytes())
-    found: dict[str, np.ndarray] = {t.name: tensor_value(t, node.name) for t in body.initializer}
-    nodes = graph_nodes(body, _opsets(str(opsets.to_value())), found, None,
-                        f"{node.name} ({'then' if taken else 'else'} branch)")
+    raw = field.data.tobytes()
+    label = f"{node.name} ({'then' if taken else 'else'} branch)"
+    try:  # the importer's own reader; onnx where it cannot (a narrow element type)
+        body: Any = read_graph_bytes(raw)
+        found, nodes = _branch(body, str(opsets.to_value()), node.name, label)
+    except (Unreadable, Fallback, RecursionError):
+        import onnx
+
+        body = onnx.GraphProto()
+        body.ParseFromString(raw)
+        found, nodes = _branch(body, str(opsets.to_value()), node.name, label)
     for name, arr in found.items():
         state.constants[name] = arr
         state.dims[name] = DimsExprs.of_constant(arr)
@@ -67,3 +76,9 @@ def inline_if(state: BuildState, node: Node) -> list[Node] | None:
             nodes.append(Node(f"{node.name}/output{k}", "Identity", "", [out.name],
                               [node.outputs[k]], PluginFieldCollection(), node.opset))
     return nodes
+
+
+def _branch(body: Any, opsets: str, name: str, label: str
+            ) -> tuple[dict[str, np.ndarray], list[Node]]:
+    found: dict[str, np.ndarray] = {t.name: tensor_value(t, name) for t in body.initializer}
+    return found, graph_nodes(body, _opsets(opsets), found, None, label)

@@ -13,21 +13,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
-import onnx.numpy_helper
 
 from ..errors import BuildError
 from ..plugin import DataType
 from ..plugin._kinds import ValueSpec as Spec
 from ..plugin._kinds import kind_from_proto, kind_of_value, type_proto
 
+if TYPE_CHECKING:  # imported where a body is built: a model without one never needs onnx
+    import onnx
+
 __all__ = ["SubgraphRunner"]
 
 
 def _opset_imports(text: str) -> list[onnx.OperatorSetIdProto]:
+    import onnx.defs
+    import onnx.helper
+
     out = []
     for item in filter(None, text.split(";")):
         domain, _, version = item.rpartition(":")
@@ -42,6 +46,8 @@ class SubgraphRunner:
                  constants: Sequence[str] = ()) -> None:
         #: builds an engine from a model for a device (the enclosing build's builder)
         self._build_engine = build
+        import onnx
+
         self.graph = onnx.GraphProto()
         self.graph.ParseFromString(graph)
         self.opsets = _opset_imports(opset_imports)
@@ -102,6 +108,9 @@ class SubgraphRunner:
         ranks (every dimension symbolic, so one engine serves every shape), or -- ``shapes``
         -- for the tensors' very shapes; the outer constants in ``constants`` built in with
         their values."""
+        import onnx.helper
+        import onnx.numpy_helper
+
         g = onnx.GraphProto()
         g.CopyFrom(self.graph)
         del g.input[:]

@@ -30,7 +30,6 @@ and builds with the same cache make the same engine, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -85,6 +84,8 @@ def offers_tactics(nd: EngineNode, dims: Mapping[str, DimsExprs]) -> bool:
 def _key(engine: Engine, step: int) -> str:
     """The timing cache's key of a step: plugin and distribution, a digest of its fields,
     input shapes and types, device and host CPU (see timing_cache.py)."""
+    import hashlib  # here: OpenSSL's load is a start-up cost a build without timing skips
+
     nd = engine.nodes[step]
     device = engine.devices[nd.device]
     # a failing serialize() is the error writing the engine would give, naming the node

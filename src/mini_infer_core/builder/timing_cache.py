@@ -17,7 +17,6 @@ description}, "entries": {key: {tactic: ms}}}``, keys sorted.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -38,6 +37,8 @@ _VERSION = 1
 def host_identity() -> tuple[str, str]:
     """``(id, description)`` of this machine's CPU: architecture, model name and feature
     flags (``/proc/cpuinfo`` where there is one). The id is short and stable."""
+    import hashlib  # here: OpenSSL's load is a start-up cost a build without timing skips
+
     machine = platform.machine() or "unknown"
     model, flags = platform.processor() or "", ""
     try:

@@ -84,7 +84,9 @@ def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
+def _load(args: argparse.Namespace, reg: PluginRegistry, *, one_off: bool = False) -> Any:
+    """The engine file given, or the .onnx built (``one_off``: for one run, as
+    ``InferenceSession`` builds it: no tactic timing, see session.one_off_config)."""
     from ..engine.format import is_engine_file
 
     if is_engine_file(args.model):
@@ -95,10 +97,12 @@ def _load(args: argparse.Namespace, reg: PluginRegistry) -> Any:
         check_engine_device(args.model, engine, _given_device(args))
         return engine
     from ..builder import BuilderConfig
+    from ..session import one_off_config
     from .bench import build_for_shapes
 
-    return build_for_shapes(reg, args.model, BuilderConfig(device=getattr(args, "device", "cpu")),
-                            _shapes(args))
+    device = getattr(args, "device", "cpu")
+    config = one_off_config(device) if one_off else BuilderConfig(device=device)
+    return build_for_shapes(reg, args.model, config, _shapes(args))
 
 
 def _given_device(args: argparse.Namespace) -> str | None:
@@ -167,7 +171,7 @@ def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     if args.output_dir:
         _args.check_output_dir(args.output_dir, "--output-dir", "outputs")
     t0 = time.perf_counter()
-    engine = _load(args, reg)
+    engine = _load(args, reg, one_off=True)
     t1 = time.perf_counter()
     feeds = _args.feeds(args, engine)
     with engine.create_execution_context() as ctx:

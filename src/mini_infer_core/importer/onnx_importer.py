@@ -2,6 +2,12 @@
 
 External data (weights in separate files) is read only from inside the model's own folder;
 a location that escapes it (``../``, an absolute path, a symlink out) is rejected.
+
+A model file (or bytes) is read by the importer's own wire-format reader (_proto.py), so that
+importing it needs no ``import onnx`` (half a second with ml_dtypes); a model that reader
+cannot read, or that holds a tensor of an element type NumPy has no plain dtype for
+(bfloat16, float8, int4, ...), is read again with onnx, as is a ``ModelProto`` given.
+``MINI_INFER_ONNX_READER=onnx`` reads every model with onnx (the tests compare the two).
 """
 
 from __future__ import annotations
@@ -9,26 +15,53 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 from ..errors import ModelImportError, UnsafeModelPathError
 from ..network import Network, Node, TensorInfo
 from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldType
 from ..plugin._kinds import kind_from_proto
+from ._proto import Message, Unreadable, read_model, read_model_bytes
+from ._tensors import Fallback, own_array
 from ._wire import Block, read_block, split_weights
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["parse_onnx", "load_onnx_model", "free_names", "graph_nodes", "tensor_value"]
 
-_AT = onnx.AttributeProto
+
+class _AT:
+    """onnx.AttributeProto's type codes."""
+
+    FLOAT, INT, STRING, TENSOR, GRAPH, FLOATS, INTS, STRINGS = 1, 2, 3, 4, 5, 6, 7, 8
+    TENSORS, GRAPHS, SPARSE_TENSOR, SPARSE_TENSORS, TYPE_PROTO, TYPE_PROTOS = \
+        9, 10, 11, 12, 13, 14
+    NAMES = {0: "UNDEFINED", 1: "FLOAT", 2: "INT", 3: "STRING", 4: "TENSOR", 5: "GRAPH",
+             6: "FLOATS", 7: "INTS", 8: "STRINGS", 9: "TENSORS", 10: "GRAPHS",
+             11: "SPARSE_TENSOR", 12: "SPARSE_TENSORS", 13: "TYPE_PROTO", 14: "TYPE_PROTOS"}
+
+
+#: TensorProto.data_location's EXTERNAL
+_EXTERNAL = 1
+
+
+def _check_path(path: Path) -> None:
+    if path.is_dir():
+        raise ModelImportError(f"{str(path)!r} is a folder, not a model file; give the path of "
+                               "the .onnx file (or engine file) in it")
+    if not path.is_file():
+        raise ModelImportError(f"model file {str(path)!r} does not exist")
 
 
 def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
                     ) -> tuple[onnx.ModelProto, Path | None]:
-    """Read a model without following external data; returns (model, its folder)."""
+    """Read a model with onnx, without following external data; returns (model, its
+    folder)."""
+    import onnx
+
     if isinstance(source, onnx.ModelProto):
         return source, None
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -37,11 +70,7 @@ def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
         except Exception as exc:
             raise ModelImportError(f"the bytes given are not an ONNX model: {exc}") from exc
     path = Path(source)
-    if path.is_dir():
-        raise ModelImportError(f"{str(path)!r} is a folder, not a model file; give the path of "
-                               "the .onnx file (or engine file) in it")
-    if not path.is_file():
-        raise ModelImportError(f"model file {str(path)!r} does not exist")
+    _check_path(path)
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:
@@ -51,7 +80,7 @@ def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
     return model, path.resolve().parent
 
 
-def _external_tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
+def _external_tensor(t: Any, base: Path | None, where: str) -> np.ndarray[Any, Any]:
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     if base is None:
@@ -80,16 +109,27 @@ def _external_tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.n
     return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
-def _tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
-    if t.data_location == onnx.TensorProto.EXTERNAL:
+def _tensor(t: Any, base: Path | None, where: str, file: Any = None) -> np.ndarray[Any, Any]:
+    """A tensor's value: onnx's TensorProto through numpy_helper, the own reader's through
+    own_array (``file``: the model file open, for a raw_data left there as a Span)."""
+    if t.data_location == _EXTERNAL:
         return _external_tensor(t, base, where)
     try:
-        arr = numpy_helper.to_array(t)
+        if isinstance(t, Message):
+            arr = own_array(t, file)
+        else:
+            from onnx import numpy_helper
+
+            arr = numpy_helper.to_array(t)
+    except Fallback:
+        raise
     except Exception as exc:
         raise ModelImportError(f"{where}: tensor {t.name!r} cannot be read: {exc}") from exc
     try:
         DataType.from_numpy(arr.dtype)
     except ValueError:
+        import onnx
+
         kind = onnx.TensorProto.DataType.Name(t.data_type)
         raise ModelImportError(
             f"{where}: tensor {t.name!r} has element type {kind} ({arr.dtype}), which "
@@ -98,7 +138,7 @@ def _tensor(t: onnx.TensorProto, base: Path | None, where: str) -> np.ndarray[An
     return arr
 
 
-def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField:
+def _field(a: Any, base: Path | None, where: str, file: Any = None) -> PluginField:
     if a.type == _AT.FLOAT:
         return PluginField(a.name, np.array(a.f, np.float32), PluginFieldType.FLOAT32)
     if a.type == _AT.INT:
@@ -112,10 +152,11 @@ def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField
     if a.type == _AT.STRINGS:
         return PluginField(a.name, np.array(list(a.strings)), PluginFieldType.CHAR)
     if a.type == _AT.TENSOR:
-        arr = _tensor(a.t, base, where)
+        arr = _tensor(a.t, base, where, file)
         return PluginField(a.name, arr, PluginFieldType.from_numpy(arr.dtype), is_tensor=True)
     if a.type == _AT.GRAPH:
-        raw = np.frombuffer(a.g.SerializeToString(), dtype=np.uint8)
+        body = a.g.raw if isinstance(a.g, Message) else a.g.SerializeToString()
+        raw = np.frombuffer(body, dtype=np.uint8)
         return PluginField(a.name, raw, PluginFieldType.GRAPH)
     if a.type == _AT.TYPE_PROTO:  # Optional's type: as text, seq(tensor(float)[2,?])
         try:
@@ -124,7 +165,7 @@ def _field(a: onnx.AttributeProto, base: Path | None, where: str) -> PluginField
             raise ModelImportError(f"{where}: attribute {a.name!r}: {exc}") from exc
         return PluginField.from_value(a.name, kind.type_string(dtype, dims))
     raise ModelImportError(
-        f"{where}: attribute {a.name!r} has type {_AT.AttributeType.Name(a.type)}, which this "
+        f"{where}: attribute {a.name!r} has type {_AT.NAMES.get(a.type, a.type)}, which this "
         "version of mini-infer cannot import (lists of graphs and sparse tensors)")
 
 
@@ -152,7 +193,7 @@ def _names(values: Iterable[Any], what: str, where: str) -> list[str]:
     return [_text(v, what, where) for v in values]
 
 
-def _body_texts(g: onnx.GraphProto, where: str) -> None:
+def _body_texts(g: Any, where: str) -> None:
     """Every name of a body (and of the bodies in it) is text: names a body reads from the
     enclosing scope become its node's inputs before the body itself is imported."""
     for what, items in (("input", g.input), ("output", g.output),
@@ -170,7 +211,8 @@ def _body_texts(g: onnx.GraphProto, where: str) -> None:
                 _body_texts(sub, at)
 
 
-def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.ndarray[Any, Any]:
+def _constant_value(node: Any, base: Path | None, where: str, file: Any = None
+                    ) -> np.ndarray[Any, Any]:
     if len(node.output) != 1:
         raise ModelImportError(f"{where}: Constant must have exactly one output, it has "
                                f"{len(node.output)}")
@@ -178,7 +220,7 @@ def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.n
         raise ModelImportError(f"{where}: Constant must have exactly one value attribute")
     a = node.attribute[0]
     if a.name == "value":
-        return _tensor(a.t, base, where)
+        return _tensor(a.t, base, where, file)
     simple = {"value_float": (a.f, np.float32), "value_floats": (list(a.floats), np.float32),
               "value_int": (a.i, np.int64), "value_ints": (list(a.ints), np.int64)}
     if a.name in simple:
@@ -195,7 +237,7 @@ def _constant_value(node: onnx.NodeProto, base: Path | None, where: str) -> np.n
     raise ModelImportError(f"{where}: Constant with {a.name!r} is not supported")
 
 
-def _value_info(vi: onnx.ValueInfoProto, where: str) -> TensorInfo:
+def _value_info(vi: Any, where: str) -> TensorInfo:
     """A graph input or output: a tensor, or a sequence, optional or map of tensors (the
     element type and shape of the innermost tensor, and what wraps it)."""
     if vi.type.WhichOneof("value") is None:  # no type (allowed for outputs): inferred
@@ -225,7 +267,7 @@ def _ordered_unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def free_names(graph: onnx.GraphProto) -> list[str]:
+def free_names(graph: Any) -> list[str]:
     """Names a (sub)graph reads without defining them: its outer-scope references."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {
         t.values.name for t in graph.sparse_initializer}
@@ -240,9 +282,9 @@ def free_names(graph: onnx.GraphProto) -> list[str]:
     return _ordered_unique(used)
 
 
-def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
+def graph_nodes(g: Any, opsets: dict[str, int],
                 constants: dict[str, np.ndarray[Any, Any]], base: Path | None = None,
-                label: str = "model") -> list[Node]:
+                label: str = "model", file: Any = None) -> list[Node]:
     """The nodes of a graph (or a body of If, Loop, Scan) as network nodes; its Constant
     nodes' values go to ``constants``. A node with bodies gets the names they read from
     enclosing scopes as extra inputs (``__outer_scope__``) and the opsets
@@ -259,11 +301,11 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
         _names(n.output, "an output name", where)
         _names((a.name for a in n.attribute), "an attribute name", where)
         if domain == "" and n.op_type == "Constant":
-            constants[n.output[0]] = _constant_value(n, base, where)
+            constants[n.output[0]] = _constant_value(n, base, where, file)
             continue
         if domain not in opsets:
             raise ModelImportError(f"{where}: domain {domain!r} has no opset_import entry")
-        fields = PluginFieldCollection(_field(a, base, where) for a in n.attribute)
+        fields = PluginFieldCollection(_field(a, base, where, file) for a in n.attribute)
         node_inputs = list(n.input)
         graphs = [a.g for a in n.attribute if a.type == _AT.GRAPH]
         if graphs:
@@ -282,7 +324,7 @@ def graph_nodes(g: onnx.GraphProto, opsets: dict[str, int],
     return nodes
 
 
-def tensor_value(t: onnx.TensorProto, label: str = "model") -> np.ndarray[Any, Any]:
+def tensor_value(t: Any, label: str = "model") -> np.ndarray[Any, Any]:
     """An initializer's value (a body's: its data is in the model, never external here)."""
     return _tensor(t, None, label)
 
@@ -297,6 +339,8 @@ def _load_split(source: str | os.PathLike[str] | bytes | onnx.ModelProto
     split = split_weights(path)
     if split is None:
         return None
+    import onnx
+
     try:
         model = onnx.load_from_string(split[0])
     except Exception:  # not as the walk understood it: the ordinary way says what is wrong
@@ -311,10 +355,44 @@ def _read(fh: Any, block: Block, name: str, label: str) -> np.ndarray[Any, Any]:
         raise ModelImportError(f"{label}: initializer {name!r} cannot be read: {exc}") from exc
 
 
+def _read_own(source: str | os.PathLike[str] | bytes | onnx.ModelProto
+              ) -> tuple[Message, Path | None] | None:
+    """The model read by the own reader, and its folder; None where onnx must read it."""
+    if os.environ.get("MINI_INFER_ONNX_READER") == "onnx":
+        return None
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            path = Path(source)
+            _check_path(path)
+            return read_model(path), path.resolve().parent
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return read_model_bytes(source), None
+    except (Unreadable, RecursionError):  # RecursionError: messages nested too deep
+        return None
+    return None
+
+
 def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
     """Import an ONNX model (path, bytes or ModelProto) into a Network."""
+    own = _read_own(source)
+    if own is not None:
+        model, base = own
+        file = open(source, "rb") if isinstance(source, (str, os.PathLike)) else None  # noqa: SIM115
+        try:
+            return _network(model, base, source, None, file)
+        except Fallback:  # a narrow element type: onnx (and ml_dtypes) read it
+            pass
+        finally:
+            if file is not None:
+                file.close()
     split = _load_split(source)
     model, base = load_onnx_model(source) if split is None else (split[0], split[1].parent)
+    return _network(model, base, source, split, None)
+
+
+def _network(model: Any, base: Path | None, source: Any,
+             split: tuple[Any, Path, dict[int, Block]] | None, file: Any) -> Network:
+    """The network of a model read (by onnx or the own reader)."""
     g = model.graph
     label = str(source) if isinstance(source, (str, os.PathLike)) else (g.name or "model")
     if not model.HasField("graph"):  # an empty or truncated file parses as an empty model
@@ -337,7 +415,7 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
     try:
         for i, init in enumerate(g.initializer):
             block = blocks.get(i)
-            constants[init.name] = _tensor(init, base, f"{label}: initializer") \
+            constants[init.name] = _tensor(init, base, f"{label}: initializer", file) \
                 if block is None else _read(fh, block, init.name, label)
     finally:
         if fh is not None:
@@ -345,5 +423,5 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
     inputs = [_value_info(vi, f"{label}: graph input") for vi in g.input
               if vi.name not in constants]
     outputs = [_value_info(vi, f"{label}: graph output") for vi in g.output]
-    nodes = graph_nodes(g, opsets, constants, base, label)
+    nodes = graph_nodes(g, opsets, constants, base, label, file)
     return Network(g.name or "model", inputs, outputs, nodes, constants, opsets, label)

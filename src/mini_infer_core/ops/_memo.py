@@ -3,8 +3,10 @@ generated table (``_table.py``) so that importing them -- to list plugins or loa
 file -- does not import onnx (about half a second).
 
 The table holds the first opset of every operator onnx defines (:func:`~._schema.onnx_since`;
-an operator it lacks is not onnx's, e.g. a plugin's private base class) and each answer of
-:func:`~._schema.onnx_attributes` that a core schema asks for, under its arguments. It is used
+an operator it lacks is not onnx's, e.g. a plugin's private base class), each answer of
+:func:`~._schema.onnx_attributes` that a core schema asks for, under its arguments, and each
+core schema's input counts (:func:`~._schema.onnx_input_count`, which a build checks every
+node against: without them an .onnx file's build imported onnx). It is used
 only with the onnx release it was made from; a question it lacks (a schema added since,
 another onnx) is answered by onnx as before, only slower. It also holds every schema's creator
 metadata (``SCHEMAS``: plugin name, operator, domain, version, opsets, fields), so that
@@ -27,8 +29,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["attributes", "main", "render", "schema_metadata", "schemas", "since",
-           "sources_digest"]
+__all__ = ["attributes", "input_counts", "main", "render", "schema_metadata", "schemas",
+           "since", "sources_digest"]
 
 _TABLE = os.path.join(os.path.dirname(__file__), "_table.py")
 #: what the schemas' metadata is made of: this package and the plugin base class
@@ -70,6 +72,14 @@ def attributes(key: tuple[Any, ...], ask_onnx: Callable[[], Any]) -> Any:
     table = _table()
     return table.ATTRIBUTES[key] if table is not None and key in table.ATTRIBUTES \
         else ask_onnx()
+
+
+def input_counts(key: tuple[Any, ...], ask_onnx: Callable[[], Any]) -> Any:
+    """The recorded input counts of ``key`` (an operator over an opset range: what a build
+    checks each node's inputs against), else ``ask_onnx()`` (imports onnx)."""
+    table = _table()
+    counts = getattr(table, "INPUT_COUNTS", None) if table is not None else None
+    return counts[key] if counts is not None and key in counts else ask_onnx()
 
 
 def sources_digest() -> str:
@@ -146,6 +156,16 @@ def _dump() -> None:
     lines += ["}", "", "ATTRIBUTES = {"]
     lines += [f"    {key!r}: {_literal(_RECORDED[key])},"
               for key in sorted(_RECORDED, key=repr)]
+    from ._schema import _onnx_input_count
+
+    counts = {}  # what a build checks each node against (Op.input_count)
+    for cls in by_name.values():
+        if cls.min_inputs is None:
+            op = (cls.op_type, "" if cls.domain == "ai.onnx" else cls.domain,
+                  cls.min_opset, cls.max_opset)
+            counts[op] = _onnx_input_count(*op)
+    lines += ["}", "", "INPUT_COUNTS = {"]
+    lines += [f"    {op!r}: {_literal(counts[op])}," for op in sorted(counts, key=repr)]
     lines += ["}", "", f"SOURCES = {sources_digest()!r}", "", "SCHEMAS = {"]
     lines += [f"    {name!r}: {_literal(schema_metadata(cls))},"
               for name, cls in sorted(by_name.items())]

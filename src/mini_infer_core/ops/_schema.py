@@ -122,6 +122,14 @@ def onnx_input_count(op_type: str, domain: str = "", min_opset: int = 1,
     """The fewest and most inputs (None: any number) of every version of the operator in
     ``[min_opset, max_opset]``: the fewest any of them needs, the most any of them takes.
     None: onnx does not define the operator."""
+    domain = _domain(domain)
+    return _memo.input_counts(  # type: ignore[no-any-return]
+        (op_type, domain, min_opset, max_opset),
+        lambda: _onnx_input_count(op_type, domain, min_opset, max_opset))
+
+
+def _onnx_input_count(op_type: str, domain: str, min_opset: int,
+                      max_opset: int | None) -> tuple[int, int | None] | None:
     versions = _versions(op_type, domain)
     if not versions:
         return None
@@ -151,8 +159,10 @@ class Op(OnnxPlugin):
             return  # a family's private base, or an operator onnx does not define
         if cls.min_opset < since:
             cls.min_opset = since
+        # Op in c.__mro__, not issubclass: the ABC machinery's subclass check costs ~0.1 ms a
+        # class, and a kernel module defines hundreds of classes while it is imported
         declared = any("attributes" in c.__dict__ for c in cls.__mro__
-                       if issubclass(c, Op) and c is not Op)
+                       if c is not Op and Op in c.__mro__)
         if not declared:
             derived = onnx_attributes(cls.op_type, cls.domain, cls.min_opset, cls.max_opset)
             cls.attributes = {**(derived or {}), **cls.extra_attributes}
