@@ -200,6 +200,24 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qrequant_args, mult_step), FIELD(mi_qrequant_args, y_signed),
     FIELD(mi_qrequant_args, zy),
 
+    /* a convolution's integer product (_qgemm.c) */
+    STRUCT(mi_qconv_args),
+    FIELD(mi_qconv_args, gemm), FIELD(mi_qconv_args, x), FIELD(mi_qconv_args, n),
+    FIELD(mi_qconv_args, h), FIELD(mi_qconv_args, w), FIELD(mi_qconv_args, c),
+    FIELD(mi_qconv_args, c0), FIELD(mi_qconv_args, cg), FIELD(mi_qconv_args, kh),
+    FIELD(mi_qconv_args, kw), FIELD(mi_qconv_args, sh), FIELD(mi_qconv_args, sw),
+    FIELD(mi_qconv_args, dh), FIELD(mi_qconv_args, dw), FIELD(mi_qconv_args, ph),
+    FIELD(mi_qconv_args, pw), FIELD(mi_qconv_args, oh), FIELD(mi_qconv_args, ow),
+
+    /* QLinearAdd and QLinearMul (_qelt.c) */
+    STRUCT(mi_qbinary_args),
+    FIELD(mi_qbinary_args, a), FIELD(mi_qbinary_args, b), FIELD(mi_qbinary_args, y),
+    FIELD(mi_qbinary_args, outer), FIELD(mi_qbinary_args, inner),
+    FIELD(mi_qbinary_args, b_step), FIELD(mi_qbinary_args, b_outer_step),
+    FIELD(mi_qbinary_args, ra), FIELD(mi_qbinary_args, rb), FIELD(mi_qbinary_args, za),
+    FIELD(mi_qbinary_args, zb), FIELD(mi_qbinary_args, zy), FIELD(mi_qbinary_args, op),
+    FIELD(mi_qbinary_args, is_signed),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

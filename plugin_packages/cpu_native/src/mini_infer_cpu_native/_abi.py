@@ -354,3 +354,23 @@ class QRequantArgs(ctypes.Structure):
 
 STRUCTS["mi_qrequant_args"] = QRequantArgs
 __all__ += ["QRequantArgs"]
+
+
+class QConvArgs(ctypes.Structure):
+    """mi_qconv_args (_qgemm.c)"""
+    _fields_ = ([("gemm", QGemmArgs), ("x", _P)]
+                + _fields(_L, "n h w c c0 cg kh kw sh sw dh dw ph pw oh ow"))
+
+
+STRUCTS["mi_qconv_args"] = QConvArgs
+__all__ += ["QConvArgs"]
+
+
+class QBinaryArgs(ctypes.Structure):
+    """mi_qbinary_args (_qelt.c)"""
+    _fields_ = (_fields(_P, "a b y") + _fields(_L, "outer inner b_step b_outer_step")
+                + _fields(_F, "ra rb") + _fields(_I, "za zb zy op is_signed"))
+
+
+STRUCTS["mi_qbinary_args"] = QBinaryArgs
+__all__ += ["QBinaryArgs"]
