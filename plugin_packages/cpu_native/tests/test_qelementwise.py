@@ -81,8 +81,9 @@ def test_compiled_against_onnxruntime(count_calls: Callable[[Any, str, str], dic
 
 def test_other_layouts_take_the_numpy_kernel(
         count_calls: Callable[[Any, str, str], dict[str, int]]) -> None:
-    """B broadcast along the last axis (not one value per leading index): cpu_basic's."""
-    a, b = _ints(U8, 2, 3, 4), _ints(U8, 1, 1, 4)
+    """B broadcast over a middle axis only (neither per leading index nor one row for
+    each): cpu_basic's."""
+    a, b = _ints(U8, 2, 3, 4), _ints(U8, 2, 1, 4)
     params = {"as": np.array(0.05, np.float32), "az": np.array(7, U8),
               "bs": np.array(0.02, np.float32), "bz": np.array(9, U8),
               "cs": np.array(0.06, np.float32), "cz": np.array(11, U8)}

@@ -218,6 +218,22 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qbinary_args, zb), FIELD(mi_qbinary_args, zy), FIELD(mi_qbinary_args, op),
     FIELD(mi_qbinary_args, is_signed),
 
+    /* depthwise QLinearConv on NHWC (_qconv.c) */
+    STRUCT(mi_qdwconv_args),
+    FIELD(mi_qdwconv_args, x), FIELD(mi_qdwconv_args, wt), FIELD(mi_qdwconv_args, bias),
+    FIELD(mi_qdwconv_args, mult), FIELD(mi_qdwconv_args, y), FIELD(mi_qdwconv_args, n),
+    FIELD(mi_qdwconv_args, h), FIELD(mi_qdwconv_args, w), FIELD(mi_qdwconv_args, c),
+    FIELD(mi_qdwconv_args, kh), FIELD(mi_qdwconv_args, kw), FIELD(mi_qdwconv_args, sh),
+    FIELD(mi_qdwconv_args, sw), FIELD(mi_qdwconv_args, dh), FIELD(mi_qdwconv_args, dw),
+    FIELD(mi_qdwconv_args, ph), FIELD(mi_qdwconv_args, pw), FIELD(mi_qdwconv_args, oh),
+    FIELD(mi_qdwconv_args, ow), FIELD(mi_qdwconv_args, mult_step), FIELD(mi_qdwconv_args, zx),
+    FIELD(mi_qdwconv_args, zy), FIELD(mi_qdwconv_args, x_signed),
+    FIELD(mi_qdwconv_args, y_signed),
+
+    STRUCT(mi_qlookup_args),
+    FIELD(mi_qlookup_args, x), FIELD(mi_qlookup_args, table), FIELD(mi_qlookup_args, y),
+    FIELD(mi_qlookup_args, n),
+
     {NULL, NULL, 0, 0}};
 
 int mi_abi_version(void) { return MI_ABI_VERSION; }

@@ -374,3 +374,23 @@ class QBinaryArgs(ctypes.Structure):
 
 STRUCTS["mi_qbinary_args"] = QBinaryArgs
 __all__ += ["QBinaryArgs"]
+
+
+class QDwConvArgs(ctypes.Structure):
+    """mi_qdwconv_args (_qconv.c)"""
+    _fields_ = (_fields(_P, "x wt bias mult y")
+                + _fields(_L, "n h w c kh kw sh sw dh dw ph pw oh ow mult_step")
+                + _fields(_I, "zx zy x_signed y_signed"))
+
+
+STRUCTS["mi_qdwconv_args"] = QDwConvArgs
+__all__ += ["QDwConvArgs"]
+
+
+class QLookupArgs(ctypes.Structure):
+    """mi_qlookup_args (_qelt.c)"""
+    _fields_ = _fields(_P, "x table y") + _fields(_L, "n")
+
+
+STRUCTS["mi_qlookup_args"] = QLookupArgs
+__all__ += ["QLookupArgs"]

@@ -400,9 +400,31 @@ typedef struct mi_qconv_args {
     long n, h, w, c, c0, cg, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow;
 } mi_qconv_args;
 
-/* QLinearAdd (op 0) and QLinearMul (op 1) of 8-bit a (outer x inner) and b (the same with
- * b_step 1; else one value per outer index, b_outer_step 1, or one value, 0), y like a; all
- * uint8 or all int8 (is_signed): mi_qbinary_i8 (_qelt.c) */
+/* a depthwise QLinearConv on NHWC tensors: y (n, oh, ow, c) = requantize(bias[c] + sum over
+ * the taps inside x (n, h, w, c) of (x - zx) * wt[tap][c]), wt (kh * kw, c) = w - w's zero
+ * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qconv.c) */
+typedef struct mi_qdwconv_args {
+    const void *x;
+    const short *wt;
+    const int *bias;   /* (c) or NULL */
+    const float *mult;
+    void *y;
+    long n, h, w, c, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, mult_step;
+    int zx, zy, x_signed, y_signed;
+} mi_qdwconv_args;
+
+/* y[i] = table[x[i]] for n 8-bit values (their bit patterns index the 256-byte table):
+ * mi_qlookup_i8 (_qelt.c) */
+typedef struct mi_qlookup_args {
+    const void *x;
+    const void *table;
+    void *y;
+    long n;
+} mi_qlookup_args;
+
+/* QLinearAdd (op 0) and QLinearMul (op 1) of 8-bit a (outer x inner) and b (b's value for
+ * a's (o, p): b[o * b_outer_step + p * b_step], b_step 0 or 1), y like a; all uint8 or all
+ * int8 (is_signed): mi_qbinary_i8 (_qelt.c) */
 typedef struct mi_qbinary_args {
     const void *a;
     const void *b;
@@ -436,6 +458,8 @@ int mi_qcolsum_i8(const mi_qcolsum_args *p);
 int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_qconv_i8(const mi_qconv_args *v);
 int mi_qbinary_i8(const mi_qbinary_args *a);
+int mi_qlookup_i8(const mi_qlookup_args *a);
+int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 

@@ -8,6 +8,7 @@
  * adds and subtracts 1.5 * 2^23 (exact, round half to even in the default rounding mode, for
  * the clamped |v| <= 255), which vectorizes where rintf would be a call. */
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "_args.h"
@@ -47,4 +48,105 @@ int mi_qrequant_f32(const mi_qrequant_args *a) {
                 REQUANT_ROW(uint8_t);
         }
     return MI_OK;
+}
+
+/* ---- depthwise QLinearConv on NHWC tensors ------------------------------------------------
+ * One input and one output channel per group: each output pixel's C sums over the taps inside
+ * the image (a tap in the padding reads x's zero point: it adds nothing), exact in int32, the
+ * bias added, then onnxruntime's requantization as above (float(acc) * mult[c], clamped to the
+ * type's range less zy, rounded half to even, plus zy). The channels are the inner loop, so
+ * it vectorizes across them; output rows are shared out on the pool. */
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "_common.h"
+#include "_pool.h"
+
+/* the sums of one output row (n, oy) into acc (ow x c), bias included */
+#define DW_ROW(TX)                                                                          \
+    do {                                                                                    \
+        const TX *restrict x = (const TX *)a->x;                                            \
+        for (long ox = 0; ox < ow; ox++) {                                                  \
+            int32_t *restrict s = acc + ox * c;                                             \
+            for (long ch = 0; ch < c; ch++) s[ch] = a->bias ? a->bias[ch] : 0;              \
+            for (long ty = 0; ty < a->kh; ty++) {                                           \
+                long iy = oy * a->sh - a->ph + ty * a->dh;                                  \
+                if (iy < 0 || iy >= a->h) continue;                                         \
+                for (long tx = 0; tx < a->kw; tx++) {                                       \
+                    long ix = ox * a->sw - a->pw + tx * a->dw;                              \
+                    if (ix < 0 || ix >= a->w) continue;                                     \
+                    const TX *restrict xp = x + ((n * a->h + iy) * a->w + ix) * c;          \
+                    const int16_t *restrict wp = a->wt + (ty * a->kw + tx) * c;             \
+                    for (long ch = 0; ch < c; ch++) s[ch] += ((int32_t)xp[ch] - zx) * wp[ch]; \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+#define DW_STORE(TY)                                                                        \
+    do {                                                                                    \
+        TY *restrict y = (TY *)a->y + (n * a->oh + oy) * ow * c;                            \
+        for (long p = 0; p < ow; p++)                                                       \
+            for (long ch = 0; ch < c; ch++) {                                               \
+                float v = (float)acc[p * c + ch] * a->mult[ch * a->mult_step];             \
+                v = v < lo ? lo : v;                                                        \
+                v = v > hi ? hi : v;                                                        \
+                y[p * c + ch] = (TY)((int32_t)((v + magic) - magic) + zy);                  \
+            }                                                                               \
+    } while (0)
+
+CLONES static void dw_rows(const mi_qdwconv_args *a, long r0, long r1, int32_t *acc) {
+    const long c = a->c, ow = a->ow;
+    const int32_t zx = a->zx, zy = a->zy;
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    const int qmin = a->y_signed ? -128 : 0, qmax = a->y_signed ? 127 : 255;
+    const float lo = (float)(qmin - zy), hi = (float)(qmax - zy);
+    for (long r = r0; r < r1; r++) {
+        const long n = r / a->oh, oy = r % a->oh;
+        if (a->x_signed)
+            DW_ROW(int8_t);
+        else
+            DW_ROW(uint8_t);
+        if (a->y_signed)
+            DW_STORE(int8_t);
+        else
+            DW_STORE(uint8_t);
+    }
+}
+
+typedef struct {
+    const mi_qdwconv_args *a;
+    atomic_int failed;
+} dw_job;
+
+static void dw_part(const void *job, int part, int parts) {
+    dw_job *j = (dw_job *)job;
+    long r0, r1;
+    mi_pool_share(j->a->n * j->a->oh, part, parts, &r0, &r1);
+    if (r0 >= r1) return;
+    int32_t *acc = malloc(sizeof(int32_t) * (size_t)(j->a->ow * j->a->c));
+    if (!acc) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    dw_rows(j->a, r0, r1, acc);
+    free(acc);
+}
+
+int mi_qdwconv_i8(const mi_qdwconv_args *a) {
+    if (!a->x || !a->wt || !a->mult || !a->y ||
+        ANY_NEGATIVE(a->n, a->h, a->w, a->c, a->kh, a->kw, a->ph, a->pw, a->oh, a->ow) ||
+        a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 || a->mult_step < 0 ||
+        a->mult_step > 1)
+        return MI_EARGS;
+    if (a->n * a->oh * a->ow * a->c == 0) return MI_OK;
+    dw_job j = {.a = a};
+    atomic_init(&j.failed, 0);
+    if (a->oh * a->ow * a->c * a->kh * a->kw < 32768L || mi_pool_run(dw_part, &j) != 0 ||
+        atomic_load(&j.failed)) {
+        atomic_store(&j.failed, 0);
+        dw_part(&j, 0, 1);
+    }
+    return atomic_load(&j.failed) ? MI_ENOMEM : MI_OK;
 }

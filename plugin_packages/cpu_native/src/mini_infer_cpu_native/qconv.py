@@ -33,11 +33,12 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import qlinear as _qlinear
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import Repacked, shapes
+from mini_infer_core.plugin import DataType, PluginTensorDesc, Repacked, TensorFormat, shapes
 
-from ._abi import QConvArgs, QRequantArgs
+from ._abi import QConvArgs, QDwConvArgs, QRequantArgs
 from ._derived import Derived
 from ._native import _kernel, dwconv2d, dwconv2d_work
+from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
 
 __all__ = ["ConvInteger", "QLinearConv"]
@@ -45,6 +46,7 @@ __all__ = ["ConvInteger", "QLinearConv"]
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
 _qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
+_qdwconv = _kernel("mi_qdwconv_i8", QDwConvArgs)
 
 
 def _scalar(x: Array | None) -> int:
@@ -289,6 +291,16 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                                                 "__qpacked__")
     package = "mini-infer-cpu-native"
 
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        """x and the output LINEAR or HWC (NHWC, each on its own), 8-bit 2-D; the rest
+        LINEAR."""
+        desc = in_out[pos]
+        if desc.format is TensorFormat.HWC:
+            return (pos in (0, num_inputs) and len(desc.shape) == 4
+                    and desc.dtype in (DataType.UINT8, DataType.INT8))
+        return super().supports_format_combination(pos, in_out, num_inputs)
+
     def compute(self, x: Array, x_scale: Array, x_zero_point: Array,  # type: ignore[override]
                 w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,
                 y_zero_point: Array | None = None, b: Array | None = None, *, out: Array,
@@ -297,17 +309,24 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                         y_zero_point, b)
         if self._run_plan(x, out, key):
             return
+        x_hwc, out_hwc = hwc_formats(self)
+        hwc = (x_hwc, out_hwc)
+        xl = x.transpose(0, 3, 1, 2) if hwc[0] else x  # NCHW views
+        ol = out.transpose(0, 3, 1, 2) if hwc[1] else out
         m = w.shape[0]
-        if (not self._usable(x, w, x_zero_point, group) or out.dtype not in _INT8
+        if (not self._usable(xl, w, x_zero_point, group) or out.dtype not in _INT8
+                or (hwc[0] and not x.flags.c_contiguous)
+                or (hwc[1] and not out.flags.c_contiguous)
                 or w_scale.size not in (1, m) or not (w_zero_point is None
                                                          or w_zero_point.size in (1, m))
                 or y_scale.size != 1 or (y_zero_point is not None and y_zero_point.size != 1)
                 or x_scale.size != 1 or any(s.dtype != np.float32
                                             for s in (x_scale, w_scale, y_scale))
                 or (b is not None and (b.dtype != np.int32 or b.size != m))):
-            super().compute(x, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
-                            w_zero_point, y_scale, y_zero_point, b, out=out, group=group,
-                            **kw)
+            with linear(xl, ol, hwc) as (xc, oc):
+                super().compute(xc, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
+                                w_zero_point, y_scale, y_zero_point, b, out=oc, group=group,
+                                **kw)
             return
         if out.size == 0:
             return
@@ -318,14 +337,45 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             (x_scale.reshape(-1)[0] * w_scale.reshape(-1) / y_scale.reshape(-1)[0]
              ).astype(np.float32))
         bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
+        if self._depthwise(w, group) and not self.hidden.get("__qpacked__") and hwc[0] \
+                and out.flags.c_contiguous:
+            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1])
+            return
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
                 and (self._exact(w, None) if b is None else self._derived(
                     b, ("exact", w.shape), lambda v: self._exact(w, v)))):
             fb = None if b is None else self._derived(
                 b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
-            _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
+            with linear(xl, ol, hwc) as (xc, oc):
+                _requantize(self._depthwise_sums(xc, w, zx, zw, fb), mult, zy, oc)
             return
-        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key)
+        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key, hwc=hwc)
+
+    def _depthwise_nhwc(self, x: Array, w: Array, zx: int, zw: Array, mult: Array,
+                        bias: Array | None, zy: int, out: Array, oshape: tuple[int, ...],
+                        out_hwc: bool) -> None:
+        """A depthwise convolution of NHWC x on the direct kernel (``_qconv.c``), into
+        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW)."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
+        win, geo, _ = self._window(xshape, tuple(w.shape))
+        wt = self._derived(w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
+            (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
+             ).reshape(-1, kh * kw).T))
+        n, c, oh, ow = (int(d) for d in oshape)
+        y = out if out_hwc else np.empty((n, oh, ow, c), out.dtype)
+        kn = "mi_qdwconv_i8"
+        _check(_qdwconv, QDwConvArgs(
+            _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(wt, (np.int16,), wt.size, False, kn, "w"),
+            _ptr(bias, (np.int32,), c, False, kn, "bias"),
+            _ptr(mult, (np.float32,), c if mult.size > 1 else 1, False, kn, "mult"),
+            _ptr(y, (y.dtype,), n * oh * ow * c, True, kn, "y"),
+            n, int(x.shape[1]), int(x.shape[2]), c, kh, kw, int(win.strides[0]),
+            int(win.strides[1]), int(win.dilations[0]), int(win.dilations[1]),
+            int(geo.begin[0]), int(geo.begin[1]), oh, ow, int(mult.size > 1), zx, zy,
+            int(x.dtype == np.int8), int(y.dtype == np.int8)))
+        if not out_hwc:
+            np.copyto(out, y.transpose(0, 3, 1, 2))
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
