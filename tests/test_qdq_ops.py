@@ -165,3 +165,30 @@ def test_maxpool_on_8_bits_where_the_parameters_agree(dtype: Any, x_zero: int, y
     np.testing.assert_array_equal(got, want)
     ops = [nd.op_type for nd in engine.nodes]
     assert (ops == ["MaxPool"]) == fused, ops
+
+
+def test_mixed_types_keep_their_float_nodes() -> None:
+    """NNCF's residual Add: int8 and uint8 inputs, a Relu and a uint8 output. QLinearAdd's
+    output has A's type, so the chain keeps its float nodes (and onnxruntime's values)."""
+    inits = {"sa": np.array(0.02, np.float32), "za": np.array(0, np.int8),
+             "sb": np.array(0.01, np.float32), "zb": np.array(0, np.uint8),
+             "sy": np.array(0.03, np.float32), "zy": np.array(0, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["ad"]),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bd"]),
+             helper.make_node("Add", ["ad", "bd"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mixed", [helper.make_tensor_value_info("a", TensorProto.INT8, [1, 3, 4, 4]),
+                         helper.make_tensor_value_info("b", TensorProto.UINT8, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"a": RNG.integers(-128, 128, (1, 3, 4, 4)).astype(np.int8),
+             "b": RNG.integers(0, 256, (1, 3, 4, 4)).astype(np.uint8)}
+    engine = mi.load(model)
+    (got,) = mi.InferenceSession(engine).run(None, feeds)
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(got, want)
+    assert "QLinearAdd" not in [nd.op_type for nd in engine.nodes]

@@ -12,7 +12,9 @@ activations stay 8-bit from one convolution to the next:
   on both sides -> ``MaxPool`` of the 8-bit tensor (the maximum commutes with a monotone
   quantization, and requantizing to the same parameters gives the values back).
 
-Every scale and zero point is one constant value (per tensor), as these operators take them.
+Every scale and zero point is one constant value (per tensor), as these operators take them,
+and every zero point has one type (their outputs have their input's type: a uint8 result of an
+int8 Add keeps its float nodes).
 A Relu or Clip before the QuantizeLinear is absorbed only where the quantization already clips
 there (:func:`.qdq._requant`). A DequantizeLinear read by other nodes too stays for them; a
 chain whose tensors are read elsewhere or are graph outputs is left as it is (it runs in
@@ -87,6 +89,10 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True
             return None
         tail, result, yq = out
         y = [str(v) for v in yq.tolist()]
+        # these operators' outputs have their (first) input's type: one 8-bit type throughout
+        types = {g.constants[d[1][2]].dtype for d in found} | {g.constants[y[1]].dtype}
+        if len(types) != 1:
+            return None
         attrs = node.fields.values_dict()
         if op in _BINARY and len(found) == 2 and ok(_BINARY[op]):
             new = _ms(node, _BINARY[op], [*found[0][1], *found[1][1], *y], result, {})
