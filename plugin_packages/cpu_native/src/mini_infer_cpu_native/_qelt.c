@@ -28,14 +28,14 @@
                 float v = ((float)x[p] - za) * ra + ((float)z[p * bs] - zb) * rb;           \
                 v = rintf(v) + zy;                                                          \
                 v = v < LO ? LO : v;                                                        \
-                y[p] = (TY)(v > HI ? HI : v);                                               \
+                y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
             }                                                                               \
         else                                                                                \
             for (long p = 0; p < inner; p++) {                                              \
                 float v = ((float)x[p] - za) * ((float)z[p * bs] - zb) * ra;                \
                 v = rintf(v) + zy;                                                          \
                 v = v < LO ? LO : v;                                                        \
-                y[p] = (TY)(v > HI ? HI : v);                                               \
+                y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
             }                                                                               \
     } while (0)
 

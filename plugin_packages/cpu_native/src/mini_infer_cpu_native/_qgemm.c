@@ -191,8 +191,21 @@ static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
     const uint8_t *img = (const uint8_t *)v->x + b * v->h * v->w * v->c + v->c0;
     const uint8_t zero = (uint8_t)v->gemm.za;
     long at = 0;
+    const long ix0 = ox * v->sw - v->pw, run = v->kw * v->cg;
+    /* a window row inside the image, dense (dilation 1, every channel): one copy */
+    const int dense = v->dw == 1 && v->cg == v->c && ix0 >= 0 && ix0 + v->kw <= v->w;
     for (long ty = 0; ty < v->kh; ty++) {
         long iy = oy * v->sh - v->ph + ty * v->dh;
+        if (iy < 0 || iy >= v->h) {
+            memset(row + at, zero, (size_t)run);
+            at += run;
+            continue;
+        }
+        if (dense) {
+            memcpy(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
+            at += run;
+            continue;
+        }
         for (long tx = 0; tx < v->kw; tx++, at += v->cg) {
             long ix = ox * v->sw - v->pw + tx * v->dw;
             if (iy < 0 || iy >= v->h || ix < 0 || ix >= v->w)
