@@ -251,13 +251,19 @@ class _Unary:
                 _basic._scalar(y_zero_point, "Y_zero_point", op), out.dtype, self.fn)
             constant = all(p is None or not p.flags.writeable for p in key[:4])
             self._kept = (key, table) if constant else None
-        if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            _basic._lookup(x, table, out)
-            return
-        kn = "mi_qlookup_i8"
-        _check(_lookup, QLookupArgs(_ptr(x, _INT8, x.size, False, kn, "x"),
-                                    _ptr(table, _INT8, 256, False, kn, "table"),
-                                    _ptr(out, _INT8, x.size, True, kn, "y"), x.size))
+        lookup(x, table, out)
+
+
+def lookup(x: Array, table: Array, out: Array) -> None:
+    """``out = table[x]`` (x's bit patterns index the 256-entry table): one compiled pass
+    where both are C-contiguous, else NumPy's."""
+    if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        _basic._lookup(x, table, out)
+        return
+    kn = "mi_qlookup_i8"
+    _check(_lookup, QLookupArgs(_ptr(x, _INT8, x.size, False, kn, "x"),
+                                _ptr(table, _INT8, 256, False, kn, "table"),
+                                _ptr(out, _INT8, x.size, True, kn, "y"), x.size))
 
 
 class QLinearSigmoid(_Unary, _basic.QLinearSigmoid):

@@ -5,10 +5,12 @@ integer convolutions need no transposition:
 * QLinearGlobalAveragePool: X NHWC (the sums over its pixels) and Y in either format (one pixel:
   (N, C, 1, 1) and (N, 1, 1, C) are the same bytes); cpu_basic's arithmetic (onnxruntime's:
   the integer sums less ``count * x_zp``, times ``x_scale / (y_scale * count)``, rounded).
-* QLinearConcat along the channels (``axis`` 1) of rank-4 tensors, every X and Y NHWC: the
-  same requantization into the last axis.
+* QLinearConcat: each input copied where its scale and zero point are Y's, else through
+  cpu_basic's requantization table (kept for constant parameters), looked up in one compiled
+  pass; along the channels (``axis`` 1) of rank-4 tensors every X and Y may be NHWC (the last
+  axis then).
 
-LINEAR tensors are cpu_basic's kernels as they are.
+QLinearGlobalAveragePool on LINEAR tensors is cpu_basic's kernel as it is.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from mini_infer_cpu_plugins.ops import contrib_qlinear as _basic
 from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
+from mini_infer_core.plugin.shapes import norm_axis
 
 from ._qformats import hwc_formats
+from .qelementwise import lookup
 
 __all__ = ["QLinearConcat", "QLinearGlobalAveragePool"]
 
@@ -82,7 +86,42 @@ class QLinearConcat(_basic.QLinearConcat):
         return (desc.format is HWC and len(desc.shape) == 4 and desc.dtype in _BYTES
                 and int(self.attrs["axis"]) in (1, -3))
 
+    #: each input's requantization table, kept while its parameters are the same constants
+    _tables: dict[int, tuple[tuple[Any, ...], Array | None]] | None = None
+
     def compute(self, y_scale: Array, y_zero_point: Array | None, *inputs: Array | None,
                 out: Array, axis: int) -> None:
         hwc = hwc_formats(self, (2,))[0]
-        super().compute(y_scale, y_zero_point, *inputs, out=out, axis=3 if hwc else axis)
+        a = out.ndim - 1 if hwc else norm_axis(axis, out.ndim)
+        if self._tables is None:
+            self._tables = {}
+        op = f"QLinearConcat {self.name!r}"
+        at = 0
+        for i in range(0, len(inputs), 3):
+            x, s, z = inputs[i:i + 3]
+            assert x is not None and s is not None
+            _basic._check8(x, op)
+            part = out[(slice(None),) * a + (slice(at, at + x.shape[a]),)]
+            at += x.shape[a]
+            key = (s, z, y_scale, y_zero_point, x.dtype, out.dtype)
+            kept = self._tables.get(i)
+            if kept is not None and all(p is q for p, q in zip(kept[0][:4], key[:4],
+                                                                strict=True)) \
+                    and kept[0][4:] == key[4:]:
+                table = kept[1]
+            else:
+                xs, xz = _basic._scalar(s, "X_scale", op), _basic._scalar(z, "X_zero_point", op)
+                ys = _basic._scalar(y_scale, "Y_scale", op)
+                yz = _basic._scalar(y_zero_point, "Y_zero_point", op)
+                table = None if (xs == ys and xz == yz and x.dtype == out.dtype) else \
+                    _basic._table(x.dtype, xs, xz, ys, yz, out.dtype, lambda v: v)
+                if all(p is None or not p.flags.writeable for p in key[:4]):
+                    self._tables[i] = (key, table)
+            if table is None:
+                np.copyto(part, x)
+            elif part.flags.c_contiguous and x.flags.c_contiguous:
+                lookup(x, table, part)
+            else:
+                y = np.empty(x.shape, out.dtype)
+                lookup(np.ascontiguousarray(x), table, y)
+                np.copyto(part, y)
