@@ -59,59 +59,89 @@ int mi_qrequant_f32(const mi_qrequant_args *a) {
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "_common.h"
 #include "_pool.h"
 
-/* the sums of one output row (n, oy) into acc (ow x c), bias included */
-#define DW_ROW(TX)                                                                          \
-    do {                                                                                    \
-        const TX *restrict x = (const TX *)a->x;                                            \
-        for (long ox = 0; ox < ow; ox++) {                                                  \
-            int32_t *restrict s = acc + ox * c;                                             \
-            for (long ch = 0; ch < c; ch++) s[ch] = a->bias ? a->bias[ch] : 0;              \
-            for (long ty = 0; ty < a->kh; ty++) {                                           \
-                long iy = oy * a->sh - a->ph + ty * a->dh;                                  \
-                if (iy < 0 || iy >= a->h) continue;                                         \
-                for (long tx = 0; tx < a->kw; tx++) {                                       \
-                    long ix = ox * a->sw - a->pw + tx * a->dw;                              \
-                    if (ix < 0 || ix >= a->w) continue;                                     \
-                    const TX *restrict xp = x + ((n * a->h + iy) * a->w + ix) * c;          \
-                    const int16_t *restrict wp = a->wt + (ty * a->kw + tx) * c;             \
-                    for (long ch = 0; ch < c; ch++) s[ch] += ((int32_t)xp[ch] - zx) * wp[ch]; \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
+/* acc[ch] += (x[ch] - zx) * w[ch] over c channels (restrict, all locals: vectorizes) */
+static inline void dw_tap_u8(int32_t *restrict acc, const uint8_t *restrict x,
+                             const int16_t *restrict w, long c, int32_t zx) {
+    for (long ch = 0; ch < c; ch++) acc[ch] += ((int32_t)x[ch] - zx) * (int32_t)w[ch];
+}
 
-#define DW_STORE(TY)                                                                        \
-    do {                                                                                    \
-        TY *restrict y = (TY *)a->y + (n * a->oh + oy) * ow * c;                            \
-        for (long p = 0; p < ow; p++)                                                       \
-            for (long ch = 0; ch < c; ch++) {                                               \
-                float v = (float)acc[p * c + ch] * a->mult[ch * a->mult_step];             \
-                v = v < lo ? lo : v;                                                        \
-                v = v > hi ? hi : v;                                                        \
-                y[p * c + ch] = (TY)((int32_t)((v + magic) - magic) + zy);                  \
-            }                                                                               \
-    } while (0)
+static inline void dw_tap_s8(int32_t *restrict acc, const int8_t *restrict x,
+                             const int16_t *restrict w, long c, int32_t zx) {
+    for (long ch = 0; ch < c; ch++) acc[ch] += ((int32_t)x[ch] - zx) * (int32_t)w[ch];
+}
 
-CLONES static void dw_rows(const mi_qdwconv_args *a, long r0, long r1, int32_t *acc) {
-    const long c = a->c, ow = a->ow;
-    const int32_t zx = a->zx, zy = a->zy;
+/* y[ch] = requantize(acc[ch]) (the epilogue above) for c channels */
+static inline void dw_store_u8(uint8_t *restrict y, const int32_t *restrict acc,
+                               const float *restrict mult, long step, long c, float lo,
+                               float hi, int32_t zy) {
     const float magic = 12582912.0f; /* 1.5 * 2^23 */
-    const int qmin = a->y_signed ? -128 : 0, qmax = a->y_signed ? 127 : 255;
+    for (long ch = 0; ch < c; ch++) {
+        float v = (float)acc[ch] * mult[ch * step];
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        y[ch] = (uint8_t)((int32_t)((v + magic) - magic) + zy);
+    }
+}
+
+static inline void dw_store_s8(int8_t *restrict y, const int32_t *restrict acc,
+                               const float *restrict mult, long step, long c, float lo,
+                               float hi, int32_t zy) {
+    const float magic = 12582912.0f;
+    for (long ch = 0; ch < c; ch++) {
+        float v = (float)acc[ch] * mult[ch * step];
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        y[ch] = (int8_t)((int32_t)((v + magic) - magic) + zy);
+    }
+}
+
+/* output rows [r0, r1) (of n * oh): per pixel, the bias, each tap inside the image, the
+ * requantization; acc holds one pixel's c sums */
+CLONES static void dw_rows(const mi_qdwconv_args *a, long r0, long r1, int32_t *acc) {
+    const long c = a->c, ow = a->ow, oh = a->oh, h = a->h, w = a->w, kh = a->kh, kw = a->kw;
+    const long sh = a->sh, sw = a->sw, dh = a->dh, dw = a->dw, ph = a->ph, pw = a->pw;
+    const long step = a->mult_step;
+    const int32_t zx = a->zx, zy = a->zy;
+    const int xs = a->x_signed, ys = a->y_signed;
+    const int qmin = ys ? -128 : 0, qmax = ys ? 127 : 255;
     const float lo = (float)(qmin - zy), hi = (float)(qmax - zy);
+    const int32_t *bias = a->bias;
+    const int16_t *wt = a->wt;
+    const float *mult = a->mult;
+    const uint8_t *xb = a->x;
+    uint8_t *yb = a->y;
     for (long r = r0; r < r1; r++) {
-        const long n = r / a->oh, oy = r % a->oh;
-        if (a->x_signed)
-            DW_ROW(int8_t);
-        else
-            DW_ROW(uint8_t);
-        if (a->y_signed)
-            DW_STORE(int8_t);
-        else
-            DW_STORE(uint8_t);
+        const long n = r / oh, oy = r % oh;
+        for (long ox = 0; ox < ow; ox++) {
+            if (bias)
+                memcpy(acc, bias, sizeof(int32_t) * (size_t)c);
+            else
+                memset(acc, 0, sizeof(int32_t) * (size_t)c);
+            for (long ty = 0; ty < kh; ty++) {
+                const long iy = oy * sh - ph + ty * dh;
+                if (iy < 0 || iy >= h) continue;
+                for (long tx = 0; tx < kw; tx++) {
+                    const long ix = ox * sw - pw + tx * dw;
+                    if (ix < 0 || ix >= w) continue;
+                    const uint8_t *xp = xb + ((n * h + iy) * w + ix) * c;
+                    const int16_t *wp = wt + (ty * kw + tx) * c;
+                    if (xs)
+                        dw_tap_s8(acc, (const int8_t *)xp, wp, c, zx);
+                    else
+                        dw_tap_u8(acc, xp, wp, c, zx);
+                }
+            }
+            uint8_t *yp = yb + ((n * oh + oy) * ow + ox) * c;
+            if (ys)
+                dw_store_s8((int8_t *)yp, acc, mult, step, c, lo, hi, zy);
+            else
+                dw_store_u8(yp, acc, mult, step, c, lo, hi, zy);
+        }
     }
 }
 
@@ -125,7 +155,7 @@ static void dw_part(const void *job, int part, int parts) {
     long r0, r1;
     mi_pool_share(j->a->n * j->a->oh, part, parts, &r0, &r1);
     if (r0 >= r1) return;
-    int32_t *acc = malloc(sizeof(int32_t) * (size_t)(j->a->ow * j->a->c));
+    int32_t *acc = malloc(sizeof(int32_t) * (size_t)j->a->c);
     if (!acc) {
         atomic_store(&j->failed, 1);
         return;
