@@ -577,6 +577,41 @@ static void integer_convolutions(unsigned seed) {
             wrong += qy[o * I + p] != (unsigned char)t;
         }
     CHECK(wrong == 0, "qbinary: %ld values differ", wrong);
+    /* a table lookup (mi_qlookup_i8) and a depthwise NHWC convolution (mi_qdwconv_i8) */
+    unsigned char table[256], looked[O * I];
+    for (int i = 0; i < 256; i++) table[i] = (unsigned char)(255 - i);
+    mi_qlookup_args lk = {qa, table, looked, O * I};
+    CHECK(mi_qlookup_i8(&lk) == 0, "qlookup failed");
+    wrong = 0;
+    for (long i = 0; i < O * I; i++) wrong += looked[i] != 255 - qa[i];
+    CHECK(wrong == 0, "qlookup: %ld values differ", wrong);
+    enum { DC = 5, DH = 6, DW = 7 };
+    unsigned char dx[DH * DW * DC], dy[3 * 4 * DC];
+    short dwt[9 * DC];
+    int dbias[DC] = {5, -5, 0, 100, -100};
+    float dmult[1] = {0.25f};
+    for (long i = 0; i < DH * DW * DC; i++) dx[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < 9 * DC; i++) dwt[i] = (short)(255.0f * frand(&seed));
+    /* stride 2, pads 1: output 3 x 4 */
+    mi_qdwconv_args dv = {dx, dwt, dbias, dmult, dy, 1, DH, DW, DC, 3, 3, 2, 2, 1, 1, 1, 1, 3, 4,
+                          0, 7, 11, 0, 0};
+    CHECK(mi_qdwconv_i8(&dv) == 0, "qdwconv failed");
+    wrong = 0;
+    for (long oy = 0; oy < 3; oy++)
+        for (long ox = 0; ox < 4; ox++)
+            for (long ch = 0; ch < DC; ch++) {
+                long acc = dbias[ch];
+                for (long ty = 0; ty < 3; ty++)
+                    for (long tx = 0; tx < 3; tx++) {
+                        long iy = oy * 2 - 1 + ty, ix = ox * 2 - 1 + tx;
+                        if (iy >= 0 && iy < DH && ix >= 0 && ix < DW)
+                            acc += ((long)dx[(iy * DW + ix) * DC + ch] - 7) * dwt[(ty * 3 + tx) * DC + ch];
+                    }
+                double t = nearbyint((double)acc * 0.25) + 11; /* exact: a power of 2 */
+                t = t < 0 ? 0 : t > 255 ? 255 : t;
+                wrong += dy[(oy * 4 + ox) * DC + ch] != (unsigned char)t;
+            }
+    CHECK(wrong == 0, "qdwconv: %ld values differ from the plain loops", wrong);
 }
 
 static void abi(void) {
