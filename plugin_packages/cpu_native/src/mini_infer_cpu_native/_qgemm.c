@@ -20,8 +20,10 @@
  * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
  * see whole 16 x 4 quads.
  *
- * A is packed per call (its rows are activations): row panels of MR rows, quads of 4 k,
- * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
+ * A is packed per call (its rows are activations), on the thread pool: row panels of MR rows,
+ * quads of 4 k, zero-padded (rows past M, k past K), with the row sums. For a convolution
+ * (mi_qconv_i8) the rows are read from the windows of an NHWC image as they are packed (no
+ * im2col matrix: a window row inside the image and across every channel is one copy). Kernels, chosen once by the CPU's
  * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
  * as mi_qgemm_set_isa does in tests):
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one

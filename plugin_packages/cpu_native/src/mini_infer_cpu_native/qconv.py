@@ -2,9 +2,13 @@
 GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 
 * The product of each group is ``rows (N*OH*OW, kh*kw*C/g) x W_g^T``: the rows are the
-  input's windows (im2col from the input made NHWC once, padded with x's zero point so that
-  padding contributes nothing, as onnxruntime pads: one copy per kernel tap); a 1x1 stride-1
-  convolution reads the NHWC input's pixels as rows, no im2col.
+  input's windows, read by the kernel itself from the NHWC input (``mi_qconv_i8``: no im2col
+  matrix; a tap outside the image reads x's zero point, so that padding contributes nothing,
+  as onnxruntime pads), packed on the thread pool; each group's outputs are written in place
+  into the NHWC result (its columns, rows M apart).
+* x and the output may be NHWC themselves (``TensorFormat.HWC``, negotiated by the builder's
+  formats pass with the other 8-bit plugins): no transposition at all between two integer
+  convolutions; a LINEAR x is made NHWC once, a LINEAR output transposed from the NHWC result.
 * A constant W (uint8/int8) is packed by the build, group by group, in the GEMM's panels
   (``__qpacked__`` = 1: stored so, same shape and dtype; a uint8 W is stored as w - 128);
   its column sums are computed at the first run. W's zero point and scale may be per output
@@ -12,18 +16,18 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 * QLinearConv's epilogue is onnxruntime's (MlasRequantizeOutput): the int32 bias added to the
   sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
   type's range less its zero point, rounded half to even, plus the zero point.
-* Depthwise convolutions (one input and one output channel per group) are summed by the
-  compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point, exactly (every
-  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue in one compiled
-  pass (``_qconv.c``): a GEMM of K = kh*kw per channel is not worth one.
+* Depthwise convolutions (one input and one output channel per group): on an NHWC x, a direct
+  kernel (``mi_qdwconv_i8``, ``_qconv.c``: exact int32 sums across the channels, the same
+  epilogue); on an NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and
+  w - w_zero_point, exactly (every sum an integer below 2**24: kernels up to 258 taps), with
+  the same epilogue in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
 
-The last run's plan (the rows' buffers, the GEMM's outputs and arguments) is run again while
-the input's shape, the output array and the constant parameters are the same objects (an
-engine's arena views and constants are, from run to run). Everything else (other ranks,
-per-channel x zero points, other dtypes) is cpu_basic's float64 path, with a packed W
-unpacked once.
+The last run's plan (the NHWC buffers, the GEMM's arguments) is run again while the input's
+shape, the output array and the constant parameters are the same objects (an engine's arena
+views and constants are, from run to run). Everything else (other ranks, per-channel x zero
+points, other dtypes) is cpu_basic's float64 path (on NCHW copies), with a packed W unpacked
+once.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
