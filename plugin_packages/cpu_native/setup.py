@@ -37,6 +37,8 @@ SOURCES += ["_pw.c"]
 SOURCES += ["_qgemm.c"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
+# QLinearAdd and QLinearMul (_qelt.c)
+SOURCES += ["_qelt.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # recurrent layers: LSTM, GRU, RNN with their gates fused (_rnn.c, _rnn_cell.h)
 SOURCES += ["_rnn.c"]

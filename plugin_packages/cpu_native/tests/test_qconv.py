@@ -26,7 +26,7 @@ def paths(count_calls: Callable[[Any, str, str], dict[str, int]]
           ) -> dict[str, dict[str, int]]:
     """How often the plugins took the compiled GEMM and the depthwise sums (a test fails if
     cpu_basic's float64 path took over): ``paths[p][p]``."""
-    return {"gemm": count_calls(qconv, "run_qgemm", "gemm"),
+    return {"gemm": count_calls(qconv, "run_qconv", "gemm"),
             "depthwise": count_calls(qconv._IntegerConv, "_depthwise_sums", "depthwise")}
 
 

@@ -137,7 +137,7 @@ class Builder:
         rewritten: list[str] = []
         if config.fuse:  # QDQ chains become integer operators where the device has them
             network, rewritten = rewrite(network, integer=lambda op: bool(
-                self.registry.candidates("", op, config.device, 10)))
+                self.registry.candidates(*_domain_op(op), config.device, 10)))
         state = self._select(_constants_first(network), config)
         if release_network:  # the state's own dict holds every constant from here on
             given.constants.clear()
@@ -368,6 +368,12 @@ def _constants_first(network: Network) -> Network:
     if not early or len(early) == len(network.nodes):
         return network
     return dataclasses.replace(network, nodes=early + late)
+
+
+def _domain_op(op: str) -> tuple[str, str]:
+    """``"domain::Op"`` (or ``"Op"``, the ONNX domain) as (domain, Op)."""
+    domain, _, name = op.rpartition("::")
+    return domain, name
 
 
 def build_engine(network: Network, config: BuilderConfig | None = None,

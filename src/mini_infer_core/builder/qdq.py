@@ -2,8 +2,8 @@
 format) become its integer operators, before plugins are chosen, as onnxruntime's own QDQ
 transformer does:
 
-- ``DequantizeLinear(x_q) -> Conv <- DequantizeLinear(w_q constant)`` (bias: a constant, or
-  the DequantizeLinear of an int32 constant) ``-> [Relu|Clip] -> QuantizeLinear`` ->
+- ``DequantizeLinear(x_q) -> Conv <- DequantizeLinear(w_q constant)`` (bias: a constant, the
+  Identity of one as NNCF writes it, or the DequantizeLinear of an int32 constant) ``-> [Relu|Clip] -> QuantizeLinear`` ->
   ``QLinearConv``;
 - ``DequantizeLinear(a_q) -> MatMul <- DequantizeLinear(b_q) -> [Relu|Clip] ->
   QuantizeLinear`` -> ``QLinearMatMul``;
@@ -155,10 +155,14 @@ def _bias(g: _Graph, name: str, x_scale: Array, w_scale: Array, m: int,
     want = (x_scale.reshape(()) * w_scale.reshape(-1)).astype(np.float32)
     d = _dq(g, name, (np.dtype(np.int32),))
     if d is None:
-        b = _const(g, name)
+        b, gone = _const(g, name), []
+        ident = g.node(name, "Identity") if b is None else None
+        if ident is not None:  # NNCF's bias: Identity(constant)
+            b = _const(g, ident.inputs[0])
+            gone = _chain(g, [name]) if g.private(name) else []
         if b is None or b.dtype != np.float32 or b.size != m:
             return None
-        value, gone = b.reshape(-1).astype(np.float64), []
+        value = b.reshape(-1).astype(np.float64)
     else:
         node, raw, scale, zp, _ = d
         b = _const(g, raw)

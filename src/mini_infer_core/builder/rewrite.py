@@ -10,7 +10,8 @@ become that one ONNX operator, before plugins are chosen.
 - ``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (ReduceMean, Sub, Pow,
   ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``;
 - QDQ chains (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) -> ``QLinearConv`` and
-  ``QLinearMatMul`` (:mod:`.qdq`).
+  ``QLinearMatMul`` (:mod:`.qdq`), and the Add, Mul, pooling, Concat and Sigmoid between
+  QDQ pairs -> their ``com.microsoft`` integer operators (:mod:`.qdq_ops`).
 
 A chain is replaced only where its intermediate tensors are read by nothing else and are no
 graph outputs; the new node carries the opset that defines its operator (and keeps its
@@ -31,6 +32,7 @@ import numpy as np
 from ..network import Network, Node
 from ..plugin import PluginField, PluginFieldCollection
 from .qdq import qdq_conv, qdq_gemm, qdq_matmul
+from .qdq_ops import qdq_between
 
 __all__ = ["rewrite"]
 
@@ -293,6 +295,8 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
         rules += [partial(qdq_conv, fresh=fresh), partial(qdq_gemm, fresh=fresh, extra=extra)]
     if integer("QLinearMatMul"):
         rules.append(partial(qdq_matmul, fresh=fresh))
+    # Add, Mul, pooling, Concat, Sigmoid between QDQ pairs (:mod:`.qdq_ops`)
+    rules.append(partial(qdq_between, ok=lambda op: integer(f"com.microsoft::{op}")))
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]

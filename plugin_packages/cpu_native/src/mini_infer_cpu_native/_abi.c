@@ -212,6 +212,39 @@ static const mi_abi_field layout[] = {
     FIELD(mi_rnn_args, st_bs), FIELD(mi_rnn_args, panel), FIELD(mi_rnn_args, kind),
     FIELD(mi_rnn_args, reverse), FIELD(mi_rnn_args, linear_before_reset),
     FIELD(mi_rnn_args, input_forget), FIELD(mi_rnn_args, relu), FIELD(mi_rnn_args, clip),
+    /* a convolution's integer product (_qgemm.c) */
+    STRUCT(mi_qconv_args),
+    FIELD(mi_qconv_args, gemm), FIELD(mi_qconv_args, x), FIELD(mi_qconv_args, n),
+    FIELD(mi_qconv_args, h), FIELD(mi_qconv_args, w), FIELD(mi_qconv_args, c),
+    FIELD(mi_qconv_args, c0), FIELD(mi_qconv_args, cg), FIELD(mi_qconv_args, kh),
+    FIELD(mi_qconv_args, kw), FIELD(mi_qconv_args, sh), FIELD(mi_qconv_args, sw),
+    FIELD(mi_qconv_args, dh), FIELD(mi_qconv_args, dw), FIELD(mi_qconv_args, ph),
+    FIELD(mi_qconv_args, pw), FIELD(mi_qconv_args, oh), FIELD(mi_qconv_args, ow),
+
+    /* QLinearAdd and QLinearMul (_qelt.c) */
+    STRUCT(mi_qbinary_args),
+    FIELD(mi_qbinary_args, a), FIELD(mi_qbinary_args, b), FIELD(mi_qbinary_args, y),
+    FIELD(mi_qbinary_args, outer), FIELD(mi_qbinary_args, inner),
+    FIELD(mi_qbinary_args, b_step), FIELD(mi_qbinary_args, b_outer_step),
+    FIELD(mi_qbinary_args, ra), FIELD(mi_qbinary_args, rb), FIELD(mi_qbinary_args, za),
+    FIELD(mi_qbinary_args, zb), FIELD(mi_qbinary_args, zy), FIELD(mi_qbinary_args, op),
+    FIELD(mi_qbinary_args, is_signed),
+
+    /* depthwise QLinearConv on NHWC (_qconv.c) */
+    STRUCT(mi_qdwconv_args),
+    FIELD(mi_qdwconv_args, x), FIELD(mi_qdwconv_args, wt), FIELD(mi_qdwconv_args, bias),
+    FIELD(mi_qdwconv_args, mult), FIELD(mi_qdwconv_args, y), FIELD(mi_qdwconv_args, n),
+    FIELD(mi_qdwconv_args, h), FIELD(mi_qdwconv_args, w), FIELD(mi_qdwconv_args, c),
+    FIELD(mi_qdwconv_args, kh), FIELD(mi_qdwconv_args, kw), FIELD(mi_qdwconv_args, sh),
+    FIELD(mi_qdwconv_args, sw), FIELD(mi_qdwconv_args, dh), FIELD(mi_qdwconv_args, dw),
+    FIELD(mi_qdwconv_args, ph), FIELD(mi_qdwconv_args, pw), FIELD(mi_qdwconv_args, oh),
+    FIELD(mi_qdwconv_args, ow), FIELD(mi_qdwconv_args, mult_step), FIELD(mi_qdwconv_args, zx),
+    FIELD(mi_qdwconv_args, zy), FIELD(mi_qdwconv_args, x_signed),
+    FIELD(mi_qdwconv_args, y_signed),
+
+    STRUCT(mi_qlookup_args),
+    FIELD(mi_qlookup_args, x), FIELD(mi_qlookup_args, table), FIELD(mi_qlookup_args, y),
+    FIELD(mi_qlookup_args, n),
 
     {NULL, NULL, 0, 0}};
 

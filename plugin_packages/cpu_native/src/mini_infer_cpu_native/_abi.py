@@ -367,3 +367,41 @@ class RnnArgs(ctypes.Structure):
 
 STRUCTS["mi_rnn_args"] = RnnArgs
 __all__ += ["RnnArgs"]
+class QConvArgs(ctypes.Structure):
+    """mi_qconv_args (_qgemm.c)"""
+    _fields_ = ([("gemm", QGemmArgs), ("x", _P)]
+                + _fields(_L, "n h w c c0 cg kh kw sh sw dh dw ph pw oh ow"))
+
+
+STRUCTS["mi_qconv_args"] = QConvArgs
+__all__ += ["QConvArgs"]
+
+
+class QBinaryArgs(ctypes.Structure):
+    """mi_qbinary_args (_qelt.c)"""
+    _fields_ = (_fields(_P, "a b y") + _fields(_L, "outer inner b_step b_outer_step")
+                + _fields(_F, "ra rb") + _fields(_I, "za zb zy op is_signed"))
+
+
+STRUCTS["mi_qbinary_args"] = QBinaryArgs
+__all__ += ["QBinaryArgs"]
+
+
+class QDwConvArgs(ctypes.Structure):
+    """mi_qdwconv_args (_qconv.c)"""
+    _fields_ = (_fields(_P, "x wt bias mult y")
+                + _fields(_L, "n h w c kh kw sh sw dh dw ph pw oh ow mult_step")
+                + _fields(_I, "zx zy x_signed y_signed"))
+
+
+STRUCTS["mi_qdwconv_args"] = QDwConvArgs
+__all__ += ["QDwConvArgs"]
+
+
+class QLookupArgs(ctypes.Structure):
+    """mi_qlookup_args (_qelt.c)"""
+    _fields_ = _fields(_P, "x table y") + _fields(_L, "n")
+
+
+STRUCTS["mi_qlookup_args"] = QLookupArgs
+__all__ += ["QLookupArgs"]

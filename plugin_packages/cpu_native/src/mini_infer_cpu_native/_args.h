@@ -390,6 +390,50 @@ typedef struct mi_qgemm_args {
     float lo, hi; /* MI_Q_FLOAT: the clamp; MI_Q_U8/S8: the quantized range (a Relu: zy) */
 } mi_qgemm_args;
 
+/* a convolution's integer product: mi_qconv_i8 (_qgemm.c) runs `gemm` (its `a` unused, its
+ * m = n * oh * ow, k = kh * kw * cg) with A's row (b, oy, ox) read from the windows of the
+ * NHWC image x (n, h, w, c): channels [c0, c0 + cg) of each tap, k in the order (ty, tx,
+ * channel); taps outside the image (pads ph, pw before) read gemm.za */
+typedef struct mi_qconv_args {
+    mi_qgemm_args gemm;
+    const void *x;
+    long n, h, w, c, c0, cg, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow;
+} mi_qconv_args;
+
+/* a depthwise QLinearConv on NHWC tensors: y (n, oh, ow, c) = requantize(bias[c] + sum over
+ * the taps inside x (n, h, w, c) of (x - zx) * wt[tap][c]), wt (kh * kw, c) = w - w's zero
+ * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qconv.c) */
+typedef struct mi_qdwconv_args {
+    const void *x;
+    const short *wt;
+    const int *bias;   /* (c) or NULL */
+    const float *mult;
+    void *y;
+    long n, h, w, c, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, mult_step;
+    int zx, zy, x_signed, y_signed;
+} mi_qdwconv_args;
+
+/* y[i] = table[x[i]] for n 8-bit values (their bit patterns index the 256-byte table):
+ * mi_qlookup_i8 (_qelt.c) */
+typedef struct mi_qlookup_args {
+    const void *x;
+    const void *table;
+    void *y;
+    long n;
+} mi_qlookup_args;
+
+/* QLinearAdd (op 0) and QLinearMul (op 1) of 8-bit a (outer x inner) and b (b's value for
+ * a's (o, p): b[o * b_outer_step + p * b_step], b_step 0 or 1), y like a; all uint8 or all
+ * int8 (is_signed): mi_qbinary_i8 (_qelt.c) */
+typedef struct mi_qbinary_args {
+    const void *a;
+    const void *b;
+    void *y;
+    long outer, inner, b_step, b_outer_step;
+    float ra, rb;
+    int za, zb, zy, op, is_signed;
+} mi_qbinary_args;
+
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */
 typedef struct mi_dql_args {
     const float *x;
@@ -412,6 +456,10 @@ typedef struct mi_qrequant_args {
 int mi_qpack_b_i8(const mi_qpack_b_args *p);
 int mi_qcolsum_i8(const mi_qcolsum_args *p);
 int mi_qgemm_i8(const mi_qgemm_args *a);
+int mi_qconv_i8(const mi_qconv_args *v);
+int mi_qbinary_i8(const mi_qbinary_args *a);
+int mi_qlookup_i8(const mi_qlookup_args *a);
+int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 

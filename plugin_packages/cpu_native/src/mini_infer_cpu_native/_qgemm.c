@@ -20,8 +20,10 @@
  * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
  * see whole 16 x 4 quads.
  *
- * A is packed per call (its rows are activations): row panels of MR rows, quads of 4 k,
- * zero-padded (rows past M, k past K), with the row sums. Kernels, chosen once by the CPU's
+ * A is packed per call (its rows are activations), on the thread pool: row panels of MR rows,
+ * quads of 4 k, zero-padded (rows past M, k past K), with the row sums. For a convolution
+ * (mi_qconv_i8) the rows are read from the windows of an NHWC image as they are packed (no
+ * im2col matrix: a window row inside the image and across every channel is one copy). Kernels, chosen once by the CPU's
  * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
  * as mi_qgemm_set_isa does in tests):
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
@@ -176,38 +178,125 @@ int mi_qgemm_supported(int level) { return q_supported(level); }
 static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
 static int q_esize(int isa) { return isa == QISA_AVX2 ? 2 : 1; }
 
-/* A (m x k, rows lda bytes apart; ^flip: uint8 a') into panels of mr rows, kq4 quads each:
- * [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past m and k; rowsum[i]
- * the sum of a' over row i's k values */
-CLONES static void q_pack_a(const uint8_t *a, long m, long k, long lda, uint8_t flip, int mr,
-                            int esize, long kq4, void *out, int32_t *rowsum) {
-    long mp = (m + mr - 1) / mr;
-    memset(out, 0, (size_t)(mp * kq4 * mr * 4 * esize));
-    const long kq = k / 4, step = (long)mr * 4;
-    const uint32_t flip4 = 0x01010101u * flip;
-    for (long i = 0; i < m; i++) {
-        const uint8_t *src = a + i * lda;
-        long ip = i / mr, r = i % mr;
-        uint32_t s = 0;
-        for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
-        rowsum[i] = (int32_t)s;
-        if (esize == 1) { /* one 4-byte copy per quad */
-            uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
-            for (long q = 0; q < kq; q++) {
-                uint32_t v;
-                memcpy(&v, src + 4 * q, 4);
-                v ^= flip4;
-                memcpy(dst + q * step, &v, 4);
-            }
-            for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
-        } else {
-            int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
-            for (long q = 0; q < kq; q++)
-                for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
-            for (long kk = 4 * kq; kk < k; kk++)
-                dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+/* where A's rows come from: rows of a matrix (lda bytes apart), or a convolution's windows
+ * over an NHWC image (implicit im2col: row (b, oy, ox), k in the order (ty, tx, channel);
+ * taps outside the image read the zero point's byte) */
+typedef struct {
+    const uint8_t *a;          /* rows, or NULL for the image below */
+    long lda;
+    const mi_qconv_args *conv; /* the image and window, or NULL */
+} qsrc;
+
+/* row i of A (k bytes) from an image: each tap's cg channels copied, the zero point outside */
+static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
+    long per = v->oh * v->ow, b = i / per, p = i % per, oy = p / v->ow, ox = p % v->ow;
+    const uint8_t *img = (const uint8_t *)v->x + b * v->h * v->w * v->c + v->c0;
+    const uint8_t zero = (uint8_t)v->gemm.za;
+    long at = 0;
+    const long ix0 = ox * v->sw - v->pw, run = v->kw * v->cg;
+    /* a window row inside the image, dense (dilation 1, every channel): one copy */
+    const int dense = v->dw == 1 && v->cg == v->c && ix0 >= 0 && ix0 + v->kw <= v->w;
+    for (long ty = 0; ty < v->kh; ty++) {
+        long iy = oy * v->sh - v->ph + ty * v->dh;
+        if (iy < 0 || iy >= v->h) {
+            memset(row + at, zero, (size_t)run);
+            at += run;
+            continue;
+        }
+        if (dense) {
+            memcpy(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
+            at += run;
+            continue;
+        }
+        for (long tx = 0; tx < v->kw; tx++, at += v->cg) {
+            long ix = ox * v->sw - v->pw + tx * v->dw;
+            if (iy < 0 || iy >= v->h || ix < 0 || ix >= v->w)
+                memset(row + at, zero, (size_t)v->cg);
+            else
+                memcpy(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
         }
     }
+    (void)k;
+}
+
+/* one row (k bytes at src; ^flip: uint8 a') into its place in A's panels (mr rows, kq4 quads
+ * each: [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past k); returns
+ * the sum of a' over the row */
+CLONES static int32_t q_pack_row(const uint8_t *src, long i, long k, uint8_t flip, int mr,
+                                 int esize, long kq4, void *out) {
+    const long kq = k / 4, step = (long)mr * 4;
+    const uint32_t flip4 = 0x01010101u * flip;
+    long ip = i / mr, r = i % mr;
+    uint32_t s = 0;
+    for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
+    if (esize == 1) { /* one 4-byte copy per quad */
+        uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
+        for (long q = 0; q < kq; q++) {
+            uint32_t v;
+            memcpy(&v, src + 4 * q, 4);
+            v ^= flip4;
+            memcpy(dst + q * step, &v, 4);
+        }
+        for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
+    } else {
+        int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
+        for (long q = 0; q < kq; q++)
+            for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
+        for (long kk = 4 * kq; kk < k; kk++)
+            dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+    }
+    return (int32_t)s;
+}
+
+typedef struct {
+    qsrc src;
+    long m, k, kq4;
+    uint8_t flip;
+    int mr, esize;
+    void *out;
+    int32_t *rowsum;
+    atomic_int failed; /* a part found no memory for its row */
+} qpack_job;
+
+/* the row panels of one part: zeroed (rows past m, k past K), then filled row by row */
+static void q_pack_part(const void *job, int part, int parts) {
+    qpack_job *j = (qpack_job *)job;
+    long mp = (j->m + j->mr - 1) / j->mr, p0, p1;
+    mi_pool_share(mp, part, parts, &p0, &p1);
+    if (p0 >= p1) return;
+    size_t panel = (size_t)(j->kq4 * j->mr * 4 * j->esize);
+    memset((uint8_t *)j->out + p0 * panel, 0, (size_t)(p1 - p0) * panel);
+    uint8_t local[4096], *row = local;
+    if (j->src.conv && j->k > (long)sizeof local) {
+        row = malloc((size_t)j->k);
+        if (!row) {
+            atomic_store(&j->failed, 1);
+            return;
+        }
+    }
+    for (long i = p0 * j->mr; i < lmin(p1 * j->mr, j->m); i++) {
+        const uint8_t *src = j->src.a + i * j->src.lda;
+        if (j->src.conv) {
+            q_conv_row(j->src.conv, i, j->k, row);
+            src = row;
+        }
+        j->rowsum[i] = q_pack_row(src, i, j->k, j->flip, j->mr, j->esize, j->kq4, j->out);
+    }
+    if (row != local) free(row);
+}
+
+/* A (m x k from src; ^flip: uint8 a') into its panels with the row sums, on the pool where
+ * it is large enough; 0, or MI_ENOMEM */
+static int q_pack_a(const qsrc *src, long m, long k, uint8_t flip, int mr, int esize, long kq4,
+                    void *out, int32_t *rowsum) {
+    qpack_job j = {.src = *src, .m = m, .k = k, .kq4 = kq4, .flip = flip, .mr = mr,
+                   .esize = esize, .out = out, .rowsum = rowsum};
+    atomic_init(&j.failed, 0);
+    if (m * k < 65536L || mi_pool_run(q_pack_part, &j) != 0 || atomic_load(&j.failed)) {
+        atomic_store(&j.failed, 0);
+        q_pack_part(&j, 0, 1);
+    }
+    return atomic_load(&j.failed) ? MI_ENOMEM : MI_OK;
 }
 
 /* ---- the job ----------------------------------------------------------------------------- */
@@ -563,8 +652,8 @@ static void q_part(const void *job, int part, int parts) {
     for (long u = begin; u < end; u++) q_unit2(g, u % g->mp, u / g->mp);
 }
 
-int mi_qgemm_i8(const mi_qgemm_args *a) {
-    if (!a->a || !a->bp || !a->colsum || !a->c || !a->zb ||
+static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
+    if (!a->bp || !a->colsum || !a->c || !a->zb ||
         ANY_NEGATIVE(a->m, a->n, a->k, a->lda, a->ldc, a->zb_step, a->mult_step) ||
         a->zb_step > 1 || a->mult_step > 1 || a->out < MI_Q_INT32 || a->out > MI_Q_S8 ||
         (a->out != MI_Q_INT32 && !a->mult))
@@ -595,7 +684,10 @@ int mi_qgemm_i8(const mi_qgemm_args *a) {
     uint8_t *block = aligned_alloc(64, total ? total : 64);
     if (!block) return MI_ENOMEM;
     int32_t *rowsum = (int32_t *)(block + offs[1]), *colterm = (int32_t *)(block + offs[2]);
-    q_pack_a(a->a, g.m, g.k, a->lda, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum);
+    if (q_pack_a(src, g.m, g.k, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum)) {
+        free(block);
+        return MI_ENOMEM;
+    }
     for (long j = 0; j < g.n; j++)
         colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
                                za * (uint32_t)a->colsum[j]);
@@ -632,6 +724,24 @@ int mi_qgemm_i8(const mi_qgemm_args *a) {
     if (g.m * g.n * lmax(g.k, 1) < 65536L || mi_pool_run(q_part, &g) != 0) q_part(&g, 0, 1);
     free(block);
     return MI_OK;
+}
+
+int mi_qgemm_i8(const mi_qgemm_args *a) {
+    if (!a->a) return MI_EARGS;
+    qsrc src = {.a = a->a, .lda = a->lda, .conv = NULL};
+    return q_gemm(a, &src);
+}
+
+/* a convolution's product: A's rows the windows of an NHWC image (gemm.a unused), so that no
+ * im2col matrix is made; the rows packed on the pool */
+int mi_qconv_i8(const mi_qconv_args *v) {
+    if (!v->x || ANY_NEGATIVE(v->n, v->h, v->w, v->c, v->c0, v->cg, v->kh, v->kw, v->ph, v->pw,
+                              v->oh, v->ow) ||
+        v->sh < 1 || v->sw < 1 || v->dh < 1 || v->dw < 1 || v->c0 + v->cg > v->c ||
+        v->gemm.m != v->n * v->oh * v->ow || v->gemm.k != v->kh * v->kw * v->cg)
+        return MI_EARGS;
+    qsrc src = {.a = NULL, .lda = 0, .conv = v};
+    return q_gemm(&v->gemm, &src);
 }
 
 /* ---- DynamicQuantizeLinear --------------------------------------------------------------- */

@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._abi import DqlArgs, QColsumArgs, QGemmArgs, QPackBArgs
+from ._abi import DqlArgs, QColsumArgs, QConvArgs, QGemmArgs, QPackBArgs
 from ._native import _kernel, _lib, _refused
 
-__all__ = ["ISAS", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql", "qcolsum",
-           "dql_args", "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported", "run_dql",
-           "run_qgemm",
-           "unpack_qb", "use_qgemm_isa"]
+__all__ = ["ISAS", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql", "dql_args",
+           "qcolsum", "qconv_args", "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported",
+           "run_dql", "run_qconv", "run_qgemm", "unpack_qb", "use_qgemm_isa"]
 
 Array = NDArray[Any]
 
@@ -36,6 +35,7 @@ _pack = _kernel("mi_qpack_b_i8", QPackBArgs)
 _colsum = _kernel("mi_qcolsum_i8", QColsumArgs)
 _gemm = _kernel("mi_qgemm_i8", QGemmArgs)
 _dql = _kernel("mi_dql_f32", DqlArgs)
+_conv = _kernel("mi_qconv_i8", QConvArgs)
 for _name, _argtypes in (("mi_qgemm_isa", []), ("mi_qgemm_set_isa", [ctypes.c_int]),
                          ("mi_qgemm_supported", [ctypes.c_int])):
     getattr(_lib, _name).restype = ctypes.c_int
@@ -182,6 +182,46 @@ def qgemm_args(a: Array, packed: Array, colsum: Array, c: Array, k: int, *, a_ze
         int(y_zero), lo, hi)
     args._keep = (a, packed, colsum, c, b_zero, mult, bias)
     return args
+
+
+def qconv_args(x: Array, packed: Array, colsum: Array, y: Array, k: int, *, c0: int, cg: int,
+               col0: int, kernel: tuple[int, int], strides: tuple[int, int],
+               dilations: tuple[int, int], begin: tuple[int, int], out: tuple[int, int],
+               a_zero: int = 0, b_zero: Array, mult: Array | None = None,
+               bias: Array | None = None, y_zero: int = 0) -> QConvArgs:
+    """The checked arguments of one group of a convolution on the integer GEMM, to run with
+    :func:`run_qconv`: ``x`` the NHWC image (N, H, W, C) uint8/int8 C-contiguous, A's rows
+    its windows (channels ``c0`` to ``c0 + cg`` of each of the ``kernel`` taps, padded by
+    ``begin`` with ``a_zero``: no im2col matrix); ``y`` (N * OH * OW, M) C-contiguous, this
+    group's ``n = packed's columns`` outputs written from column ``col0`` (rows M apart);
+    ``packed``, ``colsum``, ``b_zero``, ``mult``, ``bias`` as :func:`qgemm_args`'s for the
+    group's k = kh * kw * cg rows and n columns."""
+    kn = "mi_qconv_i8"
+    if x.ndim != 4 or y.ndim != 2 or k != kernel[0] * kernel[1] * cg:
+        raise ValueError(f"{kn}: x {x.shape} is not NHWC, y {y.shape} not 2-D, or k {k} is "
+                         f"not {kernel[0]} x {kernel[1]} x {cg}")
+    n_img, h, w, c = (int(d) for d in x.shape)
+    rows, ldc = y.shape
+    n = packed.size // k if k else 0
+    if rows != n_img * out[0] * out[1] or col0 + n > ldc or c0 + cg > c:
+        raise ValueError(f"{kn}: y {y.shape} does not hold {n_img} x {out} rows and columns "
+                         f"[{col0}, {col0 + n}), or channels [{c0}, {c0 + cg}) exceed {c}")
+    # the GEMM's own checks on an empty A and C of the group's shapes, then A and C set
+    g = qgemm_args(np.empty((0, k), x.dtype), packed, colsum, np.empty((0, n), y.dtype), k,
+                   a_zero=a_zero, b_zero=b_zero, mult=mult, bias=bias, y_zero=y_zero)
+    g.a = 0
+    g.c = _ptr(y, (y.dtype,), y.size, True, kn, "y") + col0 * y.itemsize
+    g.m, g.ldc = rows, ldc
+    args = QConvArgs(g, _ptr(x, _INT8, x.size, False, kn, "x"), n_img, h, w, c, c0, cg,
+                     kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1],
+                     begin[0], begin[1], out[0], out[1])
+    args._keep = (x, y, g._keep)
+    return args
+
+
+def run_qconv(args: QConvArgs) -> None:
+    """Run a product made by :func:`qconv_args` (again: its arrays are kept alive by it)."""
+    _check(_conv, args)
 
 
 def dql(x: Array, y: Array, scale: Array, zp: Array) -> None:

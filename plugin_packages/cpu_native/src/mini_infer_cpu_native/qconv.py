@@ -2,9 +2,13 @@
 GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 
 * The product of each group is ``rows (N*OH*OW, kh*kw*C/g) x W_g^T``: the rows are the
-  input's windows (im2col from the input made NHWC once, padded with x's zero point so that
-  padding contributes nothing, as onnxruntime pads: one copy per kernel tap); a 1x1 stride-1
-  convolution reads the NHWC input's pixels as rows, no im2col.
+  input's windows, read by the kernel itself from the NHWC input (``mi_qconv_i8``: no im2col
+  matrix; a tap outside the image reads x's zero point, so that padding contributes nothing,
+  as onnxruntime pads), packed on the thread pool; each group's outputs are written in place
+  into the NHWC result (its columns, rows M apart).
+* x and the output may be NHWC themselves (``TensorFormat.HWC``, negotiated by the builder's
+  formats pass with the other 8-bit plugins): no transposition at all between two integer
+  convolutions; a LINEAR x is made NHWC once, a LINEAR output transposed from the NHWC result.
 * A constant W (uint8/int8) is packed by the build, group by group, in the GEMM's panels
   (``__qpacked__`` = 1: stored so, same shape and dtype; a uint8 W is stored as w - 128);
   its column sums are computed at the first run. W's zero point and scale may be per output
@@ -12,18 +16,18 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 * QLinearConv's epilogue is onnxruntime's (MlasRequantizeOutput): the int32 bias added to the
   sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
   type's range less its zero point, rounded half to even, plus the zero point.
-* Depthwise convolutions (one input and one output channel per group) are summed by the
-  compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point, exactly (every
-  sum an integer below 2**24: kernels up to 258 taps), with the same epilogue in one compiled
-  pass (``_qconv.c``): a GEMM of K = kh*kw per channel is not worth one.
+* Depthwise convolutions (one input and one output channel per group): on an NHWC x, a direct
+  kernel (``mi_qdwconv_i8``, ``_qconv.c``: exact int32 sums across the channels, the same
+  epilogue); on an NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and
+  w - w_zero_point, exactly (every sum an integer below 2**24: kernels up to 258 taps), with
+  the same epilogue in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
 
-The last run's plan (the rows' buffers, the GEMM's outputs and arguments) is run again while
-the input's shape, the output array and the constant parameters are the same objects (an
-engine's arena views and constants are, from run to run). Everything else (other ranks,
-per-channel x zero points, other dtypes) is cpu_basic's float64 path, with a packed W
-unpacked once.
+The last run's plan (the NHWC buffers, the GEMM's arguments) is run again while the input's
+shape, the output array and the constant parameters are the same objects (an engine's arena
+views and constants are, from run to run). Everything else (other ranks, per-channel x zero
+points, other dtypes) is cpu_basic's float64 path (on NCHW copies), with a packed W unpacked
+once.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -33,18 +37,20 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import qlinear as _qlinear
 from numpy.typing import NDArray
 
-from mini_infer_core.plugin import Repacked, shapes
+from mini_infer_core.plugin import DataType, PluginTensorDesc, Repacked, TensorFormat, shapes
 
-from ._abi import QGemmArgs, QRequantArgs
+from ._abi import QConvArgs, QDwConvArgs, QRequantArgs
 from ._derived import Derived
 from ._native import _kernel, dwconv2d, dwconv2d_work
-from ._qgemm import _check, _ptr, qcolsum, qgemm_args, qpack_b, run_qgemm, unpack_qb
+from ._qformats import hwc_formats, linear
+from ._qgemm import _check, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
 _qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
+_qdwconv = _kernel("mi_qdwconv_i8", QDwConvArgs)
 
 
 def _scalar(x: Array | None) -> int:
@@ -132,25 +138,6 @@ class _IntegerConv(Derived):
                 and (x_zero_point is None or x_zero_point.size == 1)
                 and x.shape[1] == w.shape[1] * group and w.shape[0] % group == 0)
 
-    def _padded(self, x: Array, zx: int, nhwc: bool
-                ) -> tuple[Array, shapes.Window, tuple[int, ...]]:
-        """x (NHWC where asked) padded with its zero point where windows reach outside, the
-        window, the output sizes."""
-        win, geo, ext = self._window(x.shape, self._wshape)
-        src = x.transpose(0, 2, 3, 1) if nhwc else x
-        if shapes.needs_padding(x.shape[2:], geo.begin, ext):
-            n, c = x.shape[:2]
-            xp = np.full((n, *ext, c) if nhwc else (n, c, *ext), zx, x.dtype)
-            b0, b1 = geo.begin
-            h, w = x.shape[2:]
-            if nhwc:
-                xp[:, b0:b0 + h, b1:b1 + w] = src
-            else:
-                xp[:, :, b0:b0 + h, b1:b1 + w] = src
-            return xp, win, tuple(geo.out)
-        return (np.ascontiguousarray(src) if nhwc else x), win, tuple(geo.out)
-
-    _wshape: tuple[int, ...] = ()
     #: (x shape, W shape) -> the window, its geometry and padded extent
     _windows: dict[tuple[Any, ...], tuple[shapes.Window, shapes.Geometry, tuple[int, ...]]
                    ] | None = None
@@ -166,38 +153,6 @@ class _IntegerConv(Derived):
             win, geo = self.geometry(xshape, wshape)
             got = self._windows[key] = (win, geo, shapes.padded_extent(xshape[2:], win, geo))
         return got
-
-    def _sums_rows(self, x: Array, w: Array, zx: int, group: int,
-                   into: list[Array] | None = None) -> tuple[list[Array], tuple[int, ...]]:
-        """Per group, the GEMM's rows (N*OH*OW, kh*kw*C/g) (written ``into`` those of an
-        earlier call where given), from the input made NHWC (and padded) once: one copy per
-        kernel tap of C/g-byte runs (a 1x1 stride-1 convolution: the NHWC pixels); and the
-        output sizes."""
-        kh, kw = int(w.shape[2]), int(w.shape[3])
-        self._wshape = tuple(w.shape)
-        n, c = x.shape[:2]
-        win, geo, ext = self._window(x.shape, self._wshape)
-        out = tuple(geo.out)
-        if (kh == kw == 1 and group == 1 and tuple(win.strides) == (1, 1)
-                and out == tuple(x.shape[2:])
-                and not shapes.needs_padding(x.shape[2:], geo.begin, ext)):
-            dest = into[0] if into else np.empty((n * out[0] * out[1], c), x.dtype)
-            np.copyto(dest.reshape(n, out[0], out[1], c), x.transpose(0, 2, 3, 1))
-            return [dest], out
-        xp, win, out = self._padded(x, zx, nhwc=True)
-        (sh, sw), (dh, dw) = win.strides, win.dilations
-        cg = c // group
-        rows = []
-        for g in range(group):
-            src = xp if group == 1 else xp[..., g * cg:(g + 1) * cg]
-            shape = (n, out[0], out[1], kh, kw, cg)
-            cols = into[g].reshape(shape) if into else np.empty(shape, x.dtype)
-            for i in range(kh):
-                for j in range(kw):
-                    cols[:, :, :, i, j] = src[:, i * dh:i * dh + (out[0] - 1) * sh + 1:sh,
-                                              j * dw:j * dw + (out[1] - 1) * sw + 1:sw]
-            rows.append(cols.reshape(-1, kh * kw * cg))
-        return rows, out
 
     def _depthwise_sums(self, x: Array, w: Array, zx: int, zw: Array,
                         bias: Array | None = None) -> Array:
@@ -225,10 +180,9 @@ class _IntegerConv(Derived):
         reach = int(w.shape[2] * w.shape[3]) * 255 * 255
         return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
 
-    #: the last product's plan, run again while its key holds: (key, the rows, the GEMM's
-    #: outputs, their arguments, the output sizes)
-    _kept_plan: tuple[tuple[Any, ...], list[Array], list[Array], list[QGemmArgs],
-                 tuple[int, ...]] | None = None
+    #: the last product's plan, run again while its key holds: (key, the NHWC input (None:
+    #: x itself), the NHWC output (None: out itself), each group's arguments)
+    _kept_plan: tuple[tuple[Any, ...], Array | None, Array | None, list[QConvArgs]] | None = None
 
     @staticmethod
     def _key(x: Array, out: Array, *params: Array | None) -> tuple[Any, ...] | None:
@@ -238,59 +192,70 @@ class _IntegerConv(Derived):
             return None
         return (x.shape, x.dtype, out, *params)
 
-    def _run_plan(self, x: Array, w: Array, group: int, out: Array, key: tuple[Any, ...] | None
-                  ) -> bool:
+    def _run_plan(self, x: Array, out: Array, key: tuple[Any, ...] | None) -> bool:
         """Run the kept plan if it was made for ``key``."""
         plan = self._kept_plan
         if key is None or plan is None or len(plan[0]) != len(key) or plan[0][:2] != key[:2] \
                 or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
             return False
-        _, rows, cs, argss, dims = plan
-        self._sums_rows(x, w, int(argss[0].za), group, rows)  # za: x's zero point
-        self._finish(cs, argss, dims, out)
+        _, xh, y, argss = plan
+        self._run(x, xh, y, argss, out)
         return True
 
     @staticmethod
-    def _finish(cs: list[Array], argss: list[QGemmArgs], dims: tuple[int, ...], out: Array
-                ) -> None:
-        """Run each group's product and write it to ``out`` in NCHW."""
-        n, m = out.shape[:2]
-        mg = m // len(cs)
-        flat = out.reshape(n, m, -1) if out.flags.c_contiguous else None  # a view
-        for g, (c, args) in enumerate(zip(cs, argss, strict=True)):
-            run_qgemm(args)
-            sl = slice(g * mg, (g + 1) * mg)
-            if flat is None:
-                out[:, sl] = c.reshape(n, *dims, mg).transpose(0, 3, 1, 2)
+    def _run(x: Array, xh: Array | None, y: Array | None, argss: list[QConvArgs], out: Array
+             ) -> None:
+        """x made NHWC (into ``xh``, unless it is already), each group's product, and the
+        NHWC result written to ``out`` in NCHW (unless ``out`` is NHWC itself: ``y`` None)."""
+        if xh is not None:
+            np.copyto(xh, x.transpose(0, 2, 3, 1))
+        for args in argss:
+            run_qconv(args)
+        if y is not None:
+            n, m = out.shape[:2]
+            if out.flags.c_contiguous:
+                _to_nchw(y.reshape(n, -1, m), out.reshape(n, m, -1))
             else:
-                _to_nchw(c.reshape(n, -1, mg), flat[:, sl])
+                out[...] = y.reshape(n, *out.shape[2:], m).transpose(0, 3, 1, 2)
 
     def _gemm(self, x: Array, w: Array, zx: int, zw: Array, group: int, out: Array,
               mult: Array | None = None, bias: Array | None = None, zy: int = 0,
-              key: tuple[Any, ...] | None = None) -> None:
-        """out (N, M, OH, OW) = the epilogue of each group's product; the plan kept for
-        ``key``."""
+              key: tuple[Any, ...] | None = None, hwc: tuple[bool, bool] = (False, False)
+              ) -> None:
+        """out (N, M, OH, OW) = the epilogue of each group's product, its rows read from the
+        NHWC input's windows by the kernel (``hwc``: x and out are NHWC already); the plan
+        kept for ``key``."""
         m = w.shape[0]
         mg = m // group
-        k = int(np.prod(w.shape[1:]))
-        rows, dims = self._sums_rows(x, w, zx, group)
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        cg = int(w.shape[1])
+        k = cg * kh * kw
+        xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if hwc[0] else x.shape
+        win, geo, _ = self._window(tuple(xshape), tuple(w.shape))
+        dims = (int(geo.out[0]), int(geo.out[1]))
+        n = int(xshape[0])
+        xh = None if hwc[0] else np.empty((n, *xshape[2:], xshape[1]), x.dtype)
+        y = None if hwc[1] else np.empty((n * dims[0] * dims[1], m), out.dtype)
+        dest = out.reshape(-1, m) if y is None else y
         packed = self._group_panels(w, group)
         zb = zw.astype(np.int32).reshape(-1)
         if w.dtype == np.uint8:
             zb = zb - 128
-        cs, argss = [], []
+        argss = []
         for g in range(group):
-            c = np.empty((rows[g].shape[0], mg), out.dtype)
             sl = slice(g * mg, (g + 1) * mg)
-            argss.append(qgemm_args(
-                rows[g], packed[g][0], packed[g][1], c, k, a_zero=zx,
+            argss.append(qconv_args(
+                x if xh is None else xh, packed[g][0], packed[g][1], dest, k, c0=g * cg,
+                cg=cg, col0=g * mg, kernel=(kh, kw),
+                strides=(int(win.strides[0]), int(win.strides[1])),
+                dilations=(int(win.dilations[0]), int(win.dilations[1])),
+                begin=(int(geo.begin[0]), int(geo.begin[1])), out=dims, a_zero=zx,
                 b_zero=np.ascontiguousarray(zb[sl] if zb.size > 1 else zb),
                 mult=None if mult is None else np.ascontiguousarray(
                     mult[sl] if mult.size > 1 else mult),
                 bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
-            cs.append(c)
-        self._finish(cs, argss, dims, out)
-        self._kept_plan = None if key is None else (key, rows, cs, argss, dims)
+        self._run(x, xh, y, argss, out)
+        self._kept_plan = None if key is None else (key, xh, y, argss)
 
 
 #: pixels per block of an output transposed from the GEMM's (pixels, channels) to NCHW
@@ -330,25 +295,42 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                                                 "__qpacked__")
     package = "mini-infer-cpu-native"
 
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        """x and the output LINEAR or HWC (NHWC, each on its own), 8-bit 2-D; the rest
+        LINEAR."""
+        desc = in_out[pos]
+        if desc.format is TensorFormat.HWC:
+            return (pos in (0, num_inputs) and len(desc.shape) == 4
+                    and desc.dtype in (DataType.UINT8, DataType.INT8))
+        return super().supports_format_combination(pos, in_out, num_inputs)
+
     def compute(self, x: Array, x_scale: Array, x_zero_point: Array,  # type: ignore[override]
                 w: Array, w_scale: Array, w_zero_point: Array, y_scale: Array,
                 y_zero_point: Array | None = None, b: Array | None = None, *, out: Array,
                 group: int, **kw: Any) -> None:
         key = self._key(x, out, w, x_scale, x_zero_point, w_scale, w_zero_point, y_scale,
                         y_zero_point, b)
-        if self._run_plan(x, w, group, out, key):
+        if self._run_plan(x, out, key):
             return
+        x_hwc, out_hwc = hwc_formats(self)
+        hwc = (x_hwc, out_hwc)
+        xl = x.transpose(0, 3, 1, 2) if hwc[0] else x  # NCHW views
+        ol = out.transpose(0, 3, 1, 2) if hwc[1] else out
         m = w.shape[0]
-        if (not self._usable(x, w, x_zero_point, group) or out.dtype not in _INT8
+        if (not self._usable(xl, w, x_zero_point, group) or out.dtype not in _INT8
+                or (hwc[0] and not x.flags.c_contiguous)
+                or (hwc[1] and not out.flags.c_contiguous)
                 or w_scale.size not in (1, m) or not (w_zero_point is None
                                                          or w_zero_point.size in (1, m))
                 or y_scale.size != 1 or (y_zero_point is not None and y_zero_point.size != 1)
                 or x_scale.size != 1 or any(s.dtype != np.float32
                                             for s in (x_scale, w_scale, y_scale))
                 or (b is not None and (b.dtype != np.int32 or b.size != m))):
-            super().compute(x, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
-                            w_zero_point, y_scale, y_zero_point, b, out=out, group=group,
-                            **kw)
+            with linear(xl, ol, hwc) as (xc, oc):
+                super().compute(xc, x_scale, x_zero_point, self._onnx_w(w, group), w_scale,
+                                w_zero_point, y_scale, y_zero_point, b, out=oc, group=group,
+                                **kw)
             return
         if out.size == 0:
             return
@@ -359,14 +341,45 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             (x_scale.reshape(-1)[0] * w_scale.reshape(-1) / y_scale.reshape(-1)[0]
              ).astype(np.float32))
         bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
+        if self._depthwise(w, group) and not self.hidden.get("__qpacked__") and hwc[0] \
+                and out.flags.c_contiguous:
+            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1])
+            return
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
                 and (self._exact(w, None) if b is None else self._derived(
                     b, ("exact", w.shape), lambda v: self._exact(w, v)))):
             fb = None if b is None else self._derived(
                 b, "dw_bias", lambda v: v.reshape(-1).astype(np.float32))
-            _requantize(self._depthwise_sums(x, w, zx, zw, fb), mult, zy, out)
+            with linear(xl, ol, hwc) as (xc, oc):
+                _requantize(self._depthwise_sums(xc, w, zx, zw, fb), mult, zy, oc)
             return
-        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key)
+        self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key, hwc=hwc)
+
+    def _depthwise_nhwc(self, x: Array, w: Array, zx: int, zw: Array, mult: Array,
+                        bias: Array | None, zy: int, out: Array, oshape: tuple[int, ...],
+                        out_hwc: bool) -> None:
+        """A depthwise convolution of NHWC x on the direct kernel (``_qconv.c``), into
+        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW)."""
+        kh, kw = int(w.shape[2]), int(w.shape[3])
+        xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
+        win, geo, _ = self._window(xshape, tuple(w.shape))
+        wt = self._derived(w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
+            (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
+             ).reshape(-1, kh * kw).T))
+        n, c, oh, ow = (int(d) for d in oshape)
+        y = out if out_hwc else np.empty((n, oh, ow, c), out.dtype)
+        kn = "mi_qdwconv_i8"
+        _check(_qdwconv, QDwConvArgs(
+            _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(wt, (np.int16,), wt.size, False, kn, "w"),
+            _ptr(bias, (np.int32,), c, False, kn, "bias"),
+            _ptr(mult, (np.float32,), c if mult.size > 1 else 1, False, kn, "mult"),
+            _ptr(y, (y.dtype,), n * oh * ow * c, True, kn, "y"),
+            n, int(x.shape[1]), int(x.shape[2]), c, kh, kw, int(win.strides[0]),
+            int(win.strides[1]), int(win.dilations[0]), int(win.dilations[1]),
+            int(geo.begin[0]), int(geo.begin[1]), oh, ow, int(mult.size > 1), zx, zy,
+            int(x.dtype == np.int8), int(y.dtype == np.int8)))
+        if not out_hwc:
+            np.copyto(out, y.transpose(0, 3, 1, 2))
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
@@ -380,7 +393,7 @@ class ConvInteger(_IntegerConv, _qlinear.ConvInteger):
                 w_zero_point: Array | None = None, *, out: Array, group: int,
                 **kw: Any) -> None:
         key = self._key(x, out, w, x_zero_point, w_zero_point)
-        if self._run_plan(x, w, group, out, key):
+        if self._run_plan(x, out, key):
             return
         m = w.shape[0]
         if (not self._usable(x, w, x_zero_point, group) or out.dtype != np.int32

@@ -611,6 +611,91 @@ static void recurrent(unsigned seed) {
         free(x), free(w), free(r), free(bias), free(peep), free(h0), free(c0), free(wp);
         free(rp), free(y), free(yh), free(yc), free(work);
     }
+/* a convolution's integer product from an NHWC image's windows (mi_qconv_i8, _qgemm.c),
+ * against the plain loops; QLinearAdd/QLinearMul in one pass (mi_qbinary_i8, _qelt.c) */
+static void integer_convolutions(unsigned seed) {
+    enum { NB = 2, H = 9, W = 7, C = 6, CG = 3, KH = 3, KW = 2, M = 19, OH = 5, OW = 7 };
+    enum { K = KH * KW * CG, ROWS = NB * OH * OW };
+    unsigned char x[NB * H * W * C];
+    signed char b[K * M], bp[K * M];
+    int colsum[M], zb = -2, za = 9, c[ROWS * 2 * M];
+    for (long i = 0; i < NB * H * W * C; i++) x[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < K * M; i++) b[i] = (signed char)(255.0f * frand(&seed));
+    mi_qpack_b_args pk = {b, bp, K, M, M, 1, 0};
+    CHECK(mi_qpack_b_i8(&pk) == 0, "qpack_b failed");
+    mi_qcolsum_args cs = {bp, colsum, K, M};
+    CHECK(mi_qcolsum_i8(&cs) == 0, "qcolsum failed");
+    /* group 1 of 2 (channels 3..5), stride 2 x 1, pads 1 x 1, output columns M..2M-1 */
+    mi_qconv_args v = {{0}, x, NB, H, W, C, CG, CG, KH, KW, 2, 1, 1, 1, 1, 1, OH, OW};
+    v.gemm.bp = bp, v.gemm.colsum = colsum, v.gemm.c = c + M, v.gemm.zb = &zb;
+    v.gemm.m = ROWS, v.gemm.n = M, v.gemm.k = K, v.gemm.lda = K, v.gemm.ldc = 2 * M;
+    v.gemm.za = za, v.gemm.out = MI_Q_INT32;
+    CHECK(mi_qconv_i8(&v) == 0, "qconv failed");
+    long bad = 0;
+    for (long r = 0; r < ROWS; r++)
+        for (long j = 0; j < M; j++) {
+            long n = r / (OH * OW), oy = r % (OH * OW) / OW, ox = r % OW, want = 0, kk = 0;
+            for (long ty = 0; ty < KH; ty++)
+                for (long tx = 0; tx < KW; tx++)
+                    for (long ch = 0; ch < CG; ch++, kk++) {
+                        long iy = oy * 2 - 1 + ty, ix = ox - 1 + tx;
+                        long xv = iy < 0 || iy >= H || ix < 0 || ix >= W
+                                      ? za : x[((n * H + iy) * W + ix) * C + CG + ch];
+                        want += (xv - za) * (b[kk * M + j] - zb);
+                    }
+            bad += c[r * 2 * M + M + j] != want;
+        }
+    CHECK(bad == 0, "qconv: %ld sums differ from the plain loops", bad);
+    enum { O = 5, I = 77 };
+    unsigned char qa[O * I], qb[O], qy[O * I];
+    for (long i = 0; i < O * I; i++) qa[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < O; i++) qb[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    mi_qbinary_args qbin = {qa, qb, qy, O, I, 0, 1, 0.5f, 0.25f, 10, 20, 30, 0, 0};
+    CHECK(mi_qbinary_i8(&qbin) == 0, "qbinary failed");
+    long wrong = 0;
+    for (long o = 0; o < O; o++)
+        for (long p = 0; p < I; p++) { /* exact: powers of 2 */
+            double t = nearbyint(((double)qa[o * I + p] - 10) * 0.5 + ((double)qb[o] - 20) * 0.25);
+            t += 30;
+            t = t < 0 ? 0 : t > 255 ? 255 : t;
+            wrong += qy[o * I + p] != (unsigned char)t;
+        }
+    CHECK(wrong == 0, "qbinary: %ld values differ", wrong);
+    /* a table lookup (mi_qlookup_i8) and a depthwise NHWC convolution (mi_qdwconv_i8) */
+    unsigned char table[256], looked[O * I];
+    for (int i = 0; i < 256; i++) table[i] = (unsigned char)(255 - i);
+    mi_qlookup_args lk = {qa, table, looked, O * I};
+    CHECK(mi_qlookup_i8(&lk) == 0, "qlookup failed");
+    wrong = 0;
+    for (long i = 0; i < O * I; i++) wrong += looked[i] != 255 - qa[i];
+    CHECK(wrong == 0, "qlookup: %ld values differ", wrong);
+    enum { DC = 5, DH = 6, DW = 7 };
+    unsigned char dx[DH * DW * DC], dy[3 * 4 * DC];
+    short dwt[9 * DC];
+    int dbias[DC] = {5, -5, 0, 100, -100};
+    float dmult[1] = {0.25f};
+    for (long i = 0; i < DH * DW * DC; i++) dx[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < 9 * DC; i++) dwt[i] = (short)(255.0f * frand(&seed));
+    /* stride 2, pads 1: output 3 x 4 */
+    mi_qdwconv_args dv = {dx, dwt, dbias, dmult, dy, 1, DH, DW, DC, 3, 3, 2, 2, 1, 1, 1, 1, 3, 4,
+                          0, 7, 11, 0, 0};
+    CHECK(mi_qdwconv_i8(&dv) == 0, "qdwconv failed");
+    wrong = 0;
+    for (long oy = 0; oy < 3; oy++)
+        for (long ox = 0; ox < 4; ox++)
+            for (long ch = 0; ch < DC; ch++) {
+                long acc = dbias[ch];
+                for (long ty = 0; ty < 3; ty++)
+                    for (long tx = 0; tx < 3; tx++) {
+                        long iy = oy * 2 - 1 + ty, ix = ox * 2 - 1 + tx;
+                        if (iy >= 0 && iy < DH && ix >= 0 && ix < DW)
+                            acc += ((long)dx[(iy * DW + ix) * DC + ch] - 7) * dwt[(ty * 3 + tx) * DC + ch];
+                    }
+                double t = nearbyint((double)acc * 0.25) + 11; /* exact: a power of 2 */
+                t = t < 0 ? 0 : t > 255 ? 255 : t;
+                wrong += dy[(oy * 4 + ox) * DC + ch] != (unsigned char)t;
+            }
+    CHECK(wrong == 0, "qdwconv: %ld values differ from the plain loops", wrong);
 }
 
 static void abi(void) {
@@ -634,5 +719,6 @@ void families(unsigned seed) {
     products(seed + 9);
     integer_products(seed + 10);
     recurrent(seed + 11);
+    integer_convolutions(seed + 12);
     abi();
 }

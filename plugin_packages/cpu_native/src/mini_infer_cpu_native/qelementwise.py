@@ -1,0 +1,278 @@
+"""cpu_basic's ``com.microsoft`` QLinearAdd, QLinearMul, QLinearSigmoid and QLinearLeakyRelu
+with their 8-bit cases in one compiled pass (``_qelt.c``).
+
+* QLinearAdd, QLinearMul: A, B and C all uint8 or all int8, per-tensor parameters, and B
+  either A's shape or broadcast to it as one value per leading index ((N, C, 1, 1) against
+  (N, C, H, W): a squeeze-and-excitation's scale) or one value; either operand may be the
+  broadcast one (both operators commute). The arithmetic is cpu_basic's (float32, round half
+  to even, saturation), so both give the same bits.
+* QLinearSigmoid, QLinearLeakyRelu: cpu_basic's 256-entry table (made once for constant
+  parameters), looked up in one pass.
+
+All of them take NHWC tensors (``TensorFormat.HWC``, negotiated by the builder) so that the
+activations between two integer convolutions need no transposition: A and C (X and Y) in the
+same format, B of A's shape in it too, or a per-channel B of one pixel ((N, C, 1, 1), the same
+bytes in either format). Anything else is cpu_basic's NumPy kernel (on NCHW copies).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import contrib_qlinear as _basic
+from numpy.typing import NDArray
+
+from mini_infer_core.errors import PluginInterfaceError
+from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
+
+from ._abi import QBinaryArgs, QLookupArgs
+from ._native import _kernel
+from ._qformats import hwc_formats, linear
+from ._qgemm import _check, _ptr
+
+__all__ = ["QLinearAdd", "QLinearLeakyRelu", "QLinearMul", "QLinearSigmoid"]
+
+Array = NDArray[Any]
+_INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+_binary = _kernel("mi_qbinary_i8", QBinaryArgs)
+_lookup = _kernel("mi_qlookup_i8", QLookupArgs)
+HWC = TensorFormat.HWC
+_BYTES = (DataType.UINT8, DataType.INT8)
+
+
+def _pixel(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
+    """Whether ``b`` is one value per channel of ``a``'s images: (N, C, 1, 1)."""
+    return len(b) == len(a) == 4 and b[2:] == (1, 1) and b[:2] == a[:2] and a[2:] != (1, 1)
+
+
+def _one(v: Array | None) -> float | None:
+    """A per-tensor parameter's value (0 where absent), None where it is not one value."""
+    if v is None:
+        return 0.0
+    return float(v.reshape(-1)[0]) if v.size == 1 else None
+
+
+def _layout(a: Array, b: Array, out: Array) -> tuple[int, int, int, int] | None:
+    """(outer, inner, b_step, b_outer_step) where ``b`` is ``a``'s shape, one value per
+    leading index broadcast over the rest, one row repeated for every leading index, or one
+    value; None otherwise."""
+    if a.shape != out.shape or not (a.flags.c_contiguous and b.flags.c_contiguous
+                                    and out.flags.c_contiguous):
+        return None
+    if b.shape == a.shape:
+        return 1, a.size, 1, a.size
+    if b.size == 1:
+        return 1, a.size, 0, 0
+    if b.ndim > a.ndim or not a.size:
+        return None
+    bs = (1,) * (a.ndim - b.ndim) + b.shape
+    lead = 0
+    while lead < a.ndim and bs[lead] == a.shape[lead]:
+        lead += 1
+    if all(d == 1 for d in bs[lead:]):  # one value per leading index
+        outer = math.prod(a.shape[:lead])
+        return outer, a.size // outer, 0, 1
+    tail = a.ndim
+    while tail > 0 and bs[tail - 1] == a.shape[tail - 1]:
+        tail -= 1
+    if all(d == 1 for d in bs[:tail]):  # one row for every leading index
+        inner = math.prod(a.shape[tail:])
+        return a.size // inner, inner, 1, 0
+    return None
+
+
+class _Binary:
+    op: int = 0
+    op_type: str
+    name: str
+    input_descs: list[Any]
+    output_descs: list[Any]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        """C NHWC (8-bit, rank 4) with the operand of its shape; the other of its shape too
+        (NHWC), or one per-channel pixel (N, C, 1, 1: either format); the parameters
+        LINEAR. C LINEAR: everything LINEAR."""
+        desc, out = in_out[pos], in_out[num_inputs]
+        if desc.format not in (HWC, TensorFormat.LINEAR):
+            return False
+        if pos not in (0, 3, num_inputs) or out.format is not HWC:
+            return desc.format is TensorFormat.LINEAR and (
+                pos not in (0, 3) or desc.dtype in _BYTES)
+        if pos == num_inputs:
+            return len(desc.shape) == 4 and desc.dtype == in_out[0].dtype
+        shape, full = tuple(desc.shape), tuple(out.shape)
+        if desc.dtype not in _BYTES or len(full) != 4:
+            return False
+        if shape == full:
+            return desc.format is HWC
+        return _pixel(shape, full)
+
+    def _run(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
+             b_scale: Array, b_zero_point: Array | None, c_scale: Array,
+             c_zero_point: Array | None, out: Array, numpy: Any) -> None:
+        """The compiled pass where it applies, else ``numpy`` (cpu_basic's compute) on NCHW
+        arrays."""
+        if not out.size:
+            return
+        a_hwc, b_hwc, c_hwc = hwc_formats(self, (0, 3))
+        if c_hwc and a.shape != out.shape:  # A the per-channel pixel: swapped (both commute)
+            a, a_scale, a_zero_point, b, b_scale, b_zero_point = (
+                b, b_scale, b_zero_point, a, a_scale, a_zero_point)
+            a_hwc, b_hwc = b_hwc, a_hwc
+        params = (a_scale, a_zero_point, b_scale, b_zero_point, c_scale, c_zero_point)
+        if not c_hwc:
+            if not self._compiled(a, b, out, *params):
+                numpy(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                      c_zero_point, out=out)
+            return
+        if b.ndim == 4 and b.size == a.shape[0] * a.shape[3] and b.shape != a.shape:
+            # one value per channel of each image: (N, C, 1, 1) in either format, against
+            # each NHWC image's pixels
+            bb = b.reshape(a.shape[0], 1, a.shape[3])
+            done = all(self._compiled(a[i].reshape(1, -1, a.shape[3]), bb[i:i + 1],
+                                      out[i].reshape(1, -1, a.shape[3]), *params)
+                       for i in range(a.shape[0]))
+            if done:
+                return
+        elif b_hwc and b.shape == a.shape and self._compiled(a, b, out, *params):
+            return
+        if not a_hwc or a.shape != out.shape:
+            raise PluginInterfaceError(
+                f"{self.op_type} {self.name!r}: an NHWC output needs an NHWC operand of its "
+                f"shape {out.shape}, got {a.shape}; rebuild the engine")
+        al = a.transpose(0, 3, 1, 2)
+        bl = b.transpose(0, 3, 1, 2) if b_hwc and b.ndim == 4 else b
+        with linear(al, out.transpose(0, 3, 1, 2), (True, True)) as (ac, oc):
+            numpy(ac, a_scale, a_zero_point, np.ascontiguousarray(bl), b_scale, b_zero_point,
+                  c_scale, c_zero_point, out=oc)
+
+    def _compiled(self, a: Array, b: Array, out: Array, a_scale: Array,
+                  a_zero_point: Array | None, b_scale: Array, b_zero_point: Array | None,
+                  c_scale: Array, c_zero_point: Array | None) -> bool:
+        """The compiled pass where it applies (True), else nothing (False)."""
+        if (a.dtype not in _INT8 or b.dtype != a.dtype or out.dtype != a.dtype
+                or any(s.dtype != np.float32 or s.size != 1 for s in (a_scale, b_scale, c_scale))):
+            return False
+        zs = [_one(z) for z in (a_zero_point, b_zero_point, c_zero_point)]
+        if any(z is None for z in zs):
+            return False
+        za, zb, zc = (int(z or 0) for z in zs)
+        sa, sb = a_scale.reshape(-1)[0], b_scale.reshape(-1)[0]
+        sc = c_scale.reshape(-1)[0]
+        layout = _layout(a, b, out)
+        if layout is None and a.shape != b.shape:  # A the broadcast one: swap
+            layout = _layout(b, a, out)
+            if layout is not None:
+                a, b, za, zb, sa, sb = b, a, zb, za, sb, sa
+        if layout is None:
+            return False
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.op == 0:  # cpu_basic's ratios, in float32
+                ra, rb = np.float32(sa / sc), np.float32(sb / sc)
+            else:
+                ra, rb = np.float32(sa * sb / sc), np.float32(0)
+        outer, inner, step, ostep = layout
+        kn = "mi_qbinary_i8"
+        _check(_binary, QBinaryArgs(
+            _ptr(a, (a.dtype,), a.size, False, kn, "a"),
+            _ptr(b, (b.dtype,), b.size, False, kn, "b"),
+            _ptr(out, (out.dtype,), out.size, True, kn, "y"),
+            outer, inner, step, ostep, float(ra), float(rb), za, zb, zc, self.op,
+            int(a.dtype == np.int8)))
+        return True
+
+
+class QLinearAdd(_Binary, _basic.QLinearAdd):
+    """QLinearAdd in one compiled pass (see the module)."""
+
+    package = "mini-infer-cpu-native"
+    op = 0
+
+    def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
+                b_scale: Array, b_zero_point: Array | None, c_scale: Array,
+                c_zero_point: Array | None = None, *, out: Array) -> None:
+        self._run(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
+                  out, super().compute)
+
+
+class QLinearMul(_Binary, _basic.QLinearMul):
+    """QLinearMul in one compiled pass (see the module)."""
+
+    package = "mini-infer-cpu-native"
+    op = 1
+
+    def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
+                b_scale: Array, b_zero_point: Array | None, c_scale: Array,
+                c_zero_point: Array | None = None, *, out: Array) -> None:
+        self._run(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
+                  out, super().compute)
+
+
+class _Unary:
+    """cpu_basic's table of the function, kept while the parameters are the same constant
+    arrays, looked up in one compiled pass; any format (X's and Y's the same)."""
+
+    #: (the parameters, by identity; X's and Y's dtype) -> the table
+    _kept: tuple[tuple[Any, ...], Array] | None = None
+    op_type: str
+    name: str
+    if TYPE_CHECKING:
+        def fn(self, x: Array) -> Array: ...  # cpu_basic's
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format not in (HWC, TensorFormat.LINEAR):
+            return False
+        if pos == 0:
+            return desc.dtype in _BYTES and (desc.format is not HWC or len(desc.shape) == 4)
+        if pos == num_inputs:
+            return desc.format is first.format
+        return desc.format is TensorFormat.LINEAR
+
+    def compute(self, x: Array, x_scale: Array, x_zero_point: Array | None, y_scale: Array,
+                y_zero_point: Array | None = None, *, out: Array, **_: Any) -> None:
+        key = (x_scale, x_zero_point, y_scale, y_zero_point, x.dtype, out.dtype)
+        kept = self._kept
+        if kept is not None and all(p is q for p, q in zip(kept[0][:4], key[:4], strict=True)
+                                    ) and kept[0][4:] == key[4:]:
+            table = kept[1]
+        else:
+            op = f"{self.op_type} {self.name!r}"
+            _basic._check8(x, op)
+            table = _basic._table(
+                x.dtype, _basic._scalar(x_scale, "X_scale", op),
+                _basic._scalar(x_zero_point, "X_zero_point", op),
+                _basic._scalar(y_scale, "Y_scale", op),
+                _basic._scalar(y_zero_point, "Y_zero_point", op), out.dtype, self.fn)
+            constant = all(p is None or not p.flags.writeable for p in key[:4])
+            self._kept = (key, table) if constant else None
+        lookup(x, table, out)
+
+
+def lookup(x: Array, table: Array, out: Array) -> None:
+    """``out = table[x]`` (x's bit patterns index the 256-entry table): one compiled pass
+    where both are C-contiguous, else NumPy's."""
+    if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        _basic._lookup(x, table, out)
+        return
+    kn = "mi_qlookup_i8"
+    _check(_lookup, QLookupArgs(_ptr(x, _INT8, x.size, False, kn, "x"),
+                                _ptr(table, _INT8, 256, False, kn, "table"),
+                                _ptr(out, _INT8, x.size, True, kn, "y"), x.size))
+
+
+class QLinearSigmoid(_Unary, _basic.QLinearSigmoid):
+    """QLinearSigmoid by a kept table, one compiled pass (see the module)."""
+
+    package = "mini-infer-cpu-native"
+
+
+class QLinearLeakyRelu(_Unary, _basic.QLinearLeakyRelu):
+    """QLinearLeakyRelu by a kept table, one compiled pass (see the module)."""
+
+    package = "mini-infer-cpu-native"

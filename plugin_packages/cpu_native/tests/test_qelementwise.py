@@ -1,0 +1,96 @@
+"""com.microsoft QLinearAdd and QLinearMul in one compiled pass (``qelementwise.py``,
+``_qelt.c``): single-node models against onnxruntime's contrib kernels and cpu_basic's NumPy
+kernels, at the edges (saturation at 0/255 and -128/127, extreme zero points, broadcasting of
+either operand per channel or as one value, odd sizes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from mini_infer_cpu_native import qelementwise
+from mini_infer_cpu_plugins.ops import contrib_qlinear as basic
+from onnx import TensorProto, helper, numpy_helper
+from quant_support import S8, U8
+
+import mini_infer_core
+
+RNG = np.random.default_rng(2528)
+ELEM = {np.dtype(U8): TensorProto.UINT8, np.dtype(S8): TensorProto.INT8}
+
+
+def _ints(dtype: Any, *shape: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+
+def _model(op: str, a: np.ndarray, b: np.ndarray, params: dict[str, np.ndarray]) -> Any:
+    node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"],
+                            domain="com.microsoft")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(k, ELEM[v.dtype], list(v.shape))
+                      for k, v in (("a", a), ("b", b))],
+        [helper.make_tensor_value_info("y", ELEM[a.dtype], None)],
+        [numpy_helper.from_array(v, k) for k, v in params.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("com.microsoft", 1)],
+                             ir_version=8)
+
+
+SHAPES = [((2, 5, 7, 3), (2, 5, 7, 3)), ((1, 16, 9, 9), (1, 16, 1, 1)),
+          ((1, 16, 1, 1), (1, 16, 9, 9)), ((3, 33), (1, 1)), ((1, 7, 5, 5), (7, 1, 1)),
+          ((1, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("shapes", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+@pytest.mark.parametrize("dtype,zeros", [
+    (U8, (128, 3, 100)), (U8, (0, 255, 0)), (U8, (255, 0, 255)),
+    (S8, (0, -5, 3)), (S8, (-128, 127, -128)), (S8, (127, -128, 127))])
+def test_compiled_against_onnxruntime(count_calls: Callable[[Any, str, str], dict[str, int]],
+                                      op: str, shapes: tuple[tuple[int, ...], ...], dtype: Any,
+                                      zeros: tuple[int, int, int]) -> None:
+    a, b = _ints(dtype, *shapes[0]), _ints(dtype, *shapes[1])
+    # scales that saturate often (a small C scale) and rarely
+    params = {"as": np.array(0.05, np.float32), "az": np.array(zeros[0], dtype),
+              "bs": np.array(0.031, np.float32), "bz": np.array(zeros[1], dtype),
+              "cs": np.array(0.07 if op == "QLinearAdd" else 0.03, np.float32),
+              "cz": np.array(zeros[2], dtype)}
+    model = _model(op, a, b, params)
+    calls = count_calls(qelementwise, "_check", "compiled")
+    (got,) = mini_infer_core.InferenceSession(model, device="cpu").run(None, {"a": a, "b": b})
+    assert calls["compiled"] == 1
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"a": a, "b": b})
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # onnxruntime's kernels work in fixed point here and there: within one quantum
+    assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
+    info = np.iinfo(dtype)
+    if a.size > 50 and b.size > 50:  # the edges were reached
+        assert {info.min, info.max} & set(np.unique(got).tolist())
+    # bit for bit with cpu_basic's NumPy kernel (the same float32 arithmetic)
+    ref = np.empty_like(got)
+    kind = basic.QLinearAdd if op == "QLinearAdd" else basic.QLinearMul
+    kind("ref").compute(a, params["as"], params["az"], b, params["bs"], params["bz"],
+                        params["cs"], params["cz"], out=ref)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_other_layouts_take_the_numpy_kernel(
+        count_calls: Callable[[Any, str, str], dict[str, int]]) -> None:
+    """B broadcast over a middle axis only (neither per leading index nor one row for
+    each): cpu_basic's."""
+    a, b = _ints(U8, 2, 3, 4), _ints(U8, 2, 1, 4)
+    params = {"as": np.array(0.05, np.float32), "az": np.array(7, U8),
+              "bs": np.array(0.02, np.float32), "bz": np.array(9, U8),
+              "cs": np.array(0.06, np.float32), "cz": np.array(11, U8)}
+    model = _model("QLinearAdd", a, b, params)
+    calls = count_calls(qelementwise, "_check", "compiled")
+    (got,) = mini_infer_core.InferenceSession(model, device="cpu").run(None, {"a": a, "b": b})
+    assert calls["compiled"] == 0
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"a": a, "b": b})
+    assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1

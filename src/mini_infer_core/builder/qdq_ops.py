@@ -1,0 +1,132 @@
+"""QDQ fusion beyond the products (:mod:`.qdq`): the operators ``quantize_static`` leaves
+between two QDQ pairs become the integer operators onnxruntime runs there, so that the
+activations stay 8-bit from one convolution to the next:
+
+- ``DequantizeLinear(a) -> Add|Mul <- DequantizeLinear(b) -> QuantizeLinear`` ->
+  ``com.microsoft::QLinearAdd`` / ``QLinearMul`` (broadcast as Add and Mul do);
+- ``DequantizeLinear -> Sigmoid|LeakyRelu|GlobalAveragePool|AveragePool -> QuantizeLinear``
+  -> ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearGlobalAveragePool``,
+  ``QLinearAveragePool`` (NCHW: ``channels_last`` 0);
+- ``DequantizeLinear`` of every input -> ``Concat`` -> ``QuantizeLinear`` -> ``QLinearConcat``;
+- ``DequantizeLinear -> MaxPool -> QuantizeLinear`` with the same scale, zero point and type
+  on both sides -> ``MaxPool`` of the 8-bit tensor (the maximum commutes with a monotone
+  quantization, and requantizing to the same parameters gives the values back).
+
+Every scale and zero point is one constant value (per tensor), as these operators take them,
+and every zero point has one type (their outputs have their input's type: a uint8 result of an
+int8 Add keeps its float nodes).
+A Relu or Clip before the QuantizeLinear is absorbed only where the quantization already clips
+there (:func:`.qdq._requant`). A DequantizeLinear read by other nodes too stays for them; a
+chain whose tensors are read elsewhere or are graph outputs is left as it is (it runs in
+float).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..network import Node
+from ..plugin import PluginField, PluginFieldCollection
+from .qdq import _chain, _dq, _requant
+
+if TYPE_CHECKING:
+    from .rewrite import _Graph
+
+__all__ = ["MS_INTEGER", "qdq_between"]
+
+MS = "com.microsoft"
+_BINARY = {"Add": "QLinearAdd", "Mul": "QLinearMul"}
+_UNARY = {"Sigmoid": "QLinearSigmoid", "LeakyRelu": "QLinearLeakyRelu",
+          "GlobalAveragePool": "QLinearGlobalAveragePool", "AveragePool": "QLinearAveragePool"}
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides")
+#: the com.microsoft operators these rules make (the builder asks whether the device has them)
+MS_INTEGER = (*_BINARY.values(), *_UNARY.values(), "QLinearConcat")
+
+
+def _dq1(g: _Graph, tensor: str) -> tuple[Node, list[str]] | None:
+    """The DequantizeLinear making ``tensor`` with one scale and one zero point: (it, its
+    inputs x, scale, zero point)."""
+    d = _dq(g, tensor)
+    if d is None or d[2].size != 1 or d[3].size != 1:
+        return None
+    return d[0], list(d[0].inputs[:3])
+
+
+def _ms(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, Any]) -> Node:
+    fields = PluginFieldCollection([PluginField.from_value(k, v) for k, v in attrs.items()])
+    return Node(f"{like.name}:{op}", op, MS, inputs, [output], fields, 1)
+
+
+def _gone(g: _Graph, i: int, node: Node, dq_outputs: list[str], tail: list[str]) -> list[int]:
+    """The node, the chain after it to its QuantizeLinear, and each DequantizeLinear that
+    nothing else reads."""
+    gone = [i, *_chain(g, tail)]
+    for t in dict.fromkeys(dq_outputs):
+        if g.private(t, node.inputs.count(t)):
+            gone.append(g.producer[t])
+    return gone
+
+
+def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True
+                ) -> tuple[list[int], Node] | None:
+    """The rules of the module for ``node`` (``ok(op)``: whether the integer operator may be
+    made, the device having a plugin for it)."""
+    op = node.op_type
+    if node.domain or not node.outputs or (len(node.outputs) > 1 and any(node.outputs[1:])):
+        return None
+    if op in _BINARY or op == "Concat" or op in _UNARY or op == "MaxPool":
+        inputs = [t for t in node.inputs if t]
+        if not inputs or len(inputs) != len(node.inputs):
+            return None
+        dqs = [_dq1(g, t) for t in inputs]
+        if any(d is None for d in dqs):
+            return None
+        found = [d for d in dqs if d is not None]
+        out = _requant(g, node.outputs[0])
+        if out is None:
+            return None
+        tail, result, yq = out
+        y = [str(v) for v in yq.tolist()]
+        # these operators' outputs have their (first) input's type: one 8-bit type throughout
+        types = {g.constants[d[1][2]].dtype for d in found} | {g.constants[y[1]].dtype}
+        if len(types) != 1:
+            return None
+        attrs = node.fields.values_dict()
+        if op in _BINARY and len(found) == 2 and ok(_BINARY[op]):
+            new = _ms(node, _BINARY[op], [*found[0][1], *found[1][1], *y], result, {})
+        elif op == "Concat" and ok("QLinearConcat"):
+            new = _ms(node, "QLinearConcat", [*y, *(t for d in found for t in d[1])], result,
+                      {"axis": int(attrs["axis"])})
+        elif op in _UNARY and len(found) == 1 and ok(_UNARY[op]):
+            kept: dict[str, Any] = {}
+            if op == "LeakyRelu":
+                kept["alpha"] = float(attrs.get("alpha", 0.01))
+            if op == "AveragePool":
+                if any(int(d) != 1 for d in attrs.get("dilations") or ()):
+                    return None
+                kept = {k: v for k, v in attrs.items() if k in _POOL_ATTRS and v is not None}
+            if op in ("GlobalAveragePool", "AveragePool"):
+                kept["channels_last"] = 0
+            new = _ms(node, _UNARY[op], [*found[0][1], *y], result, kept)
+        elif op == "MaxPool" and len(found) == 1 and _same_params(g, found[0][1], y):
+            fields = PluginFieldCollection([PluginField.from_value(k, v)
+                                            for k, v in attrs.items()])
+            new = Node(f"{node.name}:MaxPool", "MaxPool", "", [found[0][1][0]], [result],
+                       fields, max(node.opset, 12))
+        else:
+            return None
+        return _gone(g, i, node, inputs, tail), new
+    return None
+
+
+def _same_params(g: _Graph, x: list[str], y: list[str]) -> bool:
+    """Whether a DequantizeLinear's scale and zero point (``x``'s) are the QuantizeLinear's
+    (``y``: scale, zero point), value and type."""
+    xs, xz = g.constants.get(x[1]), g.constants.get(x[2])
+    ys, yz = g.constants.get(y[0]), g.constants.get(y[1])
+    if xs is None or xz is None or ys is None or yz is None:
+        return False
+    return (xz.dtype == yz.dtype and np.array_equal(xs.reshape(-1), ys.reshape(-1))
+            and np.array_equal(xz.reshape(-1), yz.reshape(-1)))
