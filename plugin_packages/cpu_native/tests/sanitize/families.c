@@ -535,6 +535,8 @@ static void abi(void) {
     CHECK(rows > 100 && bad == 0, "abi layout: %ld rows, %ld bad", rows, bad);
 }
 
+static void nbits_products(unsigned seed);
+
 void families(unsigned seed) {
     convolutions(seed);
     winograd(seed + 1);
@@ -548,4 +550,55 @@ void families(unsigned seed) {
     products(seed + 9);
     integer_products(seed + 10);
     abi();
+    nbits_products(seed + 11);
+}
+
+/* MatMulNBits' 4-bit GEMM (_qnbits.c): B packed, then A (odd K: a partial block; odd N: a
+ * partial panel) times it at each ISA level, float compute against double loops, int8
+ * compute (A quantized per block) within its rounding */
+int mi_nbits_set_isa(int level);
+int mi_nbits_isa(void);
+
+static void nbits_products(unsigned seed) {
+    enum { M = 9, K = 72, N = 37, BLOCK = 32, KB = 3, HALF = KB * BLOCK / 2, PANELS = 3 };
+    unsigned char *b = malloc(N * HALF), *bp = malloc(N * HALF), *blast = malloc(KB * BLOCK * 8);
+    for (long i = 0; i < N * HALF; i++) b[i] = (unsigned char)((frand(&seed) + 0.5f) * 256);
+    mi_nbits_pack_args pk = {b, bp, N, KB, BLOCK};
+    CHECK(mi_nbits_pack_q4(&pk) == 0, "nbits pack failed");
+    /* the last panel (5 columns) padded to 16 */
+    const long w = N % 16;
+    memset(blast, 0, KB * BLOCK * 8);
+    for (long g = 0; g < KB * BLOCK / 8; g++)
+        memcpy(blast + g * 64, bp + (N - w) * HALF + g * w * 4, (size_t)(w * 4));
+    float *scales = calloc(PANELS * KB * 16, sizeof(float)), *zp = calloc(PANELS * KB * 16, sizeof(float));
+    for (long j = 0; j < N; j++)
+        for (long blk = 0; blk < KB; blk++) {
+            scales[(j / 16 * KB + blk) * 16 + j % 16] = 0.01f + 0.1f * (frand(&seed) + 0.5f);
+            zp[(j / 16 * KB + blk) * 16 + j % 16] = (float)(long)((frand(&seed) + 0.5f) * 16);
+        }
+    float *a = randoms(M * K, &seed, 4.0f), *bias = randoms(N, &seed, 1.0f);
+    float *c = malloc(sizeof(float) * M * N);
+    double *want = malloc(sizeof(double) * M * N);
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            double s = bias[j];
+            for (long kk = 0; kk < K; kk++) {
+                long blk = kk / BLOCK, at = (j / 16 * KB + blk) * 16 + j % 16;
+                int q = (b[j * HALF + kk / 2] >> (4 * (kk % 2))) & 15;
+                s += (double)a[i * K + kk] * ((q - zp[at]) * (double)scales[at]);
+            }
+            want[i * N + j] = s;
+        }
+    for (int level = 0; level <= 2; level++) {
+        mi_nbits_set_isa(level);
+        for (int int8 = 0; int8 <= 1; int8++) {
+            mi_nbits_args g = {a, bp, blast, scales, zp, bias, c, M, N, K, KB, BLOCK, K, N, int8};
+            CHECK(mi_nbits_gemm_f32(&g) == 0, "nbits gemm failed");
+            double worst = worst_of(c, want, M * N);
+            CHECK(worst < (int8 ? 0.05 : 1e-5), "nbits (isa %d, int8 %d): off by %g", mi_nbits_isa(),
+                  int8, worst);
+        }
+    }
+    mi_nbits_set_isa(-1);
+    free(b), free(bp), free(blast), free(scales), free(zp), free(a), free(bias), free(c), free(want);
 }
