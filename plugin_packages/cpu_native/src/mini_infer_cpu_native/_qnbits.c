@@ -295,6 +295,150 @@ N_AVX2 static void fmul_avx2(const float *a, long lda, const float *b, long k, l
 }
 #endif
 
+/* ---- float, up to 4 rows (a decoder's step): the panel dequantized in registers ---------- */
+
+#define FEW_ROWS 4
+
+#if N_HAVE_X86
+/* t (rows x 16) = A rows . panel: each group of 8 k loaded once, its 16 x 8 weights made in
+ * registers ((float(q) - zp) * scale, the buffer's values) and used by every row, k in order
+ * (the same fma chains as the buffer's kernels) */
+N_AVX512 INLINE void few512_rows(const float *a, long lda, const uint8_t *src, const float *s,
+                                 const float *z, long k, long block, float *t, const int rows) {
+    __m512 acc[FEW_ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) acc[r] = _mm512_setzero_ps();
+    const __m512i m15 = _mm512_set1_epi32(15);
+    const long full = k / 8, rest = k % 8;
+    __m512 sv = _mm512_setzero_ps(), zv = _mm512_set1_ps(8.0f);
+    for (long g = 0; g <= full; g++) {
+        long n_k = g < full ? 8 : rest;
+        if (n_k == 0) break;
+        if ((8 * g) % block == 0) {
+            sv = _mm512_loadu_ps(s + 8 * g / block * NBP);
+            if (z) zv = _mm512_loadu_ps(z + 8 * g / block * NBP);
+        }
+        __m512i v = _mm512_loadu_si512((const void *)(src + 64 * g));
+        /* k = 8g + tk: byte tk % 4 of each column's 4, nibble tk / 4 */
+#define FEW512_K(tk)                                                                         \
+    do {                                                                                     \
+        __m512i q_ = _mm512_and_si512(_mm512_srli_epi32(v, 8 * ((tk) % 4) + 4 * ((tk) / 4)), \
+                                      m15);                                                  \
+        __m512 w_ = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q_), zv), sv);            \
+        _Pragma("GCC unroll 4") for (int r = 0; r < rows; r++) acc[r] =                      \
+            _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 8 * g + (tk)]), w_, acc[r]);          \
+    } while (0)
+        if (n_k == 8) {
+            FEW512_K(0);
+            FEW512_K(1);
+            FEW512_K(2);
+            FEW512_K(3);
+            FEW512_K(4);
+            FEW512_K(5);
+            FEW512_K(6);
+            FEW512_K(7);
+        } else {
+            for (int tk = 0; tk < n_k; tk++) FEW512_K(tk);
+        }
+#undef FEW512_K
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) _mm512_storeu_ps(t + r * 32, acc[r]);
+}
+
+N_AVX512 static void few_512(const float *a, long lda, const uint8_t *src, const float *s,
+                             const float *z, long k, long block, long rows, float *t) {
+    switch (rows) {
+    case 1: few512_rows(a, lda, src, s, z, k, block, t, 1); break;
+    case 2: few512_rows(a, lda, src, s, z, k, block, t, 2); break;
+    case 3: few512_rows(a, lda, src, s, z, k, block, t, 3); break;
+    case 4: few512_rows(a, lda, src, s, z, k, block, t, 4); break;
+    default: break;
+    }
+}
+
+/* AVX2: the same, columns 8h .. 8h + 7 */
+N_AVX2 INLINE void few256_rows(const float *a, long lda, const uint8_t *src, const float *s,
+                               const float *z, long k, long block, float *t, const int rows) {
+    for (int h = 0; h < 2; h++) {
+        __m256 acc[FEW_ROWS];
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) acc[r] = _mm256_setzero_ps();
+        const __m256i m15 = _mm256_set1_epi32(15);
+        const long full = k / 8, rest = k % 8;
+        __m256 sv = _mm256_setzero_ps(), zv = _mm256_set1_ps(8.0f);
+        for (long g = 0; g <= full; g++) {
+            long n_k = g < full ? 8 : rest;
+            if (n_k == 0) break;
+            if ((8 * g) % block == 0) {
+                sv = _mm256_loadu_ps(s + 8 * g / block * NBP + 8 * h);
+                if (z) zv = _mm256_loadu_ps(z + 8 * g / block * NBP + 8 * h);
+            }
+            __m256i v = _mm256_loadu_si256((const __m256i *)(src + 64 * g + 32 * h));
+#define FEW256_K(tk)                                                                         \
+    do {                                                                                     \
+        __m256i q_ = _mm256_and_si256(_mm256_srli_epi32(v, 8 * ((tk) % 4) + 4 * ((tk) / 4)), \
+                                      m15);                                                  \
+        __m256 w_ = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q_), zv), sv);            \
+        _Pragma("GCC unroll 4") for (int r = 0; r < rows; r++) acc[r] =                      \
+            _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + 8 * g + (tk)), w_, acc[r]);     \
+    } while (0)
+            if (n_k == 8) {
+                FEW256_K(0);
+                FEW256_K(1);
+                FEW256_K(2);
+                FEW256_K(3);
+                FEW256_K(4);
+                FEW256_K(5);
+                FEW256_K(6);
+                FEW256_K(7);
+            } else {
+                for (int tk = 0; tk < n_k; tk++) FEW256_K(tk);
+            }
+#undef FEW256_K
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) _mm256_storeu_ps(t + r * 32 + 8 * h, acc[r]);
+    }
+}
+
+N_AVX2 static void few_avx2(const float *a, long lda, const uint8_t *src, const float *s,
+                            const float *z, long k, long block, long rows, float *t) {
+    switch (rows) {
+    case 1: few256_rows(a, lda, src, s, z, k, block, t, 1); break;
+    case 2: few256_rows(a, lda, src, s, z, k, block, t, 2); break;
+    case 3: few256_rows(a, lda, src, s, z, k, block, t, 3); break;
+    case 4: few256_rows(a, lda, src, s, z, k, block, t, 4); break;
+    default: break;
+    }
+}
+#endif
+
+/* panel p for all (at most FEW_ROWS) rows */
+static void few_unit(const nbjob *g, long p) {
+    const mi_nbits_args *a = g->a;
+    const float *s = a->scales + p * a->kb * NBP, *z = a->zp ? a->zp + p * a->kb * NBP : NULL;
+    const long j0 = p * NBP, w = lmin(NBP, a->n - j0);
+    float t[FEW_ROWS * 32];
+#if N_HAVE_X86
+    if (g->isa == NISA_AVX512)
+        few_512(a->a, a->lda, panel_bytes(g, p), s, z, a->k, a->block, a->m, t);
+    else
+        few_avx2(a->a, a->lda, panel_bytes(g, p), s, z, a->k, a->block, a->m, t);
+#endif
+    for (long r = 0; r < a->m; r++) {
+        float *dst = a->c + r * a->ldc + j0;
+        for (long j = 0; j < w; j++) dst[j] = a->bias ? t[r * 32 + j] + a->bias[j0 + j] : t[r * 32 + j];
+    }
+}
+
+static void few_part(const void *job, int part, int parts) {
+    const nbjob *g = job;
+    long begin, end;
+    mi_pool_share(g->np, part, parts, &begin, &end);
+    for (long p = begin; p < end; p++) few_unit(g, p);
+}
+
 static long f_mr(int isa) { return isa == NISA_AVX512 ? 8 : isa == NISA_AVX2 ? 6 : 4; }
 
 /* the pair of panels u: dequantized into buf, then every tile of rows */
@@ -567,6 +711,10 @@ int mi_nbits_gemm_f32(const mi_nbits_args *a) {
         g.asum = asum;
         if (work < 65536L || mi_pool_run(i8_part, &g) != 0) i8_part(&g, 0, 1);
         free(block);
+        return MI_OK;
+    }
+    if (a->m <= FEW_ROWS && g.isa != NISA_PLAIN) {
+        if (work < 65536L || mi_pool_run(few_part, &g) != 0) few_part(&g, 0, 1);
         return MI_OK;
     }
     g.buf0 = aligned_alloc(64, (size_t)(8 * g.kg * 32) * sizeof(float));
