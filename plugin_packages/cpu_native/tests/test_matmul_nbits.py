@@ -295,3 +295,19 @@ def test_refuses_unsupported_attributes() -> None:
             next(x for x in node.attribute if x.name == name).i = value
         with pytest.raises(mi.MiniInferError, match="MatMulNBits 'proj'"):
             mi.InferenceSession(model, device="cpu")
+
+
+def test_float16(compiled: dict[str, int]) -> None:
+    """float16 A, scales and output: computed in float32 on the kernel, rounded once."""
+    k, n, block = 96, 20, 32
+    consts, _ = _quantized(k, n, block, "none")
+    consts["scales"] = consts["scales"].astype(np.float16)
+    model = _model(k, n, block, consts)
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    a = _floats(3, k).astype(np.float16)
+    got = mi.InferenceSession(model, device="cpu").run(None, {"a": a})[0]
+    want = _ort(model, a)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(f32), want.astype(f32), rtol=2e-3, atol=2e-3)
+    assert compiled["products"] == 1

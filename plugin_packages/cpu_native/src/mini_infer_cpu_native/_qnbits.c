@@ -14,12 +14,14 @@
  * (`blast`) and the scales and zero points as floats in the panels' order, (panels, kb, 16).
  *
  * Two computations, as onnxruntime's MLAS SQNBitGemm kernels (accuracy_level):
- * - float (accuracy_level 0-3): each pair of panels is dequantized, (float(q) - zp) * scale
- *   (the weights onnxruntime's CompFp32 path makes, bit for bit), into a buffer of k x 32
- *   floats (the thread's), then every tile of rows is multiplied by it with FMA chains along
- *   k (AVX-512: 8 rows x 32 columns; AVX2+FMA: 6 rows x 16; plain C: fmaf): every kernel
- *   computes each output as the same chain fma(a[k], w[k], acc) from k = 0 up, then + bias,
- *   so the results are bit-identical between kernels and thread counts.
+ * - float (accuracy_level 0-3): from 5 rows up, each pair of panels is dequantized,
+ *   (float(q) - zp) * scale (the weights onnxruntime's CompFp32 path makes, bit for bit),
+ *   into a buffer of k x 32 floats (the thread's), then every tile of rows is multiplied by
+ *   it with FMA chains along k (AVX-512: 8 rows x 32 columns; AVX2+FMA: 6 rows x 16; plain
+ *   C: fmaf); up to 4 rows (a decoder's step) each group of 8 k of a panel is dequantized in
+ *   registers and used by every row at once (no buffer). Every kernel computes each output
+ *   as the same chain fma(a[k], w[k], acc) from k = 0 up, then + bias, so the results are
+ *   bit-identical between kernels and thread counts.
  * - int8 (accuracy_level 4): A is quantized per row and block of k to int8 (scale = max|a| /
  *   127, round half to even), the integer dot products of each block with the 4-bit values
  *   are exact (AVX-512 VNNI: vpdpbusd, the nibbles as its unsigned operand; AVX2: vpmaddubsw,
