@@ -285,16 +285,23 @@ def test_other_widths_are_cpu_basics(compiled: dict[str, int]) -> None:
 
 
 def test_refuses_unsupported_attributes() -> None:
-    """An unsupported width or block size is a build error naming the node."""
+    """An unsupported width, block size or accuracy level, or an attribute the operator does
+    not have, is a build error naming the node."""
     consts, _ = _quantized(64, 4, 16, "none")
-    for attrs in ({"bits": 3}, {"block_size": 24}):
+    for attrs, says in (({"bits": 3}, "bits=3"), ({"block_size": 24}, "block_size=24"),
+                        ({"accuracy_level": 7}, "accuracy_level"), ({"foo": 1}, "'foo'")):
         model = _model(64, 4, 16, consts)
         node = model.graph.node[0]
         node.name = "proj"
         for name, value in attrs.items():
-            next(x for x in node.attribute if x.name == name).i = value
-        with pytest.raises(mi.MiniInferError, match="MatMulNBits 'proj'"):
+            found = [x for x in node.attribute if x.name == name]
+            if found:
+                found[0].i = value
+            else:
+                node.attribute.append(helper.make_attribute(name, value))
+        with pytest.raises(mi.MiniInferError, match="proj") as info:
             mi.InferenceSession(model, device="cpu")
+        assert says in str(info.value)
 
 
 def test_float16(compiled: dict[str, int]) -> None:
