@@ -141,6 +141,21 @@ def test_against_onnxruntime(block: int, zp: str, level: int,
     assert compiled["products"] >= 4  # m = 0 returns before the kernel's work
 
 
+@pytest.mark.parametrize("level", [0, 4])
+@pytest.mark.parametrize(("k", "n", "block"), [(5, 3, 16), (16, 16, 16), (33, 1, 32)])
+def test_tiny_shapes(k: int, n: int, block: int, level: int, compiled: dict[str, int]) -> None:
+    """K below one group of 8, one whole block, N of one partial panel, one whole, one
+    column."""
+    consts, _ = _quantized(k, n, block, "packed")
+    model = _model(k, n, block, consts, level=level, bias=_floats(n))
+    sess = mi.InferenceSession(model, device="cpu")
+    for m in (1, 6):
+        a = _floats(m, k)
+        np.testing.assert_allclose(sess.run(None, {"a": a})[0], _ort(model, a), rtol=1e-4,
+                                   atol=1e-4)
+    assert compiled["products"] == 2
+
+
 def test_int8_compute_departs_from_float_as_onnxruntime_does(compiled: dict[str, int]) -> None:
     """accuracy_level 4 rounds A to int8 per block: the result is onnxruntime's int8 one,
     which differs from the float product by far more than the tolerance."""
@@ -216,7 +231,9 @@ def test_kernels_agree_bit_for_bit(isa: str, int8: bool) -> None:
     """Each ISA's kernels give the plain C kernels' floats exactly (the same fma chains and
     exact integer sums), rows off every tile, N off the panels, bias and zero points."""
     for m, k, n, block, zp in ((1, 72, 37, 32, "packed"), (19, 130, 50, 16, "none"),
-                               (9, 256, 16, 128, "float"), (3, 40, 5, 16, "packed")):
+                               (9, 256, 16, 128, "float"), (3, 40, 5, 16, "packed"),
+                               (2, 5, 3, 16, "none"), (6, 16, 17, 16, "packed"),
+                               (40, 300, 100, 256, "packed")):
         consts, _ = _quantized(k, n, block, zp)
         kb = -(-k // block)
         packed = _qnbits.pack_q4(consts["b"], n, kb, block)
