@@ -39,6 +39,8 @@ SOURCES += ["_qgemm.c"]
 SOURCES += ["_qconv.c"]
 # QLinearAdd and QLinearMul (_qelt.c)
 SOURCES += ["_qelt.c"]
+# MatMulNBits' 4-bit block-quantized weight-only GEMM (_qnbits.c)
+SOURCES += ["_qnbits.c"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # recurrent layers: LSTM, GRU, RNN with their gates fused (_rnn.c, _rnn_cell.h)
 SOURCES += ["_rnn.c"]

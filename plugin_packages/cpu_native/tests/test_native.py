@@ -701,6 +701,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
 
     kernels += [getattr(module, name) for module in (rnn, split) for name in module.__all__
                 if name != "NativeCreator"]
+    from mini_infer_cpu_native import nbits
+
+    kernels += [nbits.MatMulNBits]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 

@@ -245,6 +245,17 @@ static const mi_abi_field layout[] = {
     STRUCT(mi_qlookup_args),
     FIELD(mi_qlookup_args, x), FIELD(mi_qlookup_args, table), FIELD(mi_qlookup_args, y),
     FIELD(mi_qlookup_args, n),
+    /* MatMulNBits, 4-bit weights (_qnbits.c) */
+    STRUCT(mi_nbits_pack_args),
+    FIELD(mi_nbits_pack_args, b), FIELD(mi_nbits_pack_args, out), FIELD(mi_nbits_pack_args, n),
+    FIELD(mi_nbits_pack_args, kb), FIELD(mi_nbits_pack_args, block),
+
+    STRUCT(mi_nbits_args),
+    FIELD(mi_nbits_args, a), FIELD(mi_nbits_args, bp), FIELD(mi_nbits_args, blast),
+    FIELD(mi_nbits_args, scales), FIELD(mi_nbits_args, zp), FIELD(mi_nbits_args, bias),
+    FIELD(mi_nbits_args, c), FIELD(mi_nbits_args, m), FIELD(mi_nbits_args, n),
+    FIELD(mi_nbits_args, k), FIELD(mi_nbits_args, kb), FIELD(mi_nbits_args, block),
+    FIELD(mi_nbits_args, lda), FIELD(mi_nbits_args, ldc), FIELD(mi_nbits_args, int8),
 
     {NULL, NULL, 0, 0}};
 

@@ -405,3 +405,18 @@ class QLookupArgs(ctypes.Structure):
 
 STRUCTS["mi_qlookup_args"] = QLookupArgs
 __all__ += ["QLookupArgs"]
+# ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
+
+class NBitsPackArgs(ctypes.Structure):
+    """mi_nbits_pack_args"""
+    _fields_ = _fields(_P, "b out") + _fields(_L, "n kb block")
+
+
+class NBitsArgs(ctypes.Structure):
+    """mi_nbits_args"""
+    _fields_ = (_fields(_P, "a bp blast scales zp bias c")
+                + _fields(_L, "m n k kb block lda ldc") + _fields(_I, "int8"))
+
+
+STRUCTS.update({"mi_nbits_pack_args": NBitsPackArgs, "mi_nbits_args": NBitsArgs})
+__all__ += ["NBitsArgs", "NBitsPackArgs"]

@@ -495,5 +495,31 @@ typedef struct mi_rnn_args {
 } mi_rnn_args;
 
 int mi_rnn_f32(const mi_rnn_args *a);
+/* ---- MatMulNBits, 4-bit weights (_qnbits.c) ----------------------------------------------- */
+
+/* B [n][kb][block / 2] (ONNX MatMulNBits, 4 bits) into panels of 16 columns, groups of 8 k
+ * (the same n * kb * block / 2 bytes): mi_nbits_pack_q4 */
+typedef struct mi_nbits_pack_args {
+    const unsigned char *b;
+    unsigned char *out;
+    long n, kb, block;
+} mi_nbits_pack_args;
+
+/* C = A . dequantize(B)^T + bias, float or int8 compute (accuracy_level 4): mi_nbits_gemm_f32 */
+typedef struct mi_nbits_args {
+    const float *a;             /* (m, k), rows lda floats apart */
+    const unsigned char *bp;    /* mi_nbits_pack_q4's bytes */
+    const unsigned char *blast; /* the last panel padded to 16 columns (kb * block * 8 bytes);
+                                   NULL where n is a multiple of 16 */
+    const float *scales;        /* (panels, kb, 16), zeros past n */
+    const float *zp;            /* (panels, kb, 16), or NULL: 8 */
+    const float *bias;          /* (n) or NULL */
+    float *c;                   /* (m, n), rows ldc floats apart */
+    long m, n, k, kb, block, lda, ldc;
+    int int8; /* 1: A quantized to int8 per block, integer dot products */
+} mi_nbits_args;
+
+int mi_nbits_pack_q4(const mi_nbits_pack_args *p);
+int mi_nbits_gemm_f32(const mi_nbits_args *a);
 
 #endif

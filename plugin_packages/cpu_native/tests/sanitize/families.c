@@ -706,6 +706,8 @@ static void abi(void) {
     CHECK(rows > 100 && bad == 0, "abi layout: %ld rows, %ld bad", rows, bad);
 }
 
+static void nbits_products(unsigned seed);
+
 void families(unsigned seed) {
     convolutions(seed);
     winograd(seed + 1);
@@ -721,4 +723,71 @@ void families(unsigned seed) {
     recurrent(seed + 11);
     integer_convolutions(seed + 12);
     abi();
+    nbits_products(seed + 11);
+}
+
+/* MatMulNBits' 4-bit GEMM (_qnbits.c): B packed, then A (odd K: a partial block; odd N: a
+ * partial panel; 9 rows and 3) times it at each ISA level against double loops: float
+ * compute, and int8 compute against the loops on A rounded per block as the kernel does */
+int mi_nbits_set_isa(int level);
+int mi_nbits_isa(void);
+
+static void nbits_products(unsigned seed) {
+    enum { M = 9, K = 72, N = 37, BLOCK = 32, KB = 3, HALF = KB * BLOCK / 2, PANELS = 3 };
+    unsigned char *b = malloc(N * HALF), *bp = malloc(N * HALF), *blast = malloc(KB * BLOCK * 8);
+    for (long i = 0; i < N * HALF; i++) b[i] = (unsigned char)((frand(&seed) + 0.5f) * 256);
+    mi_nbits_pack_args pk = {b, bp, N, KB, BLOCK};
+    CHECK(mi_nbits_pack_q4(&pk) == 0, "nbits pack failed");
+    /* the last panel (5 columns) padded to 16 */
+    const long w = N % 16;
+    memset(blast, 0, KB * BLOCK * 8);
+    for (long g = 0; g < KB * BLOCK / 8; g++)
+        memcpy(blast + g * 64, bp + (N - w) * HALF + g * w * 4, (size_t)(w * 4));
+    float *scales = calloc(PANELS * KB * 16, sizeof(float)), *zp = calloc(PANELS * KB * 16, sizeof(float));
+    for (long j = 0; j < N; j++)
+        for (long blk = 0; blk < KB; blk++) {
+            scales[(j / 16 * KB + blk) * 16 + j % 16] = 0.01f + 0.1f * (frand(&seed) + 0.5f);
+            zp[(j / 16 * KB + blk) * 16 + j % 16] = (float)(long)((frand(&seed) + 0.5f) * 16);
+        }
+    float *a = randoms(M * K, &seed, 4.0f), *bias = randoms(N, &seed, 1.0f);
+    float *c = malloc(sizeof(float) * M * N);
+    /* want[0]: float compute; want[1]: A rounded to int8 per block as the kernel's rule
+     * says (scale = max|a| / 127, rint(a / scale)), the rest exact */
+    double *want[2] = {malloc(sizeof(double) * M * N), malloc(sizeof(double) * M * N)};
+    double *aq = malloc(sizeof(double) * M * K);
+    for (long i = 0; i < M; i++)
+        for (long blk = 0; blk < KB; blk++) {
+            long k1 = (blk + 1) * BLOCK < K ? (blk + 1) * BLOCK : K;
+            float amax = 0;
+            for (long kk = blk * BLOCK; kk < k1; kk++) amax = fmaxf(amax, fabsf(a[i * K + kk]));
+            float scale = amax / 127.0f, inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+            for (long kk = blk * BLOCK; kk < k1; kk++)
+                aq[i * K + kk] = (double)rintf(a[i * K + kk] * inv) * scale; /* exact */
+        }
+    for (int int8 = 0; int8 <= 1; int8++)
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) {
+                double s = bias[j];
+                for (long kk = 0; kk < K; kk++) {
+                    long blk = kk / BLOCK, at = (j / 16 * KB + blk) * 16 + j % 16;
+                    int q = (b[j * HALF + kk / 2] >> (4 * (kk % 2))) & 15;
+                    double av = int8 ? aq[i * K + kk] : (double)a[i * K + kk];
+                    s += av * ((q - zp[at]) * (double)scales[at]);
+                }
+                want[int8][i * N + j] = s;
+            }
+    for (int level = 0; level <= 2; level++) {
+        mi_nbits_set_isa(level);
+        for (int int8 = 0; int8 <= 1; int8++)
+            for (long m = M; m > 0; m -= 6) { /* 9 rows (tiles), 3 (a decoder's few rows) */
+                mi_nbits_args g = {a, bp, blast, scales, zp, bias, c, m, N, K, KB, BLOCK, K, N, int8};
+                CHECK(mi_nbits_gemm_f32(&g) == 0, "nbits gemm failed");
+                double worst = worst_of(c, want[int8], m * N);
+                CHECK(worst < 1e-5, "nbits (isa %d, int8 %d, %ld rows): off by %g",
+                      mi_nbits_isa(), int8, m, worst);
+            }
+    }
+    mi_nbits_set_isa(-1);
+    free(b), free(bp), free(blast), free(scales), free(zp), free(a), free(aq), free(bias), free(c);
+    free(want[0]), free(want[1]);
 }
