@@ -37,6 +37,9 @@ SOURCES += ["_pw.c"]
 SOURCES += ["_qgemm.c"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
+# channel-blocked (NCHWc) convolutions, pooling, elementwise and Concat (_blocked.c)
+SOURCES += ["_blocked.c"]
+DEPENDS += ["_blocked.h", "_blocked_isa.h"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # the AVX2 depthwise kernels and copy (_dconv.c), MaxPool's AVX2 path (_kernels.c)
 DEPENDS += ["_dw_avx2.h", "_pool_avx2.h"]

@@ -33,6 +33,7 @@ from mini_infer_core.ops import schema_kernels
 
 from ._native import Call, run_calls, usable
 from ._vec import row_mean_call, row_scale_call
+from .blocked import BlockedBinary, BlockedGlobalPool
 
 __all__ = ["GlobalAveragePool", "Mul", "ReduceMean", "ReduceMean_1"]
 
@@ -113,11 +114,12 @@ ReduceMean_1, ReduceMean = schema_kernels(_Mean, _reduce.ReduceMean_1, _reduce.R
                                           module=__name__)
 
 
-class GlobalAveragePool(_Cached, _pool.GlobalAveragePool):
+class GlobalAveragePool(BlockedGlobalPool, _Cached, _pool.GlobalAveragePool):
     def compute(self, x: Array, *, out: Array) -> None:
         if self._replayed((x, out)):
             return
-        call = _mean_call(x, out, 2) if x.ndim >= 2 else None
+        blocked = self._global_calls(x, out)  # blocked (NCHWc): blocked.py
+        call = blocked[0] if blocked else _mean_call(x, out, 2) if x.ndim >= 2 else None
         if call is None:
             super().compute(x, out=out)
             return
@@ -126,6 +128,8 @@ class GlobalAveragePool(_Cached, _pool.GlobalAveragePool):
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
         x, out = inputs[0], outputs[0]
+        if self._block():  # blocked (NCHWc): blocked.py
+            return self._bound(lambda: self._global_calls(x, out))
         call = _mean_call(x, out, 2) if isinstance(x, np.ndarray) and isinstance(
             out, np.ndarray) and x.ndim >= 2 else None
         return None if call is None else partial(run_calls, [call])
@@ -149,7 +153,7 @@ def _scale_call(a: Array, b: Array, out: Array) -> Call | None:
     return None
 
 
-class Mul(_Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
+class Mul(BlockedBinary, _Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
     #: the operands of the last run that were not a case of the compiled kernel (a graph's
     #: inputs and outputs are the same arrays from run to run: not checked again)
     _numpy_last: tuple[Any, ...] = ()
@@ -162,7 +166,8 @@ class Mul(_Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
             return
         if self._replayed(key):
             return
-        call = None if self._legacy else _scale_call(a, b, out)
+        blocked = self._binary_calls(a, b, out)  # blocked (NCHWc): blocked.py
+        call = blocked[0] if blocked else None if self._legacy else _scale_call(a, b, out)
         if call is None:
             self._numpy_last = key
             super().compute(a, b, out=out, **kw)
@@ -171,6 +176,8 @@ class Mul(_Cached, _elementwise.Mul):  # type: ignore[misc,valid-type]
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
+        if self._block():  # blocked (NCHWc): blocked.py
+            return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
         call = None if self._legacy else _scale_call(inputs[0], inputs[1], outputs[0])
         if call is None:
             bound: Callable[[], None] | None = super().bind_run(inputs, outputs, workspace)
