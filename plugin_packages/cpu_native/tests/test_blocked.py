@@ -233,7 +233,7 @@ def _mobile_block(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, 
         "ws1": _rand(rng, se, c1, 1, 1) * 0.3, "bs1": _rand(rng, se) * 0.1,
         "ws2": _rand(rng, c1, se, 1, 1) * 0.3, "bs2": _rand(rng, c1) * 0.1,
         "w2": _rand(rng, c2, c1, 1, 1) * 0.3, "b2": _rand(rng, c2) * 0.1,
-        "w3": _rand(rng, 11, c2 + c2, 3, 3) * 0.2, "b3": _rand(rng, 11) * 0.1,
+        "w3": _rand(rng, 11, c2 + c2, 3, 3) * 0.2,
         "s": _rand(rng, 1, 11, 1, 1), "wf": _rand(rng, 11, 10) * 0.3,
     }
     n = helper.make_node
@@ -256,7 +256,7 @@ def _mobile_block(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, 
           pads=[1, 1, 1, 1]),
         n("Add", ["p1", "p2"], ["sum"]),
         n("Concat", ["sum", "p2"], ["cat"], axis=1),
-        n("Conv", ["cat", "w3", "b3"], ["a4"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("Conv", ["cat", "w3"], ["a4"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # no bias
         n("GlobalAveragePool", ["a4"], ["gp"]),
         n("Mul", ["gp", "s"], ["gs"]),
         n("Flatten", ["gs"], ["f"]),
@@ -282,6 +282,17 @@ def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorForma
     want = _ort(model, feeds)
     for g, w in zip(got, want, strict=True):
         _close(g, w)
+
+
+def test_a_lone_convolution_stays_linear(offered: TensorFormat) -> None:
+    """One blocked-capable node between the graph's LINEAR input and output: reformatting
+    both would cost more than it saves (the cost model), so nothing changes."""
+    rng = np.random.default_rng(2)
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
+                   {"x": (1, 16, 12, 12)}, ["y"], {"w": _rand(rng, 32, 16, 3, 3)})
+    engine = _engine(model)
+    assert [nd.op_type for nd in engine.nodes] == ["Conv"]
+    assert all(t.format is TensorFormat.LINEAR for t in engine.tensors.values())
 
 
 def test_negotiation_off_gives_the_same_results(offered: TensorFormat) -> None:

@@ -7,8 +7,9 @@
  *
  *   * mi_bconv2d_f32: 2-D convolutions of one group (direct and pointwise) and depthwise ones,
  *     with bias, residual, clamp (Relu / Clip) and the epilogue activations (_epi.h) in
- *     registers. A dense tile sums OBMAX output blocks x RWMAX output columns (AVX-512: 4 x 6
- *     vectors in 24 registers; AVX2: 2 x 6): per input channel and tap, OBMAX weight vectors
+ *     registers. A dense tile sums OB output blocks x RW output columns (AVX-512: 4 x 6,
+ *     2 x 12 or 1 x 16 vectors; AVX2: 2 x 6 or 1 x 12; fewer blocks, more columns, so that
+ *     enough sums are independent): per input channel and tap, OB weight vectors
  *     (k output channels each) and one broadcast input value per column, so no im2col and no
  *     transposes: a tap's input value is one float, its weights one vector. Columns whose
  *     taps all lie inside the input run in full tiles; the border ones one by one, their taps
@@ -58,7 +59,10 @@
 #define MASKZ(v, keep) _mm512_maskz_mov_ps((__mmask16)((1u << (keep)) - 1u), v)
 #define EPI mi_epi_avx512
 #define OBMAX 4
-#define RWMAX 6
+#define RWMAX 16
+#define RW_WIDE1 16
+#define RW_WIDE2 12
+#define RW_WIDE3 6
 #define DWRW 8
 #include "_blocked_isa.h"
 #undef SUF
@@ -79,6 +83,9 @@
 #undef EPI
 #undef OBMAX
 #undef RWMAX
+#undef RW_WIDE1
+#undef RW_WIDE2
+#undef RW_WIDE3
 #undef DWRW
 
 /* ---- AVX2 + FMA: 8 lanes ---------------------------------------------------------------- */
@@ -99,7 +106,10 @@
 #define MASKZ(v, keep) _mm256_and_ps(v, _mm256_castsi256_ps(mi_tail_avx2(keep)))
 #define EPI mi_epi_avx2
 #define OBMAX 2
-#define RWMAX 6
+#define RWMAX 12
+#define RW_WIDE1 12
+#define RW_WIDE2 6
+#define RW_WIDE3 6
 #define DWRW 8
 #include "_blocked_isa.h"
 #undef SUF
@@ -120,6 +130,9 @@
 #undef EPI
 #undef OBMAX
 #undef RWMAX
+#undef RW_WIDE1
+#undef RW_WIDE2
+#undef RW_WIDE3
 #undef DWRW
 
 static int cpu_has(int bits) {

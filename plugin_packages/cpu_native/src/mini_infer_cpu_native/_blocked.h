@@ -11,7 +11,7 @@
 
 /* a convolution, 2-D: y = act(clamp(conv(x, w) + bias + res, lo, hi)), every lane of the
  * last output block past c_out written 0.
- *   dense (depthwise 0): one group; w[ob][ic][kh][kw][k] (ob < cb_out output blocks, ic <
+ *   dense (depthwise 0): one group; w[ob][kh][kw][ic][k] (ob < cb_out output blocks, ic <
  *     c_in the logical input channels, k output lanes; ob's lanes past c_out zeros);
  *   depthwise (1): group = c_in = c_out; w[cb][kh][kw][k] (cb_out == cb_in).
  * bias: cb_out * k floats (NULL: none); res: y's shape (NULL: none); act, alpha, beta as

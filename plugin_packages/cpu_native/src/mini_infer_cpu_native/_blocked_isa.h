@@ -30,24 +30,32 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
     for (int o = 0; o < OB; o++)
         for (int p = 0; p < RW; p++) acc[o][p] = ZERO;
     const long wob = a->c_in * a->kh * a->kw * K, hwk = a->h * a->wd * K, sx = a->sw * K;
-    const long taps = a->kh * a->kw * K;
-    for (long ic = 0; ic < a->c_in; ic++) {
-        const float *xc = xn + (ic / K) * hwk + (ic % K);
-        const float *wc = w + ob0 * wob + ic * taps;
-        for (long r = r0; r < r1; r++) {
-            const float *xr = xc + (ih0 + r * a->dh) * a->wd * K;
-            const float *wr = wc + r * a->kw * K;
-            for (long s = s0; s < s1; s++) {
-                const float *xs = xr + (iw0 + s * a->dw) * K;
-                V wv[OBMAX];
-                for (int o = 0; o < OB; o++) wv[o] = LOAD(wr + o * wob + s * K);
-                for (int p = 0; p < RW; p++) {
-                    V xv = SET1(xs[p * sx]);
-                    for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);
+    const long cbi = a->cb_in;
+    for (long r = r0; r < r1; r++)
+        for (long s = s0; s < s1; s++) {
+            /* the tap's input at block 0, lane 0; its weights, input channel 0 */
+            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;
+            const float *wt = w + ob0 * wob + (r * a->kw + s) * a->c_in * K;
+            for (long icb = 0; icb < cbi; icb++) {
+                const float *xb = xt + icb * hwk, *wb = wt + icb * K * K;
+                const long lanes = lmin(K, a->c_in - icb * K);
+#define DENSE_STEP(l)                                                                       \
+    do {                                                                                    \
+        V wv[OBMAX];                                                                        \
+        for (int o = 0; o < OB; o++) wv[o] = LOAD(wb + (l) * K + o * wob);                  \
+        for (int p = 0; p < RW; p++) {                                                      \
+            V xv = SET1(xb[p * sx + (l)]);                                                  \
+            for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);             \
+        }                                                                                   \
+    } while (0)
+                if (lanes == K) {
+                    for (int l = 0; l < K; l++) DENSE_STEP(l);
+                } else {
+                    for (long l = 0; l < lanes; l++) DENSE_STEP(l);
                 }
+#undef DENSE_STEP
             }
         }
-    }
     const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
     const long yob = a->oh * a->ow * K;
     for (int o = 0; o < OB; o++) {
@@ -75,14 +83,22 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
     if (hi < lo) hi = lo = c1;
     for (long ox = c0; ox < c1;) {
         if (ox >= lo && ox < hi) {
-            long rw = lmin(hi - ox, RWMAX);
+            /* columns per tile: fewer output blocks, more columns (independent sums) */
+            const long rwt = OB >= 3 ? RW_WIDE3 : OB == 2 ? RW_WIDE2 : RW_WIDE1;
+            long rw = lmin(hi - ox, rwt);
             long iw0 = ox * a->sw - a->pl;
             float *yp = yrow + ox * K;
             const float *rp = rrow ? rrow + ox * K : NULL;
 #define DENSE_RW(R)                                                                         \
-    case R: FN(dense_tile)(a, xn, a->w, yp, rp, OB, R, ih0, r0, r1, iw0, 0, a->kw, ob0); break;
+    case R:                                                                                 \
+        if (R <= rwt)                                                                       \
+            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, ih0, r0, r1, iw0, 0, \
+                           a->kw, ob0);                                                    \
+        break;
             switch (rw) {
                 DENSE_RW(1) DENSE_RW(2) DENSE_RW(3) DENSE_RW(4) DENSE_RW(5) DENSE_RW(6)
+                DENSE_RW(7) DENSE_RW(8) DENSE_RW(9) DENSE_RW(10) DENSE_RW(11) DENSE_RW(12)
+                DENSE_RW(13) DENSE_RW(14) DENSE_RW(15) DENSE_RW(16)
             default: break;
             }
 #undef DENSE_RW

@@ -139,13 +139,11 @@ def _check(kernel: str, ok: bool, what: str) -> None:
 
 
 def pack_dense(w: Array, k: int) -> Array:
-    """ONNX weights (M, C, kh, kw) as the dense kernel reads them: (ceil(M/k), C, kh, kw, k),
-    the missing output channels zeros."""
-    m = w.shape[0]
-    cb = -(-m // k)
-    full = np.zeros((cb * k, *w.shape[1:]), np.float32)
-    full[:m] = w
-    return np.ascontiguousarray(full.reshape(cb, k, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
+    """ONNX weights (M, C, kh, kw) as the dense kernel reads them: (ceil(M/k), kh, kw, C, k)
+    (a tap's input channels in a row), the missing output channels zeros."""
+    m, c, kh, kw = w.shape
+    full = _padded_channels(w, k)
+    return np.ascontiguousarray(full.reshape(-1, k, c, kh, kw).transpose(0, 3, 4, 2, 1))
 
 
 def pack_depthwise(w: Array, k: int) -> Array:
@@ -178,7 +176,7 @@ def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Arr
     _check(name, x.shape[1] == -(-c_in // k) and y.shape[1] == -(-c_out // k)
            and x.shape[0] == y.shape[0], f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
     kh, kw = (int(v) for v in kernel)
-    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], c_in, kh, kw, k)
+    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_in, k)
     _check(name, wp.shape == want, f"packed weights {wp.shape}, expected {want}")
     _check(name, bias is None or bias.shape == (y.shape[1] * k,),
            f"bias of shape {getattr(bias, 'shape', None)}, expected ({y.shape[1] * k},)")
@@ -305,12 +303,13 @@ class BlockedConv(_Formats):
     def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                                     num_inputs: int) -> bool:
         desc, first = in_out[pos], in_out[0]
+        constant = pos in (1, 2) and pos < num_inputs  # W, B
         if desc.format is LINEAR:
-            if pos in (1, 2) or first.format is LINEAR:
+            if constant or first.format is LINEAR:
                 return bool(super().supports_format_combination(  # type: ignore[misc]
                     pos, in_out, num_inputs))
             return False
-        if not _blocked_at(desc) or pos in (1, 2):
+        if not _blocked_at(desc) or constant:
             return False
         if pos == 0:
             w = in_out[1]
@@ -319,6 +318,14 @@ class BlockedConv(_Formats):
             group, c, m = int(self.attrs.get("group") or 1), first.shape[1], w.shape[0]
             return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
         return desc.format is first.format  # the residual and Y
+
+    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
+        """None where the node runs blocked: its one kernel (Winograd's and the GEMM's
+        tactics would time it twice, and a tie could go either way)."""
+        if self._block():
+            return []
+        tactics: list[str] = super().get_tactics(input_shapes)  # type: ignore[misc]
+        return tactics
 
     def _blocked_conv(self, key: tuple[Any, ...], x: Array, w: Array, b: Array | None,
                       r: Array | None, out: Array, group: int, lo: float, hi: float,

@@ -583,7 +583,7 @@ static void blocked_kernels(unsigned seed) {
                                 for (long j = 0; j < 3; j++) {
                                     long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
                                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                    s += (double)w[(((ob * C + c) * 3 + i) * 3 + j) * k + l] *
+                                    s += (double)w[(((ob * 3 + i) * 3 + j) * C + c) * k + l] *
                                          x[(((n * cbi + c / k) * H + iy) * W + ix) * k + c % k];
                                 }
                         s = s < -1 ? -1 : s > 1 ? 1 : s;
