@@ -41,6 +41,9 @@ SOURCES += ["_qconv.c"]
 SOURCES += ["_qelt.c"]
 # MatMulNBits' 4-bit block-quantized weight-only GEMM (_qnbits.c)
 SOURCES += ["_qnbits.c"]
+# channel-blocked (NCHWc) convolutions, pooling, elementwise and Concat (_blocked.c)
+SOURCES += ["_blocked.c"]
+DEPENDS += ["_blocked.h", "_blocked_isa.h"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # recurrent layers: LSTM, GRU, RNN with their gates fused (_rnn.c, _rnn_cell.h)
 SOURCES += ["_rnn.c"]

@@ -261,6 +261,10 @@ class PlanCache:
                 plan.calls.append((step, plan.into[step]))
                 continue
             binder = adapter.bound_run_of(plugin)
+            if binder is not None and not patched:  # configured first: a bound call may
+                # depend on the formats and shapes the plugin is told (blocked kernels)
+                adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
+                                           sched.in_formats[step], sched.out_formats[step])
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
             plan.quiet |= bool(getattr(call, "quiet_fp", False))
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,

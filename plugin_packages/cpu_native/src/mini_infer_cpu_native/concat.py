@@ -30,13 +30,14 @@ from mini_infer_core.plugin import shapes
 
 from ._kept import KeptCalls
 from ._native import Call, im2col_call, run_calls, usable
+from .blocked import BlockedConcat
 
 __all__ = ["Concat"]
 
 Array = NDArray[Any]
 
 
-class Concat(KeptCalls, _shape.Concat):
+class Concat(BlockedConcat, KeptCalls, _shape.Concat):
     """float32, contiguous, every axis before ``axis`` of size 1: compiled copies of the
     inputs the engine did not place in the output, kept while the arrays stay the same."""
 
@@ -49,6 +50,11 @@ class Concat(KeptCalls, _shape.Concat):
         if kept is not None and len(kept[0]) == len(key) and all(
                 a is k for a, k in zip(kept[0], key, strict=True)):
             run_calls(kept[1])
+            return
+        blocked = self._concat_calls(xs, out)  # blocked (NCHWc): blocked.py
+        if blocked:
+            self._calls = (key, blocked)
+            run_calls(blocked)
             return
         ax = shapes.norm_axis(axis, out.ndim)
         if len(xs) == 1 or not out.flags.c_contiguous:

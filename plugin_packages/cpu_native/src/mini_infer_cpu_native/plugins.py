@@ -45,6 +45,7 @@ from ._native import (
     scale_shift,
     usable,
 )
+from .blocked import BlockedConv, BlockedPool
 from .catalog import NativeCreator
 
 __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
@@ -53,7 +54,7 @@ __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPo
 Array = NDArray[Any]
 
 
-class Conv(ConvWeights):
+class Conv(BlockedConv, ConvWeights):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
     (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
@@ -98,6 +99,9 @@ class Conv(ConvWeights):
         if self._calls is not None and all(
                 a is k for a, k in zip(self._calls[0], key, strict=True)):
             run_calls(self._calls[1])  # the same arrays as last time: the same calls
+            return
+        if self._blocked_conv(key, x, w, b, r, out, group, *bounds(__relu__, __clip__),
+                              act_code(self.hidden)):  # blocked (NCHWc): blocked.py
             return
         if x.ndim == 3 and x.dtype == np.float32:  # 1-D as 2-D of height 1
             x, w, r, out = self._lifted(x, w, r, out)
@@ -228,7 +232,7 @@ class Conv(ConvWeights):
             np.copyto(out, dst)
 
 
-class _CompiledPool(KeptCalls):
+class _CompiledPool(BlockedPool, KeptCalls):
     """2-D float32 max/average pooling without Indices, compiled; the rest is cpu_basic's."""
 
     kind: str
@@ -242,6 +246,8 @@ class _CompiledPool(KeptCalls):
         kept = self._calls
         if kept is not None and kept[0][0] is x and kept[0][1] is out:
             run_calls(kept[1])  # an engine's arena views: the same call (~15 us less)
+            return
+        if self._blocked_pool(x, out, self.kind == "avg"):  # blocked (NCHWc): blocked.py
             return
         if isinstance(out, tuple) or x.ndim != 4 or not usable(x, out):
             super().compute(x, out=out, **attrs)  # type: ignore[misc]

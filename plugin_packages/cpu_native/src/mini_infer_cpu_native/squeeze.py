@@ -31,6 +31,7 @@ from mini_infer_core.ops import lazy_kernels
 
 from ._native import Call, run_calls, usable
 from ._vec import row_mean_call, row_scale_call
+from .blocked import BlockedBinary, BlockedGlobalPool
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.elementwise import Mul
@@ -116,11 +117,12 @@ class _Mean(_Cached, CpuPlugin):
         return None if call is None else partial(run_calls, [call])
 
 
-class _GlobalAveragePool(_Cached, CpuPlugin):
+class _GlobalAveragePool(BlockedGlobalPool, _Cached, CpuPlugin):
     def compute(self, x: Array, *, out: Array) -> None:
         if self._replayed((x, out)):
             return
-        call = _mean_call(x, out, 2) if x.ndim >= 2 else None
+        blocked = self._global_calls(x, out)  # blocked (NCHWc): blocked.py
+        call = blocked[0] if blocked else _mean_call(x, out, 2) if x.ndim >= 2 else None
         if call is None:
             super().compute(x, out=out)
             return
@@ -129,6 +131,8 @@ class _GlobalAveragePool(_Cached, CpuPlugin):
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
         x, out = inputs[0], outputs[0]
+        if self._block():  # blocked (NCHWc): blocked.py
+            return self._bound(lambda: self._global_calls(x, out))
         call = _mean_call(x, out, 2) if isinstance(x, np.ndarray) and isinstance(
             out, np.ndarray) and x.ndim >= 2 else None
         return None if call is None else partial(run_calls, [call])
@@ -152,7 +156,7 @@ def _scale_call(a: Array, b: Array, out: Array) -> Call | None:
     return None
 
 
-class _Mul(_Cached, CpuPlugin):
+class _Mul(BlockedBinary, _Cached, CpuPlugin):
     _legacy: bool  # cpu_basic's binary family's, after this in Mul's bases
     #: the operands of the last run that were not a case of the compiled kernel (a graph's
     #: inputs and outputs are the same arrays from run to run: not checked again)
@@ -166,7 +170,8 @@ class _Mul(_Cached, CpuPlugin):
             return
         if self._replayed(key):
             return
-        call = None if self._legacy else _scale_call(a, b, out)
+        blocked = self._binary_calls(a, b, out)  # blocked (NCHWc): blocked.py
+        call = blocked[0] if blocked else None if self._legacy else _scale_call(a, b, out)
         if call is None:
             self._numpy_last = key
             super().compute(a, b, out=out, **kw)
@@ -175,6 +180,8 @@ class _Mul(_Cached, CpuPlugin):
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
+        if self._block():  # blocked (NCHWc): blocked.py
+            return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
         call = None if self._legacy else _scale_call(inputs[0], inputs[1], outputs[0])
         if call is None:
             bound: Callable[[], None] | None = super().bind_run(inputs, outputs, workspace)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "../../src/mini_infer_cpu_native/_blocked.h"
 
 static float *randoms(long n, unsigned *seed, float scale) {
     float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
@@ -707,6 +708,7 @@ static void abi(void) {
 }
 
 static void nbits_products(unsigned seed);
+static void blocked_kernels(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -722,8 +724,9 @@ void families(unsigned seed) {
     integer_products(seed + 10);
     recurrent(seed + 11);
     integer_convolutions(seed + 12);
+    nbits_products(seed + 13);
+    blocked_kernels(seed + 14);
     abi();
-    nbits_products(seed + 11);
 }
 
 /* MatMulNBits' 4-bit GEMM (_qnbits.c): B packed, then A (odd K: a partial block; odd N: a
@@ -790,4 +793,113 @@ static void nbits_products(unsigned seed) {
     mi_nbits_set_isa(-1);
     free(b), free(bp), free(blast), free(scales), free(zp), free(a), free(aq), free(bias), free(c);
     free(want[0]), free(want[1]);
+}
+
+/* the channel-blocked kernels (_blocked.c) at each block size the CPU runs, against plain
+ * loops over the same blocked layout: a padded strided 3x3 convolution with residual and
+ * clamp, a depthwise one, max pooling, a broadcast Mul, Concat at an unaligned offset */
+static void blocked_kernels(unsigned seed) {
+    enum { N = 2, C = 11, M = 19, H = 9, W = 10, OH = 5, OW = 5 };
+    for (long k = 8; k <= 16; k += 8) {
+        if (!(mi_blocked_isa() & (k == 8 ? 1 : 2))) continue;
+        long cbi = (C + k - 1) / k, cbo = (M + k - 1) / k;
+        float *x = randoms(N * cbi * H * W * k, &seed, 2.0f);
+        for (long i = 0; i < N * cbi * H * W * k; i++)
+            if ((i / (H * W * k)) % cbi == cbi - 1 && (i % k) >= C - (cbi - 1) * k) x[i] = 0;
+        float *w = randoms(cbo * C * 9 * k, &seed, 1.0f), *b = randoms(cbo * k, &seed, 1.0f);
+        float *r = randoms(N * cbo * OH * OW * k, &seed, 1.0f);
+        float *y = randoms(N * cbo * OH * OW * k, &seed, 1.0f);
+        mi_bconv_args a = {x, w, b, r, y, N, C, cbi, H, W, M, cbo, OH, OW, 3, 3, 2, 2, 1, 1,
+                           1, 1, k, 0, -1.0f, 1.0f, 0, 0.0f, 0.0f};
+        CHECK(mi_bconv2d_f32(&a) == 0, "bconv failed");
+        long bad = 0;
+        for (long n = 0; n < N; n++)
+            for (long m = 0; m < M; m++)
+                for (long oy = 0; oy < OH; oy++)
+                    for (long ox = 0; ox < OW; ox++) {
+                        long ob = m / k, l = m % k, at = (((n * cbo + ob) * OH + oy) * OW + ox) * k + l;
+                        double s = b[ob * k + l] + r[at];
+                        for (long c = 0; c < C; c++)
+                            for (long i = 0; i < 3; i++)
+                                for (long j = 0; j < 3; j++) {
+                                    long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                    s += (double)w[(((ob * 3 + i) * 3 + j) * C + c) * k + l] *
+                                         x[(((n * cbi + c / k) * H + iy) * W + ix) * k + c % k];
+                                }
+                        s = s < -1 ? -1 : s > 1 ? 1 : s;
+                        bad += !near(y[at], s, 1e-4);
+                    }
+        CHECK(bad == 0, "bconv k=%ld: %ld sums differ from the plain loops", k, bad);
+        /* depthwise 3x3, stride 1, pad 1, over C channels */
+        float *wd = randoms(cbi * 9 * k, &seed, 1.0f), *yd = randoms(N * cbi * H * W * k, &seed, 1.0f);
+        mi_bconv_args d = {x, wd, NULL, NULL, yd, N, C, cbi, H, W, C, cbi, H, W, 3, 3, 1, 1, 1, 1,
+                           1, 1, k, 1, -INFINITY, INFINITY, 0, 0.0f, 0.0f};
+        CHECK(mi_bconv2d_f32(&d) == 0, "bconv depthwise failed");
+        bad = 0;
+        for (long n = 0; n < N; n++)
+            for (long c = 0; c < C; c++)
+                for (long oy = 0; oy < H; oy++)
+                    for (long ox = 0; ox < W; ox++) {
+                        long cb = c / k, l = c % k;
+                        double s = 0;
+                        for (long i = 0; i < 3; i++)
+                            for (long j = 0; j < 3; j++) {
+                                long iy = oy - 1 + i, ix = ox - 1 + j;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                s += (double)wd[((cb * 3 + i) * 3 + j) * k + l] *
+                                     x[(((n * cbi + cb) * H + iy) * W + ix) * k + l];
+                            }
+                        bad += !near(yd[(((n * cbi + cb) * H + oy) * W + ox) * k + l], s, 1e-4);
+                    }
+        CHECK(bad == 0, "bconv depthwise k=%ld: %ld sums differ", k, bad);
+        /* max pooling 3x3 stride 2 pad 1 */
+        float *yp = randoms(N * cbi * OH * OW * k, &seed, 1.0f);
+        mi_bpool_args p = {x, yp, N, cbi, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, k, 0, 0};
+        CHECK(mi_bpool2d_f32(&p) == 0, "bpool failed");
+        bad = 0;
+        for (long nb = 0; nb < N * cbi; nb++)
+            for (long oy = 0; oy < OH; oy++)
+                for (long ox = 0; ox < OW; ox++)
+                    for (long l = 0; l < k; l++) {
+                        float best = -INFINITY;
+                        for (long i = 0; i < 3; i++)
+                            for (long j = 0; j < 3; j++) {
+                                long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                float v = x[((nb * H + iy) * W + ix) * k + l];
+                                best = v > best ? v : best;
+                            }
+                        bad += yp[((nb * OH + oy) * OW + ox) * k + l] != best;
+                    }
+        CHECK(bad == 0, "bpool k=%ld: %ld maxima differ", k, bad);
+        /* x * one vector per (image, block) */
+        float *s = randoms(N * cbi * k, &seed, 1.0f), *ym = randoms(N * cbi * H * W * k, &seed, 1.0f);
+        mi_bbinary_args m = {x, s, ym, N, cbi, H * W, k, 1, N, 1, -INFINITY, INFINITY};
+        CHECK(mi_bbinary_f32(&m) == 0, "bbinary failed");
+        bad = 0;
+        for (long i = 0; i < N * cbi * H * W * k; i++)
+            bad += ym[i] != x[i] * s[(i / (H * W * k)) * k + i % k];
+        CHECK(bad == 0, "bbinary k=%ld: %ld products differ", k, bad);
+        /* Concat of x (C channels) and x again: the second at offset C, not a block's start */
+        const float *xs[2] = {x, x};
+        long cs[2] = {C, C}, cbc = (2 * C + k - 1) / k;
+        float *yc = randoms(N * cbc * H * W * k, &seed, 1.0f);
+        mi_bconcat_args cc = {xs, cs, yc, 2, N, H * W, k};
+        CHECK(mi_bconcat_f32(&cc) == 0, "bconcat failed");
+        bad = 0;
+        for (long n = 0; n < N; n++)
+            for (long c = 0; c < cbc * k; c++)
+                for (long q = 0; q < H * W; q++) {
+                    long src = c % C;
+                    float want = c >= 2 * C ? 0.0f
+                                            : x[((n * cbi + src / k) * H * W + q) * k + src % k];
+                    bad += yc[((n * cbc + c / k) * H * W + q) * k + c % k] != want;
+                }
+        CHECK(bad == 0, "bconcat k=%ld: %ld values differ", k, bad);
+        mi_bpad_args z = {yd, N, cbi, H * W, k, C};
+        CHECK(mi_bpadzero_f32(&z) == 0, "bpadzero failed");
+        free(x), free(w), free(b), free(r), free(y), free(wd), free(yd), free(yp), free(s);
+        free(ym), free(yc);
+    }
 }

@@ -1,0 +1,80 @@
+/* Channel-blocked float32 kernels (_blocked.c): tensors (N, C, H, W) held as
+ * (N, ceil(C/k), H, W, k), the last block's missing channels zeros (TensorFormat CHW16 with
+ * k = 16 on AVX-512 CPUs, CHW8 with k = 8 on AVX2 ones; oneDNN's nChw16c / nChw8c).
+ *
+ * Every entry point takes one struct and returns MI_OK (0) or MI_EARGS (1: an argument no
+ * call could take, or k not one this CPU runs: mi_blocked_isa says which). The Python side
+ * (blocked.py) mirrors the structs with ctypes and checks their sizes against
+ * mi_blocked_sizes. */
+#ifndef MI_BLOCKED_H
+#define MI_BLOCKED_H
+
+/* a convolution, 2-D: y = act(clamp(conv(x, w) + bias + res, lo, hi)), every lane of the
+ * last output block past c_out written 0.
+ *   dense (depthwise 0): one group; w[ob][kh][kw][ic][k] (ob < cb_out output blocks, ic <
+ *     c_in the logical input channels, k output lanes; ob's lanes past c_out zeros);
+ *   depthwise (1): group = c_in = c_out; w[cb][kh][kw][k] (cb_out == cb_in).
+ * bias: cb_out * k floats (NULL: none); res: y's shape (NULL: none); act, alpha, beta as
+ * _epi.h's (0: none). */
+typedef struct {
+    const float *x, *w, *bias, *res;
+    float *y;
+    long n, c_in, cb_in, h, wd;
+    long c_out, cb_out, oh, ow;
+    long kh, kw, sh, sw, dh, dw, pt, pl;
+    long k, depthwise;
+    float lo, hi;
+    long act;
+    float alpha, beta;
+} mi_bconv_args;
+
+/* max (average 0) or average pooling, 2-D, of the blocked x into the blocked y (cb blocks of
+ * k, the padded lanes pooled too: zeros give zeros); the windows' rows read [ih0, ih0 + kh
+ * * dh) clipped to the input; with include_pad an average divides by the taps inside the
+ * padded map ([-pt, h + pb) x [-pl, wd + pr)), else by those inside the input */
+typedef struct {
+    const float *x;
+    float *y;
+    long n, cb, h, wd, oh, ow;
+    long kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    long k, average, include_pad;
+} mi_bpool_args;
+
+/* y = a OP b over blocked tensors of nb images of cb blocks, hw positions each:
+ * bmode 0: b is a's shape; 1: b one vector per (image, block), (nbi, cb, 1, k) with nbi 1
+ * (every image the same) or n. op: 0 add, 1 mul, 2 sub (a - b), 3 reversed sub (b - a);
+ * then clamped to [lo, hi] */
+typedef struct {
+    const float *a, *b;
+    float *y;
+    long n, cb, hw, k, bmode, nbi, op;
+    float lo, hi;
+} mi_bbinary_args;
+
+/* the lanes past c of each image's last block written 0 (after an activation f with f(0)
+ * != 0) */
+typedef struct {
+    float *y;
+    long n, cb, hw, k, c;
+} mi_bpad_args;
+
+/* Concat on channels: the blocked inputs (count of them, c[i] channels each) into the
+ * blocked y of sum(c) channels, per image */
+typedef struct {
+    const float *const *xs;
+    const long *cs;
+    float *y;
+    long count, n, hw, k;
+} mi_bconcat_args;
+
+int mi_bconv2d_f32(const mi_bconv_args *a);
+int mi_bpool2d_f32(const mi_bpool_args *a);
+int mi_bbinary_f32(const mi_bbinary_args *a);
+int mi_bpadzero_f32(const mi_bpad_args *a);
+int mi_bconcat_f32(const mi_bconcat_args *a);
+/* the block sizes this CPU runs: bit 0 for 8 (AVX2 + FMA), bit 1 for 16 (AVX-512F) */
+int mi_blocked_isa(void);
+/* sizeof of each struct above, in the order declared (for the ctypes mirrors) */
+void mi_blocked_sizes(long *out);
+
+#endif

@@ -1,0 +1,239 @@
+/* One instruction set's copy of the blocked kernels (_blocked.c includes this twice: AVX-512F
+ * with K = 16, AVX2 + FMA with K = 8). Defined by the includer: SUF, K, V, TGT (the target
+ * string), LOAD, STORE, SET1, FMA, ADD, MUL, SUB, MAX, MIN, ZERO, MASKZ(v, keep) (the lanes
+ * below keep, the others 0), EPI (mi_epi_SUF), OBMAX (output blocks a dense tile sums), RWMAX
+ * (output columns a dense tile sums), DWRW (columns a depthwise tile sums). */
+
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SUF)
+#define AI static inline __attribute__((always_inline, target(TGT)))
+#define NI static __attribute__((noinline, target(TGT)))
+
+/* the epilogue of one vector of sums: + bias, + residual, clamp, act, lanes past the
+ * channels zeroed (keep < K: the last block), stored */
+AI void FN(finish)(float *y, const float *res, V v, V lo, V hi, long act, V al, V be,
+                   long keep) {
+    if (res) v = ADD(v, LOAD(res));
+    v = MIN(hi, MAX(lo, v));
+    if (act) v = EPI(v, (int)act, al, be);
+    if (keep < K) v = MASKZ(v, keep);
+    STORE(y, v);
+}
+
+/* a dense tile: OB output blocks from ob0, RW output columns (iw0: the input column tap 0
+ * of the first reads), taps rows [r0, r1) and columns [s0, s1) (those inside the input) */
+AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, float *yp,
+                       const float *rp, const int OB, const int RW, long ih0, long r0, long r1,
+                       long iw0, long s0, long s1, long ob0) {
+    V acc[OBMAX][RWMAX];
+    for (int o = 0; o < OB; o++)
+        for (int p = 0; p < RW; p++) acc[o][p] = ZERO;
+    const long wob = a->c_in * a->kh * a->kw * K, hwk = a->h * a->wd * K, sx = a->sw * K;
+    const long cbi = a->cb_in;
+    for (long r = r0; r < r1; r++)
+        for (long s = s0; s < s1; s++) {
+            /* the tap's input at block 0, lane 0; its weights, input channel 0 */
+            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;
+            const float *wt = w + ob0 * wob + (r * a->kw + s) * a->c_in * K;
+            for (long icb = 0; icb < cbi; icb++) {
+                const float *xb = xt + icb * hwk, *wb = wt + icb * K * K;
+                const long lanes = lmin(K, a->c_in - icb * K);
+#define DENSE_STEP(l)                                                                       \
+    do {                                                                                    \
+        V wv[OBMAX];                                                                        \
+        for (int o = 0; o < OB; o++) wv[o] = LOAD(wb + (l) * K + o * wob);                  \
+        for (int p = 0; p < RW; p++) {                                                      \
+            V xv = SET1(xb[p * sx + (l)]);                                                  \
+            for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);             \
+        }                                                                                   \
+    } while (0)
+                if (lanes == K) {
+                    for (int l = 0; l < K; l++) DENSE_STEP(l);
+                } else {
+                    for (long l = 0; l < lanes; l++) DENSE_STEP(l);
+                }
+#undef DENSE_STEP
+            }
+        }
+    const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
+    const long yob = a->oh * a->ow * K;
+    for (int o = 0; o < OB; o++) {
+        long ob = ob0 + o, keep = a->c_out - ob * K;
+        V bv = a->bias ? LOAD(a->bias + ob * K) : ZERO;
+        for (int p = 0; p < RW; p++)
+            FN(finish)(yp + o * yob + p * K, rp ? rp + o * yob + p * K : NULL,
+                       ADD(acc[o][p], bv), lo, hi, a->act, al, be, keep);
+    }
+}
+
+/* columns [c0, c1) of output row oy, OB blocks from ob0, image n */
+AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1,
+                       const int OB) {
+    const float *xn = a->x + n * a->cb_in * a->h * a->wd * K;
+    const long yoff = ((n * a->cb_out + ob0) * a->oh + oy) * a->ow * K;
+    float *yrow = a->y + yoff;
+    const float *rrow = a->res ? a->res + yoff : NULL;
+    long ih0 = oy * a->sh - a->pt;
+    long r0 = lmin(first_in(ih0, a->dh), a->kh), r1 = end_in(ih0, a->dh, a->h, a->kh);
+    /* interior columns: every tap inside the input */
+    long lo = first_in(-a->pl, a->sw), hi = end_in(-a->pl + (a->kw - 1) * a->dw, a->sw, a->wd,
+                                                   a->ow);
+    lo = lmax(lo, c0), hi = lmin(hi, c1);
+    if (hi < lo) hi = lo = c1;
+    for (long ox = c0; ox < c1;) {
+        if (ox >= lo && ox < hi) {
+            /* columns per tile: fewer output blocks, more columns (independent sums) */
+            const long rwt = OB >= 3 ? RW_WIDE3 : OB == 2 ? RW_WIDE2 : RW_WIDE1;
+            long rw = lmin(hi - ox, rwt);
+            long iw0 = ox * a->sw - a->pl;
+            float *yp = yrow + ox * K;
+            const float *rp = rrow ? rrow + ox * K : NULL;
+#define DENSE_RW(R)                                                                         \
+    case R:                                                                                 \
+        if (R <= rwt)                                                                       \
+            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, ih0, r0, r1, iw0, 0, \
+                           a->kw, ob0);                                                    \
+        break;
+            switch (rw) {
+                DENSE_RW(1) DENSE_RW(2) DENSE_RW(3) DENSE_RW(4) DENSE_RW(5) DENSE_RW(6)
+                DENSE_RW(7) DENSE_RW(8) DENSE_RW(9) DENSE_RW(10) DENSE_RW(11) DENSE_RW(12)
+                DENSE_RW(13) DENSE_RW(14) DENSE_RW(15) DENSE_RW(16)
+            default: break;
+            }
+#undef DENSE_RW
+            ox += rw;
+        } else {
+            long iw0 = ox * a->sw - a->pl;
+            long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
+            FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, ih0,
+                           r0, r1, iw0, s0, s1, ob0);
+            ox++;
+        }
+    }
+}
+
+NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1) {
+    switch (lmin(a->cb_out - ob0, OBMAX)) {
+    case 1: FN(dense_cols)(a, n, ob0, oy, c0, c1, 1); break;
+    case 2: FN(dense_cols)(a, n, ob0, oy, c0, c1, 2); break;
+#if OBMAX > 2
+    case 3: FN(dense_cols)(a, n, ob0, oy, c0, c1, 3); break;
+    case 4: FN(dense_cols)(a, n, ob0, oy, c0, c1, 4); break;
+#endif
+    default: break;
+    }
+}
+
+/* a depthwise tile: RW output columns of block cb */
+AI void FN(dw_tile)(const mi_bconv_args *a, const float *xb, const float *wb, float *yp,
+                    const float *rp, const int RW, long ih0, long r0, long r1, long iw0,
+                    long s0, long s1, long cb) {
+    V acc[DWRW];
+    V bv = a->bias ? LOAD(a->bias + cb * K) : ZERO;
+    for (int p = 0; p < RW; p++) acc[p] = bv;
+    const long sx = a->sw * K;
+    for (long r = r0; r < r1; r++) {
+        const float *xr = xb + (ih0 + r * a->dh) * a->wd * K;
+        const float *wr = wb + r * a->kw * K;
+        for (long s = s0; s < s1; s++) {
+            const float *xs = xr + (iw0 + s * a->dw) * K;
+            V wv = LOAD(wr + s * K);
+            for (int p = 0; p < RW; p++) acc[p] = FMA(LOAD(xs + p * sx), wv, acc[p]);
+        }
+    }
+    const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
+    long keep = a->c_out - cb * K;
+    for (int p = 0; p < RW; p++)
+        FN(finish)(yp + p * K, rp ? rp + p * K : NULL, acc[p], lo, hi, a->act, al, be, keep);
+}
+
+NI void FN(dw_item)(const mi_bconv_args *a, long n, long cb, long oy) {
+    const float *xb = a->x + (n * a->cb_in + cb) * a->h * a->wd * K;
+    const float *wb = a->w + cb * a->kh * a->kw * K;
+    const long yoff = ((n * a->cb_out + cb) * a->oh + oy) * a->ow * K;
+    float *yrow = a->y + yoff;
+    const float *rrow = a->res ? a->res + yoff : NULL;
+    long ih0 = oy * a->sh - a->pt;
+    long r0 = lmin(first_in(ih0, a->dh), a->kh), r1 = end_in(ih0, a->dh, a->h, a->kh);
+    long lo = first_in(-a->pl, a->sw), hi = end_in(-a->pl + (a->kw - 1) * a->dw, a->sw, a->wd,
+                                                   a->ow);
+    if (hi < lo) hi = lo = a->ow;
+    for (long ox = 0; ox < a->ow;) {
+        long iw0 = ox * a->sw - a->pl;
+        float *yp = yrow + ox * K;
+        const float *rp = rrow ? rrow + ox * K : NULL;
+        if (ox >= lo && ox < hi && hi - ox >= DWRW) {
+            FN(dw_tile)(a, xb, wb, yp, rp, DWRW, ih0, r0, r1, iw0, 0, a->kw, cb);
+            ox += DWRW;
+        } else {
+            long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
+            FN(dw_tile)(a, xb, wb, yp, rp, 1, ih0, r0, r1, iw0, s0, s1, cb);
+            ox++;
+        }
+    }
+}
+
+NI void FN(pool_item)(const mi_bpool_args *a, long nb, long oy) {
+    const float *xb = a->x + nb * a->h * a->wd * K;
+    float *yrow = a->y + (nb * a->oh + oy) * a->ow * K;
+    long ih0 = oy * a->sh - a->pt;
+    long r0 = lmin(first_in(ih0, a->dh), a->kh), r1 = end_in(ih0, a->dh, a->h, a->kh);
+    long rows_pad = 0;
+    if (a->include_pad)
+        for (long r = 0; r < a->kh; r++) {
+            long ih = ih0 + r * a->dh;
+            rows_pad += ih >= -a->pt && ih < a->h + a->pb;
+        }
+    for (long ox = 0; ox < a->ow; ox++) {
+        long iw0 = ox * a->sw - a->pl;
+        long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
+        V acc = a->average ? ZERO : SET1(-INFINITY);
+        for (long r = r0; r < r1; r++) {
+            const float *xr = xb + (ih0 + r * a->dh) * a->wd * K;
+            for (long s = s0; s < s1; s++) {
+                V v = LOAD(xr + (iw0 + s * a->dw) * K);
+                acc = a->average ? ADD(acc, v) : MAX(acc, v);
+            }
+        }
+        if (a->average) {
+            long count = (r1 - r0) * (s1 - s0);
+            if (a->include_pad) {
+                long cols = 0;
+                for (long s = 0; s < a->kw; s++) {
+                    long iw = iw0 + s * a->dw;
+                    cols += iw >= -a->pl && iw < a->wd + a->pr;
+                }
+                count = rows_pad * cols;
+            }
+            acc = MUL(acc, SET1(count > 0 ? 1.0f / (float)count : 0.0f));
+        } else if (r1 <= r0 || s1 <= s0) {
+            acc = ZERO; /* a window on padding alone (not an ONNX geometry) */
+        }
+        STORE(yrow + ox * K, acc);
+    }
+}
+
+/* y = a OP b for vectors [v0, v1) of one (image, block) of hw positions (b one vector where
+ * bv) */
+NI void FN(binary_run)(const mi_bbinary_args *a, const float *x, const float *b, int bvec,
+                       float *y, long v0, long v1) {
+    const V lo = SET1(a->lo), hi = SET1(a->hi);
+    V bb = bvec ? LOAD(b) : ZERO;
+    for (long i = v0; i < v1; i++) {
+        V u = LOAD(x + i * K), w = bvec ? bb : LOAD(b + i * K), r;
+        switch (a->op) {
+        case 0: r = ADD(u, w); break;
+        case 1: r = MUL(u, w); break;
+        case 2: r = SUB(u, w); break;
+        default: r = SUB(w, u); break;
+        }
+        STORE(y + i * K, MIN(hi, MAX(lo, r)));
+    }
+}
+
+#undef CAT_
+#undef CAT
+#undef FN
+#undef AI
+#undef NI

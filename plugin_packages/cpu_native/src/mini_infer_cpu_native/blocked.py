@@ -1,0 +1,511 @@
+"""Channel-blocked float32 kernels (``_blocked.c``, issue 26 item 3) and what the plugins
+declare to the builder's formats pass (``supports_format_combination``).
+
+A tensor (N, C, H, W) in CHW16 (AVX-512F CPUs) or CHW8 (AVX2 + FMA) is held as
+(N, ceil(C/k), H, W, k), the last block's missing channels zeros. :func:`offered` is the one
+format this CPU's kernels take (None: neither ISA, nothing is offered and every tensor stays
+LINEAR). The mixins below go in front of the cpu_native plugins that take it:
+
+* :class:`BlockedConv` (Conv): 2-D convolutions of one group (direct, pointwise, strided,
+  dilated, padded) and depthwise ones, with bias, residual, Relu / Clip and the epilogue
+  activations (HardSwish, Sigmoid, Swish, HardSigmoid) fused; the weights packed once per
+  weight array (``(ceil(M/k), C, kh, kw, k)``, depthwise ``(ceil(C/k), kh, kw, k)``);
+* :class:`BlockedPool` (MaxPool without Indices, AveragePool) and
+  :class:`BlockedGlobalPool` (GlobalAveragePool);
+* :class:`BlockedBinary` (Add, Mul): two blocked tensors of one shape, or one and a vector
+  per (image, channel) (squeeze-and-excitation's scale, blocked too), or one and a LINEAR
+  per-channel or single value (a constant: laid out in blocks once);
+* :class:`BlockedConcat` (Concat on channels).
+
+Each offers the format only where its kernel runs the node (float32, the shapes above), and
+then wants its residual, its other inputs and its output in the same format. The builder
+chooses by its cost model or by timing (builder/format_timing.py) whether a run of such
+nodes goes blocked; a plugin told LINEAR runs its usual path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from mini_infer_cpu_plugins.ops import elementwise as _elementwise
+from numpy.typing import NDArray
+
+from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat, shapes
+
+from ._derived import Derived
+from ._native import Act as Act
+from ._native import Call, _call, _kernel, _lib, run_calls
+
+__all__ = ["Add", "BlockedBinary", "BlockedConcat", "BlockedConv", "BlockedGlobalPool",
+           "BlockedPool", "offered", "set_offered"]
+
+Array = NDArray[Any]
+LINEAR = TensorFormat.LINEAR
+_P = ctypes.c_void_p
+_L = ctypes.c_long
+_F = ctypes.c_float
+
+
+class BConvArgs(ctypes.Structure):
+    _fields_ = [("x", _P), ("w", _P), ("bias", _P), ("res", _P), ("y", _P),
+                *((f, _L) for f in ("n", "c_in", "cb_in", "h", "wd", "c_out", "cb_out", "oh",
+                                    "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "k",
+                                    "depthwise")),
+                ("lo", _F), ("hi", _F), ("act", _L), ("alpha", _F), ("beta", _F)]
+
+
+class BPoolArgs(ctypes.Structure):
+    _fields_ = [("x", _P), ("y", _P),
+                *((f, _L) for f in ("n", "cb", "h", "wd", "oh", "ow", "kh", "kw", "sh", "sw",
+                                    "dh", "dw", "pt", "pl", "pb", "pr", "k", "average",
+                                    "include_pad"))]
+
+
+class BBinaryArgs(ctypes.Structure):
+    _fields_ = [("a", _P), ("b", _P), ("y", _P),
+                *((f, _L) for f in ("n", "cb", "hw", "k", "bmode", "nbi", "op")),
+                ("lo", _F), ("hi", _F)]
+
+
+class BPadArgs(ctypes.Structure):
+    _fields_ = [("y", _P), *((f, _L) for f in ("n", "cb", "hw", "k", "c"))]
+
+
+class BConcatArgs(ctypes.Structure):
+    _fields_ = [("xs", _P), ("cs", _P), ("y", _P),
+                *((f, _L) for f in ("count", "n", "hw", "k"))]
+
+
+_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs)
+_lib.mi_blocked_isa.restype, _lib.mi_blocked_isa.argtypes = ctypes.c_int, []
+_lib.mi_blocked_sizes.restype, _lib.mi_blocked_sizes.argtypes = None, [ctypes.POINTER(_L)]
+_sizes = (_L * len(_STRUCTS))()
+_lib.mi_blocked_sizes(_sizes)
+if [ctypes.sizeof(s) for s in _STRUCTS] != list(_sizes):  # pragma: no cover - a build bug
+    raise ImportError(f"mini_infer_cpu_native._blocked: the structs' sizes {list(_sizes)} "
+                      "differ from blocked.py's mirrors; reinstall mini-infer-cpu-native")
+
+_conv = _kernel("mi_bconv2d_f32", BConvArgs)
+_pool = _kernel("mi_bpool2d_f32", BPoolArgs)
+_binary = _kernel("mi_bbinary_f32", BBinaryArgs)
+_padzero = _kernel("mi_bpadzero_f32", BPadArgs)
+_concat = _kernel("mi_bconcat_f32", BConcatArgs)
+
+#: the block sizes this CPU's kernels run (bit 0: 8, bit 1: 16)
+ISA = int(_lib.mi_blocked_isa())
+_forced: list[TensorFormat | None] = []
+
+
+def offered() -> TensorFormat | None:
+    """The blocked format the plugins offer: CHW16 where AVX-512F runs, else CHW8 where AVX2
+    + FMA do, else None (unless :func:`set_offered` chose)."""
+    if _forced:
+        return _forced[0]
+    return TensorFormat.CHW16 if ISA & 2 else TensorFormat.CHW8 if ISA & 1 else None
+
+
+def set_offered(fmt: TensorFormat | None | bool) -> None:
+    """Offer ``fmt`` (CHW8 or CHW16, which this CPU must run; None: nothing) from now on;
+    True: back to :func:`offered`'s own choice. For tests and benchmarks."""
+    _forced.clear()
+    if isinstance(fmt, TensorFormat):
+        if not ISA & (1 if fmt is TensorFormat.CHW8 else 2):
+            raise ValueError(f"this CPU does not run the {fmt.name} kernels")
+        _forced.append(fmt)
+    elif fmt is None:
+        _forced.append(None)
+
+
+def _ptr(a: Array | None) -> int | None:
+    return None if a is None else a.ctypes.data
+
+
+def _ready(*arrays: Array | None) -> bool:
+    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous
+                             and a.flags.aligned) for a in arrays)
+
+
+def _check(kernel: str, ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{kernel}: {what}")
+
+
+# -- the kernels' calls -------------------------------------------------------------------
+
+
+def pack_dense(w: Array, k: int) -> Array:
+    """ONNX weights (M, C, kh, kw) as the dense kernel reads them: (ceil(M/k), kh, kw, C, k)
+    (a tap's input channels in a row), the missing output channels zeros."""
+    m, c, kh, kw = w.shape
+    full = _padded_channels(w, k)
+    return np.ascontiguousarray(full.reshape(-1, k, c, kh, kw).transpose(0, 3, 4, 2, 1))
+
+
+def pack_depthwise(w: Array, k: int) -> Array:
+    """Depthwise ONNX weights (C, 1, kh, kw) as (ceil(C/k), kh, kw, k)."""
+    kh, kw = w.shape[2], w.shape[3]
+    return np.ascontiguousarray(
+        _padded_channels(w[:, 0], k).reshape(-1, k, kh, kw).transpose(0, 2, 3, 1))
+
+
+def _padded_channels(v: Array, k: int) -> Array:
+    """``v`` (C, ...) with zero rows up to a multiple of k."""
+    c = v.shape[0]
+    out = np.zeros((-(-c // k) * k, *v.shape[1:]), np.float32)
+    out[:c] = v
+    return out
+
+
+def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Array, *,
+              c_in: int, c_out: int, kernel: Sequence[int], strides: Sequence[int],
+              dilations: Sequence[int], begin: Sequence[int], depthwise: bool, lo: float,
+              hi: float, act: Act = (0, 0.0, 0.0)) -> Call:
+    """The call writing the blocked ``y`` (N, ceil(M/k), OH, OW, k) = act(clamp(conv(x) +
+    bias + res, lo, hi)) from the blocked ``x``, the packed weights ``wp``
+    (:func:`pack_dense` / :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats)."""
+    name = "mi_bconv2d_f32"
+    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16),
+           f"x {x.shape} and y {y.shape} must be blocked 2-D tensors of one block size")
+    k = x.shape[4]
+    _check(name, _ready(x, wp, bias, res, y), "arrays must be float32, C-contiguous, aligned")
+    _check(name, x.shape[1] == -(-c_in // k) and y.shape[1] == -(-c_out // k)
+           and x.shape[0] == y.shape[0], f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
+    kh, kw = (int(v) for v in kernel)
+    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_in, k)
+    _check(name, wp.shape == want, f"packed weights {wp.shape}, expected {want}")
+    _check(name, bias is None or bias.shape == (y.shape[1] * k,),
+           f"bias of shape {getattr(bias, 'shape', None)}, expected ({y.shape[1] * k},)")
+    _check(name, res is None or res.shape == y.shape,
+           f"residual of shape {getattr(res, 'shape', None)}, expected y's {y.shape}")
+    args = BConvArgs(_ptr(x), _ptr(wp), _ptr(bias), _ptr(res), _ptr(y), x.shape[0], c_in,
+                     x.shape[1], x.shape[2], x.shape[3], c_out, y.shape[1], y.shape[2],
+                     y.shape[3], kh, kw, int(strides[0]), int(strides[1]), int(dilations[0]),
+                     int(dilations[1]), int(begin[0]), int(begin[1]), k, int(depthwise),
+                     float(lo), float(hi), int(act[0]), float(act[1]), float(act[2]))
+    return _call(_conv, args, x, wp, bias, res, y)
+
+
+def pool_call(x: Array, y: Array, *, kernel: Sequence[int], strides: Sequence[int],
+              dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
+              average: bool, include_pad: bool) -> Call:
+    """The call pooling the blocked ``x`` into the blocked ``y`` (``end``: the padding after)."""
+    name = "mi_bpool2d_f32"
+    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16)
+           and x.shape[:2] == y.shape[:2], f"x {x.shape} and y {y.shape}")
+    _check(name, _ready(x, y), "arrays must be float32, C-contiguous, aligned")
+    args = BPoolArgs(_ptr(x), _ptr(y), x.shape[0], x.shape[1], x.shape[2], x.shape[3],
+                     y.shape[2], y.shape[3], int(kernel[0]), int(kernel[1]), int(strides[0]),
+                     int(strides[1]), int(dilations[0]), int(dilations[1]), int(begin[0]),
+                     int(begin[1]), int(end[0]), int(end[1]), x.shape[4], int(average),
+                     int(include_pad))
+    return _call(_pool, args, x, y)
+
+
+_OPS = {"add": 0, "mul": 1, "sub": 2, "rsub": 3}
+
+
+def binary_call(a: Array, b: Array, y: Array, op: str, lo: float = -np.inf,
+                hi: float = np.inf) -> Call:
+    """``y = a OP b`` (op: add, mul, sub, rsub: b - a): ``a`` and ``y`` blocked of one shape,
+    ``b`` too, or one vector per (image, block): (1 or N, CB, 1, ..., 1, k)."""
+    name = "mi_bbinary_f32"
+    _check(name, a.shape == y.shape and a.ndim >= 4 and a.shape[-1] in (8, 16),
+           f"a {a.shape} and y {y.shape}")
+    _check(name, _ready(a, b, y), "arrays must be float32, C-contiguous, aligned")
+    k, n, cb = a.shape[-1], a.shape[0], a.shape[1]
+    hw = math.prod(a.shape[2:-1])
+    if b.shape == a.shape:
+        mode, nbi = 0, n
+    else:
+        _check(name, b.ndim == a.ndim and b.shape[1] == cb and b.shape[-1] == k
+               and b.shape[0] in (1, n) and math.prod(b.shape[2:-1]) == 1, f"b {b.shape}")
+        mode, nbi = 1, b.shape[0]
+    args = BBinaryArgs(_ptr(a), _ptr(b), _ptr(y), n, cb, hw, k, mode, nbi, _OPS[op], float(lo),
+                       float(hi))
+    return _call(_binary, args, a, b, y)
+
+
+def padzero_call(y: Array, c: int) -> Call:
+    """The call writing 0 into the lanes of ``y``'s last block past channel ``c``."""
+    _check("mi_bpadzero_f32", _ready(y) and y.ndim >= 4, f"y {y.shape}")
+    args = BPadArgs(_ptr(y), y.shape[0], y.shape[1], math.prod(y.shape[2:-1]), y.shape[-1], c)
+    return _call(_padzero, args, y)
+
+
+def concat_call(xs: Sequence[Array], cs: Sequence[int], y: Array) -> Call:
+    """The call concatenating the blocked ``xs`` (``cs`` channels each) on channels into
+    ``y``."""
+    name = "mi_bconcat_f32"
+    k = y.shape[-1]
+    _check(name, _ready(y, *xs) and all(
+        x.shape[0] == y.shape[0] and x.shape[2:] == y.shape[2:] and x.shape[1] == -(-c // k)
+        for x, c in zip(xs, cs, strict=True)), f"inputs {[x.shape for x in xs]} into {y.shape}")
+    ptrs = (_P * len(xs))(*(_ptr(x) for x in xs))
+    counts = (_L * len(cs))(*cs)
+    args = BConcatArgs(ctypes.cast(ptrs, _P), ctypes.cast(counts, _P), _ptr(y), len(xs),
+                       y.shape[0], math.prod(y.shape[2:-1]), k)
+    return _call(_concat, args, *xs, y, ptrs, counts)
+
+
+# -- what the plugins declare, and their blocked runs ----------------------------------------
+
+
+def _blocked_at(desc: PluginTensorDesc) -> bool:
+    """Whether ``desc`` is the format offered, float32, 2-D with known channels."""
+    return (desc.format is offered() and desc.format is not None
+            and desc.dtype is DataType.FLOAT and len(desc.shape) == 4 and desc.shape[1] >= 0)
+
+
+class _Formats:
+    """Shared by the mixins: the formats the plugin was configured with."""
+
+    input_descs: list[PluginTensorDesc | None]
+    output_descs: list[PluginTensorDesc]
+    _calls: tuple[tuple[Any, ...], list[Call]] | None = None
+
+    def _block(self) -> int:
+        """The block of this node's output (0: LINEAR, the plugin's usual path)."""
+        descs = getattr(self, "output_descs", None)
+        return descs[0].format.block if descs else 0
+
+    def configure_plugin(self, inputs: Any, outputs: Any) -> None:
+        super().configure_plugin(inputs, outputs)  # type: ignore[misc]
+        self._calls = None  # made for other formats, maybe
+
+    def _run_blocked(self, key: tuple[Any, ...], calls: list[Call]) -> bool:
+        """Keep ``calls`` for the arrays of ``key`` (replayed while they come back) and run
+        them."""
+        self._calls = (key, calls)
+        run_calls(calls)
+        return True
+
+    def _bound(self, make: Callable[[], list[Call] | None]) -> Callable[[], None] | None:
+        """A plan step's run of the blocked calls ``make`` makes (None: not blocked)."""
+        calls = make() if self._block() else None
+        return None if calls is None else partial(run_calls, calls)
+
+
+class BlockedConv(_Formats):
+    """Conv: a 2-D float32 convolution of one group, or depthwise (group = C = M), takes the
+    blocked format at X, the residual and Y (W and B stay LINEAR constants)."""
+
+    attrs: dict[str, Any]
+    hidden: dict[str, Any]
+    _derived: Callable[..., Any]
+    _onnx_weights: Callable[[Array, int], Array]
+    geometry: Callable[..., Any]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        constant = pos in (1, 2) and pos < num_inputs  # W, B
+        if desc.format is LINEAR:
+            if constant or first.format is LINEAR:
+                return bool(super().supports_format_combination(  # type: ignore[misc]
+                    pos, in_out, num_inputs))
+            return False
+        if not _blocked_at(desc) or constant:
+            return False
+        if pos == 0:
+            w = in_out[1]
+            if len(w.shape) != 4 or min(w.shape) < 1:
+                return False
+            group, c, m = int(self.attrs.get("group") or 1), first.shape[1], w.shape[0]
+            return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
+        return desc.format is first.format  # the residual and Y
+
+    def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
+        """None where the node runs blocked: its one kernel (Winograd's and the GEMM's
+        tactics would time it twice, and a tie could go either way)."""
+        if self._block():
+            return []
+        tactics: list[str] = super().get_tactics(input_shapes)  # type: ignore[misc]
+        return tactics
+
+    def _blocked_conv(self, key: tuple[Any, ...], x: Array, w: Array, b: Array | None,
+                      r: Array | None, out: Array, group: int, lo: float, hi: float,
+                      act: Act) -> bool:
+        """Run the blocked convolution where this node is blocked (False: it is not)."""
+        k = self._block()
+        if not k:
+            return False
+        depthwise = group != 1
+        c_in = w.shape[0] if depthwise else w.shape[1]
+        win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), w.shape)
+
+        def packed(v: Array) -> Array:
+            onnx = self._onnx_weights(v, group)
+            return pack_depthwise(onnx, k) if depthwise else pack_dense(onnx, k)
+
+        wp = self._derived(w, ("blocked", k), packed)
+        bias = None if b is None else self._derived(
+            b, ("blocked-bias", k), lambda v: _padded_channels(v.astype(np.float32), k))
+        call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=w.shape[0],
+                         kernel=win.kernel, strides=win.strides, dilations=win.dilations,
+                         begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act)
+        return self._run_blocked(key, [call])
+
+
+class BlockedPool(_Formats):
+    """MaxPool (without Indices) and AveragePool, 2-D float32: X and Y blocked."""
+
+    attrs: dict[str, Any]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            return first.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        if len(in_out) - num_inputs != 1 or not _blocked_at(desc):
+            return False
+        return pos == 0 or desc.format is first.format
+
+    def _blocked_pool(self, x: Array, out: Array, average: bool) -> bool:
+        if not self._block():
+            return False
+        win = shapes.window_from_attrs(self.op_type, 2, self.attrs)  # type: ignore[attr-defined]
+        g = shapes.resolve(x.shape[2:4], win)
+        call = pool_call(x, out, kernel=win.kernel, strides=win.strides,
+                         dilations=win.dilations, begin=g.begin, end=g.end, average=average,
+                         include_pad=bool(self.attrs.get("count_include_pad", 0)))
+        return self._run_blocked((x, out), [call])
+
+
+class BlockedGlobalPool(_Formats):
+    """GlobalAveragePool, 2-D float32: X and Y blocked (Y (N, C/k, 1, 1, k))."""
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            return first.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        return _blocked_at(desc) and (pos == 0 or first.format is desc.format)
+
+    def _global_calls(self, x: Any, out: Any) -> list[Call] | None:
+        """The blocked mean of each channel (None: this node is not blocked)."""
+        if not self._block() or not isinstance(x, np.ndarray) or x.ndim != 5:
+            return None
+        h, w = x.shape[2], x.shape[3]
+        return [pool_call(x, out, kernel=(h, w), strides=(1, 1), dilations=(1, 1),
+                          begin=(0, 0), end=(0, 0), average=True, include_pad=False)]
+
+
+def _per_channel(shape: Sequence[int], c: int) -> bool:
+    """A LINEAR operand broadcast as one value per channel of a 4-D tensor of c channels (or
+    one value): (C, 1, 1), (1, C, 1, 1), (1,), ()."""
+    if math.prod(shape) == 1 and min(shape, default=1) >= 0:
+        return True
+    full = (1,) * (4 - len(shape)) + tuple(shape)
+    return len(shape) <= 4 and full[0] == 1 and full[1] == c and full[2:] == (1, 1)
+
+
+def _operand(desc: PluginTensorDesc, out: PluginTensorDesc) -> str:
+    """How a blocked operand meets the output: "full" (its shape), "vector" (one value per
+    image and channel), "" (neither)."""
+    s, o = desc.shape, out.shape
+    if len(s) != 4 or s[1] != o[1]:
+        return ""
+    if tuple(s) == tuple(o) and all(d >= 0 for d in s[1:]):
+        return "full"
+    if tuple(s[2:]) == (1, 1) and (s[0] == 1 or s[0] == o[0]):
+        return "vector"
+    return ""
+
+
+class BlockedBinary(Derived, _Formats):
+    """Add, Mul: the output blocked with one operand of its shape, the other of its shape
+    too, or one value per (image, channel) blocked, or a LINEAR value per channel."""
+
+    op_type: str
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, out = in_out[pos], in_out[num_inputs]
+        if num_inputs != 2 or (desc.format is LINEAR and all(
+                in_out[i].format is LINEAR for i in range(pos))):
+            return desc.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        fmt = next(in_out[i].format for i in range(3) if in_out[i].format is not LINEAR)
+        if pos < num_inputs:
+            if desc.format is LINEAR:  # beside a blocked operand: a value per channel
+                return desc.dtype is DataType.FLOAT and _per_channel(desc.shape, out.shape[1])
+            return desc.format is fmt and _blocked_at(desc) and bool(_operand(desc, out))
+        if any(in_out[i].format is LINEAR and not _per_channel(in_out[i].shape, out.shape[1])
+               for i in range(2)):
+            return False
+        modes = [_operand(in_out[i], out) for i in range(2)
+                 if in_out[i].format is not LINEAR]
+        return desc.format is fmt and _blocked_at(desc) and "full" in modes
+
+    def _binary_calls(self, a: Any, b: Any, out: Any) -> list[Call] | None:
+        """The blocked ``out = a OP b`` (None: this node is not blocked)."""
+        k = self._block()
+        if not k:
+            return None
+        op = {"Add": "add", "Mul": "mul"}[self.op_type]
+        c = self.output_descs[0].shape[1]
+
+        def vector(v: Array) -> Array:
+            per_channel = np.broadcast_to(np.asarray(v, np.float32).reshape(-1), (c,))
+            return _padded_channels(per_channel, k).reshape(1, -1, 1, 1, k)
+
+        operands = []
+        for arr, desc in zip((a, b), self.input_descs, strict=True):
+            if desc is not None and desc.format is LINEAR:  # one value per channel (or one)
+                arr = self._derived(arr, ("blocked", k, c), vector)
+            operands.append(arr)
+        x, y = operands
+        if x.shape != out.shape:  # the vector first: swapped (both ops commute)
+            x, y = y, x
+        return [binary_call(x, y, out, op)]
+
+
+class BlockedConcat(_Formats):
+    """Concat on channels of 4-D float32 tensors: every input and the output blocked."""
+
+    attrs: dict[str, Any]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            return first.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        axis = int(self.attrs.get("axis", 1))
+        return (num_inputs > 1 and axis in (1, -3) and _blocked_at(desc)
+                and (pos == 0 or desc.format is first.format))
+
+    def _concat_calls(self, xs: Sequence[Array], out: Array) -> list[Call] | None:
+        if not self._block():
+            return None
+        cs = [d.shape[1] for d in self.input_descs if d is not None]
+        return [concat_call(xs, cs, out)]
+
+
+class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
+    """cpu_basic's Add, blocked where the builder chose the blocked format for it."""
+
+    package = "mini-infer-cpu-native"
+
+    def compute(self, a: Array, b: Array, *, out: Array, **kw: Any) -> None:
+        key = (a, b, out)
+        kept = self._calls
+        if kept is not None and all(x is y for x, y in zip(kept[0], key, strict=True)):
+            run_calls(kept[1])
+            return
+        calls = self._binary_calls(a, b, out)
+        if calls is None:
+            super().compute(a, b, out=out, **kw)
+        else:
+            self._run_blocked(key, calls)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))

@@ -1,0 +1,326 @@
+"""The channel-blocked kernels (``_blocked.c``, ``blocked.py``; issue 26 item 3) against
+onnxruntime: each kernel alone at both block sizes this CPU runs (CHW8 on AVX2, CHW16 on
+AVX-512), at channel counts that are not multiples of 8 or 16, tiny and large maps, strides,
+dilations, padding, depthwise groups, the fused epilogues; then engines whose builder chose
+the blocked formats (the cost model, no timing), light CNNs among them, end to end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mini_infer_core as mi
+from mini_infer_core.plugin import TensorFormat, from_format, to_format
+
+blocked = pytest.importorskip("mini_infer_cpu_native.blocked")
+
+Array = np.ndarray[Any, Any]
+FORMATS = [f for f, bit in ((TensorFormat.CHW8, 1), (TensorFormat.CHW16, 2))
+           if blocked.ISA & bit]
+if not FORMATS:
+    pytest.skip("this CPU has neither AVX2 + FMA nor AVX-512F: no blocked kernels run here",
+                allow_module_level=True)
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, Array]) -> list[Array]:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return [np.asarray(v) for v in sess.run(None, feeds)]
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: dict[str, tuple[int, ...]],
+           outputs: list[str], inits: dict[str, Array] | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(v, n) for n, v in (inits or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _rand(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _close(got: Array, want: Array) -> None:
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * max(1.0, float(
+        np.abs(want).max(initial=0.0))))
+
+
+# -- each kernel alone --------------------------------------------------------------------
+
+CONVS = [  # (c, m, hw, kernel, strides, dilations, pads, depthwise)
+    (3, 13, (17, 19), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), False),  # a stem
+    (21, 35, (9, 7), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), False),  # pointwise
+    (24, 40, (56, 56), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), False),  # pointwise, large map
+    (19, 17, (11, 13), (3, 3), (1, 1), (2, 2), (2, 1, 2, 3), False),  # dilated, uneven pads
+    (7, 9, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), False),  # a 1x1 map: taps on padding
+    (37, 70, (5, 6), (5, 3), (2, 1), (1, 1), (2, 1, 2, 1), False),  # 5x3, stride (2, 1)
+    (33, 33, (15, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),  # depthwise
+    (45, 45, (28, 28), (5, 5), (2, 2), (1, 1), (2, 2, 2, 2), True),  # depthwise 5x5 stride 2
+    (11, 11, (9, 10), (3, 3), (1, 2), (2, 1), (0, 1, 3, 0), True),  # depthwise dilated
+    (5, 5, (2, 3), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),  # tiny map
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", CONVS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[7]}")
+def test_conv_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorFormat) -> None:
+    """Conv + bias, then the residual added and Clip: the kernel's epilogue in one pass."""
+    c, m, hw, kernel, strides, dilations, pads, depthwise = case
+    rng = np.random.default_rng(c * 100 + m)
+    group = c if depthwise else 1
+    x, w, b = _rand(rng, 2, c, *hw), _rand(rng, m, c // group, *kernel), _rand(rng, m)
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
+                            strides=list(strides), dilations=list(dilations), pads=list(pads),
+                            group=group)
+    (y,) = _ort(_model([conv], {"x": x.shape}, ["c"], {"w": w, "b": b}), {"x": x})
+    r = _rand(rng, *y.shape)
+    want = np.clip(y + r, -0.5, 1.5)
+    k = fmt.block
+    wp = blocked.pack_depthwise(w, k) if depthwise else blocked.pack_dense(w, k)
+    xb, rb = to_format(x, fmt), to_format(r, fmt)
+    out = np.full(to_format(y, fmt).shape, np.nan, np.float32)  # every lane must be written
+    call = blocked.conv_call(xb, wp, blocked._padded_channels(b, k), rb, out, c_in=c, c_out=m,
+                             kernel=kernel, strides=strides, dilations=dilations,
+                             begin=pads[:2], depthwise=depthwise, lo=-0.5, hi=1.5)
+    blocked.run_calls([call])
+    _close(from_format(out, fmt, y.shape), want)
+    assert not out[:, -1, ..., m - (out.shape[1] - 1) * k:].any()  # the padding lanes: zeros
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_conv_kernel_epilogue_activation(fmt: TensorFormat) -> None:
+    """A fused HardSwish after the clamp (MobileNetV3's), no bias: onnxruntime's Conv then
+    HardSwish; the padding lanes stay zeros though HardSigmoid(0) is not."""
+    rng = np.random.default_rng(3)
+    x, w = _rand(rng, 1, 10, 12, 12), _rand(rng, 27, 10, 3, 3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.3, beta=0.4)]
+    (want,) = _ort(_model(nodes, {"x": x.shape}, ["y"], {"w": w}), {"x": x})
+    k = fmt.block
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    from mini_infer_cpu_native._conv_extra import act_code
+
+    act = act_code({"__act__": "HardSigmoid", "__act_args__": (0.3, 0.4)})
+    blocked.run_calls([blocked.conv_call(
+        to_format(x, fmt), blocked.pack_dense(w, k), None, None, out, c_in=10, c_out=27,
+        kernel=(3, 3), strides=(1, 1), dilations=(1, 1), begin=(1, 1), depthwise=False,
+        lo=-np.inf, hi=np.inf, act=act)])
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., 27 - (out.shape[1] - 1) * k:].any()
+
+
+POOLS = [  # (op, attributes, c, hw)
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 19, (15, 16)),
+    ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 5, (7, 9)),
+    ("MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}, 9, (8, 8)),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]}, 23,
+     (10, 11)),
+    ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1],
+                     "count_include_pad": 1}, 17, (9, 6)),
+    ("GlobalAveragePool", {}, 35, (7, 7)),
+    ("GlobalAveragePool", {}, 3, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", POOLS, ids=lambda c: f"{c[0]}-{c[2]}-{c[3]}")
+def test_pool_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorFormat) -> None:
+    op, attrs, c, hw = case
+    rng = np.random.default_rng(c)
+    x = _rand(rng, 2, c, *hw)
+    (want,) = _ort(_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x.shape},
+                          ["y"]), {"x": x})
+    k = fmt.block
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    if op == "GlobalAveragePool":
+        geo = {"kernel": hw, "strides": (1, 1), "dilations": (1, 1), "begin": (0, 0),
+               "end": (0, 0), "average": True, "include_pad": False}
+    else:
+        pads = attrs.get("pads", [0, 0, 0, 0])
+        geo = {"kernel": attrs["kernel_shape"], "strides": attrs.get("strides", [1, 1]),
+               "dilations": attrs.get("dilations", [1, 1]), "begin": pads[:2],
+               "end": pads[2:], "average": op == "AveragePool",
+               "include_pad": bool(attrs.get("count_include_pad", 0))}
+    blocked.run_calls([blocked.pool_call(to_format(x, fmt), out, **geo)])
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., c - (out.shape[1] - 1) * k:].any()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+@pytest.mark.parametrize("bshape", [(2, 13, 6, 5), (2, 13, 1, 1), (1, 13, 1, 1)])
+def test_binary_kernel_against_onnxruntime(op: str, bshape: tuple[int, ...],
+                                           fmt: TensorFormat) -> None:
+    """Same shapes, and the vector per (image, channel) (or per channel) broadcast."""
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, 2, 13, 6, 5), _rand(rng, *bshape)
+    (want,) = _ort(_model([helper.make_node(op, ["a", "b"], ["y"])],
+                          {"a": a.shape, "b": b.shape}, ["y"]), {"a": a, "b": b})
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    call = blocked.binary_call(to_format(a, fmt), to_format(b, fmt), out, op.lower())
+    blocked.run_calls([call])
+    _close(from_format(out, fmt, want.shape), want)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("cs", [(16, 16), (5, 11, 3), (8, 21), (32, 7, 9)])
+def test_concat_kernel_against_onnxruntime(cs: tuple[int, ...], fmt: TensorFormat) -> None:
+    rng = np.random.default_rng(sum(cs))
+    xs = [_rand(rng, 2, c, 4, 3) for c in cs]
+    names = [f"x{i}" for i in range(len(cs))]
+    (want,) = _ort(_model([helper.make_node("Concat", names, ["y"], axis=1)],
+                          {n: x.shape for n, x in zip(names, xs, strict=True)}, ["y"]),
+                   dict(zip(names, xs, strict=True)))
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    blocked.run_calls([blocked.concat_call([to_format(x, fmt) for x in xs], cs, out)])
+    np.testing.assert_array_equal(out, to_format(want, fmt))  # copies: exact, zeros included
+
+
+def test_kernels_refuse_what_they_cannot_take() -> None:
+    fmt = FORMATS[0]
+    x = to_format(np.zeros((1, 5, 4, 4), np.float32), fmt)
+    with pytest.raises(ValueError, match="packed weights"):
+        blocked.conv_call(x, np.zeros((1, 5, 3, 3, 4), np.float32), None, None, x.copy(),
+                          c_in=5, c_out=5, kernel=(3, 3), strides=(1, 1), dilations=(1, 1),
+                          begin=(1, 1), depthwise=False, lo=0.0, hi=1.0)
+    with pytest.raises(ValueError, match="float32"):
+        blocked.pool_call(x.astype(np.float64), x, kernel=(1, 1), strides=(1, 1),
+                          dilations=(1, 1), begin=(0, 0), end=(0, 0), average=False,
+                          include_pad=False)
+
+
+# -- engines with the blocked formats chosen -------------------------------------------------
+
+
+@pytest.fixture(params=FORMATS, ids=lambda f: f.name)
+def offered(request: pytest.FixtureRequest) -> Iterator[TensorFormat]:
+    blocked.set_offered(request.param)
+    yield request.param
+    blocked.set_offered(True)
+
+
+def _engine(model: onnx.ModelProto) -> Any:
+    config = mi.BuilderConfig(device="cpu", time_tactics=False)
+    return mi.Builder().build_engine(mi.parse_onnx(model), config)
+
+
+def _run_engine(engine: Any, feeds: dict[str, Array]) -> list[Array]:
+    with engine.create_execution_context() as ctx:
+        out = ctx.execute(feeds)
+        again = ctx.execute(feeds)  # the kept calls replayed
+    names = list(out)
+    for n in names:
+        np.testing.assert_array_equal(out[n], again[n])
+    return [np.asarray(out[n]) for n in names]
+
+
+def _mobile_block(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, Array]]:
+    """A MobileNetV3-like net of odd widths: a stem, an inverted residual with
+    squeeze-and-excitation (HardSwish, HardSigmoid, Mul), max and average pooling, two
+    branches concatenated and added, a global average pool and a classifier."""
+    c0, c1, c2, se = 13, 37, 13, 9
+    inits = {
+        "w0": _rand(rng, c0, 3, 3, 3) * 0.3, "b0": _rand(rng, c0) * 0.1,
+        "w1": _rand(rng, c1, c0, 1, 1) * 0.3, "b1": _rand(rng, c1) * 0.1,
+        "wd": _rand(rng, c1, 1, 3, 3) * 0.3, "bd": _rand(rng, c1) * 0.1,
+        "ws1": _rand(rng, se, c1, 1, 1) * 0.3, "bs1": _rand(rng, se) * 0.1,
+        "ws2": _rand(rng, c1, se, 1, 1) * 0.3, "bs2": _rand(rng, c1) * 0.1,
+        "w2": _rand(rng, c2, c1, 1, 1) * 0.3, "b2": _rand(rng, c2) * 0.1,
+        "w3": _rand(rng, 11, c2 + c2, 3, 3) * 0.2,
+        "s": _rand(rng, 1, 11, 1, 1), "wf": _rand(rng, 11, 10) * 0.3,
+    }
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w0", "b0"], ["a0"], kernel_shape=[3, 3], strides=[2, 2],
+          pads=[1, 1, 1, 1]),
+        n("HardSwish", ["a0"], ["h0"]),
+        n("Conv", ["h0", "w1", "b1"], ["a1"]), n("Relu", ["a1"], ["h1"]),
+        n("Conv", ["h1", "wd", "bd"], ["a2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+          group=c1),
+        n("Clip", ["a2", "lo", "hi"], ["h2"]),
+        n("GlobalAveragePool", ["h2"], ["g"]),
+        n("Conv", ["g", "ws1", "bs1"], ["s1"]), n("Relu", ["s1"], ["s1r"]),
+        n("Conv", ["s1r", "ws2", "bs2"], ["s2"]), n("HardSigmoid", ["s2"], ["s2h"]),
+        n("Mul", ["h2", "s2h"], ["e"]),
+        n("Conv", ["e", "w2", "b2"], ["a3"]),
+        n("Add", ["a3", "h0"], ["r"]),
+        n("MaxPool", ["r"], ["p1"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
+        n("AveragePool", ["r"], ["p2"], kernel_shape=[3, 3], strides=[1, 1],
+          pads=[1, 1, 1, 1]),
+        n("Add", ["p1", "p2"], ["sum"]),
+        n("Concat", ["sum", "p2"], ["cat"], axis=1),
+        n("Conv", ["cat", "w3"], ["a4"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # no bias
+        n("GlobalAveragePool", ["a4"], ["gp"]),
+        n("Mul", ["gp", "s"], ["gs"]),
+        n("Flatten", ["gs"], ["f"]),
+        n("MatMul", ["f", "wf"], ["y"]),
+    ]
+    inits["lo"], inits["hi"] = np.float32(0.0), np.float32(6.0)
+    model = _model(nodes, {"x": (1, 3, 33, 31)}, ["y", "r"], {
+        k: np.asarray(v, np.float32) for k, v in inits.items()})
+    return model, {"x": _rand(rng, 1, 3, 33, 31)}
+
+
+def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorFormat) -> None:
+    model, feeds = _mobile_block(np.random.default_rng(11))
+    engine = _engine(model)
+    formats = {t.format for t in engine.tensors.values()}
+    assert offered in formats, formats
+    blocked_ops = {nd.op_type for nd in engine.nodes
+                   if any(engine.tensors[o].format is offered for o in nd.outputs)}
+    # every kind of blocked kernel ran in this engine
+    assert {"Conv", "GlobalAveragePool", "Mul", "MaxPool", "AveragePool", "Concat", "Add"} <= \
+        blocked_ops, blocked_ops
+    got = _run_engine(engine, feeds)
+    want = _ort(model, feeds)
+    for g, w in zip(got, want, strict=True):
+        _close(g, w)
+
+
+def test_a_lone_convolution_stays_linear(offered: TensorFormat) -> None:
+    """One blocked-capable node between the graph's LINEAR input and output: reformatting
+    both would cost more than it saves (the cost model), so nothing changes."""
+    rng = np.random.default_rng(2)
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
+                   {"x": (1, 16, 12, 12)}, ["y"], {"w": _rand(rng, 32, 16, 3, 3)})
+    engine = _engine(model)
+    assert [nd.op_type for nd in engine.nodes] == ["Conv"]
+    assert all(t.format is TensorFormat.LINEAR for t in engine.tensors.values())
+
+
+def test_negotiation_off_gives_the_same_results(offered: TensorFormat) -> None:
+    model, feeds = _mobile_block(np.random.default_rng(12))
+    linear = mi.Builder().build_engine(mi.parse_onnx(model), mi.BuilderConfig(
+        device="cpu", time_tactics=False, negotiate_formats=False))
+    assert all(t.format is TensorFormat.LINEAR for t in linear.tensors.values())
+    for g, w in zip(_run_engine(_engine(model), feeds), _run_engine(linear, feeds),
+                    strict=True):
+        _close(g, w)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "resnet50"])
+def test_light_models_blocked_against_onnxruntime(name: str) -> None:
+    """onnx's light CNNs (random weights, logits) built with the blocked formats the CPU's
+    kernels take, end to end, with the tactic timing on (the builder times the formats)."""
+    from mini_infer_core.testing.light_models import (
+        default_inputs,
+        light_model_path,
+        logits_model,
+        randomize_weights,
+    )
+
+    model = randomize_weights(logits_model(onnx.load(str(light_model_path(name)))))
+    feeds = default_inputs(model)
+    engine = mi.Builder().build_engine(mi.parse_onnx(model), mi.BuilderConfig(device="cpu"))
+    with engine.create_execution_context() as ctx:
+        got = list(ctx.execute(feeds).values())
+    for g, w in zip(got, _ort(model, feeds), strict=True):
+        _close(np.asarray(g), w)
