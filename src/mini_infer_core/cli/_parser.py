@@ -169,9 +169,9 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     q.add_argument("--calibration-cache", metavar="FILE",
                    help="read the ranges from FILE instead of calibrating where it exists; "
                         "written after calibrating otherwise")
-    q.add_argument("--calibrator", choices=["entropy", "minmax"], default="entropy",
-                   help="how ranges are found (default: entropy, TensorRT's "
-                        "IInt8EntropyCalibrator2)")
+    q.add_argument("--calibrator", choices=["minmax", "entropy"], default="minmax",
+                   help="how ranges are found: minmax (default; the ranges seen) or entropy "
+                        "(TensorRT's IInt8EntropyCalibrator2: KL thresholds clip outliers)")
     q.add_argument("--calibration-batch", type=int, default=32, metavar="N",
                    help="rows per calibration batch from one .npz file (default: 32)")
     q.add_argument("--save-qdq", metavar="FILE.onnx",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
@@ -225,7 +226,7 @@ def node_precision(dtypes: list[str]) -> str:
     return dtypes[0] if dtypes else "-"
 
 
-def int8_text(build_info: dict[str, Any]) -> str:
+def int8_text(build_info: Mapping[str, Any]) -> str:
     """The INT8 build's line: how many nodes were quantized, and each one kept float."""
     info = build_info.get("int8")
     if not info:

@@ -5,7 +5,9 @@
   largest magnitude seen; rebinned when a later batch goes further) and the threshold ``T``
   whose 128-level quantization of the histogram loses the least information (the smallest
   KL divergence between the clipped distribution and its quantized form, the outliers folded
-  into the last bin), from 128 bins up; the range is the min-max range clipped to ``[-T, T]``.
+  into the last bin), from 128 bins up; exact zeros are left out of the histogram (zero is
+  exact at any threshold; a Relu's output spike at 0 otherwise drags the threshold down);
+  the range is the min-max range clipped to ``[-T, T]``.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class EntropyCollector(MinMaxCollector):
 
     def __init__(self) -> None:
         super().__init__()
-        self.hist = np.zeros(BINS, np.float64)
+        self.hist: Array = np.zeros(BINS, np.float64)
         self.top = 0.0  # the histogram covers [0, top]
 
     def add(self, x: Array) -> None:
@@ -54,6 +56,9 @@ class EntropyCollector(MinMaxCollector):
         if not x.size:
             return
         mag = np.abs(x.astype(np.float32, copy=False)).reshape(-1)
+        mag = mag[mag > 0]  # exact zeros (a Relu's half) are exact at any threshold
+        if not mag.size:
+            return
         top = float(mag.max())
         if top > self.top:
             if self.top > 0 and self.hist.any():  # rebin what was counted into the new range
@@ -87,24 +92,40 @@ def entropy_threshold(hist: Array, levels: int = LEVELS) -> float:
         p = hist[:i].copy()
         if i < n:
             p[-1] += tail[i]
-        nonzero = hist[:i] != 0
-        # each of the `levels` groups of bins takes its mean over its non-empty bins
+        nonzero = p != 0
+        # each of the `levels` groups of bins takes its sum (without the outliers), spread
+        # evenly over its bins that P has non-empty
         edges = (np.arange(levels + 1) * i) // levels
         group = np.repeat(np.arange(levels), np.diff(edges))
         sums = np.bincount(group, weights=hist[:i], minlength=levels)
         counts = np.bincount(group, weights=nonzero.astype(np.float64), minlength=levels)
         q = np.where(nonzero, (sums / np.maximum(counts, 1))[group], 0.0)
-        ps, qs = p.sum(), q.sum()
-        if qs == 0:
-            continue
-        p, q = p / ps, q / qs
-        m = p > 0
-        if np.any(m & (q == 0)):
-            continue  # Q cannot represent P there: infinite divergence
-        kl = float(np.sum(p[m] * np.log(p[m] / q[m])))
+        kl = _kl(_smooth(p), _smooth(q))
         if kl < best:
             best, best_i = kl, i
     return float(best_i)
+
+
+def _smooth(p: Array, eps: float = 1e-4) -> Array:
+    """``p`` normalized, its empty bins given ``eps`` taken evenly from the others (MXNet's
+    and onnxruntime's ``smooth_distribution``), so that the divergence stays finite."""
+    total = p.sum()
+    if total == 0:
+        return p
+    p = p / total
+    zeros = p == 0
+    nz = int(np.count_nonzero(~zeros))
+    if nz == 0:
+        return p
+    smoothed: Array = p + eps * zeros - (eps * int(zeros.sum()) / nz) * ~zeros
+    return smoothed
+
+
+def _kl(p: Array, q: Array) -> float:
+    m = p > 0
+    if q.sum() == 0 or np.any(q[m] <= 0):
+        return np.inf
+    return float(np.sum(p[m] * np.log(p[m] / q[m])))
 
 
 Collector = MinMaxCollector

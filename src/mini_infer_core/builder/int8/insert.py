@@ -10,7 +10,8 @@
 - the output ``y`` (after a Relu or Clip that alone reads it): its producer writes
   ``y@float``, then ``Q -> DQ -> y``, so every reader (and a graph output) reads what it read
   before; a quantized reader of ``y`` takes the DequantizeLinear directly (8 bits between
-  integer plugins once fused).
+  integer plugins once fused; where ``y`` is a graph output, they read a DequantizeLinear of
+  their own, which the rewrite can fuse).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def insert_qdq(network: Network, chosen: Sequence[Candidate],
     after: dict[int, list[Node]] = {}    # ... and after it
     renamed: dict[int, Node] = {}
     made: dict[str, str] = {}  # tensor -> its DequantizeLinear output
+    graph_outputs = {t.name for t in network.outputs}
 
     def params(t: str) -> tuple[str, str]:
         if t not in ranges:
@@ -90,6 +92,9 @@ def insert_qdq(network: Network, chosen: Sequence[Candidate],
         after.setdefault(last, []).extend(
             _qdq(f"{c.y}@float", f"{c.y}@int8", c.y, s, z, f"{c.y}@int8"))
         made[c.y] = c.y
+        if c.y in graph_outputs:  # the rewrite fuses no DequantizeLinear making one
+            made[c.y] = f"{c.y}@int8:dq"
+            after[last].extend(_qdq("", f"{c.y}@int8", made[c.y], s, z, f"{c.y}@int8:reader"))
     for c in chosen:
         node = renamed.get(c.index, network.nodes[c.index])
         x = c.x
@@ -112,6 +117,11 @@ def insert_qdq(network: Network, chosen: Sequence[Candidate],
         nodes.extend(before.get(i, []))
         nodes.append(renamed.get(i, n))
         nodes.extend(after.get(i, []))
+    read = {x for n in nodes for x in n.inputs} | {t.name for t in network.outputs}
+    if not any(f.type.name == "GRAPH" for n in nodes for f in n.fields.fields):
+        for c in chosen:  # float weights no node reads any more (a body could: then kept)
+            if c.node.inputs[1] not in read:
+                consts.pop(c.node.inputs[1], None)
     opsets = dict(network.opsets)
     opsets[""] = max(opsets.get("", QDQ_OPSET), QDQ_OPSET)
     return dataclasses.replace(network, nodes=nodes, constants=consts, opsets=opsets)
