@@ -73,6 +73,7 @@ def _batches(count: int = 4, rows: int = 8) -> list[dict[str, np.ndarray]]:
 
 
 def _build(tmp_path: Path, registry: Any = None, **kw: Any) -> mi.Engine:
+    kw.setdefault("int8_min_work", 0)  # every node, however little it computes
     config = BuilderConfig(int8=True, time_tactics=False, **kw)
     return Builder(registry).build_engine(parse_onnx(MODEL), config)
 
@@ -252,6 +253,20 @@ def test_a_plugin_that_takes_only_float_keeps_its_node_float(tmp_path: Path) -> 
     assert np.linalg.norm(_run(engine, x)["y"] - want) < 0.12 * np.linalg.norm(want)
 
 
+def test_nodes_with_little_work_per_value_keep_float_unless_their_input_is_int8(
+        tmp_path: Path) -> None:
+    """int8_min_work 50: conv1 (8 x 3x3 = 72 multiply-adds per input value) is quantized, and
+    so are conv2-conv4 (9, 9 and 6) because their inputs are quantized already; the MatMul
+    (7 columns) and the Gemm (5) read float tensors and keep float."""
+    engine = _build(tmp_path, calibration=_batches(1), int8_min_work=50)
+    info = engine.build_info["int8"]
+    assert sorted(info["int8_nodes"]) == ["conv1", "conv2", "conv3", "conv4"]
+    assert set(info["float_nodes"]) == {"matmul", "gemm"}
+    assert "7 multiply-adds per input value, under 50" in info["float_nodes"]["matmul"]
+    default = _build(tmp_path, calibration=_batches(1), int8_min_work=128)
+    assert default.build_info["int8"]["int8_nodes"] == []
+
+
 def test_pinned_operator_keeps_float(tmp_path: Path) -> None:
     engine = _build(tmp_path, calibration=_batches(1), pins={"Conv": "mini-infer-cpu-plugins"})
     kept = engine.build_info["int8"]["float_nodes"]
@@ -273,7 +288,8 @@ def test_cli_int8_build(tmp_path: Path) -> None:
     ok = subprocess.run([*cli, "-o", str(tmp_path / "e"), "--int8", "--calibration",
                          str(tmp_path / "c.npz"), "--calibrator", "minmax",
                          "--calibration-cache", str(tmp_path / "c.json"), "--save-qdq",
-                         str(tmp_path / "q.onnx"), "--no-tactic-timing"],
+                         str(tmp_path / "q.onnx"), "--no-tactic-timing", "--int8-min-work",
+                         "0"],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "6 node(s) quantized" in ok.stdout
@@ -319,7 +335,9 @@ def test_magika_int8_labels_agree_with_float32(tmp_path: Path) -> None:
     f32 = builder.build_engine(parse_onnx(str(model)), BuilderConfig(time_tactics=False))
     i8 = builder.build_engine(parse_onnx(str(model)), BuilderConfig(
         int8=True, calibration=tmp_path / "calib.npz", time_tactics=False))
-    assert len(i8.build_info["int8"]["int8_nodes"]) == 3  # the Conv and both Dense layers
+    # the Conv and the last Dense layer; the one-hot Dense layer (64 multiply-adds per
+    # value) keeps float: its QuantizeLinear would cost what its integer product saves
+    assert len(i8.build_info["int8"]["int8_nodes"]) == 2, i8.build_info["int8"]
     with f32.create_execution_context() as a, i8.create_execution_context() as b:
         want = next(iter(a.execute({"bytes": x}).values())).argmax(1)
         got = next(iter(b.execute({"bytes": x}).values())).argmax(1)

@@ -115,6 +115,10 @@ class BuilderConfig:
     #: some CNNs, worse where extremes matter -- max pooling, logits; Magika's labels agree
     #: 100/100 with minmax, 93/100 with entropy)
     calibrator: str = "minmax"
+    #: quantize a node only where it does at least this many multiply-adds per value of its
+    #: input (or that input is quantized already): below, quantizing the input costs about
+    #: what the integer product saves
+    int8_min_work: float = 128
     #: rows per calibration batch where one .npz holds them all
     calibration_batch_size: int = 32
     #: also write the quantized model (QuantizeLinear/DequantizeLinear pairs) as ONNX here

@@ -174,6 +174,9 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                         "(TensorRT's IInt8EntropyCalibrator2: KL thresholds clip outliers)")
     q.add_argument("--calibration-batch", type=int, default=32, metavar="N",
                    help="rows per calibration batch from one .npz file (default: 32)")
+    q.add_argument("--int8-min-work", type=float, default=128, metavar="N",
+                   help="quantize a node only where it does at least N multiply-adds per "
+                        "input value, or its input is quantized already (default: 128)")
     q.add_argument("--save-qdq", metavar="FILE.onnx",
                    help="also write the quantized model (QuantizeLinear/DequantizeLinear) as "
                         "ONNX, which onnxruntime runs as it is")

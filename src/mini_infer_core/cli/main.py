@@ -151,7 +151,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
         timing_cache=args.timing_cache, negotiate_formats=not args.linear_only,
         int8=args.int8, calibration=args.calibration,
         calibration_cache=args.calibration_cache, calibrator=args.calibrator,
-        calibration_batch_size=args.calibration_batch, save_qdq=args.save_qdq),
+        calibration_batch_size=args.calibration_batch, save_qdq=args.save_qdq,
+        int8_min_work=args.int8_min_work),
         release_network=True)
     t1 = time.perf_counter()
     try:

@@ -46,7 +46,8 @@ def quantize_network(network: Network, config: BuilderConfig, builder: Builder
     cached = read_cache(config.calibration_cache, model) if config.calibration_cache else None
     batches = None if cached is not None else load_batches(
         config.calibration, network, config.calibration_batch_size)
-    chosen, kept = candidates(network, Selector(builder.registry, config.pins), config.device)
+    chosen, kept = candidates(network, Selector(builder.registry, config.pins), config.device,
+                              config.int8_min_work)
     tensors = sorted({t for c in chosen for t in (c.x, c.y)})
     if cached is not None:
         calibrator, ranges = cached

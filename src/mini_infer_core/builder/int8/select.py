@@ -10,7 +10,11 @@ A node is quantized where all of these hold:
   node -- takes INT8 there: asked ``supports_format_combination`` with the input and the
   output UINT8 and the weights INT8, each description carrying its ``scale`` and
   ``zero_point`` (TensorRT's ``PluginTensorDesc``). A plugin that declares only FLOAT (its
-  ``dtypes``, or its own method) keeps the node float.
+  ``dtypes``, or its own method) keeps the node float;
+- it does at least ``min_work`` (``BuilderConfig.int8_min_work``) multiply-adds per value
+  of its input, or that input is already quantized (the output of a node quantized before
+  it): otherwise quantizing its float input costs about what the integer product saves
+  (Magika's one-hot Dense layer: 64 per value, a slower build than float).
 
 Every other Conv/MatMul/Gemm keeps float, with the reason in the build's ``int8`` report.
 """
@@ -109,7 +113,20 @@ def _integer_plugin_takes_int8(selector: Selector, node: Node, device: str,
     return ""
 
 
-def candidates(network: Network, selector: Selector, device: str
+def _work_per_value(node: Node, w: np.ndarray[Any, Any]) -> float:
+    """Multiply-adds per value of the node's input: a Conv's output channels per group times
+    its kernel size over its strides; a MatMul's or a Gemm's output columns."""
+    attrs = node.fields.values_dict()
+    if node.op_type == "Conv":
+        group = int(attrs.get("group", 1))
+        strides = attrs.get("strides") or (1,)
+        return float(w.shape[0] // group * np.prod(w.shape[2:]) / np.prod(strides))
+    if node.op_type == "Gemm" and attrs.get("transB", 0):
+        return float(w.shape[0])
+    return float(w.shape[1])
+
+
+def candidates(network: Network, selector: Selector, device: str, min_work: float = 0
                ) -> tuple[list[Candidate], dict[str, str]]:
     """The nodes to quantize, and ``{node name: why it keeps float}`` for the others."""
     readers: dict[str, list[int]] = {}
@@ -140,6 +157,11 @@ def candidates(network: Network, selector: Selector, device: str
         if not why and pin is not None:
             why = f"{node.op_type} is pinned to {pin!r}"
         why = why or _integer_plugin_takes_int8(selector, node, device, w, axis)
+        work = _work_per_value(node, w)
+        if not why and work < min_work and node.inputs[0] not in {c.y for c in found}:
+            why = (f"{work:g} multiply-adds per input value, under {min_work} "
+                   "(int8_min_work): quantizing its float input would cost about what the "
+                   "integer product saves")
         if why:
             kept[node.name] = why
             continue
