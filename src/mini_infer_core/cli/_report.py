@@ -226,7 +226,7 @@ def node_precision(dtypes: list[str]) -> str:
     return dtypes[0] if dtypes else "-"
 
 
-def int8_text(build_info: Mapping[str, Any]) -> str:
+def int8_text(build_info: Mapping[str, Any], from_cache: bool = False) -> str:
     """The INT8 build's line: how many nodes were quantized, and each one kept float."""
     info = build_info.get("int8")
     if not info:
@@ -234,7 +234,7 @@ def int8_text(build_info: Mapping[str, Any]) -> str:
     kept = info.get("float_nodes", {})
     lines = [f"; INT8 build: {len(info.get('int8_nodes', []))} node(s) quantized "
              f"({info.get('calibrator')} calibration"
-             f"{', from the cache' if info.get('from_cache') else ''}), {len(kept)} kept "
+             f"{', from the cache' if from_cache else ''}), {len(kept)} kept "
              "FLOAT"]
     lines += [f"\n  FLOAT {name}: {why}" for name, why in kept.items()]
     return "".join(lines)

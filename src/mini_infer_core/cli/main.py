@@ -145,6 +145,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
                          "build: add --int8")
     if args.save_qdq:
         _args.check_output_path(args.save_qdq, "--save-qdq", "QDQ model")
+    cached = bool(args.int8 and args.calibration_cache
+                  and os.path.exists(args.calibration_cache))
     engine = Builder(reg).build_engine(network, BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
         time_tactics=not args.no_tactic_timing, input_shapes=shapes,
@@ -166,7 +168,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
             round(time.perf_counter() - t1, 3), "memory_plan": engine.build_info["memory_plan"],
             "int8": engine.build_info.get("int8"),
             "text": f"wrote {args.output} ({_report.size_text(size)}, {len(engine.nodes)} "
-                    f"nodes, built in {t1 - t0:.2f}s)" + _report.int8_text(engine.build_info)}
+                    f"nodes, built in {t1 - t0:.2f}s)"
+                    + _report.int8_text(engine.build_info, cached)}
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:

@@ -37,7 +37,7 @@ blog = logging.getLogger("mini_infer.builder")
 def quantize_network(network: Network, config: BuilderConfig, builder: Builder
                      ) -> tuple[Network, dict[str, Any]]:
     """The network with Q/DQ pairs where nodes run INT8, and the build's ``int8`` report:
-    the calibrator, whether the ranges came from a cache, the INT8 nodes and
+    the calibrator, the float network's hash, the INT8 nodes and
     ``{node: why it keeps float}``."""
     if config.calibrator not in CALIBRATORS:
         raise CalibrationError(f"unknown calibrator {config.calibrator!r}; choose one of "
@@ -65,6 +65,8 @@ def quantize_network(network: Network, config: BuilderConfig, builder: Builder
         blog.info("int8: %s keeps FLOAT: %s", name, why)
     blog.info("int8: %d node(s) quantized (%s calibration%s)", len(chosen), calibrator,
               ", from the cache" if cached is not None else "")
-    return quantized, {"calibrator": calibrator, "from_cache": cached is not None,
-                       "model": model, "int8_nodes": [c.node.name for c in chosen],
+    # whether the ranges came from a cache is logged, not kept: the calibrating build and
+    # every build from its cache write the same engine file
+    return quantized, {"calibrator": calibrator, "model": model,
+                       "int8_nodes": [c.node.name for c in chosen],
                        "float_nodes": kept, "tensors": len(tensors)}
