@@ -16,6 +16,7 @@ __all__ = [
     "UnsupportedOperatorError",
     "BuildError",
     "InputShapesRequired",
+    "CalibrationError",
     "PluginInterfaceError",
     "PluginNotFoundError",
     "PluginLoadError",
@@ -52,6 +53,11 @@ class InputShapesRequired(BuildError):
     dimensions): build it for given input shapes (``BuilderConfig(input_shapes=...)``,
     ``mini-infer build --shape``), or run it through ``InferenceSession``, which builds for
     the shapes it is given."""
+
+
+class CalibrationError(BuildError):
+    """An INT8 build's calibration data or cache does not fit the model (names, shapes,
+    types, another model's cache), or gives no range for a tensor to quantize."""
 
 
 class UnsupportedOperatorError(BuildError):

@@ -701,9 +701,10 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import blocked
 
     kernels += [blocked.Add]
-    from mini_infer_cpu_native import qconv, qlinear
+    from mini_infer_cpu_native import qconv, qlinear, quantize_linear
 
-    kernels += [getattr(module, name) for module in (qlinear, qconv) for name in module.__all__]
+    kernels += [getattr(module, name) for module in (qlinear, qconv, quantize_linear)
+                for name in module.__all__]
     from mini_infer_cpu_native import rnn, split
 
     kernels += [getattr(module, name) for module in (rnn, split) for name in module.__all__

@@ -159,6 +159,27 @@ def _build(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     b.add_argument("--timing-cache", metavar="FILE",
                    help="read tactic timings from FILE and add new ones to it (created if "
                         "missing); builds with the same cache give identical engine files")
+    q = b.add_argument_group("INT8 (quantize the float model at build time)")
+    q.add_argument("--int8", action="store_true",
+                   help="run Conv/MatMul/Gemm on the integer plugins where they take INT8, "
+                        "with ranges from --calibration or --calibration-cache")
+    q.add_argument("--calibration", metavar="DATA",
+                   help="a .npz file (arrays named by input, leading batch axis) or a folder "
+                        "of .npz/.npy files (one batch each)")
+    q.add_argument("--calibration-cache", metavar="FILE",
+                   help="read the ranges from FILE instead of calibrating where it exists; "
+                        "written after calibrating otherwise")
+    q.add_argument("--calibrator", choices=["minmax", "entropy"], default="minmax",
+                   help="how ranges are found: minmax (default; the ranges seen) or entropy "
+                        "(TensorRT's IInt8EntropyCalibrator2: KL thresholds clip outliers)")
+    q.add_argument("--calibration-batch", type=int, default=32, metavar="N",
+                   help="rows per calibration batch from one .npz file (default: 32)")
+    q.add_argument("--int8-min-work", type=float, default=128, metavar="N",
+                   help="quantize a node only where it does at least N multiply-adds per "
+                        "input value, or its input is quantized already (default: 128)")
+    q.add_argument("--save-qdq", metavar="FILE.onnx",
+                   help="also write the quantized model (QuantizeLinear/DequantizeLinear) as "
+                        "ONNX, which onnxruntime runs as it is")
 
 
 def _bench(sub: Any, parents: list[argparse.ArgumentParser]) -> None:

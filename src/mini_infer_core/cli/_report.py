@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
@@ -154,6 +155,8 @@ def engine_json(engine: Engine, schedule: Schedule | None) -> dict[str, Any]:
             "plugin": f"{nd.plugin_namespace}::{nd.plugin_name}", "plugin_version":
             nd.plugin_version, "interface": interface_level(nd.plugin),
             "distribution": nd.distribution, "distribution_version": nd.distribution_version,
+            "precision": node_precision([engine.tensors[n].dtype.name for n in
+                                         [*nd.inputs, *nd.outputs] if n]),
             "inputs": [tensor(n) for n in nd.inputs if n],
             "outputs": [tensor(n) for n in nd.outputs],
             "arena_offsets": {n: schedule.offsets[n] for n in nd.outputs
@@ -179,8 +182,14 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
     for n in data["nodes"]:
         ins = ", ".join(_shape_text(t) for t in n["inputs"])
         outs = ", ".join(_shape_text(t) for t in n["outputs"])
-        out.append(f"  {n['name']:<28} {n['op_type']:<18} {n['plugin']} v{n['plugin_version']}"
+        out.append(f"  {n['name']:<28} {n['op_type']:<18} {n['precision']:<5} "
+                   f"{n['plugin']} v{n['plugin_version']}"
                    f" [{n['device']}, {n['distribution']}] ({ins}) -> ({outs})")
+    counts: dict[str, int] = {}
+    for n in data["nodes"]:
+        counts[n["precision"]] = counts.get(n["precision"], 0) + 1
+    out.append("precision: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+               + int8_text(data["build_info"]))
     c = data["constants"]
     out.append(f"constants: {c['count']} tensors, {size_text(c['bytes'])}")
     formats = data["build_info"].get("formats")
@@ -197,6 +206,38 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
     else:
         out.append("memory plan: made at run time (dynamic input shapes)")
     return "\n".join(out)
+
+
+_QUANTIZED = frozenset({"INT8", "UINT8", "INT4", "UINT4"})
+_FLOATS = frozenset({"FLOAT", "DOUBLE"})
+
+
+def node_precision(dtypes: list[str]) -> str:
+    """What a node computes in, from its tensors' types (DataType names): INT8 where any is
+    an 8-bit (or 4-bit) quantized type, else HALF where any is HALF, else FLOAT where any is
+    a float, else the first type (INT64 for shape arithmetic, BOOL, ...)."""
+    found = set(dtypes)
+    if found & _QUANTIZED:
+        return "INT8"
+    if "HALF" in found or "BFLOAT16" in found:
+        return "HALF"
+    if found & _FLOATS:
+        return "FLOAT"
+    return dtypes[0] if dtypes else "-"
+
+
+def int8_text(build_info: Mapping[str, Any], from_cache: bool = False) -> str:
+    """The INT8 build's line: how many nodes were quantized, and each one kept float."""
+    info = build_info.get("int8")
+    if not info:
+        return ""
+    kept = info.get("float_nodes", {})
+    lines = [f"; INT8 build: {len(info.get('int8_nodes', []))} node(s) quantized "
+             f"({info.get('calibrator')} calibration"
+             f"{', from the cache' if from_cache else ''}), {len(kept)} kept "
+             "FLOAT"]
+    lines += [f"\n  FLOAT {name}: {why}" for name, why in kept.items()]
+    return "".join(lines)
 
 
 def _shape_text(t: dict[str, Any]) -> str:

@@ -144,10 +144,21 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     network = parse_onnx(args.model)
     _args.check_input_names("--shape", shapes, [t.name for t in network.inputs])
     _args.check_pins(pins, _model_operators(network))
+    if not args.int8 and (args.calibration or args.calibration_cache or args.save_qdq):
+        raise InputError("--calibration, --calibration-cache and --save-qdq belong to an INT8 "
+                         "build: add --int8")
+    if args.save_qdq:
+        _args.check_output_path(args.save_qdq, "--save-qdq", "QDQ model")
+    cached = bool(args.int8 and args.calibration_cache
+                  and os.path.exists(args.calibration_cache))
     engine = Builder(reg).build_engine(network, BuilderConfig(
         device=args.device, pins=pins, strict_device=args.strict_device, fp16=args.fp16,
         time_tactics=not args.no_tactic_timing, input_shapes=shapes,
-        timing_cache=args.timing_cache, negotiate_formats=not args.linear_only),
+        timing_cache=args.timing_cache, negotiate_formats=not args.linear_only,
+        int8=args.int8, calibration=args.calibration,
+        calibration_cache=args.calibration_cache, calibrator=args.calibrator,
+        calibration_batch_size=args.calibration_batch, save_qdq=args.save_qdq,
+        int8_min_work=args.int8_min_work),
         release_network=True)
     t1 = time.perf_counter()
     try:
@@ -159,8 +170,10 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
     return {"engine": args.output, "bytes": size, "nodes": len(engine.nodes),
             "build_seconds": round(t1 - t0, 3), "write_seconds":
             round(time.perf_counter() - t1, 3), "memory_plan": engine.build_info["memory_plan"],
+            "int8": engine.build_info.get("int8"),
             "text": f"wrote {args.output} ({_report.size_text(size)}, {len(engine.nodes)} "
-                    f"nodes, built in {t1 - t0:.2f}s)"}
+                    f"nodes, built in {t1 - t0:.2f}s)"
+                    + _report.int8_text(engine.build_info, cached)}
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:

@@ -149,11 +149,16 @@ _BLOCKS = {TensorFormat.CHW4: 4, TensorFormat.CHW8: 8, TensorFormat.CHW16: 16}
 
 @dataclass(frozen=True)
 class PluginTensorDesc:
-    """A concrete tensor: shape, type and format."""
+    """A concrete tensor: shape, type and format; an 8-bit quantized one (INT8, UINT8) also
+    carries its quantization, as TensorRT's ``PluginTensorDesc`` carries ``scale``: ``scale``
+    one value (per tensor) or one per channel, ``zero_point`` likewise (None: not quantized,
+    or not known)."""
 
     shape: tuple[int, ...]
     dtype: DataType
     format: TensorFormat = TensorFormat.LINEAR
+    scale: float | tuple[float, ...] | None = None
+    zero_point: int | tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
