@@ -612,6 +612,8 @@ static void recurrent(unsigned seed) {
         free(x), free(w), free(r), free(bias), free(peep), free(h0), free(c0), free(wp);
         free(rp), free(y), free(yh), free(yc), free(work);
     }
+}
+
 /* a convolution's integer product from an NHWC image's windows (mi_qconv_i8, _qgemm.c),
  * against the plain loops; QLinearAdd/QLinearMul in one pass (mi_qbinary_i8, _qelt.c) */
 static void integer_convolutions(unsigned seed) {
