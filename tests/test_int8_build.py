@@ -421,3 +421,23 @@ def test_magika_int8_labels_agree_with_float32(tmp_path: Path) -> None:
         k = [o.name for o in qdq.graph.output].index(t)
         steps = np.abs(ours[t] - theirs[k]) / scales[t]
         assert steps.max() < 2.0001 and np.mean(steps > 1.0001) < 0.005, (t, steps.max())
+
+
+def test_a_device_without_integer_plugins_keeps_float_and_runs_no_calibration(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Cross-building for CUDA (which has no QLinearConv/QLinearMatMul plugin): every node
+    keeps FLOAT with that reason, and no calibration runs (nothing needs a range)."""
+    import mini_infer_core.builder.int8 as int8
+
+    if discover().get_device("cuda") is None:
+        pytest.skip("mini-infer-cuda-plugins is not installed (its device is what is built for)")
+
+    def no_work(*a: Any, **k: Any) -> None:
+        raise AssertionError("calibration ran")
+
+    monkeypatch.setattr(int8, "calibrate", no_work)
+    engine = _build(tmp_path, calibration=_batches(1), device="cuda")
+    info = engine.build_info["int8"]
+    assert info["int8_nodes"] == []
+    assert info["float_nodes"]["conv1"] == "no QLinearConv plugin on cuda"
+    assert info["float_nodes"]["matmul"] == "no QLinearMatMul plugin on cuda"

@@ -55,8 +55,10 @@ def quantize_network(network: Network, config: BuilderConfig, builder: Builder
     else:
         assert batches is not None
         calibrator = config.calibrator
-        ranges = calibrate(network, tensors, batches, calibrator, builder, config)
-        if config.calibration_cache:
+        # nothing to quantize (no plugin takes INT8 on this device): nothing to run
+        ranges = calibrate(network, tensors, batches, calibrator, builder, config) \
+            if tensors else {}
+        if config.calibration_cache and tensors:
             write_cache(config.calibration_cache, model, calibrator, ranges,
                         {t: act_params(*r) for t, r in ranges.items()})
     chosen = confirm(network, chosen, ranges, Selector(builder.registry, config.pins),
