@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from mini_infer_cpu_plugins.ops.qlinear import QLinearConv as CpuQLinearConv
 from mini_infer_cpu_plugins.ops.qlinear import QLinearMatMul as CpuQLinearMatMul
 from onnx import TensorProto, helper, numpy_helper
 
@@ -278,6 +279,50 @@ def test_nodes_with_little_work_per_value_keep_float_unless_their_input_is_int8(
     assert default.build_info["int8"]["int8_nodes"] == []
 
 
+class SymmetricOnlyQLinearConv(CpuQLinearConv):
+    """A third-party QLinearConv that takes a UINT8 input only with zero point 0 (as an
+    accelerator without zero-point support would): it reads the quantization the tensor
+    descriptions carry."""
+
+    op_type = "QLinearConv"
+    seen: ClassVar[list[Any]] = []
+
+    def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+        if pos == 0:
+            type(self).seen.append((in_out[0].scale, in_out[0].zero_point))
+            # None: not given (the build's own format checks carry no quantization)
+            return in_out[0].dtype is DataType.UINT8 and in_out[0].zero_point in (0, None)
+        return super().supports_format_combination(pos, in_out, num_inputs)
+
+
+def test_plugins_see_the_calibrated_scales_in_the_tensor_descriptions(tmp_path: Path
+                                                                      ) -> None:
+    """After calibration each integer plugin is asked again with the real scale and zero
+    point: the Convs reading a Relu's output (zero point 0) stay INT8, those reading signed
+    tensors (zero point near 128) keep float, with the reason."""
+    registry = discover()
+    registry.register_creator(OnnxPluginCreator(SymmetricOnlyQLinearConv,
+                                                namespace="thirdparty", priority=100),
+                              distribution="thirdparty")
+    SymmetricOnlyQLinearConv.seen.clear()
+    engine = _build(tmp_path, registry, calibration=_batches(2), save_qdq=tmp_path / "q.onnx",
+                    calibration_cache=tmp_path / "c.json")
+    info = engine.build_info["int8"]
+    assert sorted(info["int8_nodes"]) == ["conv2", "conv4", "matmul"], info
+    for name in ("conv1", "conv3", "gemm"):
+        assert "with its calibrated scales" in info["float_nodes"][name], info
+    scales = _scales(onnx.load(tmp_path / "q.onnx"))
+    seen = SymmetricOnlyQLinearConv.seen  # conv2 was asked with r1's scale, conv1 with x's
+    assert any(z == 0 and s == pytest.approx(scales["r1@int8:dq"]) for s, z in seen), seen
+    cached = json.loads((tmp_path / "c.json").read_text())["tensors"]
+    assert (cached["x"]["scale"], cached["x"]["zero_point"]) in seen, seen
+    assert 100 < cached["x"]["zero_point"] < 156
+    x = _inputs(2)
+    (want,) = ort.InferenceSession(MODEL.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(["y"], {"x": x})
+    assert np.linalg.norm(_run(engine, x)["y"] - want) < 0.12 * np.linalg.norm(want)
+
+
 def test_pinned_operator_keeps_float(tmp_path: Path) -> None:
     engine = _build(tmp_path, calibration=_batches(1), pins={"Conv": "mini-infer-cpu-plugins"})
     kept = engine.build_info["int8"]["float_nodes"]
@@ -376,3 +421,23 @@ def test_magika_int8_labels_agree_with_float32(tmp_path: Path) -> None:
         k = [o.name for o in qdq.graph.output].index(t)
         steps = np.abs(ours[t] - theirs[k]) / scales[t]
         assert steps.max() < 2.0001 and np.mean(steps > 1.0001) < 0.005, (t, steps.max())
+
+
+def test_a_device_without_integer_plugins_keeps_float_and_runs_no_calibration(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Cross-building for CUDA (which has no QLinearConv/QLinearMatMul plugin): every node
+    keeps FLOAT with that reason, and no calibration runs (nothing needs a range)."""
+    import mini_infer_core.builder.int8 as int8
+
+    if discover().get_device("cuda") is None:
+        pytest.skip("mini-infer-cuda-plugins is not installed (its device is what is built for)")
+
+    def no_work(*a: Any, **k: Any) -> None:
+        raise AssertionError("calibration ran")
+
+    monkeypatch.setattr(int8, "calibrate", no_work)
+    engine = _build(tmp_path, calibration=_batches(1), device="cuda")
+    info = engine.build_info["int8"]
+    assert info["int8_nodes"] == []
+    assert info["float_nodes"]["conv1"] == "no QLinearConv plugin on cuda"
+    assert info["float_nodes"]["matmul"] == "no QLinearMatMul plugin on cuda"

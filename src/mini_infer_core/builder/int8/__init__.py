@@ -23,8 +23,9 @@ from .calibrate import calibrate
 from .calibrators import CALIBRATORS
 from .data import load_batches
 from .export import save_qdq, to_onnx
-from .insert import act_params, insert_qdq
-from .select import candidates
+from .insert import insert_qdq
+from .params import act_params
+from .select import candidates, confirm
 
 if TYPE_CHECKING:
     from ..builder import Builder, BuilderConfig
@@ -54,10 +55,14 @@ def quantize_network(network: Network, config: BuilderConfig, builder: Builder
     else:
         assert batches is not None
         calibrator = config.calibrator
-        ranges = calibrate(network, tensors, batches, calibrator, builder, config)
-        if config.calibration_cache:
+        # nothing to quantize (no plugin takes INT8 on this device): nothing to run
+        ranges = calibrate(network, tensors, batches, calibrator, builder, config) \
+            if tensors else {}
+        if config.calibration_cache and tensors:
             write_cache(config.calibration_cache, model, calibrator, ranges,
                         {t: act_params(*r) for t, r in ranges.items()})
+    chosen = confirm(network, chosen, ranges, Selector(builder.registry, config.pins),
+                     config.device, kept)
     quantized = insert_qdq(network, chosen, ranges) if chosen else network
     if config.save_qdq:
         save_qdq(quantized, config.save_qdq)

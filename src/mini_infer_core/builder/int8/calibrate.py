@@ -34,8 +34,13 @@ def calibrate(network: Network, tensors: Sequence[str], batches: Sequence[dict[s
     probe = dataclasses.replace(
         network, outputs=[*network.outputs, *(TensorInfo(t, None, None) for t in extra)],
         constants=dict(network.constants))
+    # the float values are the same on any device: an engine cross-built for a device this
+    # machine lacks is calibrated on its fallback (the CPU)
+    dev = builder.registry.get_device(config.device)
+    device = config.device if dev is not None and dev.availability()[0] else (
+        config.fallback_device or config.device)
     engine = builder.build_engine(probe, BuilderConfig(
-        device=config.device, pins=dict(config.pins), fallback_device=config.fallback_device,
+        device=device, pins=dict(config.pins), fallback_device=config.fallback_device,
         time_tactics=False, input_shapes=dict(config.input_shapes), negotiate_formats=False))
     with engine.create_execution_context() as ctx:
         for batch in batches:

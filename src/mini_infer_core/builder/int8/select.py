@@ -36,8 +36,9 @@ from ...plugin import (
     TensorFormat,
 )
 from ..selection import Selector
+from .params import act_params, weight_params
 
-__all__ = ["Candidate", "candidates"]
+__all__ = ["Candidate", "candidates", "confirm"]
 
 _INTEGER_OP = {"Conv": "QLinearConv", "Gemm": "QLinearConv", "MatMul": "QLinearMatMul"}
 
@@ -76,15 +77,6 @@ def _weights_axis(node: Node, w: np.ndarray[Any, Any], bias: np.ndarray[Any, Any
     return axis, ""
 
 
-def _quantized_descs(node: Node, w: np.ndarray[Any, Any], axis: int
-                     ) -> list[PluginTensorDesc]:
-    """x (UINT8) and W (INT8, one scale per channel) as the INT8 descriptions ask them."""
-    channels = int(w.shape[axis])
-    return [PluginTensorDesc((-1,), DataType.UINT8, TensorFormat.LINEAR, 1.0, 0),
-            PluginTensorDesc(tuple(w.shape), DataType.INT8, TensorFormat.LINEAR,
-                             (1.0,) * channels, (0,) * channels)]
-
-
 def _takes(plugin: IPluginV2, descs: list[PluginTensorDesc], positions: list[int],
            num_inputs: int) -> bool:
     if isinstance(plugin, IPluginV2DynamicExt):
@@ -92,25 +84,57 @@ def _takes(plugin: IPluginV2, descs: list[PluginTensorDesc], positions: list[int
     return all(plugin.supports_format(descs[p].dtype, TensorFormat.LINEAR) for p in positions)
 
 
+Quant = tuple[float | tuple[float, ...], int | tuple[int, ...]]
+
+
 def _integer_plugin_takes_int8(selector: Selector, node: Node, device: str,
-                               w: np.ndarray[Any, Any], axis: int) -> str:
+                               w: np.ndarray[Any, Any], axis: int, x_q: Quant = (1.0, 0),
+                               w_q: Quant | None = None, y_q: Quant = (1.0, 0)) -> str:
+    """Why the plugin of the node's integer operator does not take its INT8 tensors (x and
+    y UINT8, W INT8, each with its scale and zero point: placeholders before calibration,
+    the calibrated ones after), or "" where it does."""
     op = _INTEGER_OP[node.op_type]
     fields = node.fields if node.op_type == "Conv" else PluginFieldCollection([])
     rec = selector.candidate(Node(node.name, op, "", [], [], fields, 10), device)
     if rec is None:
         return f"no {op} plugin on {device}"
     plugin = rec.creator.create_plugin(f"{node.name}:{op}", fields)
-    x, wd = _quantized_descs(node, w, axis)
+    channels = int(w.shape[axis])
+    w_q = w_q or ((1.0,) * channels, (0,) * channels)
+    u8, i8 = DataType.UINT8, DataType.INT8
+    lin = TensorFormat.LINEAR
     f = PluginTensorDesc((), DataType.FLOAT)
-    u8 = PluginTensorDesc((), DataType.UINT8)
-    i8 = PluginTensorDesc((), DataType.INT8)
-    y = PluginTensorDesc((-1,), DataType.UINT8, TensorFormat.LINEAR, 1.0, 0)
-    # x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp (, bias) -> y
-    descs = [x, f, u8, wd, f, i8, f, u8, y]
+    # x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp -> y
+    descs = [PluginTensorDesc((-1,), u8, lin, *x_q), f, PluginTensorDesc((), u8),
+             PluginTensorDesc(tuple(w.shape), i8, lin, *w_q), f, PluginTensorDesc((), i8),
+             f, PluginTensorDesc((), u8), PluginTensorDesc((-1,), u8, lin, *y_q)]
     if not _takes(plugin, descs, [0, 3, 8], 8):
         return (f"the integer plugin {rec.creator.plugin_namespace}::{rec.creator.name} "
                 f"({rec.distribution}) does not take INT8")
     return ""
+
+
+def confirm(network: Network, chosen: list[Candidate], ranges: dict[str, tuple[float, float]],
+            selector: Selector, device: str, kept: dict[str, str]) -> list[Candidate]:
+    """The candidates whose integer plugin still takes their INT8 tensors once their scales
+    and zero points are known (a plugin may refuse some: a zero point, a per-channel
+    scale); the others join ``kept``. A quantized reader of a dropped node's output keeps
+    its own Q/DQ pair of that tensor (its range was calibrated all the same)."""
+    out: list[Candidate] = []
+    for c in chosen:
+        if c.x not in ranges or c.y not in ranges:
+            out.append(c)  # insert_qdq names the missing range
+            continue
+        w = network.constants[c.node.inputs[1]]
+        _, ws = weight_params(w, c.axis)
+        why = _integer_plugin_takes_int8(
+            selector, c.node, device, w, c.axis, act_params(*ranges[c.x]),
+            (tuple(float(v) for v in ws), (0,) * ws.size), act_params(*ranges[c.y]))
+        if why:
+            kept[c.node.name] = why + " with its calibrated scales"
+        else:
+            out.append(c)
+    return out
 
 
 def _work_per_value(node: Node, w: np.ndarray[Any, Any]) -> float:
