@@ -158,3 +158,28 @@ def test_only_into_operators_the_device_has(tmp_path: Path) -> None:
     assert "Gemm" in ops
     ops = [n.op_type for n in rewrite(network, integer=lambda op: False)[0].nodes]
     assert "QLinearMatMul" not in ops and "MatMul" in ops
+
+
+def test_a_device_without_integer_kernels_places_them_on_the_cpu_and_says_why() -> None:
+    """Cross-building a QDQ model for CUDA (whose plugins have no QLinearConv): the chain is
+    still fused, the integer node is placed on the CPU, and the placement report
+    (``build_info["fallbacks"]``, printed by ``mini-infer inspect``) says why; with strict
+    placement the build refuses instead."""
+    from mini_infer_core.cli._report import fallback_lines
+
+    reg = mi.discover()
+    if reg.get_device("cuda") is None:
+        pytest.skip("mini-infer-cuda-plugins is not installed (its device is what is built for)")
+    model = _hand_qdq(0)
+    network = mi.parse_onnx(model)
+    engine = mi.Builder(reg).build_engine(network, mi.BuilderConfig(device="cuda"))
+    placed = {nd.op_type: nd.device for nd in engine.nodes if nd.op_type != "Copy"}
+    assert placed.get("QLinearConv") == "cpu", placed
+    reasons = {f["op"]: f["reason"] for f in engine.build_info["fallbacks"]}
+    assert "no integer (INT8) kernel for QLinearConv" in reasons["QLinearConv"], reasons
+    assert "'cuda'" in reasons["QLinearConv"] and "'cpu'" in reasons["QLinearConv"]
+    text = "\n".join(fallback_lines(engine.build_info))
+    assert "QLinearConv" in text and "node(s) not on the target device" in text
+    with pytest.raises(mi.MiniInferError, match="QuantizeLinear"):
+        mi.Builder(reg).build_engine(mi.parse_onnx(model),
+                                     mi.BuilderConfig(device="cuda", strict_device=True))

@@ -164,8 +164,9 @@ class Builder:
             from .int8 import quantize_network
             network, int8_report = quantize_network(network, config, self)
         if config.fuse:  # QDQ chains become integer operators where the device has them
-            network, rewritten = rewrite(network, integer=lambda op: bool(
-                self.registry.candidates(*_domain_op(op), config.device, 10)))
+            network, rewritten = rewrite(network, integer=lambda op: any(
+                self.registry.candidates(*_domain_op(op), dev, 10)
+                for dev in _integer_devices(config)))
         state = self._select(_constants_first(network), config)
         if release_network:  # the state's own dict holds every constant from here on
             given.constants.clear()
@@ -353,9 +354,19 @@ def _keep(state: BuildState, work: NodeWork) -> None:
         rec.distribution, rec.distribution_version, tuple(work.inputs), tuple(work.outputs)))
 
 
+def _integer_devices(config: BuilderConfig) -> list[str]:
+    """Where the QDQ rewrite's integer operators may run: the target device, and the
+    fallback device unless placement is strict (a device with no integer kernels, CUDA
+    today, leaves them to the CPU, with the reason in ``build_info["fallbacks"]``)."""
+    fallback = config.fallback_device
+    return [config.device] + ([fallback] if fallback and fallback != config.device
+                              and not config.strict_device else [])
+
+
 def _summary(state: BuildState) -> dict[str, Any]:
     nodes, network = state.nodes, state.network
     ok, reason = state.device.availability()
+    names = {nd.name for nd in nodes}
     return {
         # the model's file name without its folder: an engine holds no path of the machine
         # that built it (reproducible builds)
@@ -367,6 +378,10 @@ def _summary(state: BuildState) -> dict[str, Any]:
         "placement": {d: sum(1 for nd in nodes if nd.device == d and nd.op_type != "Copy")
                       for d in state.devices},
         "copies": sum(1 for nd in nodes if nd.op_type == "Copy"),
+        # the nodes placed on the fallback device, and why (the placement report)
+        "fallbacks": [{"node": node.name, "op": node.qualified_op, "reason": why}
+                      for node, why in state.selector.fell_back
+                      if node.name in names],
         "fp16_nodes": state.precision.half_nodes,
         "fused": list(state.fuser.fused),
         "constants_packed": 0,

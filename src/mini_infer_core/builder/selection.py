@@ -12,10 +12,29 @@ from ..registry import CreatorRecord, PluginRegistry, not_loaded_note
 __all__ = ["Selector"]
 
 
+#: operators that compute on 8- or 4-bit integers (the QDQ rewrite's and the exporters'):
+#: where one falls back, the reason says the device has no integer kernel for it
+_INTEGER_OPS = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
+    "ConvInteger", "QLinearConv", "QLinearMatMul", "QGemm", "DynamicQuantizeMatMul",
+    "MatMulIntegerToFloat", "MatMulNBits"})
+
+
+def fallback_reason(node: Node, device: str, fallback: str) -> str:
+    """Why ``node`` runs on ``fallback`` rather than on ``device`` (the placement report's
+    words)."""
+    integer = node.op_type in _INTEGER_OPS or node.op_type.startswith("QLinear")
+    what = "integer (INT8) kernel" if integer else "plugin"
+    return (f"no {what} for {node.qualified_op} (opset {node.opset}) on device {device!r}: "
+            f"placed on {fallback!r}")
+
+
 class Selector:
     def __init__(self, registry: PluginRegistry, pins: Mapping[str, str]) -> None:
         self.registry = registry
         self.pins = pins
+        #: the nodes ``select`` placed on the fallback device: (node, reason)
+        self.fell_back: list[tuple[Node, str]] = []
 
     def device(self, name: str) -> Device:
         dev = self.registry.get_device(name)
@@ -49,6 +68,7 @@ class Selector:
                 rec, where = self.candidate(node, fallback), fallback
                 if rec is not None:
                     no_target.append(node)
+                    self.fell_back.append((node, fallback_reason(node, device, fallback)))
             if rec is None:
                 pin = self.pins.get(node.qualified_op) or self.pins.get(node.op_type)
                 if pin is not None:

@@ -190,6 +190,7 @@ def engine_text(engine: Engine, schedule: Schedule | None) -> str:
         counts[n["precision"]] = counts.get(n["precision"], 0) + 1
     out.append("precision: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                + int8_text(data["build_info"]))
+    out += fallback_lines(data["build_info"])
     c = data["constants"]
     out.append(f"constants: {c['count']} tensors, {size_text(c['bytes'])}")
     formats = data["build_info"].get("formats")
@@ -238,6 +239,15 @@ def int8_text(build_info: Mapping[str, Any], from_cache: bool = False) -> str:
              "FLOAT"]
     lines += [f"\n  FLOAT {name}: {why}" for name, why in kept.items()]
     return "".join(lines)
+
+
+def fallback_lines(build_info: Mapping[str, Any]) -> list[str]:
+    """The placement report: each node placed on the fallback device, and why."""
+    found = build_info.get("fallbacks") or []
+    if not found:
+        return []
+    return [f"fallback: {len(found)} node(s) not on the target device"] + [
+        f"  {f['node']}: {f['reason']}" for f in found]
 
 
 def _shape_text(t: dict[str, Any]) -> str:

@@ -173,7 +173,8 @@ def _cmd_build(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
             "int8": engine.build_info.get("int8"),
             "text": f"wrote {args.output} ({_report.size_text(size)}, {len(engine.nodes)} "
                     f"nodes, built in {t1 - t0:.2f}s)"
-                    + _report.int8_text(engine.build_info, cached)}
+                    + _report.int8_text(engine.build_info, cached)
+                    + "".join(f"\n{line}" for line in _report.fallback_lines(engine.build_info))}
 
 
 def _cmd_run(args: argparse.Namespace, reg: PluginRegistry) -> dict[str, Any]:
