@@ -214,9 +214,9 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             chosen = np.empty(s.shape[0], np.int64)
             _cml.classify(s, s.shape[0], s.shape[1], code, scores_out, chosen)
             return chosen
-        chosen = s.argmax(axis=1)
+        picked: Array = s.argmax(axis=1)
         transform_into(post, s, scores_out)
-        return chosen
+        return picked
 
     def _base_array(self, dtype: Any, count: int) -> Array:
         """The first ``count`` base values in ``dtype`` (kept: the same every run)."""
