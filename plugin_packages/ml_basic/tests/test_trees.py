@@ -221,8 +221,8 @@ def test_compiled_and_numpy_classifier_finish_agree(post: str,
         assert chosen is not None
         with monkeypatch.context() as m:  # the NumPy form, through compute
             m.setattr(trees, "_cml", None)
-            m.setattr(node, "_few_rows", lambda _x: (s.copy(), np.ones(s.shape, bool)
-                                                    if mask is None else mask))
+            scored = np.ones(s.shape, bool) if mask is None else mask
+            m.setattr(node, "_few_rows", lambda _x, scored=scored: (s.copy(), scored))
             want_out = (np.empty(6, np.int64), np.empty_like(s))
             node.compute(x, out=want_out, post_transform=post)
         assert chosen.tolist() == want_out[0].tolist() and chosen[1] == 0 and chosen[2] == 2
