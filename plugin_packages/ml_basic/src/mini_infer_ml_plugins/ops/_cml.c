@@ -36,6 +36,10 @@
  *   2 SOFTMAX). With has [n, k] (uint8; empty: every class scored) a class without a score
  *   takes part as 0 in out and as -inf in the choice (the tree classifiers' masking).
  *
+ *   rbf(x, n, f, v, m, gamma, out): the RBF kernel of every float32 row of x [n, f] with
+ *   every float64 support vector of v [m, f]: out [n, m] (float64) = exp(-gamma * |x - v|^2),
+ *   the squared distance summed in float64.
+ *
  *   zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores x [n, k]:
  *   row i's dict maps keys[j] to the Python float of x[i, columns[j]] (columns [k], int64),
  *   inserted in the order of keys (a tuple of k labels), as the Python form builds them.
@@ -373,6 +377,41 @@ static PyObject *py_classify(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_rbf(PyObject *self, PyObject *args) {
+    Py_buffer x, v, out;
+    Py_ssize_t n, f, m;
+    double gamma;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nny*ndw*", &x, &n, &f, &v, &m, &gamma, &out)) return NULL;
+    const Py_ssize_t dsz = (Py_ssize_t)sizeof(double);
+    const int ok = n >= 0 && f >= 0 && m >= 0 && x.len == n * f * (Py_ssize_t)sizeof(float) &&
+                   v.len == m * f * dsz && out.len == n * m * dsz;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.rbf: sizes do not match");
+    } else {
+        const float *X = x.buf;
+        const double *V = v.buf;
+        double *O = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *xr = X + r * f;
+            for (Py_ssize_t s = 0; s < m; ++s) {
+                const double *vs = V + s * f;
+                double d2 = 0;
+                for (Py_ssize_t j = 0; j < f; ++j) {
+                    const double d = (double)xr[j] - vs[j];
+                    d2 += d * d;
+                }
+                O[r * m + s] = exp(-gamma * d2);
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    RELEASE(&x, &v, &out);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_zipmap(PyObject *self, PyObject *args) {
     Py_buffer x, columns;
     Py_ssize_t n, k;
@@ -411,6 +450,9 @@ static PyMethodDef methods[] = {
     {"classify", py_classify, METH_VARARGS,
      "classify(s, n, k, post, out, chosen): each row's first largest float32 score and the "
      "scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)."},
+    {"rbf", py_rbf, METH_VARARGS,
+     "rbf(x, n, f, v, m, gamma, out): exp(-gamma |x - v|^2) of float32 rows and float64 "
+     "support vectors, float64 out [n, m]."},
     {"zipmap", py_zipmap, METH_VARARGS,
      "zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores [n, k], "
      "keys in the order given, each the float of its column."},
