@@ -175,11 +175,10 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             if nb:  # each class with a base value: added, and it has a score
                 s[:, :nb] += self._base_array(s.dtype, nb)
                 has[:, :nb] = True
-            every = bool(has.all())  # every class scored (a forest's usual case): no mask
-            compiled = self._finish(s, post_transform, scores_out, None if every else has)
+            compiled = self._finish(s, post_transform, scores_out, has)  # masks in C
             if compiled is not None:
                 chosen = compiled
-            elif every:
+            elif has.all():  # every class scored (a forest's usual case): no masking
                 chosen = s.argmax(axis=1)
                 transform_into(post_transform, s, scores_out)
             else:
