@@ -162,12 +162,17 @@ class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
         """String categories: each value's column looked up and its 1 written straight into
         the zeroed output (a few rows cost a dict look-up each, not a dozen NumPy calls)."""
         lookup, width = self.table.lookup, out.shape[-1]
-        flat = out.reshape(-1)
-        flat.fill(0)
+        ones: list[int] = []
         for r, value in enumerate(x.reshape(-1).tolist()):
             column = lookup.get(_text(value), -1)
             if column >= 0:
-                flat[r * width + column] = 1
+                ones.append(r * width + column)
             elif not zeros:
                 raise ExecutionError(f"OneHotEncoder {self.name!r}: {value!r} is not one of "
                                      "the categories and zeros=0 forbids unknown values")
+        flat = out.reshape(-1)
+        flat.fill(0)
+        if len(ones) == 1:
+            flat[ones[0]] = 1
+        elif ones:
+            flat[ones] = 1
