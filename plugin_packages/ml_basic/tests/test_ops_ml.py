@@ -137,6 +137,18 @@ def test_one_hot_encoder_refuses_an_unknown_value_when_zeros_is_0() -> None:
         run_mi(model, [x])
 
 
+def test_one_hot_encoder_of_strings_in_place() -> None:
+    """String categories written straight into the output: rows of two columns, an unknown
+    and a repeated value, against onnxruntime; with zeros=0 an unknown string is refused
+    by name."""
+    x = np.array([["b", "z"], ["a", "a"], ["c", "b"]], dtype=object)
+    y = check("OneHotEncoder", [x], {"cats_strings": ["a", "b", "c"], "zeros": 1}, ref=False)
+    assert y[0].shape == (3, 2, 3) and y[0][0, 1].sum() == 0 and y[0][1].sum() == 2
+    model = ml_model("OneHotEncoder", [x], {"cats_strings": ["a", "b", "c"], "zeros": 0})
+    with pytest.raises(mi.ExecutionError, match="'z' is not one of the categories"):
+        run_mi(model, [x])
+
+
 def test_category_mapper_both_ways() -> None:
     cats = {"cats_strings": ["cat", "dog", "eel"], "cats_int64s": [7, 3, 11],
             "default_int64": -5, "default_string": "none"}

@@ -69,3 +69,28 @@ def test_no_rows_give_no_probabilities() -> None:
     assert labels.shape == (0,) and probs.shape == (0, 3) and probs.dtype == np.float32
     want = ort_session(model).run(None, {"X": x[:0]})
     assert want[1].shape == (0, 3)
+
+
+def test_compiled_rbf_kernel_matches_the_numpy_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cml.rbf`` (the few-row RBF kernel, |x - v|^2 summed directly) against the NumPy
+    expansion |x|^2 + |v|^2 - 2 x.v at 0, 1 and 7 rows, a row equal to a support vector
+    among them (kernel 1)."""
+    if svm._cml is None:
+        pytest.skip("the compiled part of mini-infer-ml-plugins was not built (no C compiler)")
+    rng = np.random.default_rng(4)
+    vectors = rng.standard_normal((30, 6)).astype(np.float32)
+    node = svm.SVMRegressor("s", kernel_type="RBF", kernel_params=[0.3, 0.0, 3.0],
+                            support_vectors=vectors.reshape(-1).tolist(), n_supports=30,
+                            coefficients=[1.0] * 30, rho=[0.0])
+    for rows in (0, 1, 7):
+        x = rng.standard_normal((rows, 6)).astype(np.float32)
+        if rows:
+            x[-1] = vectors[3]
+        got = node.kernel_dot(x, node.support.reshape(30, -1), "RBF")
+        with monkeypatch.context() as m:
+            m.setattr(svm, "_cml", None)
+            want = node.kernel_dot(x, node.support.reshape(30, -1), "RBF")
+        assert got.shape == want.shape == (rows, 30) and got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        if rows:
+            assert got[-1, 3] == 1.0

@@ -210,13 +210,24 @@ def test_compiled_and_numpy_classifier_finish_agree(post: str,
     node = trees.TreeEnsembleClassifier("t", **classifier(
         np.random.default_rng(1), random_trees(np.random.default_rng(1), 2, 2, 2),
         [0, 1, 2, 3], "positive", [0, 1, 2, 3]))
-    out = np.empty_like(s)
-    chosen = node._finish(s, post, out)
-    monkeypatch.setattr(trees, "_cml", None)
-    want_out = np.empty_like(s)
-    want = node._finish(s, post, want_out)
-    assert chosen.tolist() == want.tolist() and chosen[1] == 0 and chosen[2] == 2
-    np.testing.assert_allclose(out, want_out, rtol=1e-6, atol=1e-7)
+    has = np.ones(s.shape, bool)
+    has[0, 1] = has[4, 0] = False  # unscored: 0 in the scores, never chosen
+    has[5] = False  # nothing scored: class 0, as NumPy's argmax of -inf
+    s[4, 0] = 50.0
+    x = np.zeros((6, 2), np.float32)
+    for mask in (None, has):
+        out = np.empty_like(s)
+        chosen = node._finish(s, post, out, mask)
+        assert chosen is not None
+        with monkeypatch.context() as m:  # the NumPy form, through compute
+            m.setattr(trees, "_cml", None)
+            scored = np.ones(s.shape, bool) if mask is None else mask
+            m.setattr(node, "_few_rows", lambda _x, scored=scored: (s.copy(), scored))
+            want_out = (np.empty(6, np.int64), np.empty_like(s))
+            node.compute(x, out=want_out, post_transform=post)
+        assert chosen.tolist() == want_out[0].tolist() and chosen[1] == 0 and chosen[2] == 2
+        np.testing.assert_allclose(out, want_out[1], rtol=1e-6, atol=1e-7)
+    assert chosen[4] != 0 and chosen[5] == 0
 
 
 def test_classifier_of_double_input_with_missing_values() -> None:

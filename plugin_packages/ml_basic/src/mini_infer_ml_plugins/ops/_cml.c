@@ -30,9 +30,15 @@
  *   scale(x, offset, scale, out): (x - offset) * scale along the last axis (offset and scale
  *   one value per feature, or one for all).
  *
- *   classify(s, n, k, post, out, chosen): a classifier's finish over float32 scores s [n, k]
- *   (k >= 1): chosen [n] (int64) each row's first largest score (the first NaN, as NumPy's
- *   argmax), out [n, k] (float32) the scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX).
+ *   classify(s, n, k, post, out, chosen, has): a classifier's finish over float32 scores
+ *   s [n, k] (k >= 1): chosen [n] (int64) each row's first largest score (the first NaN, as
+ *   NumPy's argmax), out [n, k] (float32) the scores under post (0 NONE, 1 LOGISTIC,
+ *   2 SOFTMAX). With has [n, k] (uint8; empty: every class scored) a class without a score
+ *   takes part as 0 in out and as -inf in the choice (the tree classifiers' masking).
+ *
+ *   rbf(x, n, f, v, m, gamma, out): the RBF kernel of every float32 row of x [n, f] with
+ *   every float64 support vector of v [m, f]: out [n, m] (float64) = exp(-gamma * |x - v|^2),
+ *   the squared distance summed in float64.
  *
  *   zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores x [n, k]:
  *   row i's dict maps keys[j] to the Python float of x[i, columns[j]] (columns [k], int64),
@@ -318,45 +324,90 @@ static PyObject *py_scale(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_classify(PyObject *self, PyObject *args) {
-    Py_buffer sb, out, chosen;
+    Py_buffer sb, out, chosen, hb;
     Py_ssize_t n, k;
     int post;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nniw*w*", &sb, &n, &k, &post, &out, &chosen)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nniw*w*y*", &sb, &n, &k, &post, &out, &chosen, &hb))
+        return NULL;
     const Py_ssize_t fsz = (Py_ssize_t)sizeof(float);
     const int ok = n >= 0 && k >= 1 && post >= 0 && post <= 2 && sb.len == n * k * fsz &&
-                   out.len == n * k * fsz && chosen.len == n * (Py_ssize_t)sizeof(int64_t);
+                   out.len == n * k * fsz && chosen.len == n * (Py_ssize_t)sizeof(int64_t) &&
+                   (hb.len == 0 || hb.len == n * k);
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "_cml.classify: sizes do not match");
     } else {
         const float *S = sb.buf;
+        const uint8_t *H = hb.len ? hb.buf : NULL;
         float *O = out.buf;
         int64_t *C = chosen.buf;
         for (Py_ssize_t r = 0; r < n; ++r) {
             const float *sr = S + r * k;
+            const uint8_t *hr = H ? H + r * k : NULL;
             float *o = O + r * k;
+            /* the scores as the transform and the choice see them */
+            for (Py_ssize_t c = 0; c < k; ++c) o[c] = hr && !hr[c] ? 0.0f : sr[c];
             Py_ssize_t best = 0;
+            float top = hr && !hr[0] ? -INFINITY : o[0];
             for (Py_ssize_t c = 0; c < k; ++c) {
-                if (isnan(sr[c])) {
+                const float v = hr && !hr[c] ? -INFINITY : o[c];
+                if (isnan(v)) {
                     best = c;
                     break;
                 }
-                if (sr[c] > sr[best]) best = c;
+                if (v > top) {
+                    best = c;
+                    top = v;
+                }
             }
             C[r] = best;
             if (post == 1) {
-                for (Py_ssize_t c = 0; c < k; ++c) o[c] = logistic(sr[c]);
+                for (Py_ssize_t c = 0; c < k; ++c) o[c] = logistic(o[c]);
             } else if (post == 2) {
-                const float m = sr[best];
+                float m = o[0];
+                for (Py_ssize_t c = 1; c < k; ++c) m = o[c] > m ? o[c] : m;
                 float total = 0;
-                for (Py_ssize_t c = 0; c < k; ++c) total += (o[c] = expf(sr[c] - m));
+                for (Py_ssize_t c = 0; c < k; ++c) total += (o[c] = expf(o[c] - m));
                 for (Py_ssize_t c = 0; c < k; ++c) o[c] = o[c] / total;
-            } else {
-                for (Py_ssize_t c = 0; c < k; ++c) o[c] = sr[c];
             }
         }
     }
-    RELEASE(&sb, &out, &chosen);
+    RELEASE(&sb, &out, &chosen, &hb);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rbf(PyObject *self, PyObject *args) {
+    Py_buffer x, v, out;
+    Py_ssize_t n, f, m;
+    double gamma;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nny*ndw*", &x, &n, &f, &v, &m, &gamma, &out)) return NULL;
+    const Py_ssize_t dsz = (Py_ssize_t)sizeof(double);
+    const int ok = n >= 0 && f >= 0 && m >= 0 && x.len == n * f * (Py_ssize_t)sizeof(float) &&
+                   v.len == m * f * dsz && out.len == n * m * dsz;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.rbf: sizes do not match");
+    } else {
+        const float *X = x.buf;
+        const double *V = v.buf;
+        double *O = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < n; ++r) {
+            const float *xr = X + r * f;
+            for (Py_ssize_t s = 0; s < m; ++s) {
+                const double *vs = V + s * f;
+                double d2 = 0;
+                for (Py_ssize_t j = 0; j < f; ++j) {
+                    const double d = (double)xr[j] - vs[j];
+                    d2 += d * d;
+                }
+                O[r * m + s] = exp(-gamma * d2);
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    RELEASE(&x, &v, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -399,6 +450,9 @@ static PyMethodDef methods[] = {
     {"classify", py_classify, METH_VARARGS,
      "classify(s, n, k, post, out, chosen): each row's first largest float32 score and the "
      "scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)."},
+    {"rbf", py_rbf, METH_VARARGS,
+     "rbf(x, n, f, v, m, gamma, out): exp(-gamma |x - v|^2) of float32 rows and float64 "
+     "support vectors, float64 out [n, m]."},
     {"zipmap", py_zipmap, METH_VARARGS,
      "zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores [n, k], "
      "keys in the order given, each the float of its column."},

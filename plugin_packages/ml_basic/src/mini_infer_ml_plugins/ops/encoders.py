@@ -141,6 +141,10 @@ class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
         self.table = _Table(tuple(cats), np.arange(len(cats)), -1, np.int64)
 
     def compute(self, x: Array, *, out: Array, zeros: int, **_: Any) -> None:
+        if x.dtype == object and self.table.strings and out.flags.c_contiguous and \
+                out.size == x.size * out.shape[-1]:
+            self._strings_into(x, out, bool(zeros))
+            return
         if x.dtype.kind == "f":
             x = x.astype(np.int64)  # onnxruntime truncates numeric inputs to int64
         index = self.table.map(x)
@@ -153,3 +157,22 @@ class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
         rows = np.flatnonzero(flat >= 0)
         onehot[rows, flat[rows]] = 1
         np.copyto(out, onehot.reshape(out.shape))
+
+    def _strings_into(self, x: Array, out: Array, zeros: bool) -> None:
+        """String categories: each value's column looked up and its 1 written straight into
+        the zeroed output (a few rows cost a dict look-up each, not a dozen NumPy calls)."""
+        lookup, width = self.table.lookup, out.shape[-1]
+        ones: list[int] = []
+        for r, value in enumerate(x.reshape(-1).tolist()):
+            column = lookup.get(_text(value), -1)
+            if column >= 0:
+                ones.append(r * width + column)
+            elif not zeros:
+                raise ExecutionError(f"OneHotEncoder {self.name!r}: {value!r} is not one of "
+                                     "the categories and zeros=0 forbids unknown values")
+        flat = out.reshape(-1)
+        flat.fill(0)
+        if len(ones) == 1:
+            flat[ones[0]] = 1
+        elif ones:
+            flat[ones] = 1

@@ -31,6 +31,12 @@ except ImportError:  # pragma: no cover - built without a C compiler
     _cml = None
 
 
+#: the rows from which the RBF kernel goes through NumPy's BLAS product rather than the
+#: compiled scalar loop (300 support vectors x 8 features: the loop is 2x faster at 1 row,
+#: 2.5x slower at 200)
+_RBF_COMPILED_ROWS = 8
+
+
 class _Svm(MlPlugin):
     def setup(self) -> None:
         super().setup()
@@ -55,9 +61,17 @@ class _Svm(MlPlugin):
         return v64, norms
 
     def kernel_dot(self, x: Array, vectors: Array, kernel: str) -> Array:
-        """The kernel of every row of ``x`` with every row of ``vectors``: [N, V] (float64)."""
-        x64 = x.astype(np.float64)
+        """The kernel of every row of ``x`` with every row of ``vectors``: [N, V] (float64);
+        RBF of a few float32 rows by one compiled call (``_cml.rbf``: |x - v|^2 summed
+        directly; from :data:`_RBF_COMPILED_ROWS` rows the BLAS product is faster)."""
         v64, v_norms = self._vectors64(vectors)
+        if kernel == "RBF" and _cml is not None and x.dtype == np.float32 and x.ndim == 2 \
+                and x.shape[0] < _RBF_COMPILED_ROWS and x.flags.c_contiguous \
+                and x.shape[1] == v64.shape[1]:
+            out: Array = np.empty((x.shape[0], v64.shape[0]), np.float64)
+            _cml.rbf(x, x.shape[0], x.shape[1], v64, v64.shape[0], float(self.gamma), out)
+            return out
+        x64 = x.astype(np.float64)
         if kernel == "RBF":
             d2 = x64 @ v64.T  # (|x|^2 + |v|^2) - 2 x.v, in place: the same values
             d2 *= -2

@@ -53,6 +53,8 @@ except ImportError:  # pragma: no cover - built without a C compiler
 
 #: the post_transforms ``_cml.classify`` applies
 _COMPILED_POST = {"NONE": 0, "LOGISTIC": 1, "SOFTMAX": 2}
+#: ``has`` for ``_cml.classify`` where every class is scored
+_ALL_SCORED = np.empty(0, np.uint8)
 
 Array = NDArray[Any]
 _FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -173,8 +175,12 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             if nb:  # each class with a base value: added, and it has a score
                 s[:, :nb] += self._base_array(s.dtype, nb)
                 has[:, :nb] = True
-            if has.all():  # every class scored (a forest's usual case): no masking
-                chosen = self._finish(s, post_transform, scores_out)
+            compiled = self._finish(s, post_transform, scores_out, has)  # masks in C
+            if compiled is not None:
+                chosen = compiled
+            elif has.all():  # every class scored (a forest's usual case): no masking
+                chosen = s.argmax(axis=1)
+                transform_into(post_transform, s, scores_out)
             else:
                 chosen = np.argmax(np.where(has, s, -np.inf), axis=1)
                 np.copyto(scores_out, transform(post_transform, np.where(has, s, 0)),
@@ -203,19 +209,21 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             return kept[0], kept[2]
         return None, None
 
-    def _finish(self, s: Array, post: str, scores_out: Array) -> Array:
-        """Each row's class (the first largest score) and its scores under ``post`` in
-        ``scores_out``: one compiled call (``_cml.classify``) for float32 scores, NONE,
-        LOGISTIC or SOFTMAX; NumPy otherwise."""
+    def _finish(self, s: Array, post: str, scores_out: Array, has: Array | None = None
+                ) -> Array | None:
+        """Each row's class (the first largest score; with ``has``, of the classes scored)
+        and its scores under ``post`` (an unscored class as 0) written into ``scores_out``,
+        by one compiled call (``_cml.classify``: float32 scores, NONE, LOGISTIC or SOFTMAX);
+        None where it does not apply (NumPy's form then)."""
         code = _COMPILED_POST.get(post)
-        if _cml is not None and code is not None and s.dtype == np.float32 and \
-                scores_out.dtype == np.float32 and s.shape == scores_out.shape and \
-                s.flags.c_contiguous and scores_out.flags.c_contiguous:
-            chosen = np.empty(s.shape[0], np.int64)
-            _cml.classify(s, s.shape[0], s.shape[1], code, scores_out, chosen)
-            return chosen
-        chosen = s.argmax(axis=1)
-        transform_into(post, s, scores_out)
+        if _cml is None or code is None or s.dtype != np.float32 or \
+                scores_out.dtype != np.float32 or s.shape != scores_out.shape or \
+                not s.flags.c_contiguous or not scores_out.flags.c_contiguous or \
+                (has is not None and (has.shape != s.shape or not has.flags.c_contiguous)):
+            return None
+        chosen = np.empty(s.shape[0], np.int64)
+        _cml.classify(s, s.shape[0], s.shape[1], code, scores_out, chosen,
+                      _ALL_SCORED if has is None else has.view(np.uint8))
         return chosen
 
     def _base_array(self, dtype: Any, count: int) -> Array:
