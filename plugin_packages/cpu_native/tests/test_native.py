@@ -693,9 +693,10 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import concat
 
     kernels += [concat.Concat]
-    from mini_infer_cpu_native import qconv, qlinear
+    from mini_infer_cpu_native import qconv, qelementwise, qlayout, qlinear
 
-    kernels += [getattr(module, name) for module in (qlinear, qconv) for name in module.__all__]
+    kernels += [getattr(module, name) for module in (qlinear, qconv, qelementwise, qlayout)
+                for name in module.__all__]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 
