@@ -192,3 +192,30 @@ def test_mixed_types_keep_their_float_nodes() -> None:
                                    providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_array_equal(got, want)
     assert "QLinearAdd" not in [nd.op_type for nd in engine.nodes]
+
+
+def test_moves_run_on_8_bits_where_the_parameters_agree() -> None:
+    """DequantizeLinear -> Transpose -> QuantizeLinear with equal parameters is a Transpose of
+    the uint8 tensor; a Reshape between different zero points keeps its float nodes."""
+    inits = {"s": np.array(0.05, np.float32), "z": np.array(7, np.uint8),
+             "z2": np.array(9, np.uint8), "shape": np.array([2, -1], np.int64)}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xd"]),
+             helper.make_node("Transpose", ["xd"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("QuantizeLinear", ["t", "s", "z"], ["tq"]),
+             helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["td"]),
+             helper.make_node("Reshape", ["td", "shape"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s", "z2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = RNG.integers(0, 256, (2, 3, 4, 5)).astype(np.uint8)
+    engine = mi.load(model)
+    (got,) = mi.InferenceSession(engine).run(None, {"x": x})
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(got, want)
+    ops = [nd.op_type for nd in engine.nodes]
+    assert ops.count("DequantizeLinear") == 1 and ops.count("QuantizeLinear") == 1, ops
+    assert "Transpose" in ops and "Reshape" in ops

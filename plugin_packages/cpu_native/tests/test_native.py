@@ -692,6 +692,10 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
                plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
     kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]
+    from mini_infer_cpu_native import qelementwise, qlayout
+
+    kernels += [getattr(module, name) for module in (qelementwise, qlayout)
+                for name in module.__all__]
     from mini_infer_cpu_native import squeeze
 
     kernels += [getattr(squeeze, name) for name in squeeze.__all__]

@@ -26,6 +26,17 @@ F = TensorFormat
 NS = "mini_infer.cpu_native"
 
 
+@pytest.fixture
+def threads() -> Any:
+    """Two threads in the compiled kernels' pool (the parts of a job on both)."""
+    from mini_infer_core.threads import get_num_threads, set_num_threads
+
+    before = get_num_threads()
+    set_num_threads(2)
+    yield None
+    set_num_threads(before)
+
+
 def _ints(dtype: Any, *shape: int) -> np.ndarray:
     info = np.iinfo(dtype)
     return RNG.integers(info.min, int(info.max) + 1, shape).astype(dtype)
@@ -64,6 +75,10 @@ CONVS = [
     (2, 12, 8, 7, 12, (3, 3), {"group": 12, "pads": [1, 1, 1, 1]}),  # depthwise
     (1, 9, 9, 9, 9, (5, 5), {"group": 9, "strides": [2, 2], "pads": [2, 2, 2, 2],
                              "dilations": [1, 2]}),
+    # large enough for the thread pool: A packed in parts, depthwise rows shared out
+    (1, 32, 40, 40, 24, (3, 3), {"pads": [1, 1, 1, 1]}),
+    (2, 3, 41, 41, 16, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    (1, 64, 30, 30, 64, (3, 3), {"group": 64, "pads": [1, 1, 1, 1]}),
 ]
 
 
@@ -71,7 +86,7 @@ CONVS = [
                                               for s in CONVS])
 @pytest.mark.parametrize("xt,wt", [(U8, S8), (S8, S8), (U8, U8)])
 @pytest.mark.parametrize("fx,fy", [(F.HWC, F.HWC), (F.HWC, F.LINEAR), (F.LINEAR, F.HWC)])
-def test_qlinearconv_in_nhwc(count_calls: Callable[[Any, str, str], dict[str, int]],
+def test_qlinearconv_in_nhwc(threads: None, count_calls: Callable[[Any, str, str], dict[str, int]],
                              shape: tuple[Any, ...], xt: Any, wt: Any, fx: F, fy: F) -> None:
     n, c, h, w, m, k, attrs = shape
     group = attrs.get("group", 1)

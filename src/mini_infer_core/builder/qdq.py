@@ -3,8 +3,8 @@ format) become its integer operators, before plugins are chosen, as onnxruntime'
 transformer does:
 
 - ``DequantizeLinear(x_q) -> Conv <- DequantizeLinear(w_q constant)`` (bias: a constant, the
-  Identity of one as NNCF writes it, or the DequantizeLinear of an int32 constant) ``-> [Relu|Clip] -> QuantizeLinear`` ->
-  ``QLinearConv``;
+  Identity of one as NNCF writes it, or the DequantizeLinear of an int32 constant)
+  ``-> [Relu|Clip] -> QuantizeLinear`` -> ``QLinearConv``;
 - ``DequantizeLinear(a_q) -> MatMul <- DequantizeLinear(b_q) -> [Relu|Clip] ->
   QuantizeLinear`` -> ``QLinearMatMul``;
 - the same with a Gemm (2-D x, constant W, a bias, alpha = beta = 1) -> the 1x1 QLinearConv

@@ -10,7 +10,9 @@ activations stay 8-bit from one convolution to the next:
 - ``DequantizeLinear`` of every input -> ``Concat`` -> ``QuantizeLinear`` -> ``QLinearConcat``;
 - ``DequantizeLinear -> MaxPool -> QuantizeLinear`` with the same scale, zero point and type
   on both sides -> ``MaxPool`` of the 8-bit tensor (the maximum commutes with a monotone
-  quantization, and requantizing to the same parameters gives the values back).
+  quantization, and requantizing to the same parameters gives the values back), and so do
+  the operators that only move values (Reshape, Transpose, Slice, Flatten, Squeeze,
+  Unsqueeze, Identity: ShuffleNet's channel shuffle).
 
 Every scale and zero point is one constant value (per tensor), as these operators take them,
 and every zero point has one type (their outputs have their input's type: a uint8 result of an
@@ -41,6 +43,9 @@ _BINARY = {"Add": "QLinearAdd", "Mul": "QLinearMul"}
 _UNARY = {"Sigmoid": "QLinearSigmoid", "LeakyRelu": "QLinearLeakyRelu",
           "GlobalAveragePool": "QLinearGlobalAveragePool", "AveragePool": "QLinearAveragePool"}
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides")
+#: operators that only move or select values: on the 8-bit tensor where the parameters agree
+_MOVES = frozenset({"Reshape", "Transpose", "Slice", "Flatten", "Squeeze", "Unsqueeze",
+                    "Identity"})
 #: the com.microsoft operators these rules make (the builder asks whether the device has them)
 MS_INTEGER = (*_BINARY.values(), *_UNARY.values(), "QLinearConcat")
 
@@ -76,6 +81,8 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True
     op = node.op_type
     if node.domain or not node.outputs or (len(node.outputs) > 1 and any(node.outputs[1:])):
         return None
+    if op in _MOVES:
+        return _moved(g, i, node)
     if op in _BINARY or op == "Concat" or op in _UNARY or op == "MaxPool":
         inputs = [t for t in node.inputs if t]
         if not inputs or len(inputs) != len(node.inputs):
@@ -130,3 +137,19 @@ def _same_params(g: _Graph, x: list[str], y: list[str]) -> bool:
         return False
     return (xz.dtype == yz.dtype and np.array_equal(xs.reshape(-1), ys.reshape(-1))
             and np.array_equal(xz.reshape(-1), yz.reshape(-1)))
+
+
+def _moved(g: _Graph, i: int, node: Node) -> tuple[list[int], Node] | None:
+    """``DequantizeLinear -> Reshape|Transpose|Slice|... -> QuantizeLinear`` with the same
+    scale, zero point and type on both sides: the operator on the 8-bit tensor (its other
+    inputs, shapes and indices, as they are)."""
+    found = _dq1(g, node.inputs[0]) if node.inputs else None
+    out = _requant(g, node.outputs[0]) if found is not None else None
+    if found is None or out is None or len(out[0]) != 1:  # no Relu/Clip in between
+        return None
+    tail, result, yq = out
+    if not _same_params(g, found[1], [str(v) for v in yq.tolist()]):
+        return None
+    new = Node(f"{node.name}:q", node.op_type, "", [found[1][0], *node.inputs[1:]], [result],
+               node.fields, node.opset)
+    return _gone(g, i, node, [node.inputs[0]], tail), new
