@@ -28,6 +28,7 @@ from ._graphs import GraphRuns
 from ._inputs import InputCheck
 from .keyed import KeyedPlans, PlanMismatch
 from .plans import PlanCache, Step
+from .segments import SegmentedRun
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -89,13 +90,8 @@ class ExecutionContext(GraphRuns):
         self._dynamic = bool(self._values) or any(adapter.is_data_dependent(p)
                                                   for p in self.plugins)
         #: how an engine with data-dependent nodes runs: in planned segments around them
-        #: (the module imported for such an engine only: a cold start's milliseconds)
-        self._segmented = None
-        if self._dynamic:
-            from .segments import SegmentedRun
-
-            self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
-                                           self._constants)
+        self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
+                                       self._constants) if self._dynamic else None
         #: such an engine planned per input shapes and small inputs' values, where its
         #: data-dependent nodes are Ifs on those (None: it runs in segments)
         self._keyed = KeyedPlans.of(engine, self.plugins, self._plans.capacity) \
