@@ -319,6 +319,16 @@ class BlockedConv(_Formats):
             return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
         return desc.format is first.format  # the residual and Y
 
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """Nothing where the node runs blocked: W stays in ONNX's order (the engine file's),
+        packed for the blocked kernel once at its first run, rather than in the GEMM's
+        panels as well."""
+        if self._block():
+            return {}
+        packed: dict[int, Any] = super().pack_constants(inputs, constants)  # type: ignore[misc]
+        return packed
+
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
         """None where the node runs blocked: its one kernel (Winograd's and the GEMM's
         tactics would time it twice, and a tie could go either way)."""
