@@ -32,6 +32,7 @@ from mini_infer_core.plugin.shapes import norm_axis
 from ._act import act_call, layer_norm_call, softmax_call
 from ._kept import KeptCalls
 from ._native import Call, run_calls, usable
+from .blocked import BlockedUnary
 
 __all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
            "LogSoftmax_1", "LogSoftmax_13", "Sigmoid", "Softmax_1", "Softmax_13", "Swish",
@@ -60,7 +61,7 @@ def _compiled(*arrays: Array | None) -> bool:
     return all(a is None or a.dtype == np.float32 for a in arrays) and usable(*arrays)
 
 
-class _Elementwise(_Compiled, CpuPlugin):
+class _Elementwise(BlockedUnary, _Compiled, CpuPlugin):
     """One compiled function of x, or the cpu_basic kernel: the function ``_FUNCTIONS``
     names for the operator, with the attributes it lists (at most two) as its alpha and beta
     (0.0 for those it does not name)."""
@@ -85,6 +86,7 @@ class _Elementwise(_Compiled, CpuPlugin):
             return
         op, alpha, beta = self._function(attrs)
         self._run((x, out), lambda: act_call(op, x, out, alpha, beta))
+        run_calls(self._pad_calls(out))  # blocked (NCHWc): blocked.py
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
@@ -95,7 +97,7 @@ class _Elementwise(_Compiled, CpuPlugin):
                 and _compiled(x, out) and x.size == out.size):
             return None
         op, alpha, beta = self._function(self.attrs)
-        return partial(run_calls, [act_call(op, x, out, alpha, beta)])
+        return partial(run_calls, [act_call(op, x, out, alpha, beta), *self._pad_calls(out)])
 
 
 Erf, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu = schema_kernels(

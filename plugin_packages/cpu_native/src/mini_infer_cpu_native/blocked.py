@@ -42,7 +42,7 @@ from ._native import Act as Act
 from ._native import Call, _call, _kernel, _lib, run_calls
 
 __all__ = ["Add", "BlockedBinary", "BlockedConcat", "BlockedConv", "BlockedGlobalPool",
-           "BlockedPool", "offered", "set_offered"]
+           "BlockedPool", "BlockedUnary", "offered", "set_offered"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
@@ -497,6 +497,28 @@ class BlockedConcat(_Formats):
             return None
         cs = [d.shape[1] for d in self.input_descs if d is not None]
         return [concat_call(xs, cs, out)]
+
+
+class BlockedUnary(_Formats):
+    """The elementwise activations (Sigmoid, HardSwish, Tanh...): X and Y in the same blocked
+    format, the function over the whole blocked buffer, then, where f(0) != 0 (Sigmoid,
+    HardSigmoid), the padding lanes zeroed again."""
+
+    op_type: str
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            return first.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        return _blocked_at(desc) and (pos == 0 or desc.format is first.format)
+
+    def _pad_calls(self, out: Array) -> list[Call]:
+        """After the function: the padding lanes zeroed where f(0) != 0 and Y is blocked."""
+        if not self._block() or self.op_type not in ("Sigmoid", "HardSigmoid"):
+            return []
+        return [padzero_call(out, self.output_descs[0].shape[1])]
 
 
 class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
