@@ -540,4 +540,8 @@ class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
-        return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
+        if self._block():
+            return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
+        bound: Callable[[], None] | None = super().bind_run(
+            inputs, outputs, workspace)
+        return bound  # cpu_basic's: its ufunc bound to the step's arrays
