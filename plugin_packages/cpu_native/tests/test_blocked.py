@@ -183,6 +183,29 @@ def test_concat_kernel_against_onnxruntime(cs: tuple[int, ...], fmt: TensorForma
     np.testing.assert_array_equal(out, to_format(want, fmt))  # copies: exact, zeros included
 
 
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("op", ["Sigmoid", "HardSwish"])
+def test_activation_plugin_blocked_keeps_the_padding_zero(op: str, fmt: TensorFormat) -> None:
+    """cpu_native's activation configured blocked: the function over the blocked buffer, and
+    Sigmoid(0) = 0.5 written over the padding lanes zeroed again."""
+    from mini_infer_cpu_native import activations
+
+    from mini_infer_core.plugin import DataType
+    from mini_infer_core.plugin import _adapter as adapter
+
+    rng = np.random.default_rng(9)
+    x = _rand(rng, 2, 13, 5, 4)
+    (want,) = _ort(_model([helper.make_node(op, ["x"], ["y"])], {"x": x.shape}, ["y"]),
+                   {"x": x})
+    plugin = getattr(activations, op)("act")
+    desc = [(x.shape, DataType.FLOAT)]
+    adapter.configure_concrete(plugin, desc, desc, [fmt], [fmt])
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt)], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., 13 - (out.shape[1] - 1) * fmt.block:].any()
+
+
 def test_kernels_refuse_what_they_cannot_take() -> None:
     fmt = FORMATS[0]
     x = to_format(np.zeros((1, 5, 4, 4), np.float32), fmt)
@@ -254,7 +277,8 @@ def _mobile_block(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, 
         n("MaxPool", ["r"], ["p1"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
         n("AveragePool", ["r"], ["p2"], kernel_shape=[3, 3], strides=[1, 1],
           pads=[1, 1, 1, 1]),
-        n("Add", ["p1", "p2"], ["sum"]),
+        n("Add", ["p1", "p2"], ["sum0"]),
+        n("Sigmoid", ["sum0"], ["sum"]),
         n("Concat", ["sum", "p2"], ["cat"], axis=1),
         n("Conv", ["cat", "w3"], ["a4"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # no bias
         n("GlobalAveragePool", ["a4"], ["gp"]),
@@ -276,7 +300,8 @@ def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorForma
     blocked_ops = {nd.op_type for nd in engine.nodes
                    if any(engine.tensors[o].format is offered for o in nd.outputs)}
     # every kind of blocked kernel ran in this engine
-    assert {"Conv", "GlobalAveragePool", "Mul", "MaxPool", "AveragePool", "Concat", "Add"} <= \
+    assert {"Conv", "GlobalAveragePool", "Mul", "MaxPool", "AveragePool", "Concat", "Add",
+            "Sigmoid"} <= \
         blocked_ops, blocked_ops
     got = _run_engine(engine, feeds)
     want = _ort(model, feeds)

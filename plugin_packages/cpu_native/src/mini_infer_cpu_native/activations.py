@@ -29,6 +29,7 @@ from mini_infer_core.plugin.shapes import norm_axis
 from ._act import act_call, layer_norm_call, softmax_call
 from ._kept import KeptCalls
 from ._native import Call, run_calls, usable
+from .blocked import BlockedUnary
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.activation_extra import Gelu, HardSigmoid, HardSwish, Swish
@@ -62,7 +63,7 @@ def _compiled(*arrays: Array | None) -> bool:
     return all(a is None or a.dtype == np.float32 for a in arrays) and usable(*arrays)
 
 
-class _Elementwise(_Compiled, CpuPlugin):
+class _Elementwise(BlockedUnary, _Compiled, CpuPlugin):
     """One compiled function of x, or the cpu_basic kernel: the function ``_FUNCTIONS``
     names for the operator, with the attributes it lists (at most two) as its alpha and beta
     (0.0 for those it does not name)."""
@@ -87,6 +88,7 @@ class _Elementwise(_Compiled, CpuPlugin):
             return
         op, alpha, beta = self._function(attrs)
         self._run((x, out), lambda: act_call(op, x, out, alpha, beta))
+        run_calls(self._pad_calls(out))  # blocked (NCHWc): blocked.py
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
@@ -97,7 +99,7 @@ class _Elementwise(_Compiled, CpuPlugin):
                 and _compiled(x, out) and x.size == out.size):
             return None
         op, alpha, beta = self._function(self.attrs)
-        return partial(run_calls, [act_call(op, x, out, alpha, beta)])
+        return partial(run_calls, [act_call(op, x, out, alpha, beta), *self._pad_calls(out)])
 
 
 Sigmoid, Tanh, LeakyRelu = schema_kernels(

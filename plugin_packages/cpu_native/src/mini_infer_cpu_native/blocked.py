@@ -42,7 +42,7 @@ from ._native import Act as Act
 from ._native import Call, _call, _kernel, _lib, run_calls
 
 __all__ = ["Add", "BlockedBinary", "BlockedConcat", "BlockedConv", "BlockedGlobalPool",
-           "BlockedPool", "offered", "set_offered"]
+           "BlockedPool", "BlockedUnary", "offered", "set_offered"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
@@ -319,6 +319,16 @@ class BlockedConv(_Formats):
             return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
         return desc.format is first.format  # the residual and Y
 
+    def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
+                       ) -> dict[int, Any]:
+        """Nothing where the node runs blocked: W stays in ONNX's order (the engine file's),
+        packed for the blocked kernel once at its first run, rather than in the GEMM's
+        panels as well."""
+        if self._block():
+            return {}
+        packed: dict[int, Any] = super().pack_constants(inputs, constants)  # type: ignore[misc]
+        return packed
+
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
         """None where the node runs blocked: its one kernel (Winograd's and the GEMM's
         tactics would time it twice, and a tie could go either way)."""
@@ -489,6 +499,28 @@ class BlockedConcat(_Formats):
         return [concat_call(xs, cs, out)]
 
 
+class BlockedUnary(_Formats):
+    """The elementwise activations (Sigmoid, HardSwish, Tanh...): X and Y in the same blocked
+    format, the function over the whole blocked buffer, then, where f(0) != 0 (Sigmoid,
+    HardSigmoid), the padding lanes zeroed again."""
+
+    op_type: str
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            return first.format is LINEAR and bool(
+                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        return _blocked_at(desc) and (pos == 0 or desc.format is first.format)
+
+    def _pad_calls(self, out: Array) -> list[Call]:
+        """After the function: the padding lanes zeroed where f(0) != 0 and Y is blocked."""
+        if not self._block() or self.op_type not in ("Sigmoid", "HardSigmoid"):
+            return []
+        return [padzero_call(out, self.output_descs[0].shape[1])]
+
+
 class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
     """cpu_basic's Add, blocked where the builder chose the blocked format for it."""
 
@@ -508,4 +540,8 @@ class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
-        return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
+        if self._block():
+            return self._bound(lambda: self._binary_calls(inputs[0], inputs[1], outputs[0]))
+        bound: Callable[[], None] | None = super().bind_run(
+            inputs, outputs, workspace)
+        return bound  # cpu_basic's: its ufunc bound to the step's arrays
