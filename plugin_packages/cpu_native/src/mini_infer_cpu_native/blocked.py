@@ -29,17 +29,21 @@ import ctypes
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from mini_infer_cpu_plugins.ops import elementwise as _elementwise
+from mini_infer_cpu_plugins.serialization import CpuPlugin
 from numpy.typing import NDArray
 
+from mini_infer_core.ops import lazy_kernels
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat, shapes
 
 from ._derived import Derived
 from ._native import Act as Act
 from ._native import Call, _call, _kernel, _lib, run_calls
+
+if TYPE_CHECKING:  # made when first named (``_lazy``, below)
+    from mini_infer_cpu_plugins.ops.elementwise import Add
 
 __all__ = ["Add", "BlockedBinary", "BlockedConcat", "BlockedConv", "BlockedGlobalPool",
            "BlockedPool", "BlockedUnary", "offered", "set_offered"]
@@ -521,10 +525,10 @@ class BlockedUnary(_Formats):
         return [padzero_call(out, self.output_descs[0].shape[1])]
 
 
-class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
-    """cpu_basic's Add, blocked where the builder chose the blocked format for it."""
-
-    package = "mini-infer-cpu-native"
+class _Add(BlockedBinary, CpuPlugin):
+    """cpu_basic's Add (after this in the class's bases: made on first use, so that loading
+    an engine without an Add does not import cpu_basic's elementwise family), blocked where
+    the builder chose the blocked format for it."""
 
     def compute(self, a: Array, b: Array, *, out: Array, **kw: Any) -> None:
         key = (a, b, out)
@@ -545,3 +549,15 @@ class Add(BlockedBinary, _elementwise.Add):  # type: ignore[misc,valid-type]
         bound: Callable[[], None] | None = super().bind_run(
             inputs, outputs, workspace)
         return bound  # cpu_basic's: its ufunc bound to the step's arrays
+
+
+def _ours(cls: type[Any]) -> None:
+    cls.package = "mini-infer-cpu-native"
+
+
+_lazy = lazy_kernels(__name__, {
+    "Add": (_Add, "mini_infer_cpu_plugins.ops.elementwise:Add")}, made=_ours)
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy(name)
