@@ -243,12 +243,12 @@ class _Unary:
             table = kept[1]
         else:
             op = f"{self.op_type} {self.name!r}"
-            _basic._check8(x, op)
-            table = _basic._table(
-                x.dtype, _basic._scalar(x_scale, "X_scale", op),
-                _basic._scalar(x_zero_point, "X_zero_point", op),
-                _basic._scalar(y_scale, "Y_scale", op),
-                _basic._scalar(y_zero_point, "Y_zero_point", op), out.dtype, self.fn)
+            _basic.check_8bit(x, op)
+            table = _basic.qtable(
+                x.dtype, _basic.qscalar(x_scale, "X_scale", op),
+                _basic.qscalar(x_zero_point, "X_zero_point", op),
+                _basic.qscalar(y_scale, "Y_scale", op),
+                _basic.qscalar(y_zero_point, "Y_zero_point", op), out.dtype, self.fn)
             constant = all(p is None or not p.flags.writeable for p in key[:4])
             self._kept = (key, table) if constant else None
         lookup(x, table, out)
@@ -258,7 +258,7 @@ def lookup(x: Array, table: Array, out: Array) -> None:
     """``out = table[x]`` (x's bit patterns index the 256-entry table): one compiled pass
     where both are C-contiguous, else NumPy's."""
     if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
-        _basic._lookup(x, table, out)
+        _basic.qlookup(x, table, out)
         return
     kn = "mi_qlookup_i8"
     _check(_lookup, QLookupArgs(_ptr(x, _INT8, x.size, False, kn, "x"),

@@ -55,16 +55,16 @@ class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
             super().compute(x, x_scale, x_zero_point, y_scale, y_zero_point, out=out, **kw)
             return
         op = f"QLinearGlobalAveragePool {self.name!r}"
-        _basic._check8(x, op)
+        _basic.check_8bit(x, op)
         n, c = x.shape[0], x.shape[-1]
         count = math.prod(x.shape[1:-1])
         acc = x.reshape(n, -1, c).sum(axis=1, dtype=np.int64)
-        acc -= np.int64(_basic._scalar(x_zero_point, "x_zero_point", op)) * count
-        mult = _basic._scalar(x_scale, "x_scale", op) / (
-            _basic._scalar(y_scale, "y_scale", op) * np.float32(max(count, 1)))
+        acc -= np.int64(_basic.qscalar(x_zero_point, "x_zero_point", op)) * count
+        mult = _basic.qscalar(x_scale, "x_scale", op) / (
+            _basic.qscalar(y_scale, "y_scale", op) * np.float32(max(count, 1)))
         # one pixel per image: NCHW and NHWC hold the same bytes
-        _basic._store(acc.astype(np.float32) * mult,
-                      _basic._scalar(y_zero_point, "y_zero_point", op), out.reshape(n, c))
+        _basic.qstore(acc.astype(np.float32) * mult,
+                      _basic.qscalar(y_zero_point, "y_zero_point", op), out.reshape(n, c))
 
 
 class QLinearConcat(_basic.QLinearConcat):
@@ -100,7 +100,7 @@ class QLinearConcat(_basic.QLinearConcat):
         for i in range(0, len(inputs), 3):
             x, s, z = inputs[i:i + 3]
             assert x is not None and s is not None
-            _basic._check8(x, op)
+            _basic.check_8bit(x, op)
             part = out[(slice(None),) * a + (slice(at, at + x.shape[a]),)]
             at += x.shape[a]
             key = (s, z, y_scale, y_zero_point, x.dtype, out.dtype)
@@ -110,11 +110,11 @@ class QLinearConcat(_basic.QLinearConcat):
                     and kept[0][4:] == key[4:]:
                 table = kept[1]
             else:
-                xs, xz = _basic._scalar(s, "X_scale", op), _basic._scalar(z, "X_zero_point", op)
-                ys = _basic._scalar(y_scale, "Y_scale", op)
-                yz = _basic._scalar(y_zero_point, "Y_zero_point", op)
+                xs, xz = _basic.qscalar(s, "X_scale", op), _basic.qscalar(z, "X_zero_point", op)
+                ys = _basic.qscalar(y_scale, "Y_scale", op)
+                yz = _basic.qscalar(y_zero_point, "Y_zero_point", op)
                 table = None if (xs == ys and xz == yz and x.dtype == out.dtype) else \
-                    _basic._table(x.dtype, xs, xz, ys, yz, out.dtype, lambda v: v)
+                    _basic.qtable(x.dtype, xs, xz, ys, yz, out.dtype, lambda v: v)
                 if all(p is None or not p.flags.writeable for p in key[:4]):
                     self._tables[i] = (key, table)
             if table is None:

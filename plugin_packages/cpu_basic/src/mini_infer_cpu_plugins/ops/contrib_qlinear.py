@@ -81,6 +81,11 @@ def _check8(x: Array, op: str) -> None:
         raise PluginInterfaceError(f"{op}: X must be uint8 or int8, got {x.dtype}")
 
 
+#: the helpers other distributions' 8-bit kernels share with these (public names:
+#: mini-infer-cpu-native's NHWC forms of QLinearGlobalAveragePool, QLinearConcat, the lookups)
+qscalar, qstore, qtable, qlookup, check_8bit = _scalar, _store, _table, _lookup, _check8
+
+
 class _Binary(CpuPlugin, schema.QLinearBinaryBase):
     def combine(self, a: Array, b: Array, sa: np.float32, sb: np.float32, sc: np.float32
                 ) -> Array:
