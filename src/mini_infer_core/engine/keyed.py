@@ -105,6 +105,8 @@ class KeyedPlans:
         self.key_inputs = key_inputs
         self.capacity = capacity
         self._bindings: OrderedDict[Any, dict[str, int]] = OrderedDict()
+        #: the key of the last planned run (None: none yet, or it went in segments)
+        self.last: Any = None
 
     @classmethod
     def of(cls, engine: Engine, plugins: Sequence[IPluginV2], capacity: int
@@ -125,6 +127,19 @@ class KeyedPlans:
         if sum(v.size for v in values) > KEY_ELEMENTS:
             return None
         return shapes, tuple(v.tobytes() for v in values)
+
+    def same_key(self, feeds: Mapping[str, Any]) -> bool:
+        """Whether ``feeds``, whose names, dtypes and shapes are the last run's (the caller
+        checked), have the last planned run's key: its plan again, without the look-ups."""
+        last = self.last
+        if last is None:
+            return False
+        if not self.key_inputs:
+            return True
+        try:
+            return tuple(np.asarray(feeds[n]).tobytes() for n in self.key_inputs) == last[1]
+        except (TypeError, ValueError):
+            return False
 
     def bindings(self, key: Any) -> dict[str, int] | None:
         got = self._bindings.get(key)
