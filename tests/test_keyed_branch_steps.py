@@ -19,7 +19,7 @@ from test_if_inlining import mode_if
 import mini_infer_core as mi
 from mini_infer_core.builder.subgraph import SubgraphRunner
 from mini_infer_core.engine.branch_step import BranchStep
-from mini_infer_core.engine.keyed import PlanMismatch
+from mini_infer_core.engine.keyed import KeyedPlans, PlanMismatch
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -40,23 +40,36 @@ def test_branch_runs_inlined_for_both_values(monkeypatch: pytest.MonkeyPatch) ->
     through the plan's step, which learns the branch's plan); every repeat runs the branch's
     plan directly -- the runner is not called -- with onnxruntime's results, for mode 1 (the
     Concat branch) and mode 0 (the ReduceSum branch) alike, including after the other key
-    ran in between."""
+    ran in between. A run with the last run's shapes and mode goes to its plan without
+    working the key out; the same shapes with the other mode do not."""
     model = mode_if()
     count = _counting(monkeypatch)
+    keyed = [0]  # the key worked out (not a repeat of the last run's key)
+    key = KeyedPlans.key
+
+    def counted_key(self: KeyedPlans, feeds: dict[str, np.ndarray]) -> object:
+        keyed[0] += 1
+        return key(self, feeds)
+
+    monkeypatch.setattr(KeyedPlans, "key", counted_key)
     with mi.load(model).create_execution_context() as ctx:
         for mode in (1, 0, 1, 0):
             for k in range(4):
                 x = np.random.default_rng(10 * mode + k).standard_normal((3, 4)).astype(
                     np.float32)
                 feeds = {"x": x, "mode": np.array(mode, np.int64)}
-                before = count[0]
+                before, looked_up = count[0], keyed[0]
                 got = ctx.execute(feeds)
                 for name, want in zip(("z", "y"), ort_run(model, feeds), strict=True):
                     assert got[name].shape == want.shape, (mode, k, name)
                     np.testing.assert_allclose(got[name], want, rtol=1e-6,
                                                err_msg=f"{name} mode={mode} run {k}")
-                if k >= 1:  # learnt on an earlier run of this key: no runner
+                if k >= 1:  # learnt on an earlier run of this key: no runner, and the
+                    # last run's key again: its plan straight away
                     assert count[0] == before, (mode, k)
+                    assert keyed[0] == looked_up, (mode, k)
+                else:  # the other mode's run before: the key is worked out
+                    assert keyed[0] == looked_up + 1, (mode, k)
                 step = ctx._plan.into[1]
                 assert isinstance(step, BranchStep)
         assert ctx.plans_cached == 2

@@ -80,7 +80,7 @@ class BranchStep:
             return None
         taken = bool(cond.reshape(-1)[0])
         runners = getattr(self._owner, "runners", None)
-        runner = runners.get("then_branch" if taken else "else_branch") \
+        runner: Any = runners.get("then_branch" if taken else "else_branch") \
             if isinstance(runners, dict) else None
         last = getattr(runner, "last_context", None)  # the builder's SubgraphRunner
         if last is None or runner.input_names:

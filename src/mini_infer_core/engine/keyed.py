@@ -137,7 +137,8 @@ class KeyedPlans:
         if not self.key_inputs:
             return True
         try:
-            return tuple(np.asarray(feeds[n]).tobytes() for n in self.key_inputs) == last[1]
+            return bool(tuple(np.asarray(feeds[n]).tobytes() for n in self.key_inputs)
+                        == last[1])
         except (TypeError, ValueError):
             return False
 
