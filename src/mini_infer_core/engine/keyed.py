@@ -8,7 +8,9 @@ shapes and those values decide every shape of the run. Such an engine (silero-va
 on ``sr == 16000``) is planned like a static one, once per *key* (the input shapes and the
 small inputs' bytes): a new key is first run in segments (:mod:`.segments`), which binds
 the Ifs' output dimensions, and then by the plan made from them; the plan's If steps run
-their branch (itself a planned engine) and copy the result into the arena.
+their branch (itself a planned engine) and copy the result into the arena -- after their
+first run, the branch's plan directly (:mod:`.branch_step`). A run with the last run's
+shapes and key goes straight to its plan (:meth:`KeyedPlans.same_key`).
 
 A branch whose output shapes still change for one key (a data-dependent node inside it)
 stops the keyed plans for the context: :class:`PlanMismatch` from the step, and the runs go
