@@ -101,8 +101,9 @@ def _silero_models() -> list[Path]:
 
 
 @pytest.mark.skipif(not _silero_models(),
-                    reason="silero-vad is not installed (pip install silero-vad --no-deps: "
-                           "its wheel requires torch, which the test extra does not carry)")
+                    reason="silero-vad is not installed (scripts/setup.sh installs it "
+                           "with --no-deps: its wheel requires torch, which the test extra "
+                           "does not carry)")
 @pytest.mark.parametrize("path", _silero_models(), ids=lambda p: p.stem)
 def test_silero_exports_match_onnxruntime_over_chunks(path: Path) -> None:
     """30 ms chunks (512 samples + 64 of context at 16 kHz) of noise and a tone, the state
