@@ -14,6 +14,11 @@ fi
     -e ".[test,ray,docs]" -e "plugin_packages/cpu_basic[image]" -e plugin_packages/cpu_native \
     -e "plugin_packages/ml_basic[test]" -e plugin_packages/cuda_basic \
     -e examples/plugins/l2norm
+# Silero VAD's ONNX exports (tests/test_keyed_branch_steps.py, benchmarks/small_models.py): a pure
+# wheel of ONNX files whose declared torch dependency the ONNX models do not need, so not in
+# the [test] extra (it would pull torch); without it those tests skip and say why
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "silero-vad>=5" \
+    || echo "setup.sh: silero-vad did not install; its tests will skip" >&2
 # the coverage-guided driver of benchmarks/fuzz.py (optional: without it Hypothesis drives it)
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[fuzz]" \
     || echo "setup.sh: atheris did not install; benchmarks/fuzz.py will use Hypothesis" >&2

@@ -216,6 +216,12 @@ class SubgraphRunner:
             self._last = (key, ctx)
         return [result[n] for n in self.output_names]
 
+    def last_context(self) -> Any:
+        """The execution context of the last run, where the run kept it (None otherwise):
+        what a keyed plan's If step runs directly (:mod:`..engine.branch_step`)."""
+        last = self._last
+        return None if last is None else last[1]
+
     def close(self) -> None:
         for ctx in self._contexts.values():
             ctx.close()

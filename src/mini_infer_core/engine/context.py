@@ -119,7 +119,13 @@ class ExecutionContext(GraphRuns):
             repeat = self._repeat
             if repeat is not None and repeat is self._plan and not self._use_graphs and \
                     self._inputs.same_as_last(feeds):  # the last run's shapes: its plan
-                return self._execute_plan(feeds, repeat)
+                keyed = self._keyed
+                if keyed is None:
+                    return self._execute_plan(feeds, repeat)
+                if keyed.same_key(feeds):  # and the last run's key (a keyed plan)
+                    result = self._run_keyed(feeds, repeat)
+                    if result is not None:
+                        return result
             bindings = self._inputs.bind(feeds)
             if self._dynamic:
                 if self._keyed is not None:
@@ -148,13 +154,19 @@ class ExecutionContext(GraphRuns):
             full = dict(bindings)
             self._execute_dynamic(feeds, full)
             keyed.learn(key, full)
-        plan = self._use_plan(key, full)
+        keyed.last = key
+        return self._run_keyed(feeds, self._use_plan(key, full))
+
+    def _run_keyed(self, feeds: Mapping[str, Any], plan: Plan) -> dict[str, Any] | None:
+        """A run of a keyed plan; None where a step's shapes followed from no key (the
+        context goes in segments from then on)."""
+        self._repeat = plan  # the same key again: this plan, without the look-ups
         try:
             return self._execute_plan(feeds, plan)
         except PlanMismatch as exc:  # shapes that no key decides: segments from now on
             log.debug("keyed plans given up for engine %r: %s", self.engine.name, exc)
             self._keyed = None
-            self._plan = None
+            self._plan = self._repeat = None
             self._plans.clear()
             return None
 

@@ -8,7 +8,9 @@ shapes and those values decide every shape of the run. Such an engine (silero-va
 on ``sr == 16000``) is planned like a static one, once per *key* (the input shapes and the
 small inputs' bytes): a new key is first run in segments (:mod:`.segments`), which binds
 the Ifs' output dimensions, and then by the plan made from them; the plan's If steps run
-their branch (itself a planned engine) and copy the result into the arena.
+their branch (itself a planned engine) and copy the result into the arena -- after their
+first run, the branch's plan directly (:mod:`.branch_step`). A run with the last run's
+shapes and key goes straight to its plan (:meth:`KeyedPlans.same_key`).
 
 A branch whose output shapes still change for one key (a data-dependent node inside it)
 stops the keyed plans for the context: :class:`PlanMismatch` from the step, and the runs go
@@ -105,6 +107,8 @@ class KeyedPlans:
         self.key_inputs = key_inputs
         self.capacity = capacity
         self._bindings: OrderedDict[Any, dict[str, int]] = OrderedDict()
+        #: the key of the last planned run (None: none yet, or it went in segments)
+        self.last: Any = None
 
     @classmethod
     def of(cls, engine: Engine, plugins: Sequence[IPluginV2], capacity: int
@@ -125,6 +129,20 @@ class KeyedPlans:
         if sum(v.size for v in values) > KEY_ELEMENTS:
             return None
         return shapes, tuple(v.tobytes() for v in values)
+
+    def same_key(self, feeds: Mapping[str, Any]) -> bool:
+        """Whether ``feeds``, whose names, dtypes and shapes are the last run's (the caller
+        checked), have the last planned run's key: its plan again, without the look-ups."""
+        last = self.last
+        if last is None:
+            return False
+        if not self.key_inputs:
+            return True
+        try:
+            return bool(tuple(np.asarray(feeds[n]).tobytes() for n in self.key_inputs)
+                        == last[1])
+        except (TypeError, ValueError):
+            return False
 
     def bindings(self, key: Any) -> dict[str, int] | None:
         got = self._bindings.get(key)

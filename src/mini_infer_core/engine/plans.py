@@ -27,6 +27,7 @@ from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import check_value
+from .branch_step import BranchStep
 from .keyed import run_into
 from .schedule import Schedule
 
@@ -253,6 +254,12 @@ class PlanCache:
                 plan.into[step] = partial(_run_values, dynamic.enqueue_dynamic,
                                           [(o, tensors[o]) for o in node.outputs], ins, ws,
                                           self.streams[node.device], plan.values)
+                plan.calls.append((step, plan.into[step]))
+                continue
+            if adapter.is_data_dependent(plugin) and node.op_type == "If" and \
+                    not node.domain:  # the taken branch's plan run in place
+                plan.into[step] = BranchStep(plugin, devices[node.device], ins, outs, ws,
+                                             self.streams[node.device])
                 plan.calls.append((step, plan.into[step]))
                 continue
             if adapter.is_data_dependent(plugin):
