@@ -166,6 +166,10 @@ class RegexFullMatch(CpuPlugin, schema.RegexFullMatch):
                                dtype=bool, count=x.size).reshape(x.shape)
 
 
+#: up to how many tokens TfIdfVectorizer counts a vocabulary in a Python loop (beyond: NumPy)
+_FEW_TOKENS = 48
+
+
 class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
     """The pool's tokens are numbered from 1 (0: a token not in the pool); an n-gram is then
     one integer, its tokens' numbers as digits in base (tokens + 1), looked up in its
@@ -282,6 +286,17 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
         assert index is not None
         n_rows, cols = rows.shape
         flat = rows.reshape(-1).tolist()
+        if len(flat) <= _FEW_TOKENS:  # a few rows' tokens: Python costs less than NumPy calls
+            at, weights, weight = [], [], self.unigram_weight
+            for k, token in enumerate(flat):
+                d = index.get(token, -1)
+                if d >= 0:
+                    at.append(k // cols * width + d)
+                    weights.append(weight[d])
+            y = np.bincount(np.asarray(at, np.int64), weights if weighted else None,
+                            minlength=n_rows * width)
+            np.copyto(out, y.reshape(out.shape), casting="unsafe")
+            return
         dest = np.fromiter(map(index.get, flat, itertools.repeat(-1)), np.int64,
                            count=len(flat))
         hit = dest >= 0
@@ -342,10 +357,13 @@ class Tokenizer(CpuPlugin, schema.Tokenizer):
         if mark:
             rows = [["\x02", *tokens, "\x03"] for tokens in rows]
             most += 2
-        y = np.empty((len(rows), most), dtype=object)
         if len(rows) == 1:
-            y[0] = rows[0]  # one row: as long as the longest
-        else:  # every row padded to the longest, assigned at once
-            pad = [pad_value] * most
-            y[...] = [r if len(r) == most else r + pad[len(r):] for r in rows]
+            flat = rows[0]  # one row: as long as the longest
+        else:  # every row padded to the longest, into one flat list assigned at once
+            pad, flat = [pad_value] * most, []
+            for r in rows:
+                flat += r
+                flat += pad[len(r):]
+        y = np.empty(len(flat), dtype=object)
+        y[:] = flat
         return y.reshape(*x.shape, most)
