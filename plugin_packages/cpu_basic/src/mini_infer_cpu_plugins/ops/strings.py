@@ -105,7 +105,10 @@ class StringNormalizer(CpuPlugin, schema.StringNormalizer):
             key = self.fold or (lambda s: s)
             items = [s for s in items if key(s) not in self.stops] or [""]
         if self.change is not None:
-            items = [self.change(s) for s in items]
+            items = list(map(self.change, items))
+        if out is not None and out.flags.c_contiguous and len(items) == out.size:
+            out.reshape(-1)[:] = items  # a planned step: straight into its output
+            return None
         y = np.empty(len(items), dtype=object)
         y[:] = items
         return emit(y.reshape((1, -1) if x.ndim == 2 else (-1,)), out)
