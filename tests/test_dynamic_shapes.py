@@ -305,3 +305,23 @@ def test_a_data_dependent_node_splits_the_plan_into_segments() -> None:
         assert current is not None
         plans.append(current.schedule)
     assert plans[0] is plans[2] is not plans[1]  # batch 2's first segment plan came back
+
+
+def test_a_failing_step_after_a_data_dependent_node_is_named() -> None:
+    """An engine with a data-dependent node runs in segments; an error raised by a step of
+    a segment (an index out of range: NumPy's IndexError) names that step's node."""
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+         helper.make_node("Gather", ["x", "i"], ["g"], name="the_gather")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("nz", TensorProto.INT64, [1, None]),
+         helper.make_tensor_value_info("g", TensorProto.FLOAT, [1])])
+    sess = mi.InferenceSession(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]))
+    x = np.array([0, 1, 2, 0], np.float32)
+    nz, g = sess.run(None, {"x": x, "i": np.array([2])})
+    assert nz.tolist() == [[1, 2]] and g.tolist() == [2.0]
+    with pytest.raises(mi.ExecutionError, match="'the_gather'.*failed while running.*"
+                                                "IndexError"):
+        sess.run(None, {"x": x, "i": np.array([9])})

@@ -379,6 +379,26 @@ def test_tfidf_on_a_vocabulary_of_single_strings(mode: str) -> None:
     assert mi.InferenceSession(model).run(None, feeds)[0].shape == (0, 9)
 
 
+@pytest.mark.parametrize("mode", ["TF", "TFIDF"])
+def test_tfidf_vocabulary_counted_in_python_and_in_numpy(mode: str) -> None:
+    """A vocabulary pool counted by the few-token Python loop (up to ``_FEW_TOKENS`` tokens)
+    and by the NumPy pass (more): the same as onnxruntime on both sides of the bound, with
+    unknown and repeated tokens, pad values and rows of one token."""
+    from mini_infer_cpu_plugins.ops.strings import _FEW_TOKENS
+
+    rng = np.random.default_rng(3)
+    pool = ["cat", "dog", "日本", "straße", "vet", "a", "bb"]
+    attrs: dict[str, Any] = dict(mode=mode, min_gram_length=1, max_gram_length=1,
+                                 max_skip_count=0, ngram_counts=[0],
+                                 ngram_indexes=[9, 0, 4, 2, 7, 1, 5], pool_strings=pool,
+                                 weights=rng.uniform(0.1, 3, 7).tolist())
+    words = np.array([*pool, "#", "zz", ""], dtype=object)
+    for rows, cols in ((1, 1), (1, _FEW_TOKENS), (2, _FEW_TOKENS // 2 + 1), (40, 9)):
+        x = words[rng.integers(0, len(words), (rows, cols))]
+        model, feeds = tfidf_model(x, STRING, **attrs)
+        check(model, feeds)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_tfidf_random_pools_match_onnxruntime(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -467,6 +487,25 @@ def test_tokenizer_matches_onnxruntime(attrs: dict[str, Any]) -> None:
     full = {"mark": 0, "mincharnum": 1, "pad_value": "#", **attrs}
     for x in (TEXTS, TEXTS.reshape(2, 5), S("", ""), S("x")):
         inputs = {"x": (STRING, x)}
+        check(one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",
+                       **full), feeds_of(inputs))
+
+
+@pytest.mark.parametrize("attrs", [
+    {"tokenexp": "[a-zA-Z0-9_]+"}, {"tokenexp": "[a-z]+", "mark": 1, "pad_value": "<p>"},
+    {"tokenexp": "[a-z]+", "mincharnum": 2}, {"separators": [" "]},
+])
+def test_tokenizer_pads_many_rows_as_onnxruntime(attrs: dict[str, Any]) -> None:
+    """Many rows of different token counts (rows without tokens, a row of only
+    separators), padded to the longest at once: as onnxruntime, as [N] and [N, 1]."""
+    _re2()
+    rng = np.random.default_rng(5)
+    words = ["cat", "a", "dog_1", "Δx", "", " ", "..", "ab cd"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 7)))) for _ in range(30)]
+    full = {"mark": 0, "mincharnum": 1, "pad_value": "#", **attrs}
+    x = np.array(texts, dtype=object)
+    for shaped in (x, x.reshape(-1, 1)):
+        inputs = {"x": (STRING, shaped)}
         check(one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",
                        **full), feeds_of(inputs))
 

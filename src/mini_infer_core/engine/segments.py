@@ -149,8 +149,7 @@ class SegmentedRun:
             lst[k] = bound[name]
         nodes = seg.engine.nodes
         i = 0
-        with node_errors(lambda: nodes[i].describe(), ExecutionError,
-                         "the plugin failed while running"):
+        try:
             if debug >= 2 or self.timings is not None:  # every step, logged or timed
                 for i, s in enumerate(plan.steps):
                     if debug >= 2:
@@ -164,6 +163,10 @@ class SegmentedRun:
             else:
                 for i, call in plan.calls:  # noqa: B007 - names the failing node
                     call()
+        except Exception:  # named after its node (the context manager costs every run)
+            with node_errors(nodes[i].describe(), ExecutionError,
+                             "the plugin failed while running"):
+                raise
         for n in seg.engine.output_names:
             values[n] = bound[n]
             home[n] = sched.home[n]
@@ -176,7 +179,7 @@ class SegmentedRun:
         if debug >= 2:
             log.debug("enqueue   %s in=%s", node.describe(),
                       [getattr(x, "shape", None) for x in ins])
-        with node_errors(node.describe, ExecutionError, "the plugin failed while running"):
+        try:
             dynamic = adapter.dynamic_of(plugin)
             assert dynamic is not None
             timings = self.timings  # None on ordinary runs: no clock read on the hot path
@@ -200,6 +203,9 @@ class SegmentedRun:
                 if arr.dtype != tensors[o].dtype.numpy:
                     raise ExecutionError(f"it returned {arr.dtype} for output {o!r}, "
                                          f"declared {tensors[o].dtype.numpy}")
+        except Exception:  # named after its node (the context manager costs every run)
+            with node_errors(node.describe, ExecutionError, "the plugin failed while running"):
+                raise
         for o, arr in zip(node.outputs, outs, strict=False):
             values[o] = arr
             home[o] = node.device

@@ -26,6 +26,7 @@ onnxruntime does (the reference is looser than the specification in places):
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from typing import Any
 
@@ -104,7 +105,10 @@ class StringNormalizer(CpuPlugin, schema.StringNormalizer):
             key = self.fold or (lambda s: s)
             items = [s for s in items if key(s) not in self.stops] or [""]
         if self.change is not None:
-            items = [self.change(s) for s in items]
+            items = list(map(self.change, items))
+        if out is not None and out.flags.c_contiguous and len(items) == out.size:
+            out.reshape(-1)[:] = items  # a planned step: straight into its output
+            return None
         y = np.empty(len(items), dtype=object)
         y[:] = items
         return emit(y.reshape((1, -1) if x.ndim == 2 else (-1,)), out)
@@ -165,6 +169,10 @@ class RegexFullMatch(CpuPlugin, schema.RegexFullMatch):
                                dtype=bool, count=x.size).reshape(x.shape)
 
 
+#: up to how many tokens TfIdfVectorizer counts a vocabulary in a Python loop (beyond: NumPy)
+_FEW_TOKENS = 48
+
+
 class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
     """The pool's tokens are numbered from 1 (0: a token not in the pool); an n-gram is then
     one integer, its tokens' numbers as digits in base (tokens + 1), looked up in its
@@ -198,11 +206,13 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
         #: a pool of single string tokens, each with an output index of its own (a text
         #: model's vocabulary): token -> (output index, weight), counted in one pass over
         #: the rows (the NumPy windows cost more than a few rows' tokens)
-        self.unigrams: dict[str, tuple[int, float]] | None = None
+        self.unigram_index: dict[str, int] | None = None
         if self.lengths == [1] and self.int_tokens is None and n and \
                 len(set(self.dest.tolist())) == n:
-            self.unigrams = {g[0]: (int(self.dest[i]), float(self.weight[i]))
-                             for g, i in grams.items() if i < n}
+            self.unigram_index = {g[0]: int(self.dest[i]) for g, i in grams.items() if i < n}
+            #: each output index's weight (float64 of the float32 weight)
+            self.unigram_weight = np.zeros(self.width, np.float64)
+            self.unigram_weight[self.dest] = self.weight
 
     def _key(self, gram: tuple[Any, ...]) -> int:
         key = 0
@@ -254,7 +264,7 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
 
     def compute(self, x: Array, *, out: Array, mode: str, **_: Any) -> None:
         rows = x.reshape(1, -1) if x.ndim < 2 else x
-        if self.unigrams is not None and mode in ("TF", "TFIDF") and rows.dtype == object:
+        if self.unigram_index is not None and mode in ("TF", "TFIDF") and rows.dtype == object:
             self._unigram_counts(rows, out, mode == "TFIDF")
             return
         counts = self.counts(self.numbered(rows))
@@ -271,22 +281,32 @@ class TfIdfVectorizer(CpuPlugin, schema.TfIdfVectorizer):
 
     def _unigram_counts(self, rows: Array, out: Array, weighted: bool) -> None:
         """TF (or TF x weight) of a pool of single tokens with distinct output indexes:
-        each token's output position and weight looked up in one pass, summed by
+        each token's output index looked up in one C-level pass (``map`` of ``dict.get``;
+        -1 for a token not in the pool), its weight gathered by that index, summed by
         ``np.bincount`` (in float64: k times a float32 weight is exact there, so the one
         rounding to float32 gives what count x weight in float32 gives)."""
-        unigrams, width = self.unigrams, self.width
-        assert unigrams is not None
-        at: list[int] = []
-        weights: list[float] = []
-        for r, row in enumerate(rows.tolist()):
-            start = r * width
-            for token in row:
-                hit = unigrams.get(token)
-                if hit is not None:
-                    at.append(start + hit[0])
-                    weights.append(hit[1])
-        y = np.bincount(np.asarray(at, np.int64), weights if weighted else None,
-                        minlength=rows.shape[0] * width)
+        index, width = self.unigram_index, self.width
+        assert index is not None
+        n_rows, cols = rows.shape
+        flat = rows.reshape(-1).tolist()
+        if len(flat) <= _FEW_TOKENS:  # a few rows' tokens: Python costs less than NumPy calls
+            at, weights, weight = [], [], self.unigram_weight
+            for k, token in enumerate(flat):
+                d = index.get(token, -1)
+                if d >= 0:
+                    at.append(k // cols * width + d)
+                    weights.append(weight[d])
+            y = np.bincount(np.asarray(at, np.int64), weights if weighted else None,
+                            minlength=n_rows * width)
+            np.copyto(out, y.reshape(out.shape), casting="unsafe")
+            return
+        dest = np.fromiter(map(index.get, flat, itertools.repeat(-1)), np.int64,
+                           count=len(flat))
+        hit = dest >= 0
+        found = dest[hit]
+        at = found + (np.flatnonzero(hit) // max(cols, 1)) * width
+        y = np.bincount(at, self.unigram_weight[found] if weighted else None,
+                        minlength=n_rows * width)
         np.copyto(out, y.reshape(out.shape), casting="unsafe")
 
 
@@ -328,13 +348,25 @@ class Tokenizer(CpuPlugin, schema.Tokenizer):
         return [t for t in found if len(t) >= self.least]
 
     def compute(self, x: Array, *, mark: int, pad_value: str, **_: Any) -> Any:
-        rows = [self.split(s) for s in x.reshape(-1).tolist()]
+        items = x.reshape(-1).tolist()
+        if self.plain is not None and self.least == 1:
+            # X+ never matches an empty string: findall's tokens need no filter
+            rows = list(map(self.plain.findall, items))
+        else:
+            rows = list(map(self.split, items))
         most = max(map(len, rows), default=0)
         if most == 0:
             return np.empty((*x.shape, 0), dtype=object)
-        edge = 2 if mark else 0
-        y = np.full((len(rows), most + edge), pad_value, dtype=object)
-        for k, tokens in enumerate(rows):
-            row = ["\x02", *tokens, "\x03"] if mark else tokens
-            y[k, :len(row)] = row
-        return y.reshape(*x.shape, most + edge)
+        if mark:
+            rows = [["\x02", *tokens, "\x03"] for tokens in rows]
+            most += 2
+        if len(rows) == 1:
+            flat = rows[0]  # one row: as long as the longest
+        else:  # every row padded to the longest, into one flat list assigned at once
+            pad, flat = [pad_value] * most, []
+            for r in rows:
+                flat += r
+                flat += pad[len(r):]
+        y = np.empty(len(flat), dtype=object)
+        y[:] = flat
+        return y.reshape(*x.shape, most)
