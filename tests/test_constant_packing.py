@@ -85,8 +85,10 @@ def test_cpu_native_packs_for_the_kernel_each_convolution_runs() -> None:
     model = _conv_net()
     w_onnx = onnx.numpy_helper.to_array(model.graph.initializer[0])
     x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
-    # untimed: the default takes a GEMM for 16 channels
-    engine = mi.load(model, config=mi.BuilderConfig(device="cpu", time_tactics=False))
+    # untimed: the default takes a GEMM for 16 channels (LINEAR: a blocked Conv keeps ONNX's
+    # layout: plugin_packages/cpu_native/tests/test_blocked.py)
+    engine = mi.load(model, config=mi.BuilderConfig(device="cpu", time_tactics=False,
+                                                    negotiate_formats=False))
     assert {n.plugin_namespace for n in engine.nodes} == {"mini_infer.cpu_native"}
     assert engine.build_info["constants_packed"] == 1
     conv = next(n.plugin for n in engine.nodes if n.name == "conv")
@@ -101,7 +103,7 @@ def test_cpu_native_packs_for_the_kernel_each_convolution_runs() -> None:
     np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
                                ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
     # timed: packing follows the tactic the timing chose (Winograd reads ONNX's layout)
-    engine = mi.load(model)
+    engine = mi.load(model, config=mi.BuilderConfig(negotiate_formats=False))
     chosen = engine.build_info["tactics"]["conv"]["chosen"]
     conv = next(n.plugin for n in engine.nodes if n.name == "conv")
     packed = conv.hidden.get("__wpacked__") or _tap_major(engine.constants["w"])  # type: ignore[attr-defined]

@@ -145,8 +145,13 @@ def _key(watch: list[str]) -> str:
         path = entry or "."
         try:
             names = sorted(n for n in os.listdir(path) if n.endswith(_META_SUFFIXES))
-        except NotADirectoryError:  # a zip on sys.path
-            names = [f"\0{os.stat(path).st_mtime_ns}"]
+        except NotADirectoryError:  # a zip on sys.path: its own modification time
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                mtime = -1
+            crc = zlib.crc32(f"{os.path.abspath(path)}\0zip\0{mtime}\n".encode(), crc)
+            continue
         except OSError:
             continue
         for name in names:
