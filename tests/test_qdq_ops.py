@@ -113,7 +113,7 @@ def test_between_ops_become_integer_and_match_onnxruntime(quantized: onnx.ModelP
         spread = float(np.abs(theirs - want).max())
         np.testing.assert_allclose(got[0], theirs, rtol=0, atol=max(q, spread) * 1.0001)
     for op in ("QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearGlobalAveragePool",
-               "QLinearAveragePool", "QLinearConcat", "QLinearLeakyRelu", "MaxPool"):
+               "QLinearAveragePool", "QLinearConcat", "QLinearLeakyRelu", "QMaxPool"):
         assert op in ops, (op, ops)
     # no float operator is left between the integer ones: only the graph's edges
     assert ops.count("DequantizeLinear") == 1 and ops.count("QuantizeLinear") == 1, ops
@@ -164,7 +164,7 @@ def test_maxpool_on_8_bits_where_the_parameters_agree(dtype: Any, x_zero: int, y
                                    providers=["CPUExecutionProvider"]).run(None, {"xq": x})
     np.testing.assert_array_equal(got, want)
     ops = [nd.op_type for nd in engine.nodes]
-    assert (ops == ["MaxPool"]) == fused, ops
+    assert (ops == ["QMaxPool"]) == fused, ops
 
 
 def test_mixed_types_keep_their_float_nodes() -> None:

@@ -716,6 +716,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import nbits
 
     kernels += [nbits.MatMulNBits]
+    from mini_infer_cpu_native import qpool
+
+    kernels += [qpool.QMaxPool]
     plugin_kit.check_kernel_catalog(lazy_creators(), kernels)
 
 

@@ -209,3 +209,33 @@ def test_a_chain_stays_nhwc_with_reformats_at_its_edges() -> None:
     flat = mi.load(model, config=mi.BuilderConfig(negotiate_formats=False))
     (same,) = mi.InferenceSession(flat).run(None, {"x": x})
     np.testing.assert_array_equal(got, same)
+
+
+@pytest.mark.parametrize("dtype", [U8, S8])
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [2, 3], "pads": [0, 1, 1, 2], "ceil_mode": 1, "strides": [2, 2]},
+    {"kernel_shape": [2, 2], "dilations": [2, 1]},
+    {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}])
+def test_qmaxpool_nhwc_matches_onnxruntime(dtype: Any, attrs: dict[str, Any]) -> None:
+    """mini-infer's 8-bit QMaxPool (the QDQ rewrite's) NHWC and NCHW against onnxruntime's
+    MaxPool of the same 8-bit tensor: odd channel counts, padding beside all-minimum
+    channels (the padding reads nothing), ceil_mode, dilations, auto_pad."""
+    x = _ints(dtype, 2, 5, 7, 9)
+    x[:, 1] = np.iinfo(dtype).min
+    want = _onnxruntime("MaxPool", "", ["x"], [x], attrs, dtype)
+    for fmt in (F.HWC, F.LINEAR):
+        (got,) = plugin_kit.run_plugin(_plugin("QMaxPool", attrs), [x], formats=[fmt, fmt])
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [U8, S8])
+def test_qlinear_lookup_nhwc_indexes_the_table(dtype: Any) -> None:
+    """QLinearLookup (the rewrite's table of a float function between QDQ pairs): each output
+    the table's entry at the input's bit pattern, NHWC and NCHW, odd channels."""
+    x = _ints(dtype, 2, 5, 4, 3)
+    table = _ints(dtype, 256)
+    for fmt in (F.HWC, F.LINEAR):
+        (got,) = plugin_kit.run_plugin(_plugin("QLinearLookup", {}), [x, table],
+                                       formats=[fmt, F.LINEAR, fmt])
+        np.testing.assert_array_equal(got, table[x.view(np.uint8).astype(np.intp)])

@@ -7,9 +7,13 @@ activations stay 8-bit from one convolution to the next:
 - ``DequantizeLinear -> Sigmoid|LeakyRelu|GlobalAveragePool|AveragePool -> QuantizeLinear``
   -> ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearGlobalAveragePool``,
   ``QLinearAveragePool`` (NCHW: ``channels_last`` 0);
+- ``DequantizeLinear -> HardSigmoid|HardSwish|Relu|Clip|Tanh|Elu -> QuantizeLinear`` ->
+  mini-infer's ``ai.mini_infer::QLinearLookup`` of the chain's 256-entry table
+  (:mod:`.qdq_lookup`; MobileNetV3's HardSigmoid);
 - ``DequantizeLinear`` of every input -> ``Concat`` -> ``QuantizeLinear`` -> ``QLinearConcat``;
 - ``DequantizeLinear -> MaxPool -> QuantizeLinear`` with the same scale, zero point and type
-  on both sides -> ``MaxPool`` of the 8-bit tensor (the maximum commutes with a monotone
+  on both sides -> mini-infer's ``ai.mini_infer::QMaxPool`` (which cpu_native takes NHWC), else
+  ``MaxPool``, of the 8-bit tensor (the maximum commutes with a monotone
   quantization, and requantizing to the same parameters gives the values back), and so do
   the operators that only move values (Reshape, Transpose, Slice, Flatten, Squeeze,
   Unsqueeze, Identity: ShuffleNet's channel shuffle).
@@ -32,6 +36,7 @@ import numpy as np
 from ..network import Node
 from ..plugin import PluginField, PluginFieldCollection
 from .qdq import _chain, _dq, _requant
+from .qdq_lookup import LOOKUP, LOOKUP_OPS, lookup_table
 
 if TYPE_CHECKING:
     from .rewrite import _Graph
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["MS_INTEGER", "qdq_between"]
 
 MS = "com.microsoft"
+MINI = "ai.mini_infer"  # mini-infer's own operators
 _BINARY = {"Add": "QLinearAdd", "Mul": "QLinearMul"}
 _UNARY = {"Sigmoid": "QLinearSigmoid", "LeakyRelu": "QLinearLeakyRelu",
           "GlobalAveragePool": "QLinearGlobalAveragePool", "AveragePool": "QLinearAveragePool"}
@@ -46,6 +52,8 @@ _POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pa
 #: operators that only move or select values: on the 8-bit tensor where the parameters agree
 _MOVES = frozenset({"Reshape", "Transpose", "Slice", "Flatten", "Squeeze", "Unsqueeze",
                     "Identity"})
+#: mini-infer's own 8-bit MaxPool (as the builder asks the device for it)
+QMAXPOOL = "ai.mini_infer::QMaxPool"
 #: the com.microsoft operators these rules make (the builder asks whether the device has them)
 MS_INTEGER = (*_BINARY.values(), *_UNARY.values(), "QLinearConcat")
 
@@ -59,9 +67,10 @@ def _dq1(g: _Graph, tensor: str) -> tuple[Node, list[str]] | None:
     return d[0], list(d[0].inputs[:3])
 
 
-def _ms(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, Any]) -> Node:
+def _ms(like: Node, op: str, inputs: list[str], output: str, attrs: dict[str, Any],
+        domain: str = MS) -> Node:
     fields = PluginFieldCollection([PluginField.from_value(k, v) for k, v in attrs.items()])
-    return Node(f"{like.name}:{op}", op, MS, inputs, [output], fields, 1)
+    return Node(f"{like.name}:{op}", op, domain, inputs, [output], fields, 1)
 
 
 def _gone(g: _Graph, i: int, node: Node, dq_outputs: list[str], tail: list[str]) -> list[int]:
@@ -74,13 +83,15 @@ def _gone(g: _Graph, i: int, node: Node, dq_outputs: list[str], tail: list[str])
     return gone
 
 
-def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True
-                ) -> tuple[list[int], Node] | None:
+def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True,
+                fresh: dict[str, Any] | None = None) -> tuple[list[int], Node] | None:
     """The rules of the module for ``node`` (``ok(op)``: whether the integer operator may be
-    made, the device having a plugin for it)."""
+    made, the device having a plugin for it; ``fresh``: where the constants made go)."""
     op = node.op_type
     if node.domain or not node.outputs or (len(node.outputs) > 1 and any(node.outputs[1:])):
         return None
+    if op in LOOKUP_OPS and fresh is not None and ok(LOOKUP):
+        return _lookup(g, i, node, fresh)
     if op in _MOVES:
         return _moved(g, i, node)
     if op in _BINARY or op == "Concat" or op in _UNARY or op == "MaxPool":
@@ -118,10 +129,15 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True
                 kept["channels_last"] = 0
             new = _ms(node, _UNARY[op], [*found[0][1], *y], result, kept)
         elif op == "MaxPool" and len(found) == 1 and _same_params(g, found[0][1], y):
-            fields = PluginFieldCollection([PluginField.from_value(k, v)
-                                            for k, v in attrs.items()])
-            new = Node(f"{node.name}:MaxPool", "MaxPool", "", [found[0][1][0]], [result],
-                       fields, max(node.opset, 12))
+            if ok(QMAXPOOL):  # mini-infer's own: a device may take it NHWC
+                kept = {k: v for k, v in attrs.items()
+                        if k in (*_POOL_ATTRS, "dilations") and v is not None}
+                new = _ms(node, "QMaxPool", [found[0][1][0]], result, kept, MINI)
+            else:
+                fields = PluginFieldCollection([PluginField.from_value(k, v)
+                                                for k, v in attrs.items()])
+                new = Node(f"{node.name}:MaxPool", "MaxPool", "", [found[0][1][0]], [result],
+                           fields, max(node.opset, 12))
         else:
             return None
         return _gone(g, i, node, inputs, tail), new
@@ -153,3 +169,34 @@ def _moved(g: _Graph, i: int, node: Node) -> tuple[list[int], Node] | None:
     new = Node(f"{node.name}:q", node.op_type, "", [found[1][0], *node.inputs[1:]], [result],
                node.fields, node.opset)
     return _gone(g, i, node, [node.inputs[0]], tail), new
+
+
+def _lookup(g: _Graph, i: int, node: Node, fresh: dict[str, Any]
+            ) -> tuple[list[int], Node] | None:
+    """``DequantizeLinear -> HardSigmoid|HardSwish|Relu|Clip|Tanh|Elu (one or several in a
+    row) -> QuantizeLinear`` (per tensor, one 8-bit type) -> ``QLinearLookup`` of the chain's
+    table (:mod:`.qdq_lookup`)."""
+    d = _dq(g, node.inputs[0]) if node.inputs and node.inputs[0] else None  # zp: x's type
+    if d is None or d[2].size != 1 or d[3].size != 1:
+        return None
+    chain = [node]  # the functions in a row
+    while True:
+        t = chain[-1].outputs[0]
+        readers = g.readers.get(t, [])
+        nxt = g.nodes[readers[0]] if len(readers) == 1 and t not in g.outputs else None
+        if (nxt is None or nxt.domain or nxt.op_type not in LOOKUP_OPS or not nxt.inputs
+                or nxt.inputs[0] != t or t in nxt.inputs[1:]):
+            break
+        chain.append(nxt)
+    out = _requant(g, chain[-1].outputs[0])
+    if out is None:
+        return None
+    tail, result, yq = out
+    table = lookup_table(g, chain, [d[2], d[3]],
+                         [g.constants[str(yq[0])], g.constants[str(yq[1])]])
+    if table is None:  # not one of the functions, or another type out
+        return None
+    name = f"{result}:qlookup_table"
+    fresh[name] = table
+    new = _ms(node, "QLinearLookup", [d[0].inputs[0], name], result, {}, MINI)
+    return _gone(g, i, node, [node.inputs[0]], [*(n.outputs[0] for n in chain[1:]), *tail]), new

@@ -296,7 +296,9 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     if integer("QLinearMatMul"):
         rules.append(partial(qdq_matmul, fresh=fresh))
     # Add, Mul, pooling, Concat, Sigmoid between QDQ pairs (:mod:`.qdq_ops`)
-    rules.append(partial(qdq_between, ok=lambda op: integer(f"com.microsoft::{op}")))
+    # (and DequantizeLinear -> HardSigmoid|Tanh|... -> QuantizeLinear: QLinearLookup)
+    rules.append(partial(qdq_between, fresh=fresh, ok=lambda op: integer(
+        op if "::" in op else f"com.microsoft::{op}")))
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]

@@ -775,7 +775,7 @@ INPUT_COUNTS = {
     ('ZipMap', 'ai.onnx.ml', 1, None): (1, 1, ),
 }
 
-SOURCES = 'crc32:9f06ab61'
+SOURCES = 'crc32:f505982d'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -943,10 +943,12 @@ SCHEMAS = {
     'QLinearConv': {'name': 'QLinearConv', 'op_type': 'QLinearConv', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('group', 'pads', 'strides', 'dilations', 'kernel_shape', 'auto_pad', '__residual__', '__relu__', '__clip__', )},
     'QLinearGlobalAveragePool': {'name': 'QLinearGlobalAveragePool', 'op_type': 'QLinearGlobalAveragePool', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('channels_last', )},
     'QLinearLeakyRelu': {'name': 'QLinearLeakyRelu', 'op_type': 'QLinearLeakyRelu', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('alpha', )},
+    'QLinearLookup': {'name': 'QLinearLookup', 'op_type': 'QLinearLookup', 'domain': 'ai.mini_infer', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'QLinearMatMul': {'name': 'QLinearMatMul', 'op_type': 'QLinearMatMul', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ()},
     'QLinearMul': {'name': 'QLinearMul', 'op_type': 'QLinearMul', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'QLinearSigmoid': {'name': 'QLinearSigmoid', 'op_type': 'QLinearSigmoid', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'QLinearSoftmax': {'name': 'QLinearSoftmax', 'op_type': 'QLinearSoftmax', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', 'opset', )},
+    'QMaxPool': {'name': 'QMaxPool', 'op_type': 'QMaxPool', 'domain': 'ai.mini_infer', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'dilations', 'kernel_shape', 'pads', 'strides', )},
     'QuantizeLinear': {'name': 'QuantizeLinear', 'op_type': 'QuantizeLinear', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('axis', 'saturate', 'output_dtype', 'block_size', 'precision', )},
     'RMSNormalization': {'name': 'RMSNormalization', 'op_type': 'RMSNormalization', 'domain': '', 'version': '23', 'min_opset': 23, 'max_opset': None, 'fields': ('stash_type', 'epsilon', 'axis', )},
     'RNN': {'name': 'RNN', 'op_type': 'RNN', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('clip', 'activation_beta', 'output_sequence', 'activation_alpha', 'hidden_size', 'direction', 'activations', 'layout', )},

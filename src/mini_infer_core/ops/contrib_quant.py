@@ -2,7 +2,8 @@
 tools write them: MatMulNBits (block-quantized weight-only products), DynamicQuantizeMatMul,
 MatMulIntegerToFloat, QGemm, and the QOperator-format QLinearAdd, QLinearMul, QLinearSigmoid,
 QLinearLeakyRelu, QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat and
-QLinearSoftmax.
+QLinearSoftmax; and mini-infer's own QLinearLookup (a 256-entry table the QDQ rewrite
+makes) and QMaxPool (an 8-bit MaxPool).
 
 onnx does not define these operators, so each schema declares its attributes (onnxruntime's
 ``contrib_defs``) and its input counts itself. Optional inputs follow onnxruntime: an absent
@@ -23,11 +24,13 @@ from .pool import PoolBase
 from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["MatMulNBits", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm",
-           "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
-           "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
+           "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearLookup",
+           "QMaxPool", "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
            "QLinearSoftmax", "MsQuantizeLinear", "MsDequantizeLinear"]
 
 MS_DOMAIN = "com.microsoft"
+#: mini-infer's own operators (made by its rewrites)
+MINI_DOMAIN = "ai.mini_infer"
 #: MatMulNBits' bit widths (values packed into uint8 low bits first)
 NBITS = (2, 4, 8)
 _INT8 = (DataType.UINT8, DataType.INT8)
@@ -216,6 +219,47 @@ class QLinearSigmoid(QLinearUnaryBase):
 
 class QLinearLeakyRelu(QLinearUnaryBase):
     attributes: ClassVar[dict[str, Any]] = {"alpha": 0.01}
+
+
+class QLinearLookup(Op):
+    """mini-infer's own (domain ``ai.mini_infer``, made by the QDQ rewrite, not in onnxruntime):
+    ``Y[i] = Table[X[i]]``, X's 8-bit pattern (uint8, or int8 viewed as uint8) indexing the
+    256 entries of Table (X's type). ``DequantizeLinear -> f -> QuantizeLinear`` of one 8-bit
+    tensor with per-tensor parameters is exactly such a table, for any elementwise ``f``."""
+
+    domain = MINI_DOMAIN
+    min_inputs = 2
+    max_inputs = 2
+    attributes: ClassVar[dict[str, Any]] = {}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        n = _elements(inputs, 1)
+        if n is not None and n != 256:
+            raise PluginInterfaceError(
+                f"QLinearLookup {self.name!r}: Table has {n} values; it needs one per 8-bit "
+                "pattern (256)")
+        return [list(inputs[0])]
+
+
+class QMaxPool(PoolBase):
+    """mini-infer's own (domain ``ai.mini_infer``, made by the QDQ rewrite): MaxPool of an
+    8-bit X (ONNX MaxPool's attributes, no Indices), so that a device may take it in another
+    format than its float MaxPool (``DequantizeLinear -> MaxPool -> QuantizeLinear`` with the
+    same parameters on both sides is this on the 8-bit tensor)."""
+
+    domain = MINI_DOMAIN
+    kind = "max"
+    min_inputs = 1
+    max_inputs = 1
+    attributes: ClassVar[dict[str, Any]] = {
+        "auto_pad": "NOTSET", "ceil_mode": 0, "dilations": None, "kernel_shape": REQUIRED,
+        "pads": None, "strides": None}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        return super().output_shapes(inputs)[:1]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        return [input_types[0]]
 
 
 class QLinearSoftmax(QLinearUnaryBase):

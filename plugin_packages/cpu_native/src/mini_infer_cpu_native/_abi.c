@@ -245,6 +245,13 @@ static const mi_abi_field layout[] = {
     STRUCT(mi_qlookup_args),
     FIELD(mi_qlookup_args, x), FIELD(mi_qlookup_args, table), FIELD(mi_qlookup_args, y),
     FIELD(mi_qlookup_args, n),
+    STRUCT(mi_qmaxpool_args),
+    FIELD(mi_qmaxpool_args, x), FIELD(mi_qmaxpool_args, y), FIELD(mi_qmaxpool_args, n),
+    FIELD(mi_qmaxpool_args, h), FIELD(mi_qmaxpool_args, w), FIELD(mi_qmaxpool_args, c),
+    FIELD(mi_qmaxpool_args, kh), FIELD(mi_qmaxpool_args, kw), FIELD(mi_qmaxpool_args, sh),
+    FIELD(mi_qmaxpool_args, sw), FIELD(mi_qmaxpool_args, dh), FIELD(mi_qmaxpool_args, dw),
+    FIELD(mi_qmaxpool_args, pt), FIELD(mi_qmaxpool_args, pl), FIELD(mi_qmaxpool_args, oh),
+    FIELD(mi_qmaxpool_args, ow), FIELD(mi_qmaxpool_args, is_signed),
     /* MatMulNBits, 4-bit weights (_qnbits.c) */
     STRUCT(mi_nbits_pack_args),
     FIELD(mi_nbits_pack_args, b), FIELD(mi_nbits_pack_args, out), FIELD(mi_nbits_pack_args, n),

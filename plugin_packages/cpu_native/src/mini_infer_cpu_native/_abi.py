@@ -405,6 +405,16 @@ class QLookupArgs(ctypes.Structure):
 
 STRUCTS["mi_qlookup_args"] = QLookupArgs
 __all__ += ["QLookupArgs"]
+
+
+class QMaxPoolArgs(ctypes.Structure):
+    """mi_qmaxpool_args (_qelt.c)"""
+    _fields_ = _fields(_P, "x y") + _fields(_L, "n h w c kh kw sh sw dh dw pt pl oh ow") + \
+        _fields(_I, "is_signed")
+
+
+STRUCTS["mi_qmaxpool_args"] = QMaxPoolArgs
+__all__ += ["QMaxPoolArgs"]
 # ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
 
 class NBitsPackArgs(ctypes.Structure):

@@ -422,6 +422,16 @@ typedef struct mi_qlookup_args {
     long n;
 } mi_qlookup_args;
 
+/* MaxPool of an NHWC 8-bit tensor (n, h, w, c) into (n, oh, ow, c): the window of output
+ * (oy, ox) starts at (oy * sh - pt, ox * sw - pl), taps dh, dw apart, those outside the image
+ * skipped (a window with none gives the type's minimum): mi_qmaxpool_i8 (_qelt.c) */
+typedef struct mi_qmaxpool_args {
+    const void *x;
+    void *y;
+    long n, h, w, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow;
+    int is_signed;
+} mi_qmaxpool_args;
+
 /* QLinearAdd (op 0) and QLinearMul (op 1) of 8-bit a (outer x inner) and b (b's value for
  * a's (o, p): b[o * b_outer_step + p * b_step], b_step 0 or 1), y like a; all uint8 or all
  * int8 (is_signed): mi_qbinary_i8 (_qelt.c) */
@@ -459,6 +469,7 @@ int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_qconv_i8(const mi_qconv_args *v);
 int mi_qbinary_i8(const mi_qbinary_args *a);
 int mi_qlookup_i8(const mi_qlookup_args *a);
+int mi_qmaxpool_i8(const mi_qmaxpool_args *a);
 int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);

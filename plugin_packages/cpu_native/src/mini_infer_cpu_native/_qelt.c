@@ -76,3 +76,41 @@ int mi_qlookup_i8(const mi_qlookup_args *a) {
     for (long i = 0; i < a->n; i++) y[i] = t[x[i]];
     return MI_OK;
 }
+
+/* MaxPool of an 8-bit NHWC tensor (the 8-bit MaxPool between equal QDQ parameters, qpool.py):
+ * each output pixel's channels the maximum over the window's taps inside the image */
+#define QMAXPOOL(T, LOWEST)                                                                  \
+    do {                                                                                     \
+        const T *restrict x = (const T *)a->x;                                               \
+        T *restrict y = (T *)a->y;                                                           \
+        for (long b = 0; b < a->n; b++)                                                      \
+            for (long oy = 0; oy < a->oh; oy++)                                              \
+                for (long ox = 0; ox < a->ow; ox++) {                                        \
+                    T *restrict out = y + ((b * a->oh + oy) * a->ow + ox) * c;               \
+                    for (long ch = 0; ch < c; ch++) out[ch] = LOWEST;                        \
+                    for (long ky = 0; ky < a->kh; ky++) {                                    \
+                        long iy = oy * a->sh - a->pt + ky * a->dh;                           \
+                        if (iy < 0 || iy >= a->h) continue;                                  \
+                        for (long kx = 0; kx < a->kw; kx++) {                                \
+                            long ix = ox * a->sw - a->pl + kx * a->dw;                       \
+                            if (ix < 0 || ix >= a->w) continue;                              \
+                            const T *restrict in = x + ((b * a->h + iy) * a->w + ix) * c;    \
+                            for (long ch = 0; ch < c; ch++)                                  \
+                                out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];               \
+                        }                                                                    \
+                    }                                                                        \
+                }                                                                            \
+    } while (0)
+
+int mi_qmaxpool_i8(const mi_qmaxpool_args *a) {
+    if (!a->x || !a->y || a->n < 0 || a->h < 0 || a->w < 0 || a->c < 0 || a->kh < 1 ||
+        a->kw < 1 || a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 || a->oh < 0 ||
+        a->ow < 0 || a->is_signed < 0 || a->is_signed > 1)
+        return MI_EARGS;
+    const long c = a->c;
+    if (a->is_signed)
+        QMAXPOOL(int8_t, INT8_MIN);
+    else
+        QMAXPOOL(uint8_t, 0);
+    return MI_OK;
+}

@@ -7,7 +7,9 @@ with their 8-bit cases in one compiled pass (``_qelt.c``).
   broadcast one (both operators commute). The arithmetic is cpu_basic's (float32, round half
   to even, saturation), so both give the same bits.
 * QLinearSigmoid, QLinearLeakyRelu: cpu_basic's 256-entry table (made once for constant
-  parameters), looked up in one pass.
+  parameters), looked up in one pass; mini-infer's QLinearLookup (the table given: what the
+  QDQ rewrite makes of ``DequantizeLinear -> HardSigmoid|HardSwish|Tanh|... -> QuantizeLinear``)
+  the same pass.
 
 All of them take NHWC tensors (``TensorFormat.HWC``, negotiated by the builder) so that the
 activations between two integer convolutions need no transposition: A and C (X and Y) in the
@@ -33,7 +35,7 @@ from ._native import _kernel
 from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr
 
-__all__ = ["QLinearAdd", "QLinearLeakyRelu", "QLinearMul", "QLinearSigmoid"]
+__all__ = ["QLinearAdd", "QLinearLeakyRelu", "QLinearLookup", "QLinearMul", "QLinearSigmoid"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -276,3 +278,26 @@ class QLinearLeakyRelu(_Unary, _basic.QLinearLeakyRelu):
     """QLinearLeakyRelu by a kept table, one compiled pass (see the module)."""
 
     package = "mini-infer-cpu-native"
+
+
+class QLinearLookup(_basic.QLinearLookup):
+    """QLinearLookup in one compiled pass, X and Y in either format (the same one)."""
+
+    package = "mini-infer-cpu-native"
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format not in (HWC, TensorFormat.LINEAR):
+            return False
+        if pos == 0:
+            return desc.dtype in _BYTES and (desc.format is not HWC or len(desc.shape) == 4)
+        if pos == num_inputs:
+            return desc.format is first.format
+        return desc.format is TensorFormat.LINEAR
+
+    def compute(self, x: Array, table: Array, *, out: Array) -> None:
+        if table.size != 256 or table.dtype != x.dtype or x.dtype not in _INT8:
+            super().compute(x, table, out=out)  # its error
+            return
+        lookup(x, np.ascontiguousarray(table.reshape(-1)), out)

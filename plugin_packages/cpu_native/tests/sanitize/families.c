@@ -672,6 +672,29 @@ static void integer_convolutions(unsigned seed) {
     wrong = 0;
     for (long i = 0; i < O * I; i++) wrong += looked[i] != 255 - qa[i];
     CHECK(wrong == 0, "qlookup: %ld values differ", wrong);
+    /* an NHWC 8-bit max pool (mi_qmaxpool_i8): 3x3, stride 2, pads 1 over 5 x 6 x 3 int8 */
+    {
+        enum { PH = 5, PW = 6, PC = 3, POH = 3, POW = 3 };
+        signed char px[PH * PW * PC], py[POH * POW * PC];
+        for (long i = 0; i < PH * PW * PC; i++) px[i] = (signed char)(qa[i % (O * I)] - 128);
+        mi_qmaxpool_args mp = {px, py, 1, PH, PW, PC, 3, 3, 2, 2, 1, 1, 1, 1, POH, POW, 1};
+        CHECK(mi_qmaxpool_i8(&mp) == 0, "qmaxpool failed");
+        wrong = 0;
+        for (long oy = 0; oy < POH; oy++)
+            for (long ox = 0; ox < POW; ox++)
+                for (long c = 0; c < PC; c++) {
+                    int best = -128;
+                    for (long i = 0; i < 3; i++)
+                        for (long j = 0; j < 3; j++) {
+                            long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                            if (iy < 0 || iy >= PH || ix < 0 || ix >= PW) continue;
+                            int v = px[(iy * PW + ix) * PC + c];
+                            best = v > best ? v : best;
+                        }
+                    wrong += py[(oy * POW + ox) * PC + c] != best;
+                }
+        CHECK(wrong == 0, "qmaxpool: %ld maxima differ", wrong);
+    }
     enum { DC = 5, DH = 6, DW = 7 };
     unsigned char dx[DH * DW * DC], dy[3 * 4 * DC];
     short dwt[9 * DC];

@@ -1,7 +1,8 @@
 """onnxruntime's QOperator-format ``com.microsoft`` operators: QLinearAdd, QLinearMul,
 QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearAveragePool,
 QLinearGlobalAveragePool and QLinearConcat, and the ``com.microsoft`` QuantizeLinear and
-DequantizeLinear (ONNX's kernels in another domain) (schemas in
+DequantizeLinear (ONNX's kernels in another domain); mini-infer's own QLinearLookup and QMaxPool
+(domain ``ai.mini_infer``, made by the QDQ rewrite) (schemas in
 :mod:`mini_infer_core.ops.contrib_quant`).
 
 Scales and zero points are per tensor. The arithmetic is onnxruntime's, in float32: the binary
@@ -25,11 +26,12 @@ from mini_infer_core.ops import contrib_quant as schema
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin
-from .pool import AveragePool
+from .pool import AveragePool, _Pool
 from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
-           "QLinearSoftmax", "QLinearAveragePool", "QLinearGlobalAveragePool",
+           "QLinearLookup", "QMaxPool", "QLinearSoftmax", "QLinearAveragePool",
+           "QLinearGlobalAveragePool",
            "QLinearConcat", "MsQuantizeLinear", "MsDequantizeLinear"]
 
 Array = NDArray[Any]
@@ -143,6 +145,23 @@ class QLinearSigmoid(_Unary, schema.QLinearSigmoid):
 class QLinearLeakyRelu(_Unary, schema.QLinearLeakyRelu):
     def fn(self, x: Array) -> Array:
         return np.where(x >= 0, x, x * f32(self.attrs["alpha"])).astype(f32)
+
+
+class QLinearLookup(CpuPlugin, schema.QLinearLookup):
+    """``Y = Table[X]`` (X's bit patterns index the table; mini-infer's own operator)."""
+
+    def compute(self, x: Array, table: Array, *, out: Array) -> None:
+        op = f"QLinearLookup {self.name!r}"
+        _check8(x, op)
+        if table.size != 256 or table.dtype != x.dtype:
+            raise PluginInterfaceError(
+                f"{op}: Table must be 256 values of X's type ({x.dtype}), got {table.size} "
+                f"of {table.dtype}")
+        _lookup(x, table.reshape(-1), out)
+
+
+class QMaxPool(_Pool, schema.QMaxPool):
+    """MaxPool of the 8-bit tensor (cpu_basic's MaxPool kernel; mini-infer's own operator)."""
 
 
 class QLinearSoftmax(CpuPlugin, schema.QLinearSoftmax):

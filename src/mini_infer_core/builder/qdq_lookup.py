@@ -1,0 +1,94 @@
+"""``DequantizeLinear -> f -> QuantizeLinear`` with per-tensor parameters and one 8-bit type,
+``f`` an elementwise float function of one tensor (HardSigmoid, HardSwish, Relu, Clip, Tanh,
+Elu, or several of them in a row): 256 possible inputs, so the chain is exactly a table, made
+here and looked up by mini-infer's ``ai.mini_infer::QLinearLookup`` (which takes NHWC, so a
+MobileNetV3's HardSigmoid between two integer convolutions no longer runs in float between
+reformats).
+
+The table is the float32 arithmetic of the chain: dequantize ``(x - zp) * scale``, ``f`` in
+float32, quantize (divide by the scale, round half to even, add the zero point, saturate).
+Sigmoid and LeakyRelu have onnxruntime's own operators (:mod:`.qdq_ops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..network import Node
+from .qdq import _clip_bounds
+
+if TYPE_CHECKING:
+    from .rewrite import _Graph
+
+__all__ = ["LOOKUP", "LOOKUP_OPS", "lookup_table"]
+
+#: the operator the rule makes, as the builder asks the device for it
+LOOKUP = "ai.mini_infer::QLinearLookup"
+f32 = np.float32
+Array = np.ndarray[Any, Any]
+
+
+def _hard_sigmoid(x: Array, alpha: float, beta: float) -> Array:
+    y: Array = np.maximum(f32(0), np.minimum(f32(1), f32(alpha) * x + f32(beta)))
+    return y
+
+
+def _elu(x: Array, alpha: float) -> Array:
+    with np.errstate(over="ignore"):
+        return np.where(x > 0, x, f32(alpha) * (np.exp(x) - f32(1))).astype(f32)
+
+
+def _function(g: _Graph, node: Node) -> Callable[[Array], Array] | None:
+    """``node``'s function of a float32 array (None: not one of the module's)."""
+    a = node.fields.values_dict()
+    op = node.op_type
+    if op == "HardSigmoid":
+        alpha, beta = float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+        return lambda x: _hard_sigmoid(x, alpha, beta)
+    if op == "HardSwish":
+        return lambda x: x * _hard_sigmoid(x, 1.0 / 6.0, 0.5)
+    if op == "Relu":
+        return lambda x: np.maximum(x, f32(0))
+    if op == "Tanh":
+        return np.tanh
+    if op == "Elu":
+        alpha = float(a.get("alpha", 1.0))
+        return lambda x: _elu(x, alpha)
+    if op == "Clip":
+        bounds = _clip_bounds(g, node)  # constants only
+        if bounds is None:
+            return None
+        lo, hi = f32(bounds[0]), f32(bounds[1])
+        return lambda x: np.minimum(np.maximum(x, lo), hi)
+    return None
+
+
+#: the operators the rule takes (their inputs after the first: Clip's constant bounds)
+LOOKUP_OPS = frozenset({"HardSigmoid", "HardSwish", "Relu", "Tanh", "Elu", "Clip"})
+
+
+def lookup_table(g: _Graph, nodes: list[Node], x: list[Array], y: list[Array]
+                 ) -> Array | None:
+    """The 256 outputs of ``QuantizeLinear(nodes[-1](...nodes[0](DequantizeLinear(v))))`` for
+    each bit pattern ``v`` of the 8-bit type (``x``: DequantizeLinear's scale and zero point,
+    ``y``: QuantizeLinear's), in that type (None: a node is not one of the functions)."""
+    fns = [_function(g, node) for node in nodes]
+    if any(fn is None for fn in fns):
+        return None
+    (xs, xz), (ys, yz) = x, y
+    if xz.dtype != yz.dtype or xs.dtype != np.float32 or ys.dtype != np.float32:
+        return None
+    values = np.arange(256, dtype=np.uint8).view(xz.dtype)
+    deq = (values.astype(f32) - f32(xz.reshape(-1)[0])) * f32(xs.reshape(-1)[0])
+    with np.errstate(all="ignore"):
+        for fn in fns:
+            assert fn is not None
+            deq = fn(deq).astype(f32)
+        r = np.rint(deq / f32(ys.reshape(-1)[0]))
+    r += f32(yz.reshape(-1)[0])
+    info = np.iinfo(yz.dtype)
+    table: Array = np.clip(np.nan_to_num(r), info.min, info.max).astype(yz.dtype)
+    return table
