@@ -125,7 +125,11 @@ def _conv_model(tmp_path: Path) -> Path:
 
 
 def test_bench_reports_build_load_first_run_and_the_ratio_to_onnxruntime(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # LINEAR: a blocked Conv (cpu-native's NCHWc kernels, chosen by the format timing) has
+    # no tactics of its own to time
+    monkeypatch.setenv("MINI_INFER_BLOCKED_FORMATS", "0")
     path = _conv_model(tmp_path)
     seen = {}
     for flag in ([], ["--no-tactic-timing"]):
@@ -149,8 +153,9 @@ def test_bench_reports_build_load_first_run_and_the_ratio_to_onnxruntime(
     assert seen[True] == {}
 
 
-def test_cli_build_without_timing(tmp_path: Path) -> None:
+def test_cli_build_without_timing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--no-tactic-timing`` reaches the builder (timed by default, not with the flag)."""
+    monkeypatch.setenv("MINI_INFER_BLOCKED_FORMATS", "0")  # LINEAR: the Conv's own tactics
     path = _conv_model(tmp_path)
     seen = {}
     for flag in ([], ["--no-tactic-timing"]):

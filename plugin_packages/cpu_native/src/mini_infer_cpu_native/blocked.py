@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -107,9 +108,14 @@ _forced: list[TensorFormat | None] = []
 
 def offered() -> TensorFormat | None:
     """The blocked format the plugins offer: CHW16 where AVX-512F runs, else CHW8 where AVX2
-    + FMA do, else None (unless :func:`set_offered` chose)."""
+    + FMA do, else None (unless :func:`set_offered` chose, or ``MINI_INFER_BLOCKED_FORMATS=0``
+    in the environment turns them off: every plugin of this module then takes LINEAR only,
+    as ``--linear-only`` does for a whole build)."""
     if _forced:
         return _forced[0]
+    if os.environ.get("MINI_INFER_BLOCKED_FORMATS", "").strip().lower() in {"0", "off", "no",
+                                                                            "false"}:
+        return None
     return TensorFormat.CHW16 if ISA & 2 else TensorFormat.CHW8 if ISA & 1 else None
 
 
