@@ -24,9 +24,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 
 import mini_infer_core as mi
-from mini_infer_core.testing.bench import ort_session
+from mini_infer_core.testing.bench import interleaved, ort_session
 from mini_infer_core.threads import set_num_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin_packages" / "ml_basic"
@@ -73,24 +72,6 @@ def compare(ours: Sequence[Any], theirs: Sequence[Any]) -> tuple[bool, float]:
     return same, diff
 
 
-def interleaved(calls: Sequence[Callable[[], Any]], repeat: int) -> list[float]:
-    """The best seconds per call of each of ``calls``, timed in turn ``repeat`` times (each
-    sample as many calls as fill about a millisecond)."""
-    for call in calls:  # warm up, and size the samples
-        call()
-    numbers = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        numbers.append(max(1, min(200, int(1e-3 / max(time.perf_counter() - start, 1e-7)))))
-    best = [math.inf] * len(calls)
-    for _ in range(repeat):
-        for i, (call, number) in enumerate(zip(calls, numbers, strict=True)):
-            start = time.perf_counter()
-            for _ in range(number):
-                call()
-            best[i] = min(best[i], (time.perf_counter() - start) / number)
-    return best
 
 
 def profile(case: RowPipeline, rows: int) -> list[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -32,7 +31,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
-from mini_infer_core.testing.bench import ort_session
+from mini_infer_core.testing.bench import interleaved, ort_session
 from mini_infer_core.threads import set_num_threads
 
 #: samples per chunk at 16 kHz (30 ms is 480; Silero's v5 models take 512) and its context
@@ -166,23 +165,6 @@ def rnn_cases(torch_too: bool) -> list[Case]:
     return cases
 
 
-def interleaved(calls: Sequence[Callable[[], Any]], repeat: int) -> list[float]:
-    """The best seconds per call of each of ``calls``, timed in turn ``repeat`` times (each
-    sample as many calls as fill about two milliseconds)."""
-    numbers = []
-    for call in calls:
-        call()
-        start = time.perf_counter()
-        call()
-        numbers.append(max(1, min(500, int(2e-3 / max(time.perf_counter() - start, 1e-7)))))
-    best = [math.inf] * len(calls)
-    for _ in range(repeat):
-        for i, (call, number) in enumerate(zip(calls, numbers, strict=True)):
-            start = time.perf_counter()
-            for _ in range(number):
-                call()
-            best[i] = min(best[i], (time.perf_counter() - start) / number)
-    return best
 
 
 def largest_difference(ours: Sequence[Any], theirs: Sequence[Any]) -> float:
@@ -229,7 +211,7 @@ def main() -> None:
         mine = case.stepper(partial(ours.run, None), ours_out)
         ort = case.stepper(partial(theirs.run, None), theirs_out)
         diff = max(largest_difference(mine(), ort()) for _ in range(3))
-        t_mine, t_ort = interleaved([mine, ort], args.repeat)
+        t_mine, t_ort = interleaved([mine, ort], args.repeat, sample_seconds=2e-3, most=500)
         ratios.append(t_mine / t_ort)
         print(f"| {case.name} | {t_mine * 1e6:,.1f} | {t_ort * 1e6:,.1f} | "
               f"{t_mine / t_ort:.2f} | {diff:.1e} |", flush=True)

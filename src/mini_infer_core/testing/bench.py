@@ -10,13 +10,14 @@ onnxruntime is imported on the first :func:`ort_session` (it is a development de
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import onnx
 
-__all__ = ["best_ms", "ort_session"]
+__all__ = ["best_ms", "interleaved", "ort_session"]
 
 
 def ort_session(model: onnx.ModelProto | bytes, threads: int) -> Any:
@@ -43,3 +44,25 @@ def best_ms(fn: Callable[[], Any], *, repeat: int, warmup: int = 0) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best * 1e3
+
+
+def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, *, sample_seconds: float = 1e-3,
+                most: int = 200) -> list[float]:
+    """The best seconds per call of each of ``calls``, timed in turn ``repeat`` times (so that
+    a disturbance of the machine falls on every one alike), each sample as many calls (at
+    most ``most``) as fill about ``sample_seconds``; each call is made once first (warm-up)."""
+    numbers = []
+    for call in calls:
+        call()
+        start = time.perf_counter()
+        call()
+        numbers.append(max(1, min(most, int(sample_seconds
+                                            / max(time.perf_counter() - start, 1e-7)))))
+    best = [math.inf] * len(calls)
+    for _ in range(repeat):
+        for i, (call, number) in enumerate(zip(calls, numbers, strict=True)):
+            start = time.perf_counter()
+            for _ in range(number):
+                call()
+            best[i] = min(best[i], (time.perf_counter() - start) / number)
+    return best
