@@ -27,6 +27,44 @@ def make_model(nodes: list[Any], inputs: list[Any], outputs: list[Any],
     return model
 
 
+def quantize_qdq(model: onnx.ModelProto, folder: Path, batches: list[np.ndarray], *,
+                 per_channel: bool, extra_options: dict[str, Any] | None = None
+                 ) -> onnx.ModelProto:
+    """onnxruntime's ``quantize_static`` of ``model`` (QDQ format, u8 activations, s8 weights),
+    calibrated on ``batches`` fed to its input ``x``; the float and quantized files in
+    ``folder``."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Data(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter([{"x": b} for b in batches])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    src, dst = folder / "f.onnx", folder / "q.onnx"
+    onnx.save(model, src)
+    quantize_static(str(src), str(dst), Data(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=per_channel, extra_options=extra_options)
+    return onnx.load(dst)
+
+
+def qdq_output_scale(model: onnx.ModelProto) -> float:
+    """The scale of the DequantizeLinear that makes the graph's (first) output."""
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    (last,) = [n for n in model.graph.node if n.output[0] == model.graph.output[0].name]
+    assert last.op_type == "DequantizeLinear"
+    return float(inits[last.input[1]])
+
+
 def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     import onnxruntime as ort
 

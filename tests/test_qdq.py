@@ -14,8 +14,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import qdq_output_scale, quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 import mini_infer_core as mi
 
@@ -50,30 +50,10 @@ def _float_model(trans_b: int = 1) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-class _Data(CalibrationDataReader):
-    def __init__(self) -> None:
-        self.batches = iter([{"x": RNG.standard_normal((2, 3, 10, 10)).astype(np.float32)}
-                             for _ in range(4)])
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self.batches, None)
-
-
 def _quantized(tmp_path: Path, per_channel: bool, trans_b: int = 1) -> onnx.ModelProto:
-    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
-    onnx.save(_float_model(trans_b), src)
-    quantize_static(str(src), str(dst), _Data(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=per_channel)
-    return onnx.load(dst)
-
-
-def _output_scale(model: onnx.ModelProto) -> float:
-    """The scale of the DequantizeLinear that makes the graph output."""
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    (last,) = [n for n in model.graph.node if n.output[0] == model.graph.output[0].name]
-    assert last.op_type == "DequantizeLinear"
-    return float(inits[last.input[1]])
+    return quantize_qdq(_float_model(trans_b), tmp_path,
+                        [RNG.standard_normal((2, 3, 10, 10)).astype(np.float32)
+                         for _ in range(4)], per_channel=per_channel)
 
 
 def _compare(model: onnx.ModelProto, tol: float) -> dict[str, Any]:
@@ -90,7 +70,7 @@ def _compare(model: onnx.ModelProto, tol: float) -> dict[str, Any]:
 @pytest.mark.parametrize("per_channel,trans_b", [(False, 1), (True, 1), (True, 0)])
 def test_quantize_static_runs_int8(tmp_path: Path, per_channel: bool, trans_b: int) -> None:
     model = _quantized(tmp_path, per_channel, trans_b)
-    info = _compare(model, _output_scale(model) * 1.0001)
+    info = _compare(model, qdq_output_scale(model) * 1.0001)
     assert info["ops"].count("QLinearConv") == 5, info["ops"]  # the Gemm's a 1x1 one
     assert info["ops"].count("QLinearMatMul") == 1, info["ops"]
     assert not {"Conv", "MatMul", "Gemm"} & set(info["ops"]), info["ops"]

@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 import mini_infer_core as mi
 
@@ -101,22 +101,11 @@ def _block() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-class _Data(CalibrationDataReader):
-    def __init__(self) -> None:
-        self.batches = iter([{"x": RNG.standard_normal((2, 3, 9, 11)).astype(np.float32) * 2}
-                             for _ in range(4)])
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self.batches, None)
-
-
 def test_quantized_block_stays_8_bit_and_matches_onnxruntime(tmp_path: Path) -> None:
-    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
-    onnx.save(_block(), src)
-    quantize_static(str(src), str(dst), _Data(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=True, extra_options={"ActivationSymmetric": False})
-    model = onnx.load(dst)
+    model = quantize_qdq(_block(), tmp_path,
+                         [RNG.standard_normal((2, 3, 9, 11)).astype(np.float32) * 2
+                          for _ in range(4)],
+                         per_channel=True, extra_options={"ActivationSymmetric": False})
     assert {"HardSigmoid", "Tanh"} <= {n.op_type for n in model.graph.node}
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     last_dq = next(n for n in model.graph.node if "y" in n.output)

@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import qdq_output_scale, quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 import mini_infer_core as mi
 
@@ -56,31 +56,12 @@ def _float_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-class _Data(CalibrationDataReader):
-    def __init__(self) -> None:
-        self.batches = iter([{"x": RNG.standard_normal(SHAPE).astype(np.float32)}
-                             for _ in range(4)])
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self.batches, None)
-
-
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory: pytest.TempPathFactory) -> onnx.ModelProto:
     tmp: Path = tmp_path_factory.mktemp("qdq_ops")
-    src, dst = tmp / "f.onnx", tmp / "q.onnx"
-    onnx.save(_float_model(), src)
-    quantize_static(str(src), str(dst), _Data(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=True, extra_options={"ActivationSymmetric": False})
-    return onnx.load(dst)
-
-
-def _output_scale(model: onnx.ModelProto) -> float:
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    (last,) = [n for n in model.graph.node if n.output[0] == model.graph.output[0].name]
-    assert last.op_type == "DequantizeLinear"
-    return float(inits[last.input[1]])
+    return quantize_qdq(_float_model(), tmp,
+                        [RNG.standard_normal(SHAPE).astype(np.float32) for _ in range(4)],
+                        per_channel=True, extra_options={"ActivationSymmetric": False})
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> tuple[list[Any], list[str]]:
@@ -103,7 +84,7 @@ def test_between_ops_become_integer_and_match_onnxruntime(quantized: onnx.ModelP
     # optimized, its own integer kernels, which differ from that by a quantum or two
     plain = ort_at(ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     fused = ort_at(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    q = _output_scale(quantized)
+    q = qdq_output_scale(quantized)
     for _ in range(3):
         x = RNG.standard_normal(SHAPE).astype(np.float32)
         got, ops = _run(quantized, x)
