@@ -128,14 +128,22 @@ def test_a_relu_engine_imports_the_activation_modules_only(tmp_path: Path) -> No
     assert not found["threadpoolctl"]
 
 
-def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Path) -> None:
+def _mlp_in_child(tmp_path: Path, seed: int, needs: str, pools: bool = False
+                  ) -> tuple[onnx.ModelProto, np.ndarray, dict[str, Any]]:
+    """The MLP, a random X (from ``seed``) and what a child that opened the MLP's engine and
+    ran it on X found; skipped (``needs``: why the compiled kernels are needed) without them."""
     why = _native_usable()
     if why is not None:
-        pytest.skip(f"the compiled Gemm and Softmax are what this engine names: {why}")
+        pytest.skip(f"{needs}: {why}")
     model = _mlp()
     engine = _build(model, tmp_path / "mlp.engine")
-    x = np.random.default_rng(2).standard_normal((4, 32)).astype(np.float32)
-    found = _open_in_child(engine, x, tmp_path)
+    x = np.random.default_rng(seed).standard_normal((4, 32)).astype(np.float32)
+    return model, x, _open_in_child(engine, x, tmp_path, pools=pools)
+
+
+def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Path) -> None:
+    model, x, found = _mlp_in_child(
+        tmp_path, 2, "the compiled Gemm and Softmax are what this engine names")
     np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-6)
     # the compiled Gemm and Softmax (cpu-native), cpu_basic's Relu and the families they
     # derive from; not the convolutions, pools and normalizations that share a module with
@@ -152,13 +160,8 @@ def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Pa
 
 def test_the_compiled_pool_registers_when_threadpoolctl_is_imported_later(tmp_path: Path
                                                                           ) -> None:
-    why = _native_usable()
-    if why is not None:
-        pytest.skip(f"the compiled pool is what this checks: {why}")
-    model = _mlp()
-    engine = _build(model, tmp_path / "mlp.engine")
-    x = np.random.default_rng(3).standard_normal((4, 32)).astype(np.float32)
-    found = _open_in_child(engine, x, tmp_path, pools=True)
+    _, _, found = _mlp_in_child(tmp_path, 3, "the compiled pool is what this checks",
+                                pools=True)
     assert not found["threadpoolctl"]  # loading and running did not import it
     assert ["mini_infer", "mini_infer_cpu_native"] in found["pools"], found["pools"]
     assert found["limited"] == 1
