@@ -113,13 +113,14 @@ class _Binary:
             return desc.format is HWC
         return _pixel(shape, full)
 
-    def _run(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
-             b_scale: Array, b_zero_point: Array | None, c_scale: Array,
-             c_zero_point: Array | None, out: Array, numpy: Any) -> None:
-        """The compiled pass where it applies, else ``numpy`` (cpu_basic's compute) on NCHW
-        arrays."""
+    def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
+                b_scale: Array, b_zero_point: Array | None, c_scale: Array,
+                c_zero_point: Array | None = None, *, out: Array) -> None:
+        """The compiled pass where it applies, else cpu_basic's compute (next in the MRO of
+        QLinearAdd and QLinearMul) on NCHW arrays."""
         if not out.size:
             return
+        numpy = super().compute  # type: ignore[misc]
         a_hwc, b_hwc, c_hwc = hwc_formats(self, (0, 3))
         if c_hwc and a.shape != out.shape:  # A the per-channel pixel: swapped (both commute)
             a, a_scale, a_zero_point, b, b_scale, b_zero_point = (
@@ -194,24 +195,12 @@ class QLinearAdd(_Binary, _basic.QLinearAdd):
     package = "mini-infer-cpu-native"
     op = 0
 
-    def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
-                b_scale: Array, b_zero_point: Array | None, c_scale: Array,
-                c_zero_point: Array | None = None, *, out: Array) -> None:
-        self._run(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
-                  out, super().compute)
-
 
 class QLinearMul(_Binary, _basic.QLinearMul):
     """QLinearMul in one compiled pass (see the module)."""
 
     package = "mini-infer-cpu-native"
     op = 1
-
-    def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
-                b_scale: Array, b_zero_point: Array | None, c_scale: Array,
-                c_zero_point: Array | None = None, *, out: Array) -> None:
-        self._run(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
-                  out, super().compute)
 
 
 class _Unary:
@@ -284,17 +273,7 @@ class QLinearLookup(_basic.QLinearLookup):
     """QLinearLookup in one compiled pass, X and Y in either format (the same one)."""
 
     package = "mini-infer-cpu-native"
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format not in (HWC, TensorFormat.LINEAR):
-            return False
-        if pos == 0:
-            return desc.dtype in _BYTES and (desc.format is not HWC or len(desc.shape) == 4)
-        if pos == num_inputs:
-            return desc.format is first.format
-        return desc.format is TensorFormat.LINEAR
+    supports_format_combination = _Unary.supports_format_combination
 
     def compute(self, x: Array, table: Array, *, out: Array) -> None:
         if table.size != 256 or table.dtype != x.dtype or x.dtype not in _INT8:
