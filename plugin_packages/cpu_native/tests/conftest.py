@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from mini_infer_cpu_native import _qgemm
+from quant_support import each_isa
 from threadpoolctl import threadpool_limits
 
 
@@ -37,8 +38,5 @@ def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str, str], di
 @pytest.fixture(params=["avx512vnni", "avxvnni", "avx2", "plain"])
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every kernel of the integer GEMM this CPU can run (test_qgemm.py, test_qconv.py)."""
-    if not _qgemm.qsupported(request.param):
-        pytest.skip(f"this CPU cannot run the integer GEMM's {request.param} kernels")
-    assert _qgemm.use_qgemm_isa(request.param) == request.param
-    yield request.param
-    _qgemm.use_qgemm_isa(None)
+    yield from each_isa(request.param, _qgemm.qsupported, _qgemm.use_qgemm_isa,
+                        "integer GEMM")

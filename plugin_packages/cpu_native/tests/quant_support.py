@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto
 
 import mini_infer_core
@@ -18,6 +20,17 @@ import mini_infer_core
 U8, S8 = np.uint8, np.int8
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
         np.dtype(U8): TensorProto.UINT8, np.dtype(S8): TensorProto.INT8}
+
+
+def each_isa(isa: str, supported: Callable[[str], bool], use: Callable[[str | None], str],
+             what: str) -> Iterator[str]:
+    """An ``isa`` fixture's body: the test run on ``what``'s kernels of ``isa`` (``use``
+    forces them, then back to the best), skipped where this CPU cannot run them."""
+    if not supported(isa):
+        pytest.skip(f"this CPU cannot run the {what}'s {isa} kernels")
+    assert use(isa) == isa
+    yield isa
+    use(None)
 
 
 def run_saved_engine(model: onnx.ModelProto, name: str, x: np.ndarray[Any, Any],

@@ -18,7 +18,7 @@ import onnxruntime as ort
 import pytest
 from mini_infer_cpu_native import _qnbits, nbits
 from onnx import TensorProto, helper, numpy_helper
-from quant_support import run_saved_engine
+from quant_support import each_isa, run_saved_engine
 
 import mini_infer_core as mi
 from mini_infer_core.threads import set_num_threads
@@ -43,11 +43,8 @@ def compiled(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str
 @pytest.fixture(params=list(_qnbits.ISAS))
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every kernel of the 4-bit GEMM this CPU can run."""
-    if not _qnbits.nbits_supported(request.param):
-        pytest.skip(f"this CPU cannot run the 4-bit GEMM's {request.param} kernels")
-    assert _qnbits.use_nbits_isa(request.param) == request.param
-    yield request.param
-    _qnbits.use_nbits_isa(None)
+    yield from each_isa(request.param, _qnbits.nbits_supported, _qnbits.use_nbits_isa,
+                        "4-bit GEMM")
 
 
 def _pack_nibbles(values: np.ndarray) -> np.ndarray:

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from ._abi import DqlArgs, QColsumArgs, QConvArgs, QGemmArgs, QPackBArgs
 from ._native import _kernel, _lib, _refused
 
-__all__ = ["ISAS", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql", "dql_args",
+__all__ = ["ISAS", "IsaChoice", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "PANEL", "dql",
+           "dql_args",
            "qcolsum", "qconv_args", "qgemm", "qgemm_args", "qgemm_isa", "qpack_b", "qsupported",
            "run_dql", "run_qconv", "run_qgemm", "unpack_qb", "use_qgemm_isa"]
 
@@ -36,29 +37,41 @@ _colsum = _kernel("mi_qcolsum_i8", QColsumArgs)
 _gemm = _kernel("mi_qgemm_i8", QGemmArgs)
 _dql = _kernel("mi_dql_f32", DqlArgs)
 _conv = _kernel("mi_qconv_i8", QConvArgs)
-for _name, _argtypes in (("mi_qgemm_isa", []), ("mi_qgemm_set_isa", [ctypes.c_int]),
-                         ("mi_qgemm_supported", [ctypes.c_int])):
-    getattr(_lib, _name).restype = ctypes.c_int
-    getattr(_lib, _name).argtypes = _argtypes
 
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
 
 
-def qgemm_isa() -> str:
-    """The integer GEMM's kernels in use: ``"avx512vnni"``, ``"avxvnni"``, ``"avx2"`` or
-    ``"plain"`` (``MINI_INFER_QGEMM_ISA`` caps the choice when the library loads)."""
-    return ISAS[int(_lib.mi_qgemm_isa())]
+class IsaChoice:
+    """A kernel family's choice of kernels in the library (``family``: qgemm, nbits):
+    ``mi_<family>_isa()``, ``mi_<family>_set_isa(level)`` and ``mi_<family>_supported(level)``,
+    the levels indexing ``isas``; ``MINI_INFER_<FAMILY>_ISA`` caps the choice when the
+    library loads."""
+
+    def __init__(self, family: str, isas: tuple[str, ...]) -> None:
+        self.isas = isas
+        self._isa, self._set, self._supported = (
+            getattr(_lib, f"mi_{family}_{what}") for what in ("isa", "set_isa", "supported"))
+        for fn, argtypes in ((self._isa, []), (self._set, [ctypes.c_int]),
+                             (self._supported, [ctypes.c_int])):
+            fn.restype, fn.argtypes = ctypes.c_int, argtypes
+
+    def current(self) -> str:
+        """The kernels in use (one of ``isas``)."""
+        return self.isas[int(self._isa())]
+
+    def supported(self, isa: str) -> bool:
+        """Whether this CPU runs the kernels of ``isa``."""
+        return bool(self._supported(self.isas.index(isa)))
+
+    def use(self, isa: str | None) -> str:
+        """Tests: run the kernels of ``isa`` where the CPU has them (else, and for None,
+        those detected when the library loaded); returns the kernels now in use."""
+        return self.isas[int(self._set(-1 if isa is None else self.isas.index(isa)))]
 
 
-def qsupported(isa: str) -> bool:
-    """Whether this CPU runs the kernels of ``isa``."""
-    return bool(_lib.mi_qgemm_supported(ISAS.index(isa)))
-
-
-def use_qgemm_isa(isa: str | None) -> str:
-    """Tests: run the kernels of ``isa`` where the CPU has them (else, and for None, those
-    detected when the library loaded); returns the kernels now in use."""
-    return ISAS[int(_lib.mi_qgemm_set_isa(-1 if isa is None else ISAS.index(isa)))]
+_isas = IsaChoice("qgemm", ISAS)
+#: the integer GEMM's kernels in use, whether this CPU runs an ISA's, tests' choice
+qgemm_isa, qsupported, use_qgemm_isa = _isas.current, _isas.supported, _isas.use
 
 
 def _ptr(a: Array | None, dtypes: tuple[Any, ...], count: int, writable: bool, kernel: str,

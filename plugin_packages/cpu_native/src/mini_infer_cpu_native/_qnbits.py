@@ -10,15 +10,14 @@ columns ``w * 4`` bytes per group. The kernel reads the scales and zero points a
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._abi import NBitsArgs, NBitsPackArgs
-from ._native import _kernel, _lib
-from ._qgemm import _check, _ptr
+from ._native import _kernel
+from ._qgemm import IsaChoice, _check, _ptr
 
 __all__ = ["ISAS", "PANEL", "last_panel", "nbits_args", "nbits_isa", "nbits_supported",
            "pack_q4", "panel_params", "run_nbits", "unpack_q4", "use_nbits_isa"]
@@ -32,27 +31,10 @@ PANEL = 16
 
 _pack = _kernel("mi_nbits_pack_q4", NBitsPackArgs)
 _gemm = _kernel("mi_nbits_gemm_f32", NBitsArgs)
-for _name, _argtypes in (("mi_nbits_isa", []), ("mi_nbits_set_isa", [ctypes.c_int]),
-                         ("mi_nbits_supported", [ctypes.c_int])):
-    getattr(_lib, _name).restype = ctypes.c_int
-    getattr(_lib, _name).argtypes = _argtypes
 
-
-def nbits_isa() -> str:
-    """The kernels in use: ``"avx512vnni"``, ``"avx2"`` or ``"plain"``
-    (``MINI_INFER_NBITS_ISA`` caps the choice when the library loads)."""
-    return ISAS[int(_lib.mi_nbits_isa())]
-
-
-def nbits_supported(isa: str) -> bool:
-    """Whether this CPU runs the kernels of ``isa``."""
-    return bool(_lib.mi_nbits_supported(ISAS.index(isa)))
-
-
-def use_nbits_isa(isa: str | None) -> str:
-    """Tests: run the kernels of ``isa`` where the CPU has them (else, and for None, those
-    detected); returns the kernels now in use."""
-    return ISAS[int(_lib.mi_nbits_set_isa(-1 if isa is None else ISAS.index(isa)))]
+_isas = IsaChoice("nbits", ISAS)
+#: the 4-bit GEMM's kernels in use, whether this CPU runs an ISA's, tests' choice
+nbits_isa, nbits_supported, use_nbits_isa = _isas.current, _isas.supported, _isas.use
 
 
 def pack_q4(b: Array, n: int, kb: int, block: int) -> Array:
