@@ -47,16 +47,6 @@ void mi_act_set_isa(int most) {
     atomic_store_explicit(&isa, most < 0 || most > best ? best : most, memory_order_relaxed);
 }
 
-/* NAME's copy for `level` (2 AVX-512, 1 AVX2, else plain C) called with the arguments */
-#if MI_ACT_X86
-#define BY_ISA(level, NAME, ...)                                                            \
-    ((level) == 2   ? NAME##_avx512(__VA_ARGS__)                                            \
-     : (level) == 1 ? NAME##_avx2(__VA_ARGS__)                                              \
-                    : NAME##_scalar(__VA_ARGS__))
-#else
-#define BY_ISA(level, NAME, ...) NAME##_scalar(__VA_ARGS__)
-#endif
-
 /* lanes of the copy `level` runs */
 static long isa_lanes(int level) { return level == 2 ? 16 : level == 1 ? 8 : 1; }
 

@@ -263,4 +263,14 @@ __attribute__((target("avx2,fma"))) static inline float mi_hmax_avx2(__m256 v) {
 #define MI_ACT_X86 0
 #endif
 
+/* NAME's copy for `level` (2 AVX-512, 1 AVX2, else plain C) called with the arguments */
+#if MI_ACT_X86
+#define BY_ISA(level, NAME, ...)                                                            \
+    ((level) == 2   ? NAME##_avx512(__VA_ARGS__)                                            \
+     : (level) == 1 ? NAME##_avx2(__VA_ARGS__)                                              \
+                    : NAME##_scalar(__VA_ARGS__))
+#else
+#define BY_ISA(level, NAME, ...) NAME##_scalar(__VA_ARGS__)
+#endif
+
 #endif

@@ -248,11 +248,14 @@ N_AVX512 INLINE void f512_rows(const float *a, long lda, const float *b, long k,
     }
 }
 
-#define ROWS_CASES(F, ...)                                                                   \
+/* switch cases calling F(..., rows) with rows a constant: 1 .. 4, 1 .. 6 */
+#define ROWS4_CASES(F, ...)                                                                  \
     case 1: F(__VA_ARGS__, 1); break;                                                        \
     case 2: F(__VA_ARGS__, 2); break;                                                        \
     case 3: F(__VA_ARGS__, 3); break;                                                        \
-    case 4: F(__VA_ARGS__, 4); break;                                                        \
+    case 4: F(__VA_ARGS__, 4); break
+#define ROWS_CASES(F, ...)                                                                   \
+    ROWS4_CASES(F, __VA_ARGS__);                                                             \
     case 5: F(__VA_ARGS__, 5); break;                                                        \
     case 6: F(__VA_ARGS__, 6); break
 
@@ -300,6 +303,18 @@ N_AVX2 static void fmul_avx2(const float *a, long lda, const float *b, long k, l
 /* ---- float, up to 4 rows (a decoder's step): the panel dequantized in registers ---------- */
 
 #define FEW_ROWS 4
+/* K(0) .. K(7): a full group of 8 k, unrolled */
+#define EIGHT_K(K)                                                                           \
+    do {                                                                                     \
+        K(0);                                                                                \
+        K(1);                                                                                \
+        K(2);                                                                                \
+        K(3);                                                                                \
+        K(4);                                                                                \
+        K(5);                                                                                \
+        K(6);                                                                                \
+        K(7);                                                                                \
+    } while (0)
 
 #if N_HAVE_X86
 /* t (rows x 16) = A rows . panel: each group of 8 k loaded once, its 16 x 8 weights made in
@@ -331,14 +346,7 @@ N_AVX512 INLINE void few512_rows(const float *a, long lda, const uint8_t *src, c
             _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 8 * g + (tk)]), w_, acc[r]);          \
     } while (0)
         if (n_k == 8) {
-            FEW512_K(0);
-            FEW512_K(1);
-            FEW512_K(2);
-            FEW512_K(3);
-            FEW512_K(4);
-            FEW512_K(5);
-            FEW512_K(6);
-            FEW512_K(7);
+            EIGHT_K(FEW512_K);
         } else {
             for (int tk = 0; tk < n_k; tk++) FEW512_K(tk);
         }
@@ -351,10 +359,7 @@ N_AVX512 INLINE void few512_rows(const float *a, long lda, const uint8_t *src, c
 N_AVX512 static void few_512(const float *a, long lda, const uint8_t *src, const float *s,
                              const float *z, long k, long block, long rows, float *t) {
     switch (rows) {
-    case 1: few512_rows(a, lda, src, s, z, k, block, t, 1); break;
-    case 2: few512_rows(a, lda, src, s, z, k, block, t, 2); break;
-    case 3: few512_rows(a, lda, src, s, z, k, block, t, 3); break;
-    case 4: few512_rows(a, lda, src, s, z, k, block, t, 4); break;
+        ROWS4_CASES(few512_rows, a, lda, src, s, z, k, block, t);
     default: break;
     }
 }
@@ -386,14 +391,7 @@ N_AVX2 INLINE void few256_rows(const float *a, long lda, const uint8_t *src, con
             _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + 8 * g + (tk)), w_, acc[r]);     \
     } while (0)
             if (n_k == 8) {
-                FEW256_K(0);
-                FEW256_K(1);
-                FEW256_K(2);
-                FEW256_K(3);
-                FEW256_K(4);
-                FEW256_K(5);
-                FEW256_K(6);
-                FEW256_K(7);
+                EIGHT_K(FEW256_K);
             } else {
                 for (int tk = 0; tk < n_k; tk++) FEW256_K(tk);
             }
@@ -407,10 +405,7 @@ N_AVX2 INLINE void few256_rows(const float *a, long lda, const uint8_t *src, con
 N_AVX2 static void few_avx2(const float *a, long lda, const uint8_t *src, const float *s,
                             const float *z, long k, long block, long rows, float *t) {
     switch (rows) {
-    case 1: few256_rows(a, lda, src, s, z, k, block, t, 1); break;
-    case 2: few256_rows(a, lda, src, s, z, k, block, t, 2); break;
-    case 3: few256_rows(a, lda, src, s, z, k, block, t, 3); break;
-    case 4: few256_rows(a, lda, src, s, z, k, block, t, 4); break;
+        ROWS4_CASES(few256_rows, a, lda, src, s, z, k, block, t);
     default: break;
     }
 }

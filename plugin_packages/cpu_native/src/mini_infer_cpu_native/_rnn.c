@@ -29,15 +29,6 @@
 int mi_gemm_isa(void); /* _gemm.c: 0 plain C, 1 AVX2, 2 AVX-512 */
 
 #if MI_ACT_X86
-#define BY_ISA(level, NAME, ...)                                                            \
-    ((level) == 2   ? NAME##_avx512(__VA_ARGS__)                                            \
-     : (level) == 1 ? NAME##_avx2(__VA_ARGS__)                                              \
-                    : NAME##_scalar(__VA_ARGS__))
-#else
-#define BY_ISA(level, NAME, ...) NAME##_scalar(__VA_ARGS__)
-#endif
-
-#if MI_ACT_X86
 /* one row: c (n) = a (k) . B + cbias + res, B in panels of 48 columns (each k rows of its
  * width, the last one narrower), on AVX-512: a panel's 3 vectors x 4 streams of k (12
  * accumulators: the FMAs' latency hidden), the panel's rows loaded masked; the recurrent
