@@ -126,36 +126,6 @@ class Mean(_Variadic, schema.Mean):
             np.divide(out, len(xs), out=out, casting="unsafe")
 
 
-class Exp(CpuPlugin, schema.Exp):
-    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
-        with np.errstate(over="ignore"):
-            np.exp(x, out=out)
-
-    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
-                 ) -> Callable[[], None] | None:
-        return _bound_ufunc(np.exp, inputs, outputs, True)
-
-
-class Log(CpuPlugin, schema.Log):
-    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            np.log(x, out=out)
-
-    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
-                 ) -> Callable[[], None] | None:
-        return _bound_ufunc(np.log, inputs, outputs, True)
-
-
-class Sqrt(CpuPlugin, schema.Sqrt):
-    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
-        with np.errstate(invalid="ignore"):
-            np.sqrt(x, out=out)
-
-    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
-                 ) -> Callable[[], None] | None:
-        return _bound_ufunc(np.sqrt, inputs, outputs, True)
-
-
 class _Unary(CpuPlugin):
     ufunc: Any = None
 
@@ -165,6 +135,33 @@ class _Unary(CpuPlugin):
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
         return _bound_ufunc(type(self).ufunc, inputs, outputs, False)
+
+
+class _QuietUnary(_Unary):
+    """The ufunc with the floating-point warnings ``quiet`` names (np.errstate's keywords)
+    off."""
+
+    quiet: dict[str, Any] = {}
+
+    def compute(self, x: Array, *, out: Array, **_: Any) -> None:
+        with np.errstate(**self.quiet):
+            type(self).ufunc(x, out=out)
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        return _bound_ufunc(type(self).ufunc, inputs, outputs, True)
+
+
+class Exp(_QuietUnary, schema.Exp):
+    ufunc, quiet = np.exp, {"over": "ignore"}
+
+
+class Log(_QuietUnary, schema.Log):
+    ufunc, quiet = np.log, {"divide": "ignore", "invalid": "ignore"}
+
+
+class Sqrt(_QuietUnary, schema.Sqrt):
+    ufunc, quiet = np.sqrt, {"invalid": "ignore"}
 
 
 # operators that are one NumPy ufunc
