@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import qdq_output_scale, quantize_qdq
+from helpers import make_model, qdq_output_scale, quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -43,11 +43,10 @@ def _float_model(trans_b: int = 1) -> onnx.ModelProto:
         helper.make_node("MatMul", ["flat", "wm"], ["m"]),
         helper.make_node("Gemm", ["m", "wg", "bg"], ["y"], transB=trans_b),
     ]
-    graph = helper.make_graph(
-        nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 10, 10])],
+    return make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 10, 10])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def _quantized(tmp_path: Path, per_channel: bool, trans_b: int = 1) -> onnx.ModelProto:

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import quantize_qdq
+from helpers import make_model, quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -36,11 +36,10 @@ def _chain(op: str, attrs: dict[str, Any], extra: dict[str, np.ndarray], dtype: 
     nodes = [helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
              helper.make_node(op, ["xd", *extra], ["f"], **attrs),
              helper.make_node("QuantizeLinear", ["f", "ys", "yz"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "lookup", [helper.make_tensor_value_info("xq", elem, [1, 4, 8, 8])],
+    return make_model(
+        nodes, [helper.make_tensor_value_info("xq", elem, [1, 4, 8, 8])],
         [helper.make_tensor_value_info("y", elem, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 _CLIP = {"lo": np.array(-0.5, np.float32), "hi": np.array(0.75, np.float32)}
@@ -94,11 +93,10 @@ def _block() -> onnx.ModelProto:
         helper.make_node("Tanh", ["h2"], ["t"]),
         helper.make_node("Conv", ["t", "v3", "c3b"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes, "v3", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 11])],
+    return make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 11])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def test_quantized_block_stays_8_bit_and_matches_onnxruntime(tmp_path: Path) -> None:

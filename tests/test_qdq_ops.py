@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import qdq_output_scale, quantize_qdq
+from helpers import make_model, qdq_output_scale, quantize_qdq
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -49,11 +49,10 @@ def _float_model() -> onnx.ModelProto:
         helper.make_node("LeakyRelu", ["cat"], ["lr"], alpha=0.1),
         helper.make_node("Conv", ["lr", "w4", "b4"], ["y"], pads=[1, 1, 1, 1]),
     ]
-    graph = helper.make_graph(
-        nodes, "between", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
+    return make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +113,17 @@ def test_without_the_integer_plugins_the_float_nodes_stay(quantized: onnx.ModelP
     assert "QLinearAdd" in ops and "Add" not in ops
 
 
+def _same_as_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[str]:
+    """Our engine's one output on ``feeds`` equals onnxruntime's, bit for bit; the engine's
+    operators."""
+    engine = mi.load(model)
+    (got,) = mi.InferenceSession(engine).run(None, feeds)
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(got, want)
+    return [nd.op_type for nd in engine.nodes]
+
+
 def _hand_maxpool(x_zero: int, y_zero: int, dtype: Any) -> onnx.ModelProto:
     elem = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
     inits = {"s": np.array(0.05, np.float32), "zx": np.array(x_zero, dtype),
@@ -121,11 +131,10 @@ def _hand_maxpool(x_zero: int, y_zero: int, dtype: Any) -> onnx.ModelProto:
     nodes = [helper.make_node("DequantizeLinear", ["xq", "s", "zx"], ["xd"]),
              helper.make_node("MaxPool", ["xd"], ["m"], kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("QuantizeLinear", ["m", "s", "zy"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "mp", [helper.make_tensor_value_info("xq", elem, [1, 3, 5, 5])],
+    return make_model(
+        nodes, [helper.make_tensor_value_info("xq", elem, [1, 3, 5, 5])],
         [helper.make_tensor_value_info("y", elem, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 @pytest.mark.parametrize("dtype,x_zero,y_zero,fused", [
@@ -139,12 +148,7 @@ def test_maxpool_on_8_bits_where_the_parameters_agree(dtype: Any, x_zero: int, y
     info = np.iinfo(dtype)
     x = RNG.integers(info.min, int(info.max) + 1, (1, 3, 5, 5)).astype(dtype)
     x[0, 0] = info.min  # a saturated channel
-    engine = mi.load(model)
-    (got,) = mi.InferenceSession(engine).run(None, {"xq": x})
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, {"xq": x})
-    np.testing.assert_array_equal(got, want)
-    ops = [nd.op_type for nd in engine.nodes]
+    ops = _same_as_onnxruntime(model, {"xq": x})
     assert (ops == ["QMaxPool"]) == fused, ops
 
 
@@ -159,20 +163,14 @@ def test_mixed_types_keep_their_float_nodes() -> None:
              helper.make_node("Add", ["ad", "bd"], ["s"]),
              helper.make_node("Relu", ["s"], ["r"]),
              helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "mixed", [helper.make_tensor_value_info("a", TensorProto.INT8, [1, 3, 4, 4]),
-                         helper.make_tensor_value_info("b", TensorProto.UINT8, [1, 3, 4, 4])],
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("a", TensorProto.INT8, [1, 3, 4, 4]),
+                helper.make_tensor_value_info("b", TensorProto.UINT8, [1, 3, 4, 4])],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     feeds = {"a": RNG.integers(-128, 128, (1, 3, 4, 4)).astype(np.int8),
              "b": RNG.integers(0, 256, (1, 3, 4, 4)).astype(np.uint8)}
-    engine = mi.load(model)
-    (got,) = mi.InferenceSession(engine).run(None, feeds)
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, feeds)
-    np.testing.assert_array_equal(got, want)
-    assert "QLinearAdd" not in [nd.op_type for nd in engine.nodes]
+    assert "QLinearAdd" not in _same_as_onnxruntime(model, feeds)
 
 
 def test_moves_run_on_8_bits_where_the_parameters_agree() -> None:
@@ -186,17 +184,11 @@ def test_moves_run_on_8_bits_where_the_parameters_agree() -> None:
              helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["td"]),
              helper.make_node("Reshape", ["td", "shape"], ["r"]),
              helper.make_node("QuantizeLinear", ["r", "s", "z2"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4, 5])],
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4, 5])],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     x = RNG.integers(0, 256, (2, 3, 4, 5)).astype(np.uint8)
-    engine = mi.load(model)
-    (got,) = mi.InferenceSession(engine).run(None, {"x": x})
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    np.testing.assert_array_equal(got, want)
-    ops = [nd.op_type for nd in engine.nodes]
+    ops = _same_as_onnxruntime(model, {"x": x})
     assert ops.count("DequantizeLinear") == 1 and ops.count("QuantizeLinear") == 1, ops
     assert "Transpose" in ops and "Reshape" in ops
