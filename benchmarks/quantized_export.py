@@ -104,10 +104,13 @@ _IDS_MASK = ["input_ids", "attention_mask"]
 _NO_CACHE = {"use_cache": False}
 
 
-def _bert(config: dict[str, Any], source: str) -> Callable[[], ze.Prepared]:
-    """A BertModel (BertConfig of ``config``) on ids, mask and token types."""
-    return ze._hf_text("BertConfig", "BertModel", _BERT_INPUTS, "last_hidden_state", config,
-                       source)
+def _bert(hidden: int, layers: int, heads: int, ffn: int, source: str
+          ) -> Callable[[], ze.Prepared]:
+    """A BertModel (``hidden`` wide, ``layers`` layers, ``heads`` heads, feed-forward ``ffn``)
+    on ids, mask and token types."""
+    return ze._hf_text("BertConfig", "BertModel", _BERT_INPUTS, "last_hidden_state",
+                       {"hidden_size": hidden, "num_hidden_layers": layers,
+                        "num_attention_heads": heads, "intermediate_size": ffn}, source)
 
 
 # the float models: name -> (family, builder)
@@ -117,10 +120,7 @@ FLOATS: dict[str, tuple[str, Callable[[], ze.Prepared]]] = {
         {"embedding_size": 128, "hidden_size": 384, "num_hidden_layers": 4,
          "num_attention_heads": 6, "intermediate_size": 1536},
         "albert-like: embeddings 128, 4 (shared) layers, 384, 6 heads")),
-    "bert_small": ("text", _bert(
-        {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
-         "intermediate_size": 1024},
-        "bert-small-like: 4 layers, 256, 4 heads")),
+    "bert_small": ("text", _bert(256, 4, 4, 1024, "bert-small-like: 4 layers, 256, 4 heads")),
     "distilbert_small": ("text", ze._hf_text(
         "DistilBertConfig", "DistilBertModel", _IDS_MASK, "last_hidden_state",
         {"n_layers": 3, "dim": 512, "n_heads": 8, "hidden_dim": 2048},
@@ -136,10 +136,8 @@ FLOATS: dict[str, tuple[str, Callable[[], ze.Prepared]]] = {
          "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 16384},
         "llama-like: 4 layers, 384, 6 heads, 2 key/value heads (GQA), SwiGLU 1024, "
         "vocabulary 16384; no past key/values", extra=_NO_CACHE)),
-    "minilm_l6": ("text", _bert(
-        {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
-         "intermediate_size": 1536},
-        "all-MiniLM-L6-v2-like: 6 layers, 384, 12 heads")),
+    "minilm_l6": ("text", _bert(384, 6, 12, 1536,
+                                "all-MiniLM-L6-v2-like: 6 layers, 384, 12 heads")),
     "roberta_small": ("text", ze._hf_text(
         "RobertaConfig", "RobertaModel", _IDS_MASK, "last_hidden_state",
         {"vocab_size": 50265, "hidden_size": 384, "num_hidden_layers": 4,
