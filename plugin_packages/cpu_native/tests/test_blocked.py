@@ -237,6 +237,9 @@ def test_batchnorm_plugin_blocked(relu: bool, fmt: TensorFormat) -> None:
     try:
         assert all(plugin.supports_format_combination(i, descs, 5)  # type: ignore[arg-type]
                    for i in range(len(descs)))
+        # training mode's extra outputs (running mean and var): LINEAR only
+        training = [*descs, descs[1], descs[1]]
+        assert not plugin.supports_format_combination(0, training, 5)  # type: ignore[arg-type]
     finally:
         blocked.set_offered(True)
     out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
