@@ -30,22 +30,25 @@ def _relu_model() -> Any:
 
 def test_higher_priority_wins_and_the_conflict_is_listed() -> None:
     reg = discover()
-    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="fast", priority=10))
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="fast", priority=20))
     engine = mi.load(_relu_model(), registry=reg)
     assert engine.nodes[0].plugin_namespace == "fast"
     (conflict,) = [c for c in reg.conflicts() if c.op_type == "Relu"]
     assert conflict.chosen.creator.plugin_namespace == "fast"
-    assert [o.creator.plugin_namespace for o in conflict.others] == ["mini_infer.cpu"]
+    assert [o.creator.plugin_namespace for o in conflict.others] == [
+        "mini_infer.cpu_native", "mini_infer.cpu"]  # priorities 10 (the blocked Relu), 0
 
 
 def test_ties_are_broken_by_distribution_then_namespace_and_in_process_last() -> None:
     reg = discover()
-    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aaa"))  # priority 0, in-process
+    # priority 10, in-process: cpu_native's Relu's priority
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aaa", priority=10))
     engine = mi.load(_relu_model(), registry=reg)
-    assert engine.nodes[0].plugin_namespace == "mini_infer.cpu"  # a distribution sorts first
-    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aab"))
+    assert engine.nodes[0].plugin_namespace == "mini_infer.cpu_native"  # a distribution first
+    reg.register_creator(OnnxPluginCreator(FastRelu, namespace="aab", priority=10))
     cands = reg.candidates("", "Relu", "cpu", 14)
-    assert [c.creator.plugin_namespace for c in cands] == ["mini_infer.cpu", "aaa", "aab"]
+    assert [c.creator.plugin_namespace for c in cands] == [
+        "mini_infer.cpu_native", "aaa", "aab", "mini_infer.cpu"]
 
 
 def test_pin_chooses_the_provider() -> None:

@@ -206,6 +206,89 @@ def test_activation_plugin_blocked_keeps_the_padding_zero(op: str, fmt: TensorFo
     assert not out[:, -1, ..., 13 - (out.shape[1] - 1) * fmt.block:].any()
 
 
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_plugin_blocked(relu: bool, fmt: TensorFormat) -> None:
+    """cpu_native's inference BatchNormalization configured blocked (21 channels: a partial
+    last block at both sizes), with and without its fused Relu, against onnxruntime; every
+    lane written, the padding lanes zeros (the folded scale and shift are zeros there)."""
+    from mini_infer_cpu_native import plugins
+
+    from mini_infer_core.plugin import DataType
+    from mini_infer_core.plugin import _adapter as adapter
+
+    rng = np.random.default_rng(21)
+    c = 21
+    x = _rand(rng, 2, c, 6, 5)
+    inits = {"s": _rand(rng, c), "b": _rand(rng, c), "m": _rand(rng, c),
+             "v": np.abs(_rand(rng, c)) + 0.1}
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn"],
+                              epsilon=1e-3)]
+    nodes.append(helper.make_node("Relu", ["bn"], ["y"]) if relu
+                 else helper.make_node("Identity", ["bn"], ["y"]))
+    (want,) = _ort(_model(nodes, {"x": x.shape}, ["y"], inits), {"x": x})
+    plugin = plugins.BatchNormalization("bn", epsilon=1e-3, __relu__=int(relu))
+    vec = [((c,), DataType.FLOAT)] * 4
+    adapter.configure_concrete(plugin, [(x.shape, DataType.FLOAT), *vec],
+                               [(x.shape, DataType.FLOAT)], [fmt, *[TensorFormat.LINEAR] * 4],
+                               [fmt])
+    descs = [*plugin.input_descs, *plugin.output_descs]
+    blocked.set_offered(fmt)
+    try:
+        assert all(plugin.supports_format_combination(i, descs, 5)  # type: ignore[arg-type]
+                   for i in range(len(descs)))
+        # training mode's extra outputs (running mean and var): LINEAR only
+        training = [*descs, descs[1], descs[1]]
+        assert not plugin.supports_format_combination(0, training, 5)  # type: ignore[arg-type]
+    finally:
+        blocked.set_offered(True)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), *inits.values()], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., c - (out.shape[1] - 1) * fmt.block:].any()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("bounds", [None, (-0.5, 0.7), (0.25, 2.0), (-3.0, -0.5)],
+                         ids=["Relu", "Clip-around-0", "Clip-above-0", "Clip-below-0"])
+def test_relu_clip_plugins_blocked(bounds: tuple[float, float] | None,
+                                   fmt: TensorFormat) -> None:
+    """cpu_native's Relu / Clip configured blocked (13 channels) against onnxruntime: the
+    function over the whole blocked buffer, the padding lanes zeros even where the bounds
+    leave 0 out (Clip(0) = 0.25 or -0.5 there, zeroed again)."""
+    from mini_infer_cpu_native import blocked as module
+
+    from mini_infer_core.plugin import DataType
+    from mini_infer_core.plugin import _adapter as adapter
+
+    rng = np.random.default_rng(13)
+    x = _rand(rng, 2, 13, 5, 4)
+    if bounds is None:
+        node, inits, plugin = helper.make_node("Relu", ["x"], ["y"]), {}, module.Relu("r")
+    else:
+        node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+        inits = {"lo": np.float32(bounds[0]), "hi": np.float32(bounds[1])}
+        plugin = module.Clip_11("c")
+    (want,) = _ort(_model([node], {"x": x.shape}, ["y"], inits), {"x": x})
+    scalars = [((), DataType.FLOAT)] * len(inits)
+    adapter.configure_concrete(plugin, [(x.shape, DataType.FLOAT), *scalars],
+                               [(x.shape, DataType.FLOAT)],
+                               [fmt, *[TensorFormat.LINEAR] * len(inits)], [fmt])
+    descs = [*plugin.input_descs, *plugin.output_descs]
+    blocked.set_offered(fmt)
+    try:
+        assert all(plugin.supports_format_combination(i, descs, 1 + len(inits))  # type: ignore[arg-type]
+                   for i in range(len(descs)))
+    finally:
+        blocked.set_offered(True)
+    xb = to_format(x, fmt)
+    xb[:, -1, ..., 13 - (xb.shape[1] - 1) * fmt.block:] = 0.0
+    out = np.full(xb.shape, np.nan, np.float32)
+    plugin.enqueue([xb, *(np.asarray(v) for v in inits.values())], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., 13 - (out.shape[1] - 1) * fmt.block:].any()
+
+
 def test_kernels_refuse_what_they_cannot_take() -> None:
     fmt = FORMATS[0]
     x = to_format(np.zeros((1, 5, 4, 4), np.float32), fmt)
@@ -307,6 +390,38 @@ def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorForma
     want = _ort(model, feeds)
     for g, w in zip(got, want, strict=True):
         _close(g, w)
+
+
+def test_batchnorm_relu_clip_chain_stays_blocked(offered: TensorFormat) -> None:
+    """Conv, MaxPool, a standalone BatchNormalization (after the pool: not folded into a
+    Conv), Clip (0.1, 4: 0 outside), Relu after a Concat, Conv: every node blocked (the
+    builder's cost model), the results onnxruntime's, at 19 and 23 channels."""
+    rng = np.random.default_rng(19)
+    c, m = 19, 23
+    inits = {"w0": _rand(rng, c, 5, 3, 3) * 0.3, "s": _rand(rng, c), "b": _rand(rng, c),
+             "mu": _rand(rng, c) * 0.1, "v": np.abs(_rand(rng, c)) + 0.5,
+             "lo": np.float32(0.1), "hi": np.float32(4.0),
+             "w1": _rand(rng, m, 2 * c, 3, 3) * 0.2}
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w0"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("BatchNormalization", ["p", "s", "b", "mu", "v"], ["bn"]),
+        n("Clip", ["bn", "lo", "hi"], ["cl"]),
+        n("Concat", ["cl", "p"], ["cat"], axis=1),
+        n("Relu", ["cat"], ["r"]),
+        n("Conv", ["r", "w1"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    model = _model(nodes, {"x": (1, 5, 18, 14)}, ["y"],
+                   {k: np.asarray(v, np.float32) for k, v in inits.items()})
+    feeds = {"x": _rand(rng, 1, 5, 18, 14)}
+    engine = _engine(model)
+    blocked_ops = {nd.op_type for nd in engine.nodes
+                   if any(engine.tensors[o].format is offered for o in nd.outputs)}
+    assert {"Conv", "MaxPool", "BatchNormalization", "Clip", "Concat", "Relu"} <= \
+        blocked_ops, blocked_ops
+    (got,) = _run_engine(engine, feeds)
+    _close(got, _ort(model, feeds)[0])
 
 
 def test_a_lone_convolution_stays_linear(offered: TensorFormat) -> None:

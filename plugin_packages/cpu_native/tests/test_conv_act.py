@@ -193,7 +193,9 @@ def test_nothing_after_the_activation_is_fused() -> None:
     model = _model((1, 8, 10, 10), 8, 8, (3, 3), {"pads": [1, 1, 1, 1]}, "HardSwish+Relu")
     x = RNG.standard_normal((1, 8, 10, 10)).astype(np.float32)
     engine, got = _run(model, x)
-    assert [n.op_type for n in engine.nodes] == ["Relu", "Conv", "Relu"]
+    # (the Relu, Conv, Relu run may go blocked: Reformat nodes at its edges)
+    assert [n.op_type for n in engine.nodes if n.op_type != "Reformat"] == [
+        "Relu", "Conv", "Relu"]
     np.testing.assert_allclose(got, _want(model, x), rtol=1e-4, atol=1e-5)
 
 

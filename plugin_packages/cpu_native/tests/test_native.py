@@ -704,7 +704,7 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     kernels += [concat.Concat]
     from mini_infer_cpu_native import blocked
 
-    kernels += [blocked.Add]
+    kernels += [blocked.Add, blocked.Relu, blocked.Clip_1, blocked.Clip_11]
     from mini_infer_cpu_native import qconv, qlinear, quantize_linear
 
     kernels += [getattr(module, name) for module in (qlinear, qconv, quantize_linear)

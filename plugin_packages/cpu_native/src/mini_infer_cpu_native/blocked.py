@@ -15,7 +15,13 @@ LINEAR). The mixins below go in front of the cpu_native plugins that take it:
 * :class:`BlockedBinary` (Add, Mul): two blocked tensors of one shape, or one and a vector
   per (image, channel) (squeeze-and-excitation's scale, blocked too), or one and a LINEAR
   per-channel or single value (a constant: laid out in blocks once);
-* :class:`BlockedConcat` (Concat on channels).
+* :class:`BlockedConcat` (Concat on channels);
+* Relu and Clip (cpu_basic's, made here on first use: :class:`_Clamp`): the function
+  over the whole blocked buffer; Clip's padding lanes zeroed again where 0 is outside its
+  bounds;
+* :class:`BlockedAffine` (inference BatchNormalization: ``x * a + b`` per channel, a fused
+  Relu as the clamp; a and b, folded at build, laid out in blocks with zeros past C so the
+  padding lanes stay zeros).
 
 Each offers the format only where its kernel runs the node (float32, the shapes above), and
 then wants its residual, its other inputs and its output in the same format. The builder
@@ -44,10 +50,12 @@ from ._native import Act as Act
 from ._native import Call, _call, _kernel, _lib, run_calls
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
+    from mini_infer_cpu_plugins.ops.activation import Clip_1, Clip_11, Relu
     from mini_infer_cpu_plugins.ops.elementwise import Add
 
-__all__ = ["Add", "BlockedBinary", "BlockedConcat", "BlockedConv", "BlockedGlobalPool",
-           "BlockedPool", "BlockedUnary", "offered", "set_offered"]
+__all__ = ["Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
+           "BlockedGlobalPool", "BlockedPool", "BlockedUnary", "Clip_1", "Clip_11", "Relu",
+           "offered", "set_offered"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
@@ -531,6 +539,42 @@ class BlockedUnary(_Formats):
         return [padzero_call(out, self.output_descs[0].shape[1])]
 
 
+class BlockedAffine(_Formats):
+    """Inference BatchNormalization of a 4-D float32 X: X and Y blocked (scale, B, mean and
+    var LINEAR constants); one output only (training mode's statistics stay LINEAR)."""
+
+    _affine: tuple[Array, Array, Array, Array] | None = None
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if desc.format is LINEAR:
+            if (0 < pos < num_inputs) or first.format is LINEAR:
+                return bool(super().supports_format_combination(  # type: ignore[misc]
+                    pos, in_out, num_inputs))
+            return False
+        if (0 < pos < num_inputs or len(in_out) - num_inputs != 1 or not _blocked_at(desc)
+                or any(len(d.shape) != 1 or d.shape[0] != first.shape[1]
+                       for d in in_out[1:num_inputs])):
+            return False
+        return pos == 0 or desc.format is first.format
+
+    def _affine_calls(self, x: Array, a: Array, b: Array, out: Array, relu: bool
+                      ) -> list[Call] | None:
+        """``out = max?(x * a + b)`` blocked: a Mul then an Add (the clamp) by per-channel
+        vectors, zeros past C (None: this node is not blocked)."""
+        k = self._block()
+        if not k:
+            return None
+        kept = self._affine
+        if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k:
+            av, bv = (_padded_channels(v.astype(np.float32).reshape(-1), k).reshape(
+                1, -1, 1, 1, k) for v in (a, b))
+            kept = self._affine = (a, b, av, bv)
+        return [binary_call(x, kept[2], out, "mul"),
+                binary_call(out, kept[3], out, "add", 0.0 if relu else -np.inf)]
+
+
 class _Add(BlockedBinary, CpuPlugin):
     """cpu_basic's Add (after this in the class's bases: made on first use, so that loading
     an engine without an Add does not import cpu_basic's elementwise family), blocked where
@@ -557,12 +601,47 @@ class _Add(BlockedBinary, CpuPlugin):
         return bound  # cpu_basic's: its ufunc bound to the step's arrays
 
 
+class _Clamp(BlockedUnary, CpuPlugin):
+    """cpu_basic's Relu, Clip_1 and Clip_11 (after this in the class's bases), offering the
+    blocked format (X, Y; Clip_11's bounds stay LINEAR constants): cpu_basic's function over
+    the whole blocked buffer (Relu(0) = 0), then, for a Clip whose bounds leave out 0, the
+    padding lanes zeroed again."""
+
+    attrs: dict[str, Any]
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        desc, first = in_out[pos], in_out[0]
+        if 0 < pos < num_inputs:  # Clip_11's bounds: scalars
+            return desc.format is LINEAR and (first.format is not LINEAR or bool(
+                super().supports_format_combination(pos, in_out, num_inputs)))
+        return bool(super().supports_format_combination(pos, in_out, num_inputs))
+
+    def compute(self, x: Array, *bounds: Array | None, out: Array, **kw: Any) -> None:
+        super().compute(x, *bounds, out=out, **kw)
+        if not self._block() or self.op_type != "Clip":
+            return
+        lo, hi = (*bounds, None, None)[:2] if bounds else (kw.get("min"), kw.get("max"))
+        if (lo is not None and float(lo) > 0.0) or (hi is not None and float(hi) < 0.0):
+            run_calls([padzero_call(out, self.output_descs[0].shape[1])])
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        if self._block() and self.op_type == "Clip":
+            return None  # compute: the bounds and the padding
+        bound: Callable[[], None] | None = super().bind_run(inputs, outputs, workspace)
+        return bound
+
+
 def _ours(cls: type[Any]) -> None:
     cls.package = "mini-infer-cpu-native"
 
 
 _lazy = lazy_kernels(__name__, {
-    "Add": (_Add, "mini_infer_cpu_plugins.ops.elementwise:Add")}, made=_ours)
+    "Add": (_Add, "mini_infer_cpu_plugins.ops.elementwise:Add"),
+    "Relu": (_Clamp, "mini_infer_cpu_plugins.ops.activation:Relu"),
+    "Clip_1": (_Clamp, "mini_infer_cpu_plugins.ops.activation:Clip_1"),
+    "Clip_11": (_Clamp, "mini_infer_cpu_plugins.ops.activation:Clip_11")}, made=_ours)
 
 
 def __getattr__(name: str) -> Any:

@@ -45,7 +45,7 @@ from ._native import (
     scale_shift,
     usable,
 )
-from .blocked import BlockedConv, BlockedPool
+from .blocked import BlockedAffine, BlockedConv, BlockedPool
 from .catalog import NativeCreator
 
 __all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
@@ -297,9 +297,22 @@ class LRN(_norm.LRN):
         lrn(x, out, acc, int(size), float(alpha), float(beta), float(bias))
 
 
-class BatchNormalization(_norm.BatchNormalization):
+class BatchNormalization(BlockedAffine, _norm.BatchNormalization):
     """Inference, float32, contiguous, per channel: ``x * a + b`` and the fused Relu in one
-    compiled pass (cpu_basic: two or three NumPy passes); the rest is cpu_basic's."""
+    compiled pass (cpu_basic: two or three NumPy passes), or blocked where the builder chose
+    the blocked format (:class:`.blocked.BlockedAffine`); the rest is cpu_basic's."""
+
+    def compute(self, x: Array, scale: Array, bias: Array, mean: Array, var: Array, *,
+                out: Any, epsilon: float, training_mode: int = 0, __relu__: int = 0,
+                **kw: Any) -> None:
+        if self._block() and not training_mode:
+            a, b = self._folded((scale, bias, mean, var), epsilon, np.float32)
+            calls = self._affine_calls(x, a, b, out, bool(__relu__))
+            if calls is not None:
+                self._run_blocked((x, out), calls)
+                return
+        super().compute(x, scale, bias, mean, var, out=out, epsilon=epsilon,
+                        training_mode=training_mode, __relu__=__relu__, **kw)
 
     @staticmethod
     def _per_channel(x: Array, a: Array, b: Array, out: Array, relu: bool) -> None:
