@@ -121,9 +121,11 @@ def test_a_relu_engine_imports_the_activation_modules_only(tmp_path: Path) -> No
     x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
     found = _open_in_child(engine, x, tmp_path)
     np.testing.assert_array_equal(found["y"], _expected(model, x))
-    # Relu is cpu_basic's (no compiled kernel): its module and its schemas', nothing else --
-    # no convolution, no reductions, no compiled kernel module
+    # Relu is cpu-native's blocked.Relu (cpu_basic's function, declaring the channel-blocked
+    # formats too), made on first use: its module, cpu_basic's and the schemas', nothing
+    # else -- no convolution, no reductions, no elementwise family
     assert found["families"] == ["mini_infer_core.ops.activation",
+                                 "mini_infer_cpu_native.blocked",
                                  "mini_infer_cpu_plugins.ops.activation"], found["families"]
     assert not found["threadpoolctl"]
 
