@@ -35,7 +35,8 @@ from ._native import _kernel
 from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr
 
-__all__ = ["QLinearAdd", "QLinearLeakyRelu", "QLinearLookup", "QLinearMul", "QLinearSigmoid"]
+__all__ = ["QLinearAdd", "QLinearChannelLookup", "QLinearLeakyRelu", "QLinearLookup", "QLinearMul",
+           "QLinearSigmoid"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -301,3 +302,20 @@ class QLinearLookup(_basic.QLinearLookup):
             super().compute(x, table, out=out)  # its error
             return
         lookup(x, np.ascontiguousarray(table.reshape(-1)), out)
+
+
+class QLinearChannelLookup(_basic.QLinearChannelLookup):
+    """QLinearChannelLookup with X and Y in either format (the same one): NHWC indexes the
+    tables by the last axis; one NumPy gather."""
+
+    package = "mini-infer-cpu-native"
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        return QLinearLookup.supports_format_combination(
+            self, pos, in_out, num_inputs)  # type: ignore[arg-type]
+
+    def compute(self, x: Array, table: Array, *, out: Array) -> None:
+        axis = x.ndim - 1 if hwc_formats(self)[0] else 1
+        _basic.check_channel_table(x, table, axis, f"QLinearChannelLookup {self.name!r}")
+        _basic.qchannel_lookup(x, table, out, axis)
