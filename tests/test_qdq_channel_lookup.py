@@ -90,7 +90,40 @@ def test_every_value_of_every_channel_matches_onnxruntime(
     np.testing.assert_array_equal(got, want)
 
 
-def test_training_mode_or_non_constant_parameters_keep_the_float_nodes() -> None:
+def _quantized_params(model: onnx.ModelProto) -> onnx.ModelProto:
+    """BatchNormalization's scale and var as DequantizeLinear of int8 values, B and mean of
+    int32 ones (as ``quantize_static`` writes DenseNet's, the var with a zero point)."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    nodes = []
+    for name, dtype, zero in [("g", np.int8, 0), ("v", np.int8, -3), ("b", np.int32, 0),
+                              ("m", np.int32, 7)]:
+        v = inits.pop(name)
+        scale = np.float32(np.abs(v).max() / (100 if dtype == np.int8 else 1e6))
+        inits |= {f"{name}q": (np.rint(v / scale) + zero).astype(dtype),
+                  f"{name}s": np.array(scale, np.float32), f"{name}z": np.array(zero, dtype)}
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}q", f"{name}s", f"{name}z"],
+                                      [name]))
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
+    rest = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend([*nodes, *rest])
+    return model
+
+
+@pytest.mark.parametrize("dtype,x_zero,y_zero,x_scale,y_scale", PARAMS[1::2])
+def test_dequantized_parameters_as_quantize_static_writes_them(
+        dtype: Any, x_zero: int, y_zero: int, x_scale: float, y_scale: float) -> None:
+    model = _quantized_params(_chain(5, dtype, x_zero, y_zero, x_scale, y_scale, "Relu"))
+    x = _every_value(5, dtype)
+    engine = mi.load(model)
+    assert [nd.op_type for nd in engine.nodes] == ["QLinearChannelLookup"]
+    (got,) = mi.InferenceSession(engine).run(None, {"xq": x})
+    (want,) = _ort(model, {"xq": x})
+    np.testing.assert_array_equal(got, want)
+
+
+def test_non_constant_parameters_keep_the_float_nodes() -> None:
     model = _chain(3, np.uint8, 3, 4, 0.05, 0.05, None)
     bn = model.graph.node[1]
     model.graph.initializer.pop(next(i for i, t in enumerate(model.graph.initializer)

@@ -95,6 +95,27 @@ def lookup_table(g: _Graph, nodes: list[Node], x: list[Array], y: list[Array]
     return table
 
 
+def _param(g: _Graph, name: str) -> Array | None:
+    """A constant, or a DequantizeLinear of constants (``quantize_static`` writes
+    BatchNormalization's scale, B, mean and var so: 8-bit or int32 values) as float32 the
+    way DequantizeLinear computes it, ``(x - zero_point) * scale`` (None: neither)."""
+    if name in g.constants:
+        return g.constants[name]
+    d = g.node(name, "DequantizeLinear")
+    if d is None or len(d.inputs) < 2 or d.fields.values_dict().get("block_size", 0):
+        return None
+    x, scale = g.constants.get(d.inputs[0]), g.constants.get(d.inputs[1])
+    zp = g.constants.get(d.inputs[2]) if len(d.inputs) > 2 and d.inputs[2] else None
+    if (x is None or scale is None or scale.dtype != f32 or x.ndim > 1
+            or x.dtype not in (np.uint8, np.int8, np.int32)
+            or (zp is not None and zp.dtype != x.dtype) or scale.size not in (1, x.size)):
+        return None
+    z = np.zeros(1, np.int64) if zp is None else zp.reshape(-1).astype(np.int64)
+    q = (x.reshape(-1).astype(np.int64) - z).astype(f32)
+    v: Array = (q * scale.reshape(-1)).astype(f32)
+    return v
+
+
 def _batch_norm(g: _Graph, node: Node) -> tuple[Array, Array, Array, Array, float] | None:
     """An inference BatchNormalization's constant scale, B, mean, var (float32, one value per
     channel) and epsilon (None: not constants, training mode, or other types)."""
@@ -102,7 +123,7 @@ def _batch_norm(g: _Graph, node: Node) -> tuple[Array, Array, Array, Array, floa
     if (node.op_type != "BatchNormalization" or len(node.inputs) != 5
             or len([t for t in node.outputs if t]) != 1 or int(a.get("training_mode", 0))):
         return None
-    params = [g.constants.get(t) for t in node.inputs[1:]]
+    params = [_param(g, t) for t in node.inputs[1:]]
     if any(p is None or p.dtype != f32 for p in params):
         return None
     flat = [p.reshape(-1) for p in params if p is not None]
