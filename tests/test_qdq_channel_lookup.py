@@ -186,10 +186,12 @@ def test_batch_norm_between_integer_convolutions_stays_8_bit(dtype: Any) -> None
     assert "QLinearChannelLookup" in ops and "BatchNormalization" not in ops, ops
     look = next(nd for nd in engine.nodes if nd.op_type == "QLinearChannelLookup")
     if importlib.util.find_spec("mini_infer_cpu_native") is not None and dtype == np.uint8:
-        # its u8 integer convolutions and the tables take NHWC: no reformat between them
-        assert engine.tensors[look.outputs[0]].format is TensorFormat.HWC
+        # its u8 integer convolutions and the tables take either format (the formats pass
+        # picks one by its costs): no reformat between them, the lookup in the conv's format
         i = ops.index("QLinearChannelLookup")
         assert ops[i - 1:i + 2] == ["QLinearConv", "QLinearChannelLookup", "QLinearConv"], ops
+        conv = engine.nodes[i - 1]
+        assert engine.tensors[look.outputs[0]].format is engine.tensors[conv.outputs[0]].format
     for _ in range(2):
         x = RNG.standard_normal((2, 3, 9, 11)).astype(np.float32) * 2
         (got,) = mi.InferenceSession(engine).run(None, {"x": x})
@@ -198,14 +200,16 @@ def test_batch_norm_between_integer_convolutions_stays_8_bit(dtype: Any) -> None
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
-@pytest.mark.parametrize("fmt", [TensorFormat.HWC, TensorFormat.LINEAR])
-def test_native_plugin_indexes_each_channels_table_nhwc_and_nchw(dtype: Any,
-                                                                  fmt: TensorFormat) -> None:
-    """mini-infer-cpu-native's kernel: channel ``c``'s table at each input's bit pattern, X
-    NHWC (the tables along the last axis) and NCHW, odd channel count."""
-    pytest.importorskip("mini_infer_cpu_native", reason="mini-infer-cpu-native not installed")
-    rec = mi.get_plugin_registry().get_creator("QLinearChannelLookup", "1",
-                                               "mini_infer.cpu_native")
+@pytest.mark.parametrize("ns,fmt", [("mini_infer.cpu_native", TensorFormat.HWC),
+                                    ("mini_infer.cpu_native", TensorFormat.LINEAR),
+                                    ("mini_infer.cpu", TensorFormat.LINEAR)])
+def test_plugins_index_each_channels_table_nhwc_and_nchw(dtype: Any, ns: str,
+                                                          fmt: TensorFormat) -> None:
+    """cpu_native's compiled kernel and cpu_basic's NumPy one: channel ``c``'s table at each
+    input's bit pattern, X NHWC (the tables along the last axis) and NCHW, odd channels."""
+    if ns.endswith("native"):
+        pytest.importorskip("mini_infer_cpu_native", reason="mini-infer-cpu-native not installed")
+    rec = mi.get_plugin_registry().get_creator("QLinearChannelLookup", "1", ns)
     assert rec is not None
     plugin = adapter.create(rec.creator, "n", PluginFieldCollection([]))
     x = _every_value(5, dtype)
