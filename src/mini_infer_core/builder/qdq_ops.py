@@ -36,7 +36,7 @@ import numpy as np
 from ..network import Node
 from ..plugin import PluginField, PluginFieldCollection
 from .qdq import _chain, _dq, _requant
-from .qdq_lookup import LOOKUP, LOOKUP_OPS, lookup_table
+from .qdq_lookup import CHANNEL_LOOKUP, LOOKUP, LOOKUP_OPS, channel_table, lookup_table
 
 if TYPE_CHECKING:
     from .rewrite import _Graph
@@ -92,6 +92,8 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True,
         return None
     if op in LOOKUP_OPS and fresh is not None and ok(LOOKUP):
         return _lookup(g, i, node, fresh)
+    if op == "BatchNormalization" and fresh is not None and ok(CHANNEL_LOOKUP):
+        return _lookup(g, i, node, fresh, channel=True)
     if op in _MOVES:
         return _moved(g, i, node)
     if op in _BINARY or op == "Concat" or op in _UNARY or op == "MaxPool":
@@ -171,11 +173,12 @@ def _moved(g: _Graph, i: int, node: Node) -> tuple[list[int], Node] | None:
     return _gone(g, i, node, [node.inputs[0]], tail), new
 
 
-def _lookup(g: _Graph, i: int, node: Node, fresh: dict[str, Any]
+def _lookup(g: _Graph, i: int, node: Node, fresh: dict[str, Any], channel: bool = False
             ) -> tuple[list[int], Node] | None:
     """``DequantizeLinear -> HardSigmoid|HardSwish|Relu|Clip|Tanh|Elu (one or several in a
     row) -> QuantizeLinear`` (per tensor, one 8-bit type) -> ``QLinearLookup`` of the chain's
-    table (:mod:`.qdq_lookup`)."""
+    table (:mod:`.qdq_lookup`); with ``channel``, ``node`` an inference BatchNormalization
+    (those functions may follow it) -> ``QLinearChannelLookup`` of one table per channel."""
     d = _dq(g, node.inputs[0]) if node.inputs and node.inputs[0] else None  # zp: x's type
     if d is None or d[2].size != 1 or d[3].size != 1:
         return None
@@ -192,11 +195,13 @@ def _lookup(g: _Graph, i: int, node: Node, fresh: dict[str, Any]
     if out is None:
         return None
     tail, result, yq = out
-    table = lookup_table(g, chain, [d[2], d[3]],
-                         [g.constants[str(yq[0])], g.constants[str(yq[1])]])
+    y = [g.constants[str(yq[0])], g.constants[str(yq[1])]]
+    table = (channel_table(g, node, chain[1:], [d[2], d[3]], y) if channel
+             else lookup_table(g, chain, [d[2], d[3]], y))
     if table is None:  # not one of the functions, or another type out
         return None
-    name = f"{result}:qlookup_table"
+    op = "QLinearChannelLookup" if channel else "QLinearLookup"
+    name = f"{result}:{'qchannel' if channel else 'qlookup'}_table"
     fresh[name] = table
-    new = _ms(node, "QLinearLookup", [d[0].inputs[0], name], result, {}, MINI)
+    new = _ms(node, op, [d[0].inputs[0], name], result, {}, MINI)
     return _gone(g, i, node, [node.inputs[0]], [*(n.outputs[0] for n in chain[1:]), *tail]), new

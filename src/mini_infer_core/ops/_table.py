@@ -775,7 +775,7 @@ INPUT_COUNTS = {
     ('ZipMap', 'ai.onnx.ml', 1, None): (1, 1, ),
 }
 
-SOURCES = 'crc32:f505982d'
+SOURCES = 'crc32:92ca51f5'
 
 SCHEMAS = {
     'Abs': {'name': 'Abs', 'op_type': 'Abs', 'domain': '', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('consumed_inputs', )},
@@ -939,6 +939,7 @@ SCHEMAS = {
     'QGemm': {'name': 'QGemm', 'op_type': 'QGemm', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('transA', 'transB', 'alpha', )},
     'QLinearAdd': {'name': 'QLinearAdd', 'op_type': 'QLinearAdd', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'QLinearAveragePool': {'name': 'QLinearAveragePool', 'op_type': 'QLinearAveragePool', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('auto_pad', 'ceil_mode', 'channels_last', 'count_include_pad', 'kernel_shape', 'pads', 'strides', )},
+    'QLinearChannelLookup': {'name': 'QLinearChannelLookup', 'op_type': 'QLinearChannelLookup', 'domain': 'ai.mini_infer', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ()},
     'QLinearConcat': {'name': 'QLinearConcat', 'op_type': 'QLinearConcat', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('axis', )},
     'QLinearConv': {'name': 'QLinearConv', 'op_type': 'QLinearConv', 'domain': '', 'version': '1', 'min_opset': 10, 'max_opset': None, 'fields': ('group', 'pads', 'strides', 'dilations', 'kernel_shape', 'auto_pad', '__residual__', '__relu__', '__clip__', )},
     'QLinearGlobalAveragePool': {'name': 'QLinearGlobalAveragePool', 'op_type': 'QLinearGlobalAveragePool', 'domain': 'com.microsoft', 'version': '1', 'min_opset': 1, 'max_opset': None, 'fields': ('channels_last', )},

@@ -3,7 +3,7 @@ tools write them: MatMulNBits (block-quantized weight-only products), DynamicQua
 MatMulIntegerToFloat, QGemm, and the QOperator-format QLinearAdd, QLinearMul, QLinearSigmoid,
 QLinearLeakyRelu, QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat and
 QLinearSoftmax; and mini-infer's own QLinearLookup (a 256-entry table the QDQ rewrite
-makes) and QMaxPool (an 8-bit MaxPool).
+makes), QLinearChannelLookup (one such table per channel) and QMaxPool (an 8-bit MaxPool).
 
 onnx does not define these operators, so each schema declares its attributes (onnxruntime's
 ``contrib_defs``) and its input counts itself. Optional inputs follow onnxruntime: an absent
@@ -25,7 +25,8 @@ from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["MatMulNBits", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm",
            "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearLookup",
-           "QMaxPool", "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
+           "QLinearChannelLookup", "QMaxPool", "QLinearAveragePool", "QLinearGlobalAveragePool",
+           "QLinearConcat",
            "QLinearSoftmax", "MsQuantizeLinear", "MsDequantizeLinear"]
 
 MS_DOMAIN = "com.microsoft"
@@ -239,6 +240,31 @@ class QLinearLookup(Op):
                 f"QLinearLookup {self.name!r}: Table has {n} values; it needs one per 8-bit "
                 "pattern (256)")
         return [list(inputs[0])]
+
+
+class QLinearChannelLookup(Op):
+    """mini-infer's own (domain ``ai.mini_infer``, made by the QDQ rewrite, not in onnxruntime):
+    ``Y[n, c, ...] = Table[c, X[n, c, ...]]``, X of shape ``(N, C, ...)`` and Table
+    ``(C, 256)`` of X's type, X's 8-bit pattern indexing channel ``c``'s 256 entries.
+    ``DequantizeLinear -> BatchNormalization -> QuantizeLinear`` (per-tensor parameters, an
+    inference BatchNormalization: a per-channel affine function) is exactly such a table."""
+
+    domain = MINI_DOMAIN
+    min_inputs = 2
+    max_inputs = 2
+    attributes: ClassVar[dict[str, Any]] = {}
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Shapes:
+        x, n = list(inputs[0]), _elements(inputs, 1)
+        if len(x) < 2:
+            raise PluginInterfaceError(
+                f"QLinearChannelLookup {self.name!r}: X has rank {len(x)}; it needs (N, C, ...)")
+        c = x[1]
+        if n is not None and c.is_constant() and n != 256 * c.get_constant_value():
+            raise PluginInterfaceError(
+                f"QLinearChannelLookup {self.name!r}: Table has {n} values; it needs 256 per "
+                f"channel of X ({c.get_constant_value()} channels): shape (C, 256)")
+        return [x]
 
 
 class QMaxPool(PoolBase):

@@ -407,6 +407,15 @@ STRUCTS["mi_qlookup_args"] = QLookupArgs
 __all__ += ["QLookupArgs"]
 
 
+class QChLookupArgs(ctypes.Structure):
+    """mi_qchlookup_args (_qelt.c)"""
+    _fields_ = _fields(_P, "x table y") + _fields(_L, "outer c inner")
+
+
+STRUCTS["mi_qchlookup_args"] = QChLookupArgs
+__all__ += ["QChLookupArgs"]
+
+
 class QMaxPoolArgs(ctypes.Structure):
     """mi_qmaxpool_args (_qelt.c)"""
     _fields_ = _fields(_P, "x y") + _fields(_L, "n h w c kh kw sh sw dh dw pt pl oh ow") + \

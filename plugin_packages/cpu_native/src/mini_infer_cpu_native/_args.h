@@ -422,6 +422,16 @@ typedef struct mi_qlookup_args {
     long n;
 } mi_qlookup_args;
 
+/* y[(o * c + ch) * inner + i] = table[ch * 256 + x[...]] (one 256-byte table per channel,
+ * channels the middle of outer x c x inner: NHWC inner = 1, NCHW outer = N):
+ * mi_qchlookup_i8 (_qelt.c) */
+typedef struct mi_qchlookup_args {
+    const void *x;
+    const void *table;
+    void *y;
+    long outer, c, inner;
+} mi_qchlookup_args;
+
 /* MaxPool of an NHWC 8-bit tensor (n, h, w, c) into (n, oh, ow, c): the window of output
  * (oy, ox) starts at (oy * sh - pt, ox * sw - pl), taps dh, dw apart, those outside the image
  * skipped (a window with none gives the type's minimum): mi_qmaxpool_i8 (_qelt.c) */
@@ -469,6 +479,7 @@ int mi_qgemm_i8(const mi_qgemm_args *a);
 int mi_qconv_i8(const mi_qconv_args *v);
 int mi_qbinary_i8(const mi_qbinary_args *a);
 int mi_qlookup_i8(const mi_qlookup_args *a);
+int mi_qchlookup_i8(const mi_qchlookup_args *a);
 int mi_qmaxpool_i8(const mi_qmaxpool_args *a);
 int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);

@@ -77,6 +77,31 @@ int mi_qlookup_i8(const mi_qlookup_args *a) {
     return MI_OK;
 }
 
+/* QLinearChannelLookup (an inference BatchNormalization between QDQ pairs): each channel's
+ * own 256-byte table, the channels the middle axis of outer x c x inner */
+int mi_qchlookup_i8(const mi_qchlookup_args *a) {
+    if (!a->x || !a->table || !a->y || a->outer < 0 || a->c < 0 || a->inner < 0)
+        return MI_EARGS;
+    const uint8_t *restrict x = a->x, *restrict t = a->table;
+    uint8_t *restrict y = a->y;
+    const long c = a->c, inner = a->inner;
+    if (inner == 1) {
+        for (long o = 0; o < a->outer; o++) {
+            const uint8_t *restrict xo = x + o * c;
+            uint8_t *restrict yo = y + o * c;
+            for (long ch = 0; ch < c; ch++) yo[ch] = t[ch * 256 + xo[ch]];
+        }
+        return MI_OK;
+    }
+    for (long o = 0; o < a->outer; o++)
+        for (long ch = 0; ch < c; ch++) {
+            const uint8_t *restrict tab = t + ch * 256;
+            const long base = (o * c + ch) * inner;
+            for (long i = 0; i < inner; i++) y[base + i] = tab[x[base + i]];
+        }
+    return MI_OK;
+}
+
 /* MaxPool of an 8-bit NHWC tensor (the 8-bit MaxPool between equal QDQ parameters, qpool.py):
  * each output pixel's channels the maximum over the window's taps inside the image */
 #define QMAXPOOL(T, LOWEST)                                                                  \

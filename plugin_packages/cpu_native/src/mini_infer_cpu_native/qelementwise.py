@@ -30,17 +30,19 @@ from numpy.typing import NDArray
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
 
-from ._abi import QBinaryArgs, QLookupArgs
+from ._abi import QBinaryArgs, QChLookupArgs, QLookupArgs
 from ._native import _kernel
 from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr
 
-__all__ = ["QLinearAdd", "QLinearLeakyRelu", "QLinearLookup", "QLinearMul", "QLinearSigmoid"]
+__all__ = ["QLinearAdd", "QLinearChannelLookup", "QLinearLeakyRelu", "QLinearLookup", "QLinearMul",
+           "QLinearSigmoid"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
 _binary = _kernel("mi_qbinary_i8", QBinaryArgs)
 _lookup = _kernel("mi_qlookup_i8", QLookupArgs)
+_chlookup = _kernel("mi_qchlookup_i8", QChLookupArgs)
 HWC = TensorFormat.HWC
 _BYTES = (DataType.UINT8, DataType.INT8)
 
@@ -280,3 +282,28 @@ class QLinearLookup(_basic.QLinearLookup):
             super().compute(x, table, out=out)  # its error
             return
         lookup(x, np.ascontiguousarray(table.reshape(-1)), out)
+
+
+class QLinearChannelLookup(_basic.QLinearChannelLookup):
+    """QLinearChannelLookup with X and Y in either format (the same one): NHWC indexes the
+    tables by the last axis; one compiled pass (``mi_qchlookup_i8``)."""
+
+    package = "mini-infer-cpu-native"
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        return QLinearLookup.supports_format_combination(
+            self, pos, in_out, num_inputs)  # type: ignore[arg-type]
+
+    def compute(self, x: Array, table: Array, *, out: Array) -> None:
+        axis = x.ndim - 1 if hwc_formats(self)[0] else 1
+        _basic.check_channel_table(x, table, axis, f"QLinearChannelLookup {self.name!r}")
+        if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            _basic.qchannel_lookup(x, table, out, axis)
+            return
+        kn, c = "mi_qchlookup_i8", x.shape[axis]
+        t = np.ascontiguousarray(table)
+        _check(_chlookup, QChLookupArgs(
+            _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(t, _INT8, t.size, False, kn, "table"),
+            _ptr(out, _INT8, x.size, True, kn, "y"), math.prod(x.shape[:axis]), c,
+            math.prod(x.shape[axis + 1:])))

@@ -672,6 +672,23 @@ static void integer_convolutions(unsigned seed) {
     wrong = 0;
     for (long i = 0; i < O * I; i++) wrong += looked[i] != 255 - qa[i];
     CHECK(wrong == 0, "qlookup: %ld values differ", wrong);
+    /* one table per channel (mi_qchlookup_i8): 2 x 3 channels x 4, then NHWC (inner 1) */
+    {
+        unsigned char ctab[3 * 256], cx[24], cy[24];
+        for (int i = 0; i < 3 * 256; i++) ctab[i] = (unsigned char)(i / 256 * 50 + i % 7);
+        for (int i = 0; i < 24; i++) cx[i] = qa[i % (O * I)];
+        long shapes[2][3] = {{2, 3, 4}, {8, 3, 1}};
+        for (int s = 0; s < 2; s++) {
+            mi_qchlookup_args cl = {cx, ctab, cy, shapes[s][0], 3, shapes[s][2]};
+            CHECK(mi_qchlookup_i8(&cl) == 0, "qchlookup failed");
+            wrong = 0;
+            for (long i = 0; i < 24; i++) {
+                long ch = i / shapes[s][2] % 3;
+                wrong += cy[i] != ctab[ch * 256 + cx[i]];
+            }
+            CHECK(wrong == 0, "qchlookup: %ld values differ", wrong);
+        }
+    }
     /* an NHWC 8-bit max pool (mi_qmaxpool_i8): 3x3, stride 2, pads 1 over 5 x 6 x 3 int8 */
     {
         enum { PH = 5, PW = 6, PC = 3, POH = 3, POW = 3 };

@@ -30,7 +30,8 @@ from .pool import AveragePool, _Pool
 from .quantize import DequantizeLinear, QuantizeLinear
 
 __all__ = ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
-           "QLinearLookup", "QMaxPool", "QLinearSoftmax", "QLinearAveragePool",
+           "QLinearLookup", "QLinearChannelLookup", "QMaxPool", "QLinearSoftmax",
+           "QLinearAveragePool",
            "QLinearGlobalAveragePool",
            "QLinearConcat", "MsQuantizeLinear", "MsDequantizeLinear"]
 
@@ -78,6 +79,14 @@ def _lookup(x: Array, table: Array, out: Array) -> None:
     np.take(table, x.view(np.uint8), out=out)
 
 
+def _channel_lookup(x: Array, table: Array, out: Array, axis: int) -> None:
+    """``out = table[c, x]``, ``c`` the index along ``axis`` (table ``(C, 256)``)."""
+    c = x.shape[axis]
+    offsets = (np.arange(c, dtype=np.int32) * 256).reshape(
+        [c if i == axis else 1 for i in range(x.ndim)])
+    np.take(table.reshape(-1), np.add(x.view(np.uint8), offsets, dtype=np.int32), out=out)
+
+
 def _check8(x: Array, op: str) -> None:
     if x.dtype not in (np.uint8, np.int8):
         raise PluginInterfaceError(f"{op}: X must be uint8 or int8, got {x.dtype}")
@@ -86,6 +95,7 @@ def _check8(x: Array, op: str) -> None:
 #: the helpers other distributions' 8-bit kernels share with these (public names:
 #: mini-infer-cpu-native's NHWC forms of QLinearGlobalAveragePool, QLinearConcat, the lookups)
 qscalar, qstore, qtable, qlookup, check_8bit = _scalar, _store, _table, _lookup, _check8
+qchannel_lookup = _channel_lookup
 
 
 class _Binary(CpuPlugin, schema.QLinearBinaryBase):
@@ -158,6 +168,23 @@ class QLinearLookup(CpuPlugin, schema.QLinearLookup):
                 f"{op}: Table must be 256 values of X's type ({x.dtype}), got {table.size} "
                 f"of {table.dtype}")
         _lookup(x, table.reshape(-1), out)
+
+
+class QLinearChannelLookup(CpuPlugin, schema.QLinearChannelLookup):
+    """``Y[n, c, ...] = Table[c, X[n, c, ...]]`` (mini-infer's own operator)."""
+
+    def compute(self, x: Array, table: Array, *, out: Array) -> None:
+        check_channel_table(x, table, 1, f"QLinearChannelLookup {self.name!r}")
+        _channel_lookup(x, table, out, 1)
+
+
+def check_channel_table(x: Array, table: Array, axis: int, op: str) -> None:
+    """Raise unless X is 8-bit and ``table`` holds 256 values of X's type per channel."""
+    _check8(x, op)
+    if x.ndim < 2 or table.size != 256 * x.shape[axis] or table.dtype != x.dtype:
+        raise PluginInterfaceError(
+            f"{op}: Table must be (C, 256) values of X's type ({x.dtype}) for X of shape "
+            f"{x.shape}, got {table.size} of {table.dtype}")
 
 
 class QMaxPool(_Pool, schema.QMaxPool):
