@@ -82,6 +82,10 @@ class PluginRegistry:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._by_key: dict[tuple[str, str, str], CreatorRecord] = {}
+        #: (domain, op_type) -> its records, made on the first look-up after a change (a
+        #: build asks once per node: a scan of every creator each time cost a large model's
+        #: build tens of milliseconds)
+        self._by_op: dict[tuple[str, str], list[CreatorRecord]] | None = None
         self._devices: dict[str, DeviceRecord] = {}
         #: devices a distribution provides whose hooks have not run yet (discovery from its
         #: cache): name -> the function that loads the distribution's devices
@@ -101,6 +105,7 @@ class PluginRegistry:
                     f"from {_who(rec)} is already registered by {_who(old)}; "
                     "uninstall one of them or give the plugin its own namespace", old)
             self._by_key[rec.key] = rec
+            self._by_op = None
         return rec
 
     def deregister_creator(self, creator: IPluginCreator) -> bool:
@@ -108,6 +113,7 @@ class PluginRegistry:
             for key, rec in list(self._by_key.items()):
                 if rec.creator is creator:
                     del self._by_key[key]
+                    self._by_op = None
                     return True
         return False
 
@@ -157,18 +163,24 @@ class PluginRegistry:
     def candidates(self, domain: str, op_type: str, device: str,
                    opset: int | None = None) -> list[CreatorRecord]:
         """Creators for an operator on a device, best first."""
-        domain = "" if domain == "ai.onnx" else domain
-        found = [r for r in self._by_key.values()
-                 if r.creator.domain == domain and r.creator.op_type == op_type
-                 and device in r.creator.devices
+        found = [r for r in self._of_op(domain, op_type) if device in r.creator.devices
                  and (opset is None or r.creator.supports_opset(opset))]
         return sorted(found, key=_tie_key)
 
     def providers_of(self, domain: str, op_type: str) -> list[CreatorRecord]:
+        return sorted(self._of_op(domain, op_type), key=_tie_key)
+
+    def _of_op(self, domain: str, op_type: str) -> list[CreatorRecord]:
+        """The records of an operator, through the index by (domain, op_type)."""
         domain = "" if domain == "ai.onnx" else domain
-        return sorted((r for r in self._by_key.values()
-                       if r.creator.domain == domain and r.creator.op_type == op_type),
-                      key=_tie_key)
+        index = self._by_op
+        if index is None:
+            with self._lock:
+                index = {}
+                for r in self._by_key.values():
+                    index.setdefault((r.creator.domain, r.creator.op_type), []).append(r)
+                self._by_op = index
+        return index.get((domain, op_type), [])
 
     def conflicts(self) -> list[Conflict]:
         groups: dict[tuple[str, str, str], list[CreatorRecord]] = {}
