@@ -23,7 +23,6 @@ from ..plugin import DataType, DimsExprs, PluginFieldType, SubgraphFactory
 from ..plugin import _adapter as adapter
 from ..registry import PluginRegistry, get_plugin_registry
 from .folding import fold
-from .format_timing import time_formats
 from .formats import negotiate_formats
 from .fusion import Fuser, fuse
 from .infer import infer, where_of
@@ -37,11 +36,12 @@ from .rewrite import rewrite
 from .selection import Selector
 from .state import BuildState, NodeWork
 from .subgraph import SubgraphRunner
-from .tactics import offers_tactics, time_tactics
-from .timing_cache import TimingCache, open_timing_cache
+from .tactics import offers_tactics
 
 if TYPE_CHECKING:
     import onnx
+
+    from .timing_cache import TimingCache
 
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
            "subgraph_factory"]
@@ -192,6 +192,11 @@ class Builder:
         done: set[str] = set()
         engine = self._pack(state, done, tuned=False, collect=False)
         if state.config.time_tactics and state.info["device_available"]:
+            # imported here: a build that times nothing (a one-off session's) never needs them
+            from .format_timing import time_formats
+            from .tactics import time_tactics
+            from .timing_cache import open_timing_cache
+
             cache = open_timing_cache(config.timing_cache)
             timed = time_formats(state, used, cache)
             if timed is not None:

@@ -17,6 +17,9 @@ A chain is replaced only where its intermediate tensors are read by nothing else
 graph outputs; the new node carries the opset that defines its operator (and keeps its
 result's name), so plugins are selected for it as for any node. ``BuilderConfig(fuse=False)``
 turns the pass off with the rest of fusion.
+
+Every QDQ chain starts at a ``DequantizeLinear``: a network without one is not offered the
+QDQ rules, and their modules are not imported (a float model's start, issue 30).
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ import numpy as np
 
 from ..network import Network, Node
 from ..plugin import PluginField, PluginFieldCollection
-from .qdq import qdq_conv, qdq_gemm, qdq_matmul
-from .qdq_ops import qdq_between
 
 __all__ = ["rewrite"]
 
@@ -282,6 +283,26 @@ _RULES: Sequence[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] =
     _swish, _gelu, _layer_norm, _hard_swish_clip)
 
 
+def _qdq_rules(integer: Callable[[str], bool], fresh: dict[str, np.ndarray[Any, Any]],
+               extra: dict[str, tuple[list[Node], list[Node]]]
+               ) -> list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]]:
+    """The QDQ rules (:mod:`.qdq`, :mod:`.qdq_ops`) for the integer operators ``integer``
+    accepts; the constants they make go to ``fresh``, the nodes around one to ``extra``."""
+    from .qdq import qdq_conv, qdq_gemm, qdq_matmul
+    from .qdq_ops import qdq_between
+
+    rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = []
+    if integer("QLinearConv"):
+        rules += [partial(qdq_conv, fresh=fresh), partial(qdq_gemm, fresh=fresh, extra=extra)]
+    if integer("QLinearMatMul"):
+        rules.append(partial(qdq_matmul, fresh=fresh))
+    # Add, Mul, pooling, Concat, Sigmoid between QDQ pairs (:mod:`.qdq_ops`)
+    # (and DequantizeLinear -> HardSigmoid|Tanh|... -> QuantizeLinear: QLinearLookup)
+    rules.append(partial(qdq_between, fresh=fresh, ok=lambda op: integer(
+        op if "::" in op else f"com.microsoft::{op}")))
+    return rules
+
+
 def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             ) -> tuple[Network, list[str]]:
     """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
@@ -291,14 +312,8 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
     rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
     extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
-    if integer("QLinearConv"):
-        rules += [partial(qdq_conv, fresh=fresh), partial(qdq_gemm, fresh=fresh, extra=extra)]
-    if integer("QLinearMatMul"):
-        rules.append(partial(qdq_matmul, fresh=fresh))
-    # Add, Mul, pooling, Concat, Sigmoid between QDQ pairs (:mod:`.qdq_ops`)
-    # (and DequantizeLinear -> HardSigmoid|Tanh|... -> QuantizeLinear: QLinearLookup)
-    rules.append(partial(qdq_between, fresh=fresh, ok=lambda op: integer(
-        op if "::" in op else f"com.microsoft::{op}")))
+    if any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes):
+        rules += _qdq_rules(integer, fresh, extra)
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]

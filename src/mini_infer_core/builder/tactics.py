@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,7 +40,9 @@ from ..engine.engine import Engine, EngineNode
 from ..engine.format import plugin_bytes
 from ..plugin import DimsExprs, TensorFormat
 from ..plugin import _adapter as adapter
-from .timing_cache import TimingCache, host_identity
+
+if TYPE_CHECKING:  # imported where tactics are timed (a one-off build times none)
+    from .timing_cache import TimingCache
 
 __all__ = ["REPEAT", "offers_tactics", "time_tactics"]
 
@@ -85,6 +87,8 @@ def _key(engine: Engine, step: int) -> str:
     """The timing cache's key of a step: plugin and distribution, a digest of its fields,
     input shapes and types, device and host CPU (see timing_cache.py)."""
     import hashlib  # here: OpenSSL's load is a start-up cost a build without timing skips
+
+    from .timing_cache import host_identity
 
     nd = engine.nodes[step]
     device = engine.devices[nd.device]
