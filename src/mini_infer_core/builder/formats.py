@@ -123,10 +123,13 @@ def _combinations(state: BuildState, nd: EngineNode) -> list[Combo]:
     if not any(_eligible(state, n) for n in names):
         return []
     descs = [(_shape(state, n), state.types[n]) if n else None for n in names]
+    # each tensor's shape (None: unknown) where it may leave LINEAR, else None: found once,
+    # asked of every candidate format
+    known = [[None if x < 0 else x for x in d[0]] if d is not None and _eligible(state, n)
+             else None for n, d in zip(names, descs, strict=True)]
     found: list[Combo] = []
     for fmt in CANDIDATES:
-        eligible = [_eligible(state, n) and may_take(
-            [None if x < 0 else x for x in _shape(state, n)], fmt) for n in names]
+        eligible = [shape is not None and may_take(shape, fmt) for shape in known]
         if not any(eligible):
             continue
         combo = adapter.format_combination(nd.plugin, descs, len(nd.inputs), eligible, fmt)
@@ -157,6 +160,14 @@ class _Costs:
                 if x:
                     self.readers.setdefault(x, []).append((i, pos))
         self.outputs = set(state.output_names)
+        #: each tensor's element count, counted once (the sweeps ask for it again and again)
+        self.elements: dict[str, int] = {}
+
+    def count(self, name: str) -> int:
+        n = self.elements.get(name)
+        if n is None:
+            n = self.elements[name] = _elements(self.state, name)
+        return n
 
     def at(self, i: int, pos: int) -> TensorFormat:
         combo = self.choice.get(i)
@@ -167,13 +178,13 @@ class _Costs:
         wanted = {self.at(i, pos) for i, pos in self.readers.get(name, [])}
         if name in self.outputs:
             wanted.add(LINEAR)
-        return float(_elements(self.state, name) * len(wanted - {made}))
+        return float(self.count(name) * len(wanted - {made}))
 
     def node(self, i: int) -> float:
         combo = self.choice.get(i)
         if combo is None or all(f is LINEAR for f in combo):
             return 0.0
-        return -BLOCKED_GAIN * sum(_elements(self.state, o) for o in self.state.nodes[i].outputs)
+        return -BLOCKED_GAIN * sum(self.count(o) for o in self.state.nodes[i].outputs)
 
     def of(self, nodes: Iterable[int]) -> float:
         nodes = list(nodes)

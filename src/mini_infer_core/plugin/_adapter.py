@@ -103,15 +103,29 @@ def infer_outputs(plugin: IPluginV2, in_dims: Sequence[DimsExprs | None],
 def check_formats(plugin: IPluginV2, in_types: Sequence[DataType | None],
                   out_types: Sequence[DataType], where: str) -> None:
     if isinstance(plugin, IPluginV2DynamicExt):
-        descs = [PluginTensorDesc((), t if t is not None else DataType.FLOAT)
-                 for t in [*in_types, *out_types]]
-        for pos, t in enumerate([*in_types, *out_types]):
-            if t is None:
-                continue
-            if not plugin.supports_format_combination(pos, descs, len(in_types)):
-                role = f"input {pos}" if pos < len(in_types) else f"output {pos - len(in_types)}"
-                raise PluginInterfaceError(
-                    f"{where}: the plugin does not support {t.name} in linear format at {role}")
+        from ._base import OnnxPlugin
+
+        types = [*in_types, *out_types]
+        if type(plugin).supports_format_combination is OnnxPlugin.supports_format_combination:
+            # its answer without asking (a build checks every node): LINEAR at every
+            # position, an input's type where the class's ``dtypes`` lists it
+            dtypes = plugin.dtypes  # type: ignore[attr-defined]
+            refused = None if dtypes is None else next(
+                (pos for pos, t in enumerate(in_types) if t is not None and t not in dtypes),
+                None)
+        else:
+            descs = [PluginTensorDesc((), t if t is not None else DataType.FLOAT)
+                     for t in types]
+            refused = next((pos for pos, t in enumerate(types) if t is not None and not
+                            plugin.supports_format_combination(pos, descs, len(in_types))),
+                           None)
+        if refused is not None:
+            t = types[refused]
+            assert t is not None
+            role = (f"input {refused}" if refused < len(in_types)
+                    else f"output {refused - len(in_types)}")
+            raise PluginInterfaceError(
+                f"{where}: the plugin does not support {t.name} in linear format at {role}")
         return
     for t in [*in_types, *out_types]:
         if t is not None and not plugin.supports_format(t, TensorFormat.LINEAR):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._dims import DimsExprs
 
@@ -57,6 +57,9 @@ class DataType(enum.Enum):
     def from_numpy(cls, dtype: np.dtype[np.generic] | type | str) -> DataType:
         import numpy as np
         dt = np.dtype(dtype)
+        found = _FROM_NUMPY.get(dt)  # a build asks once per tensor: answered once per dtype
+        if found is not None:
+            return found
         if dt.kind in "SU":
             return cls.STRING
         for member in cls:
@@ -65,6 +68,7 @@ class DataType(enum.Enum):
             if dt.isbuiltin != 2 and _TO_NUMPY[member].startswith("ml_dtypes."):
                 continue
             if member.numpy == dt:
+                _FROM_NUMPY[dt] = member
                 return member
         raise ValueError(f"no mini-infer DataType for numpy dtype {dt}")
 
@@ -72,6 +76,9 @@ class DataType(enum.Enum):
     def from_onnx(cls, code: int) -> DataType:
         return cls(code)
 
+
+#: DataType.from_numpy's answers so far, by NumPy dtype
+_FROM_NUMPY: dict[Any, DataType] = {}
 
 _TO_NUMPY: dict[DataType, str] = {
     DataType.FLOAT: "float32",
