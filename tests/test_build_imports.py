@@ -1,7 +1,8 @@
 """A one-off build imports only what the model needs (issue 30, the .onnx path): opening a
-float Conv model through ``InferenceSession`` builds without tactic timing and without Q/DQ
-nodes, so neither the int8 builder, nor the QDQ rewrite's rules, nor the timing modules
-(tactic and format timing, the timing cache) are imported; a model with Q/DQ nodes, and a
+float Conv model through ``InferenceSession`` builds without tactic timing, without Q/DQ
+nodes and without control flow, so neither the int8 builder, nor the QDQ rewrite's rules, nor
+the timing modules (tactic and format timing, the timing cache), nor the body runner (nor
+onnx) are imported; a model with Q/DQ nodes, and a
 build that times tactics, still import theirs. Each case runs in a fresh interpreter and
 checks its result against onnxruntime."""
 
@@ -23,7 +24,9 @@ _TIMING = ("mini_infer_core.builder.format_timing", "mini_infer_core.builder.tim
 _QDQ = ("mini_infer_core.builder.qdq", "mini_infer_core.builder.qdq_ops",
         "mini_infer_core.builder.qdq_lookup")
 _INT8 = ("mini_infer_core.builder.int8",)
-_WATCHED = (*_TIMING, *_QDQ, *_INT8)
+#: the runner of If, Loop and Scan bodies (with it, onnx where a body is built)
+_BODIES = ("mini_infer_core.builder.subgraph", "onnx")
+_WATCHED = (*_TIMING, *_QDQ, *_INT8, *_BODIES)
 
 #: builds argv[1] (a session's one-off build, or with argv[3] == "timed" BuilderConfig()'s
 #: tactic timing), runs it on argv[2]; prints the output and the watched modules it imported
@@ -107,11 +110,11 @@ def test_qdq_model_still_imports_the_qdq_rules(tmp_path: Path) -> None:
     # kernel against onnxruntime's
     np.testing.assert_allclose(y, want, atol=0.1 + 1e-6)
     assert {"mini_infer_core.builder.qdq", "mini_infer_core.builder.qdq_ops"} <= set(seen)
-    assert not set(seen) & {*_TIMING, *_INT8}
+    assert not set(seen) & {*_TIMING, *_INT8, *_BODIES}
 
 
 def test_timed_build_imports_the_timing_modules(tmp_path: Path) -> None:
     y, seen, want = _build_in_child(_conv_model(), tmp_path, "timed")
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
     assert set(_TIMING) <= set(seen)
-    assert not set(seen) & {*_QDQ, *_INT8}
+    assert not set(seen) & {*_QDQ, *_INT8, *_BODIES}

@@ -4,7 +4,6 @@ lists them, each lives in a module of its own)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gc
 import logging
 import os
@@ -35,7 +34,6 @@ from .prune import prune
 from .rewrite import rewrite
 from .selection import Selector
 from .state import BuildState, NodeWork
-from .subgraph import SubgraphRunner
 from .tactics import offers_tactics
 
 if TYPE_CHECKING:
@@ -400,7 +398,13 @@ def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:
         return Builder(registry).build_engine(parse_onnx(model), BuilderConfig(device=device),
                                               release_network=True)
 
-    return functools.partial(SubgraphRunner, build=build)
+    def runner(*args: Any, **kwargs: Any) -> Any:
+        # imported with the first body: a model without If, Loop or Scan never needs it
+        from .subgraph import SubgraphRunner
+
+        return SubgraphRunner(*args, build=build, **kwargs)
+
+    return runner
 
 
 def _constants_first(network: Network) -> Network:
