@@ -76,7 +76,7 @@ def negotiate_formats(state: BuildState) -> None:
         apply_formats(state, choice)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class FormatPlan:
     """What the timing of formats (format_timing.py) starts from: the nodes before any
     Reformat step, each node's combinations, and the groups of nodes that take a format

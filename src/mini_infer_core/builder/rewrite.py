@@ -41,8 +41,10 @@ __all__ = ["rewrite"]
 _SINCE = {"Swish": 24, "HardSwish": 14, "Gelu": 20, "LayerNormalization": 17}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Graph:
+    """The network's nodes (None where a rule removed one), with producers and readers."""
+
     nodes: list[Node | None]
     constants: dict[str, np.ndarray[Any, Any]]
     outputs: set[str]

@@ -45,8 +45,12 @@ if TYPE_CHECKING:
 __all__ = ["BuildState", "NodeWork"]
 
 
-@dataclass
+# eq and repr off: nothing compares or prints a build's state, and each generated method is
+# compiled when the module is imported (a fresh process's build, issue 30)
+@dataclass(eq=False, repr=False)
 class BuildState:
+    """Everything the passes of one build read and extend."""
+
     network: Network
     config: BuilderConfig
     registry: PluginRegistry
@@ -102,7 +106,7 @@ class BuildState:
         return self.kinds.get(name, TENSOR)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class NodeWork:
     """One network node on its way through the node passes."""
 
