@@ -233,13 +233,18 @@ def format_combination(plugin: IPluginV2,
             return None
         return chosen
     filled = [d if d is not None else ((), DataType.FLOAT) for d in descs]
+    # the descriptions made once, the asked position's remade per option (each question
+    # still gets a list of its own)
+    given = [PluginTensorDesc(s, t, f) for (s, t), f in zip(filled, chosen, strict=True)]
     for pos in range(len(descs)):
         if descs[pos] is None:
             continue
+        shape, dtype = filled[pos]
         for option in dict.fromkeys([chosen[pos], TensorFormat.LINEAR]):
             chosen[pos] = option
-            given = [PluginTensorDesc(s, t, f) for (s, t), f in zip(filled, chosen, strict=True)]
-            if plugin.supports_format_combination(pos, given, num_inputs):
+            if given[pos].format is not option:
+                given[pos] = PluginTensorDesc(shape, dtype, option)
+            if plugin.supports_format_combination(pos, list(given), num_inputs):
                 break
         else:
             return None
