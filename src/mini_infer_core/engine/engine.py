@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
 from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, TensorFormat, ValueKind
 from .format import serialize_engine, write_engine
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorSpec", "EngineNode", "Engine"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ while those values recur). Only a segment's outputs are allocated on every run.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._debug import lifecycle_logger
 from ..errors import ExecutionError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SegmentedRun"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 @dataclass
