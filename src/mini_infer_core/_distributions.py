@@ -27,8 +27,9 @@ import os
 import re
 import sys
 import zlib
-from dataclasses import dataclass
 from typing import Any
+
+from ._record import record
 
 __all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "prune_caches",
            "read_cache", "write_cache"]
@@ -39,7 +40,7 @@ _LAYOUT = 1
 _META_SUFFIXES = (".dist-info", ".egg-info")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryPoint:
     """One ``name = module:attr`` line of a group, with its distribution's name and version
     (None: found where no distribution metadata says who installed it)."""

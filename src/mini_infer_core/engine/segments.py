@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._debug import lifecycle_logger
+from .._record import record
 from ..errors import ExecutionError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -33,7 +33,7 @@ __all__ = ["SegmentedRun"]
 log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
-@dataclass
+@record
 class _SubEngine:
     """A run of nodes seen as an engine (what Schedule and PlanCache read of one)."""
 
@@ -47,7 +47,7 @@ class _SubEngine:
     output_names: tuple[str, ...]
 
 
-@dataclass
+@record
 class _Segment:
     steps: list[int]
     engine: _SubEngine

@@ -74,6 +74,15 @@ class HookspecMarker:
     def __init__(self, project_name: str) -> None:
         self.project_name = project_name
 
+    @overload
+    def __call__(self, function: _F) -> _F: ...
+
+    @overload
+    def __call__(self, function: None = None, *, firstresult: bool = False,
+                 historic: bool = False, warn_on_impl: Warning | None = None,
+                 warn_on_impl_args: dict[str, Warning] | None = None
+                 ) -> Callable[[_F], _F]: ...
+
     def __call__(self, function: _F | None = None, *, firstresult: bool = False,
                  historic: bool = False, warn_on_impl: Warning | None = None,
                  warn_on_impl_args: dict[str, Warning] | None = None) -> Any:
