@@ -18,6 +18,7 @@ Environment switches (pytest-style):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -284,8 +285,7 @@ def _replay(registry: PluginRegistry, rec: DistributionRecord, ep: EntryPoint,
     called here where they are plain functions (:func:`._hookspecs.plain_hooks`; pluggy
     checked them when the cache was written, and the cache is valid only while their files
     are those), else through pluggy."""
-    rec.creators = register_all(registry, _cached.lazy_from(answer["creators"]),
-                                distribution=rec.name, version=rec.version, record=rec)
+    rec.creators = _defer_all(registry, answer["creators"], rec)
     rec.devices = list(answer["devices"])
     rec.status = "loaded"
 
@@ -308,6 +308,27 @@ def _replay(registry: PluginRegistry, rec: DistributionRecord, ep: EntryPoint,
 
     if rec.devices:
         registry.defer_devices(rec.devices, devices)
+
+
+def _defer_all(registry: PluginRegistry, entries: list[dict[str, Any]],
+               record: DistributionRecord) -> list[str]:
+    """A distribution's creators from the cache, each made when first looked up
+    (:meth:`PluginRegistry.defer_creator`); a taken identity is rejected alone, as
+    :func:`register_all` does."""
+    names: list[str] = []
+    for entry in entries:
+        key = (entry["name"], entry["version"], entry["namespace"])
+        try:
+            registry.defer_creator(key, functools.partial(_cached.lazy_one, entry),
+                                   distribution=record.name,
+                                   distribution_version=record.version)
+        except DuplicateCreatorError as exc:
+            reason = f"{exc}; {record.name}'s other plugins are loaded"
+            warnings.warn(reason, DuplicatePluginWarning, stacklevel=4)
+            record.rejected.append(str(exc))
+            continue
+        names.append(f"{key[2]}::{key[0]}")
+    return names
 
 
 def _call_devices(registry: PluginRegistry, distribution: str,
