@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from . import _capabilities
 from ._base import (
     REQUIRED,
@@ -132,5 +133,6 @@ __all__ = [
     "reformat",
     "shapes",
     "to_format",
+    "record",
 ]
 __all__ += _capabilities.__all__
