@@ -25,8 +25,9 @@ interpreter, ``import numpy`` and ``import onnx``.
     python benchmarks/startup.py --commands
 
 ``--python .venv/bin/python`` (the development venv, editable installs) is the quick way: no
-wheels are built. ``--baseline PY`` times an earlier checkout's .onnx start (its own venv,
-e.g. one made by this script from that checkout) in the same interleaved rounds.
+wheels are built. ``--baseline PY`` times an earlier checkout's .onnx start and its start
+from the same engine file (its own venv, e.g. one made by this script from that checkout;
+the engine format must be one it reads) in the same interleaved rounds.
 
 On a busy machine (the development machine is shared) take the figures as relative: the
 three columns of a row are measured interleaved, in the same conditions.
@@ -254,7 +255,8 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
     models = {**_repo_models(), **_helper_models()}
     if only:
         models = {k: v for k, v in models.items() if k in only}
-    kinds: tuple[str, ...] = ("ort", "onnx", "engine", *(("base",) if baseline else ()))
+    kinds: tuple[str, ...] = ("ort", "onnx", "engine",
+                              *(("base", "base_engine") if baseline else ()))
     rows: list[tuple[str, dict[str, dict[str, float]], bool]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (model, feeds) in models.items():
@@ -267,7 +269,8 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
                            check=True, capture_output=True, timeout=900)
             # the baseline's column runs the .onnx through the baseline's interpreter
             runs = {"ort": (python, "ort", path), "onnx": (python, "onnx", path),
-                    "engine": (python, "engine", engine), "base": (baseline, "onnx", path)}
+                    "engine": (python, "engine", engine), "base": (baseline, "onnx", path),
+                    "base_engine": (baseline, "engine", engine)}
             best: dict[str, dict[str, float]] = {}
             for k in kinds:  # warm-up: page cache, discovery cache
                 py, what, src = runs[k]
@@ -284,7 +287,8 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
                        for k in kinds if k != "ort")
             rows.append((name, best, same))
             print(f"  {name}: done", file=sys.stderr)
-    extra = f" {'baseline .onnx':>14s} {'ratio':>6s}" if baseline else ""
+    extra = (f" {'baseline .onnx':>14s} {'ratio':>6s} {'baseline engine':>15s} {'ratio':>6s}"
+             if baseline else "")
     print(f"{'model':22s} {'onnxruntime':>11s} {'.onnx':>8s} {'ratio':>6s} {'engine':>8s} "
           f"{'ratio':>6s}{extra}  same result")
     for name, best, same in rows:
@@ -292,7 +296,8 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
         more = ""
         if baseline:
             t = best["base"]["total"] * 1000
-            more = f" {t:11.0f} ms {t / o:6.2f}"
+            te = best["base_engine"]["total"] * 1000
+            more = f" {t:11.0f} ms {t / o:6.2f} {te:12.0f} ms {te / o:6.2f}"
         print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}"
               f"{more}  {'yes' if same else 'NO'}")
     onnx_ratio = _geomean([b["onnx"]["total"] / b["ort"]["total"] for _, b, _ in rows])
@@ -300,7 +305,8 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
     more = ""
     if baseline:
         base = _geomean([b["base"]["total"] / b["ort"]["total"] for _, b, _ in rows])
-        more = f" {'':14s} {base:6.2f}"
+        base_e = _geomean([b["base_engine"]["total"] / b["ort"]["total"] for _, b, _ in rows])
+        more = f" {'':14s} {base:6.2f} {'':15s} {base_e:6.2f}"
     print(f"{'geometric mean':22s} {'':11s} {'':8s} {onnx_ratio:6.2f} {'':8s} "
           f"{engine_ratio:6.2f}{more}")
     if phases:

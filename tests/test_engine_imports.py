@@ -37,6 +37,9 @@ _CHILD = textwrap.dedent("""
     (y, *_) = sess.run(None, {"x": np.load(sys.argv[2])})
     found = {"y": y.astype(np.float64).tolist(), "modules": sorted(sys.modules),
              "threadpoolctl": "threadpoolctl" in sys.modules}
+    registry = mi.get_plugin_registry()
+    found["made"] = len(registry._by_key)  # creators made; the others wait, by identity
+    found["known"] = len(registry._by_key) + len(registry._pending)
     if sys.argv[3] == "pools":
         from threadpoolctl import threadpool_info, threadpool_limits
         from mini_infer_cpu_native import _native
@@ -65,7 +68,7 @@ def _open_in_child(engine: Path, x: np.ndarray, tmp_path: Path, pools: bool = Fa
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    found["families"] = _families(found.pop("modules"))
+    found["families"] = _families(found["modules"])
     return found
 
 
@@ -158,6 +161,29 @@ def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Pa
         "mini_infer_cpu_plugins.ops.gemm"], \
         found["families"]
     assert not found["threadpoolctl"]
+
+
+#: what opening an engine from a valid discovery cache no longer imports (issue 30): pluggy
+#: (hooks called directly), importlib.metadata (the cache), logging (until something else
+#: imports it), dataclasses and with it inspect's users (``_record``), concurrent.futures
+_NOT_ON_THE_ENGINE_PATH = ("pluggy", "importlib.metadata", "logging", "dataclasses",
+                           "concurrent.futures", "email")
+
+
+def test_an_engine_opened_from_the_discovery_cache_imports_no_plugin_machinery(
+        tmp_path: Path) -> None:
+    model, x, _ = _mlp_in_child(
+        tmp_path, 4, "the engine's plugins are the compiled Gemm and Softmax")
+    # the first child may have (re)written the discovery cache; the second starts from it
+    found = _open_in_child(tmp_path / "mlp.engine", x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-6)
+    modules = set(found["modules"])
+    assert not modules & set(_NOT_ON_THE_ENGINE_PATH), sorted(
+        modules & set(_NOT_ON_THE_ENGINE_PATH))
+    assert "mini_infer_core._record" in modules  # the data classes' replacement served
+    # the creators the engine names were made (Gemm with its Relu fused, Softmax), not the
+    # hundreds the distributions provide
+    assert 2 <= found["made"] <= 3 and found["known"] > 100, (found["made"], found["known"])
 
 
 def test_the_compiled_pool_registers_when_threadpoolctl_is_imported_later(tmp_path: Path

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
-__all__ = ["HANDLER_NAME", "debug_level", "install_from_env"]
+__all__ = ["HANDLER_NAME", "LazyLogger", "debug_level", "install_from_env", "lifecycle_logger"]
 
 #: the name of the handler added here (``mini-infer -v`` adds none where it is present)
 HANDLER_NAME = "mini_infer_debug"
@@ -40,3 +41,40 @@ def install_from_env() -> None:
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
     logger.addHandler(handler)
+
+
+class LazyLogger:
+    """A :class:`logging.Logger` by name that imports :mod:`logging` only once something
+    else has (a few milliseconds of a cold start, issue 30): until then nothing can have
+    configured a handler or lowered a level, so a DEBUG or INFO record would be dropped by
+    the logger itself, and is dropped here without being made. Anything else (a warning,
+    ``isEnabledFor``, ``setLevel``, ...) goes to the real logger, imported then."""
+
+    __slots__ = ("_logger", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._logger: Any = None
+
+    def _real(self) -> Any:
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self.name)
+        return self._logger
+
+    def debug(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if self._logger is not None or "logging" in sys.modules:
+            self._real().debug(msg, *args, stacklevel=2, **kwargs)
+
+    def info(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if self._logger is not None or "logging" in sys.modules:
+            self._real().info(msg, *args, stacklevel=2, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+
+def lifecycle_logger() -> LazyLogger:
+    """The ``mini_infer.lifecycle`` logger, :class:`LazyLogger`'s way."""
+    return LazyLogger("mini_infer.lifecycle")

@@ -20,15 +20,15 @@ start whose key matches reads that file and nothing else.
 
 from __future__ import annotations
 
-import glob
 import importlib
 import json
 import os
 import re
 import sys
 import zlib
-from dataclasses import dataclass
 from typing import Any
+
+from ._record import record
 
 __all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "prune_caches",
            "read_cache", "write_cache"]
@@ -39,7 +39,7 @@ _LAYOUT = 1
 _META_SUFFIXES = (".dist-info", ".egg-info")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryPoint:
     """One ``name = module:attr`` line of a group, with its distribution's name and version
     (None: found where no distribution metadata says who installed it)."""
@@ -216,17 +216,20 @@ def write_cache(data: dict[str, Any], watch: list[str]) -> None:
     prune_caches(os.path.dirname(path))
 
 
-_PREFIX = re.compile(r'^\{"prefix": ("(?:[^"\\]|\\.)*")')
+#: the environment at the start of a cache file (compiled where caches are pruned)
+_PREFIX = r'^\{"prefix": ("(?:[^"\\]|\\.)*")'
 
 
 def prune_caches(folder: str) -> list[str]:
     """Remove the cache files in ``folder`` whose environment (``sys.prefix``) no longer
     exists; the removed paths. Files of an older layout, without the environment, stay."""
+    import glob  # where a cache is written, not where one is read
+
     removed = []
     for other in glob.glob(os.path.join(glob.escape(folder), "discovery-*.json")):
         try:
             with open(other, encoding="utf-8") as fh:
-                match = _PREFIX.match(fh.read(4096))
+                match = re.match(_PREFIX, fh.read(4096))
             if match is None or os.path.isdir(json.loads(match.group(1))):
                 continue
             os.unlink(other)

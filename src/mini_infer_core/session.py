@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._providers import Providers, providers_of, resolve
+from ._record import record
 from .engine.engine import Engine
 from .engine.format import ENGINE_MAGIC, is_engine_file
 from .errors import InputError, InputShapesRequired
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["InferenceSession", "NodeArg", "load", "one_off_config"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeArg:
     """Like onnxruntime's NodeArg: name, shape (ints and symbol names), type string
     (``tensor(float)``, ``seq(tensor(float))``, ``optional(tensor(int64))``; the shape of a
@@ -100,6 +99,8 @@ class _PerShape:
         with self.lock:
             engine = self.engines.get(key)
             if engine is None:
+                import dataclasses
+
                 from .builder import Builder
 
                 config = dataclasses.replace(self.config, input_shapes=shapes)

@@ -27,9 +27,10 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ._record import record
 
 __all__ = ["set_num_threads", "get_num_threads", "blas_info", "reapply_num_threads",
            "CpuBudget", "cpu_budget", "read_cpu_budget", "thread_choice", "with_threadpoolctl"]
@@ -41,7 +42,7 @@ _budget: CpuBudget | None = None
 CGROUP_ENV = "MINI_INFER_CGROUP"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CpuBudget:
     """The CPUs the process may use: ``threads`` (the thread count mini-infer's pools use by
     default), from ``affinity`` (CPUs in the affinity mask) and ``quota`` (the cgroup's CPU

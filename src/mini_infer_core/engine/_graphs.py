@@ -6,20 +6,20 @@ why (``graph_error``).
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
 from ..plugin import _adapter as adapter
 from ._running import PlannedRuns
 from .schedule import Schedule
 
 __all__ = ["GraphRuns"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 class GraphRuns(PlannedRuns):

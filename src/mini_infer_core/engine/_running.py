@@ -6,7 +6,6 @@ the last run listed and timed (per-layer profiles, the builder's tactic timing).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
 from ..errors import ExecutionError, MiniInferError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PlannedRuns"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 class PlannedRuns:

@@ -20,11 +20,11 @@ path and learns again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._record import record
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from .keyed import run_into
@@ -32,7 +32,7 @@ from .keyed import run_into
 __all__ = ["BranchStep"]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Learnt:
     taken: bool
     context: Any

@@ -13,7 +13,6 @@ segments around data-dependent nodes (``segments.py``) -- and the plugins' lifec
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
 from ..errors import MiniInferError
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import map_tensors
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecutionContext", "Step"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 def _debug_level() -> int:

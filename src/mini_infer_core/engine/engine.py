@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
+from .._record import record
 from ..plugin import TENSOR, DataType, Device, DimsExprs, IPluginV2, TensorFormat, ValueKind
 from .format import serialize_engine, write_engine
 
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorSpec", "EngineNode", "Engine"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorSpec:
     """A tensor of the engine. kind: input | output | constant | activation | scratch.
     A sequence, optional or map (``value_kind``) has its innermost tensor's type and
@@ -53,7 +53,7 @@ class TensorSpec:
         return self.value_kind.type_string(self.dtype)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EngineNode:
     name: str
     op_type: str

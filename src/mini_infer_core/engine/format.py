@@ -226,10 +226,28 @@ def _chunk_digests(parts: list[Any]) -> bytes:
     workers = min(len(flat), os.cpu_count() or 1)
     if workers <= 1:
         return b"".join(_crc(c) for c in flat)
-    from concurrent.futures import ThreadPoolExecutor  # large engines only (start-up time)
+    # plain threads, each taking every workers-th chunk: concurrent.futures would import
+    # logging and more at the first load of a large engine (issue 30)
+    import threading
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return b"".join(pool.map(_crc, flat))
+    digests: list[bytes] = [b""] * len(flat)
+    errors: list[BaseException] = []
+
+    def work(first: int) -> None:
+        try:
+            for i in range(first, len(flat), workers):
+                digests[i] = _crc(flat[i])
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return b"".join(digests)
 
 
 def _sha256(data: bytes) -> bytes:

@@ -8,7 +8,8 @@ same time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from .._record import record
 
 __all__ = ["ALIGNMENT", "MemoryPlan", "plan_memory"]
 
@@ -19,7 +20,7 @@ def _align(n: int) -> int:
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryPlan:
     offsets: tuple[int, ...]
     peak_bytes: int  # the arena size

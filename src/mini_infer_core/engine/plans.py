@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._record import field, record
 from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -40,7 +40,7 @@ __all__ = ["Plan", "PlanCache", "Step", "values_at_the_end"]
 Signature = Hashable
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Step:
     """One node of a plan, as ``execute`` runs it."""
 
@@ -51,7 +51,7 @@ class Step:
     stream: Stream
 
 
-@dataclass
+@record
 class Plan:
     schedule: Schedule
     #: every node's step, in order (profiles time them all)

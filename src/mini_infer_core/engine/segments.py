@@ -12,12 +12,12 @@ while those values recur). Only a segment's outputs are allocated on every run.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._debug import lifecycle_logger
+from .._record import record
 from ..errors import ExecutionError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SegmentedRun"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
-@dataclass
+@record
 class _SubEngine:
     """A run of nodes seen as an engine (what Schedule and PlanCache read of one)."""
 
@@ -47,7 +47,7 @@ class _SubEngine:
     output_names: tuple[str, ...]
 
 
-@dataclass
+@record
 class _Segment:
     steps: list[int]
     engine: _SubEngine

@@ -18,7 +18,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..plugin.catalog import lazy_creators
 from . import _memo
@@ -65,13 +65,32 @@ def _metadata() -> dict[str, dict[str, Any]]:
     return {name: _memo.schema_metadata(cls) for name, cls in schemas_by_name().items()}
 
 
+class _LazyPattern:
+    """A regular expression compiled when first used: catalogs are read from sources only
+    where the discovery cache is stale, and compiling these when the module is imported
+    cost every engine load half a millisecond (issue 30)."""
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
+
+
+def _lazy_re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+
+
 def _all_names(path: Path) -> tuple[str, ...]:
     """The string literals of a module's ``__all__``, read from its source."""
     return _parsed_all(str(path), path.stat().st_mtime_ns)
 
 
 #: a line that may begin a module-level ``__all__ = ...`` (not ``==``, ``+=`` or annotated)
-_ALL_LINE = re.compile(r"^__all__[ \t]*=(?!=)", re.MULTILINE)
+_ALL_LINE = _lazy_re(r"^__all__[ \t]*=(?!=)", re.MULTILINE)
 #: the longest ``__all__`` literal read alone; a longer one is read with the whole module
 _MAX_CHARS = 20_000
 
@@ -119,20 +138,20 @@ def _statement_all(text: str, start: int) -> tuple[str, ...] | None:
 
 
 #: the opening bracket of an ``__all__`` literal, after ``=``
-_BRACKET = re.compile(r"[ \t]*[\[(]")
+_BRACKET = _lazy_re(r"[ \t]*[\[(]")
 
 
 #: the end of a statement after its literal: blanks, a comment, the line's end
-_END = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
+_END = _lazy_re(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
 #: a comment in an ``__all__`` literal
-_COMMENT = re.compile(r"#[^\n]*")
+_COMMENT = _lazy_re(r"#[^\n]*")
 #: one quoted identifier
-_NAME = re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_]*)\1""")
+_NAME = _lazy_re(r"""(["'])([A-Za-z_][A-Za-z0-9_]*)\1""")
 #: a list or tuple of quoted identifiers and nothing else
-_NAMES = re.compile(r"""[\[(]\s*(?:(["'])[A-Za-z_][A-Za-z0-9_]*\1\s*,\s*)*"""
+_NAMES = _lazy_re(r"""[\[(]\s*(?:(["'])[A-Za-z_][A-Za-z0-9_]*\1\s*,\s*)*"""
                     r"""(?:(["'])[A-Za-z_][A-Za-z0-9_]*\2\s*)?[\])]""")
 #: what matters when looking for the closing bracket: strings, comments and brackets
-_TOKEN = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#[^\n]*|[\[\]()]""")
+_TOKEN = _lazy_re(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#[^\n]*|[\[\]()]""")
 
 
 def _bracketed(text: str, at: int) -> str | None:

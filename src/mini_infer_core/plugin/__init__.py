@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from . import _capabilities
 from ._base import (
     REQUIRED,
@@ -60,11 +61,20 @@ if TYPE_CHECKING:
 
 #: the submodules imported on first use of one of the names in ``__all__`` (or of themselves)
 _LAZY = ("shapes", "_buffers", "_fusion", "_packed", "_subgraph", "_v3")
+#: where each of those names is, so that asking for one imports its module alone
+_LAZY_NAMES = {
+    "shapes": "shapes", "BufferCache": "_buffers", "BatchNormFusion": "_fusion",
+    "ConvFusion": "_fusion", "Fusion": "_fusion", "per_channel": "_fusion",
+    "Repacked": "_packed", "IUsesSubgraphs": "_subgraph", "Subgraph": "_subgraph",
+    "SubgraphFactory": "_subgraph", "IPluginCapability": "_v3", "IPluginCreatorV3One": "_v3",
+    "IPluginV3": "_v3", "IPluginV3OneBuild": "_v3", "IPluginV3OneCore": "_v3",
+    "IPluginV3OneRuntime": "_v3", "PluginCapabilityType": "_v3", "PluginPhase": "_v3"}
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        for module in _LAZY:
+        listed = _LAZY_NAMES.get(name)
+        for module in (listed,) if listed is not None else _LAZY:
             found = importlib.import_module(f"{__name__}.{module}")
             value = found if module == name else getattr(found, name, None)
             if value is not None:
@@ -132,5 +142,6 @@ __all__ = [
     "reformat",
     "shapes",
     "to_format",
+    "record",
 ]
 __all__ += _capabilities.__all__

@@ -32,9 +32,9 @@ INondeterministic       build      never folds the node into constants (random o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._record import record
 from ..errors import PluginInterfaceError
 from ._dims import DimsExprs, IntLike
 from ._kinds import ValueKind, ValueSpec
@@ -245,7 +245,7 @@ class INondeterministic:
     marker: it has no members (``mini_infer_core.ops.random_ops``' schemas derive from it)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Capability:
     """One optional ability: its interface, when the core uses it and what for.
 

@@ -12,9 +12,9 @@ import enum
 import json
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from ..errors import PluginFieldsError, PluginInterfaceError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class PluginFieldType(enum.Enum):
             return cls.UNKNOWN
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PluginField:
     """One named creation parameter. ``data`` is a NumPy array (see module doc)."""
 

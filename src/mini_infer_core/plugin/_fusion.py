@@ -5,11 +5,11 @@ and the fusions every device's convolution and batch normalization share
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .._record import field, record
 from ._types import DataType
 
 __all__ = ["ACTIVATIONS", "BatchNormFusion", "ConvFusion", "Fusion", "per_channel"]
@@ -23,7 +23,7 @@ ACTIVATIONS: dict[str, tuple[float, float]] = {
     "Swish": (1.0, 0.0)}
 
 
-@dataclass
+@record
 class Fusion:
     """What a plugin returns from ``fuse``: new constant values for its own inputs (an index
     equal to the input count appends one), and consumer inputs to append as its own."""

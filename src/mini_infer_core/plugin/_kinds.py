@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from ._types import DataType
 
 if TYPE_CHECKING:  # onnx stays off the listing and engine-loading paths (test_onnx_free)
@@ -52,7 +52,7 @@ def type_name(dtype: DataType | None) -> str:
 _BY_NAME = {type_name(t): t for t in DataType}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ValueKind:
     """What wraps a value's innermost tensor (nothing: a tensor)."""
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._record import record
+
 __all__ = ["Repacked"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Repacked:
     """Returned by ``pack_constants`` for a constant input whose elements the plugin has put
     in an order only its own kernel reads (e.g. GEMM panels of 8 rows), which no axis order

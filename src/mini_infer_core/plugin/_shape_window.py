@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from .._record import record
 from ..errors import PluginInterfaceError
 from ._dims import DimensionOperation, DimExpr, IntLike
 
@@ -26,7 +26,7 @@ __all__ = [
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Window:
     """A sliding window. Per spatial axis: kernel size, stride, dilation; explicit pads (all
     begins, then all ends); ``auto_pad`` and ``ceil_mode``.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import enum
 import functools
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._record import field, record
 from ._dims import DimsExprs
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class TensorFormat(enum.Enum):
 _BLOCKS = {TensorFormat.CHW4: 4, TensorFormat.CHW8: 8, TensorFormat.CHW16: 16}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PluginTensorDesc:
     """A concrete tensor: shape, type and format; an 8-bit quantized one (INT8, UINT8) also
     carries its quantization, as TensorRT's ``PluginTensorDesc`` carries ``scale``: ``scale``
@@ -168,7 +168,7 @@ class PluginTensorDesc:
     zero_point: int | tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DynamicPluginTensorDesc:
     """A tensor of a dynamic network: its symbolic shape and its type.
 

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ByName", "describe", "lazy_from"]
+__all__ = ["ByName", "describe", "lazy_from", "lazy_one"]
 
 
 class ByName:
@@ -61,14 +61,18 @@ def describe(creators: Sequence[Any]) -> list[dict[str, Any]] | None:
     return out
 
 
-def lazy_from(entries: Sequence[dict[str, Any]]) -> list[Any]:
-    """The lazy creators ``entries`` (made by :func:`describe`) describe."""
+def lazy_one(e: dict[str, Any]) -> Any:
+    """The lazy creator entry ``e`` (made by :func:`describe`) describes."""
     from ..plugin import LazyPluginCreator
 
-    return [LazyPluginCreator(e["target"], name=e["name"], op_type=e["op_type"],
-                              domain=e["domain"], plugin_version=e["version"],
-                              namespace=e["namespace"], devices=tuple(e["devices"]),
-                              priority=e["priority"], min_opset=e["min_opset"],
-                              max_opset=e["max_opset"], field_names=tuple(e["fields"]),
-                              creator_class=ByName(e["creator_class"]))
-            for e in entries]
+    return LazyPluginCreator(e["target"], name=e["name"], op_type=e["op_type"],
+                             domain=e["domain"], plugin_version=e["version"],
+                             namespace=e["namespace"], devices=tuple(e["devices"]),
+                             priority=e["priority"], min_opset=e["min_opset"],
+                             max_opset=e["max_opset"], field_names=tuple(e["fields"]),
+                             creator_class=ByName(e["creator_class"]))
+
+
+def lazy_from(entries: Sequence[dict[str, Any]]) -> list[Any]:
+    """The lazy creators ``entries`` (made by :func:`describe`) describe."""
+    return [lazy_one(e) for e in entries]

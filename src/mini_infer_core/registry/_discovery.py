@@ -18,23 +18,25 @@ Environment switches (pytest-style):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
-
-import pluggy
+from typing import TYPE_CHECKING, Any
 
 from .._distributions import EntryPoint, entry_points, read_cache, write_cache
 from ..errors import PluginLoadError
 from . import _cached
-from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs
+from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs, plain_hooks
 from ._records import DistributionRecord
 from ._registry import DuplicateCreatorError, PluginRegistry
+
+if TYPE_CHECKING:  # imported where a distribution is loaded afresh, not from the cache
+    import pluggy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -74,6 +76,8 @@ class DuplicatePluginWarning(UserWarning):
 
 
 def _new_manager() -> pluggy.PluginManager:
+    import pluggy
+
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(PluginSpecs)
     return pm
@@ -204,7 +208,15 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
     watch = [p for p in [_package_folder(__name__)] if p]
     seen: set[str] = set()
     names = [ep.name for ep in eps]
-    pm = _new_manager()
+    managers: list[pluggy.PluginManager] = []
+
+    def manager() -> pluggy.PluginManager:
+        """The one plugin manager of this discovery, made when first needed (a start from
+        the cache needs none, so it imports no pluggy)."""
+        if not managers:
+            managers.append(_new_manager())
+        return managers[0]
+
     for ep, dname, dversion in _entry_points(eps):
         ident = _normalize(dname)
         if ident in seen:  # the same distribution found twice on sys.path
@@ -220,8 +232,9 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
             continue
         answer = answers.get(dname)
         if answer is not None and answer["value"] == ep.value:
-            _replay(registry, rec, ep, answer, pm, strict)
+            _replay(registry, rec, ep, answer, manager, strict)
             continue
+        pm = manager()
         try:
             found: dict[str, list[Any]] = {}
             module = _load(pm, ep, cached is None and names.count(ep.name) == 1)
@@ -265,18 +278,26 @@ def _load(pm: pluggy.PluginManager, ep: EntryPoint, by_pluggy: bool) -> Any:
 
 
 def _replay(registry: PluginRegistry, rec: DistributionRecord, ep: EntryPoint,
-            answer: dict[str, Any], pm: pluggy.PluginManager, strict: bool) -> None:
+            answer: dict[str, Any], manager: Callable[[], pluggy.PluginManager],
+            strict: bool) -> None:
     """A distribution loaded from the cache's record of its hooks' answers: its creators
-    (lazy) now, its devices by name, its hooks run when one of them is first asked for."""
-    rec.creators = register_all(registry, _cached.lazy_from(answer["creators"]),
-                                distribution=rec.name, version=rec.version, record=rec)
+    (lazy) now, its devices by name, its hooks run when one of them is first asked for:
+    called here where they are plain functions (:func:`._hookspecs.plain_hooks`; pluggy
+    checked them when the cache was written, and the cache is valid only while their files
+    are those), else through pluggy."""
+    rec.creators = _defer_all(registry, answer["creators"], rec)
     rec.devices = list(answer["devices"])
     rec.status = "loaded"
 
     def devices() -> None:
         try:
-            load_plugin_module(registry, ep.load(), distribution=rec.name,
-                               version=rec.version, pm=pm, creators=False)
+            plugin = ep.load()
+            hooks = plain_hooks(plugin)
+            if hooks is None:
+                load_plugin_module(registry, plugin, distribution=rec.name,
+                                   version=rec.version, pm=manager(), creators=False)
+            else:
+                _call_devices(registry, rec.name, hooks)
         except Exception as exc:  # noqa: BLE001 - isolate each distribution
             rec.status, rec.error = "failed", _summary(exc)
             if strict:
@@ -287,6 +308,41 @@ def _replay(registry: PluginRegistry, rec: DistributionRecord, ep: EntryPoint,
 
     if rec.devices:
         registry.defer_devices(rec.devices, devices)
+
+
+def _defer_all(registry: PluginRegistry, entries: list[dict[str, Any]],
+               record: DistributionRecord) -> list[str]:
+    """A distribution's creators from the cache, each made when first looked up
+    (:meth:`PluginRegistry.defer_creator`); a taken identity is rejected alone, as
+    :func:`register_all` does."""
+    names: list[str] = []
+    for entry in entries:
+        key = (entry["name"], entry["version"], entry["namespace"])
+        try:
+            registry.defer_creator(key, functools.partial(_cached.lazy_one, entry),
+                                   distribution=record.name,
+                                   distribution_version=record.version)
+        except DuplicateCreatorError as exc:
+            reason = f"{exc}; {record.name}'s other plugins are loaded"
+            warnings.warn(reason, DuplicatePluginWarning, stacklevel=4)
+            record.rejected.append(str(exc))
+            continue
+        names.append(f"{key[2]}::{key[0]}")
+    return names
+
+
+def _call_devices(registry: PluginRegistry, distribution: str,
+                  hooks: dict[str, Callable[..., Any]]) -> None:
+    """Register the devices of a distribution whose hooks are plain functions, calling them
+    as pluggy would (its API version checked again)."""
+    version = hooks.get("mini_infer_plugin_api_version")
+    target = str(version()) if version is not None else PLUGIN_API_VERSION
+    if target != PLUGIN_API_VERSION:
+        raise _Incompatible(
+            f"targets plugin API {target}, this mini-infer-core provides {PLUGIN_API_VERSION}")
+    make = hooks.get("mini_infer_devices")
+    for d in (make() or []) if make is not None else []:
+        registry.register_device(d, distribution=distribution)
 
 
 def get_plugin_registry() -> PluginRegistry:

@@ -2,17 +2,23 @@
 
 A distribution declares one entry point in the ``mini_infer.plugins`` group naming a module;
 that module implements any of these hooks with ``@mini_infer_core.registry.hookimpl``.
+
+The markers are pluggy's (the attributes ``mini_infer_impl`` and ``mini_infer_spec``, with
+pluggy's options, that its ``HookimplMarker`` and ``HookspecMarker`` set), made here without
+importing pluggy: a start from the discovery cache imports a distribution's hook module for
+its devices and calls the hooks itself (``_discovery``), so that opening an engine file never
+imports pluggy (issue 30). pluggy reads these markers wherever it registers a module.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import pluggy
+from typing import Any, TypeVar, overload
 
 from .._version import __version__
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["PROJECT", "PLUGIN_API_VERSION", "hookspec", "hookimpl", "PluginPackage",
            "PluginSpecs", "core_requirement"]
@@ -33,8 +39,89 @@ def core_requirement(version: str = __version__) -> str:
     return f"mini-infer-core>={version},<{upper}"
 
 
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+class HookimplMarker:
+    """pluggy's ``HookimplMarker(project)`` without pluggy: ``@hookimpl`` or
+    ``@hookimpl(tryfirst=True, ...)`` sets the options pluggy reads on the function."""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+
+    @overload
+    def __call__(self, function: _F) -> _F: ...
+
+    @overload
+    def __call__(self, function: None = None, *, hookwrapper: bool = False,
+                 optionalhook: bool = False, tryfirst: bool = False, trylast: bool = False,
+                 specname: str | None = None, wrapper: bool = False
+                 ) -> Callable[[_F], _F]: ...
+
+    def __call__(self, function: _F | None = None, *, hookwrapper: bool = False,
+                 optionalhook: bool = False, tryfirst: bool = False, trylast: bool = False,
+                 specname: str | None = None, wrapper: bool = False) -> Any:
+        opts = {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+                "tryfirst": tryfirst, "trylast": trylast, "specname": specname}
+
+        def mark(func: _F) -> _F:
+            setattr(func, f"{self.project_name}_impl", dict(opts))
+            return func
+
+        return mark if function is None else mark(function)
+
+
+class HookspecMarker:
+    """pluggy's ``HookspecMarker(project)`` without pluggy."""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+
+    @overload
+    def __call__(self, function: _F) -> _F: ...
+
+    @overload
+    def __call__(self, function: None = None, *, firstresult: bool = False,
+                 historic: bool = False, warn_on_impl: Warning | None = None,
+                 warn_on_impl_args: dict[str, Warning] | None = None
+                 ) -> Callable[[_F], _F]: ...
+
+    def __call__(self, function: _F | None = None, *, firstresult: bool = False,
+                 historic: bool = False, warn_on_impl: Warning | None = None,
+                 warn_on_impl_args: dict[str, Warning] | None = None) -> Any:
+        if historic and firstresult:
+            raise ValueError("cannot have a historic firstresult hook")
+        opts = {"firstresult": firstresult, "historic": historic,
+                "warn_on_impl": warn_on_impl, "warn_on_impl_args": warn_on_impl_args}
+
+        def mark(func: _F) -> _F:
+            setattr(func, f"{self.project_name}_spec", dict(opts))
+            return func
+
+        return mark if function is None else mark(function)
+
+
+hookspec = HookspecMarker(PROJECT)
+hookimpl = HookimplMarker(PROJECT)
+
+
+def plain_hooks(plugin: object) -> dict[str, Callable[..., Any]] | None:
+    """``plugin``'s hook implementations by hook name where each is a plain one (no
+    wrapper, no other ``specname``) of a known hook and nothing else is marked, as
+    registering it with pluggy would call them; else None (pluggy must)."""
+    found: dict[str, Callable[..., Any]] = {}
+    for name in dir(plugin):
+        try:
+            func = getattr(plugin, name)
+        except Exception:  # noqa: BLE001 - pluggy skips what it cannot read too
+            return None
+        opts = getattr(func, f"{PROJECT}_impl", None) if callable(func) else None
+        if opts is None:
+            if name.startswith(f"{PROJECT}_") and callable(func):
+                return None  # an unmarked hook-like name: pluggy's checks decide
+            continue
+        if (not isinstance(opts, dict) or opts.get("wrapper") or opts.get("hookwrapper")
+                or opts.get("specname") not in (None, name) or not hasattr(PluginSpecs, name)):
+            return None
+        found[name] = func
+    return found
 
 
 class PluginSpecs:

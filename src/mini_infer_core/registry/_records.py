@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .._record import field, record
 
 if TYPE_CHECKING:  # not imported with the registry: `mini-infer --help` imports no NumPy
     from ..plugin import Device, IPluginCreator
@@ -11,7 +12,7 @@ if TYPE_CHECKING:  # not imported with the registry: `mini-infer --help` imports
 __all__ = ["DistributionRecord", "CreatorRecord", "DeviceRecord", "Conflict"]
 
 
-@dataclass
+@record
 class DistributionRecord:
     name: str
     version: str
@@ -30,7 +31,7 @@ class DistributionRecord:
                 "devices": list(self.devices), "rejected": list(self.rejected)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CreatorRecord:
     creator: IPluginCreator
     distribution: str | None
@@ -54,7 +55,7 @@ class CreatorRecord:
                  "distribution_version": self.distribution_version} for dev in c.devices]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceRecord:
     device: Device
     distribution: str | None
@@ -65,7 +66,7 @@ class DeviceRecord:
                 "distribution": self.distribution}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Conflict:
     domain: str
     op_type: str

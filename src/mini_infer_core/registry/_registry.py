@@ -90,6 +90,10 @@ class PluginRegistry:
         #: devices a distribution provides whose hooks have not run yet (discovery from its
         #: cache): name -> the function that loads the distribution's devices
         self._deferred: dict[str, Callable[[], None]] = {}
+        #: creators known by identity whose objects are made when first looked up
+        #: (discovery from its cache): key -> (make, distribution, distribution version)
+        self._pending: dict[tuple[str, str, str],
+                            tuple[Callable[[], IPluginCreator], str | None, str | None]] = {}
         self.distributions: list[DistributionRecord] = []
 
     # -- registration (TensorRT: registerCreator / deregisterCreator) -----------------------
@@ -98,6 +102,8 @@ class PluginRegistry:
         validate_creator(creator, distribution)
         rec = CreatorRecord(creator, distribution, distribution_version)
         with self._lock:
+            if rec.key in self._pending:
+                self._make_pending(rec.key)
             old = self._by_key.get(rec.key)
             if old is not None and old.creator is not creator:
                 raise DuplicateCreatorError(
@@ -108,7 +114,43 @@ class PluginRegistry:
             self._by_op = None
         return rec
 
+    def defer_creator(self, key: tuple[str, str, str], make: Callable[[], IPluginCreator], *,
+                      distribution: str | None = None,
+                      distribution_version: str | None = None) -> None:
+        """A creator known by its identity ``key`` (name, version, namespace), made by
+        ``make()`` and registered when first looked up: discovery from its cache registers
+        a distribution's hundreds of creators this way, and an engine file makes the few it
+        names. A key already taken raises :class:`DuplicateCreatorError`, as
+        :meth:`register_creator` does."""
+        with self._lock:
+            if key in self._pending:
+                self._make_pending(key)
+            old = self._by_key.get(key)
+            if old is not None:
+                who = (f"{distribution} {distribution_version}" if distribution
+                       and distribution_version else distribution or "<registered in process>")
+                raise DuplicateCreatorError(
+                    f"plugin {key[0]!r} version {key[1]!r} namespace {key[2]!r} from {who} is "
+                    f"already registered by {_who(old)}; uninstall one of them or give the "
+                    "plugin its own namespace", old)
+            self._pending[key] = (make, distribution, distribution_version)
+
+    def _make_pending(self, key: tuple[str, str, str] | None = None) -> None:
+        """Make and register the deferred creator ``key`` (None: every one)."""
+        with self._lock:
+            keys = list(self._pending) if key is None else [key]
+            for k in keys:
+                entry = self._pending.pop(k, None)
+                if entry is None:
+                    continue
+                make, distribution, version = entry
+                creator = make()
+                validate_creator(creator, distribution)
+                self._by_key[k] = CreatorRecord(creator, distribution, version)
+                self._by_op = None
+
     def deregister_creator(self, creator: IPluginCreator) -> bool:
+        self._make_pending()
         with self._lock:
             for key, rec in list(self._by_key.items()):
                 if rec.creator is creator:
@@ -153,10 +195,14 @@ class PluginRegistry:
     # -- look-ups -------------------------------------------------------------------------
     def get_creator(self, name: str, version: str, namespace: str) -> CreatorRecord | None:
         """TensorRT's getPluginCreator: by (name, version, namespace)."""
-        return self._by_key.get((name, version, namespace))
+        key = (name, version, namespace)
+        if key in self._pending:
+            self._make_pending(key)
+        return self._by_key.get(key)
 
     @property
     def creators(self) -> list[CreatorRecord]:
+        self._make_pending()
         return sorted(self._by_key.values(),
                       key=lambda r: (r.creator.domain, r.creator.op_type, _tie_key(r)))
 
@@ -172,6 +218,7 @@ class PluginRegistry:
 
     def _of_op(self, domain: str, op_type: str) -> list[CreatorRecord]:
         """The records of an operator, through the index by (domain, op_type)."""
+        self._make_pending()
         domain = "" if domain == "ai.onnx" else domain
         index = self._by_op
         if index is None:
@@ -183,6 +230,7 @@ class PluginRegistry:
         return index.get((domain, op_type), [])
 
     def conflicts(self) -> list[Conflict]:
+        self._make_pending()
         groups: dict[tuple[str, str, str], list[CreatorRecord]] = {}
         for r in self._by_key.values():
             for dev in r.creator.devices:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
+from .._debug import lifecycle_logger
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, deserialize_builtin
 from ..engine.engine import Engine, EngineNode, TensorSpec
 from ..engine.format import EngineFile, parse_engine_bytes, read_engine_file
@@ -32,7 +32,7 @@ from ._binding import allow_substitutes_default, check_substitutes
 
 __all__ = ["Runtime", "load_engine"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 
 def subgraph_factory(registry: PluginRegistry) -> SubgraphFactory:

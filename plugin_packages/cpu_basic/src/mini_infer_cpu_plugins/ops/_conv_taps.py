@@ -20,11 +20,12 @@ weight array (a constant: the same array on every run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from mini_infer_core.plugin import record
 
 from ._blas import available, gemm
 from ._util import relu
@@ -41,7 +42,7 @@ MIN_COLUMNS = 200
 MAX_GROWTH = 2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TapGeometry:
     begin: tuple[int, int]
     ext: tuple[int, int]  # padded height and width

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import conv as schema
-from mini_infer_core.plugin import ConvFusion, shapes
+from mini_infer_core.plugin import ConvFusion, record, shapes
 
 from ..serialization import CpuPlugin
 from ._blas import available, gemm
@@ -82,7 +81,7 @@ COLS_BUDGET = 128 * 1024 * 1024
 ROW_BUDGET = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Plan:
     window: shapes.Window
     begin: tuple[int, ...]

@@ -34,14 +34,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import pool as schema
-from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin import record, shapes
 
 from ..serialization import CpuPlugin
 from ._geometry import pad_into
@@ -251,7 +250,7 @@ class _Grid:
             np.setbufsize(bufsize)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Plan:
     begin: tuple[int, ...]
     ext: tuple[int, ...]
