@@ -350,3 +350,25 @@ def test_segments_stage_their_small_inputs_and_outputs() -> None:
     before = seen[4][0].copy()
     seen[3][0][...] = 7.0
     np.testing.assert_array_equal(seen[4][0], before)
+
+
+def test_quiet_steps_keep_the_callers_buffer_size() -> None:
+    """Inside a run the warnings are off and NumPy's other settings are the caller's (as
+    ``np.errstate`` keeps them); after it, the caller's state is back."""
+    from mini_infer_core.engine._direct import quiet_fp_state
+
+    enter, leave = quiet_fp_state()
+    old = np.getbufsize()
+    try:
+        for size in (16384, 8192 * 3):
+            np.setbufsize(size)
+            with np.errstate(over="raise"):
+                token = enter()
+                try:
+                    assert np.geterr()["over"] == "ignore" and np.getbufsize() == size
+                    assert np.exp(np.float32(1e4)) == np.inf  # no FloatingPointError
+                finally:
+                    leave(token)
+                assert np.geterr()["over"] == "raise"
+    finally:
+        np.setbufsize(old)
