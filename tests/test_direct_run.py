@@ -372,3 +372,17 @@ def test_quiet_steps_keep_the_callers_buffer_size() -> None:
                 assert np.geterr()["over"] == "raise"
     finally:
         np.setbufsize(old)
+
+
+
+def test_quiet_state_on_numpy_1() -> None:
+    """Where NumPy has no context variable for its state (NumPy 1.x), np.errstate itself."""
+    from mini_infer_core.engine._direct import _errstate_enter, _errstate_leave
+
+    with np.errstate(over="raise"):
+        token = _errstate_enter()
+        try:
+            assert np.geterr()["over"] == "ignore"
+        finally:
+            _errstate_leave(token)
+        assert np.geterr()["over"] == "raise"

@@ -49,6 +49,16 @@ __all__ = ["DirectRun", "direct_run", "quiet_fp_state"]
 DirectRun = Callable[[Mapping[str, Any]], "list[Any] | None"]
 
 
+def _errstate_enter() -> Any:
+    ctx = np.errstate(all="ignore")
+    ctx.__enter__()
+    return ctx
+
+
+def _errstate_leave(ctx: Any) -> None:
+    ctx.__exit__(None, None, None)
+
+
 def quiet_fp_state() -> tuple[Callable[[], Any], Callable[[Any], None]]:
     """(enter, leave): NumPy's floating-point warnings off and back, as
     ``np.errstate(all="ignore")`` does, at a fraction of its cost where NumPy keeps that
@@ -63,15 +73,7 @@ def quiet_fp_state() -> tuple[Callable[[], Any], Callable[[Any], None]]:
 
         _make_extobj(all="ignore")
     except (ImportError, AttributeError, TypeError):  # NumPy 1.x: its own context manager
-        def enter() -> Any:
-            ctx = np.errstate(all="ignore")
-            ctx.__enter__()
-            return ctx
-
-        def leave(ctx: Any) -> None:
-            ctx.__exit__(None, None, None)
-
-        return enter, leave
+        return _errstate_enter, _errstate_leave
     var = _extobj_contextvar
     #: (the caller's state, the quiet one made from it): one tuple, read and replaced whole,
     #: so that threads with states of their own at worst make theirs again
