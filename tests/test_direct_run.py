@@ -386,3 +386,21 @@ def test_quiet_state_on_numpy_1() -> None:
         finally:
             _errstate_leave(token)
         assert np.geterr()["over"] == "raise"
+
+
+def test_an_engine_without_inputs_goes_direct() -> None:
+    """Random generators: no inputs, each run's values drawn afresh (nothing folded), the
+    outputs the caller's own; a feed given to it is still refused by name."""
+    node = helper.make_node("RandomUniform", [], ["u"], shape=[2, 3], low=0.0, high=1.0)
+    model = helper.make_model(helper.make_graph(
+        [node], "noise", [], [helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 3])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    sess = mi.InferenceSession(model)
+    runs = [sess.run(None, {})[0] for _ in range(4)]
+    assert _ctx(sess)._plan.direct is not None
+    for u in runs:
+        assert u.shape == (2, 3) and u.dtype == np.float32 and ((u >= 0) & (u < 1)).all()
+    assert not np.array_equal(runs[-1], runs[-2]) and not np.shares_memory(runs[-1], runs[-2])
+    with pytest.raises(InputError, match=r"unknown \['x'\]"):
+        sess.run(None, {"x": np.zeros(1, np.float32)})
