@@ -1,15 +1,26 @@
-"""The engine's own cost per node: a chain of N Add nodes on a 1×1 tensor, where the kernels
-do almost nothing, so the time per node is the execution loop's overhead. onnxruntime runs the
-same model in the same process for comparison.
+"""The engine's own cost per run and per node: chains of Add nodes on a 1×1 tensor, where the
+kernels do almost nothing, so what a run costs is the run path's overhead. onnxruntime runs
+the same models in the same process for comparison.
 
-    python benchmarks/overhead.py [--nodes 1000] [--repeat 200]
+    python benchmarks/overhead.py [--nodes 1 5 1000] [--repeat 200] [--loop]
+
+For each chain length: the best microseconds per ``InferenceSession.run(None, feeds)`` of
+mini-infer and of onnxruntime (graph optimizations off, so that it runs every node), timed
+interleaved (``mini_infer_core.testing.bench.interleaved``: a sample of each in turn, the
+least disturbed kept); then the cost per node (the slope between the shortest and the longest
+chain) and the fixed cost of a run (the shortest chain's time less its nodes at that slope).
+``--loop`` adds, in the same interleaving, mini-infer with ``MINI_INFER_DIRECT_RUN=0``: the
+plan's steps run by the context's loop rather than by the plan's generated function
+(``engine/_direct.py``), the run path before the small-model path.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import os
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 import onnx
@@ -27,43 +38,67 @@ def chain(n: int) -> onnx.ModelProto:
     return model
 
 
-def median_seconds(fn: object, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def _session(model: onnx.ModelProto, direct: bool) -> Any:
+    import mini_infer_core as mi
+
+    before = os.environ.get("MINI_INFER_DIRECT_RUN")
+    os.environ["MINI_INFER_DIRECT_RUN"] = "1" if direct else "0"
+    try:  # the variable is read when the session's context is made (its first run)
+        sess = mi.InferenceSession(model)
+        sess.run(None, {"t0": np.zeros((1, 1), np.float32)})
+    finally:
+        if before is None:
+            del os.environ["MINI_INFER_DIRECT_RUN"]
+        else:
+            os.environ["MINI_INFER_DIRECT_RUN"] = before
+    return sess
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--nodes", type=int, nargs="+", default=[1, 5, 1000])
     ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--loop", action="store_true",
+                    help="also time the steps run by the context's loop (no generated run)")
     args = ap.parse_args()
-    import mini_infer_core as mi
+    from mini_infer_core.testing.bench import interleaved
 
-    model = chain(args.nodes)
-    x = np.zeros((1, 1), np.float32)
-    ctx = mi.load(model).create_execution_context()
-    ours = ctx.execute({"t0": x})[f"t{args.nodes}"]
-    assert float(ours[0, 0]) == args.nodes
-    t_ours = median_seconds(lambda: ctx.execute({"t0": x}), args.repeat)
-    line = (f"{args.nodes} Add nodes on 1x1: mini-infer {t_ours * 1e3:.2f} ms per run, "
-            f"{t_ours / args.nodes * 1e6:.2f} us per node")
     try:
         import onnxruntime as ort
-
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(model.SerializeToString(), so,
-                                    providers=["CPUExecutionProvider"])
-        t_ort = median_seconds(lambda: sess.run(None, {"t0": x}), args.repeat)
-        line += (f"; onnxruntime {t_ort * 1e3:.2f} ms ({t_ort / args.nodes * 1e6:.2f} us per "
-                 f"node, graph optimizations off)")
     except ImportError:
-        line += "; onnxruntime not installed"
-    print(line)
+        ort = None
+    x = np.zeros((1, 1), np.float32)
+    labels = ["mini-infer"] + (["mini-infer, loop"] if args.loop else []) + \
+        (["onnxruntime"] if ort is not None else [])
+    times: dict[int, list[float]] = {}
+    for n in sorted(set(args.nodes)):
+        model = chain(n)
+        calls: list[Callable[[], Any]] = []
+        sess = _session(model, direct=True)
+        assert float(sess.run(None, {"t0": x})[0][0, 0]) == n
+        calls.append(partial(sess.run, None, {"t0": x}))
+        if args.loop:
+            calls.append(partial(_session(model, direct=False).run, None, {"t0": x}))
+        if ort is not None:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            so.intra_op_num_threads = so.inter_op_num_threads = 1
+            theirs = ort.InferenceSession(model.SerializeToString(), so,
+                                          providers=["CPUExecutionProvider"])
+            calls.append(partial(theirs.run, None, {"t0": x}))
+        times[n] = interleaved(calls, args.repeat)
+        cells = ", ".join(f"{label} {t * 1e6:,.2f} us" for label, t in
+                          zip(labels, times[n], strict=True))
+        print(f"{n} Add node{'s' * (n != 1)} on 1x1, per run: {cells}", flush=True)
+    if len(times) > 1:
+        lo, hi = min(times), max(times)
+        for k, label in enumerate(labels):
+            per_node = (times[hi][k] - times[lo][k]) / (hi - lo)
+            fixed = times[lo][k] - lo * per_node
+            print(f"{label}: {per_node * 1e6:.2f} us per node, {fixed * 1e6:.2f} us per run "
+                  f"besides its nodes")
+    if ort is None:
+        print("onnxruntime not installed")
 
 
 if __name__ == "__main__":

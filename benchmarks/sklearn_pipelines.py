@@ -5,7 +5,7 @@ normalizers), scored one row per call and 200 rows per call, by mini-infer and b
 in one process on the same inputs, one thread.
 
     python benchmarks/sklearn_pipelines.py [--sizes 1 200] [--repeat 30] [--pipelines NAME ...]
-                                           [--threads 1] [--profile]
+                                           [--threads 1] [--profile] [--loop]
 
 Per pipeline and batch size: the best time per call of each engine (microseconds; the two
 are timed interleaved, a sample of each in turn, and the minimum over ``--repeat`` samples
@@ -14,6 +14,9 @@ labels (and every integer or string output) identical, scores (ZipMap's dicts ke
 within 1e-5 (relative to the value where it is above 1). Then the geometric mean of ours/ort
 per batch size and the pipelines above 2x. ``--profile`` adds, per pipeline, where one row's
 time goes in mini-infer: each node's microseconds (``ExecutionContext.time_nodes``).
+``--loop`` adds, timed in the same interleaving, mini-infer with ``MINI_INFER_DIRECT_RUN=0``
+(each plan's steps run by the context's loop, not by its generated function: the run path
+before the small-model path, ``engine/_direct.py``) and its geometric mean.
 
 Needs scikit-learn, skl2onnx and pandas (the test extras) and mini-infer-ml-plugins; every
 model is trained and converted here, nothing is downloaded.
@@ -87,6 +90,24 @@ def profile(case: RowPipeline, rows: int) -> list[str]:
     return lines
 
 
+def loop_session(model: Any, feeds: dict[str, Any]) -> Any:
+    """A session whose plans run by the context's loop (``MINI_INFER_DIRECT_RUN=0``, read
+    when its context is made: at its first run, here)."""
+    import os
+
+    before = os.environ.get("MINI_INFER_DIRECT_RUN")
+    os.environ["MINI_INFER_DIRECT_RUN"] = "0"
+    try:
+        sess = mi.InferenceSession(model)
+        sess.run(None, feeds)
+    finally:
+        if before is None:
+            del os.environ["MINI_INFER_DIRECT_RUN"]
+        else:
+            os.environ["MINI_INFER_DIRECT_RUN"] = before
+    return sess
+
+
 def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
 
@@ -99,12 +120,16 @@ def main() -> None:
     parser.add_argument("--pipelines", nargs="*", default=None,
                         help=f"of: {' '.join(pipeline_names())}")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--loop", action="store_true",
+                        help="also time mini-infer without the generated runs of its plans")
     args = parser.parse_args()
     set_num_threads(args.threads)
-    head = " | ".join(f"{n} row{'s' * (n != 1)}: mini / ort µs | ×" for n in args.sizes)
+    loop = " | loop µs | ×" if args.loop else ""
+    head = " | ".join(f"{n} row{'s' * (n != 1)}: mini / ort µs | ×{loop}" for n in args.sizes)
     print(f"| pipeline | {head} | outputs |")
-    print("|---|" + "---:|---:|" * len(args.sizes) + "---|")
+    print("|---|" + ("---:|---:|" + "---:|---:|" * args.loop) * len(args.sizes) + "---|")
     ratios: dict[int, list[float]] = {n: [] for n in args.sizes}
+    looped: dict[int, list[float]] = {n: [] for n in args.sizes}
     over: list[str] = []
     notes: list[str] = []
     for name in args.pipelines or pipeline_names():
@@ -112,17 +137,23 @@ def main() -> None:
             warnings.simplefilter("ignore")
             case = pipeline(name)
         ours, theirs = mi.InferenceSession(case.model), ort_session(case.model, args.threads)
+        slow = loop_session(case.model, case.feeds(1)) if args.loop else None
         cells, same, diff = [], True, 0.0
         for n in args.sizes:
             feeds = case.feeds(n)
             s, d = compare(ours.run(None, feeds), theirs.run(None, feeds))
             same, diff = same and s, max(diff, d)
-            mine, ort = interleaved([partial(ours.run, None, feeds),
-                                     partial(theirs.run, None, feeds)], args.repeat)
+            calls = [partial(ours.run, None, feeds), partial(theirs.run, None, feeds)]
+            if slow is not None:
+                calls.append(partial(slow.run, None, feeds))
+            mine, ort, *rest = interleaved(calls, args.repeat)
             ratios[n].append(mine / ort)
             if mine / ort > 2:
                 over.append(f"{case.name} ({n} row{'s' * (n != 1)}: {mine / ort:.1f}x)")
             cells.append(f"{mine * 1e6:,.1f} / {ort * 1e6:,.1f} | {mine / ort:.2f}")
+            for t in rest:
+                looped[n].append(t / ort)
+                cells.append(f"{t * 1e6:,.1f} | {t / ort:.2f}")
         verdict = "same" if same and diff <= TOLERANCE else \
             f"{'labels same' if same else 'LABELS DIFFER'}, scores {diff:.1e}"
         print(f"| {case.name} | {' | '.join(cells)} | {verdict} |", flush=True)
@@ -131,7 +162,9 @@ def main() -> None:
     print()
     for n in args.sizes:
         print(f"{n} row(s): {len(ratios[n])} pipelines, {args.threads} thread(s); geometric "
-              f"mean of mini/ort {geomean(ratios[n]):.2f}, largest {max(ratios[n]):.2f}")
+              f"mean of mini/ort {geomean(ratios[n]):.2f}, largest {max(ratios[n]):.2f}"
+              + (f" (loop: {geomean(looped[n]):.2f}, largest {max(looped[n]):.2f})"
+                 if looped[n] else ""))
     print(f"above 2x: {', '.join(over) or 'none'}")
     for line in notes:
         print(line)

@@ -213,3 +213,52 @@ def test_a_run_like_the_last_goes_straight_to_its_plan_and_others_are_checked() 
         ctx.execute({"y": np.zeros((2, 4), np.float32)})
     with pytest.raises(InputError, match="expects rank"):
         ctx.execute({"x": np.zeros((2, 4, 1), np.float32)})
+
+
+def _log_sum_exp_model(shape: list[int], axes: list[int] | None, keepdims: int
+                       ) -> onnx.ModelProto:
+    inits = [] if axes is None else [numpy_helper.from_array(np.array(axes, np.int64), "ax")]
+    node = helper.make_node("ReduceLogSumExp", ["x", "ax"] if axes is not None else ["x"],
+                            ["y"], keepdims=keepdims)
+    model = helper.make_model(helper.make_graph(
+        [node], "lse", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [onnx.ValueInfoProto(name="y")], inits), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(("shape", "axes", "keepdims"), [
+    ([1, 3], [1], 1), ([5, 3], [-1], 0), ([4, 16], [1], 1),  # a few terms: logaddexp
+    ([2, 1, 6], [1, 2], 1), ([1, 1, 1], None, 0), ([7], None, 1),
+    ([3, 17], [1], 1), ([2, 3, 4], [1, 2], 0), ([6, 2], [0], 1)])  # more: the shifted sum
+def test_bound_log_sum_exp_matches_onnxruntime(shape: list[int], axes: list[int] | None,
+                                               keepdims: int) -> None:
+    """ReduceLogSumExp's bound call over a few terms (one ``logaddexp.reduce``) and over
+    more (the max-shifted sum): onnxruntime's values for finite rows, large values, and rows
+    with -inf, +inf and NaN; all -inf is -inf."""
+    model = _log_sum_exp_model(shape, axes, keepdims)
+    ctx = mi.load(model).create_execution_context()
+    for case in range(3):
+        x = (RNG.standard_normal(shape) * (1 if case == 0 else 40)).astype(np.float32)
+        flat = x.reshape(-1)
+        if case == 2 and flat.size >= 3:
+            flat[0], flat[-1] = -np.inf, 80.0
+            if flat.size >= 6:
+                flat[flat.size // 2] = np.inf
+        got = ctx.execute({"x": x})["y"]
+        want = _ort(model, {"x": x})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+        assert "ReduceLogSumExp" in _bound_ops(ctx)
+    x = np.full(shape, -np.inf, np.float32)  # every term exp 0: log 0
+    got = ctx.execute({"x": x})["y"]
+    assert np.all(got == -np.inf)
+    if len(shape) > 1 and shape[-1] > 1:  # NaN propagates to its own row only
+        x = RNG.standard_normal(shape).astype(np.float32)
+        x.reshape(-1, shape[-1])[0, 0] = np.nan
+        got = ctx.execute({"x": x})["y"]
+        want = _ort(model, {"x": x})[0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=2e-6,
+                                   atol=1e-6)

@@ -362,6 +362,39 @@ def test_a_c_fed_as_an_input_is_read_on_every_run(c_shape: tuple[int, ...],
         c = c * -3.0 + 1.0
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("c_shape", [(1, 1), (1,), ()])
+def test_a_runtime_scalar_c_of_one_row_is_its_row_bias(
+        rows: int, c_shape: tuple[int, ...],
+        count_calls: Callable[[Any, str, str], dict[str, int]]) -> None:
+    """k-means' distances at one row: Gemm(X, centres^T, C) with C the row's computed squared
+    norm (1, 1) and alpha -2. One row's scalar C is that row's column (``rbias``): the
+    compiled GEMM, not NumPy's three calls; more rows keep NumPy's broadcast. onnxruntime's
+    values on every run as C changes."""
+    from mini_infer_cpu_native import _matmul
+
+    ran = count_calls(_matmul, "product_calls", "matmul")
+    k, n = 8, 6
+    w = RNG.standard_normal((n, k)).astype(np.float32)
+    nodes = [helper.make_node("Neg", ["c_in"], ["c"]), helper.make_node("Neg", ["x_in"], ["x"]),
+             helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=-2.0),
+             helper.make_node("Neg", ["g"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x_in", onnx.TensorProto.FLOAT, [rows, k]),
+        helper.make_tensor_value_info("c_in", onnx.TensorProto.FLOAT, list(c_shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        feeds = {"x_in": RNG.standard_normal((rows, k)).astype(np.float32),
+                 "c_in": np.asarray(RNG.standard_normal(c_shape) * 10, np.float32)}
+        np.testing.assert_allclose(sess.run(None, feeds)[0], theirs.run(None, feeds)[0],
+                                   rtol=1e-5, atol=1e-5)
+    assert (ran["matmul"] > 0) == (rows == 1 and gemm.gemm_available())
+
+
 def test_weights_that_change_between_runs_are_packed_again() -> None:
     """A weight fed as an input (writable) is repacked on every run: a cached packing
     would return the previous run's product."""

@@ -18,6 +18,7 @@ from ..errors import ExecutionError, MiniInferError, node_errors
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import map_tensors
+from ._direct import direct_run, quiet_fp_state
 from .plans import Plan, PlanCache, Step
 from .schedule import Schedule
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["PlannedRuns"]
 
 log = lifecycle_logger()  # imports logging only once something else has (issue 30)
+
+quiet_on, quiet_off = quiet_fp_state()
 
 
 class PlannedRuns:
@@ -45,6 +48,7 @@ class PlannedRuns:
     _plan: Plan | None
     _initialized: bool
     _debug: int
+    _direct_runs: bool
     _dynamic: bool
     _values: set[str]
     _graph: Any
@@ -138,6 +142,10 @@ class PlannedRuns:
                 all(n in staged or n in self._values for n in self.engine.output_names)
             plan.staged_results = [(n, staged.get(n)) for n in self.engine.output_names] \
                 if ok else None
+            if self._direct_runs and self._debug < 2:  # debug runs log every step
+                nodes = self.engine.nodes
+                plan.direct = direct_run(plan, self.engine, self.devices, self._stream_list,
+                                         lambda step: nodes[step].describe())
         return plan.staged_results
 
     def _execute_plan(self, feeds: Mapping[str, Any], plan: Plan) -> dict[str, Any]:
@@ -199,9 +207,12 @@ class PlannedRuns:
                     else:
                         s.plugin.enqueue(s.inputs, s.outputs, s.workspace, s.stream)
             elif plan is not None and plan.quiet:  # steps bound without their errstate
-                with np.errstate(all="ignore"):
+                token = quiet_on()  # np.errstate(all="ignore"), made once
+                try:
                     for step, call in plan.calls:  # noqa: B007 - names the failing node
                         call()
+                finally:
+                    quiet_off(token)
             elif plan is not None:
                 for step, call in plan.calls:  # noqa: B007 - names the failing node
                     call()

@@ -84,6 +84,9 @@ class ExecutionContext(GraphRuns):
         self._initialized = False
         self._closed = False
         self._debug = _debug_level()
+        #: whether plans may run as one generated function (``engine/_direct.py``);
+        #: ``MINI_INFER_DIRECT_RUN=0`` turns it off (benchmarks/overhead.py compares both)
+        self._direct_runs = os.environ.get("MINI_INFER_DIRECT_RUN", "1") != "0"
         #: inputs and outputs that are sequences, optionals or maps (lists, None, dicts)
         self._values: set[str] = {n for n in (*engine.input_names, *engine.output_names)
                         if not engine.tensors[n].is_tensor}
@@ -117,6 +120,11 @@ class ExecutionContext(GraphRuns):
             raise MiniInferError("this execution context has been closed")
         with self._lock:
             repeat = self._repeat
+            if repeat is not None and repeat.direct is not None and repeat is self._plan \
+                    and self._keyed is None and not self._use_graphs:
+                out = repeat.direct(feeds)  # None: not the last run's names, dtypes, shapes
+                if out is not None:
+                    return dict(zip(self.engine.output_names, out, strict=True))
             if repeat is not None and repeat is self._plan and not self._use_graphs and \
                     self._inputs.same_as_last(feeds):  # the last run's shapes: its plan
                 keyed = self._keyed
@@ -139,6 +147,19 @@ class ExecutionContext(GraphRuns):
             if self._use_graphs:
                 return self._execute_graph(feeds, plan.schedule)
             return self._execute_plan(feeds, plan)
+
+    def run_direct(self, feeds: Mapping[str, Any]) -> list[Any] | None:
+        """The outputs in engine order where ``feeds`` have the names, dtypes and shapes of
+        the last run and its plan runs as one generated function (:mod:`._direct`, small
+        models on the CPU); None, having run nothing, otherwise (``execute`` then)."""
+        if self._closed:
+            return None
+        with self._lock:
+            repeat = self._repeat
+            if repeat is None or repeat.direct is None or repeat is not self._plan or \
+                    self._keyed is not None or self._use_graphs:
+                return None
+            return repeat.direct(feeds)
 
     def _execute_keyed(self, feeds: Mapping[str, Any], bindings: dict[str, int]
                        ) -> dict[str, Any] | None:

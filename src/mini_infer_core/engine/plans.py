@@ -83,6 +83,9 @@ class Plan:
     #: or not worked out yet (``_running.PlannedRuns``)
     staged_results: list[tuple[str, Any]] | None = None
     staged_checked: bool = False
+    #: the run as one generated function (:mod:`._direct`), made with ``staged_results``
+    #: where the plan can run that way; None otherwise
+    direct: Callable[[Mapping[str, Any]], list[Any] | None] | None = None
 
 
 def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:

@@ -7,7 +7,9 @@ on its own (it returns its outputs, whose shapes bind its fresh symbols), and ea
 other nodes is a *segment*, planned as an engine of its own -- its inputs the tensors made
 before it, its outputs those read after it -- once per set of the symbol values its shapes
 depend on (:class:`~.plans.PlanCache`: arena, concrete shapes, the kernels' call lists kept
-while those values recur). Only a segment's outputs are allocated on every run.
+while those values recur). Only a segment's outputs are allocated on every run; its small
+inputs and outputs are copied through buffers of its plan (as an engine's own are,
+``plans.STAGE_BYTES``), so that the steps reading or writing them keep their bound calls.
 """
 
 from __future__ import annotations
@@ -109,7 +111,9 @@ class SegmentedRun:
                                 for d in spec.dims for s in d.symbols}))
         cache = PlanCache(sub, [self.plugins[s] for s in steps], self.devices, self.streams,
                           self.constants)
-        cache.stage_io = False  # a segment's runs bind its inputs and outputs themselves
+        # small inputs and outputs through buffers of the plan (copied in and out), as an
+        # engine's own are: the steps that read or write them keep their bound calls
+        cache.stage_io = True
         return _Segment(steps, sub, cache, symbols)
 
     def run(self, inputs: Mapping[str, Any], bindings: dict[str, int], debug: int
@@ -142,9 +146,18 @@ class SegmentedRun:
             seg.current = plan
         bound = {n: values[n] for n in seg.engine.input_names}
         tensors = seg.engine.tensors
+        for n, buf in plan.staged_in:
+            src = bound[n]
+            if tuple(src.shape) != tuple(buf.shape):
+                raise ExecutionError(f"{seg.engine.nodes[0].describe()}: input {n!r} has shape "
+                                     f"{tuple(src.shape)}, its plan {tuple(buf.shape)}")
+            dev = self.engine.device  # staged only where the engine has one device
+            dev.copy(buf, src, self.streams[dev.name])
+        staged = dict(plan.staged_out)
         for n in seg.engine.output_names:
-            bound[n] = self.devices[sched.home[n]].empty(sched.shapes[n],
-                                                          tensors[n].dtype.numpy)
+            if n not in staged:
+                bound[n] = self.devices[sched.home[n]].empty(sched.shapes[n],
+                                                              tensors[n].dtype.numpy)
         for name, lst, k in plan.patches:
             lst[k] = bound[name]
         nodes = seg.engine.nodes
@@ -168,6 +181,11 @@ class SegmentedRun:
                              "the plugin failed while running"):
                 raise
         for n in seg.engine.output_names:
+            buf = staged.get(n)
+            if buf is not None:  # the run's own array, not the plan's buffer
+                dev = self.engine.device
+                bound[n] = dev.empty(buf.shape, buf.dtype)
+                dev.copy(bound[n], buf, self.streams[dev.name])
             values[n] = bound[n]
             home[n] = sched.home[n]
 

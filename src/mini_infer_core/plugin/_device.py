@@ -28,6 +28,11 @@ class Stream:
 class Device(ABC):
     #: device name used in BuilderConfig and on creators, e.g. "cpu"
     name: str = ""
+    #: whether its arrays are host NumPy arrays that its work writes synchronously:
+    #: ``to_device`` and ``to_host`` hand them over as they are (``np.asarray``), ``copy``
+    #: is ``np.copyto``, its streams' ``synchronize`` does nothing. Execution contexts then
+    #: run small models' plans as one generated function (``engine/_direct.py``)
+    host_arrays: bool = False
 
     def availability(self) -> tuple[bool, str]:
         """(available, reason when not). Must not raise."""

@@ -14,6 +14,7 @@ __all__ = ["CpuDevice"]
 
 class CpuDevice(Device):
     name = "cpu"
+    host_arrays = True
 
     def allocate(self, nbytes: int) -> np.ndarray[Any, Any]:
         # 64 spare bytes let every view start 64-byte aligned

@@ -112,8 +112,8 @@ class Gemm(KeptCalls, Derived, _gemm.Gemm):
                     np.broadcast_to(v.reshape(-1)[:1] if v.size == 1 else v, (1, n)
                                     if v.size == 1 else v.shape) * np.float32(beta),
                     np.float32))
-        elif beta != 1.0 or (c.size == 1 and n != 1):
-            return None
+        elif beta != 1.0 or (c.size == 1 and n != 1 and m != 1):
+            return None  # (a runtime scalar C of one row is that row's column: rbias)
         if not usable(c):
             return None
         shape = (1,) * (2 - c.ndim) + c.shape
