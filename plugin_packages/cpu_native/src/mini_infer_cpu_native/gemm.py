@@ -112,8 +112,9 @@ class Gemm(KeptCalls, Derived, _gemm.Gemm):
                     np.broadcast_to(v.reshape(-1)[:1] if v.size == 1 else v, (1, n)
                                     if v.size == 1 else v.shape) * np.float32(beta),
                     np.float32))
-        elif beta != 1.0 or (c.size == 1 and n != 1):
-            return None
+        elif beta != 1.0 or (c.size == 1 and n != 1 and m != 1):
+            return None  # a runtime scalar over several rows and columns: cpu_basic's
+            # (over one row it is that row's bias: k-means' one-row distances, C [1, 1])
         if not usable(c):
             return None
         shape = (1,) * (2 - c.ndim) + c.shape
