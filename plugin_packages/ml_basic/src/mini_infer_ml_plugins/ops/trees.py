@@ -100,19 +100,37 @@ class _Trees(MlPlugin):
         return evaluate(self.forest, rows, agg, divisor,
                         None if bases is None else bases[rows.dtype])
 
+    def bound_regression(self, inputs: Sequence[Any], outputs: Sequence[Any],
+                         aggregate: str, base: Sequence[float]) -> Callable[[], None] | None:
+        """A regression with no post_transform over a few rows: the compiled walk made once
+        for the step's arrays (scores straight into the output), else None."""
+        x, out = inputs[0], outputs[0]
+        if len(inputs) != 1 or not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) \
+                or x.dtype not in _FLOAT_TYPES or out.dtype != x.dtype:
+            return None
+        self.regression_setup(aggregate, base)
+        has = np.empty(out.size, np.uint8)
+        return walk_call(self.forest, x, _AGGREGATES[aggregate], self._divisor,
+                         None if self._bases is None else self._bases.get(x.dtype), out, has)
+
+    def regression_setup(self, aggregate: str, base: Sequence[float]) -> None:
+        """The divisor and base values of a regression (the same every run: kept)."""
+        forest = self.forest
+        key = (aggregate, len(base))
+        if getattr(self, "_regression_key", None) != key:
+            self._regression_key = key
+            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
+            values = np.asarray(base, np.float64)
+            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
+                if len(base) == forest.n_targets else None
+
     def regression(self, x: Array, aggregate: str, base: Sequence[float],
                    out: Array | None = None) -> Array | None:
         """onnxruntime's regression: aggregate, average over trees, add the base values (when
         there is one per target). With ``out`` (no post_transform follows): written there by
         the few-row path where it applies (None returned), else returned."""
         forest = self.forest
-        key = (aggregate, len(base))
-        if getattr(self, "_regression_key", None) != key:  # the same every run: kept
-            self._regression_key = key
-            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
-            values = np.asarray(base, np.float64)
-            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
-                if len(base) == forest.n_targets else None
+        self.regression_setup(aggregate, base)
         if out is not None and walk_into(
                 forest, x, _AGGREGATES[aggregate], self._divisor,
                 None if self._bases is None else self._bases.get(x.dtype), out):
@@ -131,6 +149,15 @@ class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
                             out if post_transform == "NONE" else None)
         if s is not None:
             np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The compiled few-row walk straight into the output, made once (no
+        post_transform), else ``compute`` bound."""
+        a = self.attrs
+        bound = self.bound_regression(inputs, outputs, a["aggregate_function"], self.base) \
+            if workspace is None and a["post_transform"] == "NONE" else None
+        return bound if bound is not None else super().bind_run(inputs, outputs, workspace)
 
 
 class TreeEnsemble(_Trees, ml.TreeEnsemble):
