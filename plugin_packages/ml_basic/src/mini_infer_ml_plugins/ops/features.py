@@ -95,6 +95,22 @@ class Scaler(MlPlugin, ml.Scaler):
         np.copyto(out, (x.astype(dtype) - off.astype(dtype)) * sc.astype(dtype),
                   casting="unsafe")
 
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """float32 in and out: ``_cml.scale`` made once for the step's arrays."""
+        x, out = inputs[0], outputs[0]
+        if workspace is None and isinstance(x, np.ndarray) and isinstance(out, np.ndarray) \
+                and x.ndim and x.size and _float32_pair(x, out):
+            a = self.attrs
+            features = x.shape[-1]
+            off = _per_feature(a["offset"] if a["offset"] is not None else (0.0,), features,
+                               np.float32)
+            sc = _per_feature(a["scale"] if a["scale"] is not None else (1.0,), features,
+                              np.float32)
+            if off.size and sc.size:
+                return partial(_cml.scale, x, off, sc, out)
+        return super().bind_run(inputs, outputs, workspace)
+
 
 class Normalizer(MlPlugin, ml.Normalizer):
     def compute(self, x: Array, *, out: Array, norm: str, **_: Any) -> None:
@@ -121,6 +137,19 @@ class Normalizer(MlPlugin, ml.Normalizer):
             raise ExecutionError(f"Normalizer {self.name!r}: norm {norm!r} is not one of "
                                  "MAX, L1, L2")
         np.copyto(out, y.reshape(out.shape))
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """float32 rows in and out (MAX, L1, L2): ``_cml.normalize`` made once for the
+        step's arrays."""
+        x, out = inputs[0], outputs[0]
+        norm = self.attrs["norm"]
+        if workspace is None and norm in _NORMS and isinstance(x, np.ndarray) and \
+                isinstance(out, np.ndarray) and 1 <= x.ndim <= 2:
+            rows = np.atleast_2d(x)
+            if rows.shape[0] and _float32_pair(rows, out):
+                return partial(_cml.normalize, rows, rows.shape[0], _NORMS[norm], out)
+        return super().bind_run(inputs, outputs, workspace)
 
 
 class ArrayFeatureExtractor(MlPlugin, ml.ArrayFeatureExtractor):
