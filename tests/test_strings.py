@@ -523,6 +523,31 @@ def test_tokenizer_takes_pythons_re_only_for_one_ascii_class() -> None:
         assert not _ONE_ASCII_CLASS.fullmatch(pattern), pattern
 
 
+@pytest.mark.parametrize(("shape", "axis", "fused"), [((6,), 1, True), ((6,), -1, True),
+                                                     ((6,), 0, False), ((3, 2), 1, False)])
+def test_tokenizer_absorbs_the_flatten_of_its_tokens(shape: tuple[int, ...], axis: int,
+                                                     fused: bool) -> None:
+    """skl2onnx's text pipelines flatten the tokens at axis 1: of [N, T] that is the tokens
+    themselves, so the Tokenizer writes the Flatten's output (no Flatten step); another
+    axis or tokens of rank 3 keep their Flatten. Against onnxruntime at 1 and 6 texts (no
+    text: onnxruntime's Tokenizer drops the token axis, then flattens another shape)."""
+    _re2()
+    nodes = [helper.make_node("Tokenizer", ["x"], ["t"], domain="com.microsoft", mark=0,
+                              mincharnum=1, pad_value="#", tokenexp="[a-zA-Z0-9_]+"),
+             helper.make_node("Flatten", ["t"], ["y"], axis=axis)]
+    dims: list[Any] = ["N", *shape[1:]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", STRING, dims)],
+                              [helper.make_tensor_value_info("y", STRING, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    engine = mi.load(model)
+    assert ("Flatten" not in [n.op_type for n in engine.nodes]) == fused
+    texts = TEXTS[:6].reshape(shape)
+    for n in (1, len(texts), 1):
+        feeds = {"x": texts[:n]}
+        same(ours(model, feeds), ort(model, feeds))
+
+
 def test_tokenizer_without_tokens_or_separators_fails_the_build() -> None:
     inputs = {"x": (STRING, S("a"))}
     model = one_node("Tokenizer", inputs, {"y": STRING}, opset=17, domain="com.microsoft",

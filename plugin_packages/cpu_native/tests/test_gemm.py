@@ -514,3 +514,44 @@ def test_unpacking_undoes_packing() -> None:
     for group in (1, 2, 3, 4):
         packed = _conv_gemm.pack_weights(w, group).reshape(w.shape)
         np.testing.assert_array_equal(_conv_gemm.unpack_weights(packed, group), w)
+
+
+@pytest.mark.parametrize("c_shape", [(1, 1), (1,), ()])
+def test_a_runtime_scalar_c_over_one_row_is_the_compiled_row_bias(
+        c_shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """k-means' one-row distances: Gemm(X [1, K], centres^T, C [1, 1] computed) with alpha
+    -2. C over one row is that row's bias: the compiled GEMM takes it (counted), and the
+    result is onnxruntime's and float64 NumPy's as C changes from run to run."""
+    from mini_infer_cpu_native import gemm as native_gemm
+
+    made = {"calls": 0}
+    real = native_gemm._matmul.product_calls
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        made["calls"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(native_gemm._matmul, "product_calls", counted)
+    k, n = 8, 6
+    nodes = [helper.make_node("Neg", ["c_in"], ["c"]), helper.make_node("Neg", ["x_in"], ["x"]),
+             helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=-2.0),
+             helper.make_node("Neg", ["g"], ["y"])]
+    w = RNG.standard_normal((n, k)).astype(np.float32)
+    graph = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x_in", onnx.TensorProto.FLOAT, [1, k]),
+        helper.make_tensor_value_info("c_in", onnx.TensorProto.FLOAT, list(c_shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((1, k)).astype(np.float32)
+    c = RNG.standard_normal(c_shape).astype(np.float32)
+    for _ in range(3):
+        feeds = {"x_in": -x, "c_in": np.asarray(-c, np.float32)}
+        got = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(-got, -2.0 * (x.astype(np.float64) @ w.T) + c,
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, theirs.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+        c = c * -3.0 + 1.0
+    assert made["calls"] >= 1

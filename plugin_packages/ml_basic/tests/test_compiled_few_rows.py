@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from mini_infer_ml_plugins.ops import features, linear
 from ml_support import assert_same, ml_model, ort_session
+from sklearn_models import _bools_as_ints
 
 import mini_infer_core as mi
 
@@ -101,3 +102,113 @@ def test_logistic_regression_against_scikit_learn(classes: int, strings: bool) -
         assert got_labels.tolist() == est.predict(x[:n]).tolist()
         np.testing.assert_allclose(got_probs, est.predict_proba(x[:n]).reshape(n, -1),
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["one tree", "forest", "boosting (base values, SOFTMAX)",
+                                  "hist boosting (NaN)"])
+@pytest.mark.parametrize("strings", [False, True], ids=["int labels", "string labels"])
+def test_bound_tree_classifier_against_scikit_learn(kind: str, strings: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """TreeEnsembleClassifier's bound few-row step (walk, base values, classify and label
+    lookup made once, ``trees._classify_rows``) against scikit-learn and onnxruntime at 1, 3
+    and 0 rows, with missing values; string labels take ``compute`` (counted: the bound
+    step runs only for integer labels)."""
+    pytest.importorskip("skl2onnx", reason="skl2onnx is a test extra: pip install skl2onnx")
+    from mini_infer_ml_plugins.ops import trees
+    from skl2onnx import to_onnx
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        HistGradientBoostingClassifier,
+        RandomForestClassifier,
+    )
+    from sklearn.tree import DecisionTreeClassifier
+
+    x, y = make_classification(300, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=3)
+    x = x.astype(np.float32)
+    if kind.startswith("hist"):
+        x[::5, 1] = np.nan
+    labels = np.array(["cat", "dog", "eel"])[y] if strings else y * 10 + 1
+    est = {"one tree": DecisionTreeClassifier(max_depth=5, random_state=0),
+           "forest": RandomForestClassifier(8, max_depth=5, random_state=0),
+           "boosting (base values, SOFTMAX)": GradientBoostingClassifier(
+               n_estimators=10, random_state=0),
+           "hist boosting (NaN)": HistGradientBoostingClassifier(max_iter=10, random_state=0),
+           }[kind].fit(x[:250], labels[:250])
+    with warnings.catch_warnings(), _bools_as_ints():
+        warnings.simplefilter("ignore")
+        model = to_onnx(est, x[:1], options={id(est): {"zipmap": False}},
+                        target_opset={"": 17, "ai.onnx.ml": 3})
+    bound = {"runs": 0}
+    real = trees._classify_rows
+
+    def counted(*args: Any) -> None:
+        bound["runs"] += 1
+        real(*args)
+
+    monkeypatch.setattr(trees, "_classify_rows", counted)
+    sess, theirs = mi.InferenceSession(model), ort_session(model)
+    held = x[250:]
+    for n in (1, 3, 1, 0):
+        got = sess.run(None, {"X": held[:n]})
+        if n:  # onnxruntime and scikit-learn refuse no rows: ours gives none
+            assert_same(got, theirs.run(None, {"X": held[:n]}), rtol=1e-5, atol=1e-5)
+            assert got[0].tolist() == est.predict(held[:n]).tolist()
+            np.testing.assert_allclose(got[1], est.predict_proba(held[:n]), atol=1e-5)
+        else:
+            assert got[0].shape == (0,) and got[1].shape == (0, 3)
+    assert (bound["runs"] > 0) == (not strings)
+
+
+@pytest.mark.parametrize("kind", ["one tree", "forest (AVERAGE)", "boosting (base value)",
+                                  "hist boosting (NaN)"])
+def test_bound_tree_regressor_against_scikit_learn(kind: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """TreeEnsembleRegressor's few-row step bound to the compiled walk straight into its
+    output (``_Trees.bound_regression``, counted) against scikit-learn and onnxruntime at
+    1, 3, 1 and 0 rows of one session, with missing values."""
+    pytest.importorskip("skl2onnx", reason="skl2onnx is a test extra: pip install skl2onnx")
+    from mini_infer_ml_plugins.ops import trees
+    from skl2onnx import to_onnx
+    from sklearn.datasets import make_regression
+    from sklearn.ensemble import (
+        GradientBoostingRegressor,
+        HistGradientBoostingRegressor,
+        RandomForestRegressor,
+    )
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, y = make_regression(300, 6, noise=2.0, random_state=5)
+    x = x.astype(np.float32)
+    if kind.startswith("hist"):
+        x[::4, 2] = np.nan
+    est = {"one tree": DecisionTreeRegressor(max_depth=6, random_state=0),
+           "forest (AVERAGE)": RandomForestRegressor(8, max_depth=6, random_state=0),
+           "boosting (base value)": GradientBoostingRegressor(n_estimators=20,
+                                                              random_state=0),
+           "hist boosting (NaN)": HistGradientBoostingRegressor(max_iter=20, random_state=0),
+           }[kind].fit(x[:250], y[:250] / 10)
+    with warnings.catch_warnings(), _bools_as_ints():
+        warnings.simplefilter("ignore")
+        model = to_onnx(est, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+    made = {"walks": 0}
+    real = trees.walk_call
+
+    def counted(*args: Any) -> Any:
+        call = real(*args)
+        made["walks"] += call is not None
+        return call
+
+    monkeypatch.setattr(trees, "walk_call", counted)
+    sess, theirs = mi.InferenceSession(model), ort_session(model)
+    held = np.ascontiguousarray(x[250:])
+    for n in (1, 3, 1, 0):
+        got = sess.run(None, {"X": held[:n]})
+        if n:  # onnxruntime and scikit-learn refuse no rows: ours gives none
+            assert_same(got, theirs.run(None, {"X": held[:n]}), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got[0].reshape(-1), est.predict(held[:n]), rtol=1e-4,
+                                       atol=1e-4)
+        else:
+            assert got[0].size == 0
+    assert made["walks"] > 0

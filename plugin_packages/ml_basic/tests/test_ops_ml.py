@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from ml_support import assert_same, ml_model, run_mi, run_ort, run_ref
 from onnx import helper, numpy_helper
@@ -290,3 +291,54 @@ def test_svm_regressor_linear_mode() -> None:
     x = rand(6, 3)
     check("SVMRegressor", [x], {"coefficients": [1.0, -2.0, 0.5], "rho": [0.1],
                                 "kernel_params": [0.0, 0.0, 0.0]}, ref=False)
+
+
+def _label_lookup(classes: Any) -> Any:
+    """scores [N, C] -> ArgMax -> ArrayFeatureExtractor(classes): naive Bayes' label lookup
+    as skl2onnx writes it (the index is computed, so the engine binds the gather), and the
+    same with the index shifted by an input (Add), to reach past the classes."""
+    g = helper.make_graph(
+        [helper.make_node("ArgMax", ["s"], ["i"], axis=1),
+         helper.make_node("Add", ["i", "shift"], ["j"]),
+         helper.make_node("ArrayFeatureExtractor", ["classes", "j"], ["label"],
+                          domain="ai.onnx.ml")],
+        "lookup",
+        [helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("shift", onnx.TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("label", numpy_helper.from_array(classes).data_type,
+                                       None)],
+        [numpy_helper.from_array(classes, "classes")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                helper.make_opsetid("ai.onnx.ml", 3)])
+
+
+@pytest.mark.parametrize("classes", [np.array([10, 20, 30, 40], np.int64),
+                                     np.array([0.5, -1.5, 2.5, 9.0], np.float32),
+                                     np.array([[7, 8, 9, 6]], np.int32),
+                                     np.array(["a", "bb", "c", "d"], dtype=object)],
+                         ids=["int64", "float32", "int32-2d", "strings"])
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_array_feature_extractor_after_argmax(classes: Any, rows: int) -> None:
+    """The bound gather (``_cml.take``) of integer, float and string labels (four: the
+    shifted index reaches the last) at 0, 1 and 5 rows, against onnxruntime and
+    scikit-learn's own lookup (``classes[argmax]``)."""
+    model = _label_lookup(classes)
+    for shift in (0, 1):
+        feeds = {"s": rand(rows, 3), "shift": np.array([shift], np.int64)}
+        ours = run_mi(model, feeds)
+        if rows:  # onnxruntime refuses an empty index ("num_indices = 0")
+            assert_same(ours, run_ort(model, feeds))
+        if shift == 0:  # scikit-learn's predict: classes_[argmax]
+            want = classes.reshape(-1)[feeds["s"].argmax(axis=1)]
+            assert np.asarray(ours[0]).reshape(-1).tolist() == want.tolist()
+
+
+def test_bound_array_feature_extractor_names_an_index_out_of_range() -> None:
+    model = _label_lookup(np.array([10, 20, 30], np.int64))
+    s = np.array([[0.0, 0.0, 1.0]], np.float32)  # ArgMax 2, shifted to 3
+    session = mi.InferenceSession(model)
+    session.run(None, {"s": s, "shift": np.array([0], np.int64)})
+    with pytest.raises(mi.ExecutionError, match="index 3 is out of range"):
+        session.run(None, {"s": s, "shift": np.array([1], np.int64)})
+    with pytest.raises(mi.ExecutionError, match="index -1 is out of range"):
+        session.run(None, {"s": s, "shift": np.array([-3], np.int64)})

@@ -94,3 +94,59 @@ def test_compiled_rbf_kernel_matches_the_numpy_product(monkeypatch: pytest.Monke
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
         if rows:
             assert got[-1, 3] == 1.0
+
+
+@pytest.mark.parametrize("classes", [2, 3, 5])
+@pytest.mark.parametrize("strings", [False, True], ids=["int labels", "string labels"])
+def test_bound_rbf_classifier_step(classes: int, strings: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound few-row step (``svm._classify``: RBF values, pairwise decisions,
+    probabilities, votes and labels made once) against onnxruntime and scikit-learn at 1, 3
+    and 1 rows of one session; string labels take ``compute`` (counted)."""
+    est, model, x = _svc(classes, strings)
+    runs = {"bound": 0}
+    real = svm._classify
+
+    def counted(*args: Any) -> None:
+        runs["bound"] += 1
+        real(*args)
+
+    monkeypatch.setattr(svm, "_classify", counted)
+    ours, theirs = mi.InferenceSession(model), ort_session(model)
+    for n in (1, 3, 1):
+        got = ours.run(None, {"X": x[:n]})
+        assert_same(got, theirs.run(None, {"X": x[:n]}), rtol=1e-5, atol=1e-5)
+        assert got[0].tolist() == est.predict(x[:n]).tolist()
+        np.testing.assert_allclose(got[1], est.predict_proba(x[:n]), atol=1e-3)
+    assert (runs["bound"] > 0) == (not strings)
+
+
+def test_bound_rbf_regressor_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SVR (RBF) bound over one and three rows (``svm._regress``, counted) against
+    onnxruntime and scikit-learn."""
+    from skl2onnx import to_onnx
+    from sklearn.datasets import make_regression
+    from sklearn.svm import SVR
+
+    x, y = make_regression(230, 5, noise=2.0, random_state=0)
+    x = x.astype(np.float32)
+    est = SVR(C=10.0).fit(x[:200], y[:200] / 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_onnx(est, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+    runs = {"bound": 0}
+    real = svm._regress
+
+    def counted(*args: Any) -> None:
+        runs["bound"] += 1
+        real(*args)
+
+    monkeypatch.setattr(svm, "_regress", counted)
+    ours, theirs = mi.InferenceSession(model), ort_session(model)
+    held = np.ascontiguousarray(x[200:])
+    for n in (1, 3, 1):
+        got = ours.run(None, {"X": held[:n]})
+        assert_same(got, theirs.run(None, {"X": held[:n]}), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[0].reshape(-1), est.predict(held[:n]), rtol=1e-4,
+                                   atol=1e-4)
+    assert runs["bound"] > 0

@@ -335,6 +335,8 @@ typedef struct mi_rows_args {
 int mi_gemv_f32(const mi_gemv_args *a);
 int mi_row_mean_f32(const mi_rows_args *a);
 int mi_row_scale_f32(const mi_rows_args *a);
+/* y[r] = log(sum(exp(x[r, :]))), the row's largest finite value taken out */
+int mi_row_logsumexp_f32(const mi_rows_args *a);
 
 /* ---- ConvTranspose whose kernel is its stride (_kernels.c) ----------------------------- */
 

@@ -15,7 +15,9 @@
  *
  * mi_row_mean_f32: y[r] = mean of row r (ReduceMean / GlobalAveragePool over the trailing
  * axes: rows N*C, columns H*W). mi_row_scale_f32: y[r, :] = x[r, :] * s[r] (the SE block's
- * channel scale x[N, C, H, W] * s[N, C, 1, 1]).
+ * channel scale x[N, C, H, W] * s[N, C, 1, 1]). mi_row_logsumexp_f32: y[r] = log(sum(exp(x[r,
+ * :]))) (ReduceLogSumExp over the trailing axes: naive Bayes' normalizer of one row of class
+ * scores), plain C.
  *
  * AVX2 + FMA where the CPU has it and the GEMM's kernels run AVX2 or better (mi_gemm_isa:
  * tests switch to the plain C loops with it), plain C otherwise. */
@@ -327,4 +329,26 @@ int mi_row_mean_f32(const mi_rows_args *a) {
 int mi_row_scale_f32(const mi_rows_args *a) {
     if (!a->x || !a->y || !a->s || ANY_NEGATIVE(a->rows, a->cols)) return MI_EARGS;
     return run_rows(a, 1);
+}
+
+/* log(sum(exp(row))) with the row's largest finite value m taken out (0 where it has none):
+ * +inf gives +inf, a row of -inf gives -inf, a NaN gives NaN (cpu_basic's NumPy form and
+ * onnxruntime's); the sum of the float exponentials in double, stored as float */
+int mi_row_logsumexp_f32(const mi_rows_args *a) {
+    if (!a->x || !a->y || ANY_NEGATIVE(a->rows, a->cols)) return MI_EARGS;
+    for (long r = 0; r < a->rows; r++) {
+        const float *x = a->x + r * a->cols;
+        float m = -INFINITY;
+        int any = 0;
+        for (long i = 0; i < a->cols; i++)
+            if (isfinite(x[i]) && (!any || x[i] > m)) {
+                m = x[i];
+                any = 1;
+            }
+        if (!any) m = 0.0f;
+        double sum = 0.0;
+        for (long i = 0; i < a->cols; i++) sum += (double)expf(x[i] - m);
+        a->y[r] = (float)log(sum) + m;
+    }
+    return MI_OK;
 }

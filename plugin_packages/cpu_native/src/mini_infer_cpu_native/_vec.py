@@ -13,7 +13,8 @@ from ._abi import GemvArgs, RowsArgs
 from ._kernels import address, strided
 from ._native import Call, _batched, _call, _kernel
 
-__all__ = ["MAX_ROWS", "PANEL", "gemv_call", "row_mean_call", "row_scale_call"]
+__all__ = ["MAX_ROWS", "PANEL", "gemv_call", "row_logsumexp_call", "row_mean_call",
+           "row_scale_call"]
 
 Array = NDArray[Any]
 #: rows at most for which the MatMul and Gemm plugins take :func:`gemv_call` (it takes any
@@ -26,6 +27,7 @@ PANEL = 24
 _gemv = _kernel("mi_gemv_f32", GemvArgs)
 _row_mean = _kernel("mi_row_mean_f32", RowsArgs)
 _row_scale = _kernel("mi_row_scale_f32", RowsArgs)
+_row_logsumexp = _kernel("mi_row_logsumexp_f32", RowsArgs)
 
 
 def gemv_call(a: Array, b: Array, c: Array, k: int, *, panel: int = 0,
@@ -67,6 +69,14 @@ def row_mean_call(x: Array, y: Array, rows: int, cols: int) -> Call:
     kn = "mi_row_mean_f32"
     return _call(_row_mean, RowsArgs(_rows(kn, x, rows, cols), None,
                                      address(y, rows, True, kn, "y"), rows, cols), x, y)
+
+
+def row_logsumexp_call(x: Array, y: Array, rows: int, cols: int) -> Call:
+    """``y[r] = log(sum(exp(x[r, :])))`` of ``x`` viewed as (rows, cols), its largest finite
+    value taken out; both C-contiguous."""
+    kn = "mi_row_logsumexp_f32"
+    return _call(_row_logsumexp, RowsArgs(_rows(kn, x, rows, cols), None,
+                                          address(y, rows, True, kn, "y"), rows, cols), x, y)
 
 
 def row_scale_call(x: Array, s: Array, y: Array, rows: int, cols: int) -> Call:

@@ -43,6 +43,11 @@
  *   zipmap(x, n, k, keys, columns): ZipMap's list of n dicts from float32 scores x [n, k]:
  *   row i's dict maps keys[j] to the Python float of x[i, columns[j]] (columns [k], int64),
  *   inserted in the order of keys (a tuple of k labels), as the Python form builds them.
+ *
+ *   take(x, size, index, itemsize, out): ArrayFeatureExtractor's gather along the last axis
+ *   of x (rows of `size` items of `itemsize` bytes, any fixed-size type): out [rows, m] gets
+ *   x[r, index[j]] for the m int64 indices; returns None, or the first index out of
+ *   [0, size) (nothing written then), which the caller reports.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -51,6 +56,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* release every buffer a function took (its arguments' Py_buffers, in any order) */
 #define RELEASE(...)                                                                        \
@@ -446,7 +452,43 @@ static PyObject *py_zipmap(PyObject *self, PyObject *args) {
     return rows;
 }
 
+static PyObject *py_take(PyObject *self, PyObject *args) {
+    Py_buffer x, index, out;
+    Py_ssize_t size, itemsize;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ny*nw*", &x, &size, &index, &itemsize, &out)) return NULL;
+    const Py_ssize_t m = index.len / (Py_ssize_t)sizeof(int64_t);
+    const Py_ssize_t rows = size > 0 && itemsize > 0 ? x.len / (size * itemsize) : 0;
+    const int ok = size >= 0 && itemsize > 0 && x.len == rows * size * itemsize &&
+                   out.len == rows * m * itemsize;
+    PyObject *result = NULL;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_cml.take: sizes do not match");
+    } else {
+        const int64_t *I = index.buf;
+        Py_ssize_t bad = -1;
+        for (Py_ssize_t j = 0; j < m && bad < 0; ++j)
+            if (I[j] < 0 || I[j] >= size) bad = j;
+        if (bad >= 0) {
+            result = PyLong_FromLongLong((long long)I[bad]);
+        } else {
+            const char *X = x.buf;
+            char *O = out.buf;
+            for (Py_ssize_t r = 0; r < rows; ++r)
+                for (Py_ssize_t j = 0; j < m; ++j)
+                    memcpy(O + (r * m + j) * itemsize, X + (r * size + I[j]) * itemsize,
+                           (size_t)itemsize);
+            result = Py_NewRef(Py_None);
+        }
+    }
+    RELEASE(&x, &index, &out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"take", py_take, METH_VARARGS,
+     "take(x, size, index, itemsize, out): x's items at the int64 indices along its last "
+     "axis (rows of size items), into out; None, or the first index out of range."},
     {"classify", py_classify, METH_VARARGS,
      "classify(s, n, k, post, out, chosen): each row's first largest float32 score and the "
      "scores under post (0 NONE, 1 LOGISTIC, 2 SOFTMAX)."},

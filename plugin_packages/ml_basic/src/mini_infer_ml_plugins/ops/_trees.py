@@ -19,17 +19,17 @@ level at a time, arrays of node ids, pairs that reached a leaf dropped as they g
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["AGG_MAX", "AGG_MIN", "AGG_SUM", "Forest", "compiled_available", "evaluate",
-           "legacy_forest", "v5_forest", "walk_into"]
+           "legacy_forest", "v5_forest", "walk_call", "walk_into"]
 
 Array = NDArray[Any]
 
@@ -321,22 +321,33 @@ def walk_into(forest: Forest, x: Array, agg: int, divisor: float, base: Array | 
     into ``has`` (uint8, like ``out``) where given; False (nothing done) where it does not
     apply (no compiled walk, set-membership nodes, other types or layouts, rows enough to
     split across threads)."""
+    if has is None and _LIB is not None:
+        has = forest.packed.get("has")  # scratch: written, never read (threads may share it)
+        if has is None or has.size < out.size:
+            has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
+        has = has[:out.size]
+    call = walk_call(forest, x, agg, divisor, base, out, has)
+    if call is None:
+        return False
+    call()
+    return True
+
+
+def walk_call(forest: Forest, x: Array, agg: int, divisor: float, base: Array | None,
+              out: Array, has: Array | None) -> Callable[[], None] | None:
+    """:func:`walk_into`'s compiled call with its arguments bound (``has``: uint8, like
+    ``out``), to make once for arrays that stay (a plan's bound step); None where it does
+    not apply."""
     n = x.shape[0] if x.ndim == 2 else -1
     if _LIB is None or forest.members or n < 1 or n >= 2 * _ROWS_PER_THREAD \
             or x.dtype != out.dtype or x.dtype not in _FLOATS or not x.flags.c_contiguous \
             or not out.flags.c_contiguous or out.size != n * forest.n_targets \
-            or x.shape[1] < forest.n_features:
-        return False
-    if has is None:
-        has = forest.packed.get("has")  # scratch: written, never read (threads may share it)
-        if has is None or has.size < out.size:
-            has = forest.packed["has"] = np.empty(max(out.size, 64), np.uint8)
-    elif has.dtype != np.uint8 or has.size != out.size or not has.flags.c_contiguous:
-        return False
-    _LIB.walk(x.dtype == _F64, x, n, x.shape[1], forest.nodes(x.dtype), forest.roots,
-              forest.wt_target, forest.weights(x.dtype), forest.n_targets, agg,
-              int(forest.is_fast), out, has, divisor, _NONE if base is None else base)
-    return True
+            or x.shape[1] < forest.n_features or has is None or has.dtype != np.uint8 \
+            or has.size != out.size or not has.flags.c_contiguous:
+        return None
+    return partial(_LIB.walk, x.dtype == _F64, x, n, x.shape[1], forest.nodes(x.dtype),
+                   forest.roots, forest.wt_target, forest.weights(x.dtype), forest.n_targets,
+                   agg, int(forest.is_fast), out, has, divisor, _NONE if base is None else base)
 
 
 def _compiled(forest: Forest, x: Array, agg: int, divisor: float = 0.0,

@@ -4,6 +4,8 @@ serving two class labels gives the label by the sign of its score and two score 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -49,6 +51,33 @@ def _compiled(rows: Array, w: Array, intercepts: Array, post: str, expand: bool,
 _NO_CLASSES = np.empty(0, np.int64)
 
 
+def _linear_call(x: Any, w: Array, intercepts: Array, post: str, expand: bool, out: Any,
+                 chosen: Array | None) -> Callable[[], None] | None:
+    """``_compiled``'s call made once for arrays that stay (a plan's bound step): float32
+    rows [N, F], C-contiguous, as given; None where it does not apply."""
+    code = _COMPILED_POST.get(post)
+    k = w.shape[0]
+    if _cml is None or code is None or not isinstance(x, np.ndarray) or x.ndim != 2 \
+            or x.dtype != np.float32 or not x.flags.c_contiguous or x.shape[1] != w.shape[1] \
+            or x.size * k > _COMPILED_UP_TO or not isinstance(out, np.ndarray) \
+            or out.dtype != np.float32 or not out.flags.c_contiguous \
+            or intercepts.size not in (0, k) \
+            or out.size != x.shape[0] * (2 if expand and k == 1 else k):
+        return None
+    return partial(_cml.linear, x, x.shape[0], w, k, intercepts, code, int(expand), out,
+                   _NO_CLASSES if chosen is None else chosen)
+
+
+def _classified(linear: Callable[[], None], labels: Callable[[], Any]) -> None:
+    """A bound LinearClassifier step: scores and classes, then their labels."""
+    linear()
+    labels()
+
+
+def _strings_into(table: Array, chosen: Array, labels_out: Array) -> None:
+    labels_out[...] = table[chosen]
+
+
 class _Linear(MlPlugin):
     def setup(self) -> None:
         super().setup()
@@ -74,6 +103,18 @@ class LinearRegressor(_Linear, ml.LinearRegressor):
                 False, out, None):
             return
         np.copyto(out, transform_scores(post_transform, self.scores(x, targets)))
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The compiled few-row call made once for the step's arrays (``compute`` checked,
+        converted and reshaped on every run), else ``compute`` bound."""
+        x, targets = inputs[0], int(self.attrs["targets"])
+        call = None
+        if workspace is None and isinstance(x, np.ndarray) and x.ndim == 2 and \
+                self.coefficients.size == targets * x.shape[1]:
+            call = _linear_call(x, self.coefficients.reshape(targets, -1), self.intercepts,
+                                self.attrs["post_transform"], False, outputs[0], None)
+        return call if call is not None else super().bind_run(inputs, outputs, workspace)
 
 
 class LinearClassifier(_Linear, ml.LinearClassifier):
@@ -117,3 +158,33 @@ class LinearClassifier(_Linear, ml.LinearClassifier):
         chosen = np.where(s[:, 0] > 0, 1, 0) if classes == 1 else np.argmax(s, axis=1)
         labels_out[...] = table[chosen]
         np.copyto(scores_out, transform_scores(post_transform, s, 1 if expand else -1))
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Scores, classes (``_cml.linear``) and labels (``_cml.take``; strings by NumPy)
+        made once for the step's arrays, else ``compute`` bound."""
+        bound = self._bound(inputs[0], outputs) if workspace is None and \
+            len(outputs) == 2 else None
+        return bound if bound is not None else super().bind_run(inputs, outputs, workspace)
+
+    def _bound(self, x: Any, outputs: Sequence[Any]) -> Callable[[], None] | None:
+        labels_out, scores_out = outputs
+        if not isinstance(x, np.ndarray) or x.ndim != 2 or not x.shape[1] \
+                or not isinstance(labels_out, np.ndarray) or not labels_out.flags.c_contiguous:
+            return None
+        classes = self.intercepts.size or self.coefficients.size // x.shape[1]
+        post = self.attrs["post_transform"]
+        if self.coefficients.size != classes * x.shape[1] or labels_out.size != x.shape[0] \
+                or (classes == 1 and post == "PROBIT"):
+            return None
+        chosen = np.empty(x.shape[0], np.int64)
+        linear = _linear_call(x, self.coefficients.reshape(classes, -1), self.intercepts,
+                              post, classes == 1 and len(self.labels) == 2, scores_out, chosen)
+        if linear is None:
+            return None
+        table = self.table(labels_out.dtype, classes)
+        if table.dtype.kind in "biuf":
+            labels = partial(_cml.take, table, table.size, chosen, table.itemsize, labels_out)
+        else:
+            labels = partial(_strings_into, table, chosen, labels_out.reshape(-1))
+        return partial(_classified, linear, labels)

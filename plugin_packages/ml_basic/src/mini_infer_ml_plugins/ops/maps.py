@@ -6,7 +6,7 @@ that ZipMap's list reads as one output).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import starmap
 from typing import Any
 
@@ -42,6 +42,17 @@ class ZipMap(MlPlugin, ml.ZipMap):
         self.row = _row_builder(self.keys, self.order)
         self.key_tuple = tuple(self.sorted_keys)
         self.columns = np.array(self.order, np.int64)
+
+    def enqueue_dynamic(self, inputs: Sequence[Any], workspace: Any, stream: Any
+                        ) -> list[Any]:
+        """The usual case (float32 scores [N, classes], C-contiguous) straight to the
+        compiled dicts: ``compute``'s checks and the base's keyword arguments cost more than
+        ``_cml.zipmap`` itself at one row."""
+        x = inputs[0]
+        if _cml is not None and type(x) is np.ndarray and x.dtype == np.float32 and \
+                x.ndim == 2 and x.shape[1] == len(self.keys) and x.flags.c_contiguous:
+            return [_cml.zipmap(x, x.shape[0], x.shape[1], self.key_tuple, self.columns)]
+        return super().enqueue_dynamic(inputs, workspace, stream)
 
     def compute(self, x: Array, **_: Any) -> tuple[list[dict[Any, float]]]:
         rows = x if type(x) is np.ndarray and x.dtype == np.float32 else \

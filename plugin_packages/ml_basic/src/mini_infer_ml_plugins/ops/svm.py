@@ -10,6 +10,8 @@ SIGMOID (tanh(gamma x.y + coef0)); distances are computed in float64.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -90,6 +92,20 @@ class _Svm(MlPlugin):
         raise ExecutionError(f"{self.op_type} {self.name!r}: kernel_type {kernel!r} is not one "
                              "of LINEAR, POLY, RBF, SIGMOID")
 
+    def rbf_call(self, x: Any, vectors: int) -> tuple[Callable[[], None], Array] | None:
+        """``kernel_dot``'s compiled RBF of a few float32 rows made once for ``x`` (an array
+        that stays: a plan's bound step) and the kernel values [N, V] it writes; None where
+        it does not apply."""
+        if self.kernel != "RBF" or _cml is None or vectors <= 0 \
+                or not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 2 \
+                or not 0 < x.shape[0] < _RBF_COMPILED_ROWS or not x.flags.c_contiguous \
+                or x.shape[1] * vectors != self.support.size:
+            return None
+        v64, _ = self._vectors64(self.support.reshape(vectors, -1))
+        kern: Array = np.empty((x.shape[0], vectors), np.float64)
+        return partial(_cml.rbf, x, x.shape[0], x.shape[1], v64, vectors, float(self.gamma),
+                       kern), kern
+
     def features(self, x: Array, count: int) -> Array:
         rows = float_rows(x)
         if rows.shape[1] != count:
@@ -112,6 +128,45 @@ class SVMRegressor(_Svm, ml.SVMRegressor):
         if one_class:
             y = np.where(y > 0, 1.0, -1.0)
         np.copyto(out, y.reshape(out.shape), casting="unsafe")
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """An RBF regressor over a few float32 rows: the compiled kernel values and their
+        product made once for the step's arrays (``compute`` checked, converted and
+        allocated on every run), else ``compute`` bound."""
+        n = int(self.attrs["n_supports"])
+        made = self.rbf_call(inputs[0], n) if workspace is None and \
+            not self.attrs["one_class"] and self.coefficients.size == n else None
+        out = outputs[0]
+        if made is None or not isinstance(out, np.ndarray) or out.size != made[1].shape[0] \
+                or not out.flags.c_contiguous:
+            return super().bind_run(inputs, outputs, workspace)
+        rbf, kern = made
+        return partial(_regress, rbf, kern, self.coefficients.astype(np.float64),
+                       float(self.rho[0]), np.empty(kern.shape[0], np.float64),
+                       out.reshape(-1))
+
+
+def _regress(rbf: Callable[[], None], kern: Array, coef: Array, rho: float, y: Array,
+             out: Array) -> None:
+    """A bound SVMRegressor step: kernel values, their product with the coefficients plus
+    rho (float64), stored in the output's type."""
+    rbf()
+    np.dot(kern, coef, y)
+    y += rho
+    np.copyto(out, y, casting="unsafe")
+
+
+def _classify(rbf: Callable[[], None], pairwise: Callable[[], None],
+              probabilities: Callable[[], None], votes: Array, chosen: Array,
+              labels: Callable[[], Any]) -> None:
+    """A bound SVMClassifier step: kernel values, pairwise decisions and votes,
+    probabilities (into the scores output), the class with most votes and its label."""
+    rbf()
+    pairwise()
+    probabilities()
+    votes.argmax(1, chosen)
+    labels()
 
 
 def _coupling(pairwise: Array, k: int) -> Array:
@@ -200,6 +255,46 @@ class SVMClassifier(_Svm, ml.SVMClassifier):
             chosen = np.where(positive, 1, maxclass)
         labels_out[...] = self.table(labels_out.dtype)[chosen]
         np.copyto(scores_out, transform_scores(post_transform, scores, second))
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """libsvm's RBF classifier with probabilities over a few float32 rows: kernel values,
+        pairwise decisions, Platt scaling and coupling, votes and labels made once for the
+        step's arrays (all compiled; ``compute`` checked, converted and allocated on every
+        run), else ``compute`` bound."""
+        bound = self._bound(inputs[0], outputs) if workspace is None and \
+            len(outputs) == 2 else None
+        return bound if bound is not None else super().bind_run(inputs, outputs, workspace)
+
+    def _bound(self, x: Any, outputs: Sequence[Any]) -> Callable[[], None] | None:
+        labels_out, scores_out = outputs
+        k, vectors = len(self.labels), sum(self.per_class)
+        pairs = k * (k - 1) // 2
+        if self.attrs["post_transform"] != "NONE" or self.coef64 is None or k < 2 \
+                or self.rho.size < pairs or len(self.per_class) != k \
+                or min(self.prob_a.size, self.prob_b.size) < pairs \
+                or not isinstance(labels_out, np.ndarray) \
+                or not isinstance(scores_out, np.ndarray) \
+                or scores_out.dtype != np.float32 or not scores_out.flags.c_contiguous \
+                or not labels_out.flags.c_contiguous:
+            return None
+        made = self.rbf_call(x, vectors)
+        if made is None:
+            return None
+        rbf, kern = made
+        n = kern.shape[0]
+        table = self.table(labels_out.dtype)
+        if scores_out.size != n * k or labels_out.size != n or table.dtype.kind not in "biuf":
+            return None
+        scores, votes = np.empty((n, pairs), np.float32), np.empty((n, k), np.int64)
+        chosen = np.empty(n, np.int64)
+        return partial(
+            _classify, rbf,
+            partial(_cml.svm_pairwise, kern, n, self.coef64, self.starts, self.rho, k, scores,
+                    votes),
+            partial(_cml.svm_probabilities, scores, self.prob_a, self.prob_b, k, scores_out),
+            votes, chosen,
+            partial(_cml.take, table, table.size, chosen, table.itemsize, labels_out))
 
     def _pairwise(self, kern: Array, k: int, vectors: int) -> tuple[Array, Array]:
         """One decision value per pair of classes [N, k(k-1)/2] and the votes [N, k]."""

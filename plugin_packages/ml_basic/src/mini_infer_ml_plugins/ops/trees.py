@@ -10,8 +10,8 @@ fails the build) or at its first run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import cached_property
+from collections.abc import Callable, Sequence
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from ._trees import (
     legacy_forest,
     rows_of,
     v5_forest,
+    walk_call,
     walk_into,
 )
 
@@ -99,19 +100,37 @@ class _Trees(MlPlugin):
         return evaluate(self.forest, rows, agg, divisor,
                         None if bases is None else bases[rows.dtype])
 
+    def bound_regression(self, inputs: Sequence[Any], outputs: Sequence[Any],
+                         aggregate: str, base: Sequence[float]) -> Callable[[], None] | None:
+        """A regression with no post_transform over a few rows: the compiled walk made once
+        for the step's arrays (scores straight into the output), else None."""
+        x, out = inputs[0], outputs[0]
+        if len(inputs) != 1 or not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) \
+                or x.dtype not in _FLOAT_TYPES or out.dtype != x.dtype:
+            return None
+        self.regression_setup(aggregate, base)
+        has = np.empty(out.size, np.uint8)
+        return walk_call(self.forest, x, _AGGREGATES[aggregate], self._divisor,
+                         None if self._bases is None else self._bases.get(x.dtype), out, has)
+
+    def regression_setup(self, aggregate: str, base: Sequence[float]) -> None:
+        """The divisor and base values of a regression (the same every run: kept)."""
+        forest = self.forest
+        key = (aggregate, len(base))
+        if getattr(self, "_regression_key", None) != key:
+            self._regression_key = key
+            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
+            values = np.asarray(base, np.float64)
+            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
+                if len(base) == forest.n_targets else None
+
     def regression(self, x: Array, aggregate: str, base: Sequence[float],
                    out: Array | None = None) -> Array | None:
         """onnxruntime's regression: aggregate, average over trees, add the base values (when
         there is one per target). With ``out`` (no post_transform follows): written there by
         the few-row path where it applies (None returned), else returned."""
         forest = self.forest
-        key = (aggregate, len(base))
-        if getattr(self, "_regression_key", None) != key:  # the same every run: kept
-            self._regression_key = key
-            self._divisor = float(forest.n_trees) if aggregate == "AVERAGE" else 0.0
-            values = np.asarray(base, np.float64)
-            self._bases = {np.dtype(t): values.astype(t) for t in (np.float32, np.float64)} \
-                if len(base) == forest.n_targets else None
+        self.regression_setup(aggregate, base)
         if out is not None and walk_into(
                 forest, x, _AGGREGATES[aggregate], self._divisor,
                 None if self._bases is None else self._bases.get(x.dtype), out):
@@ -130,6 +149,15 @@ class TreeEnsembleRegressor(_Trees, ml.TreeEnsembleRegressor):
                             out if post_transform == "NONE" else None)
         if s is not None:
             np.copyto(out, transform_scores(post_transform, s), casting="unsafe")
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """The compiled few-row walk straight into the output, made once (no
+        post_transform), else ``compute`` bound."""
+        a = self.attrs
+        bound = self.bound_regression(inputs, outputs, a["aggregate_function"], self.base) \
+            if workspace is None and a["post_transform"] == "NONE" else None
+        return bound if bound is not None else super().bind_run(inputs, outputs, workspace)
 
 
 class TreeEnsemble(_Trees, ml.TreeEnsemble):
@@ -194,6 +222,41 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
             np.take(table, chosen, out=labels_out)
         else:
             labels_out[...] = table[chosen]
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Three or more classes over a few float32 rows: the walk, the base values, the
+        finish (``_cml.classify``) and the label lookup (``_cml.take``) made once for the
+        step's arrays and run as one call; ``compute`` checked and kept nothing less for
+        each run (most of a one-row run of a small forest). Otherwise ``compute``, bound."""
+        bound = self._bound_few_rows(inputs[0], outputs[0], outputs[1]) \
+            if workspace is None and len(inputs) == 1 and len(outputs) == 2 else None
+        return bound if bound is not None else super().bind_run(inputs, outputs, workspace)
+
+    def _bound_few_rows(self, x: Any, labels_out: Any, scores_out: Any
+                        ) -> Callable[[], None] | None:
+        code = _COMPILED_POST.get(self.attrs["post_transform"])
+        if _cml is None or code is None or len(self.labels) <= 2 \
+                or not all(isinstance(a, np.ndarray) for a in (x, labels_out, scores_out)) \
+                or x.ndim != 2 or x.dtype != np.float32 or scores_out.dtype != np.float32 \
+                or not scores_out.flags.c_contiguous or not labels_out.flags.c_contiguous:
+            return None
+        n, k = x.shape[0], self.forest.n_targets
+        if scores_out.shape != (n, k) or labels_out.size != n:
+            return None
+        s, has = np.empty((n, k), np.float32), np.empty((n, k), np.uint8)
+        walk = walk_call(self.forest, x, AGG_SUM, 0.0, None, s, has)
+        table = self._table(labels_out.dtype, False)
+        if walk is None or table.dtype.kind not in "biuf" or table.dtype != labels_out.dtype:
+            return None
+        nb = min(len(self.base), k)
+        chosen = np.empty(n, np.int64)
+        return partial(_classify_rows, walk, s[:, :nb] if nb else None,
+                       self._base_array(s.dtype, nb) if nb else None,
+                       has[:, :nb] if nb else None,
+                       partial(_cml.classify, s, n, k, code, scores_out, chosen, has),
+                       partial(_cml.take, table, table.size, chosen, table.itemsize,
+                               labels_out))
 
     def _few_rows(self, x: Array) -> tuple[Any, Any]:
         """The scores and which classes received a weight by one compiled call (``walk_into``)
@@ -286,3 +349,19 @@ class TreeEnsembleClassifier(_Trees, ml.TreeEnsembleClassifier):
                 pairs[m < 0, 0] = v[m < 0]
                 z[single] = pairs
         return positive.astype(np.int64), z, not self.binary_case
+
+
+def _classify_rows(walk: Callable[[], None], head: Array | None, base: Array | None,
+                   head_has: Array | None, classify: Callable[[], None],
+                   take: Callable[[], Any]) -> None:
+    """A bound TreeEnsembleClassifier step (``TreeEnsembleClassifier._bound_few_rows``):
+    scores and which classes were scored (``walk``), the base values added to the first
+    classes (``head``: a view of the scores, which then all count as scored), each row's
+    class and transformed scores (``classify``), its label (``take``: the chosen indices
+    are always those of labels)."""
+    walk()
+    if head is not None and base is not None and head_has is not None:
+        np.add(head, base, head)
+        head_has.fill(1)
+    classify()
+    take()
