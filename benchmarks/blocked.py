@@ -10,9 +10,10 @@ rotating from round to round so that the machine's drifts hit all alike; the tab
 engine's median and minimum per-run time and the ratios blocked/linear and blocked/ort of
 the medians. On a shared machine compare the ratios, not the milliseconds.
 
-Models: onnx's light CNNs (``light_<name>``, random well-scaled weights, logits) and a
+Models: onnx's light CNNs (``light_<name>``, random well-scaled weights, logits), a
 MobileNetV2-shaped net made here (``mobilenet_v2_like``: inverted residual blocks, ReLU6,
-random weights; its widths are MobileNetV2's, 224x224).
+random weights; its widths are MobileNetV2's, 224x224) and ``resnext_neck_like`` (grouped
+convolutions, standalone BatchNormalization, Split, Resize, ReduceMean: see its function).
 
     .venv/bin/python benchmarks/blocked.py
     .venv/bin/python benchmarks/blocked.py --models squeezenet mobilenet_v2_like --threads 1
@@ -33,7 +34,8 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-MODELS = ["mobilenet_v2_like", "squeezenet", "shufflenet", "resnet50", "inception_v1"]
+MODELS = ["mobilenet_v2_like", "resnext_neck_like", "squeezenet", "shufflenet", "resnet50",
+          "inception_v1"]
 
 
 def mobilenet_v2_like(seed: int = 0) -> onnx.ModelProto:
@@ -82,7 +84,80 @@ def mobilenet_v2_like(seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def resnext_neck_like(seed: int = 0) -> onnx.ModelProto:
+    """The kernels of issue 26 item 3's third round together: ResNeXt-style bottlenecks
+    (grouped 3x3 convolutions of 4 groups of whole blocks), standalone pre-activation
+    BatchNormalization + Relu, a feature-pyramid neck (Split on channels, linear and nearest
+    2x Resize, Add) and a ReduceMean head; 160x160, random weights."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: dict[str, np.ndarray[Any, Any]] = {}
+    n = helper.make_node
+
+    def const(name: str, v: Any) -> str:
+        inits[name] = np.asarray(v)
+        return name
+
+    def conv(x: str, c: int, m: int, k: int, s: int = 1, group: int = 1) -> str:
+        i = len(nodes)
+        fan = c // group * k * k
+        w = const(f"w{i}", (rng.standard_normal((m, c // group, k, k)) / np.sqrt(fan)
+                            ).astype(np.float32))
+        b = const(f"b{i}", (rng.standard_normal(m) * 0.1).astype(np.float32))
+        nodes.append(n("Conv", [x, w, b], [f"c{i}"], kernel_shape=[k, k], strides=[s, s],
+                       pads=[k // 2] * 4, group=group))
+        return f"c{i}"
+
+    def bn_relu(x: str, c: int) -> str:
+        i = len(nodes)
+        args = [const(f"bn{i}{p}", v.astype(np.float32)) for p, v in (
+            ("s", 1 + 0.1 * rng.standard_normal(c)), ("b", 0.1 * rng.standard_normal(c)),
+            ("m", 0.1 * rng.standard_normal(c)), ("v", 1 + 0.1 * rng.random(c)))]
+        nodes.append(n("BatchNormalization", [x, *args], [f"bn{i}"]))
+        nodes.append(n("Relu", [f"bn{i}"], [f"r{i}"]))
+        return f"r{i}"
+
+    x, c = conv("x", 3, 64, 3, 2), 64
+    feats = []
+    for width, m, stride in [(128, 128, 1), (256, 256, 2), (256, 256, 1)]:
+        h = bn_relu(x, c)
+        h = conv(h, c, width, 1)
+        h = bn_relu(h, width)
+        h = conv(h, width, width, 3, stride, group=4)
+        h = bn_relu(h, width)
+        h = conv(h, width, m, 1)
+        sc = x if stride == 1 and c == m else conv(x, c, m, 1, stride)
+        nodes.append(n("Add", [h, sc], [h + "a"]))
+        x, c = h + "a", m
+        feats.append((x, c))
+    top, ct = feats[-1]
+    low, cl = feats[0]
+    parts = const("split", np.asarray([96, ct - 96], np.int64))
+    nodes.append(n("Split", [top, parts], ["sp0", "sp1"], axis=1))
+    scales = const("scales", np.asarray([1, 1, 2, 2], np.float32))
+    nodes.append(n("Resize", ["sp1", "", scales], ["up1"], mode="linear"))
+    nodes.append(n("Resize", ["sp0", "", scales], ["up0"], mode="nearest"))
+    lat = conv(low, cl, ct - 96, 1)
+    nodes.append(n("Add", ["up1", lat], ["p1"]))
+    nodes.append(n("ReduceMean", ["p1"], ["g1"], axes=[2, 3]))
+    nodes.append(n("ReduceMean", ["up0"], ["g0"], axes=[2, 3]))
+    nodes.append(n("Concat", ["g0", "g1"], ["g"], axis=1))
+    nodes.append(n("Flatten", ["g"], ["f"]))
+    fc = const("fc", (rng.standard_normal((ct, 100)) * 0.05).astype(np.float32))
+    nodes.append(n("MatMul", ["f", fc], ["y"]))
+    graph = helper.make_graph(
+        nodes, "resnext_neck_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 160, 160])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def load(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray[Any, Any]]]:
+    if name == "resnext_neck_like":
+        rng = np.random.default_rng(2)
+        return resnext_neck_like(), {"x": rng.standard_normal((1, 3, 160, 160)).astype(
+            np.float32)}
     if name == "mobilenet_v2_like":
         rng = np.random.default_rng(1)
         return mobilenet_v2_like(), {"x": rng.standard_normal((1, 3, 224, 224)).astype(

@@ -43,7 +43,14 @@ from mini_infer_cpu_plugins.serialization import CpuPlugin
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import lazy_kernels
-from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat, shapes
+from mini_infer_core.plugin import (
+    DataType,
+    PluginTensorDesc,
+    TensorFormat,
+    from_format,
+    shapes,
+    to_format,
+)
 
 from ._derived import Derived
 from ._native import Act as Act
@@ -54,8 +61,8 @@ if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.elementwise import Add
 
 __all__ = ["Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
-           "BlockedGlobalPool", "BlockedPool", "BlockedUnary", "Clip_1", "Clip_11", "Relu",
-           "offered", "set_offered"]
+           "BlockedGlobalPool", "BlockedPool", "BlockedReduce", "BlockedResize", "BlockedSplit",
+           "BlockedUnary", "Clip_1", "Clip_11", "Relu", "offered", "set_offered"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
@@ -69,7 +76,8 @@ class BConvArgs(ctypes.Structure):
                 *((f, _L) for f in ("n", "c_in", "cb_in", "h", "wd", "c_out", "cb_out", "oh",
                                     "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "k",
                                     "depthwise")),
-                ("lo", _F), ("hi", _F), ("act", _L), ("alpha", _F), ("beta", _F)]
+                ("lo", _F), ("hi", _F), ("act", _L), ("alpha", _F), ("beta", _F),
+                ("group", _L), ("c_w", _L)]
 
 
 class BPoolArgs(ctypes.Structure):
@@ -82,7 +90,7 @@ class BPoolArgs(ctypes.Structure):
 class BBinaryArgs(ctypes.Structure):
     _fields_ = [("a", _P), ("b", _P), ("y", _P),
                 *((f, _L) for f in ("n", "cb", "hw", "k", "bmode", "nbi", "op")),
-                ("lo", _F), ("hi", _F)]
+                ("lo", _F), ("hi", _F), ("shift", _P)]
 
 
 class BPadArgs(ctypes.Structure):
@@ -94,7 +102,17 @@ class BConcatArgs(ctypes.Structure):
                 *((f, _L) for f in ("count", "n", "hw", "k"))]
 
 
-_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs)
+class BSplitArgs(ctypes.Structure):
+    _fields_ = [("x", _P), ("ys", _P), ("cs", _P),
+                *((f, _L) for f in ("count", "n", "hw", "k"))]
+
+
+class BResizeArgs(ctypes.Structure):
+    _fields_ = [("x", _P), ("y", _P), ("rows", _P), ("cols", _P), ("ry", _P), ("rx", _P),
+                *((f, _L) for f in ("n", "cb", "h", "wd", "oh", "ow", "k"))]
+
+
+_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs, BSplitArgs, BResizeArgs)
 _lib.mi_blocked_isa.restype, _lib.mi_blocked_isa.argtypes = ctypes.c_int, []
 _lib.mi_blocked_sizes.restype, _lib.mi_blocked_sizes.argtypes = None, [ctypes.POINTER(_L)]
 _sizes = (_L * len(_STRUCTS))()
@@ -108,6 +126,8 @@ _pool = _kernel("mi_bpool2d_f32", BPoolArgs)
 _binary = _kernel("mi_bbinary_f32", BBinaryArgs)
 _padzero = _kernel("mi_bpadzero_f32", BPadArgs)
 _concat = _kernel("mi_bconcat_f32", BConcatArgs)
+_split = _kernel("mi_bsplit_f32", BSplitArgs)
+_resize = _kernel("mi_bresize_f32", BResizeArgs)
 
 #: the block sizes this CPU's kernels run (bit 0: 8, bit 1: 16)
 ISA = int(_lib.mi_blocked_isa())
@@ -164,6 +184,30 @@ def pack_dense(w: Array, k: int) -> Array:
     return np.ascontiguousarray(full.reshape(-1, k, c, kh, kw).transpose(0, 3, 4, 2, 1))
 
 
+def group_ranges(m: int, c_in: int, group: int, k: int) -> list[tuple[int, int]]:
+    """The input channels each output block of a grouped convolution reads (``ob_range`` in
+    _blocked.c): those of the groups its k lanes belong to."""
+    cg, mg = c_in // group, m // group
+    return [((ob * k // mg) * cg, ((min(m, ob * k + k) - 1) // mg + 1) * cg)
+            for ob in range(-(-m // k))]
+
+
+def pack_grouped(w: Array, k: int, group: int) -> Array:
+    """Grouped ONNX weights (M, C/group, kh, kw) as (ceil(M/k), kh, kw, c_w, k): output block
+    ob's weights over its input channel range (:func:`group_ranges`, c_w the widest), zeros
+    where a lane's group does not read the channel."""
+    m, cg, kh, kw = w.shape
+    ranges = group_ranges(m, cg * group, group, k)
+    cw = max(hi - lo for lo, hi in ranges)
+    out = np.zeros((len(ranges), kh, kw, cw, k), np.float32)
+    mg = m // group
+    for o in range(m):
+        ob, lane = divmod(o, k)
+        at = (o // mg) * cg - ranges[ob][0]
+        out[ob, :, :, at:at + cg, lane] = w[o].transpose(1, 2, 0)
+    return out
+
+
 def pack_depthwise(w: Array, k: int) -> Array:
     """Depthwise ONNX weights (C, 1, kh, kw) as (ceil(C/k), kh, kw, k)."""
     kh, kw = w.shape[2], w.shape[3]
@@ -182,10 +226,11 @@ def _padded_channels(v: Array, k: int) -> Array:
 def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Array, *,
               c_in: int, c_out: int, kernel: Sequence[int], strides: Sequence[int],
               dilations: Sequence[int], begin: Sequence[int], depthwise: bool, lo: float,
-              hi: float, act: Act = (0, 0.0, 0.0)) -> Call:
+              hi: float, act: Act = (0, 0.0, 0.0), group: int = 1) -> Call:
     """The call writing the blocked ``y`` (N, ceil(M/k), OH, OW, k) = act(clamp(conv(x) +
     bias + res, lo, hi)) from the blocked ``x``, the packed weights ``wp``
-    (:func:`pack_dense` / :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats)."""
+    (:func:`pack_dense`, :func:`pack_grouped` for ``group`` > 1 not depthwise,
+    :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats)."""
     name = "mi_bconv2d_f32"
     _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16),
            f"x {x.shape} and y {y.shape} must be blocked 2-D tensors of one block size")
@@ -194,7 +239,12 @@ def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Arr
     _check(name, x.shape[1] == -(-c_in // k) and y.shape[1] == -(-c_out // k)
            and x.shape[0] == y.shape[0], f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
     kh, kw = (int(v) for v in kernel)
-    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_in, k)
+    grouped = group > 1 and not depthwise
+    _check(name, not grouped or (c_in % group == 0 and c_out % group == 0),
+           f"{group} groups of {c_in} -> {c_out} channels")
+    c_w = max((hi_ - lo_ for lo_, hi_ in group_ranges(c_out, c_in, group, k)), default=0) \
+        if grouped else c_in
+    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_w, k)
     _check(name, wp.shape == want, f"packed weights {wp.shape}, expected {want}")
     _check(name, bias is None or bias.shape == (y.shape[1] * k,),
            f"bias of shape {getattr(bias, 'shape', None)}, expected ({y.shape[1] * k},)")
@@ -204,7 +254,8 @@ def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Arr
                      x.shape[1], x.shape[2], x.shape[3], c_out, y.shape[1], y.shape[2],
                      y.shape[3], kh, kw, int(strides[0]), int(strides[1]), int(dilations[0]),
                      int(dilations[1]), int(begin[0]), int(begin[1]), k, int(depthwise),
-                     float(lo), float(hi), int(act[0]), float(act[1]), float(act[2]))
+                     float(lo), float(hi), int(act[0]), float(act[1]), float(act[2]),
+                     group if grouped else 1, c_w if grouped else 0)
     return _call(_conv, args, x, wp, bias, res, y)
 
 
@@ -224,13 +275,14 @@ def pool_call(x: Array, y: Array, *, kernel: Sequence[int], strides: Sequence[in
     return _call(_pool, args, x, y)
 
 
-_OPS = {"add": 0, "mul": 1, "sub": 2, "rsub": 3}
+_OPS = {"add": 0, "mul": 1, "sub": 2, "rsub": 3, "scale_shift": 4}
 
 
 def binary_call(a: Array, b: Array, y: Array, op: str, lo: float = -np.inf,
-                hi: float = np.inf) -> Call:
-    """``y = a OP b`` (op: add, mul, sub, rsub: b - a): ``a`` and ``y`` blocked of one shape,
-    ``b`` too, or one vector per (image, block): (1 or N, CB, 1, ..., 1, k)."""
+                hi: float = np.inf, shift: Array | None = None) -> Call:
+    """``y = a OP b`` (op: add, mul, sub, rsub: b - a; scale_shift: a * b + ``shift``, both
+    vectors, in one pass), clamped to [lo, hi]: ``a`` and ``y`` blocked of one shape, ``b``
+    too, or one vector per (image, block): (1 or N, CB, 1, ..., 1, k)."""
     name = "mi_bbinary_f32"
     _check(name, a.shape == y.shape and a.ndim >= 4 and a.shape[-1] in (8, 16),
            f"a {a.shape} and y {y.shape}")
@@ -243,9 +295,12 @@ def binary_call(a: Array, b: Array, y: Array, op: str, lo: float = -np.inf,
         _check(name, b.ndim == a.ndim and b.shape[1] == cb and b.shape[-1] == k
                and b.shape[0] in (1, n) and math.prod(b.shape[2:-1]) == 1, f"b {b.shape}")
         mode, nbi = 1, b.shape[0]
+    _check(name, (op == "scale_shift") == (shift is not None) and (
+        shift is None or (mode == 1 and shift.shape == b.shape and _ready(shift))),
+        f"scale_shift takes a shift of b's shape {b.shape} (b one vector per block)")
     args = BBinaryArgs(_ptr(a), _ptr(b), _ptr(y), n, cb, hw, k, mode, nbi, _OPS[op], float(lo),
-                       float(hi))
-    return _call(_binary, args, a, b, y)
+                       float(hi), _ptr(shift))
+    return _call(_binary, args, a, b, y, shift)
 
 
 def padzero_call(y: Array, c: int) -> Call:
@@ -270,6 +325,39 @@ def concat_call(xs: Sequence[Array], cs: Sequence[int], y: Array) -> Call:
     return _call(_concat, args, *xs, y, ptrs, counts)
 
 
+def split_call(x: Array, ys: Sequence[Array], cs: Sequence[int]) -> Call:
+    """The call splitting the blocked ``x`` on channels into the blocked ``ys`` (``cs``
+    channels each), their padding lanes zeros."""
+    name = "mi_bsplit_f32"
+    k = x.shape[-1]
+    _check(name, _ready(x, *ys) and x.ndim >= 4 and x.shape[1] == -(-sum(cs) // k) and all(
+        y.shape[0] == x.shape[0] and y.shape[2:] == x.shape[2:] and y.shape[1] == -(-c // k)
+        for y, c in zip(ys, cs, strict=True)), f"{x.shape} into {[y.shape for y in ys]}")
+    ptrs = (_P * len(ys))(*(_ptr(y) for y in ys))
+    counts = (_L * len(cs))(*cs)
+    args = BSplitArgs(_ptr(x), ctypes.cast(ptrs, _P), ctypes.cast(counts, _P), len(ys),
+                      x.shape[0], math.prod(x.shape[2:-1]), k)
+    return _call(_split, args, x, *ys, ptrs, counts)
+
+
+def resize_call(x: Array, y: Array, tab: tuple[Array, Array, Array, Array]) -> Call:
+    """The call resizing the blocked ``x`` (N, CB, H, W, k) into the blocked ``y`` by
+    ``_resize.tables``' rows, row weights, columns and column weights (two taps each)."""
+    name = "mi_bresize_f32"
+    rows, ry, cols, rx = tab
+    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[:2] == y.shape[:2]
+           and x.shape[4] == y.shape[4] in (8, 16), f"x {x.shape} and y {y.shape}")
+    _check(name, _ready(x, y, ry, rx), "arrays must be float32, C-contiguous, aligned")
+    oh, ow = y.shape[2], y.shape[3]
+    _check(name, rows.shape == (oh, 2) and cols.shape == (ow, 2) and ry.shape == (oh,)
+           and rx.shape == (ow,) and rows.dtype.itemsize == cols.dtype.itemsize
+           == ctypes.sizeof(_L) and rows.flags.c_contiguous and cols.flags.c_contiguous,
+           f"tables {rows.shape} {ry.shape} {cols.shape} {rx.shape} for {oh}x{ow}")
+    args = BResizeArgs(_ptr(x), _ptr(y), _ptr(rows), _ptr(cols), _ptr(ry), _ptr(rx),
+                       x.shape[0], x.shape[1], x.shape[2], x.shape[3], oh, ow, x.shape[4])
+    return _call(_resize, args, x, y, rows, cols, ry, rx)
+
+
 # -- what the plugins declare, and their blocked runs ----------------------------------------
 
 
@@ -280,11 +368,53 @@ def _blocked_at(desc: PluginTensorDesc) -> bool:
 
 
 class _Formats:
-    """Shared by the mixins: the formats the plugin was configured with."""
+    """Shared by the mixins: what they declare to the builder, and the formats the plugin was
+    configured with.
+
+    :meth:`supports_format_combination` is a template method: a LINEAR position is answered
+    here, once for every mixin (the plugin's own answer, the next class's in the MRO, where
+    the node's data is LINEAR or the position is one of :meth:`_linear_input`'s; else False,
+    or :meth:`_linear_beside`'s answer), and a blocked one by :meth:`_blocked_combination`,
+    which is all a new blocked plugin declares."""
 
     input_descs: list[PluginTensorDesc | None]
     output_descs: list[PluginTensorDesc]
     _calls: tuple[tuple[Any, ...], list[Call]] | None = None
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                     num_inputs: int) -> bool:
+        desc = in_out[pos]
+        side = pos < num_inputs and self._linear_input(pos, num_inputs)
+        if desc.format is LINEAR:
+            if side or self._lead(pos, in_out, num_inputs) is LINEAR:
+                return bool(super().supports_format_combination(  # type: ignore[misc]
+                    pos, in_out, num_inputs))
+            return self._linear_beside(pos, in_out, num_inputs)
+        return not side and self._blocked_combination(pos, in_out, num_inputs)
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        """Whether input ``pos`` stays LINEAR whatever the node's format (a constant: weights,
+        bounds, statistics). Default: none."""
+        return False
+
+    def _lead(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+              ) -> TensorFormat:
+        """The format the node runs in, as the positions before ``pos`` settled it (LINEAR:
+        the plugin's usual path). Default: the first input's."""
+        return in_out[0].format if pos else LINEAR
+
+    def _linear_beside(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+                       ) -> bool:
+        """Whether a LINEAR ``in_out[pos]`` (not a :meth:`_linear_input`) is taken in a node
+        running blocked. Default: no."""
+        return False
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        """Whether the blocked ``in_out[pos]`` is taken (the positions before settled).
+        Default: the offered format, float32 4-D, the first input's format."""
+        desc = in_out[pos]
+        return _blocked_at(desc) and (pos == 0 or desc.format is in_out[0].format)
 
     def _block(self) -> int:
         """The block of this node's output (0: LINEAR, the plugin's usual path)."""
@@ -318,23 +448,27 @@ class BlockedConv(_Formats):
     _onnx_weights: Callable[[Array, int], Array]
     geometry: Callable[..., Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos in (1, 2)  # W, B
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
         desc, first = in_out[pos], in_out[0]
-        constant = pos in (1, 2) and pos < num_inputs  # W, B
-        if desc.format is LINEAR:
-            if constant or first.format is LINEAR:
-                return bool(super().supports_format_combination(  # type: ignore[misc]
-                    pos, in_out, num_inputs))
-            return False
-        if not _blocked_at(desc) or constant:
+        if not _blocked_at(desc):
             return False
         if pos == 0:
             w = in_out[1]
             if len(w.shape) != 4 or min(w.shape) < 1:
                 return False
             group, c, m = int(self.attrs.get("group") or 1), first.shape[1], w.shape[0]
-            return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
+            if group == c == m and w.shape[1] == 1:
+                return True  # depthwise
+            # dense, or groups of whole blocks (grouped ones of other widths decline: the
+            # builder keeps the node LINEAR, reformatting around it where its neighbours
+            # run blocked; the kernel takes them, reading whole blocks, zeros between)
+            k = desc.format.block
+            return w.shape[1] * group == c and m % group == 0 and (
+                group == 1 or (w.shape[1] % k == 0 and (m // group) % k == 0))
         return desc.format is first.format  # the residual and Y
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
@@ -362,20 +496,22 @@ class BlockedConv(_Formats):
         k = self._block()
         if not k:
             return False
-        depthwise = group != 1
-        c_in = w.shape[0] if depthwise else w.shape[1]
+        c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
+        depthwise = group != 1 and group == c_in == w.shape[0]
         win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), w.shape)
 
         def packed(v: Array) -> Array:
             onnx = self._onnx_weights(v, group)
-            return pack_depthwise(onnx, k) if depthwise else pack_dense(onnx, k)
+            return pack_depthwise(onnx, k) if depthwise else pack_grouped(onnx, k, group) \
+                if group > 1 else pack_dense(onnx, k)
 
         wp = self._derived(w, ("blocked", k), packed)
         bias = None if b is None else self._derived(
             b, ("blocked-bias", k), lambda v: _padded_channels(v.astype(np.float32), k))
         call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=w.shape[0],
                          kernel=win.kernel, strides=win.strides, dilations=win.dilations,
-                         begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act)
+                         begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act,
+                         group=group)
         return self._run_blocked(key, [call])
 
 
@@ -384,15 +520,10 @@ class BlockedPool(_Formats):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        if len(in_out) - num_inputs != 1 or not _blocked_at(desc):
-            return False
-        return pos == 0 or desc.format is first.format
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        return len(in_out) - num_inputs == 1 and super()._blocked_combination(
+            pos, in_out, num_inputs)
 
     def _blocked_pool(self, x: Array, out: Array, average: bool) -> bool:
         if not self._block():
@@ -407,14 +538,6 @@ class BlockedPool(_Formats):
 
 class BlockedGlobalPool(_Formats):
     """GlobalAveragePool, 2-D float32: X and Y blocked (Y (N, C/k, 1, 1, k))."""
-
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        return _blocked_at(desc) and (pos == 0 or first.format is desc.format)
 
     def _global_calls(self, x: Any, out: Any) -> list[Call] | None:
         """The blocked mean of each channel (None: this node is not blocked)."""
@@ -453,24 +576,33 @@ class BlockedBinary(Derived, _Formats):
 
     op_type: str
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
+    def _lead(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+              ) -> TensorFormat:
+        """Either operand may be the blocked one: the first blocked before ``pos``."""
+        return next((in_out[i].format for i in range(min(pos, num_inputs))
+                     if in_out[i].format is not LINEAR), LINEAR)
+
+    def _linear_beside(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+                       ) -> bool:
+        """Beside a blocked operand: a LINEAR value per channel (or one value)."""
+        desc = in_out[pos]
+        return (num_inputs == 2 and pos < num_inputs and desc.dtype is DataType.FLOAT
+                and _per_channel(desc.shape, in_out[num_inputs].shape[1]))
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
         desc, out = in_out[pos], in_out[num_inputs]
-        if num_inputs != 2 or (desc.format is LINEAR and all(
-                in_out[i].format is LINEAR for i in range(pos))):
-            return desc.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        if num_inputs != 2 or not _blocked_at(desc):
+            return False
         fmt = next(in_out[i].format for i in range(3) if in_out[i].format is not LINEAR)
         if pos < num_inputs:
-            if desc.format is LINEAR:  # beside a blocked operand: a value per channel
-                return desc.dtype is DataType.FLOAT and _per_channel(desc.shape, out.shape[1])
-            return desc.format is fmt and _blocked_at(desc) and bool(_operand(desc, out))
+            return desc.format is fmt and bool(_operand(desc, out))
         if any(in_out[i].format is LINEAR and not _per_channel(in_out[i].shape, out.shape[1])
                for i in range(2)):
             return False
         modes = [_operand(in_out[i], out) for i in range(2)
                  if in_out[i].format is not LINEAR]
-        return desc.format is fmt and _blocked_at(desc) and "full" in modes
+        return desc.format is fmt and "full" in modes
 
     def _binary_calls(self, a: Any, b: Any, out: Any) -> list[Call] | None:
         """The blocked ``out = a OP b`` (None: this node is not blocked)."""
@@ -500,15 +632,11 @@ class BlockedConcat(_Formats):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
         axis = int(self.attrs.get("axis", 1))
-        return (num_inputs > 1 and axis in (1, -3) and _blocked_at(desc)
-                and (pos == 0 or desc.format is first.format))
+        return num_inputs > 1 and axis in (1, -3) and super()._blocked_combination(
+            pos, in_out, num_inputs)
 
     def _concat_calls(self, xs: Sequence[Array], out: Array) -> list[Call] | None:
         if not self._block():
@@ -524,14 +652,6 @@ class BlockedUnary(_Formats):
 
     op_type: str
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        return _blocked_at(desc) and (pos == 0 or desc.format is first.format)
-
     def _pad_calls(self, out: Array) -> list[Call]:
         """After the function: the padding lanes zeroed where f(0) != 0 and Y is blocked."""
         if not self._block() or self.op_type not in ("Sigmoid", "HardSigmoid"):
@@ -545,24 +665,22 @@ class BlockedAffine(_Formats):
 
     _affine: tuple[Array, Array, Array, Array] | None = None
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            if (0 < pos < num_inputs) or first.format is LINEAR:
-                return bool(super().supports_format_combination(  # type: ignore[misc]
-                    pos, in_out, num_inputs))
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # scale, B, mean, var
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first = in_out[0]
+        if len(in_out) - num_inputs != 1 or any(
+                len(d.shape) != 1 or d.shape[0] != first.shape[1]
+                for d in in_out[1:num_inputs]):
             return False
-        if (0 < pos < num_inputs or len(in_out) - num_inputs != 1 or not _blocked_at(desc)
-                or any(len(d.shape) != 1 or d.shape[0] != first.shape[1]
-                       for d in in_out[1:num_inputs])):
-            return False
-        return pos == 0 or desc.format is first.format
+        return super()._blocked_combination(pos, in_out, num_inputs)
 
     def _affine_calls(self, x: Array, a: Array, b: Array, out: Array, relu: bool
                       ) -> list[Call] | None:
-        """``out = max?(x * a + b)`` blocked: a Mul then an Add (the clamp) by per-channel
-        vectors, zeros past C (None: this node is not blocked)."""
+        """``out = max?(x * a + b)`` blocked in one pass (the clamp: the fused Relu), a and b
+        per-channel vectors with zeros past C (None: this node is not blocked)."""
         k = self._block()
         if not k:
             return None
@@ -571,8 +689,93 @@ class BlockedAffine(_Formats):
             av, bv = (_padded_channels(v.astype(np.float32).reshape(-1), k).reshape(
                 1, -1, 1, 1, k) for v in (a, b))
             kept = self._affine = (a, b, av, bv)
-        return [binary_call(x, kept[2], out, "mul"),
-                binary_call(out, kept[3], out, "add", 0.0 if relu else -np.inf)]
+        return [binary_call(x, kept[2], out, "scale_shift", 0.0 if relu else -np.inf,
+                            shift=kept[3])]
+
+
+class BlockedReduce(BlockedGlobalPool):
+    """ReduceMean of a 4-D float32 X (N, C, H, W) into (N, C, 1, 1) (keepdims, the spatial
+    axes: the mean over axes of size 1 changes nothing, so the output's shape is the test,
+    also where the axes are an input): X and Y blocked, the axes a LINEAR constant."""
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # the axes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first, out = in_out[0], in_out[num_inputs]
+        return (len(in_out) - num_inputs == 1 and len(first.shape) == len(out.shape) == 4
+                and tuple(out.shape) == (*first.shape[:2], 1, 1) and min(first.shape) >= 0
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+
+class BlockedSplit(_Formats):
+    """Split on the channels of a 4-D float32 X: X and every output blocked (the sizes a
+    LINEAR constant, or the outputs' channels)."""
+
+    axis: Callable[[int], int]
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # the sizes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first = in_out[0]
+        return (len(first.shape) == 4 and self.axis(4) == 1
+                and all(len(d.shape) == 4 and d.shape[1] >= 0 for d in in_out[num_inputs:])
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+    def _split_calls(self, x: Any, outs: Sequence[Any]) -> list[Call] | None:
+        """The blocked split of ``x`` into ``outs`` (None: this node is not blocked)."""
+        if not self._block() or len(outs) != len(self.output_descs):
+            return None
+        return [split_call(x, outs, [d.shape[1] for d in self.output_descs])]
+
+
+class BlockedResize(_Formats):
+    """Resize, linear or nearest, of the two spatial axes of a 4-D float32 X: X and Y blocked
+    (roi, scales and sizes LINEAR), by ``_resize.c``'s tables over whole blocks; a run whose
+    tables do not apply (a roi over N or C, say) goes through LINEAR copies."""
+
+    opts: dict[str, Any]
+    plan: Callable[..., Any]
+    operands: Callable[..., Any]
+    _bz_last: tuple[tuple[Any, ...], list[Call]] | None = None
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # roi, scales, sizes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first, out, o = in_out[0], in_out[num_inputs], self.opts
+        return (o["mode"] in ("linear", "nearest") and o["ctm"] != "tf_crop_and_resize"
+                and not o["antialias"] and len(in_out) - num_inputs == 1
+                and len(out.shape) == 4 and tuple(out.shape[:2]) == tuple(first.shape[:2])
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+    def _resized(self, x: Array, ins: Sequence[Any], out: Array) -> bool:
+        """Resize the blocked ``x`` into ``out`` where this node is blocked (False: it is
+        not)."""
+        k = self._block()
+        if not k or self.input_descs[0] is None:
+            return False
+        from ._resize import tables
+
+        shape = tuple(self.input_descs[0].shape)
+        steps = tuple(self.plan(shape, *self.operands(x, *ins)))
+        last = self._bz_last
+        if last is not None and last[0][0] is x and last[0][1] is out and last[0][2] == steps:
+            run_calls(last[1])
+            return True
+        tab = tables(shape, steps, self.opts)
+        if tab is None:  # through LINEAR: cpu_basic's over the logical tensor
+            fmt = self.output_descs[0].format
+            y = super().compute(from_format(x, fmt, shape), *ins)  # type: ignore[misc]
+            to_format(np.asarray(y, np.float32), fmt, out=out)
+            return True
+        self._bz_last = ((x, out, steps), [resize_call(x, out, tab)])
+        run_calls(self._bz_last[1])
+        return True
 
 
 class _Add(BlockedBinary, CpuPlugin):
@@ -609,13 +812,8 @@ class _Clamp(BlockedUnary, CpuPlugin):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if 0 < pos < num_inputs:  # Clip_11's bounds: scalars
-            return desc.format is LINEAR and (first.format is not LINEAR or bool(
-                super().supports_format_combination(pos, in_out, num_inputs)))
-        return bool(super().supports_format_combination(pos, in_out, num_inputs))
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # Clip_11's bounds: scalars
 
     def compute(self, x: Array, *bounds: Array | None, out: Array, **kw: Any) -> None:
         super().compute(x, *bounds, out=out, **kw)
