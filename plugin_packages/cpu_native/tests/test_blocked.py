@@ -708,3 +708,45 @@ def test_grouped_split_resize_reduce_chain_against_onnxruntime(
     got = _run_engine(engine, feeds)
     for g_, w_ in zip(got, _ort(model, feeds), strict=True):
         _close(g_, w_)
+
+
+def test_a_new_blocked_plugin_declares_only_its_blocked_formats() -> None:
+    """The formats template (``_Formats``): a plugin mixing it in front of a LINEAR-only one
+    and declaring nothing else takes LINEAR where its base does (the base's own answer: its
+    dtypes) and the offered blocked format at X and Y together, never mixed; one that
+    declares its blocked positions (here: none) keeps its LINEAR answers."""
+    from mini_infer_cpu_plugins.ops.activation import Tanh
+
+    from mini_infer_core.plugin import DataType, PluginTensorDesc
+
+    class Mine(blocked._Formats, Tanh):  # type: ignore[misc]
+        pass
+
+    class Never(blocked._Formats, Tanh):  # type: ignore[misc]
+        def _blocked_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+            return False
+
+    fmt, lin = FORMATS[-1], TensorFormat.LINEAR
+
+    def desc(f: TensorFormat, dtype: DataType = DataType.FLOAT) -> PluginTensorDesc:
+        return PluginTensorDesc((1, 5, 3, 3), dtype, f)
+
+    blocked.set_offered(fmt)
+    try:
+        for cls, takes_blocked in ((Mine, True), (Never, False)):
+            p = cls("r")
+            base = Tanh("r")
+            for x, y in ((lin, lin), (fmt, fmt), (fmt, lin), (lin, fmt)):
+                io = [desc(x), desc(y)]
+                got = [p.supports_format_combination(i, io, 1) for i in range(2)]
+                if x is lin:  # the base's answers at a LINEAR X, False past it if y blocked
+                    want = [base.supports_format_combination(0, io, 1),
+                            y is lin and base.supports_format_combination(1, io, 1)]
+                else:
+                    want = [takes_blocked, takes_blocked and y is fmt]
+                assert got == want, (cls.__name__, x, y, got)
+            # the base's dtype check still answers at LINEAR positions (Tanh: no INT8)
+            io = [desc(lin, DataType.INT8), desc(lin, DataType.INT8)]
+            assert not p.supports_format_combination(0, io, 1)
+    finally:
+        blocked.set_offered(True)
