@@ -759,3 +759,70 @@ def test_a_new_blocked_plugin_declares_only_its_blocked_formats() -> None:
             assert not p.supports_format_combination(0, io, 1)
     finally:
         blocked.set_offered(True)
+
+
+CONV1D = [  # (c, m, length, kernel, stride, dilation, pads, group)
+    (5, 19, 37, 3, 1, 1, (1, 1), 1),
+    (21, 13, 50, 5, 2, 1, (2, 3), 1),  # strided, uneven padding
+    (19, 19, 33, 5, 1, 2, (4, 4), 19),  # depthwise, dilated
+    (32, 64, 17, 3, 1, 1, (0, 2), 2),  # groups of whole blocks
+    (7, 9, 1, 3, 1, 1, (1, 1), 1),  # a length-1 signal: taps on padding
+    (3, 17, 3000, 10, 5, 1, (0, 0), 1),  # an audio stem: wav2vec2's first layer's shape
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", CONV1D, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-k{c[3]}-g{c[7]}")
+def test_conv1d_plugin_blocked_against_onnxruntime(case: tuple[Any, ...],
+                                                   fmt: TensorFormat) -> None:
+    """cpu_native's Conv configured blocked on a 1-D signal (N, C, L) held as
+    (N, ceil(C/k), L, k): run as 2-D of height 1, with bias, at odd channels, strides,
+    dilations, uneven padding, depthwise and grouped."""
+    from mini_infer_cpu_native import plugins
+
+    from mini_infer_core.plugin import DataType
+
+    c, m, length, kernel, stride, dilation, pads, group = case
+    rng = np.random.default_rng(c + m + length)
+    x, w, b = _rand(rng, 2, c, length), _rand(rng, m, c // group, kernel), _rand(rng, m)
+    attrs = {"kernel_shape": [kernel], "strides": [stride], "dilations": [dilation],
+             "pads": list(pads), "group": group}
+    (want,) = _ort(_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
+                          {"x": x.shape}, ["y"], {"w": w, "b": b}), {"x": x})
+    plugin = plugins.Conv("c", **attrs)
+    _configured(plugin, [(x.shape, DataType.FLOAT), (w.shape, DataType.FLOAT),
+                         (b.shape, DataType.FLOAT)], [(want.shape, DataType.FLOAT)], fmt, 2)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), w, b], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., m - (out.shape[1] - 1) * fmt.block:].any()
+
+
+def test_conv1d_chain_stays_blocked(offered: TensorFormat) -> None:
+    """A 1-D convolution stack (a stem, Relu fused, depthwise dilated, pointwise, strided)
+    built with the cost model: every Conv blocked, the results onnxruntime's. A rank-3
+    elementwise node is not offered the format (a transformer's (N, sequence, hidden))."""
+    rng = np.random.default_rng(17)
+    n = helper.make_node
+    inits = {"w0": _rand(rng, 19, 5, 3) * 0.3, "w1": _rand(rng, 19, 1, 5) * 0.3,
+             "w2": _rand(rng, 23, 19, 1) * 0.3, "w3": _rand(rng, 13, 23, 3) * 0.2,
+             "b3": _rand(rng, 13)}
+    nodes = [
+        n("Conv", ["x", "w0"], ["a"], kernel_shape=[3], pads=[1, 1]),
+        n("Relu", ["a"], ["ar"]),
+        n("Conv", ["ar", "w1"], ["d"], kernel_shape=[5], pads=[4, 4], dilations=[2],
+          group=19),
+        n("Conv", ["d", "w2"], ["p"]),
+        n("Conv", ["p", "w3", "b3"], ["y"], kernel_shape=[3], strides=[2], pads=[1, 1]),
+        n("Sigmoid", ["y"], ["s"]),
+    ]
+    model = _model(nodes, {"x": (1, 5, 41)}, ["s"], inits)
+    feeds = {"x": _rand(rng, 1, 5, 41)}
+    engine = _engine(model)
+    convs = [nd for nd in engine.nodes if nd.op_type == "Conv"]
+    assert convs and all(engine.tensors[nd.outputs[0]].format is offered for nd in convs), \
+        [(nd.op_type, engine.tensors[nd.outputs[0]].format) for nd in engine.nodes]
+    sig = [nd for nd in engine.nodes if nd.op_type == "Sigmoid"]
+    assert all(engine.tensors[nd.outputs[0]].format is TensorFormat.LINEAR for nd in sig)
+    (got,) = _run_engine(engine, feeds)
+    _close(got, _ort(model, feeds)[0])

@@ -361,10 +361,12 @@ def resize_call(x: Array, y: Array, tab: tuple[Array, Array, Array, Array]) -> C
 # -- what the plugins declare, and their blocked runs ----------------------------------------
 
 
-def _blocked_at(desc: PluginTensorDesc) -> bool:
-    """Whether ``desc`` is the format offered, float32, 2-D with known channels."""
+def _blocked_at(desc: PluginTensorDesc, ranks: Sequence[int] = (4,)) -> bool:
+    """Whether ``desc`` is the format offered, float32, of one of ``ranks`` (4: 2-D maps,
+    3: 1-D) with known channels."""
     return (desc.format is offered() and desc.format is not None
-            and desc.dtype is DataType.FLOAT and len(desc.shape) == 4 and desc.shape[1] >= 0)
+            and desc.dtype is DataType.FLOAT and len(desc.shape) in ranks
+            and desc.shape[1] >= 0)
 
 
 class _Formats:
@@ -380,6 +382,11 @@ class _Formats:
     input_descs: list[PluginTensorDesc | None]
     output_descs: list[PluginTensorDesc]
     _calls: tuple[tuple[Any, ...], list[Call]] | None = None
+    #: the ranks of the blocked tensors the kernels take (4: 2-D maps; 3: 1-D too, only
+    #: for Conv and BatchNormalization: a rank-3 elementwise chain is a transformer's
+    #: (N, sequence, hidden) as often as a 1-D map, and would go blocked by the cost model
+    #: with reformats around it)
+    _ranks: tuple[int, ...] = (4,)
 
     def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                                      num_inputs: int) -> bool:
@@ -412,9 +419,11 @@ class _Formats:
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
         """Whether the blocked ``in_out[pos]`` is taken (the positions before settled).
-        Default: the offered format, float32 4-D, the first input's format."""
-        desc = in_out[pos]
-        return _blocked_at(desc) and (pos == 0 or desc.format is in_out[0].format)
+        Default: the offered format, float32 of :attr:`_ranks`, the first input's format and
+        rank."""
+        desc, first = in_out[pos], in_out[0]
+        return _blocked_at(desc, self._ranks) and (pos == 0 or (
+            desc.format is first.format and len(desc.shape) == len(first.shape)))
 
     def _block(self) -> int:
         """The block of this node's output (0: LINEAR, the plugin's usual path)."""
@@ -439,8 +448,11 @@ class _Formats:
 
 
 class BlockedConv(_Formats):
-    """Conv: a 2-D float32 convolution of one group, or depthwise (group = C = M), takes the
-    blocked format at X, the residual and Y (W and B stay LINEAR constants)."""
+    """Conv: a 2-D or 1-D float32 convolution of one group, depthwise (group = C = M), or of
+    groups of whole blocks, takes the blocked format at X, the residual and Y (W and B stay
+    LINEAR constants); a 1-D one runs as a 2-D one of height 1."""
+
+    _ranks = (3, 4)
 
     attrs: dict[str, Any]
     hidden: dict[str, Any]
@@ -454,11 +466,11 @@ class BlockedConv(_Formats):
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
         desc, first = in_out[pos], in_out[0]
-        if not _blocked_at(desc):
+        if not _blocked_at(desc, self._ranks) or len(desc.shape) != len(first.shape):
             return False
         if pos == 0:
             w = in_out[1]
-            if len(w.shape) != 4 or min(w.shape) < 1:
+            if len(w.shape) != len(first.shape) or min(w.shape) < 1:
                 return False
             group, c, m = int(self.attrs.get("group") or 1), first.shape[1], w.shape[0]
             if group == c == m and w.shape[1] == 1:
@@ -498,17 +510,23 @@ class BlockedConv(_Formats):
             return False
         c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
         depthwise = group != 1 and group == c_in == w.shape[0]
-        win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), w.shape)
+        if x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
+            x, out = x[:, :, None], out[:, :, None]
+            r = None if r is None else r[:, :, None]
+        wshape = (*w.shape[:2], 1, w.shape[2]) if w.ndim == 3 else w.shape
+        win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), wshape)
 
         def packed(v: Array) -> Array:
             onnx = self._onnx_weights(v, group)
+            if onnx.ndim == 3:
+                onnx = onnx[:, :, None]
             return pack_depthwise(onnx, k) if depthwise else pack_grouped(onnx, k, group) \
                 if group > 1 else pack_dense(onnx, k)
 
         wp = self._derived(w, ("blocked", k), packed)
         bias = None if b is None else self._derived(
             b, ("blocked-bias", k), lambda v: _padded_channels(v.astype(np.float32), k))
-        call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=w.shape[0],
+        call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=wshape[0],
                          kernel=win.kernel, strides=win.strides, dilations=win.dilations,
                          begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act,
                          group=group)
@@ -548,24 +566,25 @@ class BlockedGlobalPool(_Formats):
                           begin=(0, 0), end=(0, 0), average=True, include_pad=False)]
 
 
-def _per_channel(shape: Sequence[int], c: int) -> bool:
-    """A LINEAR operand broadcast as one value per channel of a 4-D tensor of c channels (or
-    one value): (C, 1, 1), (1, C, 1, 1), (1,), ()."""
+def _per_channel(shape: Sequence[int], c: int, rank: int = 4) -> bool:
+    """A LINEAR operand broadcast as one value per channel of a tensor of ``rank`` and c
+    channels (or one value): (C, 1, 1), (1, C, 1, 1), (1,), () for rank 4."""
     if math.prod(shape) == 1 and min(shape, default=1) >= 0:
         return True
-    full = (1,) * (4 - len(shape)) + tuple(shape)
-    return len(shape) <= 4 and full[0] == 1 and full[1] == c and full[2:] == (1, 1)
+    full = (1,) * (rank - len(shape)) + tuple(shape)
+    return len(shape) <= rank and full[0] == 1 and full[1] == c and all(
+        d == 1 for d in full[2:])
 
 
 def _operand(desc: PluginTensorDesc, out: PluginTensorDesc) -> str:
     """How a blocked operand meets the output: "full" (its shape), "vector" (one value per
     image and channel), "" (neither)."""
     s, o = desc.shape, out.shape
-    if len(s) != 4 or s[1] != o[1]:
+    if len(s) != len(o) or len(s) not in (3, 4) or s[1] != o[1]:
         return ""
     if tuple(s) == tuple(o) and all(d >= 0 for d in s[1:]):
         return "full"
-    if tuple(s[2:]) == (1, 1) and (s[0] == 1 or s[0] == o[0]):
+    if all(d == 1 for d in s[2:]) and (s[0] == 1 or s[0] == o[0]):
         return "vector"
     return ""
 
@@ -586,19 +605,20 @@ class BlockedBinary(Derived, _Formats):
                        ) -> bool:
         """Beside a blocked operand: a LINEAR value per channel (or one value)."""
         desc = in_out[pos]
+        out = in_out[num_inputs]
         return (num_inputs == 2 and pos < num_inputs and desc.dtype is DataType.FLOAT
-                and _per_channel(desc.shape, in_out[num_inputs].shape[1]))
+                and _per_channel(desc.shape, out.shape[1], len(out.shape)))
 
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
         desc, out = in_out[pos], in_out[num_inputs]
-        if num_inputs != 2 or not _blocked_at(desc):
+        if num_inputs != 2 or not _blocked_at(desc, self._ranks):
             return False
         fmt = next(in_out[i].format for i in range(3) if in_out[i].format is not LINEAR)
         if pos < num_inputs:
             return desc.format is fmt and bool(_operand(desc, out))
-        if any(in_out[i].format is LINEAR and not _per_channel(in_out[i].shape, out.shape[1])
-               for i in range(2)):
+        if any(in_out[i].format is LINEAR and not _per_channel(
+                in_out[i].shape, out.shape[1], len(out.shape)) for i in range(2)):
             return False
         modes = [_operand(in_out[i], out) for i in range(2)
                  if in_out[i].format is not LINEAR]
@@ -614,12 +634,12 @@ class BlockedBinary(Derived, _Formats):
 
         def vector(v: Array) -> Array:
             per_channel = np.broadcast_to(np.asarray(v, np.float32).reshape(-1), (c,))
-            return _padded_channels(per_channel, k).reshape(1, -1, 1, 1, k)
+            return _padded_channels(per_channel, k).reshape(1, -1, *(1,) * (out.ndim - 3), k)
 
         operands = []
         for arr, desc in zip((a, b), self.input_descs, strict=True):
             if desc is not None and desc.format is LINEAR:  # one value per channel (or one)
-                arr = self._derived(arr, ("blocked", k, c), vector)
+                arr = self._derived(arr, ("blocked", k, c, out.ndim), vector)
             operands.append(arr)
         x, y = operands
         if x.shape != out.shape:  # the vector first: swapped (both ops commute)
@@ -634,8 +654,8 @@ class BlockedConcat(_Formats):
 
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
-        axis = int(self.attrs.get("axis", 1))
-        return num_inputs > 1 and axis in (1, -3) and super()._blocked_combination(
+        axis, rank = int(self.attrs.get("axis", 1)), len(in_out[0].shape)
+        return num_inputs > 1 and axis % max(rank, 1) == 1 and super()._blocked_combination(
             pos, in_out, num_inputs)
 
     def _concat_calls(self, xs: Sequence[Array], out: Array) -> list[Call] | None:
@@ -664,6 +684,7 @@ class BlockedAffine(_Formats):
     var LINEAR constants); one output only (training mode's statistics stay LINEAR)."""
 
     _affine: tuple[Array, Array, Array, Array] | None = None
+    _ranks = (3, 4)
 
     def _linear_input(self, pos: int, num_inputs: int) -> bool:
         return pos > 0  # scale, B, mean, var
@@ -685,9 +706,10 @@ class BlockedAffine(_Formats):
         if not k:
             return None
         kept = self._affine
-        if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k:
+        if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k \
+                or kept[2].ndim != x.ndim:
             av, bv = (_padded_channels(v.astype(np.float32).reshape(-1), k).reshape(
-                1, -1, 1, 1, k) for v in (a, b))
+                1, -1, *(1,) * (x.ndim - 3), k) for v in (a, b))
             kept = self._affine = (a, b, av, bv)
         return [binary_call(x, kept[2], out, "scale_shift", 0.0 if relu else -np.inf,
                             shift=kept[3])]
