@@ -5,8 +5,10 @@
  * of nodes whose plugins take these formats blocked end to end, reformatting only at their
  * edges, as onnxruntime's NCHWc and OpenVINO's nChw16c do; blocked.py declares them.
  *
- *   * mi_bconv2d_f32: 2-D convolutions of one group (direct and pointwise) and depthwise ones,
- *     with bias, residual, clamp (Relu / Clip) and the epilogue activations (_epi.h) in
+ *   * mi_bconv2d_f32: 2-D convolutions of one group (direct and pointwise), grouped ones (each
+ *     output block reads its lanes' groups' input channels: ob_range) and depthwise ones (a
+ *     1-D convolution is one of height 1), with bias, residual, clamp (Relu / Clip) and the
+ *     epilogue activations (_epi.h) in
  *     registers. A dense tile sums OB output blocks x RW output columns (AVX-512: 4 x 6,
  *     2 x 12 or 1 x 16 vectors; AVX2: 2 x 6 or 1 x 12; fewer blocks, more columns, so that
  *     enough sums are independent): per input channel and tap, OB weight vectors
@@ -17,10 +19,13 @@
  *     one block's k channels are one vector, DWRW columns per tile.
  *   * mi_bpool2d_f32: max / average pooling (GlobalAveragePool: one window over the map);
  *   * mi_bbinary_f32: Add / Mul / Sub of two blocked tensors, or of one and a vector per
- *     (image, block) (squeeze-and-excitation's scale, a per-channel constant);
+ *     (image, block) (squeeze-and-excitation's scale, a per-channel constant), and the
+ *     scale-and-shift x * a + b of inference BatchNormalization in one pass;
  *   * mi_bpadzero_f32: the padding lanes zeroed again (after an activation f(0) != 0);
- *   * mi_bconcat_f32: Concat on channels (whole blocks copied where an input starts on a
- *     block boundary, lane by lane otherwise).
+ *   * mi_bconcat_f32 / mi_bsplit_f32: Concat and Split on channels (whole blocks copied where
+ *     a part starts on a block boundary, lane by lane otherwise);
+ *   * mi_bresize_f32: Resize of the spatial axes by _resize.c's two-tap tables (linear,
+ *     nearest), one vector of k channels per tap.
  *
  * On the pool (_pool.c): split by (image, block group, output row, column chunk) for the
  * convolutions, (image x block, output row) for pooling, ranges of vectors for the rest.
