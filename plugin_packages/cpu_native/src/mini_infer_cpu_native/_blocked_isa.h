@@ -194,6 +194,23 @@ NI void FN(dw_item)(const mi_bconv_args *a, long n, long cb, long oy) {
 NI void FN(pool_item)(const mi_bpool_args *a, long nb, long oy) {
     const float *xb = a->x + nb * a->h * a->wd * K;
     float *yrow = a->y + (nb * a->oh + oy) * a->ow * K;
+    if (a->average && a->oh == 1 && a->ow == 1 && a->kh == a->h && a->kw == a->wd &&
+        a->dh == 1 && a->dw == 1 && !a->pt && !a->pl && !a->pb && !a->pr) {
+        /* the mean of the whole map (GlobalAveragePool, ReduceMean): four independent sums */
+        const long hw = a->h * a->wd;
+        V s0 = ZERO, s1 = ZERO, s2 = ZERO, s3 = ZERO;
+        long p = 0;
+        for (; p + 4 <= hw; p += 4) {
+            s0 = ADD(s0, LOAD(xb + p * K));
+            s1 = ADD(s1, LOAD(xb + (p + 1) * K));
+            s2 = ADD(s2, LOAD(xb + (p + 2) * K));
+            s3 = ADD(s3, LOAD(xb + (p + 3) * K));
+        }
+        for (; p < hw; p++) s0 = ADD(s0, LOAD(xb + p * K));
+        V sum = ADD(ADD(s0, s1), ADD(s2, s3));
+        STORE(yrow, MUL(sum, SET1(hw > 0 ? 1.0f / (float)hw : 0.0f)));
+        return;
+    }
     long ih0 = oy * a->sh - a->pt;
     long r0 = lmin(first_in(ih0, a->dh), a->kh), r1 = end_in(ih0, a->dh, a->h, a->kh);
     long rows_pad = 0;
