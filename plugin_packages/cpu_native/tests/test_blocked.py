@@ -826,3 +826,27 @@ def test_conv1d_chain_stays_blocked(offered: TensorFormat) -> None:
     assert all(engine.tensors[nd.outputs[0]].format is TensorFormat.LINEAR for nd in sig)
     (got,) = _run_engine(engine, feeds)
     _close(got, _ort(model, feeds)[0])
+
+
+def test_resize_blocked_without_tables_goes_through_linear(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A blocked Resize whose run the two-tap tables do not cover (forced here) still gives
+    onnxruntime's result: cpu_basic's over the LINEAR tensor, written back blocked."""
+    from mini_infer_cpu_native import _resize, resize
+
+    from mini_infer_core.plugin import DataType
+
+    fmt = FORMATS[-1]
+    rng = np.random.default_rng(8)
+    x, scales = _rand(rng, 1, 11, 4, 5), np.asarray([1, 1, 2, 1.5], np.float32)
+    (want,) = _ort(_model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+                          {"x": x.shape}, ["y"], {"s": scales}), {"x": x})
+    plugin = resize.Resize("rz", mode="linear")
+    _configured(plugin, [(x.shape, DataType.FLOAT), None, (scales.shape, DataType.FLOAT)],
+                [(want.shape, DataType.FLOAT)], fmt, 2)
+    monkeypatch.setattr(_resize, "tables", lambda *a: None)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), None, scales], [out], None, None)
+    assert plugin._bz_last is None  # no blocked call was made
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., 11 - (out.shape[1] - 1) * fmt.block:].any()
