@@ -178,6 +178,13 @@ def load(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray[Any, Any]]]:
     return model, default_inputs(model)
 
 
+def _chosen(args: argparse.Namespace) -> Any:
+    """The blocked format ``--format`` names (True: the CPU's own choice)."""
+    from mini_infer_core.plugin import TensorFormat
+
+    return True if args.format == "auto" else TensorFormat[args.format.upper()]
+
+
 def bench(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import onnxruntime as ort
     from mini_infer_cpu_native import blocked
@@ -187,13 +194,13 @@ def bench(name: str, args: argparse.Namespace) -> dict[str, Any]:
     model, feeds = load(name)
     runs: dict[str, Any] = {}
     info: dict[str, Any] = {}
-    for label, offered in (("blocked", True), ("linear", None)):
+    for label, offered in (("blocked", _chosen(args)), ("linear", None)):
         blocked.set_offered(offered)
         try:
             engine = mi.Builder().build_engine(mi.parse_onnx(model), mi.BuilderConfig(
                 device="cpu", time_tactics=not args.no_timing))
         finally:
-            blocked.set_offered(True)
+            blocked.set_offered(_chosen(args))
         ctx = engine.create_execution_context()
         runs[label] = lambda ctx=ctx: list(ctx.execute(feeds).values())
         info[label] = engine.build_info.get("formats", {})
@@ -321,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-timing", action="store_true",
                         help="the builder's cost model chooses the formats, not timing")
+    parser.add_argument("--format", choices=["auto", "chw8", "chw16"], default="auto",
+                        help="the blocked format offered (chw8 on an AVX-512 CPU: the AVX2 "
+                             "kernels); auto: the CPU's")
     parser.add_argument("--layers", action="store_true",
                         help="time single layers (grouped Conv, BatchNormalization, Split, "
                              "Resize, ReduceMean) blocked against LINEAR instead of models")
@@ -330,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     import mini_infer_core as mi
 
     mi.threads.set_num_threads(args.threads)
+    blocked.set_offered(_chosen(args))
     print(f"blocked format offered: {blocked.offered()}; threads {args.threads}")
     if args.layers:
         layers(args)
