@@ -715,7 +715,14 @@ def test_grouped_split_resize_reduce_chain_against_onnxruntime(
     assert grouped_odd and all(engine.tensors[o].format is TensorFormat.LINEAR
                                for nd in grouped_odd for o in nd.outputs), fmt_of
     got = _run_engine(engine, feeds)
-    for g_, w_ in zip(got, _ort(model, feeds), strict=True):
+    want = _ort(model, feeds)
+    for g_, w_ in zip(got, want, strict=True):
+        _close(g_, w_)
+    # the engine file keeps the formats and the plugins' fields: read back, the same results
+    again = mi.Runtime().deserialize_engine(engine.serialize())
+    assert {n: t.format for n, t in again.tensors.items()} == \
+        {n: t.format for n, t in engine.tensors.items()}
+    for g_, w_ in zip(_run_engine(again, feeds), want, strict=True):
         _close(g_, w_)
 
 
