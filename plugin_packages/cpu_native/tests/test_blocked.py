@@ -464,3 +464,396 @@ def test_light_models_blocked_against_onnxruntime(name: str) -> None:
         got = list(ctx.execute(feeds).values())
     for g, w in zip(got, _ort(model, feeds), strict=True):
         _close(np.asarray(g), w)
+
+
+# -- grouped convolutions, one-pass BatchNormalization, Split, Resize, ReduceMean -------------
+
+GROUPED = [  # (c, m, group, hw, kernel, strides, dilations, pads)
+    (32, 48, 2, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # whole blocks at 8 and 16
+    (64, 64, 4, (13, 7), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),  # 16 a group, strided
+    (12, 18, 3, (10, 9), (3, 3), (1, 1), (2, 2), (2, 1, 2, 3)),  # blocks span groups, dilated
+    (20, 35, 5, (6, 5), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),  # 4 -> 7 a group, pointwise
+    (5, 15, 5, (7, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # depthwise, multiplier 3
+    (48, 24, 3, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # a 1x1 map: taps on padding
+    (32, 32, 2, (40, 38), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # a large map
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", GROUPED, ids=lambda c: f"{c[0]}-{c[1]}-g{c[2]}-{c[3]}")
+def test_grouped_conv_kernel_against_onnxruntime(case: tuple[Any, ...],
+                                                 fmt: TensorFormat) -> None:
+    """Grouped convolutions (not depthwise) with bias, residual and Clip: groups of whole
+    blocks, and groups a block spans (each output block reads its groups' channels, zeros
+    between), odd channels a group, strides, dilations, uneven padding, tiny and large
+    maps."""
+    c, m, group, hw, kernel, strides, dilations, pads = case
+    rng = np.random.default_rng(c * 7 + m + group)
+    x, w, b = _rand(rng, 2, c, *hw), _rand(rng, m, c // group, *kernel), _rand(rng, m)
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
+                            strides=list(strides), dilations=list(dilations), pads=list(pads),
+                            group=group)
+    (y,) = _ort(_model([conv], {"x": x.shape}, ["c"], {"w": w, "b": b}), {"x": x})
+    r = _rand(rng, *y.shape)
+    want = np.clip(y + r, -0.5, 1.5)
+    k = fmt.block
+    out = np.full(to_format(y, fmt).shape, np.nan, np.float32)
+    call = blocked.conv_call(to_format(x, fmt), blocked.pack_grouped(w, k, group),
+                             blocked._padded_channels(b, k), to_format(r, fmt), out, c_in=c,
+                             c_out=m, kernel=kernel, strides=strides, dilations=dilations,
+                             begin=pads[:2], depthwise=False, lo=-0.5, hi=1.5, group=group)
+    blocked.run_calls([call])
+    _close(from_format(out, fmt, y.shape), want)
+    assert not out[:, -1, ..., m - (out.shape[1] - 1) * k:].any()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_batchnorm_blocked_is_one_pass(fmt: TensorFormat) -> None:
+    """The blocked BatchNormalization is one call (x * a + b and the clamp together)."""
+    from mini_infer_cpu_native import plugins
+
+    from mini_infer_core.plugin import DataType
+    from mini_infer_core.plugin import _adapter as adapter
+
+    rng = np.random.default_rng(4)
+    c = 19
+    x = _rand(rng, 1, c, 4, 3)
+    vecs = [_rand(rng, c), _rand(rng, c), _rand(rng, c), np.abs(_rand(rng, c)) + 0.1]
+    for v in vecs:
+        v.setflags(write=False)  # as an engine's constants: the call is kept for them
+    plugin = plugins.BatchNormalization("bn", epsilon=1e-5, __relu__=1)
+    adapter.configure_concrete(plugin, [(x.shape, DataType.FLOAT), *[((c,), DataType.FLOAT)] * 4],
+                               [(x.shape, DataType.FLOAT)],
+                               [fmt, *[TensorFormat.LINEAR] * 4], [fmt])
+    out = np.full(to_format(x, fmt).shape, np.nan, np.float32)
+    xb = to_format(x, fmt)
+    plugin.enqueue([xb, *vecs], [out], None, None)
+    assert plugin._calls is not None and len(plugin._calls[1]) == 1
+    s, b, mu, v = vecs
+    want = np.maximum((x - mu[:, None, None]) / np.sqrt(v[:, None, None] + 1e-5)
+                      * s[:, None, None] + b[:, None, None], 0)
+    _close(from_format(out, fmt, x.shape), want)
+    out[...] = np.nan
+    xb *= -1  # the kept call again, on the same arrays' new values
+    plugin.enqueue([xb, *vecs], [out], None, None)
+    _close(from_format(out, fmt, x.shape), np.maximum(
+        (-x - mu[:, None, None]) / np.sqrt(v[:, None, None] + 1e-5) * s[:, None, None]
+        + b[:, None, None], 0))
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("cs", [(16, 16), (5, 11, 3), (8, 21), (1, 30, 2)])
+def test_split_kernel_against_onnxruntime(cs: tuple[int, ...], fmt: TensorFormat) -> None:
+    rng = np.random.default_rng(sum(cs) + 1)
+    x = _rand(rng, 2, sum(cs), 5, 3)
+    names = [f"y{i}" for i in range(len(cs))]
+    split = helper.make_node("Split", ["x", "s"], names, axis=1)
+    want = _ort(_model([split], {"x": x.shape}, names, {"s": np.asarray(cs, np.int64)}),
+                {"x": x})
+    outs = [np.full(to_format(w, fmt).shape, np.nan, np.float32) for w in want]
+    blocked.run_calls([blocked.split_call(to_format(x, fmt), outs, cs)])
+    for got, w in zip(outs, want, strict=True):
+        np.testing.assert_array_equal(got, to_format(w, fmt))  # copies: zeros included
+
+
+def _configured(plugin: Any, ins: list[tuple[tuple[int, ...], Any] | None],
+                outs: list[tuple[tuple[int, ...], Any]], fmt: TensorFormat,
+                linear_inputs: int) -> None:
+    """``plugin`` configured with X and the outputs in ``fmt`` (the rest LINEAR), after it
+    said it takes that combination."""
+    from mini_infer_core.plugin import _adapter as adapter
+
+    in_fmts = [fmt, *[TensorFormat.LINEAR] * linear_inputs]
+    adapter.configure_concrete(plugin, ins, outs, in_fmts, [fmt] * len(outs))
+    descs = [*plugin.input_descs, *plugin.output_descs]
+    blocked.set_offered(fmt)
+    try:
+        assert all(plugin.supports_format_combination(i, descs, len(ins))
+                   for i in range(len(descs)) if descs[i] is not None)
+    finally:
+        blocked.set_offered(True)
+
+
+RESIZES = [  # (attributes, c, hw, scales or sizes)
+    ({"mode": "nearest"}, 13, (5, 7), {"scales": [1, 1, 2, 2]}),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+      "nearest_mode": "floor"}, 19, (9, 6), {"sizes": [2, 19, 4, 13]}),
+    ({"mode": "linear"}, 21, (6, 5), {"scales": [1, 1, 2, 3]}),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, 7, (8, 9),
+     {"sizes": [2, 7, 3, 17]}),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, 33,
+     (1, 1), {"sizes": [2, 33, 4, 5]}),
+    ({"mode": "linear"}, 17, (64, 48), {"scales": [1, 1, 0.5, 0.75]}),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", RESIZES, ids=lambda c: f"{c[0]['mode']}-{c[1]}-{c[2]}")
+def test_resize_plugin_blocked_against_onnxruntime(case: tuple[Any, ...],
+                                                   fmt: TensorFormat) -> None:
+    """cpu_native's Resize configured blocked: nearest and linear of the spatial axes,
+    up and down, sizes and scales, a 1x1 map, over whole channel blocks."""
+    from mini_infer_cpu_native import resize
+
+    from mini_infer_core.plugin import DataType
+
+    attrs, c, hw, given = case
+    rng = np.random.default_rng(c + hw[0])
+    x = _rand(rng, 2, c, *hw)
+    scales = np.asarray(given.get("scales", []), np.float32)
+    sizes = np.asarray(given["sizes"], np.int64) if "sizes" in given else None
+    ins = ["x", "", "scales"] + (["sizes"] if sizes is not None else [])
+    inits: dict[str, Array] = {"scales": scales}
+    if sizes is not None:
+        inits["sizes"] = sizes
+    node = helper.make_node("Resize", ins, ["y"], **attrs)
+    (want,) = _ort(_model([node], {"x": x.shape}, ["y"], inits), {"x": x})
+    plugin = resize.Resize("rz", **attrs)
+    descs: list[tuple[tuple[int, ...], Any] | None] = [
+        (x.shape, DataType.FLOAT), None, (scales.shape, DataType.FLOAT)]
+    if sizes is not None:
+        descs.append((sizes.shape, DataType.INT64))
+    _configured(plugin, descs, [(want.shape, DataType.FLOAT)], fmt, len(descs) - 1)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), None, scales, *([sizes] if sizes is not None else [])],
+                   [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., c - (out.shape[1] - 1) * fmt.block:].any()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("hw", [(1, 1), (7, 9), (56, 57)])
+def test_reduce_mean_plugin_blocked_against_onnxruntime(opset: int, hw: tuple[int, int],
+                                                        fmt: TensorFormat) -> None:
+    """cpu_native's ReduceMean over the spatial axes (keepdims) configured blocked: the axes
+    an attribute (opset 13) or an input (18)."""
+    from mini_infer_cpu_native import squeeze
+
+    from mini_infer_core.plugin import DataType
+
+    rng = np.random.default_rng(hw[0])
+    c = 23
+    x = _rand(rng, 2, c, *hw)
+    axes = np.asarray([2, 3], np.int64)
+    if opset == 13:
+        node = helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3])
+        plugin, inits, extra = squeeze.ReduceMean_1("rm", axes=[2, 3]), {}, []
+    else:
+        node = helper.make_node("ReduceMean", ["x", "axes"], ["y"])
+        plugin, inits, extra = squeeze.ReduceMean("rm"), {"axes": axes}, [axes]
+    model = _model([node], {"x": x.shape}, ["y"], inits)
+    model.opset_import[0].version = opset
+    (want,) = _ort(model, {"x": x})
+    descs: list[tuple[tuple[int, ...], Any] | None] = [(x.shape, DataType.FLOAT)]
+    descs += [((2,), DataType.INT64)] * len(extra)
+    _configured(plugin, descs, [(want.shape, DataType.FLOAT)], fmt, len(extra))
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), *extra], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., c - (out.shape[1] - 1) * fmt.block:].any()
+
+
+def test_reduce_mean_over_channels_declines_the_blocked_format() -> None:
+    from mini_infer_cpu_native import squeeze
+
+    from mini_infer_core.plugin import DataType, PluginTensorDesc
+
+    fmt = FORMATS[-1]
+    plugin = squeeze.ReduceMean_1("rm", axes=[1])
+    x = PluginTensorDesc((1, 5, 4, 4), DataType.FLOAT, fmt)
+    y = PluginTensorDesc((1, 1, 4, 4), DataType.FLOAT, fmt)
+    blocked.set_offered(fmt)
+    try:
+        assert not plugin.supports_format_combination(0, [x, y], 1)
+        assert plugin.supports_format_combination(
+            0, [PluginTensorDesc((1, 5, 4, 4), DataType.FLOAT, TensorFormat.LINEAR), y], 1)
+    finally:
+        blocked.set_offered(True)
+
+
+def test_grouped_split_resize_reduce_chain_against_onnxruntime(
+        offered: TensorFormat) -> None:
+    """An engine of a grouped convolution of whole blocks, Split on channels (odd parts),
+    Resize (linear and nearest), ReduceMean over space and a grouped convolution whose
+    groups are not whole blocks: the first run blocked, the last declines (its node LINEAR,
+    reformatted around); the results onnxruntime's."""
+    rng = np.random.default_rng(31)
+    k = offered.block
+    c = 2 * k  # two groups of k channels
+    n = helper.make_node
+    inits = {"w0": _rand(rng, c, 3, 3, 3) * 0.3, "w1": _rand(rng, 2 * k, k, 3, 3) * 0.2,
+             "s": np.asarray([5, 2 * k - 5], np.int64),
+             "sc": np.asarray([1, 1, 2, 2], np.float32),
+             "w3": _rand(rng, 13, 2 * k - 5, 3, 3) * 0.2,
+             "w2": _rand(rng, 6, 10, 1, 1) * 0.3}  # 2 groups of 10 -> 3: not whole blocks
+    nodes = [
+        n("Conv", ["x", "w0"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("Relu", ["a"], ["ar"]),
+        n("Conv", ["ar", "w1"], ["g"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2),
+        n("Split", ["g", "s"], ["s0", "s1"], axis=1),
+        n("Resize", ["s1", "", "sc"], ["u"], mode="linear"),
+        n("Resize", ["s1", "", "sc"], ["v"], mode="nearest"),
+        n("Add", ["u", "v"], ["uv"]),
+        n("Conv", ["uv", "w3"], ["t"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("ReduceMean", ["t"], ["m"], axes=[2, 3]),
+        n("Relu", ["s0"], ["h0"]),
+        n("Concat", ["h0", "s0", "s0", "h0"], ["h1"], axis=1),
+        n("Conv", ["h1", "w2"], ["h2"], group=2),
+    ]
+    model = _model(nodes, {"x": (1, 3, 10, 9)}, ["m", "h2"],
+                   {k_: np.asarray(v) for k_, v in inits.items()})
+    feeds = {"x": _rand(rng, 1, 3, 10, 9)}
+    engine = _engine(model)
+    fmt_of = {nd.op_type + ":" + nd.outputs[0]: engine.tensors[nd.outputs[0]].format
+              for nd in engine.nodes if nd.outputs}
+    blocked_ops = {nd.op_type for nd in engine.nodes
+                   if any(engine.tensors[o].format is offered for o in nd.outputs)}
+    assert {"Conv", "Split", "Resize", "ReduceMean"} <= blocked_ops, fmt_of
+    grouped_odd = [nd for nd in engine.nodes if nd.op_type == "Conv"
+                   and nd.inputs and nd.inputs[1] == "w2"]
+    assert grouped_odd and all(engine.tensors[o].format is TensorFormat.LINEAR
+                               for nd in grouped_odd for o in nd.outputs), fmt_of
+    got = _run_engine(engine, feeds)
+    want = _ort(model, feeds)
+    for g_, w_ in zip(got, want, strict=True):
+        _close(g_, w_)
+    # the engine file keeps the formats and the plugins' fields: read back, the same results
+    again = mi.Runtime().deserialize_engine(engine.serialize())
+    assert {n: t.format for n, t in again.tensors.items()} == \
+        {n: t.format for n, t in engine.tensors.items()}
+    for g_, w_ in zip(_run_engine(again, feeds), want, strict=True):
+        _close(g_, w_)
+
+
+def test_a_new_blocked_plugin_declares_only_its_blocked_formats() -> None:
+    """The formats template (``_Formats``): a plugin mixing it in front of a LINEAR-only one
+    and declaring nothing else takes LINEAR where its base does (the base's own answer: its
+    dtypes) and the offered blocked format at X and Y together, never mixed; one that
+    declares its blocked positions (here: none) keeps its LINEAR answers."""
+    from mini_infer_cpu_plugins.ops.activation import Tanh
+
+    from mini_infer_core.plugin import DataType, PluginTensorDesc
+
+    class Mine(blocked._Formats, Tanh):  # type: ignore[misc]
+        pass
+
+    class Never(blocked._Formats, Tanh):  # type: ignore[misc]
+        def _blocked_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+            return False
+
+    fmt, lin = FORMATS[-1], TensorFormat.LINEAR
+
+    def desc(f: TensorFormat, dtype: DataType = DataType.FLOAT) -> PluginTensorDesc:
+        return PluginTensorDesc((1, 5, 3, 3), dtype, f)
+
+    blocked.set_offered(fmt)
+    try:
+        for cls, takes_blocked in ((Mine, True), (Never, False)):
+            p = cls("r")
+            base = Tanh("r")
+            for x, y in ((lin, lin), (fmt, fmt), (fmt, lin), (lin, fmt)):
+                io = [desc(x), desc(y)]
+                got = [p.supports_format_combination(i, io, 1) for i in range(2)]
+                if x is lin:  # the base's answers at a LINEAR X, False past it if y blocked
+                    want = [base.supports_format_combination(0, io, 1),
+                            y is lin and base.supports_format_combination(1, io, 1)]
+                else:
+                    want = [takes_blocked, takes_blocked and y is fmt]
+                assert got == want, (cls.__name__, x, y, got)
+            # the base's dtype check still answers at LINEAR positions (Tanh: no INT8)
+            io = [desc(lin, DataType.INT8), desc(lin, DataType.INT8)]
+            assert not p.supports_format_combination(0, io, 1)
+    finally:
+        blocked.set_offered(True)
+
+
+CONV1D = [  # (c, m, length, kernel, stride, dilation, pads, group)
+    (5, 19, 37, 3, 1, 1, (1, 1), 1),
+    (21, 13, 50, 5, 2, 1, (2, 3), 1),  # strided, uneven padding
+    (19, 19, 33, 5, 1, 2, (4, 4), 19),  # depthwise, dilated
+    (32, 64, 17, 3, 1, 1, (0, 2), 2),  # groups of whole blocks
+    (7, 9, 1, 3, 1, 1, (1, 1), 1),  # a length-1 signal: taps on padding
+    (3, 17, 3000, 10, 5, 1, (0, 0), 1),  # an audio stem: wav2vec2's first layer's shape
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", CONV1D, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-k{c[3]}-g{c[7]}")
+def test_conv1d_plugin_blocked_against_onnxruntime(case: tuple[Any, ...],
+                                                   fmt: TensorFormat) -> None:
+    """cpu_native's Conv configured blocked on a 1-D signal (N, C, L) held as
+    (N, ceil(C/k), L, k): run as 2-D of height 1, with bias, at odd channels, strides,
+    dilations, uneven padding, depthwise and grouped."""
+    from mini_infer_cpu_native import plugins
+
+    from mini_infer_core.plugin import DataType
+
+    c, m, length, kernel, stride, dilation, pads, group = case
+    rng = np.random.default_rng(c + m + length)
+    x, w, b = _rand(rng, 2, c, length), _rand(rng, m, c // group, kernel), _rand(rng, m)
+    attrs = {"kernel_shape": [kernel], "strides": [stride], "dilations": [dilation],
+             "pads": list(pads), "group": group}
+    (want,) = _ort(_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
+                          {"x": x.shape}, ["y"], {"w": w, "b": b}), {"x": x})
+    plugin = plugins.Conv("c", **attrs)
+    _configured(plugin, [(x.shape, DataType.FLOAT), (w.shape, DataType.FLOAT),
+                         (b.shape, DataType.FLOAT)], [(want.shape, DataType.FLOAT)], fmt, 2)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), w, b], [out], None, None)
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., m - (out.shape[1] - 1) * fmt.block:].any()
+
+
+def test_conv1d_chain_stays_blocked(offered: TensorFormat) -> None:
+    """A 1-D convolution stack (a stem, Relu fused, depthwise dilated, pointwise, strided)
+    built with the cost model: every Conv blocked, the results onnxruntime's. A rank-3
+    elementwise node is not offered the format (a transformer's (N, sequence, hidden))."""
+    rng = np.random.default_rng(17)
+    n = helper.make_node
+    inits = {"w0": _rand(rng, 19, 5, 3) * 0.3, "w1": _rand(rng, 19, 1, 5) * 0.3,
+             "w2": _rand(rng, 23, 19, 1) * 0.3, "w3": _rand(rng, 13, 23, 3) * 0.2,
+             "b3": _rand(rng, 13)}
+    nodes = [
+        n("Conv", ["x", "w0"], ["a"], kernel_shape=[3], pads=[1, 1]),
+        n("Relu", ["a"], ["ar"]),
+        n("Conv", ["ar", "w1"], ["d"], kernel_shape=[5], pads=[4, 4], dilations=[2],
+          group=19),
+        n("Conv", ["d", "w2"], ["p"]),
+        n("Conv", ["p", "w3", "b3"], ["y"], kernel_shape=[3], strides=[2], pads=[1, 1]),
+        n("Sigmoid", ["y"], ["s"]),
+    ]
+    model = _model(nodes, {"x": (1, 5, 41)}, ["s"], inits)
+    feeds = {"x": _rand(rng, 1, 5, 41)}
+    engine = _engine(model)
+    convs = [nd for nd in engine.nodes if nd.op_type == "Conv"]
+    assert convs and all(engine.tensors[nd.outputs[0]].format is offered for nd in convs), \
+        [(nd.op_type, engine.tensors[nd.outputs[0]].format) for nd in engine.nodes]
+    sig = [nd for nd in engine.nodes if nd.op_type == "Sigmoid"]
+    assert all(engine.tensors[nd.outputs[0]].format is TensorFormat.LINEAR for nd in sig)
+    (got,) = _run_engine(engine, feeds)
+    _close(got, _ort(model, feeds)[0])
+
+
+def test_resize_blocked_without_tables_goes_through_linear(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A blocked Resize whose run the two-tap tables do not cover (forced here) still gives
+    onnxruntime's result: cpu_basic's over the LINEAR tensor, written back blocked."""
+    from mini_infer_cpu_native import _resize, resize
+
+    from mini_infer_core.plugin import DataType
+
+    fmt = FORMATS[-1]
+    rng = np.random.default_rng(8)
+    x, scales = _rand(rng, 1, 11, 4, 5), np.asarray([1, 1, 2, 1.5], np.float32)
+    (want,) = _ort(_model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+                          {"x": x.shape}, ["y"], {"s": scales}), {"x": x})
+    plugin = resize.Resize("rz", mode="linear")
+    _configured(plugin, [(x.shape, DataType.FLOAT), None, (scales.shape, DataType.FLOAT)],
+                [(want.shape, DataType.FLOAT)], fmt, 2)
+    monkeypatch.setattr(_resize, "tables", lambda *a: None)
+    out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
+    plugin.enqueue([to_format(x, fmt), None, scales], [out], None, None)
+    assert plugin._bz_last is None  # no blocked call was made
+    _close(from_format(out, fmt, want.shape), want)
+    assert not out[:, -1, ..., 11 - (out.shape[1] - 1) * fmt.block:].any()

@@ -5,8 +5,10 @@
  * of nodes whose plugins take these formats blocked end to end, reformatting only at their
  * edges, as onnxruntime's NCHWc and OpenVINO's nChw16c do; blocked.py declares them.
  *
- *   * mi_bconv2d_f32: 2-D convolutions of one group (direct and pointwise) and depthwise ones,
- *     with bias, residual, clamp (Relu / Clip) and the epilogue activations (_epi.h) in
+ *   * mi_bconv2d_f32: 2-D convolutions of one group (direct and pointwise), grouped ones (each
+ *     output block reads its lanes' groups' input channels: ob_range) and depthwise ones (a
+ *     1-D convolution is one of height 1), with bias, residual, clamp (Relu / Clip) and the
+ *     epilogue activations (_epi.h) in
  *     registers. A dense tile sums OB output blocks x RW output columns (AVX-512: 4 x 6,
  *     2 x 12 or 1 x 16 vectors; AVX2: 2 x 6 or 1 x 12; fewer blocks, more columns, so that
  *     enough sums are independent): per input channel and tap, OB weight vectors
@@ -17,10 +19,13 @@
  *     one block's k channels are one vector, DWRW columns per tile.
  *   * mi_bpool2d_f32: max / average pooling (GlobalAveragePool: one window over the map);
  *   * mi_bbinary_f32: Add / Mul / Sub of two blocked tensors, or of one and a vector per
- *     (image, block) (squeeze-and-excitation's scale, a per-channel constant);
+ *     (image, block) (squeeze-and-excitation's scale, a per-channel constant), and the
+ *     scale-and-shift x * a + b of inference BatchNormalization in one pass;
  *   * mi_bpadzero_f32: the padding lanes zeroed again (after an activation f(0) != 0);
- *   * mi_bconcat_f32: Concat on channels (whole blocks copied where an input starts on a
- *     block boundary, lane by lane otherwise).
+ *   * mi_bconcat_f32 / mi_bsplit_f32: Concat and Split on channels (whole blocks copied where
+ *     a part starts on a block boundary, lane by lane otherwise);
+ *   * mi_bresize_f32: Resize of the spatial axes by _resize.c's two-tap tables (linear,
+ *     nearest), one vector of k channels per tap.
  *
  * On the pool (_pool.c): split by (image, block group, output row, column chunk) for the
  * convolutions, (image x block, output row) for pooling, ranges of vectors for the rest.
@@ -37,6 +42,22 @@
 
 #define PARALLEL_MIN 32768L /* multiply-adds (or values) below which one thread does it */
 #define CHUNK 48            /* output columns per dense item (a multiple of RWMAX) */
+
+/* the widest input channel range a weight row of output block ob spans (c_in for one
+ * group) */
+static long w_row(const mi_bconv_args *a) { return a->group > 1 ? a->c_w : a->c_in; }
+
+/* the input channels output block ob reads: every one for one group, else those of the
+ * groups of its lanes (grouped convolutions: a block may span groups, or a group blocks) */
+static void ob_range(const mi_bconv_args *a, long ob, long *lo, long *hi) {
+    if (a->group <= 1) {
+        *lo = 0, *hi = a->c_in;
+        return;
+    }
+    long cg = a->c_in / a->group, mg = a->c_out / a->group;
+    long first = ob * a->k, last = lmin(a->c_out, first + a->k) - 1;
+    *lo = (first / mg) * cg, *hi = (last / mg + 1) * cg;
+}
 
 #if MI_ACT_X86
 #include <immintrin.h>
@@ -157,6 +178,8 @@ void mi_blocked_sizes(long *out) {
     out[2] = (long)sizeof(mi_bbinary_args);
     out[3] = (long)sizeof(mi_bpad_args);
     out[4] = (long)sizeof(mi_bconcat_args);
+    out[5] = (long)sizeof(mi_bsplit_args);
+    out[6] = (long)sizeof(mi_bresize_args);
 }
 
 /* whether this CPU runs blocks of k */
@@ -208,8 +231,17 @@ int mi_bconv2d_f32(const mi_bconv_args *a) {
         ANY_NEGATIVE(a->n, a->c_in, a->c_out, a->pt, a->pl, a->oh, a->ow, a->h, a->wd) ||
         a->kh < 1 || a->kw < 1 || a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 ||
         a->cb_in != ceil_div(a->c_in, a->k) || a->cb_out != ceil_div(a->c_out, a->k) ||
-        (a->depthwise && a->c_in != a->c_out) || !mi_epi_valid((int)a->act))
+        (a->depthwise && a->c_in != a->c_out) || !mi_epi_valid((int)a->act) || a->group < 0 ||
+        (a->group > 1 && (a->depthwise || a->c_in % a->group || a->c_out % a->group)))
         return MI_EARGS;
+    if (a->group > 1) { /* c_w: the widest block's channel range */
+        long widest = 0, lo, hi;
+        for (long ob = 0; ob < a->cb_out; ob++) {
+            ob_range(a, ob, &lo, &hi);
+            widest = lmax(widest, hi - lo);
+        }
+        if (a->c_w != widest) return MI_EARGS;
+    }
     conv_job j = {*a, a->k == 16 ? 4 : 2, 0, 0, 0};
     mi_bconv_args *g = &j.a;
     if (!a->depthwise && a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->pt == 0 &&
@@ -225,7 +257,7 @@ int mi_bconv2d_f32(const mi_bconv_args *a) {
         j.groups = ceil_div(a->cb_out, j.obmax);
         j.chunks = ceil_div(g->ow, CHUNK);
         j.items = a->n * j.groups * g->oh * j.chunks;
-        macs = a->n * a->cb_out * a->k * a->oh * a->ow * a->c_in * a->kh * a->kw;
+        macs = a->n * a->cb_out * a->k * a->oh * a->ow * w_row(a) * a->kh * a->kw;
     }
     if (j.items == 0) return MI_OK;
     if (macs < PARALLEL_MIN || mi_pool_run(conv_part, &j)) conv_range(&j, 0, j.items);
@@ -277,11 +309,12 @@ static void binary_range(const mi_bbinary_args *a, long i0, long i1) {
             b = a->b + nb * a->hw * a->k;
         }
         float *y = a->y + nb * a->hw * a->k;
+        const float *sh = a->op == 4 ? a->shift + (b - a->b) : NULL;
 #if MI_ACT_X86
-        if (a->k == 16) binary_run_avx512(a, x, b, bvec, y, p0, p1);
-        else binary_run_avx2(a, x, b, bvec, y, p0, p1);
+        if (a->k == 16) binary_run_avx512(a, x, b, bvec, sh, y, p0, p1);
+        else binary_run_avx2(a, x, b, bvec, sh, y, p0, p1);
 #else
-        (void)x, (void)b, (void)y, (void)bvec;
+        (void)x, (void)b, (void)y, (void)bvec, (void)sh;
 #endif
         i0 += p1 - p0;
     }
@@ -296,7 +329,8 @@ static void binary_part(const void *job, int part, int parts) {
 
 int mi_bbinary_f32(const mi_bbinary_args *a) {
     if (!a->a || !a->b || !a->y || !runs(a->k) || ANY_NEGATIVE(a->n, a->cb, a->hw) ||
-        a->bmode < 0 || a->bmode > 1 || a->op < 0 || a->op > 3 ||
+        a->bmode < 0 || a->bmode > 1 || a->op < 0 || a->op > 4 ||
+        (a->op == 4 && (a->bmode != 1 || !a->shift)) ||
         (a->bmode == 1 && a->nbi != 1 && a->nbi != a->n))
         return MI_EARGS;
     long items = a->n * a->cb * a->hw;
@@ -347,4 +381,70 @@ int mi_bconcat_f32(const mi_bconcat_args *a) {
     }
     mi_bpad_args z = {a->y, a->n, cbo, a->hw, k, total};
     return mi_bpadzero_f32(&z);
+}
+
+int mi_bsplit_f32(const mi_bsplit_args *a) {
+    if (!a->x || !a->ys || !a->cs || a->k < 1 || ANY_NEGATIVE(a->count, a->n, a->hw))
+        return MI_EARGS;
+    long total = 0;
+    for (long i = 0; i < a->count; i++) {
+        if (!a->ys[i] || a->cs[i] < 0) return MI_EARGS;
+        total += a->cs[i];
+    }
+    const long k = a->k, cbi = ceil_div(total, k), blk = a->hw * k;
+    for (long n = 0; n < a->n; n++) {
+        long off = 0;
+        for (long i = 0; i < a->count; i++) {
+            long c = a->cs[i], cbo = ceil_div(c, k);
+            const float *x = a->x + n * cbi * blk;
+            float *y = a->ys[i] + n * cbo * blk;
+            if (off % k == 0) { /* whole blocks (the last one's lanes past c zeroed after) */
+                memcpy(y, x + (off / k) * blk, sizeof(float) * (size_t)(cbo * blk));
+            } else {
+                for (long ch = 0; ch < c; ch++) {
+                    const float *src = x + ((off + ch) / k) * blk + (off + ch) % k;
+                    float *dst = y + (ch / k) * blk + ch % k;
+                    for (long p = 0; p < a->hw; p++) dst[p * k] = src[p * k];
+                }
+            }
+            off += c;
+        }
+    }
+    for (long i = 0; i < a->count; i++) {
+        mi_bpad_args z = {a->ys[i], a->n, ceil_div(a->cs[i], k), a->hw, k, a->cs[i]};
+        if (mi_bpadzero_f32(&z)) return MI_EARGS;
+    }
+    return MI_OK;
+}
+
+static void resize_range(const mi_bresize_args *a, long i0, long i1) {
+    for (long i = i0; i < i1; i++) {
+#if MI_ACT_X86
+        if (a->k == 16) resize_row_avx512(a, i / a->oh, i % a->oh);
+        else resize_row_avx2(a, i / a->oh, i % a->oh);
+#else
+        (void)a;
+#endif
+    }
+}
+
+static void resize_part(const void *job, int part, int parts) {
+    const mi_bresize_args *a = job;
+    long b, e;
+    mi_pool_share(a->n * a->cb * a->oh, part, parts, &b, &e);
+    resize_range(a, b, e);
+}
+
+int mi_bresize_f32(const mi_bresize_args *a) {
+    if (!a->x || !a->y || !a->rows || !a->cols || !a->ry || !a->rx || !runs(a->k) ||
+        ANY_NEGATIVE(a->n, a->cb, a->h, a->wd, a->oh, a->ow))
+        return MI_EARGS;
+    for (long i = 0; i < 2 * a->oh; i++)
+        if (a->rows[i] < 0 || a->rows[i] >= a->h) return MI_EARGS;
+    for (long i = 0; i < 2 * a->ow; i++)
+        if (a->cols[i] < 0 || a->cols[i] >= a->wd) return MI_EARGS;
+    long items = a->n * a->cb * a->oh;
+    if (items * a->ow * a->k < PARALLEL_MIN || mi_pool_run(resize_part, a))
+        resize_range(a, 0, items);
+    return MI_OK;
 }

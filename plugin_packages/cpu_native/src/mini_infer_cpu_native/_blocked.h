@@ -11,8 +11,12 @@
 
 /* a convolution, 2-D: y = act(clamp(conv(x, w) + bias + res, lo, hi)), every lane of the
  * last output block past c_out written 0.
- *   dense (depthwise 0): one group; w[ob][kh][kw][ic][k] (ob < cb_out output blocks, ic <
- *     c_in the logical input channels, k output lanes; ob's lanes past c_out zeros);
+ *   dense (depthwise 0): group groups (0 or 1: one); w[ob][kh][kw][ic][k] (ob < cb_out
+ *     output blocks, k output lanes; ob's lanes past c_out zeros). One group: ic < c_in the
+ *     logical input channels. Several: output block ob reads the input channels of the
+ *     groups its lanes belong to, [g(ob k) cg, (g(last lane) + 1) cg) (cg = c_in / group,
+ *     g(o) = o / (c_out / group)), ic counting from that range's start, up to c_w (the
+ *     widest range) with zeros where a lane's group does not read the channel;
  *   depthwise (1): group = c_in = c_out; w[cb][kh][kw][k] (cb_out == cb_in).
  * bias: cb_out * k floats (NULL: none); res: y's shape (NULL: none); act, alpha, beta as
  * _epi.h's (0: none). */
@@ -26,6 +30,7 @@ typedef struct {
     float lo, hi;
     long act;
     float alpha, beta;
+    long group, c_w;
 } mi_bconv_args;
 
 /* max (average 0) or average pooling, 2-D, of the blocked x into the blocked y (cb blocks of
@@ -42,13 +47,15 @@ typedef struct {
 
 /* y = a OP b over blocked tensors of nb images of cb blocks, hw positions each:
  * bmode 0: b is a's shape; 1: b one vector per (image, block), (nbi, cb, 1, k) with nbi 1
- * (every image the same) or n. op: 0 add, 1 mul, 2 sub (a - b), 3 reversed sub (b - a);
- * then clamped to [lo, hi] */
+ * (every image the same) or n. op: 0 add, 1 mul, 2 sub (a - b), 3 reversed sub (b - a),
+ * 4 scale and shift (a * b + shift: bmode 1, shift laid out as b; inference
+ * BatchNormalization in one pass); then clamped to [lo, hi] */
 typedef struct {
     const float *a, *b;
     float *y;
     long n, cb, hw, k, bmode, nbi, op;
     float lo, hi;
+    const float *shift;
 } mi_bbinary_args;
 
 /* the lanes past c of each image's last block written 0 (after an activation f with f(0)
@@ -67,11 +74,33 @@ typedef struct {
     long count, n, hw, k;
 } mi_bconcat_args;
 
+/* Split on channels: the blocked x (sum(cs) channels) into count blocked outputs of cs[i]
+ * channels each, per image, each output's lanes past its channels written 0 */
+typedef struct {
+    const float *x;
+    float *const *ys;
+    const long *cs;
+    long count, n, hw, k;
+} mi_bsplit_args;
+
+/* Resize of the two spatial axes, two taps each (linear; nearest: one source twice, weight
+ * 0): y[nb][oy][ox] = t + ry[oy] (b - t), t and b the rows rows[oy][0] and rows[oy][1] of x
+ * each at columns cols[ox][0] and cols[ox][1] mixed by rx[ox] alike (_resize.c's tables) */
+typedef struct {
+    const float *x;
+    float *y;
+    const long *rows, *cols;
+    const float *ry, *rx;
+    long n, cb, h, wd, oh, ow, k;
+} mi_bresize_args;
+
 int mi_bconv2d_f32(const mi_bconv_args *a);
 int mi_bpool2d_f32(const mi_bpool_args *a);
 int mi_bbinary_f32(const mi_bbinary_args *a);
 int mi_bpadzero_f32(const mi_bpad_args *a);
 int mi_bconcat_f32(const mi_bconcat_args *a);
+int mi_bsplit_f32(const mi_bsplit_args *a);
+int mi_bresize_f32(const mi_bresize_args *a);
 /* the block sizes this CPU runs: bit 0 for 8 (AVX2 + FMA), bit 1 for 16 (AVX-512F) */
 int mi_blocked_isa(void);
 /* sizeof of each struct above, in the order declared (for the ctypes mirrors) */

@@ -22,36 +22,39 @@ AI void FN(finish)(float *y, const float *res, V v, V lo, V hi, long act, V al, 
 }
 
 /* a dense tile: OB output blocks from ob0, RW output columns (iw0: the input column tap 0
- * of the first reads), taps rows [r0, r1) and columns [s0, s1) (those inside the input) */
+ * of the first reads), taps rows [r0, r1) and columns [s0, s1) (those inside the input),
+ * input channels [c_lo, c_hi) (the blocks' groups': ob_range) */
 AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, float *yp,
                        const float *rp, const int OB, const int RW, long ih0, long r0, long r1,
-                       long iw0, long s0, long s1, long ob0) {
+                       long iw0, long s0, long s1, long ob0, long c_lo, long c_hi) {
     V acc[OBMAX][RWMAX];
     for (int o = 0; o < OB; o++)
         for (int p = 0; p < RW; p++) acc[o][p] = ZERO;
-    const long wob = a->c_in * a->kh * a->kw * K, hwk = a->h * a->wd * K, sx = a->sw * K;
-    const long cbi = a->cb_in;
+    const long cw = w_row(a);
+    const long wob = cw * a->kh * a->kw * K, hwk = a->h * a->wd * K, sx = a->sw * K;
     for (long r = r0; r < r1; r++)
         for (long s = s0; s < s1; s++) {
-            /* the tap's input at block 0, lane 0; its weights, input channel 0 */
+            /* the tap's input at block 0, lane 0; its weights, the range's first channel */
             const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;
-            const float *wt = w + ob0 * wob + (r * a->kw + s) * a->c_in * K;
-            for (long icb = 0; icb < cbi; icb++) {
-                const float *xb = xt + icb * hwk, *wb = wt + icb * K * K;
-                const long lanes = lmin(K, a->c_in - icb * K);
+            const float *wt = w + ob0 * wob + (r * a->kw + s) * cw * K;
+            for (long icb = c_lo / K; icb * K < c_hi; icb++) {
+                const float *xb = xt + icb * hwk;
+                /* the weight row of lane l is base + l (lanes below l0 are outside) */
+                const long base = icb * K - c_lo;
+                const long l0 = lmax(0, -base), l1 = lmin(K, c_hi - icb * K);
 #define DENSE_STEP(l)                                                                       \
     do {                                                                                    \
         V wv[OBMAX];                                                                        \
-        for (int o = 0; o < OB; o++) wv[o] = LOAD(wb + (l) * K + o * wob);                  \
+        for (int o = 0; o < OB; o++) wv[o] = LOAD(wt + (base + (l)) * K + o * wob);         \
         for (int p = 0; p < RW; p++) {                                                      \
             V xv = SET1(xb[p * sx + (l)]);                                                  \
             for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);             \
         }                                                                                   \
     } while (0)
-                if (lanes == K) {
+                if (l0 == 0 && l1 == K) {
                     for (int l = 0; l < K; l++) DENSE_STEP(l);
                 } else {
-                    for (long l = 0; l < lanes; l++) DENSE_STEP(l);
+                    for (long l = l0; l < l1; l++) DENSE_STEP(l);
                 }
 #undef DENSE_STEP
             }
@@ -67,9 +70,10 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
     }
 }
 
-/* columns [c0, c1) of output row oy, OB blocks from ob0, image n */
+/* columns [c0, c1) of output row oy, OB blocks from ob0 (input channels [c_lo, c_hi)),
+ * image n */
 AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1,
-                       const int OB) {
+                       const int OB, long c_lo, long c_hi) {
     const float *xn = a->x + n * a->cb_in * a->h * a->wd * K;
     const long yoff = ((n * a->cb_out + ob0) * a->oh + oy) * a->ow * K;
     float *yrow = a->y + yoff;
@@ -93,7 +97,7 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
     case R:                                                                                 \
         if (R <= rwt)                                                                       \
             FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, ih0, r0, r1, iw0, 0, \
-                           a->kw, ob0);                                                    \
+                           a->kw, ob0, c_lo, c_hi);                                        \
         break;
             switch (rw) {
                 DENSE_RW(1) DENSE_RW(2) DENSE_RW(3) DENSE_RW(4) DENSE_RW(5) DENSE_RW(6)
@@ -107,21 +111,34 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
             long iw0 = ox * a->sw - a->pl;
             long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
             FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, ih0,
-                           r0, r1, iw0, s0, s1, ob0);
+                           r0, r1, iw0, s0, s1, ob0, c_lo, c_hi);
             ox++;
         }
     }
 }
 
+/* output blocks [ob0, ob0 + OBMAX) of row oy: tiles of the blocks that read one input
+ * channel range (all of them for one group) */
 NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1) {
-    switch (lmin(a->cb_out - ob0, OBMAX)) {
-    case 1: FN(dense_cols)(a, n, ob0, oy, c0, c1, 1); break;
-    case 2: FN(dense_cols)(a, n, ob0, oy, c0, c1, 2); break;
+    const long end = lmin(a->cb_out, ob0 + OBMAX);
+    for (long ob = ob0; ob < end;) {
+        long lo, hi, lo2, hi2, run = 1;
+        ob_range(a, ob, &lo, &hi);
+        while (ob + run < end) {
+            ob_range(a, ob + run, &lo2, &hi2);
+            if (lo2 != lo || hi2 != hi) break;
+            run++;
+        }
+        switch (run) {
+        case 1: FN(dense_cols)(a, n, ob, oy, c0, c1, 1, lo, hi); break;
+        case 2: FN(dense_cols)(a, n, ob, oy, c0, c1, 2, lo, hi); break;
 #if OBMAX > 2
-    case 3: FN(dense_cols)(a, n, ob0, oy, c0, c1, 3); break;
-    case 4: FN(dense_cols)(a, n, ob0, oy, c0, c1, 4); break;
+        case 3: FN(dense_cols)(a, n, ob, oy, c0, c1, 3, lo, hi); break;
+        case 4: FN(dense_cols)(a, n, ob, oy, c0, c1, 4, lo, hi); break;
 #endif
-    default: break;
+        default: break;
+        }
+        ob += run;
     }
 }
 
@@ -177,6 +194,23 @@ NI void FN(dw_item)(const mi_bconv_args *a, long n, long cb, long oy) {
 NI void FN(pool_item)(const mi_bpool_args *a, long nb, long oy) {
     const float *xb = a->x + nb * a->h * a->wd * K;
     float *yrow = a->y + (nb * a->oh + oy) * a->ow * K;
+    if (a->average && a->oh == 1 && a->ow == 1 && a->kh == a->h && a->kw == a->wd &&
+        a->dh == 1 && a->dw == 1 && !a->pt && !a->pl && !a->pb && !a->pr) {
+        /* the mean of the whole map (GlobalAveragePool, ReduceMean): four independent sums */
+        const long hw = a->h * a->wd;
+        V s0 = ZERO, s1 = ZERO, s2 = ZERO, s3 = ZERO;
+        long p = 0;
+        for (; p + 4 <= hw; p += 4) {
+            s0 = ADD(s0, LOAD(xb + p * K));
+            s1 = ADD(s1, LOAD(xb + (p + 1) * K));
+            s2 = ADD(s2, LOAD(xb + (p + 2) * K));
+            s3 = ADD(s3, LOAD(xb + (p + 3) * K));
+        }
+        for (; p < hw; p++) s0 = ADD(s0, LOAD(xb + p * K));
+        V sum = ADD(ADD(s0, s1), ADD(s2, s3));
+        STORE(yrow, MUL(sum, SET1(hw > 0 ? 1.0f / (float)hw : 0.0f)));
+        return;
+    }
     long ih0 = oy * a->sh - a->pt;
     long r0 = lmin(first_in(ih0, a->dh), a->kh), r1 = end_in(ih0, a->dh, a->h, a->kh);
     long rows_pad = 0;
@@ -217,9 +251,14 @@ NI void FN(pool_item)(const mi_bpool_args *a, long nb, long oy) {
 /* y = a OP b for vectors [v0, v1) of one (image, block) of hw positions (b one vector where
  * bv) */
 NI void FN(binary_run)(const mi_bbinary_args *a, const float *x, const float *b, int bvec,
-                       float *y, long v0, long v1) {
+                       const float *sh, float *y, long v0, long v1) {
     const V lo = SET1(a->lo), hi = SET1(a->hi);
     V bb = bvec ? LOAD(b) : ZERO;
+    if (a->op == 4) { /* x * b + shift (b, shift: one vector each) */
+        const V ss = LOAD(sh);
+        for (long i = v0; i < v1; i++) STORE(y + i * K, MIN(hi, MAX(lo, FMA(LOAD(x + i * K), bb, ss))));
+        return;
+    }
     for (long i = v0; i < v1; i++) {
         V u = LOAD(x + i * K), w = bvec ? bb : LOAD(b + i * K), r;
         switch (a->op) {
@@ -229,6 +268,27 @@ NI void FN(binary_run)(const mi_bbinary_args *a, const float *x, const float *b,
         default: r = SUB(w, u); break;
         }
         STORE(y + i * K, MIN(hi, MAX(lo, r)));
+    }
+}
+
+/* output row oy of block nb of a resize (mi_bresize_args) */
+NI void FN(resize_row)(const mi_bresize_args *a, long nb, long oy) {
+    const float *xb = a->x + nb * a->h * a->wd * K;
+    const float *t = xb + a->rows[2 * oy] * a->wd * K, *b = xb + a->rows[2 * oy + 1] * a->wd * K;
+    float *y = a->y + (nb * a->oh + oy) * a->ow * K;
+    const float wy = a->ry[oy];
+    const V vy = SET1(wy);
+    for (long ox = 0; ox < a->ow; ox++) {
+        const long c0 = a->cols[2 * ox] * K, c1 = a->cols[2 * ox + 1] * K;
+        const float wx = a->rx[ox];
+        V top = LOAD(t + c0);
+        if (wx != 0.0f) top = FMA(SET1(wx), SUB(LOAD(t + c1), top), top);
+        if (wy != 0.0f) {
+            V bot = LOAD(b + c0);
+            if (wx != 0.0f) bot = FMA(SET1(wx), SUB(LOAD(b + c1), bot), bot);
+            top = FMA(vy, SUB(bot, top), top);
+        }
+        STORE(y + ox * K, top);
     }
 }
 

@@ -6,22 +6,32 @@ A tensor (N, C, H, W) in CHW16 (AVX-512F CPUs) or CHW8 (AVX2 + FMA) is held as
 format this CPU's kernels take (None: neither ISA, nothing is offered and every tensor stays
 LINEAR). The mixins below go in front of the cpu_native plugins that take it:
 
-* :class:`BlockedConv` (Conv): 2-D convolutions of one group (direct, pointwise, strided,
-  dilated, padded) and depthwise ones, with bias, residual, Relu / Clip and the epilogue
-  activations (HardSwish, Sigmoid, Swish, HardSigmoid) fused; the weights packed once per
-  weight array (``(ceil(M/k), C, kh, kw, k)``, depthwise ``(ceil(C/k), kh, kw, k)``);
+* :class:`BlockedConv` (Conv): 2-D and 1-D convolutions of one group (direct, pointwise,
+  strided, dilated, padded), depthwise ones and grouped ones of whole blocks per group (the
+  kernel takes any grouping; the others decline, and the builder keeps them LINEAR with
+  reformats around), with bias, residual, Relu / Clip and the epilogue activations
+  (HardSwish, Sigmoid, Swish, HardSigmoid) fused; the weights packed once per weight array
+  (``(ceil(M/k), kh, kw, C, k)``, grouped ``(ceil(M/k), kh, kw, c_w, k)``, depthwise
+  ``(ceil(C/k), kh, kw, k)``);
 * :class:`BlockedPool` (MaxPool without Indices, AveragePool) and
   :class:`BlockedGlobalPool` (GlobalAveragePool);
 * :class:`BlockedBinary` (Add, Mul): two blocked tensors of one shape, or one and a vector
   per (image, channel) (squeeze-and-excitation's scale, blocked too), or one and a LINEAR
   per-channel or single value (a constant: laid out in blocks once);
-* :class:`BlockedConcat` (Concat on channels);
+* :class:`BlockedConcat` (Concat on channels), :class:`BlockedSplit` (Split on channels);
+* :class:`BlockedResize` (Resize, linear or nearest, of the spatial axes) and
+  :class:`BlockedReduce` (ReduceMean over the spatial axes, keepdims);
 * Relu and Clip (cpu_basic's, made here on first use: :class:`_Clamp`): the function
   over the whole blocked buffer; Clip's padding lanes zeroed again where 0 is outside its
   bounds;
-* :class:`BlockedAffine` (inference BatchNormalization: ``x * a + b`` per channel, a fused
-  Relu as the clamp; a and b, folded at build, laid out in blocks with zeros past C so the
-  padding lanes stay zeros).
+* :class:`BlockedAffine` (inference BatchNormalization: ``x * a + b`` per channel in one
+  pass, a fused Relu as the clamp; a and b, folded at build, laid out in blocks with zeros
+  past C so the padding lanes stay zeros).
+
+:class:`_Formats`, their base, answers ``supports_format_combination`` for every LINEAR
+position (a template method); a mixin declares only its blocked positions
+(``_blocked_combination``), the inputs that stay LINEAR constants (``_linear_input``) and,
+where it differs, the ranks it takes (``_ranks``).
 
 Each offers the format only where its kernel runs the node (float32, the shapes above), and
 then wants its residual, its other inputs and its output in the same format. The builder
@@ -31,7 +41,6 @@ nodes goes blocked; a plugin told LINEAR runs its usual path.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -43,74 +52,46 @@ from mini_infer_cpu_plugins.serialization import CpuPlugin
 from numpy.typing import NDArray
 
 from mini_infer_core.ops import lazy_kernels
-from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat, shapes
+from mini_infer_core.plugin import (
+    DataType,
+    PluginTensorDesc,
+    TensorFormat,
+    from_format,
+    shapes,
+    to_format,
+)
 
+from ._blocked_calls import (
+    ISA,
+    _padded_channels,
+    binary_call,
+    concat_call,
+    conv_call,
+    pack_dense,
+    pack_depthwise,
+    pack_grouped,
+    padzero_call,
+    pool_call,
+    resize_call,
+    split_call,
+)
 from ._derived import Derived
 from ._native import Act as Act
-from ._native import Call, _call, _kernel, _lib, run_calls
+from ._native import Call, run_calls
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.activation import Clip_1, Clip_11, Relu
     from mini_infer_cpu_plugins.ops.elementwise import Add
 
-__all__ = ["Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
-           "BlockedGlobalPool", "BlockedPool", "BlockedUnary", "Clip_1", "Clip_11", "Relu",
-           "offered", "set_offered"]
+__all__ = ["ISA", "Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
+           "BlockedGlobalPool", "BlockedPool", "BlockedReduce", "BlockedResize", "BlockedSplit",
+           "BlockedUnary", "Clip_1", "Clip_11", "Relu", "binary_call", "concat_call",
+           "conv_call", "offered", "pack_dense", "pack_depthwise", "pack_grouped",
+           "padzero_call", "pool_call", "resize_call", "run_calls", "set_offered",
+           "split_call"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
-_P = ctypes.c_void_p
-_L = ctypes.c_long
-_F = ctypes.c_float
-
-
-class BConvArgs(ctypes.Structure):
-    _fields_ = [("x", _P), ("w", _P), ("bias", _P), ("res", _P), ("y", _P),
-                *((f, _L) for f in ("n", "c_in", "cb_in", "h", "wd", "c_out", "cb_out", "oh",
-                                    "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "k",
-                                    "depthwise")),
-                ("lo", _F), ("hi", _F), ("act", _L), ("alpha", _F), ("beta", _F)]
-
-
-class BPoolArgs(ctypes.Structure):
-    _fields_ = [("x", _P), ("y", _P),
-                *((f, _L) for f in ("n", "cb", "h", "wd", "oh", "ow", "kh", "kw", "sh", "sw",
-                                    "dh", "dw", "pt", "pl", "pb", "pr", "k", "average",
-                                    "include_pad"))]
-
-
-class BBinaryArgs(ctypes.Structure):
-    _fields_ = [("a", _P), ("b", _P), ("y", _P),
-                *((f, _L) for f in ("n", "cb", "hw", "k", "bmode", "nbi", "op")),
-                ("lo", _F), ("hi", _F)]
-
-
-class BPadArgs(ctypes.Structure):
-    _fields_ = [("y", _P), *((f, _L) for f in ("n", "cb", "hw", "k", "c"))]
-
-
-class BConcatArgs(ctypes.Structure):
-    _fields_ = [("xs", _P), ("cs", _P), ("y", _P),
-                *((f, _L) for f in ("count", "n", "hw", "k"))]
-
-
-_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs)
-_lib.mi_blocked_isa.restype, _lib.mi_blocked_isa.argtypes = ctypes.c_int, []
-_lib.mi_blocked_sizes.restype, _lib.mi_blocked_sizes.argtypes = None, [ctypes.POINTER(_L)]
-_sizes = (_L * len(_STRUCTS))()
-_lib.mi_blocked_sizes(_sizes)
-if [ctypes.sizeof(s) for s in _STRUCTS] != list(_sizes):  # pragma: no cover - a build bug
-    raise ImportError(f"mini_infer_cpu_native._blocked: the structs' sizes {list(_sizes)} "
-                      "differ from blocked.py's mirrors; reinstall mini-infer-cpu-native")
-
-_conv = _kernel("mi_bconv2d_f32", BConvArgs)
-_pool = _kernel("mi_bpool2d_f32", BPoolArgs)
-_binary = _kernel("mi_bbinary_f32", BBinaryArgs)
-_padzero = _kernel("mi_bpadzero_f32", BPadArgs)
-_concat = _kernel("mi_bconcat_f32", BConcatArgs)
-
-#: the block sizes this CPU's kernels run (bit 0: 8, bit 1: 16)
-ISA = int(_lib.mi_blocked_isa())
 _forced: list[TensorFormat | None] = []
 
 
@@ -139,154 +120,72 @@ def set_offered(fmt: TensorFormat | None | bool) -> None:
         _forced.append(None)
 
 
-def _ptr(a: Array | None) -> int | None:
-    return None if a is None else a.ctypes.data
-
-
-def _ready(*arrays: Array | None) -> bool:
-    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous
-                             and a.flags.aligned) for a in arrays)
-
-
-def _check(kernel: str, ok: bool, what: str) -> None:
-    if not ok:
-        raise ValueError(f"{kernel}: {what}")
-
-
-# -- the kernels' calls -------------------------------------------------------------------
-
-
-def pack_dense(w: Array, k: int) -> Array:
-    """ONNX weights (M, C, kh, kw) as the dense kernel reads them: (ceil(M/k), kh, kw, C, k)
-    (a tap's input channels in a row), the missing output channels zeros."""
-    m, c, kh, kw = w.shape
-    # no padded copy where M is whole blocks: the transpose below copies once (at a model's
-    # first run, into fresh memory: ResNet-50's 100 MB of weights were written twice)
-    full = w if m % k == 0 and w.dtype == np.float32 else _padded_channels(w, k)
-    return np.ascontiguousarray(full.reshape(-1, k, c, kh, kw).transpose(0, 3, 4, 2, 1))
-
-
-def pack_depthwise(w: Array, k: int) -> Array:
-    """Depthwise ONNX weights (C, 1, kh, kw) as (ceil(C/k), kh, kw, k)."""
-    kh, kw = w.shape[2], w.shape[3]
-    return np.ascontiguousarray(
-        _padded_channels(w[:, 0], k).reshape(-1, k, kh, kw).transpose(0, 2, 3, 1))
-
-
-def _padded_channels(v: Array, k: int) -> Array:
-    """``v`` (C, ...) with zero rows up to a multiple of k."""
-    c = v.shape[0]
-    out = np.zeros((-(-c // k) * k, *v.shape[1:]), np.float32)
-    out[:c] = v
-    return out
-
-
-def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Array, *,
-              c_in: int, c_out: int, kernel: Sequence[int], strides: Sequence[int],
-              dilations: Sequence[int], begin: Sequence[int], depthwise: bool, lo: float,
-              hi: float, act: Act = (0, 0.0, 0.0)) -> Call:
-    """The call writing the blocked ``y`` (N, ceil(M/k), OH, OW, k) = act(clamp(conv(x) +
-    bias + res, lo, hi)) from the blocked ``x``, the packed weights ``wp``
-    (:func:`pack_dense` / :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats)."""
-    name = "mi_bconv2d_f32"
-    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16),
-           f"x {x.shape} and y {y.shape} must be blocked 2-D tensors of one block size")
-    k = x.shape[4]
-    _check(name, _ready(x, wp, bias, res, y), "arrays must be float32, C-contiguous, aligned")
-    _check(name, x.shape[1] == -(-c_in // k) and y.shape[1] == -(-c_out // k)
-           and x.shape[0] == y.shape[0], f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
-    kh, kw = (int(v) for v in kernel)
-    want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_in, k)
-    _check(name, wp.shape == want, f"packed weights {wp.shape}, expected {want}")
-    _check(name, bias is None or bias.shape == (y.shape[1] * k,),
-           f"bias of shape {getattr(bias, 'shape', None)}, expected ({y.shape[1] * k},)")
-    _check(name, res is None or res.shape == y.shape,
-           f"residual of shape {getattr(res, 'shape', None)}, expected y's {y.shape}")
-    args = BConvArgs(_ptr(x), _ptr(wp), _ptr(bias), _ptr(res), _ptr(y), x.shape[0], c_in,
-                     x.shape[1], x.shape[2], x.shape[3], c_out, y.shape[1], y.shape[2],
-                     y.shape[3], kh, kw, int(strides[0]), int(strides[1]), int(dilations[0]),
-                     int(dilations[1]), int(begin[0]), int(begin[1]), k, int(depthwise),
-                     float(lo), float(hi), int(act[0]), float(act[1]), float(act[2]))
-    return _call(_conv, args, x, wp, bias, res, y)
-
-
-def pool_call(x: Array, y: Array, *, kernel: Sequence[int], strides: Sequence[int],
-              dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
-              average: bool, include_pad: bool) -> Call:
-    """The call pooling the blocked ``x`` into the blocked ``y`` (``end``: the padding after)."""
-    name = "mi_bpool2d_f32"
-    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16)
-           and x.shape[:2] == y.shape[:2], f"x {x.shape} and y {y.shape}")
-    _check(name, _ready(x, y), "arrays must be float32, C-contiguous, aligned")
-    args = BPoolArgs(_ptr(x), _ptr(y), x.shape[0], x.shape[1], x.shape[2], x.shape[3],
-                     y.shape[2], y.shape[3], int(kernel[0]), int(kernel[1]), int(strides[0]),
-                     int(strides[1]), int(dilations[0]), int(dilations[1]), int(begin[0]),
-                     int(begin[1]), int(end[0]), int(end[1]), x.shape[4], int(average),
-                     int(include_pad))
-    return _call(_pool, args, x, y)
-
-
-_OPS = {"add": 0, "mul": 1, "sub": 2, "rsub": 3}
-
-
-def binary_call(a: Array, b: Array, y: Array, op: str, lo: float = -np.inf,
-                hi: float = np.inf) -> Call:
-    """``y = a OP b`` (op: add, mul, sub, rsub: b - a): ``a`` and ``y`` blocked of one shape,
-    ``b`` too, or one vector per (image, block): (1 or N, CB, 1, ..., 1, k)."""
-    name = "mi_bbinary_f32"
-    _check(name, a.shape == y.shape and a.ndim >= 4 and a.shape[-1] in (8, 16),
-           f"a {a.shape} and y {y.shape}")
-    _check(name, _ready(a, b, y), "arrays must be float32, C-contiguous, aligned")
-    k, n, cb = a.shape[-1], a.shape[0], a.shape[1]
-    hw = math.prod(a.shape[2:-1])
-    if b.shape == a.shape:
-        mode, nbi = 0, n
-    else:
-        _check(name, b.ndim == a.ndim and b.shape[1] == cb and b.shape[-1] == k
-               and b.shape[0] in (1, n) and math.prod(b.shape[2:-1]) == 1, f"b {b.shape}")
-        mode, nbi = 1, b.shape[0]
-    args = BBinaryArgs(_ptr(a), _ptr(b), _ptr(y), n, cb, hw, k, mode, nbi, _OPS[op], float(lo),
-                       float(hi))
-    return _call(_binary, args, a, b, y)
-
-
-def padzero_call(y: Array, c: int) -> Call:
-    """The call writing 0 into the lanes of ``y``'s last block past channel ``c``."""
-    _check("mi_bpadzero_f32", _ready(y) and y.ndim >= 4, f"y {y.shape}")
-    args = BPadArgs(_ptr(y), y.shape[0], y.shape[1], math.prod(y.shape[2:-1]), y.shape[-1], c)
-    return _call(_padzero, args, y)
-
-
-def concat_call(xs: Sequence[Array], cs: Sequence[int], y: Array) -> Call:
-    """The call concatenating the blocked ``xs`` (``cs`` channels each) on channels into
-    ``y``."""
-    name = "mi_bconcat_f32"
-    k = y.shape[-1]
-    _check(name, _ready(y, *xs) and all(
-        x.shape[0] == y.shape[0] and x.shape[2:] == y.shape[2:] and x.shape[1] == -(-c // k)
-        for x, c in zip(xs, cs, strict=True)), f"inputs {[x.shape for x in xs]} into {y.shape}")
-    ptrs = (_P * len(xs))(*(_ptr(x) for x in xs))
-    counts = (_L * len(cs))(*cs)
-    args = BConcatArgs(ctypes.cast(ptrs, _P), ctypes.cast(counts, _P), _ptr(y), len(xs),
-                       y.shape[0], math.prod(y.shape[2:-1]), k)
-    return _call(_concat, args, *xs, y, ptrs, counts)
-
-
 # -- what the plugins declare, and their blocked runs ----------------------------------------
 
 
-def _blocked_at(desc: PluginTensorDesc) -> bool:
-    """Whether ``desc`` is the format offered, float32, 2-D with known channels."""
+def _blocked_at(desc: PluginTensorDesc, ranks: Sequence[int] = (4,)) -> bool:
+    """Whether ``desc`` is the format offered, float32, of one of ``ranks`` (4: 2-D maps,
+    3: 1-D) with known channels."""
     return (desc.format is offered() and desc.format is not None
-            and desc.dtype is DataType.FLOAT and len(desc.shape) == 4 and desc.shape[1] >= 0)
+            and desc.dtype is DataType.FLOAT and len(desc.shape) in ranks
+            and desc.shape[1] >= 0)
 
 
 class _Formats:
-    """Shared by the mixins: the formats the plugin was configured with."""
+    """Shared by the mixins: what they declare to the builder, and the formats the plugin was
+    configured with.
+
+    :meth:`supports_format_combination` is a template method: a LINEAR position is answered
+    here, once for every mixin (the plugin's own answer, the next class's in the MRO, where
+    the node's data is LINEAR or the position is one of :meth:`_linear_input`'s; else False,
+    or :meth:`_linear_beside`'s answer), and a blocked one by :meth:`_blocked_combination`,
+    which is all a new blocked plugin declares."""
 
     input_descs: list[PluginTensorDesc | None]
     output_descs: list[PluginTensorDesc]
     _calls: tuple[tuple[Any, ...], list[Call]] | None = None
+    #: the ranks of the blocked tensors the kernels take (4: 2-D maps; 3: 1-D too, only
+    #: for Conv and BatchNormalization: a rank-3 elementwise chain is a transformer's
+    #: (N, sequence, hidden) as often as a 1-D map, and would go blocked by the cost model
+    #: with reformats around it)
+    _ranks: tuple[int, ...] = (4,)
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                     num_inputs: int) -> bool:
+        desc = in_out[pos]
+        side = pos < num_inputs and self._linear_input(pos, num_inputs)
+        if desc.format is LINEAR:
+            if side or self._lead(pos, in_out, num_inputs) is LINEAR:
+                return bool(super().supports_format_combination(  # type: ignore[misc]
+                    pos, in_out, num_inputs))
+            return self._linear_beside(pos, in_out, num_inputs)
+        return not side and self._blocked_combination(pos, in_out, num_inputs)
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        """Whether input ``pos`` stays LINEAR whatever the node's format (a constant: weights,
+        bounds, statistics). Default: none."""
+        return False
+
+    def _lead(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+              ) -> TensorFormat:
+        """The format the node runs in, as the positions before ``pos`` settled it (LINEAR:
+        the plugin's usual path). Default: the first input's."""
+        return in_out[0].format if pos else LINEAR
+
+    def _linear_beside(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+                       ) -> bool:
+        """Whether a LINEAR ``in_out[pos]`` (not a :meth:`_linear_input`) is taken in a node
+        running blocked. Default: no."""
+        return False
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        """Whether the blocked ``in_out[pos]`` is taken (the positions before settled).
+        Default: the offered format, float32 of :attr:`_ranks`, the first input's format and
+        rank."""
+        desc, first = in_out[pos], in_out[0]
+        return _blocked_at(desc, self._ranks) and (pos == 0 or (
+            desc.format is first.format and len(desc.shape) == len(first.shape)))
 
     def _block(self) -> int:
         """The block of this node's output (0: LINEAR, the plugin's usual path)."""
@@ -311,8 +210,11 @@ class _Formats:
 
 
 class BlockedConv(_Formats):
-    """Conv: a 2-D float32 convolution of one group, or depthwise (group = C = M), takes the
-    blocked format at X, the residual and Y (W and B stay LINEAR constants)."""
+    """Conv: a 2-D or 1-D float32 convolution of one group, depthwise (group = C = M), or of
+    groups of whole blocks, takes the blocked format at X, the residual and Y (W and B stay
+    LINEAR constants); a 1-D one runs as a 2-D one of height 1."""
+
+    _ranks = (3, 4)
 
     attrs: dict[str, Any]
     hidden: dict[str, Any]
@@ -320,23 +222,27 @@ class BlockedConv(_Formats):
     _onnx_weights: Callable[[Array, int], Array]
     geometry: Callable[..., Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos in (1, 2)  # W, B
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
         desc, first = in_out[pos], in_out[0]
-        constant = pos in (1, 2) and pos < num_inputs  # W, B
-        if desc.format is LINEAR:
-            if constant or first.format is LINEAR:
-                return bool(super().supports_format_combination(  # type: ignore[misc]
-                    pos, in_out, num_inputs))
-            return False
-        if not _blocked_at(desc) or constant:
+        if not _blocked_at(desc, self._ranks) or len(desc.shape) != len(first.shape):
             return False
         if pos == 0:
             w = in_out[1]
-            if len(w.shape) != 4 or min(w.shape) < 1:
+            if len(w.shape) != len(first.shape) or min(w.shape) < 1:
                 return False
             group, c, m = int(self.attrs.get("group") or 1), first.shape[1], w.shape[0]
-            return (group == 1 and w.shape[1] == c) or (group == c == m and w.shape[1] == 1)
+            if group == c == m and w.shape[1] == 1:
+                return True  # depthwise
+            # dense, or groups of whole blocks (grouped ones of other widths decline: the
+            # builder keeps the node LINEAR, reformatting around it where its neighbours
+            # run blocked; the kernel takes them, reading whole blocks, zeros between)
+            k = desc.format.block
+            return w.shape[1] * group == c and m % group == 0 and (
+                group == 1 or (w.shape[1] % k == 0 and (m // group) % k == 0))
         return desc.format is first.format  # the residual and Y
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
@@ -364,20 +270,28 @@ class BlockedConv(_Formats):
         k = self._block()
         if not k:
             return False
-        depthwise = group != 1
-        c_in = w.shape[0] if depthwise else w.shape[1]
-        win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), w.shape)
+        c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
+        depthwise = group != 1 and group == c_in == w.shape[0]
+        if x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
+            x, out = x[:, :, None], out[:, :, None]
+            r = None if r is None else r[:, :, None]
+        wshape = (*w.shape[:2], 1, w.shape[2]) if w.ndim == 3 else w.shape
+        win, geo = self.geometry((x.shape[0], c_in, x.shape[2], x.shape[3]), wshape)
 
         def packed(v: Array) -> Array:
             onnx = self._onnx_weights(v, group)
-            return pack_depthwise(onnx, k) if depthwise else pack_dense(onnx, k)
+            if onnx.ndim == 3:
+                onnx = onnx[:, :, None]
+            return pack_depthwise(onnx, k) if depthwise else pack_grouped(onnx, k, group) \
+                if group > 1 else pack_dense(onnx, k)
 
         wp = self._derived(w, ("blocked", k), packed)
         bias = None if b is None else self._derived(
             b, ("blocked-bias", k), lambda v: _padded_channels(v.astype(np.float32), k))
-        call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=w.shape[0],
+        call = conv_call(x, wp, bias, r, out, c_in=c_in, c_out=wshape[0],
                          kernel=win.kernel, strides=win.strides, dilations=win.dilations,
-                         begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act)
+                         begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act,
+                         group=group)
         return self._run_blocked(key, [call])
 
 
@@ -386,15 +300,10 @@ class BlockedPool(_Formats):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        if len(in_out) - num_inputs != 1 or not _blocked_at(desc):
-            return False
-        return pos == 0 or desc.format is first.format
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        return len(in_out) - num_inputs == 1 and super()._blocked_combination(
+            pos, in_out, num_inputs)
 
     def _blocked_pool(self, x: Array, out: Array, average: bool) -> bool:
         if not self._block():
@@ -410,14 +319,6 @@ class BlockedPool(_Formats):
 class BlockedGlobalPool(_Formats):
     """GlobalAveragePool, 2-D float32: X and Y blocked (Y (N, C/k, 1, 1, k))."""
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        return _blocked_at(desc) and (pos == 0 or first.format is desc.format)
-
     def _global_calls(self, x: Any, out: Any) -> list[Call] | None:
         """The blocked mean of each channel (None: this node is not blocked)."""
         if not self._block() or not isinstance(x, np.ndarray) or x.ndim != 5:
@@ -427,24 +328,25 @@ class BlockedGlobalPool(_Formats):
                           begin=(0, 0), end=(0, 0), average=True, include_pad=False)]
 
 
-def _per_channel(shape: Sequence[int], c: int) -> bool:
-    """A LINEAR operand broadcast as one value per channel of a 4-D tensor of c channels (or
-    one value): (C, 1, 1), (1, C, 1, 1), (1,), ()."""
+def _per_channel(shape: Sequence[int], c: int, rank: int = 4) -> bool:
+    """A LINEAR operand broadcast as one value per channel of a tensor of ``rank`` and c
+    channels (or one value): (C, 1, 1), (1, C, 1, 1), (1,), () for rank 4."""
     if math.prod(shape) == 1 and min(shape, default=1) >= 0:
         return True
-    full = (1,) * (4 - len(shape)) + tuple(shape)
-    return len(shape) <= 4 and full[0] == 1 and full[1] == c and full[2:] == (1, 1)
+    full = (1,) * (rank - len(shape)) + tuple(shape)
+    return len(shape) <= rank and full[0] == 1 and full[1] == c and all(
+        d == 1 for d in full[2:])
 
 
 def _operand(desc: PluginTensorDesc, out: PluginTensorDesc) -> str:
     """How a blocked operand meets the output: "full" (its shape), "vector" (one value per
     image and channel), "" (neither)."""
     s, o = desc.shape, out.shape
-    if len(s) != 4 or s[1] != o[1]:
+    if len(s) != len(o) or len(s) not in (3, 4) or s[1] != o[1]:
         return ""
     if tuple(s) == tuple(o) and all(d >= 0 for d in s[1:]):
         return "full"
-    if tuple(s[2:]) == (1, 1) and (s[0] == 1 or s[0] == o[0]):
+    if all(d == 1 for d in s[2:]) and (s[0] == 1 or s[0] == o[0]):
         return "vector"
     return ""
 
@@ -455,24 +357,34 @@ class BlockedBinary(Derived, _Formats):
 
     op_type: str
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
+    def _lead(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+              ) -> TensorFormat:
+        """Either operand may be the blocked one: the first blocked before ``pos``."""
+        return next((in_out[i].format for i in range(min(pos, num_inputs))
+                     if in_out[i].format is not LINEAR), LINEAR)
+
+    def _linear_beside(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+                       ) -> bool:
+        """Beside a blocked operand: a LINEAR value per channel (or one value)."""
+        desc = in_out[pos]
+        out = in_out[num_inputs]
+        return (num_inputs == 2 and pos < num_inputs and desc.dtype is DataType.FLOAT
+                and _per_channel(desc.shape, out.shape[1], len(out.shape)))
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
         desc, out = in_out[pos], in_out[num_inputs]
-        if num_inputs != 2 or (desc.format is LINEAR and all(
-                in_out[i].format is LINEAR for i in range(pos))):
-            return desc.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
+        if num_inputs != 2 or not _blocked_at(desc, self._ranks):
+            return False
         fmt = next(in_out[i].format for i in range(3) if in_out[i].format is not LINEAR)
         if pos < num_inputs:
-            if desc.format is LINEAR:  # beside a blocked operand: a value per channel
-                return desc.dtype is DataType.FLOAT and _per_channel(desc.shape, out.shape[1])
-            return desc.format is fmt and _blocked_at(desc) and bool(_operand(desc, out))
-        if any(in_out[i].format is LINEAR and not _per_channel(in_out[i].shape, out.shape[1])
-               for i in range(2)):
+            return desc.format is fmt and bool(_operand(desc, out))
+        if any(in_out[i].format is LINEAR and not _per_channel(
+                in_out[i].shape, out.shape[1], len(out.shape)) for i in range(2)):
             return False
         modes = [_operand(in_out[i], out) for i in range(2)
                  if in_out[i].format is not LINEAR]
-        return desc.format is fmt and _blocked_at(desc) and "full" in modes
+        return desc.format is fmt and "full" in modes
 
     def _binary_calls(self, a: Any, b: Any, out: Any) -> list[Call] | None:
         """The blocked ``out = a OP b`` (None: this node is not blocked)."""
@@ -484,12 +396,12 @@ class BlockedBinary(Derived, _Formats):
 
         def vector(v: Array) -> Array:
             per_channel = np.broadcast_to(np.asarray(v, np.float32).reshape(-1), (c,))
-            return _padded_channels(per_channel, k).reshape(1, -1, 1, 1, k)
+            return _padded_channels(per_channel, k).reshape(1, -1, *(1,) * (out.ndim - 3), k)
 
         operands = []
         for arr, desc in zip((a, b), self.input_descs, strict=True):
             if desc is not None and desc.format is LINEAR:  # one value per channel (or one)
-                arr = self._derived(arr, ("blocked", k, c), vector)
+                arr = self._derived(arr, ("blocked", k, c, out.ndim), vector)
             operands.append(arr)
         x, y = operands
         if x.shape != out.shape:  # the vector first: swapped (both ops commute)
@@ -502,15 +414,11 @@ class BlockedConcat(_Formats):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        axis = int(self.attrs.get("axis", 1))
-        return (num_inputs > 1 and axis in (1, -3) and _blocked_at(desc)
-                and (pos == 0 or desc.format is first.format))
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        axis, rank = int(self.attrs.get("axis", 1)), len(in_out[0].shape)
+        return num_inputs > 1 and axis % max(rank, 1) == 1 and super()._blocked_combination(
+            pos, in_out, num_inputs)
 
     def _concat_calls(self, xs: Sequence[Array], out: Array) -> list[Call] | None:
         if not self._block():
@@ -526,14 +434,6 @@ class BlockedUnary(_Formats):
 
     op_type: str
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            return first.format is LINEAR and bool(
-                super().supports_format_combination(pos, in_out, num_inputs))  # type: ignore[misc]
-        return _blocked_at(desc) and (pos == 0 or desc.format is first.format)
-
     def _pad_calls(self, out: Array) -> list[Call]:
         """After the function: the padding lanes zeroed where f(0) != 0 and Y is blocked."""
         if not self._block() or self.op_type not in ("Sigmoid", "HardSigmoid"):
@@ -546,35 +446,120 @@ class BlockedAffine(_Formats):
     var LINEAR constants); one output only (training mode's statistics stay LINEAR)."""
 
     _affine: tuple[Array, Array, Array, Array] | None = None
+    _ranks = (3, 4)
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if desc.format is LINEAR:
-            if (0 < pos < num_inputs) or first.format is LINEAR:
-                return bool(super().supports_format_combination(  # type: ignore[misc]
-                    pos, in_out, num_inputs))
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # scale, B, mean, var
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first = in_out[0]
+        if len(in_out) - num_inputs != 1 or any(
+                len(d.shape) != 1 or d.shape[0] != first.shape[1]
+                for d in in_out[1:num_inputs]):
             return False
-        if (0 < pos < num_inputs or len(in_out) - num_inputs != 1 or not _blocked_at(desc)
-                or any(len(d.shape) != 1 or d.shape[0] != first.shape[1]
-                       for d in in_out[1:num_inputs])):
-            return False
-        return pos == 0 or desc.format is first.format
+        return super()._blocked_combination(pos, in_out, num_inputs)
 
     def _affine_calls(self, x: Array, a: Array, b: Array, out: Array, relu: bool
                       ) -> list[Call] | None:
-        """``out = max?(x * a + b)`` blocked: a Mul then an Add (the clamp) by per-channel
-        vectors, zeros past C (None: this node is not blocked)."""
+        """``out = max?(x * a + b)`` blocked in one pass (the clamp: the fused Relu), a and b
+        per-channel vectors with zeros past C (None: this node is not blocked)."""
         k = self._block()
         if not k:
             return None
         kept = self._affine
-        if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k:
+        if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k \
+                or kept[2].ndim != x.ndim:
             av, bv = (_padded_channels(v.astype(np.float32).reshape(-1), k).reshape(
-                1, -1, 1, 1, k) for v in (a, b))
+                1, -1, *(1,) * (x.ndim - 3), k) for v in (a, b))
             kept = self._affine = (a, b, av, bv)
-        return [binary_call(x, kept[2], out, "mul"),
-                binary_call(out, kept[3], out, "add", 0.0 if relu else -np.inf)]
+        return [binary_call(x, kept[2], out, "scale_shift", 0.0 if relu else -np.inf,
+                            shift=kept[3])]
+
+
+class BlockedReduce(BlockedGlobalPool):
+    """ReduceMean of a 4-D float32 X (N, C, H, W) into (N, C, 1, 1) (keepdims, the spatial
+    axes: the mean over axes of size 1 changes nothing, so the output's shape is the test,
+    also where the axes are an input): X and Y blocked, the axes a LINEAR constant."""
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # the axes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first, out = in_out[0], in_out[num_inputs]
+        return (len(in_out) - num_inputs == 1 and len(first.shape) == len(out.shape) == 4
+                and tuple(out.shape) == (*first.shape[:2], 1, 1) and min(first.shape) >= 0
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+
+class BlockedSplit(_Formats):
+    """Split on the channels of a 4-D float32 X: X and every output blocked (the sizes a
+    LINEAR constant, or the outputs' channels)."""
+
+    axis: Callable[[int], int]
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # the sizes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first = in_out[0]
+        return (len(first.shape) == 4 and self.axis(4) == 1
+                and all(len(d.shape) == 4 and d.shape[1] >= 0 for d in in_out[num_inputs:])
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+    def _split_calls(self, x: Any, outs: Sequence[Any]) -> list[Call] | None:
+        """The blocked split of ``x`` into ``outs`` (None: this node is not blocked)."""
+        if not self._block() or len(outs) != len(self.output_descs):
+            return None
+        return [split_call(x, outs, [d.shape[1] for d in self.output_descs])]
+
+
+class BlockedResize(_Formats):
+    """Resize, linear or nearest, of the two spatial axes of a 4-D float32 X: X and Y blocked
+    (roi, scales and sizes LINEAR), by ``_resize.c``'s tables over whole blocks; a run whose
+    tables do not apply (a roi over N or C, say) goes through LINEAR copies."""
+
+    opts: dict[str, Any]
+    plan: Callable[..., Any]
+    operands: Callable[..., Any]
+    _bz_last: tuple[tuple[Any, ...], list[Call]] | None = None
+
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # roi, scales, sizes
+
+    def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                             num_inputs: int) -> bool:
+        first, out, o = in_out[0], in_out[num_inputs], self.opts
+        return (o["mode"] in ("linear", "nearest") and o["ctm"] != "tf_crop_and_resize"
+                and not o["antialias"] and len(in_out) - num_inputs == 1
+                and len(out.shape) == 4 and tuple(out.shape[:2]) == tuple(first.shape[:2])
+                and super()._blocked_combination(pos, in_out, num_inputs))
+
+    def _resized(self, x: Array, ins: Sequence[Any], out: Array) -> bool:
+        """Resize the blocked ``x`` into ``out`` where this node is blocked (False: it is
+        not)."""
+        k = self._block()
+        if not k or self.input_descs[0] is None:
+            return False
+        from ._resize import tables
+
+        shape = tuple(self.input_descs[0].shape)
+        steps = tuple(self.plan(shape, *self.operands(x, *ins)))
+        last = self._bz_last
+        if last is not None and last[0][0] is x and last[0][1] is out and last[0][2] == steps:
+            run_calls(last[1])
+            return True
+        tab = tables(shape, steps, self.opts)
+        if tab is None:  # through LINEAR: cpu_basic's over the logical tensor
+            fmt = self.output_descs[0].format
+            y = super().compute(from_format(x, fmt, shape), *ins)  # type: ignore[misc]
+            to_format(np.asarray(y, np.float32), fmt, out=out)
+            return True
+        self._bz_last = ((x, out, steps), [resize_call(x, out, tab)])
+        run_calls(self._bz_last[1])
+        return True
 
 
 class _Add(BlockedBinary, CpuPlugin):
@@ -611,13 +596,8 @@ class _Clamp(BlockedUnary, CpuPlugin):
 
     attrs: dict[str, Any]
 
-    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
-                                    num_inputs: int) -> bool:
-        desc, first = in_out[pos], in_out[0]
-        if 0 < pos < num_inputs:  # Clip_11's bounds: scalars
-            return desc.format is LINEAR and (first.format is not LINEAR or bool(
-                super().supports_format_combination(pos, in_out, num_inputs)))
-        return bool(super().supports_format_combination(pos, in_out, num_inputs))
+    def _linear_input(self, pos: int, num_inputs: int) -> bool:
+        return pos > 0  # Clip_11's bounds: scalars
 
     def compute(self, x: Array, *bounds: Array | None, out: Array, **kw: Any) -> None:
         super().compute(x, *bounds, out=out, **kw)

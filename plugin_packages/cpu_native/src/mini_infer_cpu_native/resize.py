@@ -6,8 +6,9 @@ and einsums (365 ms of LRASPP's 900 at 512x512).
 The tables (source rows and columns and their weights) follow cpu_basic's coordinate and
 rounding rules (:func:`mini_infer_cpu_plugins.ops.resize.axis_taps`) and are made once per
 input shape and plan; the compiled call is kept while the node's arrays are the same objects.
-Anything else (cubic, antialiased downscaling, tf_crop_and_resize, other axes, other dtypes,
-strided arrays) is cpu_basic's.
+Blocked (CHW16 / CHW8) where the builder chose it: the same tables over whole channel blocks
+(``mi_bresize_f32``). Anything else (cubic, antialiased downscaling, tf_crop_and_resize,
+other axes, other dtypes, strided arrays) is cpu_basic's.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from numpy.typing import NDArray
 
 from ._native import Call, run_calls, usable
 from ._resize import Tables, resize2d_call, tables
+from .blocked import BlockedResize
 
 __all__ = ["Resize", "Resize_11"]
 
 Array = NDArray[Any]
 
 
-class _Compiled2d:
-    """The compiled Resize where :func:`._resize.tables` applies."""
+class _Compiled2d(BlockedResize):
+    """The compiled Resize where :func:`._resize.tables` applies (over whole channel blocks
+    where the builder chose the blocked format: :class:`.blocked.BlockedResize`)."""
 
     opts: dict[str, Any]
     #: (input shape, plan) -> tables (None: the kernel does not apply)
@@ -36,10 +39,12 @@ class _Compiled2d:
     _rz_last: tuple[tuple[Any, ...], Call] | None = None
 
     def compute(self, x: Array, *ins: Array | None, out: Any = None, **kw: Any) -> Any:
+        if isinstance(out, np.ndarray) and self._resized(x, ins, out):  # blocked
+            return None
         if x.dtype != np.float32 or x.ndim < 2 or not (
                 out is None or (isinstance(out, np.ndarray) and out.dtype == np.float32)):
             return super().compute(x, *ins, out=out, **kw)  # type: ignore[misc]
-        steps = tuple(self.plan(x.shape, *self.operands(x, *ins)))  # type: ignore[attr-defined]
+        steps = tuple(self.plan(x.shape, *self.operands(x, *ins)))
         if self._rz_tables is None:
             self._rz_tables = {}
         key = (x.shape, steps)

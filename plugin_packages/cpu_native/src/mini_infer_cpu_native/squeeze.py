@@ -2,7 +2,8 @@
 squeeze-and-excitation block compiled (``_vec.c``).
 
 * ReduceMean over the trailing axes of a C-contiguous input (any ``keepdims``: the output's
-  elements are the same; the axes an attribute or a constant input), and GlobalAveragePool:
+  elements are the same; the axes an attribute or a constant input), and GlobalAveragePool
+  (both blocked over the spatial axes where the builder chose it: :mod:`.blocked`):
   the mean of each row of the input seen as (leading elements, trailing elements), one
   vectorised pass (NumPy's reduction over the last two axes of (1, 72, 28, 28) took ~60 us
   here, this ~6);
@@ -31,7 +32,7 @@ from mini_infer_core.ops import lazy_kernels
 
 from ._native import Call, run_calls, usable
 from ._vec import row_mean_call, row_scale_call
-from .blocked import BlockedBinary, BlockedGlobalPool
+from .blocked import BlockedBinary, BlockedGlobalPool, BlockedReduce
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.elementwise import Mul
@@ -87,8 +88,9 @@ def _mean_call(x: Array, out: Array, first: int) -> Call | None:
     return row_mean_call(x, out, rows, cols)
 
 
-class _Mean(_Cached, CpuPlugin):
-    """ReduceMean (with cpu_basic's reduction family, ``ReduceKernel``, after it)."""
+class _Mean(BlockedReduce, _Cached, CpuPlugin):
+    """ReduceMean (with cpu_basic's reduction family, ``ReduceKernel``, after it); blocked
+    over the spatial axes where the builder chose the blocked format (:mod:`.blocked`)."""
 
     reduce_axes: Callable[[Sequence[int], int], tuple[int, ...] | None]
 
@@ -96,8 +98,9 @@ class _Mean(_Cached, CpuPlugin):
                 keepdims: int = 1, **kw: Any) -> Any:
         if self._replayed((x, axes, out)):
             return None
-        call = None
-        if isinstance(x, np.ndarray) and x.ndim and out is not None:
+        blocked = self._global_calls(x, out)  # blocked (NCHWc): blocked.py
+        call = blocked[0] if blocked else None
+        if call is None and isinstance(x, np.ndarray) and x.ndim and out is not None:
             first = _trailing(self.reduce_axes(as_ints(axes), x.ndim), x.ndim)
             call = None if first is None else _mean_call(x, out, first)
         if call is None:
@@ -108,6 +111,8 @@ class _Mean(_Cached, CpuPlugin):
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
         x, out = inputs[0], outputs[0]
+        if self._block():  # blocked (NCHWc): blocked.py
+            return self._bound(lambda: self._global_calls(x, out))
         axes = inputs[1] if len(inputs) > 1 else None
         if not isinstance(x, np.ndarray) or not isinstance(out, np.ndarray) or not x.ndim or (
                 axes is not None and (not isinstance(axes, np.ndarray) or axes.flags.writeable)):

@@ -839,9 +839,12 @@ static void nbits_products(unsigned seed) {
     free(want[0]), free(want[1]);
 }
 
+static void blocked_more(unsigned seed);
+
 /* the channel-blocked kernels (_blocked.c) at each block size the CPU runs, against plain
  * loops over the same blocked layout: a padded strided 3x3 convolution with residual and
- * clamp, a depthwise one, max pooling, a broadcast Mul, Concat at an unaligned offset */
+ * clamp, a depthwise one, max pooling, a broadcast Mul, Concat at an unaligned offset (then
+ * blocked_more: a grouped convolution, scale and shift, Split, Resize) */
 static void blocked_kernels(unsigned seed) {
     enum { N = 2, C = 11, M = 19, H = 9, W = 10, OH = 5, OW = 5 };
     for (long k = 8; k <= 16; k += 8) {
@@ -945,6 +948,116 @@ static void blocked_kernels(unsigned seed) {
         CHECK(mi_bpadzero_f32(&z) == 0, "bpadzero failed");
         free(x), free(w), free(b), free(r), free(y), free(wd), free(yd), free(yp), free(s);
         free(ym), free(yc);
+    }
+    blocked_more(seed + 1);
+}
+
+/* more channel-blocked kernels (_blocked.c), each block size the CPU runs, against plain
+ * loops: a grouped 3x3 convolution (3 groups of 4 -> 6 channels: blocks span groups), the
+ * one-pass scale and shift, Split at an unaligned offset, a two-tap Resize */
+static void blocked_more(unsigned seed) {
+    enum { N = 2, G = 3, CG = 4, MG = 6, C = G * CG, M = G * MG, H = 5, W = 7, OH = 9, OW = 4 };
+    for (long k = 8; k <= 16; k += 8) {
+        if (!(mi_blocked_isa() & (k == 8 ? 1 : 2))) continue;
+        long cbi = (C + k - 1) / k, cbo = (M + k - 1) / k, bad = 0;
+        float *x = randoms(N * cbi * H * W * k, &seed, 2.0f);
+        for (long i = 0; i < N * cbi * H * W * k; i++)
+            if ((i / (H * W * k)) % cbi == cbi - 1 && (i % k) >= C - (cbi - 1) * k) x[i] = 0;
+        /* grouped: ONNX weights (M, CG, 3, 3) packed as (cbo, 3, 3, cw, k) */
+        float *wo = randoms(M * CG * 9, &seed, 1.0f);
+        long lo[8], hi[8], cw = 0;
+        for (long ob = 0; ob < cbo; ob++) {
+            long first = ob * k, last = (first + k < M ? first + k : M) - 1;
+            lo[ob] = (first / MG) * CG, hi[ob] = (last / MG + 1) * CG;
+            cw = hi[ob] - lo[ob] > cw ? hi[ob] - lo[ob] : cw;
+        }
+        float *wp = calloc((size_t)(cbo * 9 * cw * k), sizeof(float));
+        for (long o = 0; o < M; o++)
+            for (long c = 0; c < CG; c++)
+                for (long t = 0; t < 9; t++) {
+                    long ob = o / k, at = (o / MG) * CG + c - lo[ob];
+                    wp[((ob * 9 + t) * cw + at) * k + o % k] = wo[(o * CG + c) * 9 + t];
+                }
+        float *yg = randoms(N * cbo * H * W * k, &seed, 1.0f);
+        mi_bconv_args g = {x, wp, NULL, NULL, yg, N, C, cbi, H, W, M, cbo, H, W, 3, 3, 1, 1, 1, 1,
+                           1, 1, k, 0, -INFINITY, INFINITY, 0, 0.0f, 0.0f, G, cw};
+        CHECK(mi_bconv2d_f32(&g) == 0, "bconv grouped failed");
+        for (long n = 0; n < N; n++)
+            for (long o = 0; o < cbo * k; o++)
+                for (long oy = 0; oy < H; oy++)
+                    for (long ox = 0; ox < W; ox++) {
+                        double sum = 0;
+                        for (long c = 0; o < M && c < CG; c++)
+                            for (long i = 0; i < 3; i++)
+                                for (long j = 0; j < 3; j++) {
+                                    long iy = oy - 1 + i, ix = ox - 1 + j, ic = (o / MG) * CG + c;
+                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                    sum += (double)wo[(o * CG + c) * 9 + i * 3 + j] *
+                                           x[(((n * cbi + ic / k) * H + iy) * W + ix) * k + ic % k];
+                                }
+                        bad += !near(yg[(((n * cbo + o / k) * H + oy) * W + ox) * k + o % k], sum, 1e-4);
+                    }
+        CHECK(bad == 0, "bconv grouped k=%ld: %ld sums differ from the plain loops", k, bad);
+        /* x * a + b per channel, clamped below at 0 */
+        float *sa = randoms(cbi * k, &seed, 1.0f), *sb = randoms(cbi * k, &seed, 1.0f);
+        float *ys = randoms(N * cbi * H * W * k, &seed, 1.0f);
+        mi_bbinary_args ss = {x, sa, ys, N, cbi, H * W, k, 1, 1, 4, 0.0f, INFINITY, sb};
+        CHECK(mi_bbinary_f32(&ss) == 0, "bbinary scale_shift failed");
+        bad = 0;
+        for (long i = 0; i < N * cbi * H * W * k; i++) {
+            long v = ((i / (H * W * k)) % cbi) * k + i % k;
+            double want = (double)x[i] * sa[v] + sb[v];
+            bad += !near(ys[i], want < 0 ? 0 : want, 1e-5);
+        }
+        CHECK(bad == 0, "bbinary scale_shift k=%ld: %ld values differ", k, bad);
+        /* Split of x's C channels into 5 and C - 5 (the second starts inside a block) */
+        long cs[2] = {5, C - 5}, cb0 = (5 + k - 1) / k, cb1 = (C - 5 + k - 1) / k;
+        float *y0 = randoms(N * cb0 * H * W * k, &seed, 1.0f), *y1 = randoms(N * cb1 * H * W * k, &seed, 1.0f);
+        float *const ys2[2] = {y0, y1};
+        mi_bsplit_args sp = {x, ys2, cs, 2, N, H * W, k};
+        CHECK(mi_bsplit_f32(&sp) == 0, "bsplit failed");
+        bad = 0;
+        for (long n = 0; n < N; n++)
+            for (long q = 0; q < H * W; q++)
+                for (long part = 0; part < 2; part++) {
+                    long cbp = part ? cb1 : cb0;
+                    for (long c = 0; c < cbp * k; c++) {
+                        long src = c + part * 5;
+                        float want = c >= cs[part] ? 0.0f : x[((n * cbi + src / k) * H * W + q) * k + src % k];
+                        bad += ys2[part][((n * cbp + c / k) * H * W + q) * k + c % k] != want;
+                    }
+                }
+        CHECK(bad == 0, "bsplit k=%ld: %ld values differ", k, bad);
+        /* Resize to OH x OW: rows and columns two taps each, weights in [0, 1) */
+        long rows[2 * OH], cols[2 * OW];
+        float ry[OH], rx[OW];
+        for (long i = 0; i < OH; i++) {
+            rows[2 * i] = (i * 7) % H, rows[2 * i + 1] = (i * 3 + 1) % H;
+            ry[i] = (float)(i % 4) * 0.25f;
+        }
+        for (long i = 0; i < OW; i++) {
+            cols[2 * i] = (i * 5) % W, cols[2 * i + 1] = (i * 2 + 3) % W;
+            rx[i] = (float)(i % 3) * 0.3f;
+        }
+        float *yr = randoms(N * cbi * OH * OW * k, &seed, 1.0f);
+        mi_bresize_args rz = {x, yr, rows, cols, ry, rx, N, cbi, H, W, OH, OW, k};
+        CHECK(mi_bresize_f32(&rz) == 0, "bresize failed");
+        bad = 0;
+        for (long nb = 0; nb < N * cbi; nb++)
+            for (long oy = 0; oy < OH; oy++)
+                for (long ox = 0; ox < OW; ox++)
+                    for (long l = 0; l < k; l++) {
+                        const float *xb = x + nb * H * W * k;
+                        double t0 = xb[(rows[2 * oy] * W + cols[2 * ox]) * k + l];
+                        double t1 = xb[(rows[2 * oy] * W + cols[2 * ox + 1]) * k + l];
+                        double b0 = xb[(rows[2 * oy + 1] * W + cols[2 * ox]) * k + l];
+                        double b1 = xb[(rows[2 * oy + 1] * W + cols[2 * ox + 1]) * k + l];
+                        double t = t0 + rx[ox] * (t1 - t0), b = b0 + rx[ox] * (b1 - b0);
+                        bad += !near(yr[((nb * OH + oy) * OW + ox) * k + l], t + ry[oy] * (b - t), 1e-5);
+                    }
+        CHECK(bad == 0, "bresize k=%ld: %ld values differ", k, bad);
+        free(x), free(wo), free(wp), free(yg), free(sa), free(sb), free(ys), free(y0), free(y1);
+        free(yr);
     }
 }
 
