@@ -172,7 +172,7 @@ int mi_qgemm_set_isa(int level) {
 /* whether the kernels of `level` can run on this CPU */
 int mi_qgemm_supported(int level) { return q_supported(level); }
 
-/* ---- packing A (per call) --------------------------------------------------------------- */
+/* ---- packing A (per thread, inside the product's one dispatch) -------------------------- */
 
 /* rows per panel and bytes per element of packed A */
 static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
@@ -185,12 +185,16 @@ typedef struct {
     const uint8_t *a;          /* rows, or NULL for the image below */
     long lda;
     const mi_qconv_args *conv; /* the image and window, or NULL */
+    int direct;                /* conv: a 1 x 1 window without padding (rows read in place) */
 } qsrc;
 
-/* row i of A (k bytes) from an image: each tap's cg channels copied, the zero point outside */
-static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
+/* row i of A (k bytes) from an image: a pointer into the image where the row is one run of
+ * it (a 1 x 1 window inside the image), else the taps' cg channels copied into `row`, the
+ * zero point outside */
+static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uint8_t *row) {
     long per = v->oh * v->ow, b = i / per, p = i % per, oy = p / v->ow, ox = p % v->ow;
     const uint8_t *img = (const uint8_t *)v->x + b * v->h * v->w * v->c + v->c0;
+    if (direct) return img + (oy * v->sh * v->w + ox * v->sw) * v->c;
     const uint8_t zero = (uint8_t)v->gemm.za;
     long at = 0;
     const long ix0 = ox * v->sw - v->pw, run = v->kw * v->cg;
@@ -210,111 +214,77 @@ static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
         }
         for (long tx = 0; tx < v->kw; tx++, at += v->cg) {
             long ix = ox * v->sw - v->pw + tx * v->dw;
-            if (iy < 0 || iy >= v->h || ix < 0 || ix >= v->w)
+            if (ix < 0 || ix >= v->w)
                 memset(row + at, zero, (size_t)v->cg);
             else
                 memcpy(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
         }
     }
-    (void)k;
+    return row;
 }
 
-/* one row (k bytes at src; ^flip: uint8 a') into its place in A's panels (mr rows, kq4 quads
- * each: [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past k); returns
- * the sum of a' over the row */
-CLONES static int32_t q_pack_row(const uint8_t *src, long i, long k, uint8_t flip, int mr,
-                                 int esize, long kq4, void *out) {
+/* one row (k bytes at src; ^flip: uint8 a') into row r of its panel `out` (kq4 quads of mr
+ * rows: [quad][row][4] of uint8 (esize 1) or int16 (esize 2), zeros past k); returns the sum
+ * of a' over the row where `sum` is set (else 0) */
+CLONES static int32_t q_pack_row(const uint8_t *src, long r, long k, uint8_t flip, int mr,
+                                 int esize, int sum, void *out) {
     const long kq = k / 4, step = (long)mr * 4;
     const uint32_t flip4 = 0x01010101u * flip;
-    long ip = i / mr, r = i % mr;
     uint32_t s = 0;
-    for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
+    if (sum)
+        for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
     if (esize == 1) { /* one 4-byte copy per quad */
-        uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
+        uint8_t *dst = (uint8_t *)out + r * 4;
         for (long q = 0; q < kq; q++) {
             uint32_t v;
             memcpy(&v, src + 4 * q, 4);
             v ^= flip4;
             memcpy(dst + q * step, &v, 4);
         }
-        for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
+        if (k > 4 * kq) {
+            uint8_t t[4] = {0, 0, 0, 0};
+            for (long kk = 4 * kq; kk < k; kk++) t[kk % 4] = src[kk] ^ flip;
+            memcpy(dst + kq * step, t, 4);
+        }
     } else {
-        int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
+        int16_t *dst = (int16_t *)out + r * 4;
         for (long q = 0; q < kq; q++)
             for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
-        for (long kk = 4 * kq; kk < k; kk++)
-            dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+        if (k > 4 * kq) {
+            int16_t t[4] = {0, 0, 0, 0};
+            for (long kk = 4 * kq; kk < k; kk++) t[kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+            memcpy(dst + kq * step, t, sizeof t);
+        }
     }
     return (int32_t)s;
 }
 
-typedef struct {
-    qsrc src;
-    long m, k, kq4;
-    uint8_t flip;
-    int mr, esize;
-    void *out;
-    int32_t *rowsum;
-    atomic_int failed; /* a part found no memory for its row */
-} qpack_job;
-
-/* the row panels of one part: zeroed (rows past m, k past K), then filled row by row */
-static void q_pack_part(const void *job, int part, int parts) {
-    qpack_job *j = (qpack_job *)job;
-    long mp = (j->m + j->mr - 1) / j->mr, p0, p1;
-    mi_pool_share(mp, part, parts, &p0, &p1);
-    if (p0 >= p1) return;
-    size_t panel = (size_t)(j->kq4 * j->mr * 4 * j->esize);
-    memset((uint8_t *)j->out + p0 * panel, 0, (size_t)(p1 - p0) * panel);
-    uint8_t local[4096], *row = local;
-    if (j->src.conv && j->k > (long)sizeof local) {
-        row = malloc((size_t)j->k);
-        if (!row) {
-            atomic_store(&j->failed, 1);
-            return;
-        }
-    }
-    for (long i = p0 * j->mr; i < lmin(p1 * j->mr, j->m); i++) {
-        const uint8_t *src = j->src.a + i * j->src.lda;
-        if (j->src.conv) {
-            q_conv_row(j->src.conv, i, j->k, row);
-            src = row;
-        }
-        j->rowsum[i] = q_pack_row(src, i, j->k, j->flip, j->mr, j->esize, j->kq4, j->out);
-    }
-    if (row != local) free(row);
-}
-
-/* A (m x k from src; ^flip: uint8 a') into its panels with the row sums, on the pool where
- * it is large enough; 0, or MI_ENOMEM */
-static int q_pack_a(const qsrc *src, long m, long k, uint8_t flip, int mr, int esize, long kq4,
-                    void *out, int32_t *rowsum) {
-    qpack_job j = {.src = *src, .m = m, .k = k, .kq4 = kq4, .flip = flip, .mr = mr,
-                   .esize = esize, .out = out, .rowsum = rowsum};
-    atomic_init(&j.failed, 0);
-    if (m * k < 65536L || mi_pool_run(q_pack_part, &j) != 0 || atomic_load(&j.failed)) {
-        atomic_store(&j.failed, 0);
-        q_pack_part(&j, 0, 1);
-    }
-    return atomic_load(&j.failed) ? MI_ENOMEM : MI_OK;
-}
-
 /* ---- the job ----------------------------------------------------------------------------- */
 
+/* One dispatch on the pool: the product is cut into units (a block of row panels, a run of
+ * column-panel pairs); a part packs its block of A (the activation's rows, or a
+ * convolution's windows) into its thread's buffer (mi_pool_scratch: kept from call to call,
+ * so no page is touched for the first time per call), with the row sums, then runs the
+ * micro-kernels over it column pair by column pair (each pair of B panels read from L1/L2
+ * once per row panel, the block of A from L2) and the epilogue of each tile. A part's
+ * consecutive units of one block pack it once. */
 typedef struct {
-    const void *ap;        /* packed A */
-    const int32_t *rowsum; /* (m) */
+    qsrc src;
     const int8_t *bp;      /* packed B */
     const int8_t *btail;   /* 64 bytes per full panel: its k % 4 last rows, padded; or NULL */
     const int8_t *blast;   /* the last partial panel, kq4 padded quads; or NULL */
-    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] */
+    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] (+ an int32 bias) */
     const int *zb;
     long zb_step;
     const float *mult, *bias;
     long mult_step;
     void *c;
     long m, n, k, kq, kq4, ldc, mp, np;
-    int isa, mr, esize, out, zy;
+    long bpanels, nblocks, nchunks; /* row panels per block, blocks, column chunks */
+    size_t panel_bytes, buf_bytes;  /* one packed panel; a part's buffer (A, sums, a row) */
+    uint8_t *own;                   /* the caller's buffer when it runs the job alone */
+    int isa, mr, esize, out, zy, rowsums;
+    uint8_t flip;
     float lo, hi;
 } qjob;
 
@@ -560,10 +530,11 @@ static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, l
     micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
 }
 
-/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rowsum (modulo 2^32), then by
- * the output's kind; w columns written from column j0 */
-CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, long j0, long w) {
-    uint32_t rs = (uint32_t)g->rowsum[i];
+/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rs (modulo 2^32; rs the row's
+ * sum of a'), then by the output's kind; w columns written from column j0 of row i */
+CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                                  long j0, long w) {
+    uint32_t rs = (uint32_t)rsum;
     int32_t v[QNB];
     for (long j = 0; j < w; j++) {
         uint32_t zb = (uint32_t)g->zb[(j0 + j) * g->zb_step];
@@ -604,11 +575,11 @@ CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, lon
     }
 }
 
-/* row panel ip of column panel jp: the sums, then the epilogue */
-static void q_unit(const qjob *g, long ip, long jp) {
+/* the rows of row panel ip (its packed panel `apanel`, its row sums `rs`) times column
+ * panel jp: the sums, then the epilogue */
+static void q_unit(const qjob *g, const void *apanel, const int32_t *rs, long ip, long jp) {
     int32_t acc[QMR_MAX * QNB];
     memset(acc, 0, sizeof acc);
-    const void *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4 * g->esize;
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
     long rows = lmin(g->mr, g->m - ip * g->mr);
     if (w == QNB) {
@@ -617,40 +588,84 @@ static void q_unit(const qjob *g, long ip, long jp) {
     } else {
         micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
     }
-    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
+    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, rs[r], j0, w);
 }
 
-/* row panel ip of column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
+/* row panel ip times column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
  * rows or more as one 8 x 32 tile; everything else panel by panel */
-static void q_unit2(const qjob *g, long ip, long jq) {
-    long jp = 2 * jq, rows = lmin(g->mr, g->m - ip * g->mr);
+static void q_unit2(const qjob *g, const void *apanel, const int32_t *rs, long ip, long jq) {
+    long jp = 2 * jq;
 #if Q_HAVE_X86
+    long rows = lmin(g->mr, g->m - ip * g->mr);
     if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
         int32_t acc[2][QMR_MAX * QNB];
         memset(acc, 0, sizeof acc);
-        const uint8_t *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4;
         long j0 = jp * QNB;
-        micro_512_8x2(apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k, g->kq, acc[0],
-                      acc[1]);
+        micro_512_8x2((const uint8_t *)apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k,
+                      g->kq, acc[0], acc[1]);
         for (int h = 0; h < 2; h++) {
             if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
             for (long r = 0; r < rows; r++)
-                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, j0 + h * QNB, QNB);
+                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
         }
         return;
     }
 #endif
-    q_unit(g, ip, jp);
-    if (jp + 1 < g->np) q_unit(g, ip, jp + 1);
+    q_unit(g, apanel, rs, ip, jp);
+    if (jp + 1 < g->np) q_unit(g, apanel, rs, ip, jp + 1);
 }
 
-/* units (row panel, pair of column panels), column major: consecutive units share B */
+/* block `blk`'s row panels packed into `ap` (panel_bytes apart) with their row sums */
+static void q_pack_block(const qjob *g, long blk, uint8_t *ap, int32_t *rs, uint8_t *row) {
+    const long i0 = blk * g->bpanels * g->mr;
+    const long i1 = lmin(g->m, i0 + g->bpanels * g->mr);
+    for (long i = i0; i < i1; i++) {
+        const long li = i - i0;
+        const uint8_t *src = g->src.conv ? q_conv_row(g->src.conv, g->src.direct, i, row)
+                                         : g->src.a + i * g->src.lda;
+        rs[li] = q_pack_row(src, li % g->mr, g->k, g->flip, g->mr, g->esize, g->rowsums,
+                            ap + (li / g->mr) * g->panel_bytes);
+    }
+    /* the last panel's rows past m: zeros (their sums are never written out) */
+    const long end = (i1 - i0 + g->mr - 1) / g->mr * g->mr;
+    for (long li = i1 - i0; li < end; li++) {
+        uint8_t *p = ap + (li / g->mr) * g->panel_bytes + (li % g->mr) * 4 * g->esize;
+        for (long q = 0; q < g->kq4; q++) memset(p + q * g->mr * 4 * g->esize, 0, 4 * (size_t)g->esize);
+        rs[li] = 0;
+    }
+}
+
+/* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
 static void q_part(const void *job, int part, int parts) {
     const qjob *g = job;
-    long units = g->mp * ((g->np + 1) / 2), begin, end;
-    mi_pool_share(units, part, parts, &begin, &end);
-    for (long u = begin; u < end; u++) q_unit2(g, u % g->mp, u / g->mp);
+    long begin, end;
+    mi_pool_share(g->nblocks * g->nchunks, part, parts, &begin, &end);
+    if (begin >= end) return;
+    uint8_t *buf = g->own ? g->own : (uint8_t *)mi_pool_scratch((long)(g->buf_bytes / 4 + 16));
+    if (!buf) return; /* the pool says so: the caller runs the job again alone */
+    uint8_t *ap = (uint8_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
+    const size_t a_bytes = (size_t)g->bpanels * g->panel_bytes;
+    int32_t *rs = (int32_t *)(ap + a_bytes);
+    uint8_t *row = (uint8_t *)(rs + g->bpanels * g->mr);
+    const long pairs = (g->np + 1) / 2;
+    long packed = -1;
+    for (long u = begin; u < end; u++) {
+        const long blk = u / g->nchunks, ch = u % g->nchunks;
+        if (blk != packed) {
+            q_pack_block(g, blk, ap, rs, row);
+            packed = blk;
+        }
+        long q0, q1;
+        mi_pool_share(pairs, (int)ch, (int)g->nchunks, &q0, &q1);
+        const long p0 = blk * g->bpanels, p1 = lmin(g->mp, p0 + g->bpanels);
+        for (long jq = q0; jq < q1; jq++)
+            for (long ip = p0; ip < p1; ip++)
+                q_unit2(g, ap + (ip - p0) * g->panel_bytes, rs + (ip - p0) * g->mr, ip, jq);
+    }
 }
+
+/* bytes of packed A per block: a budget that leaves L2 room for B's panels and C */
+#define Q_BLOCK_BYTES (96 * 1024)
 
 static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     if (!a->bp || !a->colsum || !a->c || !a->zb ||
@@ -659,7 +674,7 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
         (a->out != MI_Q_INT32 && !a->mult))
         return MI_EARGS;
     if (a->m == 0 || a->n == 0) return MI_OK;
-    qjob g = {.bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
+    qjob g = {.src = *src, .bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
               .bias = a->bias, .mult_step = a->mult_step, .c = a->c, .m = a->m, .n = a->n,
               .k = a->k, .ldc = a->ldc, .out = a->out, .zy = a->zy, .lo = a->lo, .hi = a->hi};
     g.isa = mi_qgemm_isa();
@@ -669,25 +684,35 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     g.kq4 = (g.k + 3) / 4;
     g.mp = (g.m + g.mr - 1) / g.mr;
     g.np = (g.n + QNB - 1) / QNB;
+    g.flip = a->a_signed ? 0x80 : 0;
+    /* the row sums only matter where a zero point of B is not 0 */
+    for (long j = 0; j < (g.zb_step ? g.n : 1) && !g.rowsums; j++) g.rowsums = a->zb[j] != 0;
+    g.panel_bytes = (size_t)(g.kq4 * g.mr * 4 * g.esize);
+    /* blocks of row panels within the budget, and at least two per thread where the rows
+     * allow; column chunks where the blocks are still fewer than four units per thread */
+    const long threads = g.m * g.n * lmax(g.k, 1) < 65536L ? 1 : lmax(1, mi_pool_get_threads());
+    g.bpanels = lmax(1, (long)(Q_BLOCK_BYTES / (g.panel_bytes ? g.panel_bytes : 1)));
+    if (threads > 1) g.bpanels = lmin(g.bpanels, (g.mp + 2 * threads - 1) / (2 * threads));
+    g.nblocks = (g.mp + g.bpanels - 1) / g.bpanels;
+    g.nchunks = threads == 1 ? 1
+                             : lmax(1, lmin((g.np + 1) / 2,
+                                            (4 * threads + g.nblocks - 1) / g.nblocks));
+    g.buf_bytes = 64 + (size_t)g.bpanels * g.panel_bytes +
+                  sizeof(int32_t) * (size_t)(g.bpanels * g.mr) +
+                  (src->conv && !src->direct ? (size_t)g.k : 0);
     const long r = g.k % 4, full = g.n / QNB, w_last = g.n - full * QNB;
-    const uint8_t flip = a->a_signed ? 0x80 : 0;
     const uint32_t za = (uint32_t)a->za + (a->a_signed ? 128u : 0u);
-    /* one block: packed A, row sums, column terms, B's padded tails */
-    size_t a_bytes = (size_t)(g.mp * g.kq4 * g.mr * 4 * g.esize);
-    size_t sizes[5] = {a_bytes, sizeof(int32_t) * (size_t)g.m, sizeof(int32_t) * (size_t)g.n,
-                       r ? (size_t)(64 * full) : 0, w_last ? (size_t)(64 * g.kq4) : 0};
-    size_t offs[5], total = 0;
-    for (int i = 0; i < 5; i++) {
+    /* one block: column terms, B's padded tails */
+    size_t sizes[3] = {sizeof(int32_t) * (size_t)g.n, r ? (size_t)(64 * full) : 0,
+                       w_last ? (size_t)(64 * g.kq4) : 0};
+    size_t offs[3], total = 0;
+    for (int i = 0; i < 3; i++) {
         offs[i] = total;
         total += (sizes[i] + 63) / 64 * 64;
     }
     uint8_t *block = aligned_alloc(64, total ? total : 64);
     if (!block) return MI_ENOMEM;
-    int32_t *rowsum = (int32_t *)(block + offs[1]), *colterm = (int32_t *)(block + offs[2]);
-    if (q_pack_a(src, g.m, g.k, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum)) {
-        free(block);
-        return MI_ENOMEM;
-    }
+    int32_t *colterm = (int32_t *)(block + offs[0]);
     for (long j = 0; j < g.n; j++)
         colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
                                za * (uint32_t)a->colsum[j]);
@@ -696,8 +721,8 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
             colterm[j] = (int32_t)((uint32_t)colterm[j] + (uint32_t)((const int32_t *)a->bias)[j]);
     const int8_t *bp = a->bp;
     if (r) { /* the k % 4 last rows of each full panel, as one padded quad */
-        int8_t *t = (int8_t *)(block + offs[3]);
-        memset(t, 0, sizes[3]);
+        int8_t *t = (int8_t *)(block + offs[1]);
+        memset(t, 0, sizes[1]);
         for (long p = 0; p < full; p++)
             for (long tt = 0; tt < r; tt++)
                 for (long j = 0; j < QNB; j++)
@@ -705,42 +730,50 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
         g.btail = t;
     }
     if (w_last) { /* the partial last panel, as kq4 padded quads */
-        int8_t *t = (int8_t *)(block + offs[4]);
-        const int8_t *src = bp + full * QNB * g.k;
-        memset(t, 0, sizes[4]);
+        int8_t *t = (int8_t *)(block + offs[2]);
+        const int8_t *last = bp + full * QNB * g.k;
+        memset(t, 0, sizes[2]);
         for (long q = 0; q < g.kq; q++)
             for (long j = 0; j < w_last; j++)
                 for (long tt = 0; tt < 4; tt++)
-                    t[q * 64 + j * 4 + tt] = src[(q * w_last + j) * 4 + tt];
+                    t[q * 64 + j * 4 + tt] = last[(q * w_last + j) * 4 + tt];
         for (long tt = 0; tt < r; tt++)
             for (long j = 0; j < w_last; j++)
-                t[g.kq * 64 + j * 4 + tt] = src[g.kq * 4 * w_last + tt * w_last + j];
+                t[g.kq * 64 + j * 4 + tt] = last[g.kq * 4 * w_last + tt * w_last + j];
         g.blast = t;
     }
-    g.ap = block + offs[0];
-    g.rowsum = rowsum;
     g.colterm = colterm;
-    /* small products are not worth waking the pool */
-    if (g.m * g.n * lmax(g.k, 1) < 65536L || mi_pool_run(q_part, &g) != 0) q_part(&g, 0, 1);
+    int rc = MI_OK;
+    /* small products are not worth waking the pool; a part without scratch: all alone */
+    if (threads == 1 || mi_pool_run(q_part, &g) != 0) {
+        g.own = malloc(g.buf_bytes);
+        if (g.own)
+            q_part(&g, 0, 1);
+        else
+            rc = MI_ENOMEM;
+        free(g.own);
+    }
     free(block);
-    return MI_OK;
+    return rc;
 }
 
 int mi_qgemm_i8(const mi_qgemm_args *a) {
     if (!a->a) return MI_EARGS;
-    qsrc src = {.a = a->a, .lda = a->lda, .conv = NULL};
+    qsrc src = {.a = a->a, .lda = a->lda, .conv = NULL, .direct = 0};
     return q_gemm(a, &src);
 }
 
 /* a convolution's product: A's rows the windows of an NHWC image (gemm.a unused), so that no
- * im2col matrix is made; the rows packed on the pool */
+ * im2col matrix is made; a 1 x 1 window without padding reads its rows in place */
 int mi_qconv_i8(const mi_qconv_args *v) {
     if (!v->x || ANY_NEGATIVE(v->n, v->h, v->w, v->c, v->c0, v->cg, v->kh, v->kw, v->ph, v->pw,
                               v->oh, v->ow) ||
         v->sh < 1 || v->sw < 1 || v->dh < 1 || v->dw < 1 || v->c0 + v->cg > v->c ||
         v->gemm.m != v->n * v->oh * v->ow || v->gemm.k != v->kh * v->kw * v->cg)
         return MI_EARGS;
-    qsrc src = {.a = NULL, .lda = 0, .conv = v};
+    const int direct = v->kh == 1 && v->kw == 1 && v->ph == 0 && v->pw == 0 &&
+                       (v->oh - 1) * v->sh < v->h && (v->ow - 1) * v->sw < v->w;
+    qsrc src = {.a = NULL, .lda = 0, .conv = v, .direct = direct};
     return q_gemm(&v->gemm, &src);
 }
 
