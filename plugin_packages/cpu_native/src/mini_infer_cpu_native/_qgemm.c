@@ -575,6 +575,96 @@ CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, int
     }
 }
 
+#if Q_HAVE_X86
+/* The epilogue of one row's 16 columns in vectors: the same float32 operations in the same
+ * order as q_epilogue_row (no FMA; max/min with the bound first, so a NaN passes as there;
+ * the conversion rounds half to even as rintf; the stores truncate as the casts), so the
+ * results are bit-identical. */
+Q_AVX512VNNI static void q_epi_512(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                                   long j0) {
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512((const void *)acc),
+                                 _mm512_loadu_si512((const void *)(g->colterm + j0)));
+    if (rsum) {
+        __m512i zb = g->zb_step ? _mm512_loadu_si512((const void *)(g->zb + j0))
+                                : _mm512_set1_epi32(g->zb[0]);
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(rsum)));
+    }
+    if (g->out == MI_Q_INT32) {
+        _mm512_storeu_si512((void *)((int32_t *)g->c + i * g->ldc + j0), v);
+        return;
+    }
+    __m512 m = g->mult_step ? _mm512_loadu_ps(g->mult + j0) : _mm512_set1_ps(g->mult[0]);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), m);
+    if (g->out == MI_Q_FLOAT) {
+        if (g->bias) f = _mm512_add_ps(f, _mm512_loadu_ps(g->bias + j0));
+        f = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), f));
+        _mm512_storeu_ps((float *)g->c + i * g->ldc + j0, f);
+        return;
+    }
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    f = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), f));
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(g->zy));
+    _mm_storeu_si128((__m128i *)((uint8_t *)g->c + i * g->ldc + j0), _mm512_cvtepi32_epi8(q));
+}
+
+Q_AVX2 static void q_epi_avx2(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                              long j0) {
+    __m256i v[2];
+    __m256 f[2];
+    for (int h = 0; h < 2; h++) {
+        const long j = j0 + 8 * h;
+        v[h] = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + 8 * h)),
+                                _mm256_loadu_si256((const __m256i *)(g->colterm + j)));
+        if (rsum) {
+            __m256i zb = g->zb_step ? _mm256_loadu_si256((const __m256i *)(g->zb + j))
+                                    : _mm256_set1_epi32(g->zb[0]);
+            v[h] = _mm256_sub_epi32(v[h], _mm256_mullo_epi32(zb, _mm256_set1_epi32(rsum)));
+        }
+        if (g->out == MI_Q_INT32) {
+            _mm256_storeu_si256((__m256i *)((int32_t *)g->c + i * g->ldc + j), v[h]);
+            continue;
+        }
+        __m256 m = g->mult_step ? _mm256_loadu_ps(g->mult + j) : _mm256_set1_ps(g->mult[0]);
+        f[h] = _mm256_mul_ps(_mm256_cvtepi32_ps(v[h]), m);
+        if (g->out == MI_Q_FLOAT) {
+            if (g->bias) f[h] = _mm256_add_ps(f[h], _mm256_loadu_ps(g->bias + j));
+            f[h] = _mm256_min_ps(_mm256_set1_ps(g->hi),
+                                 _mm256_max_ps(_mm256_set1_ps(g->lo), f[h]));
+            _mm256_storeu_ps((float *)g->c + i * g->ldc + j, f[h]);
+        }
+    }
+    if (g->out == MI_Q_INT32 || g->out == MI_Q_FLOAT) return;
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    __m256i q[2];
+    for (int h = 0; h < 2; h++) {
+        __m256 x = _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), f[h]));
+        q[h] = _mm256_add_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(g->zy));
+    }
+    /* 16 values in the output type's range: packed to 16 bytes in order */
+    __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);
+    __m256i p8 = g->out == MI_Q_U8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
+    p8 = _mm256_permute4x64_epi64(p8, 0x08);
+    _mm_storeu_si128((__m128i *)((uint8_t *)g->c + i * g->ldc + j0), _mm256_castsi256_si128(p8));
+}
+#endif
+
+/* the epilogue of w columns of row i from j0: 16 at once in vectors where the kernels are
+ * SIMD ones, else q_epilogue_row */
+static inline void q_epilogue(const qjob *g, const int32_t *acc, long i, int32_t rsum, long j0,
+                              long w) {
+#if Q_HAVE_X86
+    if (w == QNB && g->isa == QISA_AVX512VNNI) {
+        q_epi_512(g, acc, i, rsum, j0);
+        return;
+    }
+    if (w == QNB && g->isa != QISA_PLAIN) {
+        q_epi_avx2(g, acc, i, rsum, j0);
+        return;
+    }
+#endif
+    q_epilogue_row(g, acc, i, rsum, j0, w);
+}
+
 /* the rows of row panel ip (its packed panel `apanel`, its row sums `rs`) times column
  * panel jp: the sums, then the epilogue */
 static void q_unit(const qjob *g, const void *apanel, const int32_t *rs, long ip, long jp) {
@@ -588,7 +678,7 @@ static void q_unit(const qjob *g, const void *apanel, const int32_t *rs, long ip
     } else {
         micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
     }
-    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, rs[r], j0, w);
+    for (long r = 0; r < rows; r++) q_epilogue(g, acc + r * QNB, ip * g->mr + r, rs[r], j0, w);
 }
 
 /* row panel ip times column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
@@ -606,7 +696,7 @@ static void q_unit2(const qjob *g, const void *apanel, const int32_t *rs, long i
         for (int h = 0; h < 2; h++) {
             if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
             for (long r = 0; r < rows; r++)
-                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
+                q_epilogue(g, acc[h] + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
         }
         return;
     }
