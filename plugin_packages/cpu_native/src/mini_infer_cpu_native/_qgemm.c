@@ -282,6 +282,10 @@ typedef struct {
     long m, n, k, kq, kq4, ldc, mp, np;
     long bpanels, nblocks, nchunks; /* row panels per block, blocks, column chunks */
     size_t panel_bytes, buf_bytes;  /* one packed panel; a part's buffer (A, sums, a row) */
+    long kpad;       /* AVX-512 VNNI: bytes per row of A in a part's buffer (k rounded to 4) */
+    const uint8_t *abase; /* direct: row i of A at abase + i * alda, read in place */
+    long alda;
+    int rowmajor, direct; /* A row-major (AVX-512 VNNI); and read in place (no copy) */
     uint8_t *own;                   /* the caller's buffer when it runs the job alone */
     int isa, mr, esize, out, zy, rowsums;
     uint8_t flip;
@@ -413,8 +417,10 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
     ADD8(acc + 3 * QNB + 8, c31);
 }
 
-/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row */
-#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + 4 * (r))), bv)
+/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row. A is read row-major here (no panels):
+ * row r's quad q at a[r] + 4q, the rows `lda` bytes apart, straight from the activation (a
+ * 1 x 1 convolution's image, a MatMulInteger's A) or from a part's copy of its rows. */
+#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(a##r + 4 * q)), bv)
 #define ADD16(dst, x)                                                                        \
     _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
 /* an 8-row tile's accumulators (x0..x7) added into its rows of `acc`, QNB apart */
@@ -429,11 +435,16 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
         ADD16((acc) + 6 * QNB, x6);                                                          \
         ADD16((acc) + 7 * QNB, x7);                                                          \
     } while (0)
-Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq,
+/* the 8 rows' pointers */
+#define ROWS8(ap, lda)                                                                       \
+    const uint8_t *a0 = (ap), *a1 = a0 + (lda), *a2 = a1 + (lda), *a3 = a2 + (lda),          \
+                  *a4 = a3 + (lda), *a5 = a4 + (lda), *a6 = a5 + (lda), *a7 = a6 + (lda)
+Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *b, long nq,
                                      int32_t *acc) {
+    ROWS8(ap, lda);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0;
-    for (long q = 0; q < nq; q++, ap += 32, b += 64) {
+    for (long q = 0; q < nq; q++, b += 64) {
         __m512i bv = _mm512_loadu_si512((const void *)b);
         DP(c0, 0);
         DP(c1, 1);
@@ -451,15 +462,17 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq
  * two vpdpbusd, half the loads of A per product of the 8 x 16 tile) */
 #define DP2(x, y, r)                                                                         \
     do {                                                                                     \
-        __m512i av_ = _mm512_set1_epi32(q_ld4(ap + 4 * (r)));                                \
+        __m512i av_ = _mm512_set1_epi32(q_ld4(a##r + 4 * q));                                \
         x = _mm512_dpbusd_epi32(x, av_, b0);                                                 \
         y = _mm512_dpbusd_epi32(y, av_, b1);                                                 \
     } while (0)
-Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, const int8_t *p1,
-                                       long nq, int32_t *acc0, int32_t *acc1) {
+Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, long lda, const int8_t *p0,
+                                       const int8_t *p1, long nq, int32_t *acc0,
+                                       int32_t *acc1) {
+    ROWS8(ap, lda);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
-    for (long q = 0; q < nq; q++, ap += 32, p0 += 64, p1 += 64) {
+    for (long q = 0; q < nq; q++, p0 += 64, p1 += 64) {
         __m512i b0 = _mm512_loadu_si512((const void *)p0);
         __m512i b1 = _mm512_loadu_si512((const void *)p1);
         DP2(c0, d0, 0);
@@ -480,53 +493,60 @@ Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, cons
     ADD16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
 }
 
-/* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */
+/* one row: four accumulators over k (one chain of vpdpbusd each) */
+#define DP1(acc, at) \
+    acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + (at))), bv)
 Q_AVX512VNNI static void micro_512_1(const uint8_t *ap, const int8_t *b, long nq,
                                      int32_t *acc) {
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, bv;
     long q = 0;
-    for (; q + 4 <= nq; q += 4, ap += 128, b += 256) {
+    for (; q + 4 <= nq; q += 4, ap += 16, b += 256) {
         bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
+        DP1(c0, 0);
         bv = _mm512_loadu_si512((const void *)(b + 64));
-        DP(c1, 8);
+        DP1(c1, 4);
         bv = _mm512_loadu_si512((const void *)(b + 128));
-        DP(c2, 16);
+        DP1(c2, 8);
         bv = _mm512_loadu_si512((const void *)(b + 192));
-        DP(c3, 24);
+        DP1(c3, 12);
     }
-    for (; q < nq; q++, ap += 32, b += 64) {
+    for (; q < nq; q++, ap += 4, b += 64) {
         bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
+        DP1(c0, 0);
     }
     ADD16(acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
 }
 
-/* rows of the panel: 8 at once from 5 rows up, else one by one (a decoding step's row) */
-Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, long rows,
-                                   int32_t *acc) {
+/* rows of the panel: 8 at once (a full panel, or one padded in a part's buffer) from 5 rows
+ * up, else one by one (a decoding step's row) */
+Q_AVX512VNNI static void micro_512(const uint8_t *ap, long lda, const int8_t *b, long nq,
+                                   long rows, int32_t *acc) {
     if (rows > 4) {
-        micro_512_8(ap, b, nq, acc);
+        micro_512_8(ap, lda, b, nq, acc);
         return;
     }
-    for (long r = 0; r < rows; r++) micro_512_1(ap + 4 * r, b, nq, acc + r * QNB);
+    for (long r = 0; r < rows; r++) micro_512_1(ap + r * lda, b, nq, acc + r * QNB);
 }
 #endif
 
-/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b */
-static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, long nq,
-                  long rows, int32_t *acc) {
+/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b (AVX-512 VNNI: the
+ * panel's rows lda bytes apart) */
+static void micro(const qjob *g, const void *apanel, long lda, long q0, const int8_t *b,
+                  long nq, long rows, int32_t *acc) {
     if (nq <= 0) return;
     long off = q0 * g->mr * 4; /* elements */
 #if Q_HAVE_X86
     switch (g->isa) {
     case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, rows, acc); return;
     case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, rows, acc); return;
-    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVX512VNNI:
+        micro_512((const uint8_t *)apanel + 4 * q0, lda, b, nq, rows, acc);
+        return;
     default: break;
     }
 #endif
     (void)rows;
+    (void)lda;
     micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
 }
 
@@ -667,23 +687,25 @@ static inline void q_epilogue(const qjob *g, const int32_t *acc, long i, int32_t
 
 /* the rows of row panel ip (its packed panel `apanel`, its row sums `rs`) times column
  * panel jp: the sums, then the epilogue */
-static void q_unit(const qjob *g, const void *apanel, const int32_t *rs, long ip, long jp) {
+static void q_unit(const qjob *g, const void *apanel, long lda, const int32_t *rs, long ip,
+                   long jp) {
     int32_t acc[QMR_MAX * QNB];
     memset(acc, 0, sizeof acc);
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
     long rows = lmin(g->mr, g->m - ip * g->mr);
     if (w == QNB) {
-        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, rows, acc);
-        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, rows, acc);
+        micro(g, apanel, lda, 0, g->bp + j0 * g->k, g->kq, rows, acc);
+        if (g->btail) micro(g, apanel, lda, g->kq, g->btail + jp * 64, 1, rows, acc);
     } else {
-        micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
+        micro(g, apanel, lda, 0, g->blast, g->kq4, rows, acc);
     }
     for (long r = 0; r < rows; r++) q_epilogue(g, acc + r * QNB, ip * g->mr + r, rs[r], j0, w);
 }
 
 /* row panel ip times column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
  * rows or more as one 8 x 32 tile; everything else panel by panel */
-static void q_unit2(const qjob *g, const void *apanel, const int32_t *rs, long ip, long jq) {
+static void q_unit2(const qjob *g, const void *apanel, long lda, const int32_t *rs, long ip,
+                    long jq) {
     long jp = 2 * jq;
 #if Q_HAVE_X86
     long rows = lmin(g->mr, g->m - ip * g->mr);
@@ -691,42 +713,70 @@ static void q_unit2(const qjob *g, const void *apanel, const int32_t *rs, long i
         int32_t acc[2][QMR_MAX * QNB];
         memset(acc, 0, sizeof acc);
         long j0 = jp * QNB;
-        micro_512_8x2((const uint8_t *)apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k,
-                      g->kq, acc[0], acc[1]);
+        micro_512_8x2((const uint8_t *)apanel, lda, g->bp + j0 * g->k,
+                      g->bp + (j0 + QNB) * g->k, g->kq, acc[0], acc[1]);
         for (int h = 0; h < 2; h++) {
-            if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
+            if (g->btail)
+                micro(g, apanel, lda, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
             for (long r = 0; r < rows; r++)
                 q_epilogue(g, acc[h] + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
         }
         return;
     }
 #endif
-    q_unit(g, apanel, rs, ip, jp);
-    if (jp + 1 < g->np) q_unit(g, apanel, rs, ip, jp + 1);
+    q_unit(g, apanel, lda, rs, ip, jp);
+    if (jp + 1 < g->np) q_unit(g, apanel, lda, rs, ip, jp + 1);
 }
 
-/* block `blk`'s row panels packed into `ap` (panel_bytes apart) with their row sums */
-static void q_pack_block(const qjob *g, long blk, uint8_t *ap, int32_t *rs, uint8_t *row) {
-    const long i0 = blk * g->bpanels * g->mr;
-    const long i1 = lmin(g->m, i0 + g->bpanels * g->mr);
+/* one row of A row-major (k bytes at src, or already at dst) into dst: ^flip (uint8 a'),
+ * zeros up to kpad; returns the sum of a' where `sum` is set (else 0) */
+CLONES static int32_t q_copy_row(const uint8_t *src, uint8_t *dst, long k, long kpad,
+                                 uint8_t flip, int sum) {
+    if (src != dst) memcpy(dst, src, (size_t)k);
+    if (flip)
+        for (long kk = 0; kk < k; kk++) dst[kk] ^= flip;
+    for (long kk = k; kk < kpad; kk++) dst[kk] = 0;
+    uint32_t s = 0;
+    if (sum)
+        for (long kk = 0; kk < k; kk++) s += dst[kk];
+    return (int32_t)s;
+}
+
+/* A's rows [i0, i1) packed into `ap` (their panels, from the first) with their row sums */
+static void q_pack_rows(const qjob *g, long i0, long i1, uint8_t *ap, int32_t *rs,
+                        uint8_t *row) {
+    const mi_qconv_args *conv = g->src.conv;
     for (long i = i0; i < i1; i++) {
         const long li = i - i0;
-        const uint8_t *src = g->src.conv ? q_conv_row(g->src.conv, g->src.direct, i, row)
-                                         : g->src.a + i * g->src.lda;
+        if (g->rowmajor) {
+            uint8_t *dst = ap + li * g->kpad;
+            const uint8_t *src = conv ? q_conv_row(conv, g->src.direct, i, dst)
+                                      : g->src.a + i * g->src.lda;
+            rs[li] = q_copy_row(src, dst, g->k, g->kpad, g->flip, g->rowsums);
+            continue;
+        }
+        const uint8_t *src = conv ? q_conv_row(conv, g->src.direct, i, row)
+                                  : g->src.a + i * g->src.lda;
         rs[li] = q_pack_row(src, li % g->mr, g->k, g->flip, g->mr, g->esize, g->rowsums,
                             ap + (li / g->mr) * g->panel_bytes);
     }
     /* the last panel's rows past m: zeros (their sums are never written out) */
     const long end = (i1 - i0 + g->mr - 1) / g->mr * g->mr;
     for (long li = i1 - i0; li < end; li++) {
-        uint8_t *p = ap + (li / g->mr) * g->panel_bytes + (li % g->mr) * 4 * g->esize;
-        for (long q = 0; q < g->kq4; q++) memset(p + q * g->mr * 4 * g->esize, 0, 4 * (size_t)g->esize);
         rs[li] = 0;
+        if (g->rowmajor) {
+            memset(ap + li * g->kpad, 0, (size_t)g->kpad);
+            continue;
+        }
+        uint8_t *p = ap + (li / g->mr) * g->panel_bytes + (li % g->mr) * 4 * g->esize;
+        for (long q = 0; q < g->kq4; q++)
+            memset(p + q * g->mr * 4 * g->esize, 0, 4 * (size_t)g->esize);
     }
 }
 
 /* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
 static void q_part(const void *job, int part, int parts) {
+    static const int32_t zeros[QMR_MAX] = {0};
     const qjob *g = job;
     long begin, end;
     mi_pool_share(g->nblocks * g->nchunks, part, parts, &begin, &end);
@@ -738,19 +788,30 @@ static void q_part(const void *job, int part, int parts) {
     int32_t *rs = (int32_t *)(ap + a_bytes);
     uint8_t *row = (uint8_t *)(rs + g->bpanels * g->mr);
     const long pairs = (g->np + 1) / 2;
+    const long blda = g->rowmajor ? g->kpad : 0; /* the buffer's row stride */
     long packed = -1;
     for (long u = begin; u < end; u++) {
         const long blk = u / g->nchunks, ch = u % g->nchunks;
-        if (blk != packed) {
-            q_pack_block(g, blk, ap, rs, row);
+        const long p0 = blk * g->bpanels, p1 = lmin(g->mp, p0 + g->bpanels);
+        /* in place: only a last partial panel is copied (its rows padded to a whole panel) */
+        const int partial = g->direct && p1 == g->mp && g->m % g->mr;
+        if (blk != packed && (!g->direct || partial)) {
+            long i0 = g->direct ? (g->mp - 1) * g->mr : p0 * g->mr;
+            q_pack_rows(g, i0, lmin(g->m, p1 * g->mr), ap, rs, row);
             packed = blk;
         }
         long q0, q1;
         mi_pool_share(pairs, (int)ch, (int)g->nchunks, &q0, &q1);
-        const long p0 = blk * g->bpanels, p1 = lmin(g->mp, p0 + g->bpanels);
         for (long jq = q0; jq < q1; jq++)
-            for (long ip = p0; ip < p1; ip++)
-                q_unit2(g, ap + (ip - p0) * g->panel_bytes, rs + (ip - p0) * g->mr, ip, jq);
+            for (long ip = p0; ip < p1; ip++) {
+                if (!g->direct)
+                    q_unit2(g, ap + (ip - p0) * g->panel_bytes, blda, rs + (ip - p0) * g->mr,
+                            ip, jq);
+                else if (partial && ip == g->mp - 1)
+                    q_unit2(g, ap, blda, zeros, ip, jq);
+                else
+                    q_unit2(g, g->abase + ip * g->mr * g->alda, g->alda, zeros, ip, jq);
+            }
     }
 }
 
@@ -778,6 +839,22 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     /* the row sums only matter where a zero point of B is not 0 */
     for (long j = 0; j < (g.zb_step ? g.n : 1) && !g.rowsums; j++) g.rowsums = a->zb[j] != 0;
     g.panel_bytes = (size_t)(g.kq4 * g.mr * 4 * g.esize);
+    /* AVX-512 VNNI reads A row-major: in place where the rows need no change (uint8, whole
+     * quads, no row sums) and are evenly spaced (a matrix, a 1 x 1 stride-1 convolution) */
+    g.rowmajor = g.isa == QISA_AVX512VNNI;
+    g.kpad = g.kq4 * 4;
+    if (g.rowmajor && !g.flip && g.k % 4 == 0 && !g.rowsums) {
+        const mi_qconv_args *v = src->conv;
+        if (!v) {
+            g.direct = 1;
+            g.abase = src->a;
+            g.alda = src->lda;
+        } else if (src->direct && v->sh == 1 && v->sw == 1) {
+            g.direct = 1;
+            g.abase = (const uint8_t *)v->x + v->c0;
+            g.alda = v->c;
+        }
+    }
     /* blocks of row panels within the budget, and at least two per thread where the rows
      * allow; column chunks where the blocks are still fewer than four units per thread */
     const long threads = g.m * g.n * lmax(g.k, 1) < 65536L ? 1 : lmax(1, mi_pool_get_threads());
