@@ -286,6 +286,7 @@ typedef struct {
     const uint8_t *abase; /* direct: row i of A at abase + i * alda, read in place */
     long alda;
     int rowmajor, direct; /* A row-major (AVX-512 VNNI); and read in place (no copy) */
+    int fused;            /* AVX-512 VNNI's 8 x 32 tiles requantized in registers */
     uint8_t *own;                   /* the caller's buffer when it runs the job alone */
     int isa, mr, esize, out, zy, rowsums;
     uint8_t flip;
@@ -435,6 +436,18 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
         ADD16((acc) + 6 * QNB, x6);                                                          \
         ADD16((acc) + 7 * QNB, x7);                                                          \
     } while (0)
+/* the same, stored (the tile's first product) */
+#define STORE16_ROWS8(acc, x0, x1, x2, x3, x4, x5, x6, x7)                                   \
+    do {                                                                                     \
+        _mm512_storeu_si512((void *)(acc), x0);                                              \
+        _mm512_storeu_si512((void *)((acc) + QNB), x1);                                      \
+        _mm512_storeu_si512((void *)((acc) + 2 * QNB), x2);                                  \
+        _mm512_storeu_si512((void *)((acc) + 3 * QNB), x3);                                  \
+        _mm512_storeu_si512((void *)((acc) + 4 * QNB), x4);                                  \
+        _mm512_storeu_si512((void *)((acc) + 5 * QNB), x5);                                  \
+        _mm512_storeu_si512((void *)((acc) + 6 * QNB), x6);                                  \
+        _mm512_storeu_si512((void *)((acc) + 7 * QNB), x7);                                  \
+    } while (0)
 /* the 8 rows' pointers */
 #define ROWS8(ap, lda)                                                                       \
     const uint8_t *a0 = (ap), *a1 = a0 + (lda), *a2 = a1 + (lda), *a3 = a2 + (lda),          \
@@ -459,7 +472,8 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *
 }
 
 /* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
- * two vpdpbusd, half the loads of A per product of the 8 x 16 tile) */
+ * two vpdpbusd, half the loads of A per product of the 8 x 16 tile); the sums stored into
+ * acc0 and acc1 (not added) */
 #define DP2(x, y, r)                                                                         \
     do {                                                                                     \
         __m512i av_ = _mm512_set1_epi32(q_ld4(a##r + 4 * q));                                \
@@ -489,8 +503,8 @@ Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, long lda, const int8_t
         __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
                 "+v"(d7));
     }
-    ADD16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
-    ADD16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
+    STORE16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
+    STORE16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
 }
 
 /* one row: four accumulators over k (one chain of vpdpbusd each) */
@@ -666,6 +680,64 @@ Q_AVX2 static void q_epi_avx2(const qjob *g, const int32_t *acc, long i, int32_t
     p8 = _mm256_permute4x64_epi64(p8, 0x08);
     _mm_storeu_si128((__m128i *)((uint8_t *)g->c + i * g->ldc + j0), _mm256_castsi256_si128(p8));
 }
+
+/* 8 rows x 32 columns requantized in registers (uint8/int8 C, no row sums: B's zero points
+ * 0, K whole quads): micro_512_8x2's sums, then q_epi_512's operations on each accumulator
+ * (the same float32 operations in the same order: bit-identical), the bytes stored into the
+ * rows of C (ldc apart) from column j0 */
+#define REQ16(x, ct, m, row, col)                                                            \
+    do {                                                                                     \
+        __m512 f_ = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(x, ct)), m);            \
+        f_ = _mm512_min_ps(hiv, _mm512_max_ps(lov, f_));                                     \
+        __m512i q_ = _mm512_add_epi32(_mm512_cvtps_epi32(f_), zyv);                          \
+        _mm_storeu_si128((__m128i *)(c + (row) * ldc + (col)), _mm512_cvtepi32_epi8(q_));     \
+    } while (0)
+#define REQ_ROW(x, y, row)                                                                   \
+    do {                                                                                     \
+        REQ16(x, ct0, m0, row, 0);                                                           \
+        REQ16(y, ct1, m1, row, QNB);                                                         \
+    } while (0)
+Q_AVX512VNNI static void micro_512_8x2_q(const qjob *g, const uint8_t *ap, long lda,
+                                         long i0, long j0) {
+    ROWS8(ap, lda);
+    const int8_t *p0 = g->bp + j0 * g->k, *p1 = g->bp + (j0 + QNB) * g->k;
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
+    for (long q = 0; q < g->kq; q++, p0 += 64, p1 += 64) {
+        __m512i b0 = _mm512_loadu_si512((const void *)p0);
+        __m512i b1 = _mm512_loadu_si512((const void *)p1);
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
+        __asm__("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),
+                "+v"(c7));
+        __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
+                "+v"(d7));
+    }
+    const __m512i ct0 = _mm512_loadu_si512((const void *)(g->colterm + j0)),
+                  ct1 = _mm512_loadu_si512((const void *)(g->colterm + j0 + QNB));
+    const __m512 m0 = g->mult_step ? _mm512_loadu_ps(g->mult + j0) : _mm512_set1_ps(g->mult[0]);
+    const __m512 m1 =
+        g->mult_step ? _mm512_loadu_ps(g->mult + j0 + QNB) : _mm512_set1_ps(g->mult[0]);
+    const __m512 lov = _mm512_set1_ps(g->lo - (float)g->zy),
+                 hiv = _mm512_set1_ps(g->hi - (float)g->zy);
+    const __m512i zyv = _mm512_set1_epi32(g->zy);
+    uint8_t *c = (uint8_t *)g->c + i0 * g->ldc + j0;
+    const long ldc = g->ldc;
+    REQ_ROW(c0, d0, 0);
+    REQ_ROW(c1, d1, 1);
+    REQ_ROW(c2, d2, 2);
+    REQ_ROW(c3, d3, 3);
+    REQ_ROW(c4, d4, 4);
+    REQ_ROW(c5, d5, 5);
+    REQ_ROW(c6, d6, 6);
+    REQ_ROW(c7, d7, 7);
+}
 #endif
 
 /* the epilogue of w columns of row i from j0: 16 at once in vectors where the kernels are
@@ -710,8 +782,11 @@ static void q_unit2(const qjob *g, const void *apanel, long lda, const int32_t *
 #if Q_HAVE_X86
     long rows = lmin(g->mr, g->m - ip * g->mr);
     if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
-        int32_t acc[2][QMR_MAX * QNB];
-        memset(acc, 0, sizeof acc);
+        if (g->fused && rows == g->mr) {
+            micro_512_8x2_q(g, (const uint8_t *)apanel, lda, ip * g->mr, jp * QNB);
+            return;
+        }
+        int32_t acc[2][QMR_MAX * QNB]; /* written by micro_512_8x2 */
         long j0 = jp * QNB;
         micro_512_8x2((const uint8_t *)apanel, lda, g->bp + j0 * g->k,
                       g->bp + (j0 + QNB) * g->k, g->kq, acc[0], acc[1]);
@@ -774,6 +849,9 @@ static void q_pack_rows(const qjob *g, long i0, long i1, uint8_t *ap, int32_t *r
     }
 }
 
+/* bytes of B's panels that a part runs row panel by row panel across (in L2) */
+#define Q_B_CHUNK_BYTES (384 * 1024)
+
 /* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
 static void q_part(const void *job, int part, int parts) {
     static const int32_t zeros[QMR_MAX] = {0};
@@ -802,8 +880,14 @@ static void q_part(const void *job, int part, int parts) {
         }
         long q0, q1;
         mi_pool_share(pairs, (int)ch, (int)g->nchunks, &q0, &q1);
-        for (long jq = q0; jq < q1; jq++)
-            for (long ip = p0; ip < p1; ip++) {
+        /* B's panels of the chunk within L2: row panel by row panel, each across the chunk
+         * (its rows of C written together, the panel of A in L1); else column pair by pair
+         * (the pair in L1 across the block's panels) */
+        const int rows_first = (q1 - q0) * 2 * QNB * g->k <= Q_B_CHUNK_BYTES;
+        const long outer = rows_first ? p1 - p0 : q1 - q0, inner = rows_first ? q1 - q0 : p1 - p0;
+        for (long o = 0; o < outer; o++)
+            for (long in = 0; in < inner; in++) {
+                const long ip = p0 + (rows_first ? o : in), jq = q0 + (rows_first ? in : o);
                 if (!g->direct)
                     q_unit2(g, ap + (ip - p0) * g->panel_bytes, blda, rs + (ip - p0) * g->mr,
                             ip, jq);
@@ -843,6 +927,7 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
      * quads, no row sums) and are evenly spaced (a matrix, a 1 x 1 stride-1 convolution) */
     g.rowmajor = g.isa == QISA_AVX512VNNI;
     g.kpad = g.kq4 * 4;
+    g.fused = g.rowmajor && !g.rowsums && g.k % 4 == 0 && (g.out == MI_Q_U8 || g.out == MI_Q_S8);
     if (g.rowmajor && !g.flip && g.k % 4 == 0 && !g.rowsums) {
         const mi_qconv_args *v = src->conv;
         if (!v) {
