@@ -20,15 +20,23 @@
  * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
  * see whole 16 x 4 quads.
  *
- * A is packed per call (its rows are activations), on the thread pool: row panels of MR rows,
- * quads of 4 k, zero-padded (rows past M, k past K), with the row sums. For a convolution
- * (mi_qconv_i8) the rows are read from the windows of an NHWC image as they are packed (no
- * im2col matrix: a window row inside the image and across every channel is one copy). Kernels, chosen once by the CPU's
- * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
- * as mi_qgemm_set_isa does in tests):
+ * A (its rows are activations) is handled inside the product's one dispatch on the thread
+ * pool: each part takes a block of rows (and, where the blocks are too few for the threads, a
+ * chunk of B's columns), packs the block into its thread's kept scratch with the row sums
+ * (only where a zero point of B is not 0), runs the micro-kernels over it and the epilogue of
+ * each tile. For a convolution (mi_qconv_i8) the rows are read from the windows of an NHWC
+ * image as they are packed (no im2col matrix: a window row inside the image and across every
+ * channel is one copy). Kernels, chosen once by the CPU's features (mi_qgemm_isa;
+ * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice, as mi_qgemm_set_isa
+ * does in tests):
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
- *   panel: 8 x 16), A as u8 quads; up to 4 rows (a decoding step's one) row by row, four
- *   chains of vpdpbusd over k each. 128 x 768 x 768 on one Zen 4 core: 360-370 GOP/s.
+ *   panel: 8 x 16); up to 4 rows (a decoding step's one) row by row, four chains of
+ *   vpdpbusd over k each. A is read row-major (each row's quad broadcast from rows lda bytes
+ *   apart), so a uint8 A of whole quads with B's zero points 0 (symmetric weights) is read in
+ *   place: a MatMulInteger's A, a 1 x 1 stride-1 convolution's NHWC image (only a last
+ *   partial panel of 8 rows is copied); otherwise rows are copied (windows gathered, int8
+ *   flipped, k padded to whole quads) into the part's buffer. Those 8 x 32 tiles requantize
+ *   their uint8/int8 outputs straight from the registers (micro_512_8x2_q).
  * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
  * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
  *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
@@ -39,9 +47,10 @@
  *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel; the
  *   last rows of A (M % 4) one by one over the whole panel.
  * - plain C loops elsewhere (and in tests): the same sums, the same epilogue.
- * The epilogue is the same C code for every kernel (compiled for AVX2 and baseline x86-64):
- * float32 arithmetic as onnxruntime's (float(acc) * scale[j], then + bias[j]; no FMA), and
- * rintf's round half to even before the integer clamp. Results are bit-identical across
+ * The epilogue is the same arithmetic for every kernel (q_epilogue_row in C, q_epi_512 and
+ * q_epi_avx2 16 columns at once in vectors): float32 as onnxruntime's (float(acc) *
+ * scale[j], then + bias[j]; no FMA), clamped, then rounded half to even (rintf, or the
+ * vector conversion in the default rounding mode) and the zero point added. Results are bit-identical across
  * kernels and thread counts (each output is one thread's exact integer sum).
  */
 #include <stdatomic.h>
@@ -682,7 +691,7 @@ Q_AVX2 static void q_epi_avx2(const qjob *g, const int32_t *acc, long i, int32_t
 }
 
 /* 8 rows x 32 columns requantized in registers (uint8/int8 C, no row sums: B's zero points
- * 0, K whole quads): micro_512_8x2's sums, then q_epi_512's operations on each accumulator
+ * 0; K's last quad, if partial, from B's padded tails): micro_512_8x2's sums, then q_epi_512's operations on each accumulator
  * (the same float32 operations in the same order: bit-identical), the bytes stored into the
  * rows of C (ldc apart) from column j0 */
 #define REQ16(x, ct, m, row, col)                                                            \
@@ -718,6 +727,19 @@ Q_AVX512VNNI static void micro_512_8x2_q(const qjob *g, const uint8_t *ap, long 
                 "+v"(c7));
         __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
                 "+v"(d7));
+    }
+    if (g->btail) { /* K % 4 last rows: A's rows are zero-padded in the part's buffer */
+        const long q = g->kq;
+        __m512i b0 = _mm512_loadu_si512((const void *)(g->btail + j0 / QNB * 64));
+        __m512i b1 = _mm512_loadu_si512((const void *)(g->btail + (j0 / QNB + 1) * 64));
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
     }
     const __m512i ct0 = _mm512_loadu_si512((const void *)(g->colterm + j0)),
                   ct1 = _mm512_loadu_si512((const void *)(g->colterm + j0 + QNB));
@@ -927,7 +949,7 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
      * quads, no row sums) and are evenly spaced (a matrix, a 1 x 1 stride-1 convolution) */
     g.rowmajor = g.isa == QISA_AVX512VNNI;
     g.kpad = g.kq4 * 4;
-    g.fused = g.rowmajor && !g.rowsums && g.k % 4 == 0 && (g.out == MI_Q_U8 || g.out == MI_Q_S8);
+    g.fused = g.rowmajor && !g.rowsums && (g.out == MI_Q_U8 || g.out == MI_Q_S8);
     if (g.rowmajor && !g.flip && g.k % 4 == 0 && !g.rowsums) {
         const mi_qconv_args *v = src->conv;
         if (!v) {
