@@ -67,6 +67,11 @@ SHAPES = [
     (1, 6, 7, 7, 12, (3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),  # channel multiplier 2
     (1, 4, 5, 5, 6, (2, 2), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     (0, 4, 5, 5, 6, (3, 3), {"pads": [1, 1, 1, 1]}),
+    # several blocks of rows and chunks of columns per thread, K and N off the tiles
+    (1, 41, 30, 29, 70, (3, 3), {"pads": [1, 1, 1, 1]}),
+    # 1x1 windows read in place: grouped (a channel offset), strided, many rows
+    (1, 6, 5, 5, 4, (1, 1), {"group": 2}),
+    (2, 67, 31, 30, 45, (1, 1), {"strides": [2, 3]}),
 ]
 
 

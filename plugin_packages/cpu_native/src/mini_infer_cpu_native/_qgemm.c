@@ -20,15 +20,23 @@
  * partial panel are copied into zero-padded quads (a few KiB), so that the kernels only ever
  * see whole 16 x 4 quads.
  *
- * A is packed per call (its rows are activations), on the thread pool: row panels of MR rows,
- * quads of 4 k, zero-padded (rows past M, k past K), with the row sums. For a convolution
- * (mi_qconv_i8) the rows are read from the windows of an NHWC image as they are packed (no
- * im2col matrix: a window row inside the image and across every channel is one copy). Kernels, chosen once by the CPU's
- * features (mi_qgemm_isa; MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice,
- * as mi_qgemm_set_isa does in tests):
+ * A (its rows are activations) is handled inside the product's one dispatch on the thread
+ * pool: each part takes a block of rows (and, where the blocks are too few for the threads, a
+ * chunk of B's columns), packs the block into its thread's kept scratch with the row sums
+ * (only where a zero point of B is not 0), runs the micro-kernels over it and the epilogue of
+ * each tile. For a convolution (mi_qconv_i8) the rows are read from the windows of an NHWC
+ * image as they are packed (no im2col matrix: a window row inside the image and across every
+ * channel is one copy). Kernels, chosen once by the CPU's features (mi_qgemm_isa;
+ * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice, as mi_qgemm_set_isa
+ * does in tests):
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
- *   panel: 8 x 16), A as u8 quads; up to 4 rows (a decoding step's one) row by row, four
- *   chains of vpdpbusd over k each. 128 x 768 x 768 on one Zen 4 core: 360-370 GOP/s.
+ *   panel: 8 x 16); up to 4 rows (a decoding step's one) row by row, four chains of
+ *   vpdpbusd over k each. A is read row-major (each row's quad broadcast from rows lda bytes
+ *   apart), so a uint8 A of whole quads with B's zero points 0 (symmetric weights) is read in
+ *   place: a MatMulInteger's A, a 1 x 1 stride-1 convolution's NHWC image (only a last
+ *   partial panel of 8 rows is copied); otherwise rows are copied (windows gathered, int8
+ *   flipped, k padded to whole quads) into the part's buffer. Those 8 x 32 tiles requantize
+ *   their uint8/int8 outputs straight from the registers (micro_512_8x2_q).
  * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
  * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
  *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
@@ -39,9 +47,10 @@
  *   when the tile is done. Tiles of 4 rows x 8 columns (8 accumulators), two per panel; the
  *   last rows of A (M % 4) one by one over the whole panel.
  * - plain C loops elsewhere (and in tests): the same sums, the same epilogue.
- * The epilogue is the same C code for every kernel (compiled for AVX2 and baseline x86-64):
- * float32 arithmetic as onnxruntime's (float(acc) * scale[j], then + bias[j]; no FMA), and
- * rintf's round half to even before the integer clamp. Results are bit-identical across
+ * The epilogue is the same arithmetic for every kernel (q_epilogue_row in C, q_epi_512 and
+ * q_epi_avx2 16 columns at once in vectors): float32 as onnxruntime's (float(acc) *
+ * scale[j], then + bias[j]; no FMA), clamped, then rounded half to even (rintf, or the
+ * vector conversion in the default rounding mode) and the zero point added. Results are bit-identical across
  * kernels and thread counts (each output is one thread's exact integer sum).
  */
 #include <stdatomic.h>
@@ -172,7 +181,7 @@ int mi_qgemm_set_isa(int level) {
 /* whether the kernels of `level` can run on this CPU */
 int mi_qgemm_supported(int level) { return q_supported(level); }
 
-/* ---- packing A (per call) --------------------------------------------------------------- */
+/* ---- packing A (per thread, inside the product's one dispatch) -------------------------- */
 
 /* rows per panel and bytes per element of packed A */
 static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
@@ -185,12 +194,16 @@ typedef struct {
     const uint8_t *a;          /* rows, or NULL for the image below */
     long lda;
     const mi_qconv_args *conv; /* the image and window, or NULL */
+    int direct;                /* conv: a 1 x 1 window without padding (rows read in place) */
 } qsrc;
 
-/* row i of A (k bytes) from an image: each tap's cg channels copied, the zero point outside */
-static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
+/* row i of A (k bytes) from an image: a pointer into the image where the row is one run of
+ * it (a 1 x 1 window inside the image), else the taps' cg channels copied into `row`, the
+ * zero point outside */
+static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uint8_t *row) {
     long per = v->oh * v->ow, b = i / per, p = i % per, oy = p / v->ow, ox = p % v->ow;
     const uint8_t *img = (const uint8_t *)v->x + b * v->h * v->w * v->c + v->c0;
+    if (direct) return img + (oy * v->sh * v->w + ox * v->sw) * v->c;
     const uint8_t zero = (uint8_t)v->gemm.za;
     long at = 0;
     const long ix0 = ox * v->sw - v->pw, run = v->kw * v->cg;
@@ -210,111 +223,82 @@ static void q_conv_row(const mi_qconv_args *v, long i, long k, uint8_t *row) {
         }
         for (long tx = 0; tx < v->kw; tx++, at += v->cg) {
             long ix = ox * v->sw - v->pw + tx * v->dw;
-            if (iy < 0 || iy >= v->h || ix < 0 || ix >= v->w)
+            if (ix < 0 || ix >= v->w)
                 memset(row + at, zero, (size_t)v->cg);
             else
                 memcpy(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
         }
     }
-    (void)k;
+    return row;
 }
 
-/* one row (k bytes at src; ^flip: uint8 a') into its place in A's panels (mr rows, kq4 quads
- * each: [panel][quad][row][4] of uint8 (esize 1) or int16 (esize 2), zero past k); returns
- * the sum of a' over the row */
-CLONES static int32_t q_pack_row(const uint8_t *src, long i, long k, uint8_t flip, int mr,
-                                 int esize, long kq4, void *out) {
+/* one row (k bytes at src; ^flip: uint8 a') into row r of its panel `out` (kq4 quads of mr
+ * rows: [quad][row][4] of uint8 (esize 1) or int16 (esize 2), zeros past k); returns the sum
+ * of a' over the row where `sum` is set (else 0) */
+CLONES static int32_t q_pack_row(const uint8_t *src, long r, long k, uint8_t flip, int mr,
+                                 int esize, int sum, void *out) {
     const long kq = k / 4, step = (long)mr * 4;
     const uint32_t flip4 = 0x01010101u * flip;
-    long ip = i / mr, r = i % mr;
     uint32_t s = 0;
-    for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
+    if (sum)
+        for (long kk = 0; kk < k; kk++) s += (uint8_t)(src[kk] ^ flip);
     if (esize == 1) { /* one 4-byte copy per quad */
-        uint8_t *dst = (uint8_t *)out + ip * kq4 * step + r * 4;
+        uint8_t *dst = (uint8_t *)out + r * 4;
         for (long q = 0; q < kq; q++) {
             uint32_t v;
             memcpy(&v, src + 4 * q, 4);
             v ^= flip4;
             memcpy(dst + q * step, &v, 4);
         }
-        for (long kk = 4 * kq; kk < k; kk++) dst[kq * step + kk % 4] = src[kk] ^ flip;
+        if (k > 4 * kq) {
+            uint8_t t[4] = {0, 0, 0, 0};
+            for (long kk = 4 * kq; kk < k; kk++) t[kk % 4] = src[kk] ^ flip;
+            memcpy(dst + kq * step, t, 4);
+        }
     } else {
-        int16_t *dst = (int16_t *)out + ip * kq4 * step + r * 4;
+        int16_t *dst = (int16_t *)out + r * 4;
         for (long q = 0; q < kq; q++)
             for (int t = 0; t < 4; t++) dst[q * step + t] = (int16_t)(uint8_t)(src[4 * q + t] ^ flip);
-        for (long kk = 4 * kq; kk < k; kk++)
-            dst[kq * step + kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+        if (k > 4 * kq) {
+            int16_t t[4] = {0, 0, 0, 0};
+            for (long kk = 4 * kq; kk < k; kk++) t[kk % 4] = (int16_t)(uint8_t)(src[kk] ^ flip);
+            memcpy(dst + kq * step, t, sizeof t);
+        }
     }
     return (int32_t)s;
 }
 
-typedef struct {
-    qsrc src;
-    long m, k, kq4;
-    uint8_t flip;
-    int mr, esize;
-    void *out;
-    int32_t *rowsum;
-    atomic_int failed; /* a part found no memory for its row */
-} qpack_job;
-
-/* the row panels of one part: zeroed (rows past m, k past K), then filled row by row */
-static void q_pack_part(const void *job, int part, int parts) {
-    qpack_job *j = (qpack_job *)job;
-    long mp = (j->m + j->mr - 1) / j->mr, p0, p1;
-    mi_pool_share(mp, part, parts, &p0, &p1);
-    if (p0 >= p1) return;
-    size_t panel = (size_t)(j->kq4 * j->mr * 4 * j->esize);
-    memset((uint8_t *)j->out + p0 * panel, 0, (size_t)(p1 - p0) * panel);
-    uint8_t local[4096], *row = local;
-    if (j->src.conv && j->k > (long)sizeof local) {
-        row = malloc((size_t)j->k);
-        if (!row) {
-            atomic_store(&j->failed, 1);
-            return;
-        }
-    }
-    for (long i = p0 * j->mr; i < lmin(p1 * j->mr, j->m); i++) {
-        const uint8_t *src = j->src.a + i * j->src.lda;
-        if (j->src.conv) {
-            q_conv_row(j->src.conv, i, j->k, row);
-            src = row;
-        }
-        j->rowsum[i] = q_pack_row(src, i, j->k, j->flip, j->mr, j->esize, j->kq4, j->out);
-    }
-    if (row != local) free(row);
-}
-
-/* A (m x k from src; ^flip: uint8 a') into its panels with the row sums, on the pool where
- * it is large enough; 0, or MI_ENOMEM */
-static int q_pack_a(const qsrc *src, long m, long k, uint8_t flip, int mr, int esize, long kq4,
-                    void *out, int32_t *rowsum) {
-    qpack_job j = {.src = *src, .m = m, .k = k, .kq4 = kq4, .flip = flip, .mr = mr,
-                   .esize = esize, .out = out, .rowsum = rowsum};
-    atomic_init(&j.failed, 0);
-    if (m * k < 65536L || mi_pool_run(q_pack_part, &j) != 0 || atomic_load(&j.failed)) {
-        atomic_store(&j.failed, 0);
-        q_pack_part(&j, 0, 1);
-    }
-    return atomic_load(&j.failed) ? MI_ENOMEM : MI_OK;
-}
-
 /* ---- the job ----------------------------------------------------------------------------- */
 
+/* One dispatch on the pool: the product is cut into units (a block of row panels, a run of
+ * column-panel pairs); a part packs its block of A (the activation's rows, or a
+ * convolution's windows) into its thread's buffer (mi_pool_scratch: kept from call to call,
+ * so no page is touched for the first time per call), with the row sums, then runs the
+ * micro-kernels over it column pair by column pair (each pair of B panels read from L1/L2
+ * once per row panel, the block of A from L2) and the epilogue of each tile. A part's
+ * consecutive units of one block pack it once. */
 typedef struct {
-    const void *ap;        /* packed A */
-    const int32_t *rowsum; /* (m) */
+    qsrc src;
     const int8_t *bp;      /* packed B */
     const int8_t *btail;   /* 64 bytes per full panel: its k % 4 last rows, padded; or NULL */
     const int8_t *blast;   /* the last partial panel, kq4 padded quads; or NULL */
-    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] */
+    const int32_t *colterm; /* (n): K * za' * zb'[j] - za' * colsum'[j] (+ an int32 bias) */
     const int *zb;
     long zb_step;
     const float *mult, *bias;
     long mult_step;
     void *c;
     long m, n, k, kq, kq4, ldc, mp, np;
-    int isa, mr, esize, out, zy;
+    long bpanels, nblocks, nchunks; /* row panels per block, blocks, column chunks */
+    size_t panel_bytes, buf_bytes;  /* one packed panel; a part's buffer (A, sums, a row) */
+    long kpad;       /* AVX-512 VNNI: bytes per row of A in a part's buffer (k rounded to 4) */
+    const uint8_t *abase; /* direct: row i of A at abase + i * alda, read in place */
+    long alda;
+    int rowmajor, direct; /* A row-major (AVX-512 VNNI); and read in place (no copy) */
+    int fused;            /* AVX-512 VNNI's 8 x 32 tiles requantized in registers */
+    uint8_t *own;                   /* the caller's buffer when it runs the job alone */
+    int isa, mr, esize, out, zy, rowsums;
+    uint8_t flip;
     float lo, hi;
 } qjob;
 
@@ -443,8 +427,10 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
     ADD8(acc + 3 * QNB + 8, c31);
 }
 
-/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row */
-#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + 4 * (r))), bv)
+/* AVX-512 VNNI: 8 rows x 16 columns, one zmm per row. A is read row-major here (no panels):
+ * row r's quad q at a[r] + 4q, the rows `lda` bytes apart, straight from the activation (a
+ * 1 x 1 convolution's image, a MatMulInteger's A) or from a part's copy of its rows. */
+#define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(a##r + 4 * q)), bv)
 #define ADD16(dst, x)                                                                        \
     _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
 /* an 8-row tile's accumulators (x0..x7) added into its rows of `acc`, QNB apart */
@@ -459,11 +445,28 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
         ADD16((acc) + 6 * QNB, x6);                                                          \
         ADD16((acc) + 7 * QNB, x7);                                                          \
     } while (0)
-Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq,
+/* the same, stored (the tile's first product) */
+#define STORE16_ROWS8(acc, x0, x1, x2, x3, x4, x5, x6, x7)                                   \
+    do {                                                                                     \
+        _mm512_storeu_si512((void *)(acc), x0);                                              \
+        _mm512_storeu_si512((void *)((acc) + QNB), x1);                                      \
+        _mm512_storeu_si512((void *)((acc) + 2 * QNB), x2);                                  \
+        _mm512_storeu_si512((void *)((acc) + 3 * QNB), x3);                                  \
+        _mm512_storeu_si512((void *)((acc) + 4 * QNB), x4);                                  \
+        _mm512_storeu_si512((void *)((acc) + 5 * QNB), x5);                                  \
+        _mm512_storeu_si512((void *)((acc) + 6 * QNB), x6);                                  \
+        _mm512_storeu_si512((void *)((acc) + 7 * QNB), x7);                                  \
+    } while (0)
+/* the 8 rows' pointers */
+#define ROWS8(ap, lda)                                                                       \
+    const uint8_t *a0 = (ap), *a1 = a0 + (lda), *a2 = a1 + (lda), *a3 = a2 + (lda),          \
+                  *a4 = a3 + (lda), *a5 = a4 + (lda), *a6 = a5 + (lda), *a7 = a6 + (lda)
+Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *b, long nq,
                                      int32_t *acc) {
+    ROWS8(ap, lda);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0;
-    for (long q = 0; q < nq; q++, ap += 32, b += 64) {
+    for (long q = 0; q < nq; q++, b += 64) {
         __m512i bv = _mm512_loadu_si512((const void *)b);
         DP(c0, 0);
         DP(c1, 1);
@@ -478,18 +481,21 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, const int8_t *b, long nq
 }
 
 /* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
- * two vpdpbusd, half the loads of A per product of the 8 x 16 tile) */
+ * two vpdpbusd, half the loads of A per product of the 8 x 16 tile); the sums stored into
+ * acc0 and acc1 (not added) */
 #define DP2(x, y, r)                                                                         \
     do {                                                                                     \
-        __m512i av_ = _mm512_set1_epi32(q_ld4(ap + 4 * (r)));                                \
+        __m512i av_ = _mm512_set1_epi32(q_ld4(a##r + 4 * q));                                \
         x = _mm512_dpbusd_epi32(x, av_, b0);                                                 \
         y = _mm512_dpbusd_epi32(y, av_, b1);                                                 \
     } while (0)
-Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, const int8_t *p1,
-                                       long nq, int32_t *acc0, int32_t *acc1) {
+Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, long lda, const int8_t *p0,
+                                       const int8_t *p1, long nq, int32_t *acc0,
+                                       int32_t *acc1) {
+    ROWS8(ap, lda);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
-    for (long q = 0; q < nq; q++, ap += 32, p0 += 64, p1 += 64) {
+    for (long q = 0; q < nq; q++, p0 += 64, p1 += 64) {
         __m512i b0 = _mm512_loadu_si512((const void *)p0);
         __m512i b1 = _mm512_loadu_si512((const void *)p1);
         DP2(c0, d0, 0);
@@ -506,64 +512,72 @@ Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, const int8_t *p0, cons
         __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
                 "+v"(d7));
     }
-    ADD16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
-    ADD16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
+    STORE16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
+    STORE16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
 }
 
-/* one row of the 8-row panel: four accumulators over k (one chain of vpdpbusd each) */
+/* one row: four accumulators over k (one chain of vpdpbusd each) */
+#define DP1(acc, at) \
+    acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(ap + (at))), bv)
 Q_AVX512VNNI static void micro_512_1(const uint8_t *ap, const int8_t *b, long nq,
                                      int32_t *acc) {
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, bv;
     long q = 0;
-    for (; q + 4 <= nq; q += 4, ap += 128, b += 256) {
+    for (; q + 4 <= nq; q += 4, ap += 16, b += 256) {
         bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
+        DP1(c0, 0);
         bv = _mm512_loadu_si512((const void *)(b + 64));
-        DP(c1, 8);
+        DP1(c1, 4);
         bv = _mm512_loadu_si512((const void *)(b + 128));
-        DP(c2, 16);
+        DP1(c2, 8);
         bv = _mm512_loadu_si512((const void *)(b + 192));
-        DP(c3, 24);
+        DP1(c3, 12);
     }
-    for (; q < nq; q++, ap += 32, b += 64) {
+    for (; q < nq; q++, ap += 4, b += 64) {
         bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
+        DP1(c0, 0);
     }
     ADD16(acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
 }
 
-/* rows of the panel: 8 at once from 5 rows up, else one by one (a decoding step's row) */
-Q_AVX512VNNI static void micro_512(const uint8_t *ap, const int8_t *b, long nq, long rows,
-                                   int32_t *acc) {
+/* rows of the panel: 8 at once (a full panel, or one padded in a part's buffer) from 5 rows
+ * up, else one by one (a decoding step's row) */
+Q_AVX512VNNI static void micro_512(const uint8_t *ap, long lda, const int8_t *b, long nq,
+                                   long rows, int32_t *acc) {
     if (rows > 4) {
-        micro_512_8(ap, b, nq, acc);
+        micro_512_8(ap, lda, b, nq, acc);
         return;
     }
-    for (long r = 0; r < rows; r++) micro_512_1(ap + 4 * r, b, nq, acc + r * QNB);
+    for (long r = 0; r < rows; r++) micro_512_1(ap + r * lda, b, nq, acc + r * QNB);
 }
 #endif
 
-/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b */
-static void micro(const qjob *g, const void *apanel, long q0, const int8_t *b, long nq,
-                  long rows, int32_t *acc) {
+/* acc (mr x 16) += the A panel's quads [q0, q0 + nq) . B quads at b (AVX-512 VNNI: the
+ * panel's rows lda bytes apart) */
+static void micro(const qjob *g, const void *apanel, long lda, long q0, const int8_t *b,
+                  long nq, long rows, int32_t *acc) {
     if (nq <= 0) return;
     long off = q0 * g->mr * 4; /* elements */
 #if Q_HAVE_X86
     switch (g->isa) {
     case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, rows, acc); return;
     case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, rows, acc); return;
-    case QISA_AVX512VNNI: micro_512((const uint8_t *)apanel + off, b, nq, rows, acc); return;
+    case QISA_AVX512VNNI:
+        micro_512((const uint8_t *)apanel + 4 * q0, lda, b, nq, rows, acc);
+        return;
     default: break;
     }
 #endif
     (void)rows;
+    (void)lda;
     micro_plain((const uint8_t *)apanel + off, b, nq, g->mr, acc);
 }
 
-/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rowsum (modulo 2^32), then by
- * the output's kind; w columns written from column j0 */
-CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, long j0, long w) {
-    uint32_t rs = (uint32_t)g->rowsum[i];
+/* the epilogue of one row: v[j] = acc + colterm[j] - zb[j] * rs (modulo 2^32; rs the row's
+ * sum of a'), then by the output's kind; w columns written from column j0 of row i */
+CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                                  long j0, long w) {
+    uint32_t rs = (uint32_t)rsum;
     int32_t v[QNB];
     for (long j = 0; j < w; j++) {
         uint32_t zb = (uint32_t)g->zb[(j0 + j) * g->zb_step];
@@ -604,53 +618,311 @@ CLONES static void q_epilogue_row(const qjob *g, const int32_t *acc, long i, lon
     }
 }
 
-/* row panel ip of column panel jp: the sums, then the epilogue */
-static void q_unit(const qjob *g, long ip, long jp) {
+#if Q_HAVE_X86
+/* The epilogue of one row's 16 columns in vectors: the same float32 operations in the same
+ * order as q_epilogue_row (no FMA; max/min with the bound first, so a NaN passes as there;
+ * the conversion rounds half to even as rintf; the stores truncate as the casts), so the
+ * results are bit-identical. */
+Q_AVX512VNNI static void q_epi_512(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                                   long j0) {
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512((const void *)acc),
+                                 _mm512_loadu_si512((const void *)(g->colterm + j0)));
+    if (rsum) {
+        __m512i zb = g->zb_step ? _mm512_loadu_si512((const void *)(g->zb + j0))
+                                : _mm512_set1_epi32(g->zb[0]);
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(rsum)));
+    }
+    if (g->out == MI_Q_INT32) {
+        _mm512_storeu_si512((void *)((int32_t *)g->c + i * g->ldc + j0), v);
+        return;
+    }
+    __m512 m = g->mult_step ? _mm512_loadu_ps(g->mult + j0) : _mm512_set1_ps(g->mult[0]);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), m);
+    if (g->out == MI_Q_FLOAT) {
+        if (g->bias) f = _mm512_add_ps(f, _mm512_loadu_ps(g->bias + j0));
+        f = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), f));
+        _mm512_storeu_ps((float *)g->c + i * g->ldc + j0, f);
+        return;
+    }
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    f = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), f));
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(g->zy));
+    _mm_storeu_si128((__m128i *)((uint8_t *)g->c + i * g->ldc + j0), _mm512_cvtepi32_epi8(q));
+}
+
+Q_AVX2 static void q_epi_avx2(const qjob *g, const int32_t *acc, long i, int32_t rsum,
+                              long j0) {
+    __m256i v[2];
+    __m256 f[2];
+    for (int h = 0; h < 2; h++) {
+        const long j = j0 + 8 * h;
+        v[h] = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + 8 * h)),
+                                _mm256_loadu_si256((const __m256i *)(g->colterm + j)));
+        if (rsum) {
+            __m256i zb = g->zb_step ? _mm256_loadu_si256((const __m256i *)(g->zb + j))
+                                    : _mm256_set1_epi32(g->zb[0]);
+            v[h] = _mm256_sub_epi32(v[h], _mm256_mullo_epi32(zb, _mm256_set1_epi32(rsum)));
+        }
+        if (g->out == MI_Q_INT32) {
+            _mm256_storeu_si256((__m256i *)((int32_t *)g->c + i * g->ldc + j), v[h]);
+            continue;
+        }
+        __m256 m = g->mult_step ? _mm256_loadu_ps(g->mult + j) : _mm256_set1_ps(g->mult[0]);
+        f[h] = _mm256_mul_ps(_mm256_cvtepi32_ps(v[h]), m);
+        if (g->out == MI_Q_FLOAT) {
+            if (g->bias) f[h] = _mm256_add_ps(f[h], _mm256_loadu_ps(g->bias + j));
+            f[h] = _mm256_min_ps(_mm256_set1_ps(g->hi),
+                                 _mm256_max_ps(_mm256_set1_ps(g->lo), f[h]));
+            _mm256_storeu_ps((float *)g->c + i * g->ldc + j, f[h]);
+        }
+    }
+    if (g->out == MI_Q_INT32 || g->out == MI_Q_FLOAT) return;
+    const float lo = g->lo - (float)g->zy, hi = g->hi - (float)g->zy;
+    __m256i q[2];
+    for (int h = 0; h < 2; h++) {
+        __m256 x = _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), f[h]));
+        q[h] = _mm256_add_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(g->zy));
+    }
+    /* 16 values in the output type's range: packed to 16 bytes in order */
+    __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);
+    __m256i p8 = g->out == MI_Q_U8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
+    p8 = _mm256_permute4x64_epi64(p8, 0x08);
+    _mm_storeu_si128((__m128i *)((uint8_t *)g->c + i * g->ldc + j0), _mm256_castsi256_si128(p8));
+}
+
+/* 8 rows x 32 columns requantized in registers (uint8/int8 C, no row sums: B's zero points
+ * 0; K's last quad, if partial, from B's padded tails): micro_512_8x2's sums, then q_epi_512's operations on each accumulator
+ * (the same float32 operations in the same order: bit-identical), the bytes stored into the
+ * rows of C (ldc apart) from column j0 */
+#define REQ16(x, ct, m, row, col)                                                            \
+    do {                                                                                     \
+        __m512 f_ = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(x, ct)), m);            \
+        f_ = _mm512_min_ps(hiv, _mm512_max_ps(lov, f_));                                     \
+        __m512i q_ = _mm512_add_epi32(_mm512_cvtps_epi32(f_), zyv);                          \
+        _mm_storeu_si128((__m128i *)(c + (row) * ldc + (col)), _mm512_cvtepi32_epi8(q_));     \
+    } while (0)
+#define REQ_ROW(x, y, row)                                                                   \
+    do {                                                                                     \
+        REQ16(x, ct0, m0, row, 0);                                                           \
+        REQ16(y, ct1, m1, row, QNB);                                                         \
+    } while (0)
+Q_AVX512VNNI static void micro_512_8x2_q(const qjob *g, const uint8_t *ap, long lda,
+                                         long i0, long j0) {
+    ROWS8(ap, lda);
+    const int8_t *p0 = g->bp + j0 * g->k, *p1 = g->bp + (j0 + QNB) * g->k;
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
+    for (long q = 0; q < g->kq; q++, p0 += 64, p1 += 64) {
+        __m512i b0 = _mm512_loadu_si512((const void *)p0);
+        __m512i b1 = _mm512_loadu_si512((const void *)p1);
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
+        __asm__("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),
+                "+v"(c7));
+        __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
+                "+v"(d7));
+    }
+    if (g->btail) { /* K % 4 last rows: A's rows are zero-padded in the part's buffer */
+        const long q = g->kq;
+        __m512i b0 = _mm512_loadu_si512((const void *)(g->btail + j0 / QNB * 64));
+        __m512i b1 = _mm512_loadu_si512((const void *)(g->btail + (j0 / QNB + 1) * 64));
+        DP2(c0, d0, 0);
+        DP2(c1, d1, 1);
+        DP2(c2, d2, 2);
+        DP2(c3, d3, 3);
+        DP2(c4, d4, 4);
+        DP2(c5, d5, 5);
+        DP2(c6, d6, 6);
+        DP2(c7, d7, 7);
+    }
+    const __m512i ct0 = _mm512_loadu_si512((const void *)(g->colterm + j0)),
+                  ct1 = _mm512_loadu_si512((const void *)(g->colterm + j0 + QNB));
+    const __m512 m0 = g->mult_step ? _mm512_loadu_ps(g->mult + j0) : _mm512_set1_ps(g->mult[0]);
+    const __m512 m1 =
+        g->mult_step ? _mm512_loadu_ps(g->mult + j0 + QNB) : _mm512_set1_ps(g->mult[0]);
+    const __m512 lov = _mm512_set1_ps(g->lo - (float)g->zy),
+                 hiv = _mm512_set1_ps(g->hi - (float)g->zy);
+    const __m512i zyv = _mm512_set1_epi32(g->zy);
+    uint8_t *c = (uint8_t *)g->c + i0 * g->ldc + j0;
+    const long ldc = g->ldc;
+    REQ_ROW(c0, d0, 0);
+    REQ_ROW(c1, d1, 1);
+    REQ_ROW(c2, d2, 2);
+    REQ_ROW(c3, d3, 3);
+    REQ_ROW(c4, d4, 4);
+    REQ_ROW(c5, d5, 5);
+    REQ_ROW(c6, d6, 6);
+    REQ_ROW(c7, d7, 7);
+}
+#endif
+
+/* the epilogue of w columns of row i from j0: 16 at once in vectors where the kernels are
+ * SIMD ones, else q_epilogue_row */
+static inline void q_epilogue(const qjob *g, const int32_t *acc, long i, int32_t rsum, long j0,
+                              long w) {
+#if Q_HAVE_X86
+    if (w == QNB && g->isa == QISA_AVX512VNNI) {
+        q_epi_512(g, acc, i, rsum, j0);
+        return;
+    }
+    if (w == QNB && g->isa != QISA_PLAIN) {
+        q_epi_avx2(g, acc, i, rsum, j0);
+        return;
+    }
+#endif
+    q_epilogue_row(g, acc, i, rsum, j0, w);
+}
+
+/* the rows of row panel ip (its packed panel `apanel`, its row sums `rs`) times column
+ * panel jp: the sums, then the epilogue */
+static void q_unit(const qjob *g, const void *apanel, long lda, const int32_t *rs, long ip,
+                   long jp) {
     int32_t acc[QMR_MAX * QNB];
     memset(acc, 0, sizeof acc);
-    const void *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4 * g->esize;
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
     long rows = lmin(g->mr, g->m - ip * g->mr);
     if (w == QNB) {
-        micro(g, apanel, 0, g->bp + j0 * g->k, g->kq, rows, acc);
-        if (g->btail) micro(g, apanel, g->kq, g->btail + jp * 64, 1, rows, acc);
+        micro(g, apanel, lda, 0, g->bp + j0 * g->k, g->kq, rows, acc);
+        if (g->btail) micro(g, apanel, lda, g->kq, g->btail + jp * 64, 1, rows, acc);
     } else {
-        micro(g, apanel, 0, g->blast, g->kq4, rows, acc);
+        micro(g, apanel, lda, 0, g->blast, g->kq4, rows, acc);
     }
-    for (long r = 0; r < rows; r++) q_epilogue_row(g, acc + r * QNB, ip * g->mr + r, j0, w);
+    for (long r = 0; r < rows; r++) q_epilogue(g, acc + r * QNB, ip * g->mr + r, rs[r], j0, w);
 }
 
-/* row panel ip of column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
+/* row panel ip times column panels 2 jq and 2 jq + 1: AVX-512 VNNI runs two full panels of 5
  * rows or more as one 8 x 32 tile; everything else panel by panel */
-static void q_unit2(const qjob *g, long ip, long jq) {
-    long jp = 2 * jq, rows = lmin(g->mr, g->m - ip * g->mr);
+static void q_unit2(const qjob *g, const void *apanel, long lda, const int32_t *rs, long ip,
+                    long jq) {
+    long jp = 2 * jq;
 #if Q_HAVE_X86
+    long rows = lmin(g->mr, g->m - ip * g->mr);
     if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
-        int32_t acc[2][QMR_MAX * QNB];
-        memset(acc, 0, sizeof acc);
-        const uint8_t *apanel = (const uint8_t *)g->ap + ip * g->kq4 * g->mr * 4;
+        if (g->fused && rows == g->mr) {
+            micro_512_8x2_q(g, (const uint8_t *)apanel, lda, ip * g->mr, jp * QNB);
+            return;
+        }
+        int32_t acc[2][QMR_MAX * QNB]; /* written by micro_512_8x2 */
         long j0 = jp * QNB;
-        micro_512_8x2(apanel, g->bp + j0 * g->k, g->bp + (j0 + QNB) * g->k, g->kq, acc[0],
-                      acc[1]);
+        micro_512_8x2((const uint8_t *)apanel, lda, g->bp + j0 * g->k,
+                      g->bp + (j0 + QNB) * g->k, g->kq, acc[0], acc[1]);
         for (int h = 0; h < 2; h++) {
-            if (g->btail) micro(g, apanel, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
+            if (g->btail)
+                micro(g, apanel, lda, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
             for (long r = 0; r < rows; r++)
-                q_epilogue_row(g, acc[h] + r * QNB, ip * g->mr + r, j0 + h * QNB, QNB);
+                q_epilogue(g, acc[h] + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
         }
         return;
     }
 #endif
-    q_unit(g, ip, jp);
-    if (jp + 1 < g->np) q_unit(g, ip, jp + 1);
+    q_unit(g, apanel, lda, rs, ip, jp);
+    if (jp + 1 < g->np) q_unit(g, apanel, lda, rs, ip, jp + 1);
 }
 
-/* units (row panel, pair of column panels), column major: consecutive units share B */
-static void q_part(const void *job, int part, int parts) {
-    const qjob *g = job;
-    long units = g->mp * ((g->np + 1) / 2), begin, end;
-    mi_pool_share(units, part, parts, &begin, &end);
-    for (long u = begin; u < end; u++) q_unit2(g, u % g->mp, u / g->mp);
+/* one row of A row-major (k bytes at src, or already at dst) into dst: ^flip (uint8 a'),
+ * zeros up to kpad; returns the sum of a' where `sum` is set (else 0) */
+CLONES static int32_t q_copy_row(const uint8_t *src, uint8_t *dst, long k, long kpad,
+                                 uint8_t flip, int sum) {
+    if (src != dst) memcpy(dst, src, (size_t)k);
+    if (flip)
+        for (long kk = 0; kk < k; kk++) dst[kk] ^= flip;
+    for (long kk = k; kk < kpad; kk++) dst[kk] = 0;
+    uint32_t s = 0;
+    if (sum)
+        for (long kk = 0; kk < k; kk++) s += dst[kk];
+    return (int32_t)s;
 }
+
+/* A's rows [i0, i1) packed into `ap` (their panels, from the first) with their row sums */
+static void q_pack_rows(const qjob *g, long i0, long i1, uint8_t *ap, int32_t *rs,
+                        uint8_t *row) {
+    const mi_qconv_args *conv = g->src.conv;
+    for (long i = i0; i < i1; i++) {
+        const long li = i - i0;
+        if (g->rowmajor) {
+            uint8_t *dst = ap + li * g->kpad;
+            const uint8_t *src = conv ? q_conv_row(conv, g->src.direct, i, dst)
+                                      : g->src.a + i * g->src.lda;
+            rs[li] = q_copy_row(src, dst, g->k, g->kpad, g->flip, g->rowsums);
+            continue;
+        }
+        const uint8_t *src = conv ? q_conv_row(conv, g->src.direct, i, row)
+                                  : g->src.a + i * g->src.lda;
+        rs[li] = q_pack_row(src, li % g->mr, g->k, g->flip, g->mr, g->esize, g->rowsums,
+                            ap + (li / g->mr) * g->panel_bytes);
+    }
+    /* the last panel's rows past m: zeros (their sums are never written out) */
+    const long end = (i1 - i0 + g->mr - 1) / g->mr * g->mr;
+    for (long li = i1 - i0; li < end; li++) {
+        rs[li] = 0;
+        if (g->rowmajor) {
+            memset(ap + li * g->kpad, 0, (size_t)g->kpad);
+            continue;
+        }
+        uint8_t *p = ap + (li / g->mr) * g->panel_bytes + (li % g->mr) * 4 * g->esize;
+        for (long q = 0; q < g->kq4; q++)
+            memset(p + q * g->mr * 4 * g->esize, 0, 4 * (size_t)g->esize);
+    }
+}
+
+/* bytes of B's panels that a part runs row panel by row panel across (in L2) */
+#define Q_B_CHUNK_BYTES (384 * 1024)
+
+/* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
+static void q_part(const void *job, int part, int parts) {
+    static const int32_t zeros[QMR_MAX] = {0};
+    const qjob *g = job;
+    long begin, end;
+    mi_pool_share(g->nblocks * g->nchunks, part, parts, &begin, &end);
+    if (begin >= end) return;
+    uint8_t *buf = g->own ? g->own : (uint8_t *)mi_pool_scratch((long)(g->buf_bytes / 4 + 16));
+    if (!buf) return; /* the pool says so: the caller runs the job again alone */
+    uint8_t *ap = (uint8_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
+    const size_t a_bytes = (size_t)g->bpanels * g->panel_bytes;
+    int32_t *rs = (int32_t *)(ap + a_bytes);
+    uint8_t *row = (uint8_t *)(rs + g->bpanels * g->mr);
+    const long pairs = (g->np + 1) / 2;
+    const long blda = g->rowmajor ? g->kpad : 0; /* the buffer's row stride */
+    long packed = -1;
+    for (long u = begin; u < end; u++) {
+        const long blk = u / g->nchunks, ch = u % g->nchunks;
+        const long p0 = blk * g->bpanels, p1 = lmin(g->mp, p0 + g->bpanels);
+        /* in place: only a last partial panel is copied (its rows padded to a whole panel) */
+        const int partial = g->direct && p1 == g->mp && g->m % g->mr;
+        if (blk != packed && (!g->direct || partial)) {
+            long i0 = g->direct ? (g->mp - 1) * g->mr : p0 * g->mr;
+            q_pack_rows(g, i0, lmin(g->m, p1 * g->mr), ap, rs, row);
+            packed = blk;
+        }
+        long q0, q1;
+        mi_pool_share(pairs, (int)ch, (int)g->nchunks, &q0, &q1);
+        /* B's panels of the chunk within L2: row panel by row panel, each across the chunk
+         * (its rows of C written together, the panel of A in L1); else column pair by pair
+         * (the pair in L1 across the block's panels) */
+        const int rows_first = (q1 - q0) * 2 * QNB * g->k <= Q_B_CHUNK_BYTES;
+        const long outer = rows_first ? p1 - p0 : q1 - q0, inner = rows_first ? q1 - q0 : p1 - p0;
+        for (long o = 0; o < outer; o++)
+            for (long in = 0; in < inner; in++) {
+                const long ip = p0 + (rows_first ? o : in), jq = q0 + (rows_first ? in : o);
+                if (!g->direct)
+                    q_unit2(g, ap + (ip - p0) * g->panel_bytes, blda, rs + (ip - p0) * g->mr,
+                            ip, jq);
+                else if (partial && ip == g->mp - 1)
+                    q_unit2(g, ap, blda, zeros, ip, jq);
+                else
+                    q_unit2(g, g->abase + ip * g->mr * g->alda, g->alda, zeros, ip, jq);
+            }
+    }
+}
+
+/* bytes of packed A per block: a budget that leaves L2 room for B's panels and C */
+#define Q_BLOCK_BYTES (96 * 1024)
 
 static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     if (!a->bp || !a->colsum || !a->c || !a->zb ||
@@ -659,7 +931,7 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
         (a->out != MI_Q_INT32 && !a->mult))
         return MI_EARGS;
     if (a->m == 0 || a->n == 0) return MI_OK;
-    qjob g = {.bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
+    qjob g = {.src = *src, .bp = a->bp, .zb = a->zb, .zb_step = a->zb_step, .mult = a->mult,
               .bias = a->bias, .mult_step = a->mult_step, .c = a->c, .m = a->m, .n = a->n,
               .k = a->k, .ldc = a->ldc, .out = a->out, .zy = a->zy, .lo = a->lo, .hi = a->hi};
     g.isa = mi_qgemm_isa();
@@ -669,25 +941,52 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     g.kq4 = (g.k + 3) / 4;
     g.mp = (g.m + g.mr - 1) / g.mr;
     g.np = (g.n + QNB - 1) / QNB;
+    g.flip = a->a_signed ? 0x80 : 0;
+    /* the row sums only matter where a zero point of B is not 0 */
+    for (long j = 0; j < (g.zb_step ? g.n : 1) && !g.rowsums; j++) g.rowsums = a->zb[j] != 0;
+    g.panel_bytes = (size_t)(g.kq4 * g.mr * 4 * g.esize);
+    /* AVX-512 VNNI reads A row-major: in place where the rows need no change (uint8, whole
+     * quads, no row sums) and are evenly spaced (a matrix, a 1 x 1 stride-1 convolution) */
+    g.rowmajor = g.isa == QISA_AVX512VNNI;
+    g.kpad = g.kq4 * 4;
+    g.fused = g.rowmajor && !g.rowsums && (g.out == MI_Q_U8 || g.out == MI_Q_S8);
+    if (g.rowmajor && !g.flip && g.k % 4 == 0 && !g.rowsums) {
+        const mi_qconv_args *v = src->conv;
+        if (!v) {
+            g.direct = 1;
+            g.abase = src->a;
+            g.alda = src->lda;
+        } else if (src->direct && v->sh == 1 && v->sw == 1) {
+            g.direct = 1;
+            g.abase = (const uint8_t *)v->x + v->c0;
+            g.alda = v->c;
+        }
+    }
+    /* blocks of row panels within the budget, and at least two per thread where the rows
+     * allow; column chunks where the blocks are still fewer than four units per thread */
+    const long threads = g.m * g.n * lmax(g.k, 1) < 65536L ? 1 : lmax(1, mi_pool_get_threads());
+    g.bpanels = lmax(1, (long)(Q_BLOCK_BYTES / (g.panel_bytes ? g.panel_bytes : 1)));
+    if (threads > 1) g.bpanels = lmin(g.bpanels, (g.mp + 2 * threads - 1) / (2 * threads));
+    g.nblocks = (g.mp + g.bpanels - 1) / g.bpanels;
+    g.nchunks = threads == 1 ? 1
+                             : lmax(1, lmin((g.np + 1) / 2,
+                                            (4 * threads + g.nblocks - 1) / g.nblocks));
+    g.buf_bytes = 64 + (size_t)g.bpanels * g.panel_bytes +
+                  sizeof(int32_t) * (size_t)(g.bpanels * g.mr) +
+                  (src->conv && !src->direct ? (size_t)g.k : 0);
     const long r = g.k % 4, full = g.n / QNB, w_last = g.n - full * QNB;
-    const uint8_t flip = a->a_signed ? 0x80 : 0;
     const uint32_t za = (uint32_t)a->za + (a->a_signed ? 128u : 0u);
-    /* one block: packed A, row sums, column terms, B's padded tails */
-    size_t a_bytes = (size_t)(g.mp * g.kq4 * g.mr * 4 * g.esize);
-    size_t sizes[5] = {a_bytes, sizeof(int32_t) * (size_t)g.m, sizeof(int32_t) * (size_t)g.n,
-                       r ? (size_t)(64 * full) : 0, w_last ? (size_t)(64 * g.kq4) : 0};
-    size_t offs[5], total = 0;
-    for (int i = 0; i < 5; i++) {
+    /* one block: column terms, B's padded tails */
+    size_t sizes[3] = {sizeof(int32_t) * (size_t)g.n, r ? (size_t)(64 * full) : 0,
+                       w_last ? (size_t)(64 * g.kq4) : 0};
+    size_t offs[3], total = 0;
+    for (int i = 0; i < 3; i++) {
         offs[i] = total;
         total += (sizes[i] + 63) / 64 * 64;
     }
     uint8_t *block = aligned_alloc(64, total ? total : 64);
     if (!block) return MI_ENOMEM;
-    int32_t *rowsum = (int32_t *)(block + offs[1]), *colterm = (int32_t *)(block + offs[2]);
-    if (q_pack_a(src, g.m, g.k, flip, g.mr, g.esize, g.kq4, block + offs[0], rowsum)) {
-        free(block);
-        return MI_ENOMEM;
-    }
+    int32_t *colterm = (int32_t *)(block + offs[0]);
     for (long j = 0; j < g.n; j++)
         colterm[j] = (int32_t)((uint32_t)g.k * za * (uint32_t)a->zb[j * g.zb_step] -
                                za * (uint32_t)a->colsum[j]);
@@ -696,8 +995,8 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
             colterm[j] = (int32_t)((uint32_t)colterm[j] + (uint32_t)((const int32_t *)a->bias)[j]);
     const int8_t *bp = a->bp;
     if (r) { /* the k % 4 last rows of each full panel, as one padded quad */
-        int8_t *t = (int8_t *)(block + offs[3]);
-        memset(t, 0, sizes[3]);
+        int8_t *t = (int8_t *)(block + offs[1]);
+        memset(t, 0, sizes[1]);
         for (long p = 0; p < full; p++)
             for (long tt = 0; tt < r; tt++)
                 for (long j = 0; j < QNB; j++)
@@ -705,42 +1004,50 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
         g.btail = t;
     }
     if (w_last) { /* the partial last panel, as kq4 padded quads */
-        int8_t *t = (int8_t *)(block + offs[4]);
-        const int8_t *src = bp + full * QNB * g.k;
-        memset(t, 0, sizes[4]);
+        int8_t *t = (int8_t *)(block + offs[2]);
+        const int8_t *last = bp + full * QNB * g.k;
+        memset(t, 0, sizes[2]);
         for (long q = 0; q < g.kq; q++)
             for (long j = 0; j < w_last; j++)
                 for (long tt = 0; tt < 4; tt++)
-                    t[q * 64 + j * 4 + tt] = src[(q * w_last + j) * 4 + tt];
+                    t[q * 64 + j * 4 + tt] = last[(q * w_last + j) * 4 + tt];
         for (long tt = 0; tt < r; tt++)
             for (long j = 0; j < w_last; j++)
-                t[g.kq * 64 + j * 4 + tt] = src[g.kq * 4 * w_last + tt * w_last + j];
+                t[g.kq * 64 + j * 4 + tt] = last[g.kq * 4 * w_last + tt * w_last + j];
         g.blast = t;
     }
-    g.ap = block + offs[0];
-    g.rowsum = rowsum;
     g.colterm = colterm;
-    /* small products are not worth waking the pool */
-    if (g.m * g.n * lmax(g.k, 1) < 65536L || mi_pool_run(q_part, &g) != 0) q_part(&g, 0, 1);
+    int rc = MI_OK;
+    /* small products are not worth waking the pool; a part without scratch: all alone */
+    if (threads == 1 || mi_pool_run(q_part, &g) != 0) {
+        g.own = malloc(g.buf_bytes);
+        if (g.own)
+            q_part(&g, 0, 1);
+        else
+            rc = MI_ENOMEM;
+        free(g.own);
+    }
     free(block);
-    return MI_OK;
+    return rc;
 }
 
 int mi_qgemm_i8(const mi_qgemm_args *a) {
     if (!a->a) return MI_EARGS;
-    qsrc src = {.a = a->a, .lda = a->lda, .conv = NULL};
+    qsrc src = {.a = a->a, .lda = a->lda, .conv = NULL, .direct = 0};
     return q_gemm(a, &src);
 }
 
 /* a convolution's product: A's rows the windows of an NHWC image (gemm.a unused), so that no
- * im2col matrix is made; the rows packed on the pool */
+ * im2col matrix is made; a 1 x 1 window without padding reads its rows in place */
 int mi_qconv_i8(const mi_qconv_args *v) {
     if (!v->x || ANY_NEGATIVE(v->n, v->h, v->w, v->c, v->c0, v->cg, v->kh, v->kw, v->ph, v->pw,
                               v->oh, v->ow) ||
         v->sh < 1 || v->sw < 1 || v->dh < 1 || v->dw < 1 || v->c0 + v->cg > v->c ||
         v->gemm.m != v->n * v->oh * v->ow || v->gemm.k != v->kh * v->kw * v->cg)
         return MI_EARGS;
-    qsrc src = {.a = NULL, .lda = 0, .conv = v};
+    const int direct = v->kh == 1 && v->kw == 1 && v->ph == 0 && v->pw == 0 &&
+                       (v->oh - 1) * v->sh < v->h && (v->ow - 1) * v->sw < v->w;
+    qsrc src = {.a = NULL, .lda = 0, .conv = v, .direct = direct};
     return q_gemm(&v->gemm, &src);
 }
 

@@ -4,8 +4,10 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
 * The product of each group is ``rows (N*OH*OW, kh*kw*C/g) x W_g^T``: the rows are the
   input's windows, read by the kernel itself from the NHWC input (``mi_qconv_i8``: no im2col
   matrix; a tap outside the image reads x's zero point, so that padding contributes nothing,
-  as onnxruntime pads), packed on the thread pool; each group's outputs are written in place
-  into the NHWC result (its columns, rows M apart).
+  as onnxruntime pads), each thread packing its own block of rows inside the product's one
+  dispatch on the pool (a 1 x 1 stride-1 window on AVX-512 VNNI reads the image in place);
+  each group's outputs are written in place into the NHWC result (its columns, rows M
+  apart).
 * x and the output may be NHWC themselves (``TensorFormat.HWC``, negotiated by the builder's
   formats pass with the other 8-bit plugins): no transposition at all between two integer
   convolutions; a LINEAR x is made NHWC once, a LINEAR output transposed from the NHWC result.

@@ -752,6 +752,7 @@ static void abi(void) {
 static void nbits_products(unsigned seed);
 static void blocked_kernels(unsigned seed);
 static void logsumexp_rows(unsigned seed);
+static void integer_in_place(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -770,6 +771,7 @@ void families(unsigned seed) {
     nbits_products(seed + 13);
     blocked_kernels(seed + 14);
     logsumexp_rows(seed + 15);
+    integer_in_place(seed + 16);
     abi();
 }
 
@@ -1084,4 +1086,56 @@ static void logsumexp_rows(unsigned seed) {
     mi_rows_args none = {x, NULL, y, 0, L};
     CHECK(mi_row_logsumexp_f32(&none) == MI_OK, "row_logsumexp refused no rows");
     free(x), free(y);
+}
+
+/* the integer GEMM reading A in place (AVX-512 VNNI: uint8 A of whole quads, B's zero point
+ * 0): a 1 x 1 stride-1 convolution of channels 4..11 of a 12-channel NHWC image (35 rows: a
+ * partial last panel, copied) requantized to uint8 (the 8 x 32 tiles in registers), and a
+ * MatMulInteger's rows lda > k apart, each A in a buffer of exactly its size; against the
+ * plain loops */
+static void integer_in_place(unsigned seed) {
+    enum { H = 5, W = 7, C = 12, C0 = 4, K = 8, M = 40, ROWS = H * W };
+    unsigned char *x = malloc(H * W * C), y[ROWS * M];
+    signed char b[K * M], bp[K * M];
+    int colsum[M], zb = 0, za = 3, zy = 7, c[ROWS * M];
+    float mult = 0.01f;
+    for (long i = 0; i < H * W * C; i++) x[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < K * M; i++) b[i] = (signed char)(255.0f * frand(&seed));
+    mi_qpack_b_args pk = {b, bp, K, M, M, 1, 0};
+    CHECK(mi_qpack_b_i8(&pk) == 0, "qpack_b failed");
+    mi_qcolsum_args cs = {bp, colsum, K, M};
+    CHECK(mi_qcolsum_i8(&cs) == 0, "qcolsum failed");
+    mi_qconv_args v = {{0}, x, 1, H, W, C, C0, K, 1, 1, 1, 1, 1, 1, 0, 0, H, W};
+    v.gemm.bp = bp, v.gemm.colsum = colsum, v.gemm.c = y, v.gemm.zb = &zb;
+    v.gemm.mult = &mult, v.gemm.m = ROWS, v.gemm.n = M, v.gemm.k = K, v.gemm.lda = K;
+    v.gemm.ldc = M, v.gemm.za = za, v.gemm.zy = zy, v.gemm.out = MI_Q_U8;
+    v.gemm.lo = 0.0f, v.gemm.hi = 255.0f;
+    CHECK(mi_qconv_i8(&v) == 0, "qconv in place failed");
+    long bad = 0;
+    for (long r = 0; r < ROWS; r++)
+        for (long j = 0; j < M; j++) {
+            long want = 0;
+            for (long kk = 0; kk < K; kk++) want += (long)(x[r * C + C0 + kk] - za) * b[kk * M + j];
+            float f = (float)want * mult;
+            f = f < -zy ? (float)-zy : f;
+            f = f > 255 - zy ? (float)(255 - zy) : f;
+            bad += y[r * M + j] != (unsigned char)((int)rintf(f) + zy);
+        }
+    CHECK(bad == 0, "qconv in place: %ld outputs differ from the plain loops", bad);
+    enum { LDA = 12 };
+    unsigned char *a = malloc(ROWS * LDA);
+    for (long i = 0; i < ROWS * LDA; i++) a[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    mi_qgemm_args g = {0};
+    g.a = a, g.bp = bp, g.colsum = colsum, g.c = c, g.zb = &zb;
+    g.m = ROWS, g.n = M, g.k = K, g.lda = LDA, g.ldc = M, g.za = za, g.out = MI_Q_INT32;
+    CHECK(mi_qgemm_i8(&g) == 0, "qgemm in place failed");
+    bad = 0;
+    for (long i = 0; i < ROWS; i++)
+        for (long j = 0; j < M; j++) {
+            long want = 0;
+            for (long kk = 0; kk < K; kk++) want += (long)(a[i * LDA + kk] - za) * b[kk * M + j];
+            bad += c[i * M + j] != want;
+        }
+    CHECK(bad == 0, "qgemm in place: %ld sums differ from the plain loops", bad);
+    free(x), free(a);
 }
