@@ -16,6 +16,7 @@
 
 #include "_args.h"
 #include "_common.h"
+#include "_pool.h"
 
 /* one row of `inner` values: A and B (step bs) of types TA and TB into TY */
 #define QBIN_ROW(TA, TB, TY, LO, HI)                                                        \
@@ -77,28 +78,42 @@ int mi_qlookup_i8(const mi_qlookup_args *a) {
     return MI_OK;
 }
 
-/* QLinearChannelLookup (an inference BatchNormalization between QDQ pairs): each channel's
- * own 256-byte table, the channels the middle axis of outer x c x inner */
-int mi_qchlookup_i8(const mi_qchlookup_args *a) {
-    if (!a->x || !a->table || !a->y || a->outer < 0 || a->c < 0 || a->inner < 0)
-        return MI_EARGS;
+/* QLinearChannelLookup (an inference BatchNormalization, a per-channel activation between QDQ
+ * pairs): each channel's own 256-byte table, the channels the middle axis of outer x c x inner.
+ * Shared out on the pool in one dispatch (rows of outer x c x inner: the outer index for NHWC,
+ * inner = 1; each (outer, channel) plane otherwise) where there are 64 KiB or more of it. */
+static void chlookup_rows(const mi_qchlookup_args *a, long r0, long r1) {
     const uint8_t *restrict x = a->x, *restrict t = a->table;
     uint8_t *restrict y = a->y;
     const long c = a->c, inner = a->inner;
     if (inner == 1) {
-        for (long o = 0; o < a->outer; o++) {
+        for (long o = r0; o < r1; o++) {
             const uint8_t *restrict xo = x + o * c;
             uint8_t *restrict yo = y + o * c;
             for (long ch = 0; ch < c; ch++) yo[ch] = t[ch * 256 + xo[ch]];
         }
-        return MI_OK;
+        return;
     }
-    for (long o = 0; o < a->outer; o++)
-        for (long ch = 0; ch < c; ch++) {
-            const uint8_t *restrict tab = t + ch * 256;
-            const long base = (o * c + ch) * inner;
-            for (long i = 0; i < inner; i++) y[base + i] = tab[x[base + i]];
-        }
+    for (long r = r0; r < r1; r++) {
+        const uint8_t *restrict tab = t + (r % c) * 256;
+        const long base = r * inner;
+        for (long i = 0; i < inner; i++) y[base + i] = tab[x[base + i]];
+    }
+}
+
+static void chlookup_part(const void *job, int part, int parts) {
+    const mi_qchlookup_args *a = job;
+    const long rows = a->inner == 1 ? a->outer : a->outer * a->c;
+    long r0, r1;
+    mi_pool_share(rows, part, parts, &r0, &r1);
+    chlookup_rows(a, r0, r1);
+}
+
+int mi_qchlookup_i8(const mi_qchlookup_args *a) {
+    if (!a->x || !a->table || !a->y || a->outer < 0 || a->c < 0 || a->inner < 0)
+        return MI_EARGS;
+    if (a->outer * a->c * a->inner < 65536L || mi_pool_run(chlookup_part, a) != 0)
+        chlookup_part(a, 0, 1);
     return MI_OK;
 }
 
