@@ -37,6 +37,7 @@ enum { QDW_PLAIN = 0, QDW_AVX2 = 1, QDW_AVX512 = 2 };
 typedef struct {
     const mi_qdwconv_args *a;
     const int32_t *w32; /* (kh*kw, c) weights widened to int32 lanes, high half 0 */
+    const int32_t *wsum; /* (c) each channel's sum of w - zw over its taps */
     long cblocks;       /* ceil(c / QDW_BLOCK) */
     int kernel;
 } qdw_job;
@@ -116,6 +117,31 @@ Q512 static inline void st512(uint8_t *y, __m512i acc, __m512 m, __m512 lo, __m5
     _mm_mask_storeu_epi8(y, k, _mm512_cvtepi32_epi8(q));
 }
 
+/* s0..s3 += x * w over every tap of a pixel whose taps are all inside the image, 64 channels
+ * (x at x0 + ty * ys + tx * xs_, w at w + (ty * kw + tx) * c): x widened (no zx: the caller's
+ * bias holds -zx * sum(w)), w's int32 lanes' high half 0 */
+Q512 __attribute__((always_inline)) static inline void taps512(
+    __m512i *s0, __m512i *s1, __m512i *s2, __m512i *s3, const uint8_t *x0, long ys, long xs_,
+    const int32_t *w, long kh, long kw, long c, int sx) {
+    __m512i a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+    for (long ty = 0; ty < kh; ty++) {
+        const uint8_t *xr = x0 + ty * ys;
+        const int32_t *wr = w + ty * kw * c;
+        for (long tx = 0; tx < kw; tx++) {
+            const __m128i *xt = (const __m128i *)(xr + tx * xs_);
+            const int32_t *wt = wr + tx * c;
+#define QDW_X(i) (sx ? _mm512_cvtepi8_epi32(_mm_loadu_si128(xt + i)) \
+                     : _mm512_cvtepu8_epi32(_mm_loadu_si128(xt + i)))
+            a0 = _mm512_dpwssd_epi32(a0, QDW_X(0), _mm512_loadu_si512(wt));
+            a1 = _mm512_dpwssd_epi32(a1, QDW_X(1), _mm512_loadu_si512(wt + 16));
+            a2 = _mm512_dpwssd_epi32(a2, QDW_X(2), _mm512_loadu_si512(wt + 32));
+            a3 = _mm512_dpwssd_epi32(a3, QDW_X(3), _mm512_loadu_si512(wt + 48));
+#undef QDW_X
+        }
+    }
+    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+}
+
 /* one output row, channels [c0, c1) (c1 - c0 <= 64, c0 a multiple of 64) */
 Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
     const mi_qdwconv_args *a = j->a;
@@ -134,40 +160,45 @@ Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
         km[v] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
     }
     __m512 mv[4];
-    __m512i bv[4];
+    __m512i bv[4], bz[4];
     for (int v = 0; v < 4; v++) {
         mv[v] = a->mult_step ? _mm512_maskz_loadu_ps(km[v], a->mult + c0 + 16 * v)
                              : _mm512_set1_ps(a->mult[0]);
         bv[v] = a->bias ? _mm512_maskz_loadu_epi32(km[v], a->bias + c0 + 16 * v)
                         : _mm512_setzero_si512();
+        bz[v] = _mm512_sub_epi32(bv[v], _mm512_mullo_epi32(zx, _mm512_maskz_loadu_epi32(
+                                            km[v], j->wsum + c0 + 16 * v)));
     }
     long ty0, ty1;
     tap_range(oy, a->sh, a->ph, a->dh, a->kh, h, &ty0, &ty1);
     const uint8_t *xrow = (const uint8_t *)a->x + n * h * w * c + c0;
     const int32_t *wb = j->w32 + c0;
     uint8_t *yrow = (uint8_t *)a->y + (n * oh + oy) * ow * c + c0;
+    const int rowin = ty0 == 0 && ty1 == a->kh && nc == QDW_BLOCK;
     for (long ox = 0; ox < ow; ox++) {
         long tx0, tx1;
         tap_range(ox, a->sw, a->pw, a->dw, kw, w, &tx0, &tx1);
-        __m512i s0 = bv[0], s1 = bv[1], s2 = bv[2], s3 = bv[3];
-        for (long ty = ty0; ty < ty1; ty++) {
-            const long iy = oy * a->sh - a->ph + ty * a->dh;
-            const long xi = (iy * w + ox * a->sw - a->pw) * c;
-            const int32_t *wp = wb + ty * kw * c;
-            for (long tx = tx0; tx < tx1; tx++) {
-                const uint8_t *xt = xrow + (xi + tx * a->dw * c);
-                const int32_t *wt = wp + tx * c;
-                if (nc == QDW_BLOCK) {
-                    s0 = _mm512_dpwssd_epi32(s0, _mm512_sub_epi32(ld512(xt, 0xFFFF, xs), zx),
-                                             _mm512_loadu_si512(wt));
-                    s1 = _mm512_dpwssd_epi32(s1, _mm512_sub_epi32(ld512(xt + 16, 0xFFFF, xs), zx),
-                                             _mm512_loadu_si512(wt + 16));
-                    s2 = _mm512_dpwssd_epi32(s2, _mm512_sub_epi32(ld512(xt + 32, 0xFFFF, xs), zx),
-                                             _mm512_loadu_si512(wt + 32));
-                    s3 = _mm512_dpwssd_epi32(s3, _mm512_sub_epi32(ld512(xt + 48, 0xFFFF, xs), zx),
-                                             _mm512_loadu_si512(wt + 48));
-                } else {
-                    /* the last block: masked (a lane past c reads nothing and adds 0) */
+        __m512i s0, s1, s2, s3;
+        if (rowin && tx0 == 0 && tx1 == kw) {
+            /* every tap inside, 64 channels: zx * sum(w) is in the bias (bz) */
+            s0 = bz[0], s1 = bz[1], s2 = bz[2], s3 = bz[3];
+            const long xi = ((oy * a->sh - a->ph) * w + ox * a->sw - a->pw) * c;
+            if (xs)
+                taps512(&s0, &s1, &s2, &s3, xrow + xi, a->dh * w * c, a->dw * c, wb, a->kh, kw,
+                        c, 1);
+            else
+                taps512(&s0, &s1, &s2, &s3, xrow + xi, a->dh * w * c, a->dw * c, wb, a->kh, kw,
+                        c, 0);
+        } else {
+            s0 = bv[0], s1 = bv[1], s2 = bv[2], s3 = bv[3];
+            for (long ty = ty0; ty < ty1; ty++) {
+                const long iy = oy * a->sh - a->ph + ty * a->dh;
+                const long xi = (iy * w + ox * a->sw - a->pw) * c;
+                const int32_t *wp = wb + ty * kw * c;
+                for (long tx = tx0; tx < tx1; tx++) {
+                    /* masked (a lane past c reads nothing and adds 0), less zx */
+                    const uint8_t *xt = xrow + (xi + tx * a->dw * c);
+                    const int32_t *wt = wp + tx * c;
                     s0 = _mm512_dpwssd_epi32(s0, _mm512_sub_epi32(ld512(xt, km[0], xs), zx),
                                              _mm512_maskz_loadu_epi32(km[0], wt));
                     if (nv > 1)
@@ -311,10 +342,18 @@ int mi_qdwconv_i8(const mi_qdwconv_args *a) {
         /* w - zw (int16) as int32 lanes with a high half of 0: vpmaddwd's second product,
          * (x - zx)'s sign bits times 0, adds nothing */
         const long taps = a->kh * a->kw;
-        w32 = malloc(sizeof(int32_t) * (size_t)(taps * a->c));
+        w32 = malloc(sizeof(int32_t) * (size_t)((taps + 1) * a->c));
         if (!w32) return MI_ENOMEM;
-        for (long i = 0; i < taps * a->c; i++) w32[i] = (int32_t)(uint16_t)a->wt[i];
+        int32_t *wsum = w32 + taps * a->c;
+        memset(wsum, 0, sizeof(int32_t) * (size_t)a->c);
+        for (long t = 0; t < taps; t++)
+            for (long ch = 0; ch < a->c; ch++) {
+                const int16_t v = a->wt[t * a->c + ch];
+                w32[t * a->c + ch] = (int32_t)(uint16_t)v;
+                wsum[ch] += v;
+            }
         j.w32 = w32;
+        j.wsum = wsum;
     }
 #endif
     if (a->n * a->oh * a->ow * a->c * a->kh * a->kw < 32768L || mi_pool_run(qdw_part, &j) != 0)
