@@ -117,30 +117,44 @@ Q512 static inline void st512(uint8_t *y, __m512i acc, __m512 m, __m512 lo, __m5
     _mm_mask_storeu_epi8(y, k, _mm512_cvtepi32_epi8(q));
 }
 
-/* s0..s3 += x * w over every tap of a pixel whose taps are all inside the image, 64 channels
- * (x at x0 + ty * ys + tx * xs_, w at w + (ty * kw + tx) * c): x widened (no zx: the caller's
- * bias holds -zx * sum(w)), w's int32 lanes' high half 0 */
+/* The sums over every tap of pixels whose taps are all inside the image (x at x0 + ty * ys +
+ * tx * xs_, w at w + (ty * kw + tx) * c): x widened (no zx: the caller's bias holds
+ * -zx * sum(w)), masked to the block's channels (km), w's int32 lanes' high half 0 (padded
+ * past c: read whole). np 1: one pixel, nv vectors (s0..s3); np 2: two pixels pstep apart,
+ * nv <= 2 vectors each (s0, s1 and s2, s3: four chains of vpdpwssd where one pixel of 32
+ * channels would have two, bound by their latency). nv, np and sx are constants where it is
+ * inlined. */
+#define QDW_X(p, m) (sx ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)) \
+                        : _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p)))
 Q512 __attribute__((always_inline)) static inline void taps512(
     __m512i *s0, __m512i *s1, __m512i *s2, __m512i *s3, const uint8_t *x0, long ys, long xs_,
-    const int32_t *w, long kh, long kw, long c, int sx) {
+    long pstep, const int32_t *w, long kh, long kw, long c, const __mmask16 *km, int nv, int np,
+    int sx) {
     __m512i a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+    const __mmask16 k0 = km[0], k1 = km[1], k2 = km[2], k3 = km[3];
     for (long ty = 0; ty < kh; ty++) {
         const uint8_t *xr = x0 + ty * ys;
         const int32_t *wr = w + ty * kw * c;
         for (long tx = 0; tx < kw; tx++) {
-            const __m128i *xt = (const __m128i *)(xr + tx * xs_);
+            const uint8_t *xt = xr + tx * xs_;
             const int32_t *wt = wr + tx * c;
-#define QDW_X(i) (sx ? _mm512_cvtepi8_epi32(_mm_loadu_si128(xt + i)) \
-                     : _mm512_cvtepu8_epi32(_mm_loadu_si128(xt + i)))
-            a0 = _mm512_dpwssd_epi32(a0, QDW_X(0), _mm512_loadu_si512(wt));
-            a1 = _mm512_dpwssd_epi32(a1, QDW_X(1), _mm512_loadu_si512(wt + 16));
-            a2 = _mm512_dpwssd_epi32(a2, QDW_X(2), _mm512_loadu_si512(wt + 32));
-            a3 = _mm512_dpwssd_epi32(a3, QDW_X(3), _mm512_loadu_si512(wt + 48));
-#undef QDW_X
+            const __m512i w0 = _mm512_loadu_si512(wt);
+            a0 = _mm512_dpwssd_epi32(a0, QDW_X(xt, k0), w0);
+            if (np == 2) a2 = _mm512_dpwssd_epi32(a2, QDW_X(xt + pstep, k0), w0);
+            if (nv > 1) {
+                const __m512i w1 = _mm512_loadu_si512(wt + 16);
+                a1 = _mm512_dpwssd_epi32(a1, QDW_X(xt + 16, k1), w1);
+                if (np == 2) a3 = _mm512_dpwssd_epi32(a3, QDW_X(xt + pstep + 16, k1), w1);
+            }
+            if (np == 1 && nv > 2)
+                a2 = _mm512_dpwssd_epi32(a2, QDW_X(xt + 32, k2), _mm512_loadu_si512(wt + 32));
+            if (np == 1 && nv > 3)
+                a3 = _mm512_dpwssd_epi32(a3, QDW_X(xt + 48, k3), _mm512_loadu_si512(wt + 48));
         }
     }
     *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
 }
+#undef QDW_X
 
 /* one output row, channels [c0, c1) (c1 - c0 <= 64, c0 a multiple of 64) */
 Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
@@ -174,21 +188,49 @@ Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
     const uint8_t *xrow = (const uint8_t *)a->x + n * h * w * c + c0;
     const int32_t *wb = j->w32 + c0;
     uint8_t *yrow = (uint8_t *)a->y + (n * oh + oy) * ow * c + c0;
-    const int rowin = ty0 == 0 && ty1 == a->kh && nc == QDW_BLOCK;
+    const int rowin = ty0 == 0 && ty1 == a->kh;
+    const long ys = a->dh * w * c, xs_ = a->dw * c, pstep = a->sw * c;
     for (long ox = 0; ox < ow; ox++) {
         long tx0, tx1;
         tap_range(ox, a->sw, a->pw, a->dw, kw, w, &tx0, &tx1);
         __m512i s0, s1, s2, s3;
         if (rowin && tx0 == 0 && tx1 == kw) {
-            /* every tap inside, 64 channels: zx * sum(w) is in the bias (bz) */
-            s0 = bz[0], s1 = bz[1], s2 = bz[2], s3 = bz[3];
+            /* every tap inside: zx * sum(w) is in the bias (bz) */
             const long xi = ((oy * a->sh - a->ph) * w + ox * a->sw - a->pw) * c;
-            if (xs)
-                taps512(&s0, &s1, &s2, &s3, xrow + xi, a->dh * w * c, a->dw * c, wb, a->kh, kw,
-                        c, 1);
-            else
-                taps512(&s0, &s1, &s2, &s3, xrow + xi, a->dh * w * c, a->dw * c, wb, a->kh, kw,
-                        c, 0);
+            long ux0, ux1;
+            tap_range(ox + 1, a->sw, a->pw, a->dw, kw, w, &ux0, &ux1);
+            if (nv <= 2 && ox + 1 < ow && ux0 == 0 && ux1 == kw) {
+                /* this pixel and the next */
+                s0 = bz[0], s1 = bz[1], s2 = bz[0], s3 = bz[1];
+#define QDW_PAIR(NV, SX)                                                                      \
+    taps512(&s0, &s1, &s2, &s3, xrow + xi, ys, xs_, pstep, wb, a->kh, kw, c, km, NV, 2, SX)
+                if (nv == 1 && !xs) QDW_PAIR(1, 0);
+                else if (nv == 1) QDW_PAIR(1, 1);
+                else if (!xs) QDW_PAIR(2, 0);
+                else QDW_PAIR(2, 1);
+#undef QDW_PAIR
+                uint8_t *yp = yrow + ox * c;
+                st512(yp, s0, mv[0], lo, hi, zy, km[0]);
+                if (nv > 1) st512(yp + 16, s1, mv[1], lo, hi, zy, km[1]);
+                st512(yp + c, s2, mv[0], lo, hi, zy, km[0]);
+                if (nv > 1) st512(yp + c + 16, s3, mv[1], lo, hi, zy, km[1]);
+                ox++;
+                continue;
+            }
+            s0 = bz[0], s1 = bz[1], s2 = bz[2], s3 = bz[3];
+#define QDW_ONE(NV, SX)                                                                       \
+    taps512(&s0, &s1, &s2, &s3, xrow + xi, ys, xs_, pstep, wb, a->kh, kw, c, km, NV, 1, SX)
+            switch (nv * 2 + xs) {
+            case 2: QDW_ONE(1, 0); break;
+            case 3: QDW_ONE(1, 1); break;
+            case 4: QDW_ONE(2, 0); break;
+            case 5: QDW_ONE(2, 1); break;
+            case 6: QDW_ONE(3, 0); break;
+            case 7: QDW_ONE(3, 1); break;
+            case 8: QDW_ONE(4, 0); break;
+            default: QDW_ONE(4, 1); break;
+            }
+#undef QDW_ONE
         } else {
             s0 = bv[0], s1 = bv[1], s2 = bv[2], s3 = bv[3];
             for (long ty = ty0; ty < ty1; ty++) {
@@ -342,10 +384,11 @@ int mi_qdwconv_i8(const mi_qdwconv_args *a) {
         /* w - zw (int16) as int32 lanes with a high half of 0: vpmaddwd's second product,
          * (x - zx)'s sign bits times 0, adds nothing */
         const long taps = a->kh * a->kw;
-        w32 = malloc(sizeof(int32_t) * (size_t)((taps + 1) * a->c));
+        /* then the sums, then 64 zeros: the last block's vectors read whole */
+        w32 = malloc(sizeof(int32_t) * (size_t)((taps + 1) * a->c + QDW_BLOCK));
         if (!w32) return MI_ENOMEM;
         int32_t *wsum = w32 + taps * a->c;
-        memset(wsum, 0, sizeof(int32_t) * (size_t)a->c);
+        memset(wsum, 0, sizeof(int32_t) * (size_t)(a->c + QDW_BLOCK));
         for (long t = 0; t < taps; t++)
             for (long ch = 0; ch < a->c; ch++) {
                 const int16_t v = a->wt[t * a->c + ch];
