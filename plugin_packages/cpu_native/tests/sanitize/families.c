@@ -751,7 +751,7 @@ static void abi(void) {
 
 static void nbits_products(unsigned seed);
 static void blocked_kernels(unsigned seed);
-static void depthwise_int8(unsigned seed);
+static void int8_pool_kernels(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -769,7 +769,7 @@ void families(unsigned seed) {
     integer_convolutions(seed + 12);
     nbits_products(seed + 13);
     blocked_kernels(seed + 14);
-    depthwise_int8(seed + 15);
+    int8_pool_kernels(seed + 15);
     abi();
 }
 
@@ -951,11 +951,12 @@ static void blocked_kernels(unsigned seed) {
 /* the depthwise NHWC int8 convolution (_qdw.c) at each ISA level (capped as the integer
  * GEMM's: plain, AVX2, AVX-512 VNNI; each exact, so one answer): int8 x, 70 channels (a full
  * 64-channel block and a masked one), 13 x 12 pixels to 14 x 12 (pads: 1 above, 0 left),
- * per-channel mult, on the pool; then the per-channel lookup (_qelt.c) over 64 KiB and
- * more, on the pool */
+ * per-channel mult, on the pool; then _qelt.c's kernels over 64 KiB and more, on the pool:
+ * the per-channel lookup, the lookup (VBMI and plain) and QLinearAdd's pass (one row: pieces
+ * of it) */
 int mi_qgemm_set_isa(int level);
 
-static void depthwise_int8(unsigned seed) {
+static void int8_pool_kernels(unsigned seed) {
     enum { C = 70, H = 13, W = 12, OH = 14, OW = 12 };
     signed char *x = malloc(H * W * C), *y = malloc(OH * OW * C);
     short *w = malloc(sizeof(short) * 9 * C);
@@ -1005,5 +1006,25 @@ static void depthwise_int8(unsigned seed) {
             wrong += ly[i] != tab[(i / inner % LC) * 256 + lx[i]];
         CHECK(wrong == 0, "qchlookup (inner %ld): %ld values differ", inner, wrong);
     }
-    free(x), free(y), free(w), free(bias), free(mult), free(tab), free(lx), free(ly);
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        mi_qlookup_args lk = {lx, tab, ly, LO * LC - 5};
+        CHECK(mi_qlookup_i8(&lk) == 0, "qlookup failed");
+        long wrong = 0;
+        for (long i = 0; i < LO * LC - 5; i++) wrong += ly[i] != tab[lx[i]];
+        CHECK(wrong == 0, "qlookup (level %d): %ld values differ", used, wrong);
+    }
+    mi_qgemm_set_isa(3);
+    /* y = sat(rint((a - 10) * 0.5 + (b - 20) * 0.25) + 30): exact, powers of 2 */
+    unsigned char *qy = malloc(LO * LC);
+    mi_qbinary_args qb = {lx, ly, qy, 1, LO * LC, 1, LO * LC, 0.5f, 0.25f, 10, 20, 30, 0, 0};
+    CHECK(mi_qbinary_i8(&qb) == 0, "qbinary failed");
+    long wrong = 0;
+    for (long i = 0; i < LO * LC; i++) {
+        double t = nearbyint(((double)lx[i] - 10) * 0.5 + ((double)ly[i] - 20) * 0.25) + 30;
+        t = t < 0 ? 0 : t > 255 ? 255 : t;
+        wrong += qy[i] != (unsigned char)t;
+    }
+    CHECK(wrong == 0, "qbinary (pieces of a row): %ld values differ", wrong);
+    free(x), free(y), free(w), free(bias), free(mult), free(tab), free(lx), free(ly), free(qy);
 }
