@@ -37,6 +37,8 @@ SOURCES += ["_pw.c"]
 SOURCES += ["_qgemm.c"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
+# depthwise QLinearConv on NHWC tensors, AVX-512/AVX2/plain kernels (_qdw.c)
+SOURCES += ["_qdw.c"]
 # QLinearAdd and QLinearMul (_qelt.c)
 SOURCES += ["_qelt.c"]
 # MatMulNBits' 4-bit block-quantized weight-only GEMM (_qnbits.c)

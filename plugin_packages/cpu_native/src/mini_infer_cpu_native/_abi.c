@@ -230,7 +230,7 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qbinary_args, zb), FIELD(mi_qbinary_args, zy), FIELD(mi_qbinary_args, op),
     FIELD(mi_qbinary_args, is_signed),
 
-    /* depthwise QLinearConv on NHWC (_qconv.c) */
+    /* depthwise QLinearConv on NHWC (_qdw.c) */
     STRUCT(mi_qdwconv_args),
     FIELD(mi_qdwconv_args, x), FIELD(mi_qdwconv_args, wt), FIELD(mi_qdwconv_args, bias),
     FIELD(mi_qdwconv_args, mult), FIELD(mi_qdwconv_args, y), FIELD(mi_qdwconv_args, n),

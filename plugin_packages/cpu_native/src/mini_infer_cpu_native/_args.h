@@ -404,7 +404,7 @@ typedef struct mi_qconv_args {
 
 /* a depthwise QLinearConv on NHWC tensors: y (n, oh, ow, c) = requantize(bias[c] + sum over
  * the taps inside x (n, h, w, c) of (x - zx) * wt[tap][c]), wt (kh * kw, c) = w - w's zero
- * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qconv.c) */
+ * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qdw.c) */
 typedef struct mi_qdwconv_args {
     const void *x;
     const short *wt;

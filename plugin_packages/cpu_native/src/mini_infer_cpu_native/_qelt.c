@@ -1,4 +1,5 @@
-/* com.microsoft's QLinearAdd and QLinearMul on 8-bit tensors (qelementwise.py): one pass, in
+/* com.microsoft's QLinearAdd and QLinearMul on 8-bit tensors (qelementwise.py): one pass (on
+ * the pool from 64 KiB on: rows, or pieces of a row where there are few), in
  * float32 as cpu_basic's kernel computes them (onnxruntime's formula; no FMA: -std=c11 keeps
  * products and sums apart),
  *
@@ -16,27 +17,38 @@
 
 #include "_args.h"
 #include "_common.h"
+#include "_pool.h"
 
-/* one row of `inner` values: A and B (step bs) of types TA and TB into TY */
-#define QBIN_ROW(TA, TB, TY, LO, HI)                                                        \
+/* one row of `inner` values: A and B (step bs) of types TA and TB into TY; B's step a
+ * constant in each loop (1, or 0: its one value hoisted), so that they vectorize */
+#define QBIN_LOOP(BV, TY, LO, HI)                                                                     \
     do {                                                                                    \
-        const TA *restrict x = (const TA *)a->a + o * inner;                                \
-        const TB *restrict z = (const TB *)a->b + o * ostep;                                \
-        TY *restrict y = (TY *)a->y + o * inner;                                            \
         if (op == 0)                                                                        \
             for (long p = 0; p < inner; p++) {                                              \
-                float v = ((float)x[p] - za) * ra + ((float)z[p * bs] - zb) * rb;           \
+                float v = ((float)x[p] - za) * ra + ((float)(BV) - zb) * rb;                \
                 v = rintf(v) + zy;                                                          \
                 v = v < LO ? LO : v;                                                        \
                 y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
             }                                                                               \
         else                                                                                \
             for (long p = 0; p < inner; p++) {                                              \
-                float v = ((float)x[p] - za) * ((float)z[p * bs] - zb) * ra;                \
+                float v = ((float)x[p] - za) * ((float)(BV) - zb) * ra;                     \
                 v = rintf(v) + zy;                                                          \
                 v = v < LO ? LO : v;                                                        \
                 y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
             }                                                                               \
+    } while (0)
+#define QBIN_ROW(TA, TB, TY, LO, HI)                                                        \
+    do {                                                                                    \
+        const TA *restrict x = (const TA *)a->a + o * inner;                                \
+        const TB *restrict z = (const TB *)a->b + o * ostep;                                \
+        TY *restrict y = (TY *)a->y + o * inner;                                            \
+        if (bs) {                                                                           \
+            QBIN_LOOP(z[p], TY, LO, HI);                                                         \
+        } else {                                                                            \
+            const TB z0 = z[0];                                                             \
+            QBIN_LOOP(z0, TY, LO, HI);                                                           \
+        }                                                                                   \
     } while (0)
 
 CLONES static void qbin_u8(const mi_qbinary_args *a) {
@@ -55,50 +67,154 @@ CLONES static void qbin_s8(const mi_qbinary_args *a) {
     for (long o = 0; o < outer; o++) QBIN_ROW(int8_t, int8_t, int8_t, -128.0f, 127.0f);
 }
 
+/* rows [r0, r1) of A's outer index: A, B and Y moved to row r0 (B by b_outer_step) */
+static void qbin_rows(const mi_qbinary_args *a, long r0, long r1) {
+    if (r0 >= r1) return;
+    mi_qbinary_args part = *a;
+    part.a = (const uint8_t *)a->a + r0 * a->inner;
+    part.b = (const uint8_t *)a->b + r0 * a->b_outer_step;
+    part.y = (uint8_t *)a->y + r0 * a->inner;
+    part.outer = r1 - r0;
+    if (a->is_signed)
+        qbin_s8(&part);
+    else
+        qbin_u8(&part);
+}
+
+/* the pool's parts: rows of the outer index, or (one row: an NHWC image against its
+ * per-channel B, or one tensor) pieces of the row, B's step permitting */
+static void qbin_part(const void *job, int part, int parts) {
+    const mi_qbinary_args *a = job;
+    if (a->outer >= parts || a->b_step == 0) {
+        long r0, r1;
+        mi_pool_share(a->outer, part, parts, &r0, &r1);
+        qbin_rows(a, r0, r1);
+        return;
+    }
+    for (long o = 0; o < a->outer; o++) { /* B the same shape: pieces of each row */
+        long p0, p1;
+        mi_pool_share(a->inner / 64 + 1, part, parts, &p0, &p1);
+        p0 = lmin(p0 * 64, a->inner), p1 = lmin(p1 * 64, a->inner);
+        if (p0 >= p1) continue;
+        mi_qbinary_args piece = *a;
+        piece.a = (const uint8_t *)a->a + o * a->inner + p0;
+        piece.b = (const uint8_t *)a->b + o * a->b_outer_step + p0;
+        piece.y = (uint8_t *)a->y + o * a->inner + p0;
+        piece.outer = 1, piece.inner = p1 - p0;
+        if (a->is_signed)
+            qbin_s8(&piece);
+        else
+            qbin_u8(&piece);
+    }
+}
+
 int mi_qbinary_i8(const mi_qbinary_args *a) {
     if (!a->a || !a->b || !a->y || ANY_NEGATIVE(a->outer, a->inner, a->b_outer_step) ||
         a->b_step < 0 || a->b_step > 1 || a->op < 0 || a->op > 1 ||
         a->is_signed < 0 || a->is_signed > 1)
         return MI_EARGS;
-    if (a->is_signed)
-        qbin_s8(a);
-    else
-        qbin_u8(a);
+    if (a->outer * a->inner < 65536L || mi_pool_run(qbin_part, a) != 0) qbin_rows(a, 0, a->outer);
     return MI_OK;
 }
 
 /* QLinearSigmoid, QLinearLeakyRelu (and any function of one 8-bit value): y[i] =
- * table[x[i]] over the 256 bit patterns of x, the table made by the caller */
+ * table[x[i]] over the 256 bit patterns of x, the table made by the caller. Where the integer
+ * GEMM's level is AVX-512 VNNI (mi_qgemm_isa: the tests cap both) and the CPU has VBMI, 64
+ * bytes a step: the table in four registers, two vpermi2b (x's low 7 bits) and a blend on its
+ * top bit; else the plain loop. Shared out on the pool from 64 KiB on, in 64-byte pieces. */
+int mi_qgemm_isa(void); /* _qgemm.c: 3 is AVX-512 VNNI */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QLOOKUP_VBMI 1
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void lookup_vbmi(
+    const uint8_t *x, const uint8_t *t, uint8_t *y, long n) {
+    const __m512i t0 = _mm512_loadu_si512(t), t1 = _mm512_loadu_si512(t + 64);
+    const __m512i t2 = _mm512_loadu_si512(t + 128), t3 = _mm512_loadu_si512(t + 192);
+    for (long i = 0; i < n; i += 64) {
+        const __mmask64 k = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+        const __m512i v = _mm512_maskz_loadu_epi8(k, x + i);
+        const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1);
+        const __m512i hi = _mm512_permutex2var_epi8(t2, v, t3);
+        _mm512_mask_storeu_epi8(y + i, k,
+                                _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+    }
+}
+#endif
+
+typedef struct {
+    const mi_qlookup_args *a;
+    int vbmi;
+} lookup_job;
+
+static void lookup_part(const void *job, int part, int parts) {
+    const lookup_job *j = job;
+    const uint8_t *restrict x = j->a->x, *restrict t = j->a->table;
+    uint8_t *restrict y = j->a->y;
+    const long pieces = (j->a->n + 63) / 64;
+    long p0, p1;
+    mi_pool_share(pieces, part, parts, &p0, &p1);
+    const long i0 = p0 * 64, i1 = lmin(j->a->n, p1 * 64);
+#ifdef QLOOKUP_VBMI
+    if (j->vbmi) {
+        if (i1 > i0) lookup_vbmi(x + i0, t, y + i0, i1 - i0);
+        return;
+    }
+#endif
+    for (long i = i0; i < i1; i++) y[i] = t[x[i]];
+}
+
+static int lookup_vbmi_on(void) {
+#ifdef QLOOKUP_VBMI
+    return mi_qgemm_isa() >= 3 && __builtin_cpu_supports("avx512vbmi");
+#else
+    return 0;
+#endif
+}
+
 int mi_qlookup_i8(const mi_qlookup_args *a) {
     if (!a->x || !a->table || !a->y || a->n < 0) return MI_EARGS;
-    const uint8_t *restrict x = a->x, *restrict t = a->table;
-    uint8_t *restrict y = a->y;
-    for (long i = 0; i < a->n; i++) y[i] = t[x[i]];
+    lookup_job j = {a, lookup_vbmi_on()};
+    if (a->n < 65536L || mi_pool_run(lookup_part, &j) != 0) lookup_part(&j, 0, 1);
     return MI_OK;
 }
 
-/* QLinearChannelLookup (an inference BatchNormalization between QDQ pairs): each channel's
- * own 256-byte table, the channels the middle axis of outer x c x inner */
-int mi_qchlookup_i8(const mi_qchlookup_args *a) {
-    if (!a->x || !a->table || !a->y || a->outer < 0 || a->c < 0 || a->inner < 0)
-        return MI_EARGS;
+/* QLinearChannelLookup (an inference BatchNormalization, a per-channel activation between QDQ
+ * pairs): each channel's own 256-byte table, the channels the middle axis of outer x c x inner.
+ * Shared out on the pool in one dispatch (rows of outer x c x inner: the outer index for NHWC,
+ * inner = 1; each (outer, channel) plane otherwise) where there are 64 KiB or more of it. */
+static void chlookup_rows(const mi_qchlookup_args *a, long r0, long r1) {
     const uint8_t *restrict x = a->x, *restrict t = a->table;
     uint8_t *restrict y = a->y;
     const long c = a->c, inner = a->inner;
     if (inner == 1) {
-        for (long o = 0; o < a->outer; o++) {
+        for (long o = r0; o < r1; o++) {
             const uint8_t *restrict xo = x + o * c;
             uint8_t *restrict yo = y + o * c;
             for (long ch = 0; ch < c; ch++) yo[ch] = t[ch * 256 + xo[ch]];
         }
-        return MI_OK;
+        return;
     }
-    for (long o = 0; o < a->outer; o++)
-        for (long ch = 0; ch < c; ch++) {
-            const uint8_t *restrict tab = t + ch * 256;
-            const long base = (o * c + ch) * inner;
-            for (long i = 0; i < inner; i++) y[base + i] = tab[x[base + i]];
-        }
+    for (long r = r0; r < r1; r++) {
+        const uint8_t *restrict tab = t + (r % c) * 256;
+        const long base = r * inner;
+        for (long i = 0; i < inner; i++) y[base + i] = tab[x[base + i]];
+    }
+}
+
+static void chlookup_part(const void *job, int part, int parts) {
+    const mi_qchlookup_args *a = job;
+    const long rows = a->inner == 1 ? a->outer : a->outer * a->c;
+    long r0, r1;
+    mi_pool_share(rows, part, parts, &r0, &r1);
+    chlookup_rows(a, r0, r1);
+}
+
+int mi_qchlookup_i8(const mi_qchlookup_args *a) {
+    if (!a->x || !a->table || !a->y || a->outer < 0 || a->c < 0 || a->inner < 0)
+        return MI_EARGS;
+    if (a->outer * a->c * a->inner < 65536L || mi_pool_run(chlookup_part, a) != 0)
+        chlookup_part(a, 0, 1);
     return MI_OK;
 }
 

@@ -19,10 +19,11 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   sums, ``float(acc) * (x_scale * w_scale[m] / y_scale)`` in float32, clamped to the output
   type's range less its zero point, rounded half to even, plus the zero point.
 * Depthwise convolutions (one input and one output channel per group): on an NHWC x, a direct
-  kernel (``mi_qdwconv_i8``, ``_qconv.c``: exact int32 sums across the channels, the same
-  epilogue); on an NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and
-  w - w_zero_point, exactly (every sum an integer below 2**24: kernels up to 258 taps), with
-  the same epilogue in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
+  kernel (``mi_qdwconv_i8``, ``_qdw.c``: exact int32 sums, AVX-512 VNNI, AVX2 or plain by
+  the integer GEMM's level, the same epilogue; its arguments kept from run to run); on an
+  NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point,
+  exactly (every sum an integer below 2**24: kernels up to 258 taps), with the same epilogue
+  in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
 
 The last run's plan (the NHWC buffers, the GEMM's arguments) is run again while the input's
 shape, the output array and the constant parameters are the same objects (an engine's arena
@@ -313,7 +314,7 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                 group: int, **kw: Any) -> None:
         key = self._key(x, out, w, x_scale, x_zero_point, w_scale, w_zero_point, y_scale,
                         y_zero_point, b)
-        if self._run_plan(x, out, key):
+        if self._run_plan(x, out, key) or self._run_dw_plan(x, out, key):
             return
         x_hwc, out_hwc = hwc_formats(self)
         hwc = (x_hwc, out_hwc)
@@ -345,7 +346,7 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
         bias = None if b is None else np.ascontiguousarray(b.reshape(-1))
         if self._depthwise(w, group) and not self.hidden.get("__qpacked__") and hwc[0] \
                 and out.flags.c_contiguous:
-            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1])
+            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1], key)
             return
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
                 and (self._exact(w, None) if b is None else self._derived(
@@ -357,11 +358,29 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             return
         self._gemm(x, w, zx, zw, group, out, mult=mult, bias=bias, zy=zy, key=key, hwc=hwc)
 
+    #: the last depthwise run's (key, arguments, NHWC buffer or None, what they point to)
+    _kept_dw: tuple[tuple[Any, ...], QDwConvArgs, Array | None, tuple[Any, ...]] | None = None
+
+    def _run_dw_plan(self, x: Array, out: Array, key: tuple[Any, ...] | None) -> bool:
+        """Run the kept depthwise arguments again if they were made for ``key`` (only x's
+        address can differ: the rest are the same objects)."""
+        plan = self._kept_dw
+        if key is None or plan is None or plan[0][:2] != key[:2] or not x.flags.c_contiguous \
+                or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
+            return False
+        _, args, y, _ = plan
+        args.x = x.ctypes.data
+        _check(_qdwconv, args)
+        if y is not None:
+            np.copyto(out, y.transpose(0, 3, 1, 2))
+        return True
+
     def _depthwise_nhwc(self, x: Array, w: Array, zx: int, zw: Array, mult: Array,
                         bias: Array | None, zy: int, out: Array, oshape: tuple[int, ...],
-                        out_hwc: bool) -> None:
-        """A depthwise convolution of NHWC x on the direct kernel (``_qconv.c``), into
-        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW)."""
+                        out_hwc: bool, key: tuple[Any, ...] | None = None) -> None:
+        """A depthwise convolution of NHWC x on the direct kernel (``_qdw.c``), into
+        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW); its arguments kept
+        for the next run with the same ``key``."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
         win, geo, _ = self._window(xshape, tuple(w.shape))
@@ -371,7 +390,7 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
         n, c, oh, ow = (int(d) for d in oshape)
         y = out if out_hwc else np.empty((n, oh, ow, c), out.dtype)
         kn = "mi_qdwconv_i8"
-        _check(_qdwconv, QDwConvArgs(
+        args = QDwConvArgs(
             _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(wt, (np.int16,), wt.size, False, kn, "w"),
             _ptr(bias, (np.int32,), c, False, kn, "bias"),
             _ptr(mult, (np.float32,), c if mult.size > 1 else 1, False, kn, "mult"),
@@ -379,9 +398,12 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             n, int(x.shape[1]), int(x.shape[2]), c, kh, kw, int(win.strides[0]),
             int(win.strides[1]), int(win.dilations[0]), int(win.dilations[1]),
             int(geo.begin[0]), int(geo.begin[1]), oh, ow, int(mult.size > 1), zx, zy,
-            int(x.dtype == np.int8), int(y.dtype == np.int8)))
+            int(x.dtype == np.int8), int(y.dtype == np.int8))
+        _check(_qdwconv, args)
         if not out_hwc:
             np.copyto(out, y.transpose(0, 3, 1, 2))
+        self._kept_dw = None if key is None else (key, args, None if out_hwc else y,
+                                                   (wt, mult, bias))
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):

@@ -253,6 +253,11 @@ def lookup(x: Array, table: Array, out: Array) -> None:
     if x.shape != out.shape or not (x.flags.c_contiguous and out.flags.c_contiguous):
         _basic.qlookup(x, table, out)
         return
+    if (x.dtype in _INT8 and table.dtype in _INT8 and out.dtype in _INT8 and table.size >= 256
+            and table.flags.c_contiguous and out.flags.writeable):
+        # what _ptr checks, checked here at once (a lookup per activation: its cost shows)
+        _check(_lookup, QLookupArgs(x.ctypes.data, table.ctypes.data, out.ctypes.data, x.size))
+        return
     kn = "mi_qlookup_i8"
     _check(_lookup, QLookupArgs(_ptr(x, _INT8, x.size, False, kn, "x"),
                                 _ptr(table, _INT8, 256, False, kn, "table"),

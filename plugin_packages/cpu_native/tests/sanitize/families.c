@@ -753,6 +753,7 @@ static void nbits_products(unsigned seed);
 static void blocked_kernels(unsigned seed);
 static void logsumexp_rows(unsigned seed);
 static void integer_in_place(unsigned seed);
+static void int8_pool_kernels(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -772,6 +773,7 @@ void families(unsigned seed) {
     blocked_kernels(seed + 14);
     logsumexp_rows(seed + 15);
     integer_in_place(seed + 16);
+    int8_pool_kernels(seed + 17);
     abi();
 }
 
@@ -1138,4 +1140,85 @@ static void integer_in_place(unsigned seed) {
         }
     CHECK(bad == 0, "qgemm in place: %ld sums differ from the plain loops", bad);
     free(x), free(a);
+}
+
+/* the depthwise NHWC int8 convolution (_qdw.c) at each ISA level (capped as the integer
+ * GEMM's: plain, AVX2, AVX-512 VNNI; each exact, so one answer): int8 x, 70 channels (a full
+ * 64-channel block and a masked one), 13 x 12 pixels to 14 x 12 (pads: 1 above, 0 left),
+ * per-channel mult, on the pool; then _qelt.c's kernels over 64 KiB and more, on the pool:
+ * the per-channel lookup, the lookup (VBMI and plain) and QLinearAdd's pass (one row: pieces
+ * of it) */
+int mi_qgemm_set_isa(int level);
+
+static void int8_pool_kernels(unsigned seed) {
+    enum { C = 70, H = 13, W = 12, OH = 14, OW = 12 };
+    signed char *x = malloc(H * W * C), *y = malloc(OH * OW * C);
+    short *w = malloc(sizeof(short) * 9 * C);
+    int *bias = malloc(sizeof(int) * C);
+    float *mult = malloc(sizeof(float) * C);
+    for (long i = 0; i < H * W * C; i++) x[i] = (signed char)(256.0f * frand(&seed));
+    for (long i = 0; i < 9 * C; i++) w[i] = (short)(510.0f * frand(&seed));
+    for (long i = 0; i < C; i++) {
+        bias[i] = (int)(20000.0f * frand(&seed));
+        mult[i] = 0.0009765625f * (float)(1 + i % 4); /* powers of 2: exact below */
+    }
+    const int levels[3] = {0, 1, 3};
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        mi_qdwconv_args a = {x, w, bias, mult, y, 1, H, W, C, 3, 3, 1, 1, 1, 1, 1, 0, OH, OW,
+                             1, -3, 5, 1, 1};
+        CHECK(mi_qdwconv_i8(&a) == 0, "qdwconv (level %d) failed", used);
+        long wrong = 0;
+        for (long oy = 0; oy < OH; oy++)
+            for (long ox = 0; ox < OW; ox++)
+                for (long ch = 0; ch < C; ch++) {
+                    long acc = bias[ch];
+                    for (long ty = 0; ty < 3; ty++)
+                        for (long tx = 0; tx < 3; tx++) {
+                            long iy = oy - 1 + ty, ix = ox + tx;
+                            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                                acc += ((long)x[(iy * W + ix) * C + ch] + 3) *
+                                       w[(ty * 3 + tx) * C + ch];
+                        }
+                    double t = nearbyint((double)acc * mult[ch]);
+                    t = t < -128 - 5 ? -128 - 5 : t > 127 - 5 ? 127 - 5 : t;
+                    wrong += y[(oy * OW + ox) * C + ch] != (signed char)(t + 5);
+                }
+        CHECK(wrong == 0, "qdwconv (level %d): %ld values differ", used, wrong);
+    }
+    mi_qgemm_set_isa(3);
+    enum { LC = 96, LO = 700 };
+    unsigned char *tab = malloc(LC * 256), *lx = malloc(LO * LC), *ly = malloc(LO * LC);
+    for (long i = 0; i < LC * 256; i++) tab[i] = (unsigned char)(i * 7 + i / 256);
+    for (long i = 0; i < LO * LC; i++) lx[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long inner = 1; inner <= 7; inner += 6) {
+        long outer = LO / inner;
+        mi_qchlookup_args cl = {lx, tab, ly, outer, LC, inner};
+        CHECK(mi_qchlookup_i8(&cl) == 0, "qchlookup failed");
+        long wrong = 0;
+        for (long i = 0; i < outer * LC * inner; i++)
+            wrong += ly[i] != tab[(i / inner % LC) * 256 + lx[i]];
+        CHECK(wrong == 0, "qchlookup (inner %ld): %ld values differ", inner, wrong);
+    }
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        mi_qlookup_args lk = {lx, tab, ly, LO * LC - 5};
+        CHECK(mi_qlookup_i8(&lk) == 0, "qlookup failed");
+        long wrong = 0;
+        for (long i = 0; i < LO * LC - 5; i++) wrong += ly[i] != tab[lx[i]];
+        CHECK(wrong == 0, "qlookup (level %d): %ld values differ", used, wrong);
+    }
+    mi_qgemm_set_isa(3);
+    /* y = sat(rint((a - 10) * 0.5 + (b - 20) * 0.25) + 30): exact, powers of 2 */
+    unsigned char *qy = malloc(LO * LC);
+    mi_qbinary_args qb = {lx, ly, qy, 1, LO * LC, 1, LO * LC, 0.5f, 0.25f, 10, 20, 30, 0, 0};
+    CHECK(mi_qbinary_i8(&qb) == 0, "qbinary failed");
+    long wrong = 0;
+    for (long i = 0; i < LO * LC; i++) {
+        double t = nearbyint(((double)lx[i] - 10) * 0.5 + ((double)ly[i] - 20) * 0.25) + 30;
+        t = t < 0 ? 0 : t > 255 ? 255 : t;
+        wrong += qy[i] != (unsigned char)t;
+    }
+    CHECK(wrong == 0, "qbinary (pieces of a row): %ld values differ", wrong);
+    free(x), free(y), free(w), free(bias), free(mult), free(tab), free(lx), free(ly), free(qy);
 }
