@@ -136,3 +136,31 @@ def test_writing_the_cache_removes_those_of_environments_that_are_gone(tmp_path:
     assert "discovery-gone.json" not in left
     assert {"discovery-alive.json", "discovery-older.json"} <= set(left)
     assert len(left) == 3  # and this environment's own
+
+
+def test_discovery_afresh_keeps_the_versions_the_cache_knew(tmp_path: Path) -> None:
+    """The first start after an install reads the distributions afresh and rewrites the
+    cache: with the versions the old one recorded (onnx's, asked when an engine's first
+    schema loads) asked again, so that start's engine load does not rewrite it once more."""
+    from importlib import metadata
+
+    env = {**os.environ, "MINI_INFER_CACHE_DIR": str(tmp_path)}
+    env.pop("MINI_INFER_DISCOVERY_CACHE", None)
+    code = ("from mini_infer_core.registry import get_plugin_registry; get_plugin_registry(); "
+            "from mini_infer_core._distributions import distribution_version as v; "
+            "print(v('onnx'))")
+    asked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=600, check=True).stdout.split()[-1]
+    assert asked == metadata.version("onnx")
+    (cache,) = tmp_path.glob("discovery-*.json")
+    data = json.loads(cache.read_text())
+    assert data["versions"] == {"onnx": asked}
+    data["key"] = "stale"  # as an install makes it: the next start reads afresh
+    cache.write_text(json.dumps(data))
+    probe = ("import json; from mini_infer_core.registry import get_plugin_registry; "
+             "get_plugin_registry(); from mini_infer_core import _distributions as d; "
+             "print(json.dumps(d.read_cache()['versions']))")
+    again = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env=env, timeout=600, check=True).stdout.splitlines()[-1]
+    assert json.loads(again) == {"onnx": metadata.version("onnx")}
+    assert json.loads(cache.read_text())["key"] != "stale"

@@ -31,7 +31,7 @@ from typing import Any
 from ._record import record
 
 __all__ = ["EntryPoint", "cache_path", "distribution_version", "entry_points", "prune_caches",
-           "read_cache", "write_cache"]
+           "read_cache", "versions_again", "write_cache"]
 
 #: bumped whenever what the cache holds changes shape
 _LAYOUT = 1
@@ -77,6 +77,29 @@ def entry_points(group: str) -> list[EntryPoint]:
         found.append(EntryPoint(ep.name, ep.value, group,
                                 None if dist is None else dist.name,
                                 None if dist is None else dist.version))
+    return found
+
+
+def versions_again() -> dict[str, str | None]:
+    """The versions the cache file recorded (valid or not), each asked of importlib.metadata
+    again: what discovery afresh writes with its new cache, so that the first start after an
+    install does not ask for them (and rewrite the file) once more."""
+    path = cache_path()
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            old = json.load(fh).get("versions", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    from importlib import metadata
+
+    found: dict[str, str | None] = {}
+    for name in old if isinstance(old, dict) else ():
+        try:
+            found[str(name)] = metadata.version(str(name))
+        except metadata.PackageNotFoundError:
+            found[str(name)] = None
     return found
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .._distributions import EntryPoint, entry_points, read_cache, write_cache
+from .._distributions import EntryPoint, entry_points, read_cache, versions_again, write_cache
 from ..errors import PluginLoadError
 from . import _cached
 from ._hookspecs import PLUGIN_API_VERSION, PROJECT, PluginSpecs, plain_hooks
@@ -262,7 +262,8 @@ def discover(registry: PluginRegistry | None = None, *, autoload: bool | None = 
                     "(MINI_INFER_STRICT_PLUGINS is set; unset it to skip broken plugins, or "
                     f"`pip uninstall {dname}`)") from exc
     if cache and cached is None and autoload and not blocked:
-        write_cache({"entry_points": [ep.to_json() for ep in eps], "hooks": learned}, watch)
+        write_cache({"entry_points": [ep.to_json() for ep in eps], "hooks": learned,
+                     "versions": versions_again()}, watch)
     return registry
 
 
