@@ -188,8 +188,12 @@ class Builder:
         # each making its own (VGG-19's fully connected weights: 0.5 GB more at the peak);
         # those of nodes with tactics once the tactics are chosen
         done: set[str] = set()
-        engine = self._pack(state, done, tuned=False, collect=False)
-        if state.config.time_tactics and state.info["device_available"]:
+        timing = bool(state.config.time_tactics and state.info["device_available"])
+        # which nodes offer tactics, asked once per node where nothing is timed (the
+        # plugins' choices cannot change between the two packs then)
+        offers: dict[int, bool] | None = None if timing else {}
+        engine = self._pack(state, done, tuned=False, collect=False, offers=offers)
+        if timing:
             # imported here: a build that times nothing (a one-off session's) never needs them
             from .format_timing import time_formats
             from .tactics import time_tactics
@@ -206,7 +210,7 @@ class Builder:
         # the engine the timing ran and what its runs left in cycles go first, so that each
         # imported layout is freed as its packed one is made
         del engine
-        engine = self._pack(state, done, tuned=True, collect=release_network)
+        engine = self._pack(state, done, tuned=True, collect=release_network, offers=offers)
         state.info["memory_plan"] = plan(state)
         # the build time is logged, not kept: an engine file holds nothing that depends on
         # when, where or how fast it was built (reproducible builds)
@@ -216,9 +220,11 @@ class Builder:
         return engine
 
     @staticmethod
-    def _pack(state: BuildState, done: set[str], tuned: bool, collect: bool) -> Engine:
+    def _pack(state: BuildState, done: set[str], tuned: bool, collect: bool,
+              offers: dict[int, bool] | None = None) -> Engine:
         """Pack the constants of the nodes whose plugins offer tactics to time (``tuned``) or
-        of the others (packing.py), and make the engine again."""
+        of the others (packing.py), and make the engine again. ``offers`` keeps each node's
+        answer (by ``id``) from one call to the next; None: asked again each time."""
         state.engine = None
         if collect and state.info.get("tactics") and sum(
                 a.nbytes for a in state.kept_constants.values()) >= COLLECT_FROM:
@@ -226,7 +232,7 @@ class Builder:
         state.info["constants_packed"] += pack_constants(
             state.nodes, state.kept_constants, state.dims, state.types, state.output_names,
             also=[state.constants], packed=done,
-            which=lambda nd: offers_tactics(nd, state.dims) is tuned)
+            which=lambda nd: _offers(nd, state, offers) is tuned)
         return make_engine(state)
 
     # -- passes ---------------------------------------------------------------------------
@@ -327,6 +333,16 @@ def _sweep(state: BuildState, done: int) -> None:
             live.update(state.network.nodes[index].inputs)
     for name in [n for n in state.constants if n not in live]:
         del state.constants[name]
+
+
+def _offers(nd: EngineNode, state: BuildState, known: dict[int, bool] | None) -> bool:
+    """Whether the node's plugin offers tactics to time, from ``known`` where it holds it."""
+    if known is None:
+        return offers_tactics(nd, state.dims)
+    found = known.get(id(nd))
+    if found is None:
+        found = known[id(nd)] = offers_tactics(nd, state.dims)
+    return found
 
 
 def _fixed(name: str, declared: list[int | str | None], shape: tuple[int, ...] | None
