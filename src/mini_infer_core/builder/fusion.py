@@ -94,8 +94,8 @@ class Fuser:
                     inputs += [""] * (k - len(inputs)) + [name]
             inputs += [m.inputs[k] for k in result.append_inputs]
             out = m.outputs[0]
-            self.dims[out] = result.output_dims if result.output_dims is not None else \
-                self.dims[o]
+            self.dims[out] = DimsExprs(result.output_dims) \
+                if result.output_dims is not None else self.dims[o]
             self.types[out] = result.output_type or self.types[o]
             self.skipped.add(j)
             self.fused.append(f"{m.op_type} {m.name!r} into {me.op_type} {me.name!r}")
