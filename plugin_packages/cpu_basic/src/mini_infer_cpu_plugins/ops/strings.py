@@ -369,10 +369,14 @@ class Tokenizer(CpuPlugin, schema.Tokenizer):
             return None
         fields = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()
                   if v is not None}
-        counts = TfIdfVectorizer(f"{self.name}:TfIdfVectorizer", **fields)
+        try:
+            counts = TfIdfVectorizer(f"{self.name}:TfIdfVectorizer", **fields)
+            kept = json.dumps(fields, sort_keys=True)
+        except (PluginInterfaceError, TypeError, ValueError):
+            return None  # a malformed pool fails as the TfIdfVectorizer node, named as such
         if counts.int_tokens is not None:  # a pool of integers never matches a token
             return None
-        self.record("__tfidf__", json.dumps(fields, sort_keys=True))
+        self.record("__tfidf__", kept)
         self._fused(counts)
         return Fusion(output_type=DataType.FLOAT,
                       output_dims=DimsExprs([dims[0], DimExpr.const(counts.width)]))
