@@ -27,6 +27,7 @@ import mini_infer_core as mi
 from mini_infer_core.engine import format as engine_format
 from mini_infer_core.engine.format import decode_strings, encode_strings, read_engine_file
 from mini_infer_core.errors import EngineFormatError, MiniInferError
+from mini_infer_core.plugin import _adapter as adapter
 
 STRING, INT64, INT32, FLOAT, BOOL = (TensorProto.STRING, TensorProto.INT64, TensorProto.INT32,
                                      TensorProto.FLOAT, TensorProto.BOOL)
@@ -546,6 +547,56 @@ def test_tokenizer_absorbs_the_flatten_of_its_tokens(shape: tuple[int, ...], axi
     for n in (1, len(texts), 1):
         feeds = {"x": texts[:n]}
         same(ours(model, feeds), ort(model, feeds))
+
+
+@pytest.mark.parametrize("mode", ["tfidf", "count"])
+def test_tokenizer_counts_the_tfidf_vectorizer_after_it(mode: str) -> None:
+    """skl2onnx's text pipeline (StringNormalizer, Tokenizer, Flatten, TfIdfVectorizer, a
+    linear model): the Tokenizer absorbs the Flatten and counts the TfIdfVectorizer's
+    n-grams itself, so no node is data-dependent any more (one plan, no segments). Against
+    scikit-learn and onnxruntime at 1, 3 and 0 texts, and again from an engine file."""
+    from skl2onnx import to_onnx
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from mini_infer_core.runtime import Runtime
+
+    rng = np.random.default_rng(11)
+    words = "cat dog Bird fish bank loan cash the an of tax".split()
+    docs = [" ".join(rng.choice(words, size=int(rng.integers(1, 9)))) for _ in range(60)]
+    labels = [int("bank" in d or "loan" in d) for d in docs]
+    vec = TfidfVectorizer() if mode == "tfidf" else CountVectorizer(ngram_range=(1, 2))
+    pipe = make_pipeline(vec, LogisticRegression(max_iter=300)).fit(docs[:50], labels[:50])
+    model = to_onnx(pipe, initial_types=[("input", StringTensorType([None, 1]))],
+                    options={id(pipe.steps[-1][1]): {"zipmap": False}},
+                    target_opset={"": 17, "ai.onnx.ml": 3})
+    for node in model.graph.node:  # onnxruntime's default locale is often not installed
+        if node.op_type == "StringNormalizer":
+            del node.attribute[:]
+            node.attribute.extend([helper.make_attribute("case_change_action", "LOWER"),
+                                   helper.make_attribute("locale", "C.UTF-8")])
+    engine = mi.load(model)
+    kinds = [n.op_type for n in engine.nodes]
+    assert "TfIdfVectorizer" not in kinds and "Flatten" not in kinds and "Tokenizer" in kinds
+    assert not any(adapter.is_data_dependent(n.plugin) for n in engine.nodes)
+    again = Runtime().deserialize_engine(engine.serialize())
+    held = np.array(docs[50:], dtype=object).reshape(-1, 1)
+    for eng in (engine, again):
+        with eng.create_execution_context() as ctx:
+            for n in (1, 3, 0, 1):
+                feeds = {"input": held[:n]}
+                got = ctx.execute(feeds)
+                ours_ = [got[o.name] for o in model.graph.output]
+                if not n:  # scikit-learn and onnxruntime refuse no texts
+                    assert ours_[0].shape == (0,) and ours_[1].shape == (0, 2)
+                    continue
+                for k, (g, w) in enumerate(zip(ours_, ort(model, feeds), strict=True)):
+                    same(g, w, f"output {k}")
+                assert ours_[0].tolist() == pipe.predict(held[:n, 0]).tolist()
+                np.testing.assert_allclose(ours_[1], pipe.predict_proba(held[:n, 0]),
+                                           atol=1e-5)
 
 
 def test_tokenizer_without_tokens_or_separators_fails_the_build() -> None:

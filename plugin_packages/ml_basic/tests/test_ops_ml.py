@@ -131,6 +131,25 @@ def test_one_hot_encoder_ints_and_strings() -> None:
     check("OneHotEncoder", [np.array([[2.0, 0.0]], np.float32)], {"cats_int64s": [0, 1, 2]})
 
 
+def test_one_hot_encoder_of_many_strings_in_one_pass() -> None:
+    """Enough rows for the one-pass lookup (``_LOOKED_UP_AT_ONCE``): unknown and repeated
+    values, against onnxruntime and scikit-learn's OneHotEncoder(handle_unknown="ignore");
+    with zeros=0 the first unknown string is refused by name."""
+    from mini_infer_ml_plugins.ops.encoders import _LOOKED_UP_AT_ONCE
+    from sklearn.preprocessing import OneHotEncoder
+
+    cats = ["blue", "green", "grey", "red"]
+    rng = np.random.default_rng(4)
+    x = rng.choice([*cats, "purple", ""], size=(3 * _LOOKED_UP_AT_ONCE, 1)).astype(object)
+    y = check("OneHotEncoder", [x], {"cats_strings": cats, "zeros": 1}, ref=False)
+    want = OneHotEncoder(categories=[cats], handle_unknown="ignore").fit(x).transform(x)
+    np.testing.assert_array_equal(y[0].reshape(len(x), -1), want.toarray())
+    model = ml_model("OneHotEncoder", [x], {"cats_strings": cats, "zeros": 0})
+    first = next(v for v in x[:, 0] if v not in cats)
+    with pytest.raises(mi.ExecutionError, match=f"{first!r} is not one of the categories"):
+        run_mi(model, [x])
+
+
 def test_one_hot_encoder_refuses_an_unknown_value_when_zeros_is_0() -> None:
     x = np.array([[1, 4]], np.int64)
     model = ml_model("OneHotEncoder", [x], {"cats_int64s": [1, 2], "zeros": 0})

@@ -24,7 +24,8 @@ from .state import BuildState, NodeWork
 
 def fuse(state: BuildState, work: NodeWork) -> None:
     """The fuse pass: the node's plugin absorbs the consumers it can (the fused nodes are
-    skipped when their turn comes); its inputs and outputs change accordingly."""
+    skipped when their turn comes); its inputs and outputs change accordingly (and the output's
+    shape and type where the :class:`Fusion` says so)."""
     assert work.plugin is not None
     inputs, work.outputs = state.fuser.absorb(work.plugin, work.index, work.inputs,
                                               work.outputs)
@@ -93,7 +94,8 @@ class Fuser:
                     inputs += [""] * (k - len(inputs)) + [name]
             inputs += [m.inputs[k] for k in result.append_inputs]
             out = m.outputs[0]
-            self.dims[out] = self.dims[o]
+            self.dims[out] = DimsExprs(result.output_dims) \
+                if result.output_dims is not None else self.dims[o]
             self.types[out] = result.output_type or self.types[o]
             self.skipped.add(j)
             self.fused.append(f"{m.op_type} {m.name!r} into {me.op_type} {me.name!r}")

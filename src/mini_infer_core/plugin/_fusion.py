@@ -32,6 +32,11 @@ class Fusion:
     append_inputs: list[int] = field(default_factory=list)
     #: the type the plugin's output takes from now on (an absorbed Cast), None: unchanged
     output_type: DataType | None = None
+    #: the shape the plugin's output takes from now on, a ``DimsExprs`` or any sequence of
+    #: dimensions (an absorbed consumer that changes it: a Tokenizer that counts its tokens
+    #: as the TfIdfVectorizer after it did), None: the consumer's output is shaped as the
+    #: plugin's was
+    output_dims: Sequence[Any] | None = None
 
 
 def per_channel(c: Any, channels: int, rank: int) -> np.ndarray[Any, Any] | None:

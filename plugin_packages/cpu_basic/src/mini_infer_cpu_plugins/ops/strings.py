@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -36,7 +37,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import strings as schema
-from mini_infer_core.plugin import DimsExprs, Fusion
+from mini_infer_core.plugin import DataType, DimExpr, DimsExprs, Fusion
 
 from ..serialization import CpuPlugin
 from ._dynamic import emit
@@ -344,22 +345,70 @@ _ONE_ASCII_CLASS = re.compile(r"\[(?:[A-Za-z0-9_](?:-[A-Za-z0-9_])?)+\]\+")
 
 
 class Tokenizer(CpuPlugin, schema.Tokenizer):
-    #: a Flatten of the tokens at axis 1 (skl2onnx's text pipelines): of [N, T] it is the
-    #: tokens themselves, so the Tokenizer writes the Flatten's output and its step goes
-    fusable: ClassVar[frozenset[str]] = frozenset({"Flatten"})
+    """Fusions (skl2onnx's text pipelines: StringNormalizer, Tokenizer, Flatten,
+    TfIdfVectorizer): a Flatten of the tokens at axis 1 is the tokens themselves (of
+    [N, T]), so the Tokenizer writes its output; a TfIdfVectorizer of the [N, T] tokens is
+    counted by the Tokenizer itself, whose output is then the counts [N, width], float32:
+    no longer data-dependent, so the whole model is planned once and runs without segments
+    (its attributes are kept in ``__tfidf__``, JSON, for the engine file)."""
+
+    fusable: ClassVar[frozenset[str]] = frozenset({"Flatten", "TfIdfVectorizer"})
+    hidden_fields: ClassVar[tuple[str, ...]] = ("__tfidf__",)
+    #: the TfIdfVectorizer absorbed (None: the tokens are the output)
+    counts: TfIdfVectorizer | None = None
 
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
              consumer_dims: Sequence[DimsExprs | None], position: int,
              own_constants: Sequence[Any]) -> Fusion | None:
         dims = consumer_dims[position] if position < len(consumer_dims) else None
-        if op_type != "Flatten" or dims is None or len(dims) != 2 or \
-                int(attrs.get("axis", 1)) not in (1, -1):
+        if self.counts is not None or dims is None or len(dims) != 2:
             return None
-        return Fusion()
+        if op_type == "Flatten":
+            return Fusion() if int(attrs.get("axis", 1)) in (1, -1) else None
+        if op_type != "TfIdfVectorizer":
+            return None
+        fields = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()
+                  if v is not None}
+        try:
+            counts = TfIdfVectorizer(f"{self.name}:TfIdfVectorizer", **fields)
+            kept = json.dumps(fields, sort_keys=True)
+        except (PluginInterfaceError, TypeError, ValueError):
+            return None  # a malformed pool fails as the TfIdfVectorizer node, named as such
+        if counts.int_tokens is not None:  # a pool of integers never matches a token
+            return None
+        self.record("__tfidf__", kept)
+        self._fused(counts)
+        return Fusion(output_type=DataType.FLOAT,
+                      output_dims=DimsExprs([dims[0], DimExpr.const(counts.width)]))
+
+    def _fused(self, counts: TfIdfVectorizer) -> None:
+        self.counts = counts
+        self.data_dependent = False  # its output is [N, width] now
+
+    def output_shapes(self, inputs: Sequence[DimsExprs]) -> Any:
+        if self.counts is None:
+            return super().output_shapes(inputs)
+        return [[inputs[0][0], DimExpr.const(self.counts.width)]]
+
+    def output_types(self, input_types: Sequence[DataType]) -> list[DataType]:
+        types = super().output_types(input_types)
+        return types if self.counts is None else [DataType.FLOAT]
+
+    def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
+                 ) -> Callable[[], None] | None:
+        """Fused with a TfIdfVectorizer: tokens and counts, bound to the step's arrays."""
+        if self.counts is None or workspace is not None or len(inputs) != 1:
+            return None
+        a = self.attrs
+        return functools.partial(self.compute, inputs[0], out=outputs[0], mark=a["mark"],
+                                 pad_value=a["pad_value"])
 
     def setup(self) -> None:
         super().setup()
         a = self.attrs
+        if self.hidden.get("__tfidf__"):  # an engine's fused Tokenizer, read back
+            self._fused(TfIdfVectorizer(f"{self.name}:TfIdfVectorizer",
+                                        **json.loads(self.hidden["__tfidf__"])))
         self.least = max(int(a["mincharnum"]), 1)
         self.chars = self.separators == ("",)
         self.plain: re.Pattern[str] | None = None
@@ -388,7 +437,17 @@ class Tokenizer(CpuPlugin, schema.Tokenizer):
             found.append(s[at:])
         return [t for t in found if len(t) >= self.least]
 
-    def compute(self, x: Array, *, mark: int, pad_value: str, **_: Any) -> Any:
+    def compute(self, x: Array, *, out: Array | None = None, mark: int, pad_value: str,
+                **_: Any) -> Any:
+        tokens = self.tokens_of(x, mark, pad_value)
+        if self.counts is None:
+            return tokens
+        assert out is not None
+        self.counts.compute(tokens, out=out, mode=self.counts.attrs["mode"])  # [N, T]
+        return None
+
+    def tokens_of(self, x: Array, mark: int, pad_value: str) -> Array:
+        """The tokens of every element of ``x``: ``x``'s shape plus an axis of tokens."""
         items = x.reshape(-1).tolist()
         if self.plain is not None and self.least == 1:
             # X+ never matches an empty string: findall's tokens need no filter

@@ -8,6 +8,7 @@ encoder does); string keys with a dictionary. Strings travel as object arrays of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,10 @@ class CategoryMapper(MlPlugin, ml.CategoryMapper):
         out[...] = (self.to_int if x.dtype == object else self.to_str).map(x)
 
 
+#: rows of strings from which OneHotEncoder looks their columns up in one pass (fewer: a loop)
+_LOOKED_UP_AT_ONCE = 16
+
+
 class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
     def setup(self) -> None:
         super().setup()
@@ -162,8 +167,12 @@ class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
         """String categories: each value's column looked up and its 1 written straight into
         the zeroed output (a few rows cost a dict look-up each, not a dozen NumPy calls)."""
         lookup, width = self.table.lookup, out.shape[-1]
+        values = x.reshape(-1).tolist()
+        if len(values) >= _LOOKED_UP_AT_ONCE:
+            self._many_strings_into(values, out.reshape(-1), width, zeros)
+            return
         ones: list[int] = []
-        for r, value in enumerate(x.reshape(-1).tolist()):
+        for r, value in enumerate(values):
             column = lookup.get(_text(value), -1)
             if column >= 0:
                 ones.append(r * width + column)
@@ -176,3 +185,19 @@ class OneHotEncoder(MlPlugin, ml.OneHotEncoder):
             flat[ones[0]] = 1
         elif ones:
             flat[ones] = 1
+
+    def _many_strings_into(self, values: list[Any], flat: Array, width: int,
+                           zeros: bool) -> None:
+        """Many rows: every column looked up in one C-level pass (``map`` of ``dict.get``),
+        the values missed tried again as text (bytes, numbers), the ones set by one fancy
+        assignment."""
+        lookup = self.table.lookup
+        index = np.array(list(map(lookup.get, values, repeat(-1))), np.int64)
+        for k in np.flatnonzero(index < 0).tolist():
+            index[k] = lookup.get(_text(values[k]), -1)
+            if index[k] < 0 and not zeros:
+                raise ExecutionError(f"OneHotEncoder {self.name!r}: {values[k]!r} is not one "
+                                     "of the categories and zeros=0 forbids unknown values")
+        rows = np.flatnonzero(index >= 0)
+        flat.fill(0)
+        flat[rows * width + index[rows]] = 1
