@@ -38,6 +38,7 @@ def _onnxruntime(model: bytes, x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(("shape", "perm", "scale", "first"), [
     ((1, 128, 8, 64), [0, 2, 3, 1], np.array(0.35355339, np.float32), True),  # two passes
+    ((1, 300, 4, 64), [0, 2, 3, 1], np.array(0.125, np.float32), False),  # 3 chunks
     ((1, 128, 8, 64), [0, 2, 1, 3], np.array([[[[0.35355339]]]], np.float32), False),
     ((2, 3, 5), [2, 0, 1], np.array([-1.7], np.float32), True)])
 def test_transpose_absorbs_a_mul_by_one_constant(tmp_path: Path, shape: tuple[int, ...],
