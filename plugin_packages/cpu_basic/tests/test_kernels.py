@@ -530,6 +530,21 @@ def test_reshape_int_dtype() -> None:
     check("Reshape", [x, np.array([6, -1], np.int64)])
 
 
+@pytest.mark.parametrize(("shape", "perm"), [
+    ((1, 128, 8, 64), [0, 2, 3, 1]), ((2, 33, 4, 64), [0, 2, 3, 1]), ((5, 16, 64), [1, 2, 0]),
+    ((1, 300, 4, 64), [0, 2, 3, 1]), ((1, 150, 6, 64), [0, 2, 3, 1]), ((300, 20, 2), [2, 1, 0]),
+    ((5, 6, 7, 8, 9), [4, 0, 2, 1, 3]), ((1, 8, 128, 64), [0, 1, 3, 2]),
+    ((2, 64, 96), [0, 2, 1]), ((1, 128, 8, 64), [0, 2, 1, 3])])
+def test_transpose_large(shape: tuple[int, ...], perm: list[int]) -> None:
+    """Transposes past the two-pass size, with the input's last axis moved to the output's
+    last but one from rows a multiple of 1 KiB apart (two passes, output columns in chunks
+    of 128 and a shorter last one), from other strides and elsewhere (one), float and
+    integer."""
+    check("Transpose", [rand(*shape)], {"perm": perm})
+    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    check("Transpose", [x], {"perm": perm})
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
 def test_flatten(axis: int) -> None:
     check("Flatten", [rand(2, 3, 4)], {"axis": axis})
