@@ -3,8 +3,9 @@ KiB and more), at 1 and 2 threads, with odd sizes (a last partial 64-byte piece)
 lookups (QLinearLookup and QLinearSigmoid: the AVX-512 VBMI loop where the integer GEMM's
 level is AVX-512 VNNI, the plain loop below it), the per-channel tables
 (QLinearChannelLookup, NHWC and NCHW) and QLinearAdd/QLinearMul (rows of the outer index, or
-pieces of one row). Oracles: the tables' definition (NumPy indexing), onnxruntime (within one
-quantum) and cpu_basic's NumPy kernels (bit for bit)."""
+pieces of one row; AVX-512 where the integer GEMM's level is AVX-512 VNNI, the compiler's
+vectorized loops below it). Oracles: the tables' definition (NumPy indexing), onnxruntime
+(within one quantum) and cpu_basic's NumPy kernels (bit for bit)."""
 
 from __future__ import annotations
 
@@ -93,16 +94,17 @@ def test_channel_lookup_indexes_each_channels_table(threads: int, shape: tuple[i
 
 
 #: (A, B): the same shape (one row: pieces of it; many rows), one value per channel (NCHW
-#: rows), one value
+#: rows), one value, and one small pass (no pool, a 16-value tail)
 BINARY = [((1, 9, 91, 83), (1, 9, 91, 83)), ((70, 1031), (70, 1031)),
-          ((1, 64, 40, 41), (1, 64, 1, 1)), ((3, 70001), (1, 1))]
+          ((1, 64, 40, 41), (1, 64, 1, 1)), ((3, 70001), (1, 1)), ((5, 37), (5, 37))]
 
 
 @pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
 @pytest.mark.parametrize("shapes", BINARY, ids=[f"{a}x{b}" for a, b in BINARY])
 @pytest.mark.parametrize("dtype", [U8, S8])
-def test_binary_on_the_pool(threads: int, count_calls: Callable[[Any, str, str], dict[str, int]],
-                            op: str, shapes: tuple[tuple[int, ...], ...], dtype: Any) -> None:
+def test_binary_on_the_pool(isa: str, threads: int,
+                            count_calls: Callable[[Any, str, str], dict[str, int]], op: str,
+                            shapes: tuple[tuple[int, ...], ...], dtype: Any) -> None:
     a, b = _ints(dtype, *shapes[0]), _ints(dtype, *shapes[1])
     params = {"as": np.array(0.05, np.float32), "az": np.array(7, dtype),
               "bs": np.array(0.031, np.float32), "bz": np.array(-3 if dtype == S8 else 200, dtype),

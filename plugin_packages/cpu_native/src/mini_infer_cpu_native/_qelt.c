@@ -67,6 +67,64 @@ CLONES static void qbin_s8(const mi_qbinary_args *a) {
     for (long o = 0; o < outer; o++) QBIN_ROW(int8_t, int8_t, int8_t, -128.0f, 127.0f);
 }
 
+int mi_qgemm_isa(void); /* _qgemm.c: 3 is AVX-512 VNNI (the tests cap it) */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QBIN_512 1
+/* the same float32 arithmetic 16 values a step (products and sums apart, as above: no FMA;
+ * vrndscaleps to nearest even is rintf's rounding), where the integer GEMM's level is
+ * AVX-512 VNNI */
+#define Q512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+Q512 static inline __m512 qbin_ld(const void *p, __mmask16 k, int sgn) {
+    const __m128i b = _mm_maskz_loadu_epi8(k, p);
+    return _mm512_cvtepi32_ps(sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
+}
+
+Q512 static void qbin_512(const mi_qbinary_args *a) {
+    const long outer = a->outer, inner = a->inner, bs = a->b_step, ostep = a->b_outer_step;
+    const int sgn = a->is_signed;
+    const __m512 za = _mm512_set1_ps((float)a->za), zb = _mm512_set1_ps((float)a->zb);
+    const __m512 zy = _mm512_set1_ps((float)a->zy), ra = _mm512_set1_ps(a->ra);
+    const __m512 rb = _mm512_set1_ps(a->rb);
+    const __m512 lo = _mm512_set1_ps(sgn ? -128.0f : 0.0f), hi = _mm512_set1_ps(sgn ? 127.0f : 255.0f);
+    for (long o = 0; o < outer; o++) {
+        const uint8_t *x = (const uint8_t *)a->a + o * inner;
+        const uint8_t *z = (const uint8_t *)a->b + o * ostep;
+        uint8_t *y = (uint8_t *)a->y + o * inner;
+        const float z0 = sgn ? (float)*(const int8_t *)z : (float)*z;
+        const __m512 zc = _mm512_sub_ps(_mm512_set1_ps(z0), zb);
+        for (long p = 0; p < inner; p += 16) {
+            const __mmask16 k = inner - p >= 16 ? (__mmask16)0xFFFF
+                                                : (__mmask16)((1u << (inner - p)) - 1);
+            const __m512 dx = _mm512_sub_ps(qbin_ld(x + p, k, sgn), za);
+            const __m512 dz = bs ? _mm512_sub_ps(qbin_ld(z + p, k, sgn), zb) : zc;
+            __m512 v = a->op == 0 ? _mm512_add_ps(_mm512_mul_ps(dx, ra), _mm512_mul_ps(dz, rb))
+                                  : _mm512_mul_ps(_mm512_mul_ps(dx, dz), ra);
+            v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT |
+                                                          _MM_FROUND_NO_EXC), zy);
+            v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+            _mm_mask_storeu_epi8(y + p, k, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+        }
+    }
+}
+#undef Q512
+#endif
+
+/* one pass at the level chosen */
+static void qbin_any(const mi_qbinary_args *a) {
+#ifdef QBIN_512
+    if (mi_qgemm_isa() >= 3) {
+        qbin_512(a);
+        return;
+    }
+#endif
+    if (a->is_signed)
+        qbin_s8(a);
+    else
+        qbin_u8(a);
+}
+
 /* rows [r0, r1) of A's outer index: A, B and Y moved to row r0 (B by b_outer_step) */
 static void qbin_rows(const mi_qbinary_args *a, long r0, long r1) {
     if (r0 >= r1) return;
@@ -75,10 +133,7 @@ static void qbin_rows(const mi_qbinary_args *a, long r0, long r1) {
     part.b = (const uint8_t *)a->b + r0 * a->b_outer_step;
     part.y = (uint8_t *)a->y + r0 * a->inner;
     part.outer = r1 - r0;
-    if (a->is_signed)
-        qbin_s8(&part);
-    else
-        qbin_u8(&part);
+    qbin_any(&part);
 }
 
 /* the pool's parts: rows of the outer index, or (one row: an NHWC image against its
@@ -101,10 +156,7 @@ static void qbin_part(const void *job, int part, int parts) {
         piece.b = (const uint8_t *)a->b + o * a->b_outer_step + p0;
         piece.y = (uint8_t *)a->y + o * a->inner + p0;
         piece.outer = 1, piece.inner = p1 - p0;
-        if (a->is_signed)
-            qbin_s8(&piece);
-        else
-            qbin_u8(&piece);
+        qbin_any(&piece);
     }
 }
 
@@ -122,10 +174,7 @@ int mi_qbinary_i8(const mi_qbinary_args *a) {
  * GEMM's level is AVX-512 VNNI (mi_qgemm_isa: the tests cap both) and the CPU has VBMI, 64
  * bytes a step: the table in four registers, two vpermi2b (x's low 7 bits) and a blend on its
  * top bit; else the plain loop. Shared out on the pool from 64 KiB on, in 64-byte pieces. */
-int mi_qgemm_isa(void); /* _qgemm.c: 3 is AVX-512 VNNI */
-
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 #define QLOOKUP_VBMI 1
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void lookup_vbmi(
     const uint8_t *x, const uint8_t *t, uint8_t *y, long n) {
