@@ -199,6 +199,20 @@ typedef struct {
     int direct;                /* conv: a 1 x 1 window without padding (rows read in place) */
 } qsrc;
 
+/* n bytes copied: runs of 8 to 32 bytes (a few channels times a window row: the stem's 21) as
+ * two overlapping fixed-size copies, inlined, where memcpy would be a call per run */
+static inline void q_copy_run(uint8_t *d, const uint8_t *s, size_t n) {
+    if (n >= 16 && n <= 32) {
+        memcpy(d, s, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8 && n < 16) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
 /* row i of A (k bytes) from an image: a pointer into the image where the row is one run of
  * it (a 1 x 1 window inside the image), else the taps' cg channels copied into `row`, the
  * zero point outside */
@@ -219,7 +233,7 @@ static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uin
             continue;
         }
         if (dense) {
-            memcpy(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
+            q_copy_run(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
             at += run;
             continue;
         }
@@ -228,7 +242,7 @@ static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uin
             if (ix < 0 || ix >= v->w)
                 memset(row + at, zero, (size_t)v->cg);
             else
-                memcpy(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
+                q_copy_run(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
         }
     }
     return row;
