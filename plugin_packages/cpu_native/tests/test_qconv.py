@@ -72,6 +72,9 @@ SHAPES = [
     # 1x1 windows read in place: grouped (a channel offset), strided, many rows
     (1, 6, 5, 5, 4, (1, 1), {"group": 2}),
     (2, 67, 31, 30, 45, (1, 1), {"strides": [2, 3]}),
+    # K over 1024: in slices of K (AVX-512 VNNI), copied windows and a 1x1 read in place
+    (1, 130, 9, 9, 40, (3, 3), {"pads": [1, 1, 1, 1]}),
+    (1, 1040, 5, 5, 33, (1, 1), {}),
 ]
 
 

@@ -227,7 +227,7 @@ def _cases() -> list[dict[str, Any]]:
     # A of whole quads with B's zero point 0 is read in place by AVX-512 VNNI (a partial
     # last panel copied)
     for m, k, n in [(1, 1, 1), (3, 3, 7), (8, 63, 33), (13, 768, 48), (128, 96, 3072 // 8),
-                    (1001, 577, 70), (37, 2307, 130), (203, 256, 100)]:
+                    (1001, 577, 70), (37, 2307, 130), (203, 256, 100), (211, 1300, 64)]:
         for a_type, out in [(U8, np.int32), (S8, np.float32), (U8, U8), (S8, S8)]:
             b = _ints(S8, k, n)
             packed = _qgemm.qpack_b(b)

@@ -36,7 +36,9 @@
  *   place: a MatMulInteger's A, a 1 x 1 stride-1 convolution's NHWC image (only a last
  *   partial panel of 8 rows is copied); otherwise rows are copied (windows gathered, int8
  *   flipped, k padded to whole quads) into the part's buffer. Those 8 x 32 tiles requantize
- *   their uint8/int8 outputs straight from the registers (micro_512_8x2_q).
+ *   their uint8/int8 outputs straight from the registers (micro_512_8x2_q). Where K is long
+ *   (over 1024) a column pair runs in slices of K over all the block's row panels, so that
+ *   its slice stays in L1 (q_pair_kblocked).
  * - AVX-VNNI (the VEX form, Alder Lake and later): vpdpbusd on ymm, 4 rows x 16 columns.
  * - AVX2: exact, by widening instead of vpmaddubsw. vpmaddubsw adds two u8 x s8 products into
  *   a saturating int16 (255 * 127 * 2 > 32767), which changes results unless weights are cut
@@ -197,6 +199,20 @@ typedef struct {
     int direct;                /* conv: a 1 x 1 window without padding (rows read in place) */
 } qsrc;
 
+/* n bytes copied: runs of 8 to 32 bytes (a few channels times a window row: the stem's 21) as
+ * two overlapping fixed-size copies, inlined, where memcpy would be a call per run */
+static inline void q_copy_run(uint8_t *d, const uint8_t *s, size_t n) {
+    if (n >= 16 && n <= 32) {
+        memcpy(d, s, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8 && n < 16) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
 /* row i of A (k bytes) from an image: a pointer into the image where the row is one run of
  * it (a 1 x 1 window inside the image), else the taps' cg channels copied into `row`, the
  * zero point outside */
@@ -217,7 +233,7 @@ static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uin
             continue;
         }
         if (dense) {
-            memcpy(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
+            q_copy_run(row + at, img + (iy * v->w + ix0) * v->c, (size_t)run);
             at += run;
             continue;
         }
@@ -226,7 +242,7 @@ static const uint8_t *q_conv_row(const mi_qconv_args *v, int direct, long i, uin
             if (ix < 0 || ix >= v->w)
                 memset(row + at, zero, (size_t)v->cg);
             else
-                memcpy(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
+                q_copy_run(row + at, img + (iy * v->w + ix) * v->c, (size_t)v->cg);
         }
     }
     return row;
@@ -296,6 +312,8 @@ typedef struct {
     long alda;
     int rowmajor, direct; /* A row-major (AVX-512 VNNI); and read in place (no copy) */
     int fused;            /* AVX-512 VNNI's 8 x 32 tiles requantized in registers */
+    int kblock;           /* AVX-512 VNNI, K long: in slices of Q_KCQ quads (q_pair_kblocked) */
+    size_t acc_off;       /* where a part's buffer keeps those sums */
     uint8_t *own;                   /* the caller's buffer when it runs the job alone */
     int isa, mr, esize, out, zy, rowsums;
     uint8_t flip;
@@ -482,7 +500,7 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *
 
 /* 8 rows x 32 columns: two full panels at once (16 accumulators: each broadcast of A serves
  * two vpdpbusd, half the loads of A per product of the 8 x 16 tile); the sums stored into
- * acc0 and acc1 (not added) */
+ * acc0 and acc1, or added to them (`add`: a later slice of K) */
 #define DP2(x, y, r)                                                                         \
     do {                                                                                     \
         __m512i av_ = _mm512_set1_epi32(q_ld4(a##r + 4 * q));                                \
@@ -491,7 +509,7 @@ Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *
     } while (0)
 Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, long lda, const int8_t *p0,
                                        const int8_t *p1, long nq, int32_t *acc0,
-                                       int32_t *acc1) {
+                                       int32_t *acc1, int add) {
     ROWS8(ap, lda);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0, d6 = c0, d7 = c0;
@@ -511,6 +529,11 @@ Q_AVX512VNNI static void micro_512_8x2(const uint8_t *ap, long lda, const int8_t
                 "+v"(c7));
         __asm__("" : "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3), "+v"(d4), "+v"(d5), "+v"(d6),
                 "+v"(d7));
+    }
+    if (add) {
+        ADD16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
+        ADD16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
+        return;
     }
     STORE16_ROWS8(acc0, c0, c1, c2, c3, c4, c5, c6, c7);
     STORE16_ROWS8(acc1, d0, d1, d2, d3, d4, d5, d6, d7);
@@ -811,7 +834,7 @@ static void q_unit2(const qjob *g, const void *apanel, long lda, const int32_t *
         int32_t acc[2][QMR_MAX * QNB]; /* written by micro_512_8x2 */
         long j0 = jp * QNB;
         micro_512_8x2((const uint8_t *)apanel, lda, g->bp + j0 * g->k,
-                      g->bp + (j0 + QNB) * g->k, g->kq, acc[0], acc[1]);
+                      g->bp + (j0 + QNB) * g->k, g->kq, acc[0], acc[1], 0);
         for (int h = 0; h < 2; h++) {
             if (g->btail)
                 micro(g, apanel, lda, g->kq, g->btail + (jp + h) * 64, 1, rows, acc[h]);
@@ -874,6 +897,64 @@ static void q_pack_rows(const qjob *g, long i0, long i1, uint8_t *ap, int32_t *r
 /* bytes of B's panels that a part runs row panel by row panel across (in L2) */
 #define Q_B_CHUNK_BYTES (384 * 1024)
 
+/* the quads of K per slice where K is blocked: a column pair's slice (32 x 4 x Q_KCQ bytes,
+ * 16 KiB) stays in L1 across the block's row panels */
+#define Q_KCQ 128
+
+/* row panel ip's packed rows, their stride and row sums, for a part whose block starts at
+ * panel p0 (its copy at ap; in place: only a partial last panel is copied) */
+static const void *q_panel(const qjob *g, long ip, long p0, const uint8_t *ap, int partial,
+                           long *lda, const int32_t **rs, const int32_t *rsums,
+                           const int32_t *zeros) {
+    if (!g->direct) {
+        *lda = g->rowmajor ? g->kpad : 0;
+        *rs = rsums + (ip - p0) * g->mr;
+        return ap + (ip - p0) * g->panel_bytes;
+    }
+    *rs = zeros;
+    if (partial && ip == g->mp - 1) {
+        *lda = g->kpad;
+        return ap;
+    }
+    *lda = g->alda;
+    return g->abase + ip * g->mr * g->alda;
+}
+
+#if Q_HAVE_X86
+/* AVX-512 VNNI, K long: the full column pair jq over the block's row panels [p0, p1), K in
+ * slices of Q_KCQ quads (each slice of the pair read from L1 by every panel), the sums kept
+ * in `acc` (2 x 8 x 16 per panel), then K's padded last quad and the epilogue */
+static void q_pair_kblocked(const qjob *g, long p0, long p1, long jq, const uint8_t *ap,
+                            int partial, const int32_t *rsums, const int32_t *zeros,
+                            int32_t *acc) {
+    const long jp = 2 * jq, j0 = jp * QNB;
+    const int8_t *b0 = g->bp + j0 * g->k, *b1 = g->bp + (j0 + QNB) * g->k;
+    for (long q0 = 0; q0 < g->kq; q0 += Q_KCQ) {
+        const long nq = lmin(Q_KCQ, g->kq - q0);
+        for (long ip = p0; ip < p1; ip++) {
+            long lda;
+            const int32_t *rs;
+            const uint8_t *a = q_panel(g, ip, p0, ap, partial, &lda, &rs, rsums, zeros);
+            int32_t *t = acc + (ip - p0) * 2 * QMR_MAX * QNB;
+            micro_512_8x2(a + 4 * q0, lda, b0 + q0 * 64, b1 + q0 * 64, nq, t,
+                          t + QMR_MAX * QNB, q0 > 0);
+        }
+    }
+    for (long ip = p0; ip < p1; ip++) {
+        long lda;
+        const int32_t *rs;
+        const uint8_t *a = q_panel(g, ip, p0, ap, partial, &lda, &rs, rsums, zeros);
+        const long rows = lmin(g->mr, g->m - ip * g->mr);
+        for (int h = 0; h < 2; h++) {
+            int32_t *t = acc + (ip - p0) * 2 * QMR_MAX * QNB + h * QMR_MAX * QNB;
+            if (g->btail) micro(g, a, lda, g->kq, g->btail + (jp + h) * 64, 1, rows, t);
+            for (long r = 0; r < rows; r++)
+                q_epilogue(g, t + r * QNB, ip * g->mr + r, rs[r], j0 + h * QNB, QNB);
+        }
+    }
+}
+#endif
+
 /* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
 static void q_part(const void *job, int part, int parts) {
     static const int32_t zeros[QMR_MAX] = {0};
@@ -887,6 +968,8 @@ static void q_part(const void *job, int part, int parts) {
     const size_t a_bytes = (size_t)g->bpanels * g->panel_bytes;
     int32_t *rs = (int32_t *)(ap + a_bytes);
     uint8_t *row = (uint8_t *)(rs + g->bpanels * g->mr);
+    int32_t *kacc = (int32_t *)(ap + g->acc_off); /* K blocked: the block's sums of a pair */
+    (void)kacc;
     const long pairs = (g->np + 1) / 2;
     const long blda = g->rowmajor ? g->kpad : 0; /* the buffer's row stride */
     long packed = -1;
@@ -905,6 +988,23 @@ static void q_part(const void *job, int part, int parts) {
         /* B's panels of the chunk within L2: row panel by row panel, each across the chunk
          * (its rows of C written together, the panel of A in L1); else column pair by pair
          * (the pair in L1 across the block's panels) */
+#if Q_HAVE_X86
+        if (g->kblock) { /* column pair by pair, K in slices */
+            for (long jq = q0; jq < q1; jq++) {
+                if ((2 * jq + 2) * QNB <= g->n) {
+                    q_pair_kblocked(g, p0, p1, jq, ap, partial, rs, zeros, kacc);
+                    continue;
+                }
+                for (long ip = p0; ip < p1; ip++) {
+                    long lda;
+                    const int32_t *rsp;
+                    const void *a = q_panel(g, ip, p0, ap, partial, &lda, &rsp, rs, zeros);
+                    q_unit2(g, a, lda, rsp, ip, jq);
+                }
+            }
+            continue;
+        }
+#endif
         const int rows_first = (q1 - q0) * 2 * QNB * g->k <= Q_B_CHUNK_BYTES;
         const long outer = rows_first ? p1 - p0 : q1 - q0, inner = rows_first ? q1 - q0 : p1 - p0;
         for (long o = 0; o < outer; o++)
@@ -971,9 +1071,11 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     g.nchunks = threads == 1 ? 1
                              : lmax(1, lmin((g.np + 1) / 2,
                                             (4 * threads + g.nblocks - 1) / g.nblocks));
-    g.buf_bytes = 64 + (size_t)g.bpanels * g.panel_bytes +
-                  sizeof(int32_t) * (size_t)(g.bpanels * g.mr) +
-                  (src->conv && !src->direct ? (size_t)g.k : 0);
+    g.kblock = g.rowmajor && g.kq > 2 * Q_KCQ;
+    g.acc_off = ((size_t)g.bpanels * g.panel_bytes + sizeof(int32_t) * (size_t)(g.bpanels * g.mr) +
+                 (src->conv && !src->direct ? (size_t)g.k : 0) + 63) / 64 * 64;
+    g.buf_bytes = 64 + g.acc_off +
+                  (g.kblock ? sizeof(int32_t) * (size_t)(g.bpanels * 2 * QMR_MAX * QNB) : 0);
     const long r = g.k % 4, full = g.n / QNB, w_last = g.n - full * QNB;
     const uint32_t za = (uint32_t)a->za + (a->a_signed ? 128u : 0u);
     /* one block: column terms, B's padded tails */

@@ -1139,7 +1139,30 @@ static void integer_in_place(unsigned seed) {
             bad += c[i * M + j] != want;
         }
     CHECK(bad == 0, "qgemm in place: %ld sums differ from the plain loops", bad);
-    free(x), free(a);
+    /* K over 1024 (AVX-512 VNNI: in slices of K, the sums kept between them), 9 rows */
+    enum { M2 = 9, K2 = 1100, N2 = 32 };
+    unsigned char *a2 = malloc(M2 * K2);
+    signed char *b2 = malloc(K2 * N2), *bp2 = malloc(K2 * N2);
+    int colsum2[N2], c2[M2 * N2];
+    for (long i = 0; i < M2 * K2; i++) a2[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    for (long i = 0; i < K2 * N2; i++) b2[i] = (signed char)(255.0f * frand(&seed));
+    mi_qpack_b_args pk2 = {b2, bp2, K2, N2, N2, 1, 0};
+    CHECK(mi_qpack_b_i8(&pk2) == 0, "qpack_b failed");
+    mi_qcolsum_args cs2 = {bp2, colsum2, K2, N2};
+    CHECK(mi_qcolsum_i8(&cs2) == 0, "qcolsum failed");
+    mi_qgemm_args g2 = {0};
+    g2.a = a2, g2.bp = bp2, g2.colsum = colsum2, g2.c = c2, g2.zb = &zb;
+    g2.m = M2, g2.n = N2, g2.k = K2, g2.lda = K2, g2.ldc = N2, g2.za = za, g2.out = MI_Q_INT32;
+    CHECK(mi_qgemm_i8(&g2) == 0, "qgemm long K failed");
+    bad = 0;
+    for (long i = 0; i < M2; i++)
+        for (long j = 0; j < N2; j++) {
+            long want = 0;
+            for (long kk = 0; kk < K2; kk++) want += (long)(a2[i * K2 + kk] - za) * b2[kk * N2 + j];
+            bad += c2[i * N2 + j] != want;
+        }
+    CHECK(bad == 0, "qgemm long K: %ld sums differ from the plain loops", bad);
+    free(x), free(a), free(a2), free(b2), free(bp2);
 }
 
 /* the depthwise NHWC int8 convolution (_qdw.c) at each ISA level (capped as the integer
