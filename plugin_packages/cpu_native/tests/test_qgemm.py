@@ -189,7 +189,11 @@ def _ties(n: int) -> np.ndarray:
     np.array([3.0], np.float32),
     _ties(255),
     (RNG.standard_normal(777) * 1e4 + 3e3).astype(np.float32),
-], ids=["normal", "positive", "negative", "zeros", "one", "ties", "wide"])
+    # the range's ends in the scalar tail after the vector blocks of 32, then inside them
+    np.concatenate([RNG.standard_normal(64), [-40.0, 3.0, 55.0]]).astype(np.float32),
+    np.concatenate([[0.5] * 40, [-9.0], [0.25] * 20, [7.0], [0.0] * 3]).astype(np.float32),
+], ids=["normal", "positive", "negative", "zeros", "one", "ties", "wide", "ends-in-tail",
+        "ends-in-blocks"])
 def test_dynamic_quantize_linear_matches_onnxruntime_exactly(x: np.ndarray) -> None:
     node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zero"])
     model = _model(node, {"x": x}, {}, [U8, np.float32, U8])

@@ -1155,14 +1155,55 @@ int mi_qconv_i8(const mi_qconv_args *v) {
 
 /* ---- DynamicQuantizeLinear --------------------------------------------------------------- */
 
-CLONES static void q_minmax(const float *x, long n, float *lo, float *hi) {
-    float a = 0.0f, b = 0.0f; /* the range always includes 0 */
+static void q_minmax_c(const float *x, long n, float *lo, float *hi) {
+    float a = *lo, b = *hi;
     for (long i = 0; i < n; i++) {
         a = x[i] < a ? x[i] : a;
         b = x[i] > b ? x[i] : b;
     }
     *lo = a;
     *hi = b;
+}
+
+#if defined(__x86_64__)
+/* four 8-lane accumulators (the scalar chain is latency bound: ~10x slower); vminps(x, a)
+ * gives a where x is NaN or both are zeros, as the scalar comparison does */
+__attribute__((target("avx2"))) static void q_minmax_avx2(const float *x, long n, float *lo,
+                                                         float *hi) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    long i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        a0 = _mm256_min_ps(x0, a0), a1 = _mm256_min_ps(x1, a1);
+        a2 = _mm256_min_ps(x2, a2), a3 = _mm256_min_ps(x3, a3);
+        b0 = _mm256_max_ps(x0, b0), b1 = _mm256_max_ps(x1, b1);
+        b2 = _mm256_max_ps(x2, b2), b3 = _mm256_max_ps(x3, b3);
+    }
+    float la[8], hb[8];
+    _mm256_storeu_ps(la, _mm256_min_ps(_mm256_min_ps(a0, a1), _mm256_min_ps(a2, a3)));
+    _mm256_storeu_ps(hb, _mm256_max_ps(_mm256_max_ps(b0, b1), _mm256_max_ps(b2, b3)));
+    float a = 0.0f, b = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        a = la[j] < a ? la[j] : a;
+        b = hb[j] > b ? hb[j] : b;
+    }
+    *lo = a;
+    *hi = b;
+    q_minmax_c(x + i, n - i, lo, hi);
+}
+#endif
+
+static void q_minmax(const float *x, long n, float *lo, float *hi) {
+    *lo = 0.0f, *hi = 0.0f; /* the range always includes 0 */
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        q_minmax_avx2(x, n, lo, hi);
+        return;
+    }
+#endif
+    q_minmax_c(x, n, lo, hi);
 }
 
 CLONES static void q_quantize_u8(const float *x, uint8_t *y, long n, float scale, float zp) {
