@@ -27,8 +27,6 @@ from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import check_value
-from .branch_step import BranchStep
-from .keyed import run_into
 from .schedule import Schedule
 
 if TYPE_CHECKING:
@@ -261,11 +259,13 @@ class PlanCache:
                 continue
             if adapter.is_data_dependent(plugin) and node.op_type == "If" and \
                     not node.domain:  # the taken branch's plan run in place
+                from .branch_step import BranchStep  # only where an engine has one
                 plan.into[step] = BranchStep(plugin, devices[node.device], ins, outs, ws,
                                              self.streams[node.device])
                 plan.calls.append((step, plan.into[step]))
                 continue
             if adapter.is_data_dependent(plugin):
+                from .keyed import run_into
                 plan.into[step] = partial(run_into, plugin, devices[node.device], ins, outs,
                                           ws, self.streams[node.device])
                 plan.calls.append((step, plan.into[step]))
