@@ -84,6 +84,10 @@ class Plan:
     #: the run as one generated function (:mod:`._direct`), made with ``staged_results``
     #: where the plan can run that way; None otherwise
     direct: Callable[[Mapping[str, Any]], list[Any] | None] | None = None
+    #: the steps whose plugins were configured for this plan's shapes while it was made
+    #: (bound calls are made after it): a context that uses the plan just made leaves them
+    #: be, the others it configures then (``_running.PlannedRuns._use_plan``)
+    configured: set[int] = field(default_factory=set)
 
 
 def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:
@@ -275,6 +279,7 @@ class PlanCache:
                 # depend on the formats and shapes the plugin is told (blocked kernels)
                 adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
                                            sched.in_formats[step], sched.out_formats[step])
+                plan.configured.add(step)
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
             plan.quiet |= bool(getattr(call, "quiet_fp", False))
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,
