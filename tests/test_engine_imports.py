@@ -212,3 +212,31 @@ def test_with_threadpoolctl_calls_back_once_whoever_imports_it() -> None:
                          check=True, timeout=300).stdout.strip()
     # each callback once, with the module; the import hook gone once it has served
     assert out == "[('before', 'threadpoolctl'), ('after', 'threadpoolctl')] 1", out
+
+
+#: the execution context's modules for data-dependent nodes (segments, plans per key, If steps)
+#: and device graphs: a static engine's run imports none of them (issue 30)
+_DYNAMIC_ONLY = ("mini_infer_core.engine.segments", "mini_infer_core.engine.keyed",
+                 "mini_infer_core.engine.branch_step", "mini_infer_core.engine._graphs")
+
+
+def test_a_static_engine_runs_without_the_dynamic_and_graph_modules(tmp_path: Path) -> None:
+    model, x, found = _mlp_in_child(tmp_path, 5, "the MLP's engine is the compiled kernels'")
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-6)
+    assert not set(found["modules"]) & set(_DYNAMIC_ONLY), sorted(
+        set(found["modules"]) & set(_DYNAMIC_ONLY))
+
+
+def test_a_data_dependent_engine_imports_the_segments_and_runs(tmp_path: Path) -> None:
+    # NonZero's output shape follows from X's values: the context runs it in segments
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    engine = _build(model, tmp_path / "nonzero.engine")
+    x = np.random.default_rng(6).standard_normal((3, 4)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_array_equal(found["y"], _expected(model, x))
+    assert "mini_infer_core.engine.segments" in found["modules"]
+    assert "mini_infer_core.engine._graphs" not in found["modules"]

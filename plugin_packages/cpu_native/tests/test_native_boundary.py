@@ -464,3 +464,18 @@ def test_a_refusal_inside_a_plugin_fails_the_run_naming_the_node(
     monkeypatch.setattr(plugins, "lrn", lambda x, y, acc, *rest: real(x, y, acc[:1], *rest))
     with pytest.raises(ExecutionError, match=r"norm1.*mi_lrn_f32: acc holds 1 floats"):
         session.run(None, {"x": _f(1, 6, 4, 4)})
+
+
+def test_pack_a_into_part_of_a_larger_vector_packs_what_a_fresh_one_holds() -> None:
+    # the GEMM panels of several matrices packed one after the other without a copy (Winograd's
+    # 36 U_k, each group of a grouped convolution's weights): each part as unpack_a reads it
+    a, b = _f(11, 7), _f(16, 7)
+    whole = np.full(a.size + b.size + 1, np.nan, F32)
+    got = _native.pack_a(a, whole[:a.size])
+    _native.pack_a(b, whole[a.size:a.size + b.size])
+    assert np.shares_memory(got, whole)
+    np.testing.assert_array_equal(_native.unpack_a(whole[:a.size], 11, 7), a)
+    np.testing.assert_array_equal(_native.unpack_a(whole[a.size:-1], 16, 7), b)
+    assert np.isnan(whole[-1])  # nothing written past the parts
+    with pytest.raises(ValueError, match="out must be a float32 vector of 77 elements"):
+        _native.pack_a(a, whole[:76])

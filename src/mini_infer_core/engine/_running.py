@@ -69,9 +69,11 @@ class PlannedRuns:
         if plan is self._plan:
             return plan
         sched = plan.schedule
+        done = plan.configured if made else ()  # configured for these shapes just now
         for step, plugin in enumerate(self.plugins):
-            adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
-                                       sched.in_formats[step], sched.out_formats[step])
+            if step not in done:
+                adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
+                                           sched.in_formats[step], sched.out_formats[step])
             if self._debug and made:
                 log.debug("configure %s", self.engine.nodes[step].describe())
         self._initialize()

@@ -9,6 +9,8 @@ Its jobs, a module each: checking the inputs (``_inputs.py``), running the plan 
 shapes and timing its steps (``_running.py``, plans in ``plans.py``), device graphs
 (``_graphs.py``); here, what each run goes through -- a plan, a plan per key (``keyed.py``) or
 segments around data-dependent nodes (``segments.py``) -- and the plugins' lifecycle.
+Those modules, and the device graphs', are imported only by an engine or a call that needs
+them: a static engine's start does without them (issue 30).
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from .._debug import lifecycle_logger
 from ..errors import MiniInferError
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import map_tensors
-from ._graphs import GraphRuns
 from ._inputs import InputCheck
-from .keyed import KeyedPlans, PlanMismatch
+from ._running import PlannedRuns
 from .plans import Plan, PlanCache, Step, values_at_the_end
-from .segments import SegmentedRun
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .keyed import KeyedPlans
+    from .segments import SegmentedRun
 
 __all__ = ["ExecutionContext", "Step"]
 
@@ -45,7 +47,7 @@ def _debug_level() -> int:
         return 0
 
 
-class ExecutionContext(GraphRuns):
+class ExecutionContext(PlannedRuns):
     """Runs one engine (``Engine.create_execution_context()``): ``execute(feeds)`` returns
     every output; ``enable_graphs()`` replays runs as device graphs (``graphs_refused`` says
     why not, ``graph_error`` why a capture failed); ``steps``, ``steps_left_out``,
@@ -98,16 +100,23 @@ class ExecutionContext(GraphRuns):
         if self._planned_values:
             self._dynamic = False
         #: how an engine with data-dependent nodes runs: in planned segments around them
-        self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
-                                       self._constants) if self._dynamic else None
+        self._segmented: SegmentedRun | None = None
         #: such an engine planned per input shapes and small inputs' values, where its
         #: data-dependent nodes are Ifs on those (None: it runs in segments)
-        self._keyed = KeyedPlans.of(engine, self.plugins, self._plans.capacity) \
-            if self._dynamic and not self._values else None
+        self._keyed: KeyedPlans | None = None
+        if self._dynamic:
+            from .keyed import KeyedPlans
+            from .segments import SegmentedRun
+            self._segmented = SegmentedRun(engine, self.plugins, self.devices, self.streams,
+                                           self._constants)
+            if not self._values:
+                self._keyed = KeyedPlans.of(engine, self.plugins, self._plans.capacity)
         self._use_graphs = False
         self._graph = None
-        self.graph_error = None
-        self._io = {}
+        #: why graph capture failed and the context went back to eager runs (None: it did not)
+        self.graph_error: str | None = None
+        #: the buffers of the inputs and outputs of a captured run
+        self._io: dict[str, Any] = {}
         #: the plan of the last run of a static engine: a run of the same input dtypes
         #: and shapes goes straight to it (no checks, no plan look-up)
         self._repeat: Plan | None = None
@@ -131,13 +140,15 @@ class ExecutionContext(GraphRuns):
                 if keyed is None:
                     return self._execute_plan(feeds, repeat)
                 if keyed.same_key(feeds):  # and the last run's key (a keyed plan)
-                    result = self._run_keyed(feeds, repeat)
+                    from .keyed import run_keyed
+                    result = run_keyed(self, feeds, repeat)
                     if result is not None:
                         return result
             bindings = self._inputs.bind(feeds)
             if self._dynamic:
                 if self._keyed is not None:
-                    result = self._execute_keyed(feeds, bindings)
+                    from .keyed import execute_keyed
+                    result = execute_keyed(self, feeds, bindings)
                     if result is not None:
                         return result
                 return self._execute_dynamic(feeds, bindings)
@@ -145,7 +156,8 @@ class ExecutionContext(GraphRuns):
             plan = self._use_plan(signature, bindings)
             self._repeat = plan
             if self._use_graphs:
-                return self._execute_graph(feeds, plan.schedule)
+                from ._graphs import execute_graph
+                return execute_graph(self, feeds, plan.schedule)
             return self._execute_plan(feeds, plan)
 
     def run_direct(self, feeds: Mapping[str, Any]) -> list[Any] | None:
@@ -161,36 +173,6 @@ class ExecutionContext(GraphRuns):
                 return None
             return repeat.direct(feeds)
 
-    def _execute_keyed(self, feeds: Mapping[str, Any], bindings: dict[str, int]
-                       ) -> dict[str, Any] | None:
-        """A run of the keyed plan of these inputs (:mod:`.keyed`); None where it goes in
-        segments instead. A new key is first run in segments, to learn its shapes."""
-        keyed = self._keyed
-        assert keyed is not None
-        key = keyed.key(feeds)
-        if key is None:
-            return None
-        full = keyed.bindings(key)
-        if full is None:  # a new key: a run in segments binds every dimension, then the plan
-            full = dict(bindings)
-            self._execute_dynamic(feeds, full)
-            keyed.learn(key, full)
-        keyed.last = key
-        return self._run_keyed(feeds, self._use_plan(key, full))
-
-    def _run_keyed(self, feeds: Mapping[str, Any], plan: Plan) -> dict[str, Any] | None:
-        """A run of a keyed plan; None where a step's shapes followed from no key (the
-        context goes in segments from then on)."""
-        self._repeat = plan  # the same key again: this plan, without the look-ups
-        try:
-            return self._execute_plan(feeds, plan)
-        except PlanMismatch as exc:  # shapes that no key decides: segments from now on
-            log.debug("keyed plans given up for engine %r: %s", self.engine.name, exc)
-            self._keyed = None
-            self._plan = self._repeat = None
-            self._plans.clear()
-            return None
-
     def _execute_dynamic(self, feeds: Mapping[str, Any], bindings: dict[str, int]
                          ) -> dict[str, Any]:
         self._initialize()
@@ -205,6 +187,28 @@ class ExecutionContext(GraphRuns):
                 seg.current = None
         values, home = self._segmented.run(inputs, bindings, self._debug)
         return self._results(values, home)
+
+    @property
+    def graphs_possible(self) -> bool:
+        """One device that can capture graphs, no data-dependent shapes, no plugin that
+        allocates while it runs (``graphs_refused`` says which of these fails)."""
+        return self.graphs_refused is None
+
+    @property
+    def graphs_refused(self) -> str | None:
+        """Why this context cannot run as a device graph (None: it can)."""
+        from ._graphs import refused
+        return refused(self)
+
+    def enable_graphs(self, enabled: bool = True) -> bool:
+        """Capture the whole run as a device graph and replay it while input shapes repeat
+        (CUDA graphs; :mod:`._graphs`). Returns whether graphs are in use (False where the
+        engine or device cannot). Inputs and outputs then go through buffers owned by the
+        context. Where a capture fails (a plugin calls something a capture refuses) the run
+        is done eagerly, with a RuntimeWarning, and the context stays eager; ``graph_error``
+        says why."""
+        from ._graphs import enable
+        return enable(self, enabled)
 
     def time_nodes(self, feeds: Mapping[str, Any]) -> list[float]:
         """One run of ``feeds`` with every node timed on its own (each followed by a

@@ -25,14 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import lifecycle_logger
 from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 
 if TYPE_CHECKING:
+    from .context import ExecutionContext
     from .engine import Engine
+    from .plans import Plan
 
-__all__ = ["KeyedPlans", "PlanMismatch", "run_into"]
+__all__ = ["KeyedPlans", "PlanMismatch", "execute_keyed", "run_into", "run_keyed"]
+
+log = lifecycle_logger()  # imports logging only once something else has (issue 30)
 
 #: the most elements the inputs of a key may have together (larger: the run goes in segments)
 KEY_ELEMENTS = 64
@@ -155,3 +160,38 @@ class KeyedPlans:
         while len(self._bindings) > self.capacity:
             self._bindings.popitem(last=False)
 
+
+
+# -- an execution context's keyed runs (here, imported only by engines that have them) --------
+
+def execute_keyed(ctx: ExecutionContext, feeds: Mapping[str, Any], bindings: dict[str, int]
+                  ) -> dict[str, Any] | None:
+    """A run of ``ctx``'s keyed plan of these inputs; None where it goes in segments
+    instead. A new key is first run in segments, to learn its shapes."""
+    keyed = ctx._keyed
+    assert keyed is not None
+    key = keyed.key(feeds)
+    if key is None:
+        return None
+    full = keyed.bindings(key)
+    if full is None:  # a new key: a run in segments binds every dimension, then the plan
+        full = dict(bindings)
+        ctx._execute_dynamic(feeds, full)
+        keyed.learn(key, full)
+    keyed.last = key
+    return run_keyed(ctx, feeds, ctx._use_plan(key, full))
+
+
+def run_keyed(ctx: ExecutionContext, feeds: Mapping[str, Any], plan: Plan
+              ) -> dict[str, Any] | None:
+    """A run of a keyed plan of ``ctx``; None where a step's shapes followed from no key (the
+    context goes in segments from then on)."""
+    ctx._repeat = plan  # the same key again: this plan, without the look-ups
+    try:
+        return ctx._execute_plan(feeds, plan)
+    except PlanMismatch as exc:  # shapes that no key decides: segments from now on
+        log.debug("keyed plans given up for engine %r: %s", ctx.engine.name, exc)
+        ctx._keyed = None
+        ctx._plan = ctx._repeat = None
+        ctx._plans.clear()
+        return None

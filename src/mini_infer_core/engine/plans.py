@@ -27,8 +27,6 @@ from ..errors import ExecutionError
 from ..plugin import Device, IPluginV2, Stream
 from ..plugin import _adapter as adapter
 from ..plugin._kinds import check_value
-from .branch_step import BranchStep
-from .keyed import run_into
 from .schedule import Schedule
 
 if TYPE_CHECKING:
@@ -86,6 +84,10 @@ class Plan:
     #: the run as one generated function (:mod:`._direct`), made with ``staged_results``
     #: where the plan can run that way; None otherwise
     direct: Callable[[Mapping[str, Any]], list[Any] | None] | None = None
+    #: the steps whose plugins were configured for this plan's shapes while it was made
+    #: (bound calls are made after it): a context that uses the plan just made leaves them
+    #: be, the others it configures then (``_running.PlannedRuns._use_plan``)
+    configured: set[int] = field(default_factory=set)
 
 
 def values_at_the_end(engine: Engine | Any, plugins: Sequence[IPluginV2]) -> bool:
@@ -261,11 +263,13 @@ class PlanCache:
                 continue
             if adapter.is_data_dependent(plugin) and node.op_type == "If" and \
                     not node.domain:  # the taken branch's plan run in place
+                from .branch_step import BranchStep  # only where an engine has one
                 plan.into[step] = BranchStep(plugin, devices[node.device], ins, outs, ws,
                                              self.streams[node.device])
                 plan.calls.append((step, plan.into[step]))
                 continue
             if adapter.is_data_dependent(plugin):
+                from .keyed import run_into
                 plan.into[step] = partial(run_into, plugin, devices[node.device], ins, outs,
                                           ws, self.streams[node.device])
                 plan.calls.append((step, plan.into[step]))
@@ -275,6 +279,7 @@ class PlanCache:
                 # depend on the formats and shapes the plugin is told (blocked kernels)
                 adapter.configure_concrete(plugin, sched.in_descs[step], sched.out_descs[step],
                                            sched.in_formats[step], sched.out_formats[step])
+                plan.configured.add(step)
             call = None if patched or binder is None else binder.bind_run(ins, outs, ws)
             plan.quiet |= bool(getattr(call, "quiet_fp", False))
             plan.calls.append((step, call or partial(plugin.enqueue, ins, outs, ws,

@@ -40,7 +40,11 @@ def pack_weights(w: Array, group: int) -> Array:
     m = w.shape[0]
     mg = m // group
     w2 = np.ascontiguousarray(w, dtype=np.float32).reshape(m, -1)
-    return np.concatenate([pack_a(w2[g * mg:(g + 1) * mg]) for g in range(group)])
+    out = np.empty(w2.size, np.float32)
+    step = mg * w2.shape[1]
+    for g in range(group):  # each group packed in place (no concatenating copy)
+        pack_a(w2[g * mg:(g + 1) * mg], out[g * step:(g + 1) * step])
+    return out
 
 
 def unpack_weights(packed: Array, group: int) -> Array:

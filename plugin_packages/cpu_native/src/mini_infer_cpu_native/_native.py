@@ -378,12 +378,18 @@ def gemm_available() -> bool:
     return bool(_lib.mi_gemm_available())
 
 
-def pack_a(a: Array) -> Array:
-    """``a`` (M, K) packed for :func:`gemm`: panels of 8 rows, k-major (M * K floats)."""
+def pack_a(a: Array, out: Array | None = None) -> Array:
+    """``a`` (M, K) packed for :func:`gemm`: panels of 8 rows, k-major (M * K floats), in
+    ``out`` where given (a contiguous float32 vector of M * K: a part of a larger one, so
+    that the packings of several matrices need no concatenating copy)."""
     k = "mi_gemm_pack_f32"
     a = np.ascontiguousarray(a, dtype=np.float32)
     m, kk = _dims(k, "a", a, 2)
-    out = np.empty(m * kk, np.float32)
+    if out is None:
+        out = np.empty(m * kk, np.float32)
+    elif out.dtype != np.float32 or out.shape != (m * kk,):
+        raise ValueError(f"{k}: out must be a float32 vector of {m * kk} elements, not "
+                         f"{out.dtype} {out.shape}")
     _run(_pack, GemmPackArgs(address(a, m * kk, False, k, "a"),
                              address(out, m * kk, True, k, "out"), m, kk, kk))
     return out

@@ -121,10 +121,15 @@ def weights(w: Array, tile: int, group: int = 1) -> tuple[Array, Array | None]:
     it). Where the packed form exists U's values are not read again: only its shape is
     kept (a view of one zero), so that the weights are held once (4x their size for F(4x4))."""
     mg = w.shape[0] // group
-    u = np.stack([wino_weights(w[g * mg:(g + 1) * mg], tile) for g in range(group)])
+    parts = [wino_weights(w[g * mg:(g + 1) * mg], tile) for g in range(group)]
+    # one group (most convolutions): its U as a view, not a stacked copy
+    u = parts[0][None] if group == 1 else np.stack(parts)
     if not gemm_available():
         return u, None
-    packed = np.concatenate([pack_a(uk) for ug in u for uk in ug])
+    step = u.shape[2] * u.shape[3]
+    packed = np.empty(u.size, np.float32)
+    for i, uk in enumerate(uk for ug in u for uk in ug):  # packed in place, one after another
+        pack_a(uk, packed[i * step:(i + 1) * step])
     return np.broadcast_to(np.zeros((), u.dtype), u.shape), packed
 
 
