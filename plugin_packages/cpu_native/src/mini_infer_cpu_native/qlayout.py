@@ -4,7 +4,9 @@ integer convolutions need no transposition:
 
 * QLinearGlobalAveragePool: X NHWC (the sums over its pixels) and Y in either format (one pixel:
   (N, C, 1, 1) and (N, 1, 1, C) are the same bytes); cpu_basic's arithmetic (onnxruntime's:
-  the integer sums less ``count * x_zp``, times ``x_scale / (y_scale * count)``, rounded).
+  the integer sums less ``count * x_zp``, times ``x_scale / (y_scale * count)``, rounded),
+  compiled (``mi_qgap_i8``, ``_qgap.c``: int32 sums vectorized over the channels, the same
+  float32 multiply and rounding, so the same bytes as the NumPy formula it replaces).
 * QLinearConcat: each input copied where its scale and zero point are Y's, else through
   cpu_basic's requantization table (kept for constant parameters), looked up in one compiled
   pass; along the channels (``axis`` 1) of rank-4 tensors every X and Y may be NHWC (the last
@@ -26,7 +28,10 @@ from numpy.typing import NDArray
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
 from mini_infer_core.plugin.shapes import norm_axis
 
+from ._abi import QGapArgs
+from ._native import _kernel
 from ._qformats import hwc_formats
+from ._qgemm import _check, _ptr
 from .qelementwise import lookup
 
 __all__ = ["QLinearConcat", "QLinearGlobalAveragePool"]
@@ -34,6 +39,10 @@ __all__ = ["QLinearConcat", "QLinearGlobalAveragePool"]
 Array = NDArray[Any]
 HWC = TensorFormat.HWC
 _BYTES = (DataType.UINT8, DataType.INT8)
+_INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
+_gap = _kernel("mi_qgap_i8", QGapArgs)
+#: MI_QGAP_MAX_HW (_args.h): the most pixels whose 8-bit sums fit the kernel's int32
+_MAX_HW = 8421504
 
 
 class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
@@ -58,13 +67,39 @@ class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
         _basic.check_8bit(x, op)
         n, c = x.shape[0], x.shape[-1]
         count = math.prod(x.shape[1:-1])
+        xs, ys, zx, zy = self._params(x_scale, x_zero_point, y_scale, y_zero_point, op)
+        mult = xs / (ys * np.float32(max(count, 1)))  # onnxruntime's, in float32
+        if (x.dtype == out.dtype and x.flags.c_contiguous and out.flags.c_contiguous
+                and count <= _MAX_HW):
+            kn = "mi_qgap_i8"
+            _check(_gap, QGapArgs(
+                _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(out, _INT8, n * c, True, kn, "y"),
+                n, count, c, float(mult), int(zx), int(zy), int(x.dtype == np.int8)))
+            return
         acc = x.reshape(n, -1, c).sum(axis=1, dtype=np.int64)
-        acc -= np.int64(_basic.qscalar(x_zero_point, "x_zero_point", op)) * count
-        mult = _basic.qscalar(x_scale, "x_scale", op) / (
-            _basic.qscalar(y_scale, "y_scale", op) * np.float32(max(count, 1)))
+        acc -= np.int64(zx) * count
         # one pixel per image: NCHW and NHWC hold the same bytes
-        _basic.qstore(acc.astype(np.float32) * mult,
-                      _basic.qscalar(y_zero_point, "y_zero_point", op), out.reshape(n, c))
+        _basic.qstore(acc.astype(np.float32) * mult, np.float32(zy), out.reshape(n, c))
+
+    #: (x_scale, x_zero_point, y_scale, y_zero_point) and their values (the scales as
+    #: float32), kept while the parameters are the same read-only arrays
+    _kept: tuple[tuple[Any, ...], tuple[np.float32, np.float32, int, int]] | None = None
+
+    def _params(self, x_scale: Array, x_zero_point: Array | None, y_scale: Array,
+                y_zero_point: Array | None, op: str) -> tuple[np.float32, np.float32, int, int]:
+        """The two scales and the two zero points, kept for constant parameters."""
+        key = (x_scale, x_zero_point, y_scale, y_zero_point)
+        kept = self._kept
+        if kept is not None and all(p is q for p, q in zip(kept[0], key, strict=True)):
+            return kept[1]
+        xs = _basic.qscalar(x_scale, "x_scale", op)
+        ys = _basic.qscalar(y_scale, "y_scale", op)
+        zx = int(_basic.qscalar(x_zero_point, "x_zero_point", op))
+        zy = int(_basic.qscalar(y_zero_point, "y_zero_point", op))
+        params = (xs, ys, zx, zy)
+        if all(p is None or not p.flags.writeable for p in key):
+            self._kept = (key, params)
+        return params
 
 
 class QLinearConcat(_basic.QLinearConcat):
