@@ -104,14 +104,28 @@ def test_extreme_values_saturate_like_onnxruntime(isa: str) -> None:
                 np.testing.assert_array_equal(got, _onnxruntime(x, q))
 
 
-def test_kept_parameters_follow_new_arrays() -> None:
-    """The scales and zero points kept between runs are dropped when other arrays come."""
+def test_kept_arguments_follow_new_inputs_and_parameters() -> None:
+    """The arguments kept between runs (constant parameters: the same read-only arrays, as
+    an engine hands them) read each run's X and Y, and are made again when other parameter
+    arrays or another shape come."""
     plugin = _plugin()
-    x = RNG.integers(0, 256, (1, 9, 7, 7)).astype(U8)
-    for xs in (0.05, 0.1):
+    q0 = [np.array(0.05, np.float32), np.array(3, U8), np.array(0.05, np.float32),
+          np.array(7, U8)]
+    x0 = RNG.integers(0, 256, (1, 9, 7, 7)).astype(U8)
+    # the plugin kit negotiates the formats (X and Y NHWC) and checks one run
+    (got,) = plugin_kit.run_plugin(plugin, [x0, *q0], formats=[F.HWC, *[F.LINEAR] * 4, F.HWC])
+    np.testing.assert_array_equal(got, _onnxruntime(x0, q0))
+    made = []
+    for xs, shape in ((0.05, (1, 9, 7, 7)), (0.1, (1, 9, 7, 7)), (0.1, (2, 9, 5, 5))):
         q = [np.array(xs, np.float32), np.array(3, U8), np.array(0.05, np.float32),
              np.array(7, U8)]
         for v in q:
             v.flags.writeable = False
-        (got,) = plugin_kit.run_plugin(plugin, [x, *q], formats=[F.HWC, *[F.LINEAR] * 4, F.HWC])
-        np.testing.assert_array_equal(got, _onnxruntime(x, q))
+        for _ in range(2):  # the same parameters, another X and Y
+            x = RNG.integers(0, 256, shape).astype(U8)
+            out = np.empty((shape[0], 1, 1, shape[1]), U8)
+            plugin.compute(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), *q, out=out)
+            np.testing.assert_array_equal(out.reshape(-1), _onnxruntime(x, q).reshape(-1))
+            made.append(plugin._kept_args[1])
+    assert made[0] is made[1] and made[2] is made[3] and made[4] is made[5]
+    assert made[1] is not made[2] and made[3] is not made[4]
