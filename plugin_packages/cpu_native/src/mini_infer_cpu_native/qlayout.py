@@ -99,7 +99,7 @@ class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
                 x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable) \
                 or any(p is not q for p, q in zip(kept[0][4:], key[4:], strict=True)):
             return False
-        args = kept[1]
+        args = QGapArgs.from_buffer_copy(kept[1])  # another context's run may be on it
         args.x, args.y = x.ctypes.data, out.ctypes.data
         _check(_gap, args)
         return True
