@@ -41,6 +41,8 @@ SOURCES += ["_qconv.c"]
 SOURCES += ["_qdw.c"]
 # QLinearAdd and QLinearMul (_qelt.c)
 SOURCES += ["_qelt.c"]
+# QLinearGlobalAveragePool on NHWC tensors, AVX-512/AVX2/plain sums (_qgap.c)
+SOURCES += ["_qgap.c"]
 # MatMulNBits' 4-bit block-quantized weight-only GEMM (_qnbits.c)
 SOURCES += ["_qnbits.c"]
 # channel-blocked (NCHWc) convolutions, pooling, elementwise and Concat (_blocked.c)

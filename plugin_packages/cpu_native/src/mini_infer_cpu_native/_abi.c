@@ -256,6 +256,11 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qmaxpool_args, sw), FIELD(mi_qmaxpool_args, dh), FIELD(mi_qmaxpool_args, dw),
     FIELD(mi_qmaxpool_args, pt), FIELD(mi_qmaxpool_args, pl), FIELD(mi_qmaxpool_args, oh),
     FIELD(mi_qmaxpool_args, ow), FIELD(mi_qmaxpool_args, is_signed),
+    /* QLinearGlobalAveragePool on NHWC (_qgap.c) */
+    STRUCT(mi_qgap_args),
+    FIELD(mi_qgap_args, x), FIELD(mi_qgap_args, y), FIELD(mi_qgap_args, n),
+    FIELD(mi_qgap_args, hw), FIELD(mi_qgap_args, c), FIELD(mi_qgap_args, mult),
+    FIELD(mi_qgap_args, zx), FIELD(mi_qgap_args, zy), FIELD(mi_qgap_args, is_signed),
     /* MatMulNBits, 4-bit weights (_qnbits.c) */
     STRUCT(mi_nbits_pack_args),
     FIELD(mi_nbits_pack_args, b), FIELD(mi_nbits_pack_args, out), FIELD(mi_nbits_pack_args, n),

@@ -424,6 +424,16 @@ class QMaxPoolArgs(ctypes.Structure):
 
 STRUCTS["mi_qmaxpool_args"] = QMaxPoolArgs
 __all__ += ["QMaxPoolArgs"]
+
+
+class QGapArgs(ctypes.Structure):
+    """mi_qgap_args (_qgap.c)"""
+    _fields_ = (_fields(_P, "x y") + _fields(_L, "n hw c") + _fields(_F, "mult")
+                + _fields(_I, "zx zy is_signed"))
+
+
+STRUCTS["mi_qgap_args"] = QGapArgs
+__all__ += ["QGapArgs"]
 # ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
 
 class NBitsPackArgs(ctypes.Structure):

@@ -456,6 +456,18 @@ typedef struct mi_qbinary_args {
     int za, zb, zy, op, is_signed;
 } mi_qbinary_args;
 
+/* QLinearGlobalAveragePool of an NHWC 8-bit tensor x (n, hw, c) into y (n, c), both uint8 or
+ * both int8 (is_signed): y = sat(rint((float)(sum over hw of x - zx * hw) * mult) + zy), the
+ * sums in int32 (hw at most MI_QGAP_MAX_HW): mi_qgap_i8 (_qgap.c) */
+#define MI_QGAP_MAX_HW 8421504L /* 255 * hw < 2^31 */
+typedef struct mi_qgap_args {
+    const void *x;
+    void *y;
+    long n, hw, c;
+    float mult;
+    int zx, zy, is_signed;
+} mi_qgap_args;
+
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */
 typedef struct mi_dql_args {
     const float *x;
@@ -486,6 +498,7 @@ int mi_qmaxpool_i8(const mi_qmaxpool_args *a);
 int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
+int mi_qgap_i8(const mi_qgap_args *a);
 
 /* ---- recurrent layers: LSTM, GRU, RNN (_rnn.c) ------------------------------------------ */
 

@@ -754,6 +754,7 @@ static void blocked_kernels(unsigned seed);
 static void logsumexp_rows(unsigned seed);
 static void integer_in_place(unsigned seed);
 static void int8_pool_kernels(unsigned seed);
+static void int8_global_pool(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -774,6 +775,7 @@ void families(unsigned seed) {
     logsumexp_rows(seed + 15);
     integer_in_place(seed + 16);
     int8_pool_kernels(seed + 17);
+    int8_global_pool(seed + 21);
     abi();
 }
 
@@ -1244,4 +1246,41 @@ static void int8_pool_kernels(unsigned seed) {
     }
     CHECK(wrong == 0, "qbinary (pieces of a row): %ld values differ", wrong);
     free(x), free(y), free(w), free(bias), free(mult), free(tab), free(lx), free(ly), free(qy);
+}
+
+/* QLinearGlobalAveragePool on NHWC (_qgap.c) at each ISA level (plain, AVX2, AVX-512: exact
+ * int32 sums, so one answer): int8 and uint8, 75 channels (a 64-channel block and a masked
+ * 11), 3 images of 17 x 15 pixels (over 64 KiB: on the pool), and one 1x1 image of 3 channels;
+ * mult a power of 2 so that the double reference is exact */
+static void int8_global_pool(unsigned seed) {
+    enum { N = 3, HW = 17 * 15, C = 75 };
+    unsigned char *x = malloc(N * HW * C), *y = malloc(N * C);
+    for (long i = 0; i < N * HW * C; i++) x[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    const int levels[3] = {0, 1, 3};
+    for (int l = 0; l < 3; l++)
+        for (int sgn = 0; sgn < 2; sgn++) {
+            int used = mi_qgemm_set_isa(levels[l]);
+            const int zx = sgn ? -128 : 255, zy = sgn ? 5 : 3;
+            mi_qgap_args a = {x, y, N, HW, C, 1.0f / 256.0f, zx, zy, sgn};
+            CHECK(mi_qgap_i8(&a) == 0, "qgap (level %d) failed", used);
+            long wrong = 0;
+            for (long b = 0; b < N; b++)
+                for (long ch = 0; ch < C; ch++) {
+                    long acc = -(long)zx * HW;
+                    for (long i = 0; i < HW; i++) {
+                        unsigned char v = x[(b * HW + i) * C + ch];
+                        acc += sgn ? (long)(signed char)v : (long)v;
+                    }
+                    double t = nearbyint((double)acc / 256.0) + zy;
+                    t = sgn ? (t < -128 ? -128 : t > 127 ? 127 : t) : (t < 0 ? 0 : t > 255 ? 255 : t);
+                    wrong += (sgn ? (double)(signed char)y[b * C + ch] : (double)y[b * C + ch]) != t;
+                }
+            CHECK(wrong == 0, "qgap (level %d, signed %d): %ld values differ", used, sgn, wrong);
+            mi_qgap_args one = {x, y, 1, 1, 3, 0.5f, 0, 0, sgn};
+            CHECK(mi_qgap_i8(&one) == 0, "qgap 1x1 (level %d) failed", used);
+        }
+    mi_qgemm_set_isa(3);
+    mi_qgap_args bad = {x, y, 1, MI_QGAP_MAX_HW + 1, 1, 1.0f, 0, 0, 0};
+    CHECK(mi_qgap_i8(&bad) == MI_EARGS, "qgap took a map whose sums overflow int32");
+    free(x), free(y);
 }
