@@ -17,7 +17,6 @@ plan's steps run by the context's loop rather than by the plan's generated funct
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -25,6 +24,8 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+from mini_infer_core.testing.bench import session_with_env
 
 
 def chain(n: int) -> onnx.ModelProto:
@@ -39,19 +40,9 @@ def chain(n: int) -> onnx.ModelProto:
 
 
 def _session(model: onnx.ModelProto, direct: bool) -> Any:
-    import mini_infer_core as mi
-
-    before = os.environ.get("MINI_INFER_DIRECT_RUN")
-    os.environ["MINI_INFER_DIRECT_RUN"] = "1" if direct else "0"
-    try:  # the variable is read when the session's context is made (its first run)
-        sess = mi.InferenceSession(model)
-        sess.run(None, {"t0": np.zeros((1, 1), np.float32)})
-    finally:
-        if before is None:
-            del os.environ["MINI_INFER_DIRECT_RUN"]
-        else:
-            os.environ["MINI_INFER_DIRECT_RUN"] = before
-    return sess
+    # the variable is read when the session's context is made (its first run)
+    return session_with_env(model, {"t0": np.zeros((1, 1), np.float32)},
+                            {"MINI_INFER_DIRECT_RUN": "1" if direct else "0"})
 
 
 def main() -> None:

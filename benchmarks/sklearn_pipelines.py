@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 import mini_infer_core as mi
-from mini_infer_core.testing.bench import interleaved, ort_session
+from mini_infer_core.testing.bench import interleaved, ort_session, session_with_env
 from mini_infer_core.threads import set_num_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin_packages" / "ml_basic"
@@ -111,19 +111,7 @@ def profile(case: RowPipeline, rows: int) -> list[str]:
 def loop_session(model: Any, feeds: dict[str, Any]) -> Any:
     """A session whose plans run by the context's loop (``MINI_INFER_DIRECT_RUN=0``, read
     when its context is made: at its first run, here)."""
-    import os
-
-    before = os.environ.get("MINI_INFER_DIRECT_RUN")
-    os.environ["MINI_INFER_DIRECT_RUN"] = "0"
-    try:
-        sess = mi.InferenceSession(model)
-        sess.run(None, feeds)
-    finally:
-        if before is None:
-            del os.environ["MINI_INFER_DIRECT_RUN"]
-        else:
-            os.environ["MINI_INFER_DIRECT_RUN"] = before
-    return sess
+    return session_with_env(model, feeds, {"MINI_INFER_DIRECT_RUN": "0"})
 
 
 def geomean(values: Sequence[float]) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 import onnx
 
-__all__ = ["best_ms", "interleaved", "ort_session"]
+__all__ = ["best_ms", "interleaved", "ort_session", "session_with_env"]
 
 
 def ort_session(model: onnx.ModelProto | bytes, threads: int) -> Any:
@@ -66,3 +66,25 @@ def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, *, sample_secon
                 call()
             best[i] = min(best[i], (time.perf_counter() - start) / number)
     return best
+
+
+def session_with_env(model: Any, feeds: dict[str, Any], env: dict[str, str]) -> Any:
+    """A mini-infer session made and run once with ``env`` set (variables its execution
+    context reads when made, at the first run: ``MINI_INFER_DIRECT_RUN``), the environment
+    restored after."""
+    import os
+
+    from mini_infer_core import InferenceSession
+
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        sess = InferenceSession(model)
+        sess.run(None, feeds)
+    finally:
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+    return sess
