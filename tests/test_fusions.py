@@ -19,7 +19,9 @@ MODELS = fusion_models()
 def test_cpu_plugins_absorb_their_consumers_and_match_onnxruntime(case: Any) -> None:
     name, model, feeds, fused = case
     engine = mi.load(model, device="cpu")
-    assert [n.op_type for n in engine.nodes] == fused, name
+    # the formats pass may put Reformat nodes around a fused node when its timing picks a
+    # channel-blocked format (a blocked BatchNormalization sometimes wins): not a fusion's
+    assert [n.op_type for n in engine.nodes if n.op_type != "Reformat"] == fused, name
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     got = mi.InferenceSession(engine).run(None, feeds)[0]
