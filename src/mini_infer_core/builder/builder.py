@@ -31,6 +31,7 @@ from .placement import place
 from .plan import check_profiles, make_engine, plan, tensors
 from .precision import Precision, precision
 from .prune import prune
+from .reshape_shape import constant_target
 from .rewrite import rewrite
 from .selection import Selector
 from .state import BuildState, NodeWork
@@ -305,6 +306,7 @@ class Builder:
                                                   where_of(state, node, rec, dev)))
             return
         infer(state, work)
+        constant_target(state, work)
         if fold(state, work):
             return
         if work.index >= 0:  # fusion looks at the network's consumers of a network node
