@@ -719,6 +719,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
     from mini_infer_cpu_native import qpool
 
     kernels += [qpool.QMaxPool]
+    from mini_infer_cpu_native import qshuffle
+
+    kernels += [qshuffle.Reshape_5, qshuffle.Slice]
     from mini_infer_cpu_native import logsumexp
 
     kernels += [getattr(logsumexp, name) for name in logsumexp.__all__]

@@ -122,7 +122,7 @@ class Reshape_5(_shape.Reshape_5):  # noqa: N801
             pixels = x.size // c
             if g == 2 and x.itemsize == 1 and _LITTLE and out.flags.c_contiguous \
                     and x.flags.c_contiguous:
-                halves = x.reshape(pixels, 2, c // 2)
+                halves = x.view(np.uint8).reshape(pixels, 2, c // 2)  # int8: its bytes
                 wide = out.view(np.uint16).reshape(pixels, c // 2)
                 np.left_shift(halves[:, 1], 8, out=wide, dtype=np.uint16)
                 np.bitwise_or(wide, halves[:, 0], out=wide, dtype=np.uint16)
