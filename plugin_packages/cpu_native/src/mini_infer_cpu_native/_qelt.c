@@ -268,39 +268,102 @@ int mi_qchlookup_i8(const mi_qchlookup_args *a) {
 }
 
 /* MaxPool of an 8-bit NHWC tensor (the 8-bit MaxPool between equal QDQ parameters, qpool.py):
- * each output pixel's channels the maximum over the window's taps inside the image */
+ * each output pixel's channels the maximum over the window's taps inside the image; output
+ * rows (b, oy) [r0, r1), so that the pool shares them out */
 #define QMAXPOOL(T, LOWEST)                                                                  \
     do {                                                                                     \
         const T *restrict x = (const T *)a->x;                                               \
         T *restrict y = (T *)a->y;                                                           \
-        for (long b = 0; b < a->n; b++)                                                      \
-            for (long oy = 0; oy < a->oh; oy++)                                              \
-                for (long ox = 0; ox < a->ow; ox++) {                                        \
-                    T *restrict out = y + ((b * a->oh + oy) * a->ow + ox) * c;               \
-                    for (long ch = 0; ch < c; ch++) out[ch] = LOWEST;                        \
-                    for (long ky = 0; ky < a->kh; ky++) {                                    \
-                        long iy = oy * a->sh - a->pt + ky * a->dh;                           \
-                        if (iy < 0 || iy >= a->h) continue;                                  \
-                        for (long kx = 0; kx < a->kw; kx++) {                                \
-                            long ix = ox * a->sw - a->pl + kx * a->dw;                       \
-                            if (ix < 0 || ix >= a->w) continue;                              \
-                            const T *restrict in = x + ((b * a->h + iy) * a->w + ix) * c;    \
-                            for (long ch = 0; ch < c; ch++)                                  \
-                                out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];               \
-                        }                                                                    \
+        for (long r = r0; r < r1; r++) {                                                     \
+            const long b = r / a->oh, oy = r % a->oh;                                        \
+            for (long ox = 0; ox < a->ow; ox++) {                                            \
+                T *restrict out = y + (r * a->ow + ox) * c;                                  \
+                for (long ch = 0; ch < c; ch++) out[ch] = LOWEST;                            \
+                for (long ky = 0; ky < a->kh; ky++) {                                        \
+                    long iy = oy * a->sh - a->pt + ky * a->dh;                               \
+                    if (iy < 0 || iy >= a->h) continue;                                      \
+                    for (long kx = 0; kx < a->kw; kx++) {                                    \
+                        long ix = ox * a->sw - a->pl + kx * a->dw;                           \
+                        if (ix < 0 || ix >= a->w) continue;                                  \
+                        const T *restrict in = x + ((b * a->h + iy) * a->w + ix) * c;        \
+                        for (long ch = 0; ch < c; ch++)                                      \
+                            out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];                   \
                     }                                                                        \
                 }                                                                            \
+            }                                                                                \
+        }                                                                                    \
     } while (0)
+
+static void qmaxpool_rows(const mi_qmaxpool_args *a, long r0, long r1) {
+    const long c = a->c;
+    if (a->is_signed)
+        QMAXPOOL(int8_t, INT8_MIN);
+    else
+        QMAXPOOL(uint8_t, 0);
+}
+
+#ifdef QBIN_512
+/* AVX-512BW, where the integer GEMM's level is AVX-512 VNNI: 64 channels a vector, the
+ * maximum kept in a register over the window's taps (the last block masked; masked-off lanes
+ * read nothing); the same maxima as the loop above */
+__attribute__((target("avx512f,avx512bw"))) static void qmaxpool_rows_512(
+    const mi_qmaxpool_args *a, long r0, long r1) {
+    const long c = a->c;
+    const int sgn = a->is_signed;
+    const __m512i lowest = _mm512_set1_epi8(sgn ? (char)INT8_MIN : 0);
+    const uint8_t *x = (const uint8_t *)a->x;
+    uint8_t *y = (uint8_t *)a->y;
+    for (long r = r0; r < r1; r++) {
+        const long b = r / a->oh, oy = r % a->oh;
+        long ky0 = 0, ky1 = a->kh;  /* the taps inside the image: a window's rows */
+        while (ky0 < ky1 && oy * a->sh - a->pt + ky0 * a->dh < 0) ky0++;
+        while (ky1 > ky0 && oy * a->sh - a->pt + (ky1 - 1) * a->dh >= a->h) ky1--;
+        for (long ox = 0; ox < a->ow; ox++) {
+            long kx0 = 0, kx1 = a->kw;
+            while (kx0 < kx1 && ox * a->sw - a->pl + kx0 * a->dw < 0) kx0++;
+            while (kx1 > kx0 && ox * a->sw - a->pl + (kx1 - 1) * a->dw >= a->w) kx1--;
+            uint8_t *out = y + (r * a->ow + ox) * c;
+            for (long ch = 0; ch < c; ch += 64) {
+                const __mmask64 k = c - ch >= 64 ? ~(__mmask64)0
+                                                 : (((__mmask64)1 << (c - ch)) - 1);
+                __m512i m = lowest;
+                for (long ky = ky0; ky < ky1; ky++) {
+                    const long iy = oy * a->sh - a->pt + ky * a->dh;
+                    const uint8_t *row = x + (b * a->h + iy) * a->w * c + ch;
+                    for (long kx = kx0; kx < kx1; kx++) {
+                        const long ix = ox * a->sw - a->pl + kx * a->dw;
+                        const __m512i v = _mm512_maskz_loadu_epi8(k, row + ix * c);
+                        m = sgn ? _mm512_max_epi8(m, v) : _mm512_max_epu8(m, v);
+                    }
+                }
+                _mm512_mask_storeu_epi8(out + ch, k, m);
+            }
+        }
+    }
+}
+#endif
+
+static void qmaxpool_part(const void *job, int part, int parts) {
+    const mi_qmaxpool_args *a = job;
+    long r0, r1;
+    mi_pool_share(a->n * a->oh, part, parts, &r0, &r1);
+    if (r0 >= r1) return;
+#ifdef QBIN_512
+    if (mi_qgemm_isa() >= 3) {
+        qmaxpool_rows_512(a, r0, r1);
+        return;
+    }
+#endif
+    qmaxpool_rows(a, r0, r1);
+}
 
 int mi_qmaxpool_i8(const mi_qmaxpool_args *a) {
     if (!a->x || !a->y || a->n < 0 || a->h < 0 || a->w < 0 || a->c < 0 || a->kh < 1 ||
         a->kw < 1 || a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 || a->oh < 0 ||
         a->ow < 0 || a->is_signed < 0 || a->is_signed > 1)
         return MI_EARGS;
-    const long c = a->c;
-    if (a->is_signed)
-        QMAXPOOL(int8_t, INT8_MIN);
-    else
-        QMAXPOOL(uint8_t, 0);
+    /* the pool from 64 KiB of output, as the lookups */
+    if (a->n * a->oh * a->ow * a->c < 65536L || mi_pool_run(qmaxpool_part, a) != 0)
+        qmaxpool_part(a, 0, 1);
     return MI_OK;
 }

@@ -755,6 +755,7 @@ static void logsumexp_rows(unsigned seed);
 static void integer_in_place(unsigned seed);
 static void int8_pool_kernels(unsigned seed);
 static void int8_global_pool(unsigned seed);
+static void int8_max_pool(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -776,6 +777,7 @@ void families(unsigned seed) {
     integer_in_place(seed + 16);
     int8_pool_kernels(seed + 17);
     int8_global_pool(seed + 21);
+    int8_max_pool(seed + 22);
     abi();
 }
 
@@ -1282,5 +1284,42 @@ static void int8_global_pool(unsigned seed) {
     mi_qgemm_set_isa(3);
     mi_qgap_args bad = {x, y, 1, MI_QGAP_MAX_HW + 1, 1, 1.0f, 0, 0, 0};
     CHECK(mi_qgap_i8(&bad) == MI_EARGS, "qgap took a map whose sums overflow int32");
+    free(x), free(y);
+}
+
+/* the NHWC 8-bit max pool (_qelt.c) at each ISA level (plain; AVX-512BW at level 3): 70
+ * channels (a 64-channel block and a masked 6), 2 images of 33 x 37, 3x3 stride 2 pads 1
+ * (over 64 KiB of output: on the pool), against loops; int8 and uint8 */
+static void int8_max_pool(unsigned seed) {
+    enum { N = 2, H = 33, W = 37, C = 70, OH = 17, OW = 19 };
+    unsigned char *x = malloc(N * H * W * C), *y = malloc(N * OH * OW * C);
+    for (long i = 0; i < N * H * W * C; i++) x[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
+    const int levels[2] = {0, 3};
+    for (int l = 0; l < 2; l++)
+        for (int sgn = 0; sgn < 2; sgn++) {
+            int used = mi_qgemm_set_isa(levels[l]);
+            mi_qmaxpool_args a = {x, y, N, H, W, C, 3, 3, 2, 2, 1, 1, 1, 1, OH, OW, sgn};
+            CHECK(mi_qmaxpool_i8(&a) == 0, "qmaxpool (level %d) failed", used);
+            long wrong = 0;
+            for (long b = 0; b < N; b++)
+                for (long oy = 0; oy < OH; oy++)
+                    for (long ox = 0; ox < OW; ox++)
+                        for (long c = 0; c < C; c++) {
+                            int best = sgn ? -128 : 0;
+                            for (long i = 0; i < 3; i++)
+                                for (long j = 0; j < 3; j++) {
+                                    long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                    unsigned char u = x[((b * H + iy) * W + ix) * C + c];
+                                    int v = sgn ? (int)(signed char)u : (int)u;
+                                    best = v > best ? v : best;
+                                }
+                            unsigned char g = y[((b * OH + oy) * OW + ox) * C + c];
+                            wrong += (sgn ? (int)(signed char)g : (int)g) != best;
+                        }
+            CHECK(wrong == 0, "qmaxpool (level %d, signed %d): %ld maxima differ", used, sgn,
+                  wrong);
+        }
+    mi_qgemm_set_isa(3);
     free(x), free(y);
 }
