@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -116,7 +117,13 @@ class Reshape_5(_shape.Reshape_5):  # noqa: N801
         g = self.hidden.get("__shuffle__")
         if g is None or out is None:
             return super().compute(x, *values, out=out, **attrs)
-        g = int(g)
+        if out.size:  # an empty batch: nothing to move
+            self._shuffle(x, out, int(g))()
+        return None
+
+    def _shuffle(self, x: Array, out: Array, g: int) -> Callable[[], None]:
+        """The shuffle of ``x`` into ``out`` as a call (what a run does, and what
+        :meth:`bind_run` binds)."""
         if hwc_formats(self)[0]:  # physical (N, H, W, C): each pixel's (g, C/g) transposed
             c = x.shape[-1]
             pixels = x.size // c
@@ -124,20 +131,30 @@ class Reshape_5(_shape.Reshape_5):  # noqa: N801
                     and x.flags.c_contiguous:
                 halves = x.view(np.uint8).reshape(pixels, 2, c // 2)  # int8: its bytes
                 wide = out.view(np.uint16).reshape(pixels, c // 2)
-                np.left_shift(halves[:, 1], 8, out=wide, dtype=np.uint16)
-                np.bitwise_or(wide, halves[:, 0], out=wide, dtype=np.uint16)
-            else:
-                np.copyto(out.reshape(pixels, c // g, g),
-                          x.reshape(pixels, g, c // g).transpose(0, 2, 1))
-            return None
+                low, high = halves[:, 0], halves[:, 1]
+
+                def interleave() -> None:
+                    np.left_shift(high, 8, out=wide, dtype=np.uint16)
+                    np.bitwise_or(wide, low, out=wide, dtype=np.uint16)
+
+                return interleave
+            return partial(np.copyto, out.reshape(pixels, c // g, g),
+                           x.reshape(pixels, g, c // g).transpose(0, 2, 1))
         n, c = x.shape[0], x.shape[1]
-        np.copyto(out.reshape(n, c // g, g, -1), x.reshape(n, g, c // g, -1).transpose(0, 2, 1, 3))
-        return None
+        return partial(np.copyto, out.reshape(n, c // g, g, -1),
+                       x.reshape(n, g, c // g, -1).transpose(0, 2, 1, 3))
 
     def bind_run(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any
                  ) -> Callable[[], None] | None:
-        return None if "__shuffle__" in self.hidden else super().bind_run(inputs, outputs,
-                                                                          workspace)
+        g = self.hidden.get("__shuffle__")
+        if g is None:
+            return super().bind_run(inputs, outputs, workspace)
+        x, out = inputs[0], outputs[0]
+        if not (isinstance(x, np.ndarray) and isinstance(out, np.ndarray)
+                and x.flags.c_contiguous and out.flags.c_contiguous
+                and x.size == out.size and x.size):
+            return None
+        return self._shuffle(x, out, int(g))
 
 
 class Slice(_slicing.Slice):
