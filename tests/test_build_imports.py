@@ -2,7 +2,7 @@
 float Conv model through ``InferenceSession`` builds without tactic timing, without Q/DQ
 nodes and without control flow, so neither the int8 builder, nor the QDQ rewrite's rules, nor
 the timing modules (tactic and format timing, the timing cache), nor the body runner (nor
-onnx) are imported; a model with Q/DQ nodes, and a
+onnx), nor logging or dataclasses are imported; a model with Q/DQ nodes, and a
 build that times tactics, still import theirs. Each case runs in a fresh interpreter and
 checks its result against onnxruntime."""
 
@@ -26,7 +26,11 @@ _QDQ = ("mini_infer_core.builder.qdq", "mini_infer_core.builder.qdq_ops",
 _INT8 = ("mini_infer_core.builder.int8",)
 #: the runner of If, Loop and Scan bodies (with it, onnx where a body is built)
 _BODIES = ("mini_infer_core.builder.subgraph", "onnx")
-_WATCHED = (*_TIMING, *_QDQ, *_INT8, *_BODIES)
+#: what the build itself no longer needs: logging (its loggers are lazy), dataclasses (its
+#: classes are records) and the weight splitter of the onnx fallback (the own reader reads
+#: the file)
+_LEAN = ("logging", "dataclasses", "mini_infer_core.importer._wire")
+_WATCHED = (*_TIMING, *_QDQ, *_INT8, *_BODIES, *_LEAN)
 
 #: builds argv[1] (a session's one-off build, or with argv[3] == "timed" BuilderConfig()'s
 #: tactic timing), runs it on argv[2]; prints the output and the watched modules it imported

@@ -164,3 +164,32 @@ def test_discovery_afresh_keeps_the_versions_the_cache_knew(tmp_path: Path) -> N
                            env=env, timeout=600, check=True).stdout.splitlines()[-1]
     assert json.loads(again) == {"onnx": metadata.version("onnx")}
     assert json.loads(cache.read_text())["key"] != "stale"
+
+
+_CANDIDATES = textwrap.dedent("""
+    import json, sys
+    from mini_infer_core.registry import get_plugin_registry
+    reg = get_plugin_registry()
+    found = [c for r in reg.candidates("", sys.argv[1], "cpu", 17) for c in r.to_json()]
+    print(json.dumps({"found": found, "pending": len(reg._pending)}))
+""")
+
+
+def test_a_look_up_of_one_operator_makes_only_its_creators(tmp_path: Path) -> None:
+    """A build asks the registry for each operator's candidates: from the cache, only the
+    creators declared for that operator are made (not the hundreds of the others), and the
+    candidates are those discovery afresh finds, best first."""
+    _probe(tmp_path)  # writes the cache
+    env = {**os.environ, "MINI_INFER_CACHE_DIR": str(tmp_path)}
+    env.pop("MINI_INFER_DISCOVERY_CACHE", None)
+    fresh = mi.discover()
+    total = len(fresh.creators)
+    for op in ("Relu", "Conv"):
+        proc = subprocess.run([sys.executable, "-c", _CANDIDATES, op], capture_output=True,
+                              text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        expected = [c for r in fresh.candidates("", op, "cpu", 17) for c in r.to_json()]
+        assert expected and got["found"] == expected
+        # every other cached creator is still waiting to be made
+        assert got["pending"] > total // 2, (got["pending"], total)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from mini_infer_core._record import FrozenInstanceError, field, record
+from mini_infer_core._record import FrozenInstanceError, field, record, replace
 
 
 @record(frozen=True)
@@ -102,3 +102,20 @@ def test_slots_post_init_pickle_and_copy() -> None:
     assert pickle.loads(pickle.dumps(spec)) == spec and copy.copy(spec) == spec
     counted = Counted(value=4)
     assert counted.double == 8 and Counted.__hash__ is None  # mutable: unhashable
+
+
+def test_replace_is_dataclasses_replace() -> None:
+    """``_record.replace`` (the build's, without importing dataclasses) makes what
+    :func:`dataclasses.replace` makes of the twin dataclass, and refuses what it refuses."""
+    spec, twin = Spec("x", (1, 2), tags=["t"]), SpecDC("x", (1, 2), tags=["t"])
+    for changes in ({}, {"kind": "weight"}, {"shape": (3,), "tags": []}):
+        got, want = replace(spec, **changes), dataclasses.replace(twin, **changes)
+        assert type(got) is Spec and got is not spec
+        assert dataclasses.astuple(got) == dataclasses.astuple(want)
+    assert replace(spec).tags is spec.tags  # fields are passed on, not copied (as dataclasses)
+    step = Step("p", [1])
+    assert replace(step, inputs=[2]).inputs == [2] and replace(step).plugin == "p"
+    with pytest.raises(TypeError):
+        dataclasses.replace(twin, nope=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="nope"):
+        replace(spec, nope=1)

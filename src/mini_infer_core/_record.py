@@ -10,7 +10,8 @@ gives the same classes -- fields from the annotations, defaults, ``field(default
 one costs what a dataclass's does), the rest made from closures over the field names.
 :func:`dataclasses.replace`, :func:`dataclasses.fields` and :func:`dataclasses.asdict` accept
 them (``__dataclass_fields__`` is made, importing :mod:`dataclasses`, when first asked for),
-and type checkers see a dataclass (``dataclass_transform``).
+and type checkers see a dataclass (``dataclass_transform``); :func:`replace` is
+:func:`dataclasses.replace` for a record without importing :mod:`dataclasses`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["FrozenInstanceError", "field", "record"]
+__all__ = ["FrozenInstanceError", "field", "record", "replace"]
 
 _T = TypeVar("_T", bound=type)
+_R = TypeVar("_R")
 _MISSING: Any = object()
 
 
@@ -213,3 +215,15 @@ def record(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> 
     if cls is None:
         return lambda c: _make(c, frozen, slots)
     return _make(cls, frozen, slots)
+
+
+def replace(obj: _R, /, **changes: Any) -> _R:
+    """:func:`dataclasses.replace` for a record (a new one, ``changes`` for some fields),
+    without importing :mod:`dataclasses`: the build of an .onnx file replaces engine nodes
+    and networks (a cold start's cost, issue 30)."""
+    names: tuple[str, ...] = type(obj).__record_fields__  # type: ignore[attr-defined]
+    unknown = [n for n in changes if n not in names]
+    if unknown:
+        raise TypeError(f"{type(obj).__qualname__}.__init__() got an unexpected keyword "
+                        f"argument {unknown[0]!r}")
+    return type(obj)(**{n: changes[n] if n in changes else getattr(obj, n) for n in names})

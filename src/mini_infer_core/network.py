@@ -6,17 +6,17 @@ arrays, nodes with their operator, opset and generic creation fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ._record import field, record
 from .plugin import TENSOR, DataType, PluginFieldCollection, ValueKind
 
 __all__ = ["TensorInfo", "Node", "Network"]
 
 
-@dataclass
+@record
 class TensorInfo:
     """A graph input or output. ``shape`` entries are ints, symbol names, or None (unknown).
     A sequence, optional or map (``value_kind``) has the element type and shape of its
@@ -28,7 +28,7 @@ class TensorInfo:
     value_kind: ValueKind = TENSOR
 
 
-@dataclass
+@record
 class Node:
     name: str
     op_type: str
@@ -43,7 +43,7 @@ class Node:
         return f"{self.domain}::{self.op_type}" if self.domain else self.op_type
 
 
-@dataclass
+@record
 class Network:
     name: str
     inputs: list[TensorInfo]

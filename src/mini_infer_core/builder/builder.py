@@ -3,17 +3,16 @@ lists them, each lives in a module of its own)."""
 
 from __future__ import annotations
 
-import dataclasses
 import gc
-import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import LazyLogger
+from .._record import field, record, replace
 from ..engine.engine import Engine, EngineNode
 from ..errors import BuildError
 from ..importer import parse_onnx
@@ -45,10 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["BuilderConfig", "Builder", "OptimizationProfile", "build_engine",
            "subgraph_factory"]
 
-log = logging.getLogger("mini_infer.lifecycle")
-blog = logging.getLogger("mini_infer.builder")
+log = LazyLogger("mini_infer.lifecycle")  # logging imported only once something else has
+blog = LazyLogger("mini_infer.builder")  # logging imported only once something else has
 
-@dataclass
+@record
 class OptimizationProfile:
     """Allowed input shapes (TensorRT's IOptimizationProfile): min / opt / max per input."""
 
@@ -69,7 +68,7 @@ class OptimizationProfile:
                 for n, (a, b, c) in self.shapes.items()}
 
 
-@dataclass
+@record
 class BuilderConfig:
     """How to build. ``pins`` maps an operator ("Conv", "com.example::L2Norm") to the plugin
     namespace or distribution that must provide it; ``profiles`` bound dynamic inputs."""
@@ -439,7 +438,7 @@ def _constants_first(network: Network) -> Network:
             late.append(node)
     if not early or len(early) == len(network.nodes):
         return network
-    return dataclasses.replace(network, nodes=early + late)
+    return replace(network, nodes=early + late)
 
 
 def _domain_op(op: str) -> tuple[str, str]:

@@ -9,11 +9,11 @@ the same operator. A plugin that declares its outputs differ from run to run
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
 
+from .._debug import LazyLogger
 from ..errors import BuildError, node_errors
 from ..plugin import Device, DimsExprs, IPluginV2
 from ..plugin import _adapter as adapter
@@ -23,7 +23,7 @@ from .state import BuildState, NodeWork
 
 __all__ = ["fold"]
 
-blog = logging.getLogger("mini_infer.builder")
+blog = LazyLogger("mini_infer.builder")  # logging imported only once something else has
 
 
 def fold(state: BuildState, work: NodeWork) -> bool:

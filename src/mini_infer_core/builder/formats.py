@@ -36,8 +36,8 @@ data-dependent nodes are not negotiated (their segments plan shapes at run time)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 
+from .._record import record, replace
 from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, ReformatPlugin
 from ..engine.engine import EngineNode
@@ -76,7 +76,7 @@ def negotiate_formats(state: BuildState) -> None:
         apply_formats(state, choice)
 
 
-@dataclass(eq=False, repr=False)
+@record
 class FormatPlan:
     """What the timing of formats (format_timing.py) starts from: the nodes before any
     Reformat step, each node's combinations, and the groups of nodes that take a format

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import logging
-
+from .._debug import LazyLogger
 from ..errors import BuildError, node_errors
 from ..network import Node
 from ..plugin import IPluginV2, LazyPluginCreator, PluginField, PluginFieldCollection
@@ -16,7 +15,7 @@ from .state import BuildState, NodeWork
 
 __all__ = ["fields_for", "infer", "where_of"]
 
-log = logging.getLogger("mini_infer.lifecycle")
+log = LazyLogger("mini_infer.lifecycle")  # logging imported only once something else has
 
 
 def fields_for(rec: CreatorRecord, node: Node) -> PluginFieldCollection:

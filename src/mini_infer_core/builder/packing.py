@@ -17,12 +17,12 @@ every other reader would see the reordered values; elsewhere the constant is lef
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from .._debug import LazyLogger
 from ..engine.engine import EngineNode
 from ..errors import BuildError, node_errors
 from ..plugin import DataType, DimsExprs, Repacked
@@ -30,7 +30,7 @@ from ..plugin import _adapter as adapter
 
 __all__ = ["pack_constants"]
 
-log = logging.getLogger("mini_infer.builder")
+log = LazyLogger("mini_infer.builder")  # logging imported only once something else has
 
 
 def pack_constants(nodes: Sequence[EngineNode],

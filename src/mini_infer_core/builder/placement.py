@@ -5,8 +5,8 @@ uploaded to every device that reads them, so they never need a copy)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
+from .._record import replace
 from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, CopyPlugin, ValueCopyPlugin
 from ..engine.engine import EngineNode

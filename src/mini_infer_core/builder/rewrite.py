@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .._record import record, replace
 from ..network import Network, Node
 from ..plugin import PluginField, PluginFieldCollection
 
@@ -41,7 +41,7 @@ __all__ = ["rewrite"]
 _SINCE = {"Swish": 24, "HardSwish": 14, "Gelu": 20, "LayerNormalization": 17}
 
 
-@dataclass(eq=False, repr=False)
+@record
 class _Graph:
     """The network's nodes (None where a rule removed one), with producers and readers."""
 

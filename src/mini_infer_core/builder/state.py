@@ -15,11 +15,11 @@ A build is a sequence of passes over one :class:`BuildState` (builder.py lists t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._record import field, record
 from ..network import Network, Node
 from ..plugin import (
     TENSOR,
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["BuildState", "NodeWork"]
 
 
-# eq and repr off: nothing compares or prints a build's state, and each generated method is
-# compiled when the module is imported (a fresh process's build, issue 30)
-@dataclass(eq=False, repr=False)
+# records, not dataclasses: a dataclass compiles each generated method when the module is
+# imported (a fresh process's build, issue 30)
+@record
 class BuildState:
     """Everything the passes of one build read and extend."""
 
@@ -106,7 +106,7 @@ class BuildState:
         return self.kinds.get(name, TENSOR)
 
 
-@dataclass(eq=False, repr=False)
+@record
 class NodeWork:
     """One network node on its way through the node passes."""
 

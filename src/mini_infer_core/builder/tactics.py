@@ -30,12 +30,12 @@ and builds with the same cache make the same engine, byte for byte.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._debug import LazyLogger
 from ..engine.engine import Engine, EngineNode
 from ..engine.format import plugin_bytes
 from ..plugin import DimsExprs, TensorFormat
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # imported where tactics are timed (a one-off build times non
 
 __all__ = ["REPEAT", "offers_tactics", "time_tactics"]
 
-log = logging.getLogger("mini_infer.builder")
+log = LazyLogger("mini_infer.builder")  # logging imported only once something else has
 
 #: timed runs of each pass (a tactic's best time counts), after one warm-up run
 REPEAT = 3

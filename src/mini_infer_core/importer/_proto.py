@@ -23,10 +23,10 @@ gives the error message for a broken file.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 __all__ = ["MESSAGES", "Message", "Span", "Unreadable", "read_graph_bytes", "read_model",
@@ -365,7 +365,7 @@ def read_graph_bytes(data: bytes | bytearray | memoryview) -> Message:
     return _Reader(view, spans=False).message("GraphProto", 0, len(view))
 
 
-def read_model(path: Path) -> Message:
+def read_model(path: str | os.PathLike[str]) -> Message:
     """A ModelProto from its file, each large raw_data left there as a :class:`Span`."""
     if sys.byteorder != "little":
         raise Unreadable("a big-endian machine")

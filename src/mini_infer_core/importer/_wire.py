@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import mmap
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .._record import record
 
 __all__ = ["Block", "split_weights", "read_block"]
 
@@ -41,7 +42,7 @@ class _Unexpected(Exception):
     """The file is not laid out as this walk expects: read it the ordinary way."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Block:
     """An initializer's data left out of the model copy: where it lies and what it is."""
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,10 +24,13 @@ from ..plugin import DataType, PluginField, PluginFieldCollection, PluginFieldTy
 from ..plugin._kinds import kind_from_proto
 from ._proto import Message, Unreadable, read_model, read_model_bytes
 from ._tensors import Fallback, own_array
-from ._wire import Block, read_block, split_weights
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import onnx
+
+    from ._wire import Block
 
 __all__ = ["parse_onnx", "load_onnx_model", "free_names", "graph_nodes", "tensor_value"]
 
@@ -48,12 +50,17 @@ class _AT:
 _EXTERNAL = 1
 
 
-def _check_path(path: Path) -> None:
-    if path.is_dir():
-        raise ModelImportError(f"{str(path)!r} is a folder, not a model file; give the path of "
-                               "the .onnx file (or engine file) in it")
-    if not path.is_file():
-        raise ModelImportError(f"model file {str(path)!r} does not exist")
+def _check_path(path: str | os.PathLike[str]) -> None:
+    """That ``path`` is a file (os.path's checks: pathlib is imported only to say what is
+    wrong, a cold start's cost, issue 30)."""
+    if os.path.isfile(path):
+        return
+    from pathlib import Path
+
+    if os.path.isdir(path):
+        raise ModelImportError(f"{str(Path(path))!r} is a folder, not a model file; give the "
+                               "path of the .onnx file (or engine file) in it")
+    raise ModelImportError(f"model file {str(Path(path))!r} does not exist")
 
 
 def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
@@ -69,6 +76,8 @@ def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
             return onnx.load_from_string(bytes(source)), None
         except Exception as exc:
             raise ModelImportError(f"the bytes given are not an ONNX model: {exc}") from exc
+    from pathlib import Path
+
     path = Path(source)
     _check_path(path)
     try:
@@ -80,8 +89,11 @@ def load_onnx_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto
     return model, path.resolve().parent
 
 
-def _external_tensor(t: Any, base: Path | None, where: str) -> np.ndarray[Any, Any]:
+def _external_tensor(t: Any, folder: str | None, where: str) -> np.ndarray[Any, Any]:
+    from pathlib import Path
+
     info = {e.key: e.value for e in t.external_data}
+    base = None if folder is None else Path(folder)
     location = info.get("location", "")
     if base is None:
         raise ModelImportError(
@@ -109,7 +121,7 @@ def _external_tensor(t: Any, base: Path | None, where: str) -> np.ndarray[Any, A
     return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
-def _tensor(t: Any, base: Path | None, where: str, file: Any = None) -> np.ndarray[Any, Any]:
+def _tensor(t: Any, base: str | None, where: str, file: Any = None) -> np.ndarray[Any, Any]:
     """A tensor's value: onnx's TensorProto through numpy_helper, the own reader's through
     own_array (``file``: the model file open, for a raw_data left there as a Span)."""
     if t.data_location == _EXTERNAL:
@@ -138,7 +150,7 @@ def _tensor(t: Any, base: Path | None, where: str, file: Any = None) -> np.ndarr
     return arr
 
 
-def _field(a: Any, base: Path | None, where: str, file: Any = None) -> PluginField:
+def _field(a: Any, base: str | None, where: str, file: Any = None) -> PluginField:
     if a.type == _AT.FLOAT:
         return PluginField(a.name, np.array(a.f, np.float32), PluginFieldType.FLOAT32)
     if a.type == _AT.INT:
@@ -211,7 +223,7 @@ def _body_texts(g: Any, where: str) -> None:
                 _body_texts(sub, at)
 
 
-def _constant_value(node: Any, base: Path | None, where: str, file: Any = None
+def _constant_value(node: Any, base: str | None, where: str, file: Any = None
                     ) -> np.ndarray[Any, Any]:
     if len(node.output) != 1:
         raise ModelImportError(f"{where}: Constant must have exactly one output, it has "
@@ -283,7 +295,7 @@ def free_names(graph: Any) -> list[str]:
 
 
 def graph_nodes(g: Any, opsets: dict[str, int],
-                constants: dict[str, np.ndarray[Any, Any]], base: Path | None = None,
+                constants: dict[str, np.ndarray[Any, Any]], base: str | None = None,
                 label: str = "model", file: Any = None) -> list[Node]:
     """The nodes of a graph (or a body of If, Loop, Scan) as network nodes; its Constant
     nodes' values go to ``constants``. A node with bodies gets the names they read from
@@ -335,6 +347,10 @@ def _load_split(source: str | os.PathLike[str] | bytes | onnx.ModelProto
     (see _wire.py); None where that way does not apply."""
     if not isinstance(source, (str, os.PathLike)):
         return None
+    from pathlib import Path
+
+    from ._wire import split_weights
+
     path = Path(source).resolve()
     split = split_weights(path)
     if split is None:
@@ -349,6 +365,8 @@ def _load_split(source: str | os.PathLike[str] | bytes | onnx.ModelProto
 
 
 def _read(fh: Any, block: Block, name: str, label: str) -> np.ndarray[Any, Any]:
+    from ._wire import read_block
+
     try:
         return read_block(fh, block)
     except OSError as exc:
@@ -356,15 +374,14 @@ def _read(fh: Any, block: Block, name: str, label: str) -> np.ndarray[Any, Any]:
 
 
 def _read_own(source: str | os.PathLike[str] | bytes | onnx.ModelProto
-              ) -> tuple[Message, Path | None] | None:
+              ) -> tuple[Message, str | None] | None:
     """The model read by the own reader, and its folder; None where onnx must read it."""
     if os.environ.get("MINI_INFER_ONNX_READER") == "onnx":
         return None
     try:
         if isinstance(source, (str, os.PathLike)):
-            path = Path(source)
-            _check_path(path)
-            return read_model(path), path.resolve().parent
+            _check_path(source)
+            return read_model(source), os.path.dirname(os.path.realpath(source))
         if isinstance(source, (bytes, bytearray, memoryview)):
             return read_model_bytes(source), None
     except (Unreadable, RecursionError):  # RecursionError: messages nested too deep
@@ -386,11 +403,15 @@ def parse_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netw
             if file is not None:
                 file.close()
     split = _load_split(source)
-    model, base = load_onnx_model(source) if split is None else (split[0], split[1].parent)
+    if split is None:
+        model, folder = load_onnx_model(source)
+        base = None if folder is None else str(folder)
+    else:
+        model, base = split[0], str(split[1].parent)
     return _network(model, base, source, split, None)
 
 
-def _network(model: Any, base: Path | None, source: Any,
+def _network(model: Any, base: str | None, source: Any,
              split: tuple[Any, Path, dict[int, Block]] | None, file: Any) -> Network:
     """The network of a model read (by onnx or the own reader)."""
     g = model.graph

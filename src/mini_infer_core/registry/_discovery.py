@@ -322,7 +322,8 @@ def _defer_all(registry: PluginRegistry, entries: list[dict[str, Any]],
         try:
             registry.defer_creator(key, functools.partial(_cached.lazy_one, entry),
                                    distribution=record.name,
-                                   distribution_version=record.version)
+                                   distribution_version=record.version,
+                                   op=(entry["domain"], entry["op_type"]))
         except DuplicateCreatorError as exc:
             reason = f"{exc}; {record.name}'s other plugins are loaded"
             warnings.warn(reason, DuplicatePluginWarning, stacklevel=4)

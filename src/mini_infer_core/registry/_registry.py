@@ -94,6 +94,9 @@ class PluginRegistry:
         #: (discovery from its cache): key -> (make, distribution, distribution version)
         self._pending: dict[tuple[str, str, str],
                             tuple[Callable[[], IPluginCreator], str | None, str | None]] = {}
+        #: the pending keys by the (domain, op_type) they declare (None: undeclared), so
+        #: that a build's look-up of an operator makes only that operator's creators
+        self._pending_by_op: dict[tuple[str, str] | None, list[tuple[str, str, str]]] = {}
         self.distributions: list[DistributionRecord] = []
 
     # -- registration (TensorRT: registerCreator / deregisterCreator) -----------------------
@@ -116,12 +119,15 @@ class PluginRegistry:
 
     def defer_creator(self, key: tuple[str, str, str], make: Callable[[], IPluginCreator], *,
                       distribution: str | None = None,
-                      distribution_version: str | None = None) -> None:
+                      distribution_version: str | None = None,
+                      op: tuple[str, str] | None = None) -> None:
         """A creator known by its identity ``key`` (name, version, namespace), made by
         ``make()`` and registered when first looked up: discovery from its cache registers
         a distribution's hundreds of creators this way, and an engine file makes the few it
-        names. A key already taken raises :class:`DuplicateCreatorError`, as
-        :meth:`register_creator` does."""
+        names. ``op``: the (domain, op_type) the creator will have, where known: a look-up
+        of candidates for an operator then makes only the creators declared for it (and the
+        undeclared ones), not all (a fresh process's build, issue 30). A key already taken
+        raises :class:`DuplicateCreatorError`, as :meth:`register_creator` does."""
         with self._lock:
             if key in self._pending:
                 self._make_pending(key)
@@ -134,11 +140,16 @@ class PluginRegistry:
                     f"already registered by {_who(old)}; uninstall one of them or give the "
                     "plugin its own namespace", old)
             self._pending[key] = (make, distribution, distribution_version)
+            self._pending_by_op.setdefault(op, []).append(key)
 
     def _make_pending(self, key: tuple[str, str, str] | None = None) -> None:
         """Make and register the deferred creator ``key`` (None: every one)."""
         with self._lock:
-            keys = list(self._pending) if key is None else [key]
+            if key is None:
+                keys = list(self._pending)
+                self._pending_by_op.clear()
+            else:
+                keys = [key]
             for k in keys:
                 entry = self._pending.pop(k, None)
                 if entry is None:
@@ -148,6 +159,14 @@ class PluginRegistry:
                 validate_creator(creator, distribution)
                 self._by_key[k] = CreatorRecord(creator, distribution, version)
                 self._by_op = None
+
+    def _make_pending_of(self, op: tuple[str, str]) -> None:
+        """Make the deferred creators declared for ``op`` and those that declared none."""
+        with self._lock:
+            keys = [*self._pending_by_op.pop(op, ()), *self._pending_by_op.pop(None, ())]
+        for k in keys:
+            if k in self._pending:  # not made since (by identity)
+                self._make_pending(k)
 
     def deregister_creator(self, creator: IPluginCreator) -> bool:
         self._make_pending()
@@ -218,8 +237,9 @@ class PluginRegistry:
 
     def _of_op(self, domain: str, op_type: str) -> list[CreatorRecord]:
         """The records of an operator, through the index by (domain, op_type)."""
-        self._make_pending()
         domain = "" if domain == "ai.onnx" else domain
+        if self._pending:
+            self._make_pending_of((domain, op_type))
         index = self._by_op
         if index is None:
             with self._lock:
