@@ -99,6 +99,8 @@ def test_a_zip_on_sys_path_is_read_by_importlib_metadata(tmp_path: Path,
         zf.writestr("mi_scan_zip-1.5.dist-info/entry_points.txt",
                     "[mini_infer.plugins]\nzipped = zipped_hooks\n")
     monkeypatch.syspath_prepend(str(archive))
+    # a cache of its own: the environment's may already record this name from another run
+    monkeypatch.setenv("MINI_INFER_CACHE_DIR", str(tmp_path / "cache"))
     assert ("zipped", "zipped_hooks", "mi-scan-zip", "1.5") in _scanned(ENTRY_POINT_GROUP)
     assert _scan.distribution_version("mi-scan-zip") == "1.5"
 
