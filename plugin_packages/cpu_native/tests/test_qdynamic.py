@@ -212,3 +212,20 @@ def test_the_reference_evaluator_agrees_on_the_rewritten_chain() -> None:
     got = mini_infer_core.InferenceSession(model, device="cpu").run(None, {"x": x})[0]
     ref = ReferenceEvaluator(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_the_rewritten_chain_survives_the_engine_file(tmp_path: Any) -> None:
+    """The engine file keeps MatMulIntegerToFloat with its B packed by the build
+    (``__qpacked__``) and its fused Relu (``__clip__``): the loaded engine gives onnxruntime's
+    unfused results."""
+    model = _chain(45, 21, per_column=True, relu=True, wz=5)
+    engine = mini_infer_core.load(model, config=mini_infer_core.BuilderConfig(device="cpu"))
+    (node,) = [nd for nd in engine.nodes if nd.op_type == "MatMulIntegerToFloat"]
+    assert node.plugin.hidden.get("__qpacked__") == 1  # type: ignore[attr-defined]
+    assert "__clip__" in node.plugin.hidden  # type: ignore[attr-defined]
+    engine.save(str(tmp_path / "q.engine"))
+    sess = mini_infer_core.InferenceSession(str(tmp_path / "q.engine"), device="cpu")
+    x = RNG.standard_normal((1, 6, 45)).astype(np.float32)
+    got = sess.run(None, {"x": x})[0]
+    want = _ort(model, {"x": x}, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
+    np.testing.assert_array_equal(got, want)
