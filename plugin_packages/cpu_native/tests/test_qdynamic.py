@@ -37,7 +37,7 @@ def compiled(count_calls: Callable[[Any, str, str], dict[str, int]]) -> dict[str
 
 def _chain(k: int, n: int, *, per_column: bool = False, bias: bool = True,
            relu: bool = False, extra_reader: str | None = None, wz: int = 0,
-           identity_bias: bool = False) -> onnx.ModelProto:
+           identity_bias: bool = False, w_zp: bool = True) -> onnx.ModelProto:
     """quantize_dynamic's chain written out: DynamicQuantizeLinear(x) -> MatMulInteger ->
     Cast -> Mul(Mul(x_scale, w_scale)) [-> Add(bias)] [-> Relu]; ``extra_reader`` names an
     intermediate tensor that is also a graph output (the rewrite must not take it)."""
@@ -48,7 +48,8 @@ def _chain(k: int, n: int, *, per_column: bool = False, bias: bool = True,
         numpy_helper.from_array(np.array(wz, np.int8), "w_zp")]
     nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
              helper.make_node("Mul", ["xs", "w_scale"], ["s"]),
-             helper.make_node("MatMulInteger", ["xq", "w", "xz", "w_zp"], ["acc"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "w_zp"] if w_zp else ["xq", "w"],
+                              ["acc"]),
              helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
              helper.make_node("Mul", ["accf", "s"], ["y0"])]
     last = "y0"
@@ -103,6 +104,20 @@ def test_the_chain_is_one_matmul_integer_to_float_bit_for_bit(
         fused = _ort(model, {"x": x}, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)[0]
         np.testing.assert_allclose(got, fused, rtol=1e-5, atol=1e-5)
     assert compiled["products"] == 3
+
+
+def test_a_chain_without_zero_points_for_b_and_unnamed_nodes() -> None:
+    """No B zero point (MatMulInteger's two inputs) and nodes without names: rewritten, and
+    onnxruntime's unfused results."""
+    model = _chain(33, 17, w_zp=False)
+    for nd in model.graph.node:
+        nd.name = ""
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    assert sorted(nd.op_type for nd in sess.engine.nodes) == [
+        "DynamicQuantizeLinear", "MatMulIntegerToFloat"]
+    x = RNG.standard_normal((3, 4, 33)).astype(np.float32)
+    want = _ort(model, {"x": x}, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
 
 
 @pytest.mark.parametrize("exposed", ["acc", "accf", "s", "y0"])

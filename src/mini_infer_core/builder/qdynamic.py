@@ -91,5 +91,5 @@ def integer_to_float(g: _Graph, i: int, mm: Node) -> tuple[list[int], Node] | No
         inputs, out = [*inputs, bias], add.outputs[0]
     while inputs[-1] == "":
         inputs.pop()
-    return chain, Node(f"{mm.name}:MatMulIntegerToFloat", "MatMulIntegerToFloat", MS, inputs,
-                       [out], PluginFieldCollection([]), 1)
+    return chain, Node(f"{mm.name or out}:MatMulIntegerToFloat", "MatMulIntegerToFloat", MS,
+                       inputs, [out], PluginFieldCollection([]), 1)
