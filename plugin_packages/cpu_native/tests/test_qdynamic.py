@@ -244,3 +244,37 @@ def test_the_rewritten_chain_survives_the_engine_file(tmp_path: Any) -> None:
     got = sess.run(None, {"x": x})[0]
     want = _ort(model, {"x": x}, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
     np.testing.assert_array_equal(got, want)
+
+
+def _with_residual(model: onnx.ModelProto, shape: list[Any]) -> onnx.ModelProto:
+    """``y = chain(x) + r``, r a graph input of ``shape``."""
+    g = model.graph
+    last = g.node[-1]
+    last.output[0] = "pre"
+    g.node.append(helper.make_node("Add", ["r", "pre"], ["y"]))
+    g.input.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, shape))
+    return model
+
+
+@pytest.mark.parametrize("bias,r_shape,fused", [
+    (True, ["B", "T", 24], True),   # a transformer's residual: fused
+    (False, ["B", "T", 24], False),  # no bias: the Add would come before it, stays apart
+    (True, [24], False),            # broadcast: stays a node of its own
+])
+def test_the_residual_add_after_the_product(threads: int, compiled: dict[str, int],
+                                            bias: bool, r_shape: list[Any],
+                                            fused: bool) -> None:
+    """``chain(x) + r`` with r of the output's shape joins the product (added after its
+    epilogue: the graph's order, bit for bit onnxruntime's unfused graph); a broadcast r, or a
+    product without its bias, keeps its Add."""
+    model = _with_residual(_chain(40, 24, bias=bias), r_shape)
+    sess = mini_infer_core.InferenceSession(model, device="cpu")
+    ops = sorted(nd.op_type for nd in sess.engine.nodes)
+    assert ("Add" not in ops) == fused, ops
+    for run in range(2):  # the kept product's run adds the residual too
+        x = RNG.standard_normal((2, 5, 40)).astype(np.float32)
+        r = RNG.standard_normal((2, 5, 24) if len(r_shape) == 3 else (24,)).astype(np.float32)
+        got = sess.run(None, {"x": x, "r": r})[0]
+        want = _ort(model, {"x": x, "r": r}, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
+        np.testing.assert_array_equal(got, want, err_msg=f"run {run}")
+    assert compiled["products"] == 2

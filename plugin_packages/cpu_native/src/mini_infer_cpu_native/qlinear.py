@@ -231,11 +231,15 @@ class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
 class MatMulIntegerToFloat(_IntegerProduct, _contrib.MatMulIntegerToFloat):
     """The dequantizing product on the compiled integer GEMM (see the module): one step for
     what was MatMulInteger's fused chain and the Mul of the two scales before it
-    (onnxruntime's MatMulIntegerToFloat fusion). Fusion: a Relu after it (``__clip__``)."""
+    (onnxruntime's MatMulIntegerToFloat fusion). Fusion: a Relu after it (``__clip__``), or
+    the residual Add of a transformer, ``y + r`` with r a tensor of y's shape computed before
+    (``__residual__``: its input index; added after the epilogue, the graph's order: the
+    bias first, so only where the product has its bias)."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (
-        *_contrib.MatMulIntegerToFloat.hidden_fields, "__qpacked__", "__clip__")
-    fusable: ClassVar[frozenset[str]] = frozenset({"Relu"})
+        *_contrib.MatMulIntegerToFloat.hidden_fields, "__qpacked__", "__clip__",
+        "__residual__")
+    fusable: ClassVar[frozenset[str]] = frozenset({"Relu", "Add"})
     package = "mini-infer-cpu-native"
     _fixed = 3
     #: a_scale * b_scale, float32, written before each run (the kept product reads it)
@@ -244,22 +248,34 @@ class MatMulIntegerToFloat(_IntegerProduct, _contrib.MatMulIntegerToFloat):
     def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
              consumer_dims: Sequence[Any], position: int,
              own_constants: Sequence[Any]) -> Fusion | None:
-        if op_type != "Relu" or "__clip__" in self.hidden:
+        h = self.hidden
+        if "__clip__" in h or "__residual__" in h:
             return None
-        self.record("__clip__", (0.0, np.inf))
-        return Fusion()
+        if op_type == "Relu":
+            self.record("__clip__", (0.0, np.inf))
+            return Fusion()
+        other, mine = consumer_dims[1 - position], consumer_dims[position]
+        if (op_type != "Add" or len(own_constants) != 7 or consumer_constants[1 - position]
+                is not None or other is None or mine is None or len(other) != len(mine)
+                or not all(d.same_as(e) for d, e in zip(other, mine, strict=True))):
+            return None
+        self.record("__residual__", len(own_constants))
+        return Fusion(append_inputs=[1 - position])
 
     def compute(self, a: Array, b: Array, a_scale: Array, b_scale: Array,
                 a_zero_point: Array | None = None, b_zero_point: Array | None = None,
-                bias: Array | None = None, *, out: Array) -> None:
+                bias: Array | None = None, *fused: Array, out: Array) -> None:
         za = 0 if a_zero_point is None else a_zero_point.reshape(-1)[0]
         key = (a, out, a_scale, b, b_scale, b_zero_point, bias)
         last, mult = self._last, self._mult
+        residual = fused[0] if fused else None
         if (last is not None and mult is not None
                 and all(x is y for x, y in zip(last[0], key, strict=True))):
             np.multiply(a_scale.reshape(()), last[0][4].reshape(-1), out=mult)
             last[1].za = int(za)
             run_qgemm(last[1])
+            if residual is not None:
+                np.add(out, residual, out=out)
             return
         lo, hi = (float(v) for v in self.hidden.get("__clip__", (-np.inf, np.inf)))
         ops = self._operands(a, b, out)
@@ -273,6 +289,8 @@ class MatMulIntegerToFloat(_IntegerProduct, _contrib.MatMulIntegerToFloat):
                             bias, out=out)
             if lo > -np.inf:
                 np.maximum(out, lo, out=out)
+            if residual is not None:
+                np.add(out, residual, out=out)
             return
         rows, c = ops
         packed, colsum = self._packed_b(b)
@@ -283,6 +301,8 @@ class MatMulIntegerToFloat(_IntegerProduct, _contrib.MatMulIntegerToFloat):
             rows, packed, colsum, c, int(b.shape[0]), a_zero=int(za),
             b_zero=self._b_zero(b_zero_point, b), mult=mult,
             bias=None if bias is None else np.ascontiguousarray(bias), lo=lo, hi=hi)))
+        if residual is not None:
+            np.add(out, residual, out=out)
 
 
 class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
