@@ -9,6 +9,8 @@ become that one ONNX operator, before plugins are chosen.
   (GPT-2's), in the orders torch writes them;
 - ``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (ReduceMean, Sub, Pow,
   ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``;
+- the dynamic-int8 chain ``MatMulInteger -> Cast -> Mul(Mul(x_scale, w_scale)) -> Add``
+  -> ``com.microsoft::MatMulIntegerToFloat`` (:mod:`.qdynamic`);
 - QDQ chains (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) -> ``QLinearConv`` and
   ``QLinearMatMul`` (:mod:`.qdq`), and the Add, Mul, pooling, Concat and Sigmoid between
   QDQ pairs -> their ``com.microsoft`` integer operators (:mod:`.qdq_ops`).
@@ -316,6 +318,11 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
     if any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes):
         rules += _qdq_rules(integer, fresh, extra)
+    if any(n.op_type == "MatMulInteger" and not n.domain for n in network.nodes) and integer(
+            "com.microsoft::MatMulIntegerToFloat"):
+        from .qdynamic import integer_to_float
+
+        rules.append(integer_to_float)
     done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]

@@ -13,6 +13,7 @@
 #undef MI_LT
 #undef MI_GE
 #undef MI_SEL
+#undef MI_ALL
 #undef MI_AS_I
 #undef MI_AS_F
 #undef MI_IADD

@@ -133,11 +133,14 @@ MI_TGT MI_V MI_F(erf)(MI_V x) {
  * (-inf * 0), as onnx's formula does. */
 MI_TGT MI_V MI_F(gelu)(MI_V x) {
     MI_V t = MI_F(abs)(x) * MI_SET1(MI_SQRT1_2);
+    MI_V ht = MI_SET1(0.5f) * t, p = MI_F(erf_small_p)(t); /* (1 +- erf(t)) / 2, rounded once */
+    MI_M below = MI_LT(t, MI_SET1(MI_ERF_SPLIT));
+    if (MI_ALL(below)) /* no lane past the split (NaN is not below): the tail is not needed */
+        return x * MI_SEL(MI_LT(x, MI_SET1(0.0f)), MI_FNMA(ht, p, MI_SET1(0.5f)),
+                          MI_FMA(ht, p, MI_SET1(0.5f)));
     MI_V xx = x * x; /* t^2 = x^2 / 2 exactly, as two floats (not the rounded t squared) */
     MI_V xl = MI_TWO_PROD_LO(x, x, xx);
-    MI_V ht = MI_SET1(0.5f) * t, p = MI_F(erf_small_p)(t); /* (1 +- erf(t)) / 2, rounded once */
     MI_V tail = MI_SET1(0.5f) * MI_F(erfc_tail_sq)(t, MI_SET1(0.5f) * xx, MI_SET1(0.5f) * xl);
-    MI_M below = MI_LT(t, MI_SET1(MI_ERF_SPLIT));
     MI_V pos = MI_SEL(below, MI_FMA(ht, p, MI_SET1(0.5f)), MI_SET1(1.0f) - tail);
     MI_V neg = MI_SEL(below, MI_FNMA(ht, p, MI_SET1(0.5f)), tail);
     return x * MI_SEL(MI_LT(x, MI_SET1(0.0f)), neg, pos);

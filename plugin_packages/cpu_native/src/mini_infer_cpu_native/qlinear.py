@@ -7,6 +7,10 @@ on the compiled integer GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   B's per tensor or per column; the output requantized to uint8/int8 as onnxruntime does
   (``rint(float(acc) * (a_scale * b_scale[j] / y_scale)) + y_zero_point``, float32, round
   half to even, saturated).
+* MatMulIntegerToFloat (com.microsoft; what the builder's rewrite makes of the
+  dynamic-int8 chain ``MatMulInteger -> Cast -> Mul(Mul(a_scale, b_scale)) -> Add(bias)``):
+  MatMulInteger's operands, ``float(acc) * (a_scale * b_scale[j]) + bias[j]`` in float32,
+  the scales' product made on each run (a_scale is DynamicQuantizeLinear's, new each run).
 * DynamicQuantizeLinear: float32 x, its range, scale and zero point in float32 as
   onnxruntime computes them.
 
@@ -23,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from mini_infer_cpu_plugins.ops import contrib_matmul as _contrib
 from mini_infer_cpu_plugins.ops import qlinear as _qlinear
 from mini_infer_cpu_plugins.ops import quantize as _quantize
 from numpy.typing import NDArray
@@ -34,7 +39,7 @@ from ._derived import Derived
 from ._qgemm import dql_args, qcolsum, qgemm_args, qpack_b, run_dql, run_qgemm, unpack_qb
 from .matmul import _column_bias
 
-__all__ = ["DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul"]
+__all__ = ["DynamicQuantizeLinear", "MatMulInteger", "MatMulIntegerToFloat", "QLinearMatMul"]
 
 Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -221,6 +226,83 @@ class MatMulInteger(_IntegerProduct, _qlinear.MatMulInteger):
         run_qgemm(self._product(key, lambda: qgemm_args(
             rows, packed, colsum, c, int(b.shape[0]), a_zero=int(za),
             b_zero=self._b_zero(b_zero_point, b), mult=mult, bias=bias, lo=lo, hi=hi)))
+
+
+class MatMulIntegerToFloat(_IntegerProduct, _contrib.MatMulIntegerToFloat):
+    """The dequantizing product on the compiled integer GEMM (see the module): one step for
+    what was MatMulInteger's fused chain and the Mul of the two scales before it
+    (onnxruntime's MatMulIntegerToFloat fusion). Fusion: a Relu after it (``__clip__``), or
+    the residual Add of a transformer, ``y + r`` with r a tensor of y's shape computed before
+    (``__residual__``: its input index; added after the epilogue, the graph's order: the
+    bias first, so only where the product has its bias)."""
+
+    hidden_fields: ClassVar[tuple[str, ...]] = (
+        *_contrib.MatMulIntegerToFloat.hidden_fields, "__qpacked__", "__clip__",
+        "__residual__")
+    fusable: ClassVar[frozenset[str]] = frozenset({"Relu", "Add"})
+    package = "mini-infer-cpu-native"
+    _fixed = 3
+    #: a_scale * b_scale, float32, written before each run (the kept product reads it)
+    _mult: Array | None = None
+
+    def fuse(self, op_type: str, attrs: dict[str, Any], consumer_constants: Sequence[Any],
+             consumer_dims: Sequence[Any], position: int,
+             own_constants: Sequence[Any]) -> Fusion | None:
+        h = self.hidden
+        if "__clip__" in h or "__residual__" in h:
+            return None
+        if op_type == "Relu":
+            self.record("__clip__", (0.0, np.inf))
+            return Fusion()
+        other, mine = consumer_dims[1 - position], consumer_dims[position]
+        if (op_type != "Add" or len(own_constants) != 7 or consumer_constants[1 - position]
+                is not None or other is None or mine is None or len(other) != len(mine)
+                or not all(d.same_as(e) for d, e in zip(other, mine, strict=True))):
+            return None
+        self.record("__residual__", len(own_constants))
+        return Fusion(append_inputs=[1 - position])
+
+    def compute(self, a: Array, b: Array, a_scale: Array, b_scale: Array,
+                a_zero_point: Array | None = None, b_zero_point: Array | None = None,
+                bias: Array | None = None, *fused: Array, out: Array) -> None:
+        za = 0 if a_zero_point is None else a_zero_point.reshape(-1)[0]
+        key = (a, out, a_scale, b, b_scale, b_zero_point, bias)
+        last, mult = self._last, self._mult
+        residual = fused[0] if fused else None
+        if (last is not None and mult is not None
+                and all(x is y for x, y in zip(last[0], key, strict=True))):
+            np.multiply(a_scale.reshape(()), last[0][4].reshape(-1), out=mult)
+            last[1].za = int(za)
+            run_qgemm(last[1])
+            if residual is not None:
+                np.add(out, residual, out=out)
+            return
+        lo, hi = (float(v) for v in self.hidden.get("__clip__", (-np.inf, np.inf)))
+        ops = self._operands(a, b, out)
+        n = int(b.shape[-1])
+        if (ops is None or out.dtype != np.float32 or a_scale.size != 1
+                or a_scale.dtype != np.float32 or b_scale.dtype != np.float32
+                or not _per_column(b_scale, n) or not _one(a_zero_point)
+                or not _per_column(b_zero_point, n)
+                or (bias is not None and (bias.dtype != np.float32 or bias.shape != (n,)))):
+            super().compute(a, self._onnx_b(b), a_scale, b_scale, a_zero_point, b_zero_point,
+                            bias, out=out)
+            if lo > -np.inf:
+                np.maximum(out, lo, out=out)
+            if residual is not None:
+                np.add(out, residual, out=out)
+            return
+        rows, c = ops
+        packed, colsum = self._packed_b(b)
+        # onnxruntime's (and the unfused graph's) multiplier: a_scale * b_scale, float32
+        mult = self._mult = np.multiply(a_scale.reshape(()), b_scale.reshape(-1)).astype(
+            np.float32)
+        run_qgemm(self._product(key, lambda: qgemm_args(
+            rows, packed, colsum, c, int(b.shape[0]), a_zero=int(za),
+            b_zero=self._b_zero(b_zero_point, b), mult=mult,
+            bias=None if bias is None else np.ascontiguousarray(bias), lo=lo, hi=hi)))
+        if residual is not None:
+            np.add(out, residual, out=out)
 
 
 class QLinearMatMul(_IntegerProduct, _qlinear.QLinearMatMul):
