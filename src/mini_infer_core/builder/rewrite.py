@@ -310,13 +310,17 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
     operators ``integer`` accepts: those the target device has plugins for) replaced by its
     operator; what was replaced."""
+    done: list[str] = []
+    qdq = any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes)
+    if qdq:  # NNCF's int8 activations as uint8, MaxPool before its DequantizeLinear
+        from .qdq_prepare import prepare_qdq
+        network, done = prepare_qdq(network, integer)
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
     rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
     extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
-    if any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes):
+    if qdq:
         rules += _qdq_rules(integer, fresh, extra)
-    done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]
         if node is None or node.domain:
