@@ -170,10 +170,63 @@ def test_an_nncf_resnet_block_runs_on_8_bits(channels: int, zero: int) -> None:
     ops = [n.op_type for n in engine.nodes if n.op_type != "Reformat"]  # NHWC between
     assert ops == ["QuantizeLinear", "QLinearConv", "QMaxPool", "QLinearConv", "QLinearAdd",
                    "DequantizeLinear"], ops
+    # the QuantizeLinear writes NHWC itself: one Reformat, before the last DequantizeLinear
+    assert [n.op_type for n in engine.nodes].count("Reformat") == 1
     for _ in range(3):
         x = (RNG.standard_normal((2, 3, 13, 11)) * 4).astype(np.float32)  # saturates
         (got,) = mi.InferenceSession(engine).run(None, {"x": x})
         (want,) = _ort(model, {"x": x})
         # the integer kernels round once where the float graph rounds in float32: a quantum
         np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.0001)
+        assert np.mean(got == want) > 0.9
+
+
+def _qop_model(trans_b: bool, per_channel: bool, bias: bool, w_dtype: Any) -> onnx.ModelProto:
+    """QOperator's tail, as ``quantize_static`` writes it: x -> QuantizeLinear -> MaxPool of
+    uint8 -> Flatten -> com.microsoft::QGemm (uint8 output) -> DequantizeLinear -> y."""
+    k, m = 7 * 3 * 3, 11  # K and M off every tile
+    b = RNG.integers(-127 if w_dtype == np.int8 else 0, 128 if w_dtype == np.int8 else 256,
+                     (m, k) if trans_b else (k, m)).astype(w_dtype)
+    inits = {"xs": np.float32(0.05), "xz": np.uint8(128), "b": b,
+             "bs": (RNG.random(m) * 0.02 + 0.01).astype(np.float32) if per_channel
+             else np.float32(0.015),
+             "bz": np.zeros(m, w_dtype) if per_channel else np.asarray(
+                 0 if w_dtype == np.int8 else 131, w_dtype),
+             "ys": np.float32(0.3), "yz": np.uint8(100),
+             "c": RNG.integers(-3000, 3000, m).astype(np.int32)}
+    gemm_in = ["f", "xs", "xz", "b", "bs", "bz", "c" if bias else "", "ys", "yz"]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("MaxPool", ["xq"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Flatten", ["m"], ["f"]),
+             helper.make_node("QGemm", gemm_in, ["g"], domain="com.microsoft",
+                              transB=int(trans_b), alpha=1.0),
+             helper.make_node("DequantizeLinear", ["g", "ys", "yz"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [3, 7, 5, 6])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                       _inits(**inits))
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return model
+
+
+@pytest.mark.parametrize("trans_b,per_channel,bias,w_dtype", [
+    (True, True, True, np.int8), (False, False, True, np.int8), (True, False, False, np.uint8),
+    (False, True, False, np.int8)])
+def test_qoperator_maxpool_and_qgemm_run_on_the_integer_kernels(
+        trans_b: bool, per_channel: bool, bias: bool, w_dtype: Any) -> None:
+    model = _qop_model(trans_b, per_channel, bias, w_dtype)
+    engine = mi.load(model)
+    ops = [n.op_type for n in engine.nodes if n.op_type != "Reformat"]
+    assert "QGemm" not in ops and "MaxPool" not in ops, ops
+    assert "QMaxPool" in ops and "QLinearConv" in ops, ops
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    theirs = ort.InferenceSession(model.SerializeToString(), opts,
+                                  providers=["CPUExecutionProvider"])
+    for scale in (1.0, 8.0):  # the second saturates x and the product
+        x = (RNG.standard_normal((3, 7, 5, 6)) * scale).astype(np.float32)
+        (got,) = mi.InferenceSession(engine).run(None, {"x": x})
+        (want,) = theirs.run(None, {"x": x})
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.3 * 1.0001)  # a quantum
         assert np.mean(got == want) > 0.9

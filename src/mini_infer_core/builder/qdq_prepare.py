@@ -18,6 +18,11 @@
   infinity, is never the maximum of a window with an element of the image). The convolution
   and the Add then read a DequantizeLinear and are fused; the MaxPool is mini-infer's 8-bit
   ``ai.mini_infer::QMaxPool`` where the device has it, else ``MaxPool`` (opset 12 takes 8 bits).
+
+And two of the QOperator format (``quantize_static`` with ``QuantFormat.QOperator``): a
+``MaxPool`` of an 8-bit operator's output is the ``QMaxPool`` it is (which cpu_native runs
+NHWC, in the region of the integer convolutions), and ``com.microsoft::QGemm`` with an 8-bit
+output is a 1x1 ``QLinearConv`` between two Reshapes (the integer GEMM, not NumPy).
 """
 
 from __future__ import annotations
@@ -131,6 +136,77 @@ def _pool_moved(nodes: list[Node], constants: dict[str, Any], outputs: set[str],
     return len(moved)
 
 
+#: operators whose (first) output is 8-bit: a MaxPool of it is QMaxPool (QOperator graphs)
+_BYTES_OUT = frozenset({"QuantizeLinear", "QLinearConv", "QLinearMatMul",
+                        "com.microsoft::QLinearAdd", "com.microsoft::QLinearMul",
+                        "com.microsoft::QLinearConcat", "com.microsoft::QLinearAveragePool",
+                        "com.microsoft::QLinearGlobalAveragePool",
+                        "com.microsoft::QLinearSigmoid", "com.microsoft::QLinearLeakyRelu",
+                        "ai.mini_infer::QMaxPool"})
+
+
+def _byte_pools(nodes: list[Node]) -> int:
+    """``MaxPool`` (no Indices) of an 8-bit operator's output (as QOperator graphs write
+    ResNet's stem pooling) -> ``ai.mini_infer::QMaxPool``, in place; how many."""
+    producer = {o: n for n in nodes for o in n.outputs[:1] if o}
+    done = 0
+    for i, pool in enumerate(nodes):
+        src = producer.get(pool.inputs[0]) if pool.inputs else None
+        if (pool.op_type != "MaxPool" or pool.domain or src is None
+                or src.qualified_op not in _BYTES_OUT or len(pool.outputs) != 1
+                or (src.op_type == "QuantizeLinear"
+                    and src.fields.values_dict().get("output_dtype", 0))):
+            continue
+        attrs = {k: v for k, v in pool.fields.values_dict().items()
+                 if k in _POOL and v is not None}
+        fields = PluginFieldCollection([PluginField.from_value(k, v) for k, v in attrs.items()])
+        nodes[i] = Node(f"{pool.name}:QMaxPool", "QMaxPool", "ai.mini_infer", [pool.inputs[0]],
+                        list(pool.outputs), fields, 1)
+        producer[pool.outputs[0]] = nodes[i]
+        done += 1
+    return done
+
+
+def _qgemm_as_conv(nodes: list[Node], constants: dict[str, Any], fresh: dict[str, Any]
+                   ) -> int:
+    """``com.microsoft::QGemm`` with an 8-bit output (y_scale given), A not transposed,
+    alpha 1, constant B and a bias of one value per column (or none) -> the 1x1
+    ``QLinearConv`` it is, between two Reshapes (A to (N, K, 1, 1), the result to (N, M)), as
+    :func:`.qdq.qdq_gemm` does for a QDQ Gemm; in place, how many."""
+    done = 0
+    for i in range(len(nodes) - 1, -1, -1):
+        q = nodes[i]
+        ins = list(q.inputs) + [""] * (9 - len(q.inputs))
+        attrs = q.fields.values_dict()
+        b = constants.get(ins[3])
+        if (q.qualified_op != "com.microsoft::QGemm" or not ins[7] or len(q.outputs) != 1
+                or attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0
+                or b is None or b.ndim != 2 or b.dtype not in (np.uint8, np.int8)):
+            continue
+        trans_b = bool(attrs.get("transB", 0))
+        m = int(b.shape[0] if trans_b else b.shape[1])
+        bias = constants.get(ins[6]) if ins[6] else None
+        if ins[6] and (bias is None or bias.dtype != np.int32 or bias.size != m):
+            continue
+        name = q.name or q.outputs[0]
+        w4, x4, y4 = (f"{name}:qop_{s}" for s in ("w4", "x4", "y4"))
+        shape4, shape2 = f"{name}:qop_shape4", f"{name}:qop_shape2"
+        fresh[w4] = np.ascontiguousarray(b if trans_b else b.T).reshape(m, -1, 1, 1)
+        fresh[shape4] = np.array([0, -1, 1, 1], np.int64)
+        fresh[shape2] = np.array([0, -1], np.int64)
+        conv_in = [x4, ins[1], ins[2], w4, ins[4], ins[5], ins[7], ins[8]]
+        if bias is not None:
+            fresh[f"{name}:qop_bias"] = bias.reshape(m)
+            conv_in.append(f"{name}:qop_bias")
+        empty = PluginFieldCollection([])
+        nodes[i:i + 1] = [
+            Node(f"{name}:in", "Reshape", "", [ins[0], shape4], [x4], empty, 14),
+            Node(f"{name}:QLinearConv", "QLinearConv", "", conv_in, [y4], empty, 10),
+            Node(f"{name}:out", "Reshape", "", [y4, shape2], list(q.outputs), empty, 14)]
+        done += 1
+    return done
+
+
 def prepare_qdq(network: Network, integer: Callable[[str], bool]) -> tuple[Network, list[str]]:
     """The two rewrites of the module (``integer(op)``: whether the device has a plugin for
     the qualified operator); what was done."""
@@ -139,9 +215,17 @@ def prepare_qdq(network: Network, integer: Callable[[str], bool]) -> tuple[Netwo
     fresh: dict[str, Any] = {}
     retyped = _as_uint8(nodes, network.constants, outputs, fresh)
     constants = {**network.constants, **fresh} if fresh else network.constants
-    moved = _pool_moved(nodes, constants, outputs, integer("ai.mini_infer::QMaxPool"))
-    done = ([f"{retyped} int8 QuantizeLinear/DequantizeLinear pairs as uint8"] if retyped
-            else []) + ([f"{moved} MaxPool before their DequantizeLinear"] if moved else [])
+    qmaxpool = integer("ai.mini_infer::QMaxPool")
+    moved = _pool_moved(nodes, constants, outputs, qmaxpool)
+    pools = _byte_pools(nodes) if qmaxpool else 0
+    convs = _qgemm_as_conv(nodes, constants, fresh) if integer("QLinearConv") else 0
+    if convs:
+        constants = {**network.constants, **fresh}
+    done = [f"{k} {what}" for k, what in (
+        (retyped, "int8 QuantizeLinear/DequantizeLinear pairs as uint8"),
+        (moved, "MaxPool before their DequantizeLinear"),
+        (pools, "MaxPool of 8-bit tensors as QMaxPool"),
+        (convs, "QGemm as 1x1 QLinearConv")) if k]
     if not done:
         return network, done
     return replace(network, nodes=nodes, constants=constants), done

@@ -312,7 +312,9 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     operator; what was replaced."""
     done: list[str] = []
     qdq = any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes)
-    if qdq:  # NNCF's int8 activations as uint8, MaxPool before its DequantizeLinear
+    if qdq or any(n.op_type == "QLinearConv" for n in network.nodes):
+        # NNCF's int8 activations as uint8, MaxPool before its DequantizeLinear; QOperator's
+        # MaxPool of 8 bits and QGemm
         from .qdq_prepare import prepare_qdq
         network, done = prepare_qdq(network, integer)
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
