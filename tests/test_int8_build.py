@@ -291,9 +291,7 @@ class SymmetricOnlyQLinearConv(CpuQLinearConv):
         if pos == 0:
             type(self).seen.append((in_out[0].scale, in_out[0].zero_point))
             # None: not given (the build's own format checks carry no quantization)
-            # (and the formats cpu_native's QLinearConv, whose compute it is, takes)
-            return (in_out[0].dtype is DataType.UINT8 and in_out[0].zero_point in (0, None)
-                    and super().supports_format_combination(pos, in_out, num_inputs))
+            return in_out[0].dtype is DataType.UINT8 and in_out[0].zero_point in (0, None)
         return super().supports_format_combination(pos, in_out, num_inputs)
 
 

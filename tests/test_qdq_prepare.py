@@ -170,8 +170,6 @@ def test_an_nncf_resnet_block_runs_on_8_bits(channels: int, zero: int) -> None:
     ops = [n.op_type for n in engine.nodes if n.op_type != "Reformat"]  # NHWC between
     assert ops == ["QuantizeLinear", "QLinearConv", "QMaxPool", "QLinearConv", "QLinearAdd",
                    "DequantizeLinear"], ops
-    # the QuantizeLinear writes NHWC itself: one Reformat, before the last DequantizeLinear
-    assert [n.op_type for n in engine.nodes].count("Reformat") == 1
     for _ in range(3):
         x = (RNG.standard_normal((2, 3, 13, 11)) * 4).astype(np.float32)  # saturates
         (got,) = mi.InferenceSession(engine).run(None, {"x": x})

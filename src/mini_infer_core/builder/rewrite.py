@@ -310,19 +310,14 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
     operators ``integer`` accepts: those the target device has plugins for) replaced by its
     operator; what was replaced."""
-    done: list[str] = []
-    qdq = any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes)
-    if qdq or any(n.op_type == "QLinearConv" for n in network.nodes):
-        # NNCF's int8 activations as uint8, MaxPool before its DequantizeLinear; QOperator's
-        # MaxPool of 8 bits and QGemm
-        from .qdq_prepare import prepare_qdq
-        network, done = prepare_qdq(network, integer)
+    network, prepared = _prepare(network, integer)
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
     rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
     extra: dict[str, tuple[list[Node], list[Node]]] = {}  # nodes around a rewritten one
-    if qdq:
+    if any(n.op_type == "DequantizeLinear" and not n.domain for n in network.nodes):
         rules += _qdq_rules(integer, fresh, extra)
+    done: list[str] = []
     for i in range(len(g.nodes)):
         node = g.nodes[i]
         if node is None or node.domain:
@@ -344,7 +339,7 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             done.append(f"{new.op_type} from {len(chain)} nodes at {node.name!r}")
             break
     if not done:
-        return network, done
+        return network, prepared
     nodes = []
     for n in g.nodes:
         if n is not None:
@@ -352,4 +347,16 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             nodes += [*before, n, *after]
     return replace(network, nodes=nodes,
                    constants={**network.constants, **fresh} if fresh else network.constants
-                   ), done
+                   ), [*prepared, *done]
+
+
+def _prepare(network: Network, integer: Callable[[str], bool]) -> tuple[Network, list[str]]:
+    """The exact rewrites of :mod:`.qdq_prepare` before the rules (NNCF's int8 activations
+    as uint8, a MaxPool before its DequantizeLinear; QOperator's 8-bit MaxPool and QGemm),
+    where the network has QDQ pairs or QOperator convolutions."""
+    if not any(n.op_type in ("DequantizeLinear", "QLinearConv") and not n.domain
+               for n in network.nodes):
+        return network, []
+    from .qdq_prepare import prepare_qdq
+
+    return prepare_qdq(network, integer)

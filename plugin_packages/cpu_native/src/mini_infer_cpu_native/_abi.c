@@ -261,12 +261,6 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qgap_args, x), FIELD(mi_qgap_args, y), FIELD(mi_qgap_args, n),
     FIELD(mi_qgap_args, hw), FIELD(mi_qgap_args, c), FIELD(mi_qgap_args, mult),
     FIELD(mi_qgap_args, zx), FIELD(mi_qgap_args, zy), FIELD(mi_qgap_args, is_signed),
-    /* QuantizeLinear, NCHW or NHWC out (_qquant.c) */
-    STRUCT(mi_quantize_args),
-    FIELD(mi_quantize_args, x), FIELD(mi_quantize_args, y), FIELD(mi_quantize_args, n),
-    FIELD(mi_quantize_args, c), FIELD(mi_quantize_args, hw), FIELD(mi_quantize_args, scale),
-    FIELD(mi_quantize_args, zp), FIELD(mi_quantize_args, is_signed),
-    FIELD(mi_quantize_args, hwc),
     /* MatMulNBits, 4-bit weights (_qnbits.c) */
     STRUCT(mi_nbits_pack_args),
     FIELD(mi_nbits_pack_args, b), FIELD(mi_nbits_pack_args, out), FIELD(mi_nbits_pack_args, n),

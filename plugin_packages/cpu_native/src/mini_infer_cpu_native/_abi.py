@@ -434,16 +434,6 @@ class QGapArgs(ctypes.Structure):
 
 STRUCTS["mi_qgap_args"] = QGapArgs
 __all__ += ["QGapArgs"]
-
-
-class QuantizeArgs(ctypes.Structure):
-    """mi_quantize_args (_qquant.c)"""
-    _fields_ = (_fields(_P, "x y") + _fields(_L, "n c hw") + _fields(_F, "scale")
-                + _fields(_I, "zp is_signed hwc"))
-
-
-STRUCTS["mi_quantize_args"] = QuantizeArgs
-__all__ += ["QuantizeArgs"]
 # ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
 
 class NBitsPackArgs(ctypes.Structure):

@@ -468,16 +468,6 @@ typedef struct mi_qgap_args {
     int zx, zy, is_signed;
 } mi_qgap_args;
 
-/* QuantizeLinear of float32 x (n, c, hw) NCHW with one scale (> 0) and zero point into 8 bits,
- * NCHW or NHWC (hwc): y = sat(rint(x / scale) + zp): mi_quantize_f32 (_qquant.c) */
-typedef struct mi_quantize_args {
-    const float *x;
-    void *y; /* (n, c, hw), or (n, hw, c) where hwc; uint8, or int8 (is_signed) */
-    long n, c, hw;
-    float scale;
-    int zp, is_signed, hwc;
-} mi_quantize_args;
-
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */
 typedef struct mi_dql_args {
     const float *x;
@@ -509,7 +499,6 @@ int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 int mi_qgap_i8(const mi_qgap_args *a);
-int mi_quantize_f32(const mi_quantize_args *a);
 
 /* ---- recurrent layers: LSTM, GRU, RNN (_rnn.c) ------------------------------------------ */
 

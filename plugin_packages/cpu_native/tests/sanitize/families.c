@@ -755,7 +755,6 @@ static void logsumexp_rows(unsigned seed);
 static void integer_in_place(unsigned seed);
 static void int8_pool_kernels(unsigned seed);
 static void int8_global_pool(unsigned seed);
-static void quantize_nhwc(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -777,7 +776,6 @@ void families(unsigned seed) {
     integer_in_place(seed + 16);
     int8_pool_kernels(seed + 17);
     int8_global_pool(seed + 21);
-    quantize_nhwc(seed + 22);
     abi();
 }
 
@@ -1284,37 +1282,5 @@ static void int8_global_pool(unsigned seed) {
     mi_qgemm_set_isa(3);
     mi_qgap_args bad = {x, y, 1, MI_QGAP_MAX_HW + 1, 1, 1.0f, 0, 0, 0};
     CHECK(mi_qgap_i8(&bad) == MI_EARGS, "qgap took a map whose sums overflow int32");
-    free(x), free(y);
-}
-
-/* QuantizeLinear into NCHW and NHWC (_qquant.c): 2 images of 19 channels (16 rows and 3) and
- * 300 pixels (a 256-pixel block and 44), uint8 and int8, against the formula in double (the
- * scale a power of 2, so x / scale is exact); NaN gives 0; a scale of 0 is refused */
-static void quantize_nhwc(unsigned seed) {
-    enum { N = 2, C = 19, HW = 300 };
-    float *x = malloc(sizeof(float) * N * C * HW);
-    unsigned char *y = malloc(N * C * HW);
-    for (long i = 0; i < N * C * HW; i++) x[i] = 600.0f * frand(&seed);
-    x[5] = NAN;
-    for (int sgn = 0; sgn < 2; sgn++)
-        for (int hwc = 0; hwc < 2; hwc++) {
-            const int zp = sgn ? -3 : 130;
-            mi_quantize_args a = {x, y, N, C, HW, 0.5f, zp, sgn, hwc};
-            CHECK(mi_quantize_f32(&a) == 0, "quantize (signed %d, hwc %d) failed", sgn, hwc);
-            long wrong = 0;
-            for (long b = 0; b < N; b++)
-                for (long ch = 0; ch < C; ch++)
-                    for (long p = 0; p < HW; p++) {
-                        float v = x[(b * C + ch) * HW + p];
-                        double t = v != v ? 0.0 : nearbyint((double)v / 0.5) + zp;
-                        t = sgn ? (t < -128 ? -128 : t > 127 ? 127 : t)
-                                : (t < 0 ? 0 : t > 255 ? 255 : t);
-                        unsigned char got = y[hwc ? (b * HW + p) * C + ch : (b * C + ch) * HW + p];
-                        wrong += (sgn ? (double)(signed char)got : (double)got) != t;
-                    }
-            CHECK(wrong == 0, "quantize (signed %d, hwc %d): %ld values differ", sgn, hwc, wrong);
-        }
-    mi_quantize_args bad = {x, y, 1, 1, 1, 0.0f, 0, 0, 0};
-    CHECK(mi_quantize_f32(&bad) == MI_EARGS, "quantize took a scale of 0");
     free(x), free(y);
 }
