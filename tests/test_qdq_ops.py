@@ -153,8 +153,9 @@ def test_maxpool_on_8_bits_where_the_parameters_agree(dtype: Any, x_zero: int, y
 
 
 def test_mixed_types_keep_their_float_nodes() -> None:
-    """NNCF's residual Add: int8 and uint8 inputs, a Relu and a uint8 output. QLinearAdd's
-    output has A's type, so the chain keeps its float nodes (and onnxruntime's values)."""
+    """An Add of int8 and uint8 graph inputs, a Relu and a uint8 output. QLinearAdd's
+    output has A's type, so the chain keeps its float nodes (and onnxruntime's values); NNCF's
+    residual Adds, whose int8 input is a QuantizeLinear's, run as uint8 (test_qdq_prepare.py)."""
     inits = {"sa": np.array(0.02, np.float32), "za": np.array(0, np.int8),
              "sb": np.array(0.01, np.float32), "zb": np.array(0, np.uint8),
              "sy": np.array(0.03, np.float32), "zy": np.array(0, np.uint8)}

@@ -20,7 +20,7 @@ activations stay 8-bit from one convolution to the next:
 
 Every scale and zero point is one constant value (per tensor), as these operators take them,
 and every zero point has one type (their outputs have their input's type: a uint8 result of an
-int8 Add keeps its float nodes).
+int8 Add keeps its float nodes; NNCF's int8 activations are uint8 by then, :mod:`.qdq_prepare`).
 A Relu or Clip before the QuantizeLinear is absorbed only where the quantization already clips
 there (:func:`.qdq._requant`). A DequantizeLinear read by other nodes too stays for them; a
 chain whose tensors are read elsewhere or are graph outputs is left as it is (it runs in

@@ -312,6 +312,7 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
     """The network with every chain above (and the QDQ chains of :mod:`.qdq` into the integer
     operators ``integer`` accepts: those the target device has plugins for) replaced by its
     operator; what was replaced."""
+    network, prepared = _prepare(network, integer)
     g = _Graph(list(network.nodes), network.constants, {t.name for t in network.outputs})
     fresh: dict[str, np.ndarray[Any, Any]] = {}  # constants the QDQ rules make
     rules: list[Callable[[_Graph, int, Node], tuple[list[int], Node] | None]] = [*_RULES]
@@ -345,7 +346,7 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             done.append(f"{new.op_type} from {len(chain)} nodes at {node.name!r}")
             break
     if not done:
-        return network, done
+        return network, prepared
     nodes = []
     for n in g.nodes:
         if n is not None:
@@ -353,4 +354,16 @@ def rewrite(network: Network, integer: Callable[[str], bool] = lambda op: True
             nodes += [*before, n, *after]
     return replace(network, nodes=nodes,
                    constants={**network.constants, **fresh} if fresh else network.constants
-                   ), done
+                   ), [*prepared, *done]
+
+
+def _prepare(network: Network, integer: Callable[[str], bool]) -> tuple[Network, list[str]]:
+    """The exact rewrites of :mod:`.qdq_prepare` before the rules (NNCF's int8 activations
+    as uint8, a MaxPool before its DequantizeLinear; QOperator's 8-bit MaxPool and QGemm),
+    where the network has QDQ pairs or QOperator convolutions."""
+    if not any(n.op_type in ("DequantizeLinear", "QLinearConv") and not n.domain
+               for n in network.nodes):
+        return network, []
+    from .qdq_prepare import prepare_qdq
+
+    return prepare_qdq(network, integer)
