@@ -164,30 +164,3 @@ def test_discovery_afresh_keeps_the_versions_the_cache_knew(tmp_path: Path) -> N
                            env=env, timeout=600, check=True).stdout.splitlines()[-1]
     assert json.loads(again) == {"onnx": metadata.version("onnx")}
     assert json.loads(cache.read_text())["key"] != "stale"
-
-
-def test_a_package_installed_in_site_packages_is_keyed_by_its_metadata_not_its_files(
-        tmp_path: Path, monkeypatch: Any) -> None:
-    """A wheel's files are covered by its metadata folder (reinstalling rewrites both), so a
-    cached start stats none of them (issue 30); an editable install's sources are watched
-    file by file."""
-    from mini_infer_core import _distributions as dist
-
-    keys: dict[str, list[str]] = {}
-    for where in ("site-packages", "src"):
-        root = tmp_path / where
-        package = root / "pkg"
-        package.mkdir(parents=True)
-        module = package / "kernels.py"
-        module.write_text("X = 1\n")
-        monkeypatch.setattr(sys, "path", [str(root)])
-        found = [dist._key([str(package)])]
-        module.write_text("X = 22\n")  # edited in place
-        os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
-        found.append(dist._key([str(package)]))
-        (root / "pkg-2.0.dist-info").mkdir()  # installed again, another version
-        found.append(dist._key([str(package)]))
-        keys[where] = found
-    installed, editable = keys["site-packages"], keys["src"]
-    assert installed[0] == installed[1] != installed[2]
-    assert len(set(editable)) == 3
