@@ -404,3 +404,21 @@ def test_field_types_are_checked_by_create_plugin(values: dict[str, Any], expect
         rec.creator.create_plugin("n", fields_from_values(values))
     plugin = rec.creator.create_plugin("n", fields_from_values({"epsilon": 1, "axis": 0}))
     assert plugin.attrs == {"epsilon": 1.0, "axis": 0}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cuts", [(), (7,), (3, 4_000_000, 9_000_000), (8 * 2**20,),
+                                  (1, 8 * 2**20 - 1, 8 * 2**20 + 5, 16 * 2**20)])
+def test_chunk_digests_are_those_of_the_concatenated_body_however_it_is_split(
+        cuts: tuple[int, ...]) -> None:
+    """The checksum's CRC-32 per 8 MiB chunk of the body, made from views of the parts
+    without copying them (issue 30), whatever parts the body comes in (a written engine's
+    header, padding and blobs; a loaded one's single mapped body); the oracle is zlib's
+    CRC-32 of each chunk sliced from the whole."""
+    from mini_infer_core.engine import format as fmt
+
+    body = np.random.default_rng(3).integers(0, 256, 17 * 2**20 + 123, np.uint8).tobytes()
+    bounds = [0, *cuts, len(body)]
+    parts = [memoryview(body)[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    want = b"".join(struct.pack("<I", zlib.crc32(body[i:i + fmt.CHUNK]))
+                    for i in range(0, len(body), fmt.CHUNK))
+    assert fmt._chunk_digests(parts) == want

@@ -8,8 +8,9 @@ cache file, valid while the installed distributions are those it was made from: 
 the name and modification time of every distribution's metadata folder on ``sys.path``
 (installing, upgrading, reinstalling or removing a distribution changes them) and the size
 and modification time of every file of the packages discovery imported (an editable
-install's sources, a rebuilt extension; the core's own files among them), with the Python version. A
-start whose key matches reads that file and nothing else.
+install's sources, a rebuilt extension; the core's own files among them; a package installed
+in site-packages is covered by its metadata folder, its files are not stat-ed), with the Python
+version. A start whose key matches reads that file and nothing else.
 
 - ``MINI_INFER_DISCOVERY_CACHE=0``: never read or write it;
 - ``MINI_INFER_CACHE_DIR``: where it lives (default ``$XDG_CACHE_HOME/mini-infer`` or
@@ -184,8 +185,24 @@ def _key(watch: list[str]) -> str:
                 mtime = -1
             crc = zlib.crc32(f"{os.path.abspath(path)}\0{name}\0{mtime}\n".encode(), crc)
     for folder in watch:
-        crc = _files(folder, crc)
+        if not _installed(folder):
+            crc = _files(folder, crc)
     return f"{crc:08x}"
+
+
+#: the folders installers put distributions in: a package there changes with its metadata
+#: folder (installing, upgrading or reinstalling rewrites both)
+_INSTALL_FOLDERS = ("site-packages", "dist-packages")
+
+
+def _installed(folder: str) -> bool:
+    """Whether ``folder`` (a watched package) was put where it is by an installer, so that
+    the key's metadata folders already cover its files: stat-ing each of them (400 files of
+    the core and the plugins installed from wheels) was most of a cached start's discovery
+    (issue 30). An editable install's sources (or a folder on ``PYTHONPATH``) are watched
+    file by file; a file edited in place under site-packages is not seen (reinstall, or
+    ``MINI_INFER_DISCOVERY_CACHE=0``)."""
+    return os.path.basename(os.path.dirname(folder)) in _INSTALL_FOLDERS
 
 
 #: the path and content of the cache this process last found valid or wrote: what

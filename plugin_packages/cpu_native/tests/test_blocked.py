@@ -392,6 +392,36 @@ def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorForma
         _close(g, w)
 
 
+def test_blocked_convolutions_plan_no_workspace(offered: TensorFormat) -> None:
+    """A convolution running blocked needs no im2col or Winograd buffers: the plan gives it
+    none (worked out at each new shape's plan, a first run's, and held in the arena), while
+    the same convolution running LINEAR keeps its own; the results are onnxruntime's."""
+    model, feeds = _mobile_block(np.random.default_rng(11))
+    engine = _engine(model)
+    with engine.create_execution_context() as ctx:
+        got = ctx.execute(feeds)
+        sched = ctx.schedule
+    assert sched is not None
+    conv_steps = [(k, nd) for k, nd in enumerate(engine.nodes) if nd.op_type == "Conv"]
+    blocked_convs = [k for k, nd in conv_steps
+                     if engine.tensors[nd.outputs[0]].format is offered]
+    assert blocked_convs and all(sched.workspace[k] == 0 for k in blocked_convs)
+    # the 3x3 convolutions (dense: the stem and w3; depthwise) blocked here plan buffers
+    # when they run LINEAR
+    blocked.set_offered(None)
+    try:
+        linear = _engine(model)
+    finally:
+        blocked.set_offered(offered)
+    with linear.create_execution_context() as ctx:
+        ctx.execute(feeds)
+        assert ctx.schedule is not None and any(
+            ctx.schedule.workspace[k] > 0 for k, nd in enumerate(linear.nodes)
+            if nd.op_type == "Conv")
+    for name, want in zip(["y", "r"], _ort(model, feeds), strict=True):
+        _close(np.asarray(got[name]), want)
+
+
 def test_batchnorm_relu_clip_chain_stays_blocked(offered: TensorFormat) -> None:
     """Conv, MaxPool, a standalone BatchNormalization (after the pool: not folded into a
     Conv), Clip (0.1, 4: 0 outside), Relu after a Concat, Conv: every node blocked (the

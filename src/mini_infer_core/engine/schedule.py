@@ -69,7 +69,8 @@ class Schedule:
             self.in_formats.append([t[n].format if n else TensorFormat.LINEAR
                                     for n in node.inputs])
             self.out_formats.append([t[o].format for o in node.outputs])
-            self.workspace.append(adapter.workspace_size(plugin, ins, outs))
+            self.workspace.append(adapter.workspace_size(
+                plugin, ins, outs, self.in_formats[-1], self.out_formats[-1]))
         first: dict[str, int] = {}
         last: dict[str, int] = {}
         self.home: dict[str, str] = {}

@@ -253,12 +253,16 @@ def format_combination(plugin: IPluginV2,
 
 def workspace_size(plugin: IPluginV2,
                    in_descs: Sequence[tuple[tuple[int, ...], DataType] | None],
-                   out_descs: Sequence[tuple[tuple[int, ...], DataType]]) -> int:
+                   out_descs: Sequence[tuple[tuple[int, ...], DataType]],
+                   in_formats: Formats = None, out_formats: Formats = None) -> int:
+    """The plugin's workspace for these (logical) shapes and the formats the engine runs
+    them in (LINEAR where not given): a node running blocked may need none."""
     if isinstance(plugin, IPluginV2DynamicExt):
         return int(plugin.get_workspace_size(
-            [PluginTensorDesc(d[0], d[1]) if d is not None else None  # type: ignore[misc]
-             for d in in_descs],
-            [PluginTensorDesc(s, t) for s, t in out_descs]))
+            [PluginTensorDesc(d[0], d[1], _fmt(in_formats, k))  # type: ignore[misc]
+             if d is not None else None for k, d in enumerate(in_descs)],
+            [PluginTensorDesc(s, t, _fmt(out_formats, k))
+             for k, (s, t) in enumerate(out_descs)]))
     return int(plugin.get_workspace_size(1))
 
 

@@ -255,6 +255,17 @@ class BlockedConv(_Formats):
         packed: dict[int, Any] = super().pack_constants(inputs, constants)  # type: ignore[misc]
         return packed
 
+    def get_workspace_size(self, *args: Any) -> int:  # (inputs, outputs): DynamicExt's
+        """0 where the node runs blocked (Y's format): the blocked kernel reads X and
+        the packed W directly; the im2col/Winograd buffers of the other paths would be
+        worked out for nothing (at each new shape's plan: a first run's) and planned in the
+        arena."""
+        outputs = args[1] if len(args) == 2 else None
+        if outputs and outputs[0] is not None and outputs[0].format.block:
+            return 0
+        size: int = super().get_workspace_size(*args)  # type: ignore[misc]
+        return size
+
     def get_tactics(self, input_shapes: Sequence[tuple[int, ...] | None]) -> list[str]:
         """None where the node runs blocked: its one kernel (Winograd's and the GEMM's
         tactics would time it twice, and a tie could go either way)."""
