@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uncapped", action="store_true",
                     help="give the pools --threads through threadpoolctl, past the CPU budget "
                          "(as before the budget existed): what the cap gives, in taskset1")
-    ap.add_argument("--pool-backoff", choices=("on", "off", "short"), default=None,
+    ap.add_argument("--pool-backoff", choices=("on", "off", "short", "legacy"), default=None,
                     help="the compiled pool's contention watch (default: on): off to measure "
                          "what it gives, short for short spins throughout")
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file")

@@ -612,9 +612,10 @@ def pool_stats(reset: bool = False) -> dict[str, int]:
 def set_pool_adaptive(mode: str) -> None:
     """Tests and benchmarks: the pool's contention watch ``"on"`` (the default), ``"off"``
     (the workers spin after every job, as on a quiet machine), ``"solo"`` (every job runs on
-    its caller alone) or ``"short"`` (short spins for good, as in a contended time: every
-    job wakes its workers)."""
-    _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2, "short": 3}[mode])
+    its caller alone), ``"short"`` (short spins for good, as in a contended time: every
+    job wakes its workers) or ``"legacy"`` (as before the watch: spins that yield the core,
+    jobs on the caller alone after a stall; for benchmarks' comparisons)."""
+    _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2, "short": 3, "legacy": 4}[mode])
 
 
 def set_pool_threads(n: int) -> None:

@@ -21,7 +21,8 @@
  * caller's own part: a worker preempted with a chunk). Either starts a contended time of
  * `backoff` ns (2 ms, doubling on each further sign up to 128 ms; a job outside it without
  * a sign halves the next) in which the workers spin only SHORT_SPIN_NS before they sleep,
- * and the caller as long for the workers' chunks, so that every job wakes its workers.
+ * so that every job that runs longer than
+ * WAKE_AFTER_NS on the caller wakes its workers.
  * Jobs still run on every thread: beside same-priority neighbours the process's share of
  * the CPU is a share per runnable thread (running them on the caller alone, as this pool
  * did after a stall before, gave that share away). On a quiet machine no sign is seen and
@@ -105,6 +106,8 @@ static atomic_long contended_until; /* CLOCK_MONOTONIC ns: until then spins are 
 static atomic_long solo_until;    /* tests: jobs before it run on the caller alone */
 static long backoff;              /* the next contended time (0: none yet); under `busy` */
 static atomic_int adaptive = 1;   /* tests: 0 turns the contention watch off */
+static atomic_int legacy;         /* benchmarks: the pool before the contention watch (yields
+                                     while spinning, solo jobs after a stall) */
 static atomic_int fail_scratch;   /* tests: every worker's scratch allocation fails */
 
 /* what the pool did (mi_pool_stats; the order of _native.POOL_STATS) */
@@ -132,6 +135,9 @@ static struct {
  * a sleeping one is woken within tens); either starts a contended time, doubled on each
  * further sign up to BACKOFF_MAX_NS */
 #define STALL_NS 200000L
+/* in a contended time, the sleeping workers are woken for a job only once it has run this
+ * long on the caller */
+#define WAKE_AFTER_NS 50000L
 #define IDLE_NS 200000L
 #define BACKOFF_MIN_NS 2000000L
 #define BACKOFF_MAX_NS 128000000L
@@ -166,10 +172,17 @@ static atomic_int done;
 
 #define CLAIM(gen, n, next) (((uint64_t)(gen) << 32) | ((uint64_t)(n) << 16) | (uint64_t)(next))
 
+static void wake_workers(void) {
+    syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
+}
+
 /* run chunks of job `gen` until none is left, and return how many this thread ran; the job's
  * fields are stable while a chunk of it is claimed and not done (the caller waits for it
- * before publishing another) */
-static int run_chunks(unsigned gen) {
+ * before publishing another). The caller of a job in a contended time passes `wake_at`
+ * (else 0): the sleeping workers are woken once a chunk ends at or after it and chunks
+ * remain, so that a short job is not slowed by waking them (a futex wake, and a woken worker
+ * that may take the caller's core, cost tens of microseconds on a loaded machine). */
+static int run_chunks(unsigned gen, long wake_at) {
     int ran = 0;
     for (;;) {
         uint64_t w = atomic_load_explicit(&claim, memory_order_acquire);
@@ -180,6 +193,10 @@ static int run_chunks(unsigned gen) {
             continue;
         job.fn(job.arg, next, n);
         ran++;
+        if (wake_at && next + 1 < n && now_ns() >= wake_at) {
+            wake_at = 0;
+            if (atomic_load(&sleepers) > 0) wake_workers(); /* seq_cst: see `sleepers` */
+        }
         /* seq_cst: the release of this chunk's outputs, then `waiting` (the handshake) */
         if (atomic_fetch_add(&done, 1) + 1 == n && atomic_load(&waiting))
             syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -202,12 +219,14 @@ static void *worker(void *arg) {
                 atomic_fetch_sub(&sleepers, 1);
                 now = now_ns();
                 deadline = now + spin_for(now, SPIN_NS);
+            } else if (spins % 16 == 0 && atomic_load_explicit(&legacy, RELAXED)) {
+                sched_yield();
             } else {
                 cpu_relax();
             }
         }
         seen = cur;
-        run_chunks(cur);
+        run_chunks(cur, 0);
     }
     return NULL;
 }
@@ -283,20 +302,21 @@ static int grow_to(int want) {
 #define CHUNKS_PER_THREAD 4
 
 /* wait until `done` reaches `chunks`: spin for WAIT_SPIN_NS or as long as the caller's own
- * part took, whichever is longer (the workers' chunks end about when the caller's do;
- * SHORT_SPIN_NS in a contended time), then sleep on `done` so that a worker preempted with
- * a chunk can have this core */
+ * part took, whichever is longer (the workers' chunks end about when the caller's do; a
+ * worker that claimed one was running then), then sleep on `done` so that a worker
+ * preempted with a chunk can have this core */
 static void wait_done(int chunks, long own_ns) {
     long deadline = 0;
     for (unsigned spins = 1;; spins++) {
         int d = atomic_load_explicit(&done, memory_order_acquire);
         if (d >= chunks) return;
         if (spins % 64 != 0) {
-            cpu_relax();
+            if (spins % 16 == 0 && atomic_load_explicit(&legacy, RELAXED)) sched_yield();
+            else cpu_relax();
             continue;
         }
         long now = now_ns();
-        if (!deadline) deadline = now + spin_for(now, lmax(WAIT_SPIN_NS, own_ns));
+        if (!deadline) deadline = now + lmax(WAIT_SPIN_NS, own_ns);
         if (now < deadline) continue;
         atomic_store(&waiting, 1); /* seq_cst: then re-read `done` (the handshake) */
         d = atomic_load(&done);
@@ -316,18 +336,20 @@ static void learn(long start, long own_done, long end, int mine, int chunks) {
     if (!atomic_load_explicit(&adaptive, RELAXED)) return;
     long own = own_done - start, wait = end - own_done;
     int stall = wait > STALL_NS && wait > own;
-    int idle = mine == chunks && own > IDLE_NS;
+    int old = atomic_load_explicit(&legacy, RELAXED);
+    int idle = mine == chunks && own > IDLE_NS && !old;
     if (stall || idle) {
         STAT_ADD(ST_SIGNS, 1);
         backoff = backoff ? lmin(2 * backoff, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
-        atomic_store_explicit(&contended_until, end + backoff, RELAXED);
-    } else if (backoff && start >= atomic_load_explicit(&contended_until, RELAXED)) {
+        atomic_store_explicit(old ? &solo_until : &contended_until, end + backoff, RELAXED);
+    } else if (backoff && (old || start >= atomic_load_explicit(&contended_until, RELAXED))) {
         backoff = backoff / 2 < BACKOFF_MIN_NS ? 0 : backoff / 2;
     }
 }
 
 void mi_pool_set_adaptive(int mode) {
-    atomic_store_explicit(&adaptive, mode == 1, RELAXED);
+    atomic_store_explicit(&adaptive, mode == 1 || mode == 4, RELAXED);
+    atomic_store_explicit(&legacy, mode == 4, RELAXED);
     atomic_store_explicit(&solo_until, mode == 2 ? LONG_MAX : 0, RELAXED);
     atomic_store_explicit(&contended_until, mode == 3 ? LONG_MAX : 0, RELAXED);
 }
@@ -365,9 +387,12 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
     unsigned gen = atomic_load_explicit(&generation, RELAXED) + 1;
     atomic_store_explicit(&claim, CLAIM(gen, chunks, 0), memory_order_release);
     atomic_fetch_add(&generation, 1); /* seq_cst: publishes the job, then reads sleepers */
-    if (atomic_load(&sleepers) > 0)
-        syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
-    int mine = run_chunks(gen);
+    long wake_at = 0;
+    if (start < atomic_load_explicit(&contended_until, RELAXED))
+        wake_at = start + WAKE_AFTER_NS; /* a short job runs without waking anyone */
+    else if (atomic_load(&sleepers) > 0)
+        wake_workers();
+    int mine = run_chunks(gen, wake_at);
     long own_done = now_ns();
     wait_done(chunks, own_done - start); /* the chunks other threads took */
     long end = now_ns();
