@@ -3,7 +3,8 @@
  * A job is split in chunks (CHUNKS_PER_THREAD per thread) that the caller and the workers
  * claim one by one (see `claim`); the caller returns when every chunk is done.
  * Workers spin for SPIN_NS after each job (in an engine run the next one comes within tens of
- * microseconds, and a futex wake costs more than that) and then sleep on a futex. The caller,
+ * microseconds, and a futex wake costs more than that), yielding the core now and then (see
+ * `polite`), and then sleep on a futex. The caller,
  * its own chunks done, spins the same way for the chunks the workers took (at least as long
  * as its own part took) and then sleeps on `done` until the last one ends, so that a worker
  * preempted with a chunk gets its core.
@@ -11,8 +12,8 @@
  * A shared CPU (issue 26). Behind busy neighbours a spinning worker is always runnable, so
  * the scheduler never wakes it: it waits its turn in the run queue (milliseconds at a load of
  * a few per core) while the caller runs every chunk itself, and its spinning spends the
- * process's share of the CPU on nothing. (It used to yield the core every few spins, which
- * also put it behind every other runnable thread: measured with /proc/PID/task/TID/schedstat
+ * process's share of the CPU on nothing. (Its yields put it behind every other runnable
+ * thread too: measured with /proc/PID/task/TID/schedstat
  * at a load of 12 on 2 cores, the worker ran 1-3% of the time and the caller ran 97% of the
  * chunks, against onnxruntime's non-spinning worker's 45%.) A thread that sleeps is woken by
  * the job (FUTEX_WAKE), and the scheduler runs a woken thread soon. So the caller watches
@@ -20,8 +21,8 @@
  * IDLE_NS, or a stall (a wait for the workers' chunks longer than STALL_NS and than the
  * caller's own part: a worker preempted with a chunk). Either starts a contended time of
  * `backoff` ns (2 ms, doubling on each further sign up to 128 ms; a job outside it without
- * a sign halves the next) in which the workers spin only SHORT_SPIN_NS before they sleep,
- * so that every job that runs longer than
+ * a sign halves the next) in which the workers spin only SHORT_SPIN_NS, without yielding,
+ * before they sleep, so that every job that runs longer than
  * WAKE_AFTER_NS on the caller wakes its workers.
  * Jobs still run on every thread: beside same-priority neighbours the process's share of
  * the CPU is a share per runnable thread (running them on the caller alone, as this pool
@@ -136,8 +137,11 @@ static struct {
  * further sign up to BACKOFF_MAX_NS */
 #define STALL_NS 200000L
 /* in a contended time, the sleeping workers are woken for a job only once it has run this
- * long on the caller */
-#define WAKE_AFTER_NS 50000L
+ * long on the caller: a woken worker may take the caller's own core (the scheduler favours
+ * the woken), putting the caller behind the neighbours; measured on 1-ms models (dwnet,
+ * torch_ssd) beside busy processes, waking at 50 us ran them 1.4-4x slower than on the
+ * caller alone */
+#define WAKE_AFTER_NS 200000L
 #define IDLE_NS 200000L
 #define BACKOFF_MIN_NS 2000000L
 #define BACKOFF_MAX_NS 128000000L
@@ -146,6 +150,15 @@ static struct {
 static long spin_for(long now, long spin) {
     if (now < atomic_load_explicit(&solo_until, RELAXED)) return 0;
     return now < atomic_load_explicit(&contended_until, RELAXED) ? SHORT_SPIN_NS : spin;
+}
+
+/* whether a spin yields the core now and then: outside a contended time (a thread the
+ * scheduler put on the same core, the caller's Python between two jobs most of all, runs
+ * only when the spinner yields it: without the yields, on a loaded 2-core machine, 1-ms
+ * models took 1.2-1.5x longer); not in one, where a yield puts the spinner behind every
+ * runnable thread of the machine */
+static int polite(long now) {
+    return now >= atomic_load_explicit(&contended_until, RELAXED);
 }
 
 static long now_ns(void) {
@@ -181,7 +194,7 @@ static void wake_workers(void) {
  * before publishing another). The caller of a job in a contended time passes `wake_at`
  * (else 0): the sleeping workers are woken once a chunk ends at or after it and chunks
  * remain, so that a short job is not slowed by waking them (a futex wake, and a woken worker
- * that may take the caller's core, cost tens of microseconds on a loaded machine). */
+ * that may take the caller's core, see WAKE_AFTER_NS). */
 static int run_chunks(unsigned gen, long wake_at) {
     int ran = 0;
     for (;;) {
@@ -209,6 +222,7 @@ static void *worker(void *arg) {
     for (;;) {
         long now = now_ns();
         long deadline = now + spin_for(now, SPIN_NS);
+        int yields = polite(now);
         unsigned cur;
         for (unsigned spins = 0;
              (cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen;) {
@@ -219,7 +233,8 @@ static void *worker(void *arg) {
                 atomic_fetch_sub(&sleepers, 1);
                 now = now_ns();
                 deadline = now + spin_for(now, SPIN_NS);
-            } else if (spins % 16 == 0 && atomic_load_explicit(&legacy, RELAXED)) {
+                yields = polite(now);
+            } else if (spins % 16 == 0 && yields) {
                 sched_yield();
             } else {
                 cpu_relax();
@@ -307,11 +322,12 @@ static int grow_to(int want) {
  * preempted with a chunk can have this core */
 static void wait_done(int chunks, long own_ns) {
     long deadline = 0;
+    int yields = polite(now_ns());
     for (unsigned spins = 1;; spins++) {
         int d = atomic_load_explicit(&done, memory_order_acquire);
         if (d >= chunks) return;
         if (spins % 64 != 0) {
-            if (spins % 16 == 0 && atomic_load_explicit(&legacy, RELAXED)) sched_yield();
+            if (spins % 16 == 0 && yields) sched_yield();
             else cpu_relax();
             continue;
         }
