@@ -33,7 +33,8 @@ threads not spinning (as ``mini-infer bench`` and ``benchmarks/zoo.py`` do: spin
 would take the cores from the engine timed next); ``--ort-spinning`` keeps its default.
 Two switches measure what this round changed: ``--uncapped`` gives the pools ``--threads``
 through threadpoolctl, past the CPU budget (as before the budget; it matters in
-``taskset1``), and ``--pool-backoff off`` turns off the compiled pool's stall backoff.
+``taskset1``), and ``--pool-backoff off`` turns off the compiled pool's contention watch
+(``short``: short spins throughout, as in a contended time; ``_pool.c``).
 
     python benchmarks/contention.py
     python benchmarks/contention.py --models convnet --conditions quiet busy2 --rounds 5
@@ -347,9 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uncapped", action="store_true",
                     help="give the pools --threads through threadpoolctl, past the CPU budget "
                          "(as before the budget existed): what the cap gives, in taskset1")
-    ap.add_argument("--pool-backoff", choices=("on", "off"), default=None,
-                    help="the compiled pool's stall backoff (default: on): off to measure "
-                         "what it gives")
+    ap.add_argument("--pool-backoff", choices=("on", "off", "short", "legacy"), default=None,
+                    help="the compiled pool's contention watch (default: on): off to measure "
+                         "what it gives, short for short spins throughout")
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

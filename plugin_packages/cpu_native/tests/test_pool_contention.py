@@ -86,7 +86,8 @@ def test_one_thread_and_the_pool_agree_beside_busy_processes(busy_neighbours: No
     x = RNG.standard_normal((1, 3, 40, 40)).astype(np.float32)
     sess = mi.InferenceSession(model, device="cpu")  # built once: one set of tactics
     runs: dict[str, list[Any]] = {}
-    for threads, mode in ((1, "on"), (3, "off"), (3, "solo"), (3, "on"), (2, "off")):
+    for threads, mode in ((1, "on"), (3, "off"), (3, "solo"), (3, "on"), (2, "off"),
+                          (2, "short")):
         _native.set_pool_threads(threads)
         _native.set_pool_adaptive(mode)
         runs[f"{threads}/{mode}"] = [sess.run(None, {"x": x})[0] for _ in range(5)]
@@ -111,10 +112,43 @@ def test_products_agree_on_every_path_beside_busy_processes(busy_neighbours: Non
     alone = np.empty((m, n), np.float32)
     _native.gemm(ap, m, k, b, alone)
     np.testing.assert_allclose(alone, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
-    for mode in ("off", "solo", "on"):
+    for mode in ("off", "solo", "on", "short"):
         _native.set_pool_threads(3)
         _native.set_pool_adaptive(mode)
         for _ in range(50):
             c = np.empty((m, n), np.float32)
             _native.gemm(ap, m, k, b, c)
             np.testing.assert_array_equal(c, alone, err_msg=mode)
+
+
+def test_pool_stats_count_every_job_and_who_ran_its_chunks(pool_restored: None) -> None:
+    """The counters the contention benchmark reads: every GEMM is one job, parallel on 2
+    threads (its chunks split between the caller and the worker, in any proportion) or on
+    the caller alone in the solo mode; the results are the one-thread results whichever
+    way (and in the short-spin mode of a contended machine)."""
+    m, n, k = 96, 200, 128
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    ap = _native.pack_a(a)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    _native.set_pool_threads(1)
+    alone = np.empty((m, n), np.float32)
+    _native.gemm(ap, m, k, b, alone)
+    np.testing.assert_allclose(alone, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    _native.set_pool_threads(2)
+    for mode, parallel in (("off", True), ("short", True), ("solo", False)):
+        _native.set_pool_adaptive(mode)
+        _native.pool_stats(reset=True)
+        for _ in range(10):
+            c = np.empty((m, n), np.float32)
+            _native.gemm(ap, m, k, b, c)
+            np.testing.assert_array_equal(c, alone, err_msg=mode)
+        st = _native.pool_stats()
+        assert set(st) == set(_native.POOL_STATS)
+        if parallel:
+            assert st["parallel"] == 10 and st["solo"] == 0, (mode, st)
+            assert st["chunks"] > 10 and 0 <= st["caller_chunks"] <= st["chunks"], (mode, st)
+            assert st["own_ns"] > 0, (mode, st)
+        else:
+            assert st["parallel"] == 0 and st["solo"] == 10, (mode, st)
+    assert _native.pool_stats(reset=True)["solo"] == 10
+    assert _native.pool_stats()["solo"] == 0  # reset

@@ -48,7 +48,8 @@ from ._kernels import address, rows, strided
 __all__ = ["NO_ACT", "Act", "Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
            "fail_pool_start", "gemm", "gemm_available", "gemm_batch", "gemm_batch_call",
            "gemm_call", "im2col", "im2col_call", "library_path", "lrn", "pack_a", "pool2d",
-           "pool2d_call", "pool2d_work", "pool_start_error", "pool_started", "pool_threads",
+           "pool2d_call", "pool2d_work", "POOL_STATS", "pool_start_error", "pool_started",
+           "pool_stats", "pool_threads",
            "run_calls", "scale_shift", "set_pool_adaptive", "set_pool_threads", "unpack_a",
            "usable", "use_plain_gemm",
            "wino_in", "wino_in_call", "wino_out", "wino_out_call", "wino_weights"]
@@ -96,6 +97,8 @@ for _name, _restype, _argtypes in (
         ("mi_pool_start_error", ctypes.c_int, []), ("mi_gemm_set_plain", None, [ctypes.c_int]),
         ("mi_pool_fail_scratch", None, [ctypes.c_int]),
         ("mi_pool_fail_start", None, [ctypes.c_int]),
+        ("mi_pool_stats", ctypes.c_int, [ctypes.POINTER(ctypes.c_long), ctypes.c_int]),
+        ("mi_pool_reset_stats", None, []),
         ("mi_gemm_isa", ctypes.c_int, []), ("mi_gemm_set_isa", ctypes.c_int, [ctypes.c_int])):
     getattr(_lib, _name).restype = _restype
     getattr(_lib, _name).argtypes = _argtypes
@@ -586,11 +589,33 @@ def pool_start_error() -> int:
     return int(_lib.mi_pool_start_error())
 
 
+#: the figures of :func:`pool_stats`, in ``mi_pool_stats``'s order (``_pool.h``)
+POOL_STATS = ("parallel", "solo", "contended", "signs", "chunks", "caller_chunks", "own_ns",
+              "wait_ns", "slept")
+
+
+def pool_stats(reset: bool = False) -> dict[str, int]:
+    """What the pool did since the last reset: jobs run in ``parallel``, on the caller alone
+    (``solo``: :func:`set_pool_adaptive`) or because another thread's job held the pool
+    (``contended``), ``signs`` of contention seen (a stall, or workers that ran no chunk:
+    each starts a time of short spins, ``_pool.c``), ``chunks`` of the parallel jobs and how
+    many of them the caller ran (``caller_chunks``), the ns callers spent on their own chunks
+    (``own_ns``) and then waiting for the workers' (``wait_ns``), and waits that went to
+    sleep (``slept``). ``reset``: start counting again after reading."""
+    out = (ctypes.c_long * len(POOL_STATS))()
+    _lib.mi_pool_stats(out, len(POOL_STATS))
+    if reset:
+        _lib.mi_pool_reset_stats()
+    return dict(zip(POOL_STATS, (int(v) for v in out), strict=True))
+
+
 def set_pool_adaptive(mode: str) -> None:
-    """Tests: the pool's stall backoff ``"on"`` (the default), ``"off"`` (every job runs on
-    all its threads, as on a quiet machine) or ``"solo"`` (every job runs on its caller alone,
-    as in the solo time after a stall)."""
-    _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2}[mode])
+    """Tests and benchmarks: the pool's contention watch ``"on"`` (the default), ``"off"``
+    (the workers spin after every job, as on a quiet machine), ``"solo"`` (every job runs on
+    its caller alone), ``"short"`` (short spins for good, as in a contended time: every
+    job wakes its workers) or ``"legacy"`` (as before the watch: spins that yield the core,
+    jobs on the caller alone after a stall; for benchmarks' comparisons)."""
+    _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2, "short": 3, "legacy": 4}[mode])
 
 
 def set_pool_threads(n: int) -> None:

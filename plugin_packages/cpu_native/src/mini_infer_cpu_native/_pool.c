@@ -3,22 +3,31 @@
  * A job is split in chunks (CHUNKS_PER_THREAD per thread) that the caller and the workers
  * claim one by one (see `claim`); the caller returns when every chunk is done.
  * Workers spin for SPIN_NS after each job (in an engine run the next one comes within tens of
- * microseconds, and a futex wake costs more than that), yielding the core now and then (a
- * thread the scheduler put on the same core, the caller's Python between two jobs most of
- * all, runs only when the spinner yields it: without the yields, on a loaded 2-core machine,
- * our runs took 1.5-2x longer against onnxruntime's), and then sleep on a futex. The caller,
+ * microseconds, and a futex wake costs more than that), yielding the core now and then (see
+ * `polite`), and then sleep on a futex. The caller,
  * its own chunks done, spins the same way for the chunks the workers took (at least as long
  * as its own part took) and then sleeps on `done` until the last one ends, so that a worker
- * preempted with a chunk gets its core (it used to spin and yield until they were done,
- * however long).
+ * preempted with a chunk gets its core.
  *
- * A shared CPU: a worker the scheduler preempts while it holds a chunk holds the whole job
- * until it runs again (milliseconds behind busy neighbours). The caller measures how long it
- * waits for the workers' chunks after finishing its own; a wait longer than STALL_NS that is
- * also longer than its own part of the job is a stall, and the jobs of the next `backoff`
- * nanoseconds (2 ms, doubling on each further stall up to 128 ms, halving on each job that
- * ran in parallel without one) run on the caller alone, the workers asleep instead of
- * spinning. On a quiet machine no job stalls and nothing changes.
+ * A shared CPU (issue 26). Behind busy neighbours a spinning worker is always runnable, so
+ * the scheduler never wakes it: it waits its turn in the run queue (milliseconds at a load of
+ * a few per core) while the caller runs every chunk itself, and its spinning spends the
+ * process's share of the CPU on nothing. (Its yields put it behind every other runnable
+ * thread too: measured with /proc/PID/task/TID/schedstat
+ * at a load of 12 on 2 cores, the worker ran 1-3% of the time and the caller ran 97% of the
+ * chunks, against onnxruntime's non-spinning worker's 45%.) A thread that sleeps is woken by
+ * the job (FUTEX_WAKE), and the scheduler runs a woken thread soon. So the caller watches
+ * for contention: a job whose workers ran no chunk though the caller's own part took
+ * IDLE_NS, or a stall (a wait for the workers' chunks longer than STALL_NS and than the
+ * caller's own part: a worker preempted with a chunk). Either starts a contended time of
+ * `backoff` ns (2 ms, doubling on each further sign up to 128 ms; a job outside it without
+ * a sign halves the next) in which the workers spin only SHORT_SPIN_NS, without yielding,
+ * before they sleep, so that every job that runs longer than
+ * WAKE_AFTER_NS on the caller wakes its workers.
+ * Jobs still run on every thread: beside same-priority neighbours the process's share of
+ * the CPU is a share per runnable thread (running them on the caller alone, as this pool
+ * did after a stall before, gave that share away). On a quiet machine no sign is seen and
+ * nothing changes.
  *
  * One job at a time: a job submitted while another thread's runs is run by its
  * caller alone. After fork() the child starts without workers and makes its own. A worker
@@ -51,9 +60,10 @@
  * - `started`, `limit`: written by the caller holding `busy` (and in the child after fork),
  *   read by mi_pool_get_threads / mi_pool_started from any thread: relaxed, as is `wanted`
  *   (a setting read at the next job) and the test hooks and `start_error`.
- * - `solo_until` (relaxed): written by the caller holding `busy`, read by it and by workers
- *   deciding whether to spin (a stale value costs one spin or one futex wake, no more);
- *   `backoff` is read and written only under `busy`.
+ * - `contended_until`, `solo_until` (relaxed): written by the caller holding `busy` (or by
+ *   the test hook), read by it and by workers deciding how long to spin (a stale value costs
+ *   one spin or one futex wake, no more); `backoff` is read and written only under `busy`.
+ * - `stats` (relaxed): counters of what the pool did (mi_pool_stats).
  */
 #define _GNU_SOURCE
 #include "_pool.h"
@@ -93,10 +103,19 @@ static atomic_uint generation;
 static atomic_int sleepers;
 static atomic_int scratch_failed; /* a worker's scratch could not be allocated this job */
 static atomic_int waiting;        /* the caller sleeps (or is about to) on `done` */
-static atomic_long solo_until;    /* CLOCK_MONOTONIC ns: jobs before it run on the caller alone */
-static long backoff;              /* the next stall's solo time (0: none yet); under `busy` */
-static atomic_int adaptive = 1;   /* tests: 0 turns the stall backoff off */
+static atomic_long contended_until; /* CLOCK_MONOTONIC ns: until then spins are short */
+static atomic_long solo_until;    /* tests: jobs before it run on the caller alone */
+static long backoff;              /* the next contended time (0: none yet); under `busy` */
+static atomic_int adaptive = 1;   /* tests: 0 turns the contention watch off */
+static atomic_int legacy;         /* benchmarks: the pool before the contention watch (yields
+                                     while spinning, solo jobs after a stall) */
 static atomic_int fail_scratch;   /* tests: every worker's scratch allocation fails */
+
+/* what the pool did (mi_pool_stats; the order of _native.POOL_STATS) */
+enum { ST_PARALLEL, ST_SOLO, ST_CONTENDED, ST_SIGNS, ST_CHUNKS, ST_CALLER_CHUNKS, ST_OWN_NS,
+       ST_WAIT_NS, ST_SLEPT, ST_COUNT };
+static atomic_long stats[ST_COUNT];
+#define STAT_ADD(i, v) atomic_fetch_add_explicit(&stats[i], (v), RELAXED)
 
 static struct {
     mi_part_fn fn;
@@ -106,14 +125,41 @@ static struct {
 
 /* how long a worker spins for the next job before it sleeps, and the caller for the chunks
  * the workers took before it sleeps (the same: a thread that sleeps beside a `nice 19`
- * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF) */
+ * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF);
+ * SHORT_SPIN_NS in a contended time */
 #define SPIN_NS 300000L
 #define WAIT_SPIN_NS SPIN_NS
+#define SHORT_SPIN_NS 20000L
 /* a wait for the workers' chunks this long (and longer than the caller's own part) is a
- * stall; the solo time it starts, doubled on each further stall up to BACKOFF_MAX_NS */
+ * stall; a job whose caller ran every chunk though its own part took IDLE_NS had workers
+ * that did not run (a spinning worker on a free core claims a chunk within microseconds,
+ * a sleeping one is woken within tens); either starts a contended time, doubled on each
+ * further sign up to BACKOFF_MAX_NS */
 #define STALL_NS 200000L
+/* in a contended time, the sleeping workers are woken for a job only once it has run this
+ * long on the caller: a woken worker may take the caller's own core (the scheduler favours
+ * the woken), putting the caller behind the neighbours; measured on 1-ms models (dwnet,
+ * torch_ssd) beside busy processes, waking at 50 us ran them 1.4-4x slower than on the
+ * caller alone */
+#define WAKE_AFTER_NS 200000L
+#define IDLE_NS 200000L
 #define BACKOFF_MIN_NS 2000000L
 #define BACKOFF_MAX_NS 128000000L
+
+/* how long to spin from `now`: SPIN_NS, SHORT_SPIN_NS in a contended time, 0 in a solo one */
+static long spin_for(long now, long spin) {
+    if (now < atomic_load_explicit(&solo_until, RELAXED)) return 0;
+    return now < atomic_load_explicit(&contended_until, RELAXED) ? SHORT_SPIN_NS : spin;
+}
+
+/* whether a spin yields the core now and then: outside a contended time (a thread the
+ * scheduler put on the same core, the caller's Python between two jobs most of all, runs
+ * only when the spinner yields it: without the yields, on a loaded 2-core machine, 1-ms
+ * models took 1.2-1.5x longer); not in one, where a yield puts the spinner behind every
+ * runnable thread of the machine */
+static int polite(long now) {
+    return now >= atomic_load_explicit(&contended_until, RELAXED);
+}
 
 static long now_ns(void) {
     struct timespec ts;
@@ -139,17 +185,31 @@ static atomic_int done;
 
 #define CLAIM(gen, n, next) (((uint64_t)(gen) << 32) | ((uint64_t)(n) << 16) | (uint64_t)(next))
 
-/* run chunks of job `gen` until none is left; the job's fields are stable while a chunk of
- * it is claimed and not done (the caller waits for it before publishing another) */
-static void run_chunks(unsigned gen) {
+static void wake_workers(void) {
+    syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
+}
+
+/* run chunks of job `gen` until none is left, and return how many this thread ran; the job's
+ * fields are stable while a chunk of it is claimed and not done (the caller waits for it
+ * before publishing another). The caller of a job in a contended time passes `wake_at`
+ * (else 0): the sleeping workers are woken once a chunk ends at or after it and chunks
+ * remain, so that a short job is not slowed by waking them (a futex wake, and a woken worker
+ * that may take the caller's core, see WAKE_AFTER_NS). */
+static int run_chunks(unsigned gen, long wake_at) {
+    int ran = 0;
     for (;;) {
         uint64_t w = atomic_load_explicit(&claim, memory_order_acquire);
         int n = (int)((w >> 16) & 0xffff), next = (int)(w & 0xffff);
-        if ((unsigned)(w >> 32) != gen || next >= n) return;
+        if ((unsigned)(w >> 32) != gen || next >= n) return ran;
         if (!atomic_compare_exchange_weak_explicit(&claim, &w, w + 1, memory_order_acq_rel,
                                                    memory_order_relaxed))
             continue;
         job.fn(job.arg, next, n);
+        ran++;
+        if (wake_at && next + 1 < n && now_ns() >= wake_at) {
+            wake_at = 0;
+            if (atomic_load(&sleepers) > 0) wake_workers(); /* seq_cst: see `sleepers` */
+        }
         /* seq_cst: the release of this chunk's outputs, then `waiting` (the handshake) */
         if (atomic_fetch_add(&done, 1) + 1 == n && atomic_load(&waiting))
             syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -161,27 +221,27 @@ static void *worker(void *arg) {
     unsigned seen = start_generation[id];
     for (;;) {
         long now = now_ns();
-        /* no spinning while the caller runs alone (a stall was seen): sleep at once */
-        long deadline = now < atomic_load_explicit(&solo_until, RELAXED) ? now : now + SPIN_NS;
-        unsigned spins = 0;
+        long deadline = now + spin_for(now, SPIN_NS);
+        int yields = polite(now);
         unsigned cur;
-        while ((cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen) {
-            if (++spins % 64 == 0 && now_ns() >= deadline) {
+        for (unsigned spins = 0;
+             (cur = atomic_load_explicit(&generation, memory_order_acquire)) == seen;) {
+            if (deadline <= now || (++spins % 64 == 0 && now_ns() >= deadline)) {
                 atomic_fetch_add(&sleepers, 1);
                 if (atomic_load(&generation) == seen)
                     syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
                 atomic_fetch_sub(&sleepers, 1);
                 now = now_ns();
-                deadline = now < atomic_load_explicit(&solo_until, RELAXED) ? now
-                                                                              : now + SPIN_NS;
-            } else if (spins % 16 == 0) {
-                sched_yield(); /* a thread waiting for this core (the caller?) goes first */
+                deadline = now + spin_for(now, SPIN_NS);
+                yields = polite(now);
+            } else if (spins % 16 == 0 && yields) {
+                sched_yield();
             } else {
                 cpu_relax();
             }
         }
         seen = cur;
-        run_chunks(cur);
+        run_chunks(cur, 0);
     }
     return NULL;
 }
@@ -256,17 +316,19 @@ static int grow_to(int want) {
  * (a busy machine) delays it by one small chunk at most, and the others take the rest */
 #define CHUNKS_PER_THREAD 4
 
-/* wait until `done` reaches `chunks`: spin (yielding now and then, to a worker the scheduler
- * put on this core) for WAIT_SPIN_NS or as long as the caller's own part took, whichever is
- * longer (the workers' chunks end about when the caller's do), then sleep on `done` so that
- * a worker preempted with a chunk can have this core */
+/* wait until `done` reaches `chunks`: spin for WAIT_SPIN_NS or as long as the caller's own
+ * part took, whichever is longer (the workers' chunks end about when the caller's do; a
+ * worker that claimed one was running then), then sleep on `done` so that a worker
+ * preempted with a chunk can have this core */
 static void wait_done(int chunks, long own_ns) {
     long deadline = 0;
+    int yields = polite(now_ns());
     for (unsigned spins = 1;; spins++) {
         int d = atomic_load_explicit(&done, memory_order_acquire);
         if (d >= chunks) return;
         if (spins % 64 != 0) {
-            if (spins % 16 == 0) sched_yield(); else cpu_relax();
+            if (spins % 16 == 0 && yields) sched_yield();
+            else cpu_relax();
             continue;
         }
         long now = now_ns();
@@ -274,27 +336,48 @@ static void wait_done(int chunks, long own_ns) {
         if (now < deadline) continue;
         atomic_store(&waiting, 1); /* seq_cst: then re-read `done` (the handshake) */
         d = atomic_load(&done);
-        if (d < chunks) syscall(SYS_futex, &done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
+        if (d < chunks) {
+            syscall(SYS_futex, &done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
+            STAT_ADD(ST_SLEPT, 1);
+        }
         atomic_store_explicit(&waiting, 0, RELAXED);
     }
 }
 
-/* after a parallel job: a stall (the workers' chunks kept the caller waiting STALL_NS, longer
- * than its own part) starts a solo time, doubling; a job without one halves the next */
-static void learn(long start, long own_done, long end) {
+/* after a parallel job in which the caller ran `mine` of `chunks`: a sign of contention (a
+ * stall, or workers that ran nothing in IDLE_NS) starts a contended time, doubling; a job
+ * outside one without a sign halves the next (a job inside one, its workers woken for it,
+ * says nothing of how they would do spinning) */
+static void learn(long start, long own_done, long end, int mine, int chunks) {
     if (!atomic_load_explicit(&adaptive, RELAXED)) return;
-    long wait = end - own_done;
-    if (wait > STALL_NS && wait > own_done - start) {
+    long own = own_done - start, wait = end - own_done;
+    int stall = wait > STALL_NS && wait > own;
+    int old = atomic_load_explicit(&legacy, RELAXED);
+    int idle = mine == chunks && own > IDLE_NS && !old;
+    if (stall || idle) {
+        STAT_ADD(ST_SIGNS, 1);
         backoff = backoff ? lmin(2 * backoff, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
-        atomic_store_explicit(&solo_until, end + backoff, RELAXED);
-    } else if (backoff) {
+        atomic_store_explicit(old ? &solo_until : &contended_until, end + backoff, RELAXED);
+    } else if (backoff && (old || start >= atomic_load_explicit(&contended_until, RELAXED))) {
         backoff = backoff / 2 < BACKOFF_MIN_NS ? 0 : backoff / 2;
     }
 }
 
 void mi_pool_set_adaptive(int mode) {
-    atomic_store_explicit(&adaptive, mode == 1, RELAXED);
+    atomic_store_explicit(&adaptive, mode == 1 || mode == 4, RELAXED);
+    atomic_store_explicit(&legacy, mode == 4, RELAXED);
     atomic_store_explicit(&solo_until, mode == 2 ? LONG_MAX : 0, RELAXED);
+    atomic_store_explicit(&contended_until, mode == 3 ? LONG_MAX : 0, RELAXED);
+}
+
+int mi_pool_stats(long *out, int n) {
+    for (int i = 0; out && i < n && i < ST_COUNT; i++)
+        out[i] = atomic_load_explicit(&stats[i], RELAXED);
+    return ST_COUNT;
+}
+
+void mi_pool_reset_stats(void) {
+    for (int i = 0; i < ST_COUNT; i++) atomic_store_explicit(&stats[i], 0, RELAXED);
 }
 
 int mi_pool_run(mi_part_fn fn, const void *arg) {
@@ -303,6 +386,9 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
     /* alone: one thread wanted, a stall's solo time, or another thread's job running */
     if (want <= 1 || start < atomic_load_explicit(&solo_until, RELAXED) ||
         pthread_mutex_trylock(&busy) != 0) {
+        if (want > 1)
+            STAT_ADD(start < atomic_load_explicit(&solo_until, RELAXED) ? ST_SOLO : ST_CONTENDED,
+                     1);
         fn(arg, 0, 1);
         return 0;
     }
@@ -317,12 +403,21 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
     unsigned gen = atomic_load_explicit(&generation, RELAXED) + 1;
     atomic_store_explicit(&claim, CLAIM(gen, chunks, 0), memory_order_release);
     atomic_fetch_add(&generation, 1); /* seq_cst: publishes the job, then reads sleepers */
-    if (atomic_load(&sleepers) > 0)
-        syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
-    run_chunks(gen);
+    long wake_at = 0;
+    if (start < atomic_load_explicit(&contended_until, RELAXED))
+        wake_at = start + WAKE_AFTER_NS; /* a short job runs without waking anyone */
+    else if (atomic_load(&sleepers) > 0)
+        wake_workers();
+    int mine = run_chunks(gen, wake_at);
     long own_done = now_ns();
     wait_done(chunks, own_done - start); /* the chunks other threads took */
-    learn(start, own_done, now_ns());
+    long end = now_ns();
+    learn(start, own_done, end, mine, chunks);
+    STAT_ADD(ST_PARALLEL, 1);
+    STAT_ADD(ST_CHUNKS, chunks);
+    STAT_ADD(ST_CALLER_CHUNKS, mine);
+    STAT_ADD(ST_OWN_NS, own_done - start);
+    STAT_ADD(ST_WAIT_NS, end - own_done);
     int failed = atomic_load_explicit(&scratch_failed, RELAXED);
     pthread_mutex_unlock(&busy);
     return failed;

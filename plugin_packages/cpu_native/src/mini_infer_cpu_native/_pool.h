@@ -35,10 +35,20 @@ float *mi_pool_scratch(long n);
  * next ones failing as pthread_create does without resources (after < 0: no limit) */
 void mi_pool_fail_scratch(int on);
 void mi_pool_fail_start(int after);
-/* tests: 0 turns off the stall backoff (every job runs on the pool's threads), 1 turns it on
- * (the default), 2 runs every job as after a stall (on the caller alone); 0 and 1 end the
- * current solo time */
+/* tests: 0 turns off the contention watch (the workers spin after every job as on a quiet
+ * machine), 1 turns it on (the default), 2 runs every job on the caller alone, 3 as in a
+ * contended time for good (short spins: every job wakes its workers); 4 (benchmarks) as
+ * before the contention watch: spins that yield the core, jobs on the caller alone after a
+ * stall; each ends the previous mode's solo or contended time */
 void mi_pool_set_adaptive(int mode);
+
+/* what the pool did since the last mi_pool_reset_stats, into out[0..n): jobs run in
+ * parallel, jobs run on the caller alone (mi_pool_set_adaptive(2)), jobs run alone because
+ * another thread's job held the pool, signs of contention seen, chunks of the parallel
+ * jobs, chunks of them the caller ran, ns the callers spent on their own chunks, ns they
+ * then waited for the workers', waits that went to sleep; returns the count of figures (9) */
+int mi_pool_stats(long *out, int n);
+void mi_pool_reset_stats(void);
 
 /* [begin, end) of `total` items for part `part` of `parts` */
 static inline void mi_pool_share(long total, int part, int parts, long *begin, long *end) {

@@ -22,6 +22,9 @@
 
 int mi_pool_started(void);
 int mi_pool_start_error(void);
+void mi_pool_set_adaptive(int mode);
+int mi_pool_stats(long *out, int n);
+void mi_pool_reset_stats(void);
 void mi_act_set_isa(int most);
 int mi_act_isa(void);
 
@@ -158,6 +161,17 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 2; i++) pthread_create(&t[i], NULL, caller, (void *)(100 * i + 7));
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     CHECK(mi_pool_started() == 4, "started %d, wanted 4", mi_pool_started());
+
+    /* short spins throughout (a contended time): every job wakes its sleeping workers; the
+     * counters, read while they are written, count every parallel job's chunks */
+    mi_pool_set_adaptive(3);
+    mi_pool_reset_stats();
+    caller((void *)5);
+    long st[9];
+    CHECK(mi_pool_stats(st, 9) == 9, "mi_pool_stats: not 9 figures");
+    CHECK(st[0] > 0 && st[5] <= st[4], "stats: %ld parallel jobs, %ld of %ld chunks", st[0],
+          st[5], st[4]);
+    mi_pool_set_adaptive(1);
 
     /* workers without scratch: the caller computes the whole job alone */
     mi_pool_fail_scratch(1);
