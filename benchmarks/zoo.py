@@ -166,6 +166,17 @@ def _short_error(exc: BaseException) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+def _ov_error(exc: BaseException) -> str:
+    """OpenVINO's message without its source locations (its first lines are
+    ``Exception from src/...`` and ``Check '...' failed at src/...``)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("-- Conversion is failed for"):
+            return "OpenVINO: " + ln[3:]
+    kept = [ln for ln in lines if not ln.startswith(("Exception from", "Check '"))]
+    return ("OpenVINO: " + (kept[0] if kept else type(exc).__name__))[:300]
+
+
 def rel_l2(a: Any, b: Any) -> float:
     a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a64.shape != b64.shape:
@@ -271,7 +282,7 @@ def rss_child(engine: str, path: Path, threads: int, seed: int) -> int:
             for _ in range(2):
                 session.run(None, feeds)
     except Exception as exc:  # reported by the parent
-        result["error"] = _short_error(exc)
+        result["error"] = _ov_error(exc) if engine in OV_COLUMNS else _short_error(exc)
     result["maxrss_mb"] = _peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     print(json.dumps(result), flush=True)
     return 0
@@ -394,10 +405,15 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
                 try:
                     ov = openvino_runner(path, threads, precision)
                 except Exception as exc:  # reported under the table
-                    row[f"{key}_error"] = _short_error(exc)
+                    row[f"{key}_error"] = _ov_error(exc)
                     continue
                 if ov is not None:
-                    runners[key] = lambda r=ov: r(feeds)
+
+                    def run_ov(r: Callable[[dict[str, Any]], dict[str, Any]] = ov
+                               ) -> dict[str, Any]:
+                        return r(feeds)
+
+                    runners[key] = run_ov
         if ctx is not None and "mini_error" not in result:
 
             def run_mini(c: Any = ctx) -> dict[str, Any]:
@@ -479,9 +495,9 @@ def openvino_summary(results: list[dict[str, Any]], key: str, file: Any) -> dict
     mini/OpenVINO f32 over the CNNs and over the whole zoo (the models where all four were
     timed), the models above 1.3x onnxruntime and the worst against OpenVINO f32, printed."""
     out: dict[str, Any] = {}
-    for group, pick in (("cnn", lambda r: is_cnn(r["model"], r.get("family", ""))),
-                        ("all", lambda r: True)):
-        rows = [(r["model"], r["per_threads"].get(key, {})) for r in results if pick(r)]
+    for group in ("cnn", "all"):
+        rows = [(r["model"], r["per_threads"].get(key, {})) for r in results
+                if group == "all" or is_cnn(r["model"], r.get("family", ""))]
         rows = [(m, row) for m, row in rows
                 if all(row.get(c) for c in ("ratio", "ov_f32_ratio", "mini_ov_f32"))]
         if not rows:
