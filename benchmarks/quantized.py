@@ -47,25 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402 - after the OpenBLAS setting
 import zoo  # noqa: E402 - the zoo's harness
 
+from mini_infer_core.testing.bench import openvino_runner  # noqa: E402
+
 SCHEMES = ("dynamic", "qdq", "qop", "nncf", "nbits4")
 
 
 def default_cache() -> Path:
     env = os.environ.get("MINI_INFER_QUANT")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "mini-infer" / "quantized"
-
-
-def _openvino(path: Path, threads: int) -> Any:
-    """An OpenVINO compiled model of ``path`` in float32 inference precision (no silent bf16),
-    or None where OpenVINO is not installed."""
-    try:
-        import openvino
-    except ImportError:
-        return None
-    core = openvino.Core()
-    return core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads,
-                                                  "INFERENCE_PRECISION_HINT": "f32",
-                                                  "PERFORMANCE_HINT": "LATENCY"})
 
 
 def _outputs(names: list[str], values: Any) -> dict[str, Any]:
@@ -108,13 +97,12 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
         if f32_ctx is not None:
             runners["f32"] = lambda c=f32_ctx: c.execute(feeds)
         try:
-            ov = _openvino(path, threads) if not args.no_openvino else None
+            ov = openvino_runner(path, threads, "f32") if not args.no_openvino else None
         except Exception as exc:  # noqa: BLE001
             row["ov_error"] = zoo._short_error(exc)
             ov = None
         if ov is not None:
-            request = ov.create_infer_request()
-            runners["ov"] = lambda r=request: r.infer(feeds)
+            runners["ov"] = lambda r=ov: r(feeds)
         expected = runners["ort"]()
         if ctx is not None:
             try:

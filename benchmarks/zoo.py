@@ -68,8 +68,20 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np  # noqa: E402 - after the OpenBLAS setting
 
+from mini_infer_core.testing.bench import openvino_runner  # noqa: E402
+
 PASS_REL_L2 = 1e-3
 Runner = Callable[[], dict[str, Any]]
+# OpenVINO's columns and their INFERENCE_PRECISION_HINT (None: OpenVINO's default, bf16 on CPUs
+# with AVX512_BF16 or AMX)
+OV_COLUMNS: dict[str, str | None] = {"ov_f32": "f32", "ov_default": None}
+# vision models that are transformers, not CNNs (by architecture name)
+NOT_CNN = ("vit", "swin")
+
+
+def is_cnn(name: str, family: str) -> bool:
+    """Whether a zoo model counts among the CNNs: a vision family, not a ViT or Swin."""
+    return family.startswith("vision/") and not name.startswith(NOT_CNN)
 
 
 def default_cache() -> Path:
@@ -154,6 +166,17 @@ def _short_error(exc: BaseException) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+def _ov_error(exc: BaseException) -> str:
+    """OpenVINO's message without its source locations (its first lines are
+    ``Exception from src/...`` and ``Check '...' failed at src/...``)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("-- Conversion is failed for"):
+            return "OpenVINO: " + ln[3:]
+    kept = [ln for ln in lines if not ln.startswith(("Exception from", "Check '"))]
+    return ("OpenVINO: " + (kept[0] if kept else type(exc).__name__))[:300]
+
+
 def rel_l2(a: Any, b: Any) -> float:
     a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a64.shape != b64.shape:
@@ -187,6 +210,12 @@ def _ort_spread(path: Path, feeds: dict[str, Any], optimized: dict[str, Any]) ->
         return max((rel_l2(got[n], optimized[n]) for n in names), default=0.0)
     except Exception:  # noqa: BLE001 (no spread known: the strict bound stays)
         return 0.0
+
+
+def _has_openvino() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -242,20 +271,27 @@ def rss_child(engine: str, path: Path, threads: int, seed: int) -> int:
             ctx = built.create_execution_context()
             for _ in range(2):
                 ctx.execute(feeds)
+        elif engine in OV_COLUMNS:
+            ov = openvino_runner(path, threads, OV_COLUMNS[engine])
+            if ov is None:
+                raise RuntimeError("openvino is not installed (pip install openvino)")
+            for _ in range(2):
+                ov(feeds)
         else:
             session = _ort_session(path, threads)
             for _ in range(2):
                 session.run(None, feeds)
     except Exception as exc:  # reported by the parent
-        result["error"] = _short_error(exc)
+        result["error"] = _ov_error(exc) if engine in OV_COLUMNS else _short_error(exc)
     result["maxrss_mb"] = _peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     print(json.dumps(result), flush=True)
     return 0
 
 
-def measure_rss(path: Path, threads: int, seed: int, timeout: float) -> dict[str, Any]:
+def measure_rss(path: Path, threads: int, seed: int, timeout: float,
+                engines: tuple[str, ...] = ("mini", "ort")) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for engine in ("mini", "ort"):
+    for engine in engines:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--rss-child", engine, str(path),
                "--threads", str(threads), "--seed", str(seed)]
         try:
@@ -275,6 +311,8 @@ def measure_rss(path: Path, threads: int, seed: int, timeout: float) -> dict[str
     if out.get("mini_rss_mb") and out.get("ort_rss_mb") and not (
             out.get("mini_rss_error") or out.get("ort_rss_error")):
         out["rss_ratio"] = out["mini_rss_mb"] / out["ort_rss_mb"]
+    if out.get("ov_f32_rss_mb") and out.get("ort_rss_mb") and not out.get("ov_f32_rss_error"):
+        out["ov_f32_rss_ratio"] = out["ov_f32_rss_mb"] / out["ort_rss_mb"]
     return out
 
 
@@ -362,6 +400,20 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
             runners["ort"] = run_ort
         except Exception as exc:  # reported in the table
             row["ort_error"] = _short_error(exc)
+        if not args.no_openvino:
+            for key, precision in OV_COLUMNS.items():
+                try:
+                    ov = openvino_runner(path, threads, precision)
+                except Exception as exc:  # reported under the table
+                    row[f"{key}_error"] = _ov_error(exc)
+                    continue
+                if ov is not None:
+
+                    def run_ov(r: Callable[[dict[str, Any]], dict[str, Any]] = ov
+                               ) -> dict[str, Any]:
+                        return r(feeds)
+
+                    runners[key] = run_ov
         if ctx is not None and "mini_error" not in result:
 
             def run_mini(c: Any = ctx) -> dict[str, Any]:
@@ -377,7 +429,7 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
                 if engine_name == "mini":
                     result["mini_error"] = "run: " + _short_error(exc)
                 else:
-                    row["ort_error"] = _short_error(exc)
+                    row[f"{engine_name}_error"] = _short_error(exc)
         if "mini" in outputs and "unplanned" not in result:
             unplanned, dd = _unplanned_info(engine, ctx)
             result["unplanned"], result["data_dependent"] = unplanned, dd
@@ -391,6 +443,11 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
             row["rel_l2_per_output"] = errors
             if row["rel_l2"] > PASS_REL_L2 and "ort_spread" not in result:
                 result["ort_spread"] = _ort_spread(path, feeds, outputs["ort"])
+            for key in OV_COLUMNS:  # OpenVINO's own distance from onnxruntime, for scale
+                if key in outputs:
+                    row[f"{key}_rel_l2"] = max(
+                        (rel_l2(outputs[key][n], ref) if n in outputs[key] else math.inf
+                         for n, ref in outputs["ort"].items()), default=0.0)
             if all(np.asarray(v).size == 0 or float(np.std(np.asarray(v, np.float64))) == 0.0
                    for v in outputs["ort"].values()):
                 result["constant_outputs"] = True  # the comparison says little
@@ -400,7 +457,7 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
             except Exception as exc:  # an engine that ran in the warm-up and fails now
                 row["timing_error"] = _short_error(exc)
                 times = {}
-            for engine_name in ("mini", "ort"):
+            for engine_name in ("mini", "ort", *OV_COLUMNS):
                 if engine_name in runners and engine_name in times:
                     medians = times[f"{engine_name}_block_medians"]
                     row[f"{engine_name}_ms"] = statistics.median(medians) * 1e3
@@ -408,6 +465,11 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
                     row[f"{engine_name}_runs"] = len(times[engine_name])
         if row.get("mini_ms") and row.get("ort_ms"):
             row["ratio"] = row["mini_ms"] / row["ort_ms"]
+        for key in OV_COLUMNS:
+            if row.get(f"{key}_ms") and row.get("ort_ms"):
+                row[f"{key}_ratio"] = row[f"{key}_ms"] / row["ort_ms"]
+            if row.get(f"{key}_ms") and row.get("mini_ms"):
+                row[f"mini_{key}"] = row["mini_ms"] / row[f"{key}_ms"]
         runners.clear()
         gc.collect()
     if ctx is not None:
@@ -415,7 +477,9 @@ def bench_model(name: str, path: Path, meta: dict[str, Any], args: argparse.Name
     del engine, ctx
     gc.collect()
     if args.memory:
-        result.update(measure_rss(path, args.threads[0], args.seed, args.rss_timeout))
+        engines = ("mini", "ort") + (() if args.no_openvino or not _has_openvino()
+                                     else ("ov_f32",))
+        result.update(measure_rss(path, args.threads[0], args.seed, args.rss_timeout, engines))
     return result
 
 
@@ -426,14 +490,50 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def openvino_summary(results: list[dict[str, Any]], key: str, file: Any) -> dict[str, Any]:
+    """The geometric means of mini/ort, OpenVINO f32/ort, OpenVINO default/ort and
+    mini/OpenVINO f32 over the CNNs and over the whole zoo (the models where all four were
+    timed), the models above 1.3x onnxruntime and the worst against OpenVINO f32, printed."""
+    out: dict[str, Any] = {}
+    for group in ("cnn", "all"):
+        rows = [(r["model"], r["per_threads"].get(key, {})) for r in results
+                if group == "all" or is_cnn(r["model"], r.get("family", ""))]
+        rows = [(m, row) for m, row in rows
+                if all(row.get(c) for c in ("ratio", "ov_f32_ratio", "mini_ov_f32"))]
+        if not rows:
+            continue
+        g = {c: _geomean([row[c] for _, row in rows if row.get(c)])
+             for c in ("ratio", "ov_f32_ratio", "ov_default_ratio", "mini_ov_f32")}
+        worst_ov = max(rows, key=lambda t: t[1]["mini_ov_f32"])
+        above = sorted(m for m, row in rows if row["ratio"] > 1.3)
+        out[group] = {"models": len(rows), "geomean_mini_ort": g["ratio"],
+                      "geomean_ov_f32_ort": g["ov_f32_ratio"],
+                      "geomean_ov_default_ort": g["ov_default_ratio"],
+                      "geomean_mini_ov_f32": g["mini_ov_f32"], "above_1_3": above,
+                      "worst_vs_ov_f32": [worst_ov[0], worst_ov[1]["mini_ov_f32"]]}
+        label = "CNNs" if group == "cnn" else "whole zoo"
+        print(f"{label} ({len(rows)}): geomean mini/ort {_fmt(g['ratio'], '.2f')}, "
+              f"OpenVINO f32/ort {_fmt(g['ov_f32_ratio'], '.2f')}, default/ort "
+              f"{_fmt(g['ov_default_ratio'], '.2f')}; mini/OpenVINO f32 "
+              f"{_fmt(g['mini_ov_f32'], '.2f')} (worst {worst_ov[0]} "
+              f"{worst_ov[1]['mini_ov_f32']:.2f}); mini/ort above 1.3: "
+              f"{', '.join(above) or 'none'}", file=file)
+    return {"openvino": out}
+
+
 def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
                  file: Any = sys.stdout) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for threads in args.threads:
         key = str(threads)
+        with_ov = any(f"{k}_ms" in r["per_threads"].get(key, {}) for r in results
+                      for k in OV_COLUMNS)
         header = ["model", "mini ms", "ort ms", "mini/ort", "build s", "plan", "rel L2", "ok"]
+        if with_ov:
+            header[3:3] = ["ov32 ms", "ovdef ms"]
+            header[6:6] = ["ov32/ort", "ovdef/ort", "mini/ov32"]
         if args.memory:
-            header += ["RSS MB mini/ort", "RSS ratio"]
+            header += ["RSS MB mini/ort", "RSS ratio"] + (["ov32 RSS/ort"] if with_ov else [])
         rows = []
         for r in results:
             row = r["per_threads"].get(key, {})
@@ -451,7 +551,11 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
                 r["model"],
                 "error" if "mini_error" in r else _fmt(row.get("mini_ms"), ".2f"),
                 "error" if "ort_error" in row else _fmt(row.get("ort_ms"), ".2f"),
+                *([_fmt(row.get("ov_f32_ms"), ".2f"), _fmt(row.get("ov_default_ms"), ".2f")]
+                  if with_ov else []),
                 _fmt(row.get("ratio"), ".2f"),
+                *([_fmt(row.get("ov_f32_ratio"), ".2f"), _fmt(row.get("ov_default_ratio"), ".2f"),
+                   _fmt(row.get("mini_ov_f32"), ".2f")] if with_ov else []),
                 _fmt(r.get("mini_build_s"), ".1f"),
                 plan,
                 _fmt(row.get("rel_l2"), ".1e"),
@@ -462,6 +566,8 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
                 if r.get("mini_rss_mb") and r.get("ort_rss_mb"):
                     mem = f"{r['mini_rss_mb']:.0f}/{r['ort_rss_mb']:.0f}"
                 cells += [mem, _fmt(r.get("rss_ratio"), ".2f")]
+                if with_ov:
+                    cells.append(_fmt(r.get("ov_f32_rss_ratio"), ".2f"))
             rows.append(cells)
         widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
 
@@ -485,6 +591,8 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
             print(f"\ngeometric mean of mini/ort over {len(ratios)} model(s): {geo:.2f}; "
                   f"worst: {worst} {ratios[worst]:.2f}; above 2.0: {len(s['above_2'])}",
                   file=file)
+        if with_ov:
+            s.update(openvino_summary(results, key, file))
         failed_check = [r["model"] for r in results
                         if r["per_threads"].get(key, {}).get("rel_l2", 0.0) > max(
                             PASS_REL_L2, r.get("ort_spread", 0.0))]
@@ -505,6 +613,12 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
         print(f"\npeak RSS mini/ort: geometric mean {_geomean(list(rss.values())):.2f}, "
               f"worst {worst} {rss[worst]:.2f} (at {args.threads[0]} thread(s))", file=file)
         summary["rss_geomean"], summary["rss_worst"] = _geomean(list(rss.values())), worst
+        summary["rss_above_1_3"] = sorted(m for m, v in rss.items() if v > 1.3)
+        ov_rss = [r["ov_f32_rss_ratio"] for r in results if r.get("ov_f32_rss_ratio")]
+        if ov_rss:
+            summary["ov_f32_rss_geomean"] = _geomean(ov_rss)
+            print(f"peak RSS OpenVINO f32/ort: geometric mean {summary['ov_f32_rss_geomean']:.2f}",
+                  file=file)
     unplanned = [r for r in results if r.get("unplanned")]
     summary["unplanned"] = [r["model"] for r in unplanned]
     if unplanned:
@@ -528,10 +642,10 @@ def print_tables(results: list[dict[str, Any]], args: argparse.Namespace,
             print(f"  {r['model']}: {r.get('mini_error', r.get('error'))}", file=file)
     for r in results:
         for key, row in r["per_threads"].items():
-            for k in ("ort_error", "timing_error"):
+            for k in ("ort_error", "timing_error", *(f"{o}_error" for o in OV_COLUMNS)):
                 if k in row:
                     print(f"  {r['model']} ({key} thread(s)): {k}: {row[k]}", file=file)
-        for k in ("mini_rss_error", "ort_rss_error"):
+        for k in ("mini_rss_error", "ort_rss_error", "ov_f32_rss_error"):
             if k in r:
                 print(f"  {r['model']}: {k}: {r[k]}", file=file)
     return summary
@@ -580,7 +694,10 @@ def main(argv: list[str] | None = None) -> int:
     add_corpus_arguments(parser, "the zoo (default: $MINI_INFER_ZOO or ~/.cache/mini-infer/zoo)",
                          "NAME (arch.exporter)")
     parser.add_argument("--memory", action="store_true",
-                        help="peak RSS column: two child processes per model")
+                        help="peak RSS column: two child processes per model (three with "
+                             "OpenVINO)")
+    parser.add_argument("--no-openvino", action="store_true",
+                        help="leave out the OpenVINO columns (they need `pip install openvino`)")
     parser.add_argument("--rss-timeout", type=float, default=600.0, help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", nargs=2, metavar=("ENGINE", "PATH"),
                         help=argparse.SUPPRESS)
@@ -605,8 +722,14 @@ def main(argv: list[str] | None = None) -> int:
     import mini_infer_core
     from mini_infer_core.threads import blas_info
 
+    ov_version = "not installed"
+    if not args.no_openvino and _has_openvino():
+        import openvino
+
+        ov_version = openvino.__version__
     print(f"zoo: {len(models)} model(s) in {cache}; mini-infer {mini_infer_core.__version__}, "
-          f"onnxruntime {onnxruntime.__version__}; threads {args.threads}; "
+          f"onnxruntime {onnxruntime.__version__}, openvino {ov_version}; "
+          f"threads {args.threads}; "
           f"{os.cpu_count()} cores", file=sys.stderr, flush=True)
     results = []
     for i, (name, path, meta) in enumerate(models, 1):
@@ -619,7 +742,9 @@ def main(argv: list[str] | None = None) -> int:
         result["total_s"] = time.perf_counter() - start
         results.append(result)
         parts = [f"{t}t: mini {_fmt(r.get('mini_ms'), '.2f')} ort {_fmt(r.get('ort_ms'), '.2f')}"
-                 f" x{_fmt(r.get('ratio'), '.2f')}" for t, r in result["per_threads"].items()]
+                 f" x{_fmt(r.get('ratio'), '.2f')} ov32 {_fmt(r.get('ov_f32_ms'), '.2f')}"
+                 f" ovdef {_fmt(r.get('ov_default_ms'), '.2f')}"
+                 for t, r in result["per_threads"].items()]
         err = result.get("mini_error") or result.get("error")
         print(f"    {'; '.join(parts)}{' ERROR ' + err if err else ''} "
               f"({result['total_s']:.0f} s)", file=sys.stderr, flush=True)
