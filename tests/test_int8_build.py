@@ -290,8 +290,11 @@ class SymmetricOnlyQLinearConv(CpuQLinearConv):
     def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
         if pos == 0:
             type(self).seen.append((in_out[0].scale, in_out[0].zero_point))
-            # None: not given (the build's own format checks carry no quantization)
-            return in_out[0].dtype is DataType.UINT8 and in_out[0].zero_point in (0, None)
+            # None: not given (the build's own format checks carry no quantization); its
+            # format as cpu_basic's kernel takes it (LINEAR: an NHWC x from cpu_native's
+            # QuantizeLinear is reformatted)
+            return (in_out[0].dtype is DataType.UINT8 and in_out[0].zero_point in (0, None)
+                    and super().supports_format_combination(pos, in_out, num_inputs))
         return super().supports_format_combination(pos, in_out, num_inputs)
 
 

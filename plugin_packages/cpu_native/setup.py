@@ -43,6 +43,8 @@ SOURCES += ["_qdw.c"]
 SOURCES += ["_qelt.c"]
 # QLinearGlobalAveragePool on NHWC tensors, AVX-512/AVX2/plain sums (_qgap.c)
 SOURCES += ["_qgap.c"]
+# QuantizeLinear per tensor, NCHW x into NCHW or NHWC 8-bit y (_qquant.c)
+SOURCES += ["_qquant.c"]
 # MatMulNBits' 4-bit block-quantized weight-only GEMM (_qnbits.c)
 SOURCES += ["_qnbits.c"]
 # channel-blocked (NCHWc) convolutions, pooling, elementwise and Concat (_blocked.c)

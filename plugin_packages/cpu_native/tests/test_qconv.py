@@ -75,6 +75,10 @@ SHAPES = [
     # K over 1024: in slices of K (AVX-512 VNNI), copied windows and a 1x1 read in place
     (1, 130, 9, 9, 40, (3, 3), {"pads": [1, 1, 1, 1]}),
     (1, 1040, 5, 5, 33, (1, 1), {}),
+    # the mobile networks' narrow 1x1 layers: one panel (16 outputs), a panel and a half (24),
+    # each 8-row tile requantized in registers (AVX-512 VNNI), the last one masked
+    (1, 32, 14, 14, 16, (1, 1), {}),
+    (1, 96, 12, 11, 24, (1, 1), {}),
 ]
 
 

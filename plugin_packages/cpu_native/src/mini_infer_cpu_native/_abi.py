@@ -434,6 +434,16 @@ class QGapArgs(ctypes.Structure):
 
 STRUCTS["mi_qgap_args"] = QGapArgs
 __all__ += ["QGapArgs"]
+
+
+class QQuantArgs(ctypes.Structure):
+    """mi_qquant_args (_qquant.c)"""
+    _fields_ = (_fields(_P, "x y") + _fields(_L, "n c hw") + _fields(_F, "scale")
+                + _fields(_I, "zp is_signed hwc"))
+
+
+STRUCTS["mi_qquant_args"] = QQuantArgs
+__all__ += ["QQuantArgs"]
 # ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
 
 class NBitsPackArgs(ctypes.Structure):

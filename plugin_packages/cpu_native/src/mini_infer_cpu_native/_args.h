@@ -468,6 +468,16 @@ typedef struct mi_qgap_args {
     int zx, zy, is_signed;
 } mi_qgap_args;
 
+/* QuantizeLinear per tensor of float32 x (n, c, hw) into uint8 or int8 y (is_signed), NCHW or
+ * NHWC (hwc: y (n, hw, c)): y = sat(rint(x / scale) + zp): mi_qquant_f32 (_qquant.c) */
+typedef struct mi_qquant_args {
+    const float *x;
+    void *y;
+    long n, c, hw;
+    float scale;
+    int zp, is_signed, hwc;
+} mi_qquant_args;
+
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */
 typedef struct mi_dql_args {
     const float *x;
@@ -499,6 +509,7 @@ int mi_qdwconv_i8(const mi_qdwconv_args *a);
 int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 int mi_qgap_i8(const mi_qgap_args *a);
+int mi_qquant_f32(const mi_qquant_args *a);
 
 /* ---- recurrent layers: LSTM, GRU, RNN (_rnn.c) ------------------------------------------ */
 

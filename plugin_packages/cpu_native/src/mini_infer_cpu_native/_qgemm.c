@@ -783,6 +783,70 @@ Q_AVX512VNNI static void micro_512_8x2_q(const qjob *g, const uint8_t *ap, long 
     REQ_ROW(c6, d6, 6);
     REQ_ROW(c7, d7, 7);
 }
+
+/* 8 rows x w columns (w <= 16: one panel, full or the last partial one) requantized in
+ * registers, as micro_512_8x2_q does two panels (uint8/int8 C, no row sums): the narrow 1x1
+ * layers of mobile networks (16-24 outputs) and a layer's odd last panel. B from the full
+ * panel jp (its K % 4 tail from btail) or the partial one (blast, kq4 padded quads); the
+ * column terms and multipliers read and C written under a mask of w columns. */
+Q_AVX512VNNI static void micro_512_8_q(const qjob *g, const uint8_t *ap, long lda, long i0,
+                                       long jp, long w) {
+    ROWS8(ap, lda);
+    const long j0 = jp * QNB;
+    const int full = w == QNB;
+    const int8_t *b = full ? g->bp + j0 * g->k : g->blast;
+    const long nq = full ? g->kq : g->kq4;
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0;
+    for (long q = 0; q < nq; q++, b += 64) {
+        __m512i bv = _mm512_loadu_si512((const void *)b);
+        DP(c0, 0);
+        DP(c1, 1);
+        DP(c2, 2);
+        DP(c3, 3);
+        DP(c4, 4);
+        DP(c5, 5);
+        DP(c6, 6);
+        DP(c7, 7);
+    }
+    if (full && g->btail) { /* K % 4 last rows: A's rows are zero-padded in the part's buffer */
+        const long q = g->kq;
+        __m512i bv = _mm512_loadu_si512((const void *)(g->btail + jp * 64));
+        DP(c0, 0);
+        DP(c1, 1);
+        DP(c2, 2);
+        DP(c3, 3);
+        DP(c4, 4);
+        DP(c5, 5);
+        DP(c6, 6);
+        DP(c7, 7);
+    }
+    const __mmask16 k = full ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+    const __m512i ct0 = _mm512_maskz_loadu_epi32(k, g->colterm + j0);
+    const __m512 m0 = g->mult_step ? _mm512_maskz_loadu_ps(k, g->mult + j0)
+                                   : _mm512_set1_ps(g->mult[0]);
+    const __m512 lov = _mm512_set1_ps(g->lo - (float)g->zy),
+                 hiv = _mm512_set1_ps(g->hi - (float)g->zy);
+    const __m512i zyv = _mm512_set1_epi32(g->zy);
+    uint8_t *c = (uint8_t *)g->c + i0 * g->ldc + j0;
+    const long ldc = g->ldc;
+#define REQ16M(x, row)                                                                       \
+    do {                                                                                     \
+        __m512 f_ = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(x, ct0)), m0);          \
+        f_ = _mm512_min_ps(hiv, _mm512_max_ps(lov, f_));                                     \
+        __m512i q_ = _mm512_add_epi32(_mm512_cvtps_epi32(f_), zyv);                          \
+        _mm512_mask_cvtepi32_storeu_epi8(c + (row) * ldc, k, q_);                            \
+    } while (0)
+    REQ16M(c0, 0);
+    REQ16M(c1, 1);
+    REQ16M(c2, 2);
+    REQ16M(c3, 3);
+    REQ16M(c4, 4);
+    REQ16M(c5, 5);
+    REQ16M(c6, 6);
+    REQ16M(c7, 7);
+#undef REQ16M
+}
 #endif
 
 /* the epilogue of w columns of row i from j0: 16 at once in vectors where the kernels are
@@ -806,10 +870,16 @@ static inline void q_epilogue(const qjob *g, const int32_t *acc, long i, int32_t
  * panel jp: the sums, then the epilogue */
 static void q_unit(const qjob *g, const void *apanel, long lda, const int32_t *rs, long ip,
                    long jp) {
-    int32_t acc[QMR_MAX * QNB];
-    memset(acc, 0, sizeof acc);
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
     long rows = lmin(g->mr, g->m - ip * g->mr);
+#if Q_HAVE_X86
+    if (g->isa == QISA_AVX512VNNI && g->fused && rows == g->mr) {
+        micro_512_8_q(g, (const uint8_t *)apanel, lda, ip * g->mr, jp, w);
+        return;
+    }
+#endif
+    int32_t acc[QMR_MAX * QNB];
+    memset(acc, 0, sizeof acc);
     if (w == QNB) {
         micro(g, apanel, lda, 0, g->bp + j0 * g->k, g->kq, rows, acc);
         if (g->btail) micro(g, apanel, lda, g->kq, g->btail + jp * 64, 1, rows, acc);

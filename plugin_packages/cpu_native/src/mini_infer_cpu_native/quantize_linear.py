@@ -4,7 +4,10 @@ for activations) -- in cache-sized blocks: the same float32 arithmetic as cpu_ba
 same bits), without its whole-tensor temporaries (a Magika batch: 33 million values, whose
 temporaries made the Q/DQ steps cost more than the integer convolution saved).
 
-* QuantizeLinear: ``clip(rint(x / scale) + zero_point)``, round half to even, saturated;
+* QuantizeLinear: ``clip(rint(x / scale) + zero_point)``, round half to even, saturated, in
+  one compiled pass (``mi_qquant_f32``, ``_qquant.c``); of a rank-4 x its y may be NHWC
+  (``TensorFormat.HWC``: a quantized CNN's NHWC region then begins at its input's
+  QuantizeLinear, with no Reformat step after it);
 * DequantizeLinear: ``(float32(x) - zero_point) * scale``.
 
 Anything else (per axis, blocked, other types) is cpu_basic's.
@@ -12,17 +15,27 @@ Anything else (per axis, blocked, other types) is cpu_basic's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import quantize as _quantize
 from numpy.typing import NDArray
 
+from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
+
+from ._abi import QQuantArgs
+from ._native import _kernel
+from ._qformats import hwc_formats
+from ._qgemm import _check, _ptr
+
 __all__ = ["DequantizeLinear", "QuantizeLinear"]
 
 Array = NDArray[Any]
 BLOCK = 1 << 15
 _RANGE = {np.dtype(np.uint8): (0.0, 255.0), np.dtype(np.int8): (-128.0, 127.0)}
+_quant = _kernel("mi_qquant_f32", QQuantArgs)
+HWC = TensorFormat.HWC
 
 
 def _simple(x: Array, scale: Array, zp: Array | None, out: Array, block_size: int) -> bool:
@@ -34,29 +47,45 @@ def _simple(x: Array, scale: Array, zp: Array | None, out: Array, block_size: in
 class QuantizeLinear(_quantize.QuantizeLinear):
     package = "mini-infer-cpu-native"
 
+    def supports_format_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
+                                    num_inputs: int) -> bool:
+        """Y NHWC (a uint8/int8 rank-4 y of float32 x, one scale and zero point, no blocks)
+        with everything else LINEAR; or everything LINEAR."""
+        desc = in_out[pos]
+        if desc.format is TensorFormat.LINEAR:
+            return True
+        if pos != num_inputs or desc.format is not HWC:
+            return False
+        x = in_out[0]
+        return (len(desc.shape) == 4 and desc.dtype in (DataType.UINT8, DataType.INT8)
+                and x.dtype == DataType.FLOAT
+                and all(int(np.prod(d.shape)) == 1 for d in in_out[1:num_inputs]))
+
     def compute(self, x: Array, y_scale: Array, y_zero_point: Array | None = None, *,
                 out: Array, axis: int, saturate: int, block_size: int, **kw: Any) -> None:
+        hwc = hwc_formats(self)[-1]
         if (x.dtype != np.float32 or out.dtype not in _RANGE
                 or (y_zero_point is not None and y_zero_point.dtype != out.dtype)
                 or not _simple(x, y_scale, y_zero_point, out, block_size)
                 or self.precision is not None):
-            super().compute(x, y_scale, y_zero_point, out=out, axis=axis, saturate=saturate,
+            if not hwc:
+                super().compute(x, y_scale, y_zero_point, out=out, axis=axis,
+                                saturate=saturate, block_size=block_size, **kw)
+                return
+            y = np.empty(x.shape, out.dtype)  # cpu_basic's NCHW, then into the NHWC y
+            super().compute(x, y_scale, y_zero_point, out=y, axis=axis, saturate=saturate,
                             block_size=block_size, **kw)
+            np.copyto(out, y.transpose(0, 2, 3, 1))
             return
         s = np.float32(y_scale.reshape(-1)[0])
-        z = np.float32(0 if y_zero_point is None else y_zero_point.reshape(-1)[0])
-        lo, hi = _RANGE[out.dtype]
-        src, dst = x.reshape(-1), out.reshape(-1)
-        tmp = np.empty(min(BLOCK, src.size), np.float32)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            for start in range(0, src.size, BLOCK):
-                n = min(BLOCK, src.size - start)
-                t = tmp[:n]
-                np.divide(src[start:start + n], s, out=t)
-                np.rint(t, out=t)
-                t += z
-                np.clip(t, lo, hi, out=t)
-                np.copyto(dst[start:start + n], t, casting="unsafe")
+        zp = 0 if y_zero_point is None else int(y_zero_point.reshape(-1)[0])
+        n, c = (x.shape[0], x.shape[1]) if hwc else (1, 1)
+        kn = "mi_qquant_f32"
+        args = QQuantArgs(_ptr(x, (np.float32,), x.size, False, kn, "x"),
+                          _ptr(out, (out.dtype,), x.size, True, kn, "y"),
+                          n, c, x.size // max(1, n * c), float(s), zp,
+                          int(out.dtype == np.int8), int(hwc))
+        _check(_quant, args)
 
 
 class DequantizeLinear(_quantize.DequantizeLinear):

@@ -756,6 +756,7 @@ static void integer_in_place(unsigned seed);
 static void int8_pool_kernels(unsigned seed);
 static void int8_global_pool(unsigned seed);
 static void int8_max_pool(unsigned seed);
+static void input_quantize(unsigned seed);
 
 void families(unsigned seed) {
     convolutions(seed);
@@ -778,6 +779,7 @@ void families(unsigned seed) {
     int8_pool_kernels(seed + 17);
     int8_global_pool(seed + 21);
     int8_max_pool(seed + 22);
+    input_quantize(seed + 31);
     abi();
 }
 
@@ -1321,5 +1323,36 @@ static void int8_max_pool(unsigned seed) {
                   wrong);
         }
     mi_qgemm_set_isa(3);
+/* QuantizeLinear per tensor (_qquant.c), NCHW and NHWC y, uint8 and int8: 2 images of 5
+ * channels x 67 x 71 (over 64 KiB: on the pool; a partial last tile), 3 channels (the image's
+ * interleave), one channel, against the formula in double (scale a power of 2: exact) */
+static void input_quantize(unsigned seed) {
+    enum { N = 2, C = 5, HW = 67 * 71 };
+    float *x = malloc(sizeof(float) * N * C * HW);
+    unsigned char *y = malloc(N * C * HW);
+    for (long i = 0; i < N * C * HW; i++) x[i] = 400.0f * frand(&seed);
+    const long chans[3] = {C, 3, 1};
+    for (int sgn = 0; sgn < 2; sgn++)
+        for (int hwc = 0; hwc < 2; hwc++)
+            for (int k = 0; k < 3; k++) {
+                const long c = chans[k];
+                const int zp = sgn ? -7 : 200;
+                mi_qquant_args a = {x, y, N, c, HW, 0.5f, zp, sgn, hwc};
+                CHECK(mi_qquant_f32(&a) == 0, "qquant failed");
+                long wrong = 0;
+                for (long b = 0; b < N; b++)
+                    for (long ch = 0; ch < c; ch++)
+                        for (long p = 0; p < HW; p++) {
+                            double t = nearbyint((double)x[(b * c + ch) * HW + p] / 0.5) + zp;
+                            t = sgn ? (t < -128 ? -128 : t > 127 ? 127 : t)
+                                    : (t < 0 ? 0 : t > 255 ? 255 : t);
+                            long at = hwc ? (b * HW + p) * c + ch : (b * c + ch) * HW + p;
+                            wrong += (sgn ? (double)(signed char)y[at] : (double)y[at]) != t;
+                        }
+                CHECK(wrong == 0, "qquant (signed %d, hwc %d, c %ld): %ld values differ", sgn,
+                      hwc, c, wrong);
+            }
+    mi_qquant_args bad = {x, y, 1, 1, 1, 1.0f, 256, 0, 0};
+    CHECK(mi_qquant_f32(&bad) == MI_EARGS, "qquant took a uint8 zero point of 256");
     free(x), free(y);
 }
