@@ -1323,6 +1323,9 @@ static void int8_max_pool(unsigned seed) {
                   wrong);
         }
     mi_qgemm_set_isa(3);
+    free(x), free(y);
+}
+
 /* QuantizeLinear per tensor (_qquant.c), NCHW and NHWC y, uint8 and int8: 2 images of 5
  * channels x 67 x 71 (over 64 KiB: on the pool; a partial last tile), 3 channels (the image's
  * interleave), one channel, against the formula in double (scale a power of 2: exact) */
