@@ -475,6 +475,47 @@ def test_negotiation_off_gives_the_same_results(offered: TensorFormat) -> None:
         _close(g, w)
 
 
+def _aspp_block(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, Array]]:
+    """DeepLabV3's ASPP in small: a 1x1 Conv + Relu, then a 3x3 Conv dilated 12 (pads 12:
+    three quarters of its tap-output pairs read only padding over 16x16) beside an ordinary
+    3x3 one, concatenated, a 1x1 Conv; 64 channels (the tap path's least)."""
+    c = 64
+    inits = {"w0": _rand(rng, c, c, 1, 1) * 0.2, "wd": _rand(rng, c, c, 3, 3) * 0.05,
+             "bd": _rand(rng, c) * 0.1, "wo": _rand(rng, c, c, 3, 3) * 0.05,
+             "w1": _rand(rng, 16, 2 * c, 1, 1) * 0.1}
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w0"], ["a"]), n("Relu", ["a"], ["h"]),
+        n("Conv", ["h", "wd", "bd"], ["dil"], kernel_shape=[3, 3], dilations=[12, 12],
+          pads=[12, 12, 12, 12]),
+        n("Conv", ["h", "wo"], ["ord"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("Concat", ["dil", "ord"], ["cat"], axis=1),
+        n("Conv", ["cat", "w1"], ["y"]),
+    ]
+    model = _model(nodes, {"x": (1, c, 16, 16)}, ["y"], inits)
+    return model, {"x": _rand(rng, 1, c, 16, 16)}
+
+
+def test_padding_bound_dilated_convolution_declines_blocked(offered: TensorFormat) -> None:
+    """A convolution the LINEAR path runs tap by tap, skipping the taps that read only
+    padding (``_tap_gemm``: DeepLabV3's ASPP), declines the blocked format (the blocked
+    kernel multiplies every tap: 2x slower there) and runs LINEAR between reformats, while
+    the ordinary 3x3 beside it stays blocked; the results are onnxruntime's."""
+    from mini_infer_cpu_native._native import gemm_available
+
+    if not gemm_available():
+        pytest.skip("no compiled GEMM (AVX-512) here: the LINEAR path skips no taps")
+    model, feeds = _aspp_block(np.random.default_rng(26))
+    engine = _engine(model)
+    producer = {o: nd for nd in engine.nodes for o in nd.outputs}
+    assert producer["dil"].op_type == "Conv"
+    assert producer["dil"].plugin_namespace == "mini_infer.cpu_native"
+    assert engine.tensors["dil"].format is TensorFormat.LINEAR
+    assert engine.tensors["ord"].format is offered
+    (got,) = _run_engine(engine, feeds)
+    _close(got, _ort(model, feeds)[0])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "resnet50"])
 def test_light_models_blocked_against_onnxruntime(name: str) -> None:

@@ -61,6 +61,7 @@ from mini_infer_core.plugin import (
     to_format,
 )
 
+from . import _tap_gemm
 from ._blocked_calls import (
     ISA,
     _padded_channels,
@@ -221,9 +222,24 @@ class BlockedConv(_Formats):
     _derived: Callable[..., Any]
     _onnx_weights: Callable[[Array, int], Array]
     geometry: Callable[..., Any]
+    _own_gemm: Callable[..., bool]
+    _plan_for: Callable[..., Any]
 
     def _linear_input(self, pos: int, num_inputs: int) -> bool:
         return pos in (1, 2)  # W, B
+
+    def _skips_padding(self, xshape: Sequence[int], wshape: Sequence[int], group: int
+                       ) -> bool:
+        """Whether the LINEAR path runs this convolution tap by tap, skipping the taps that
+        read only padding (:mod:`._tap_gemm`: DeepLabV3's ASPP, 3x3 dilated 12/24/36 over
+        32x32): the blocked kernel multiplies every tap, padding included (2.1x the LINEAR
+        path's time there), so such a node declines the blocked format. Only where the
+        spatial sizes are known at build (the batch need not be)."""
+        if len(xshape) != 4 or min(xshape[1:]) < 1 or not hasattr(self, "_own_gemm"):
+            return False
+        x, w = (1, *(int(d) for d in xshape[1:])), tuple(int(d) for d in wshape)
+        return self._own_gemm(x, w, 4, group) and _tap_gemm.applies(
+            x, w, group, self._plan_for(x, w, 4, group))
 
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
@@ -242,7 +258,8 @@ class BlockedConv(_Formats):
             # run blocked; the kernel takes them, reading whole blocks, zeros between)
             k = desc.format.block
             return w.shape[1] * group == c and m % group == 0 and (
-                group == 1 or (w.shape[1] % k == 0 and (m // group) % k == 0))
+                group == 1 or (w.shape[1] % k == 0 and (m // group) % k == 0)) and not (
+                self._skips_padding(first.shape, w.shape, group))
         return desc.format is first.format  # the residual and Y
 
     def pack_constants(self, inputs: Sequence[Any], constants: Sequence[Any]
