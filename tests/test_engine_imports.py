@@ -165,9 +165,11 @@ def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Pa
 
 #: what opening an engine from a valid discovery cache no longer imports (issue 30): pluggy
 #: (hooks called directly), importlib.metadata (the cache), logging (until something else
-#: imports it), dataclasses and with it inspect's users (``_record``), concurrent.futures
+#: imports it), dataclasses and with it inspect's users (``_record``), concurrent.futures,
+#: pathlib (with urllib.parse and ipaddress: the CPU budget's cgroup files and the catalogs'
+#: folders are os.path strings)
 _NOT_ON_THE_ENGINE_PATH = ("pluggy", "importlib.metadata", "logging", "dataclasses",
-                           "concurrent.futures", "email")
+                           "concurrent.futures", "email", "pathlib")
 
 
 def test_an_engine_opened_from_the_discovery_cache_imports_no_plugin_machinery(

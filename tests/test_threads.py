@@ -75,7 +75,7 @@ def test_a_parent_cgroup_s_quota_limits_its_children(tmp_path: Path) -> None:
     (mount / "cpu" / "x" / "cpu.cfs_period_us").write_text("100000\n")
     proc = tmp_path / "cgroup"
     proc.write_text("3:cpu,cpuacct:/x\n2:memory:/m\n0::/a/b\n")
-    dirs = _cgroup_dirs(proc, mount)
+    dirs = [Path(d) for d in _cgroup_dirs(proc, mount)]  # os.path strings (no pathlib)
     assert set(dirs) >= {mount / "a" / "b", mount / "a", mount, mount / "cpu" / "x"}
     assert mount / "m" not in dirs
     quotas = [read_cpu_budget(d, affinity=8).quota for d in dirs]

@@ -8,7 +8,7 @@ creator's first use. Adding a kernel needs nothing here.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from mini_infer_core.ops import kernel_creators
 from mini_infer_core.plugin import IPluginCreator
@@ -21,5 +21,5 @@ __all__ = ["lazy_creators"]
 def lazy_creators() -> list[IPluginCreator]:
     from .serialization import CpuCreator
 
-    return kernel_creators(f"{__package__}.ops", Path(__file__).parent / "ops",
+    return kernel_creators(f"{__package__}.ops", os.path.join(os.path.dirname(__file__), "ops"),
                            namespace=NAMESPACE, devices=("cpu",), creator_class=CpuCreator)

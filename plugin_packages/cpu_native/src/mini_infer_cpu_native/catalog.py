@@ -4,7 +4,7 @@ metadata they have (:func:`mini_infer_core.ops.kernel_creators`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from mini_infer_cpu_plugins.serialization import CpuCreator
 
@@ -23,5 +23,5 @@ class NativeCreator(CpuCreator):
 
 
 def lazy_creators() -> list[IPluginCreator]:
-    return kernel_creators(f"{__package__}", Path(__file__).parent, namespace=NAMESPACE,
+    return kernel_creators(f"{__package__}", os.path.dirname(__file__), namespace=NAMESPACE,
                            devices=("cpu",), priority=PRIORITY, creator_class=NativeCreator)
