@@ -155,3 +155,68 @@ def test_input_quantize_writes_the_convolutions_nhwc_x(dtype: Any) -> None:
         (got,) = mi.InferenceSession(engine).run(None, {"x": x})
         (want,) = sess.run(None, {"x": x})
         np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.0001)
+
+
+def _axis_plugin(op: str, axis: int) -> Any:
+    rec = mi.get_plugin_registry().get_creator(op, "1", "mini_infer.cpu_native")
+    assert rec is not None
+    fields = [PluginField.from_value("axis", axis), PluginField.from_value("block_size", 0)]
+    if op == "QuantizeLinear":
+        fields.append(PluginField.from_value("saturate", 1))
+    return adapter.create(rec.creator, op, PluginFieldCollection(fields))
+
+
+def _axis_oracles(op: str, axis: int, x: np.ndarray, scale: np.ndarray, zp: np.ndarray
+                  ) -> list[np.ndarray]:
+    """onnxruntime's (no graph optimization) and the ONNX reference's per-axis op."""
+    out = ELEM[zp.dtype] if op == "QuantizeLinear" else TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", "s", "z"], ["y"], axis=axis)], "g",
+        [helper.make_tensor_value_info("x", ELEM[x.dtype], list(x.shape))],
+        [helper.make_tensor_value_info("y", out, None)],
+        [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    (want,) = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    with np.errstate(invalid="ignore"):
+        (spec,) = ReferenceEvaluator(model).run(None, {"x": x})
+    return [want, spec]
+
+
+#: (shape, axis, planes run on the per-axis paths): NNCF's per-channel activations (axis 1),
+#: a batch, the axis counted from the end, axis 0 of a matrix, and planes too small (NumPy's)
+AXES = [((1, 6, 40, 40), 1, True), ((2, 3, 33, 35), 1, True), ((3, 4, 1100), -2, True),
+        ((5, 1030), 0, True), ((1, 8, 4, 4), 1, False), ((2, 4, 1024), 2, False)]
+
+
+@pytest.mark.parametrize(("shape", "axis", "planes"), AXES)
+@pytest.mark.parametrize("dtype", [U8, S8])
+def test_per_axis_quantize_and_dequantize_match_onnxruntime(
+        threads: int, dtype: Any, shape: tuple[int, ...], axis: int, planes: bool,
+        count_calls: Any) -> None:
+    """One scale and zero point per channel of ``axis``: QuantizeLinear's compiled pass per
+    plane and DequantizeLinear's blocks of planes give onnxruntime's bytes and floats bit for
+    bit (the reference's too, on finite x), zero points at the ends of the type, scales from
+    1/128 to 1.5, saturation both ways, halves and infinities."""
+    channels = shape[axis]
+    lo, hi = (0, 255) if dtype == U8 else (-128, 127)
+    zp = np.array([(lo, hi, (lo + hi) // 2)[i % 3] for i in range(channels)], dtype)
+    scale = np.array([(0.25, 0.0078125, 1.5)[i % 3] for i in range(channels)], np.float32)
+    x = _x(shape, 0.25)
+    assert (quantize_linear._per_axis(x, scale, zp, np.empty(shape, dtype), axis, 0)
+            is not None) == planes
+    calls = count_calls(quantize_linear, "_quant", "kernel")
+    want, spec = _axis_oracles("QuantizeLinear", axis, x, scale, zp)
+    (got,) = plugin_kit.run_plugin(_axis_plugin("QuantizeLinear", axis), [x, scale, zp])
+    finite = np.isfinite(x)
+    np.testing.assert_array_equal(got[finite], spec[finite])
+    np.testing.assert_array_equal(got, want)
+    outer = int(np.prod(shape[:axis % len(shape)]))
+    assert calls["kernel"] == (outer * channels if planes else 0)
+    q = want
+    want, spec = _axis_oracles("DequantizeLinear", axis, q, scale, zp)
+    (got,) = plugin_kit.run_plugin(_axis_plugin("DequantizeLinear", axis), [q, scale, zp])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, spec)
