@@ -5,7 +5,7 @@ onnx's ReferenceEvaluator, at 1 and 2 threads; the chains the rewrite must leave
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,17 +17,9 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import mini_infer_core
-from mini_infer_core.threads import get_num_threads, set_num_threads
 
 RNG = np.random.default_rng(2525)
 
-
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    before = get_num_threads()
-    set_num_threads(request.param)
-    yield request.param
-    set_num_threads(before)
 
 
 @pytest.fixture

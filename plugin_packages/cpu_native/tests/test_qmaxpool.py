@@ -21,15 +21,6 @@ from mini_infer_core.testing import plugin_kit
 RNG = np.random.default_rng(2537)
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request: Any) -> Any:
-    from mini_infer_core.threads import get_num_threads, set_num_threads
-
-    before = get_num_threads()
-    set_num_threads(request.param)
-    yield request.param
-    set_num_threads(before)
-
 
 def _onnxruntime(x: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     node = helper.make_node("MaxPool", ["x"], ["y"], **attrs)

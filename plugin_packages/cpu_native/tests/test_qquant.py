@@ -42,12 +42,14 @@ def _plugin() -> Any:
     return adapter.create(rec.creator, "q", fields)
 
 
-def _oracles(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> list[np.ndarray]:
-    """onnxruntime's QuantizeLinear (no graph optimization) and the ONNX reference's."""
-    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])
+def _oracles(x: np.ndarray, scale: np.ndarray, zp: np.ndarray, op: str = "QuantizeLinear",
+             **attrs: Any) -> list[np.ndarray]:
+    """onnxruntime's ``op`` (no graph optimization) and the ONNX reference's."""
+    out = ELEM[zp.dtype] if op == "QuantizeLinear" else TensorProto.FLOAT
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-        [helper.make_tensor_value_info("y", ELEM[zp.dtype], None)],
+        [helper.make_node(op, ["x", "s", "z"], ["y"], **attrs)], "g",
+        [helper.make_tensor_value_info("x", ELEM[x.dtype], list(x.shape))],
+        [helper.make_tensor_value_info("y", out, None)],
         [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
     options = ort.SessionOptions()
@@ -166,25 +168,6 @@ def _axis_plugin(op: str, axis: int) -> Any:
     return adapter.create(rec.creator, op, PluginFieldCollection(fields))
 
 
-def _axis_oracles(op: str, axis: int, x: np.ndarray, scale: np.ndarray, zp: np.ndarray
-                  ) -> list[np.ndarray]:
-    """onnxruntime's (no graph optimization) and the ONNX reference's per-axis op."""
-    out = ELEM[zp.dtype] if op == "QuantizeLinear" else TensorProto.FLOAT
-    graph = helper.make_graph(
-        [helper.make_node(op, ["x", "s", "z"], ["y"], axis=axis)], "g",
-        [helper.make_tensor_value_info("x", ELEM[x.dtype], list(x.shape))],
-        [helper.make_tensor_value_info("y", out, None)],
-        [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    (want,) = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    with np.errstate(invalid="ignore"):
-        (spec,) = ReferenceEvaluator(model).run(None, {"x": x})
-    return [want, spec]
-
-
 #: (shape, axis, planes run on the per-axis paths): NNCF's per-channel activations (axis 1),
 #: a batch, the axis counted from the end, axis 0 of a matrix, and planes too small (NumPy's)
 AXES = [((1, 6, 40, 40), 1, True), ((2, 3, 33, 35), 1, True), ((3, 4, 1100), -2, True),
@@ -208,7 +191,7 @@ def test_per_axis_quantize_and_dequantize_match_onnxruntime(
     assert (quantize_linear._per_axis(x, scale, zp, np.empty(shape, dtype), axis, 0)
             is not None) == planes
     calls = count_calls(quantize_linear, "_quant", "kernel")
-    want, spec = _axis_oracles("QuantizeLinear", axis, x, scale, zp)
+    want, spec = _oracles(x, scale, zp, axis=axis)
     (got,) = plugin_kit.run_plugin(_axis_plugin("QuantizeLinear", axis), [x, scale, zp])
     finite = np.isfinite(x)
     np.testing.assert_array_equal(got[finite], spec[finite])
@@ -216,7 +199,7 @@ def test_per_axis_quantize_and_dequantize_match_onnxruntime(
     outer = int(np.prod(shape[:axis % len(shape)]))
     assert calls["kernel"] == (outer * channels if planes else 0)
     q = want
-    want, spec = _axis_oracles("DequantizeLinear", axis, q, scale, zp)
+    want, spec = _oracles(q, scale, zp, "DequantizeLinear", axis=axis)
     (got,) = plugin_kit.run_plugin(_axis_plugin("DequantizeLinear", axis), [q, scale, zp])
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got, spec)

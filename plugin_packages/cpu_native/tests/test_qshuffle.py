@@ -17,15 +17,6 @@ import mini_infer_core as mi
 RNG = np.random.default_rng(2536)
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request: Any) -> Any:
-    from mini_infer_core.threads import get_num_threads, set_num_threads
-
-    before = get_num_threads()
-    set_num_threads(request.param)
-    yield request.param
-    set_num_threads(before)
-
 
 def _c(name: str, value: Any, dtype: Any) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(value, dtype), name)
