@@ -449,6 +449,22 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
  * row r's quad q at a[r] + 4q, the rows `lda` bytes apart, straight from the activation (a
  * 1 x 1 convolution's image, a MatMulInteger's A) or from a part's copy of its rows. */
 #define DP(acc, r) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(q_ld4(a##r + 4 * q)), bv)
+/* an 8-row x 16-column VNNI tile: accumulators c0..c7 declared, then nq quads of K (rows
+ * a0..a7, 64 bytes of b a quad) summed into them */
+#define DP_TILE8(b, nq)                                                                      \
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, \
+            c7 = c0;                                                                         \
+    for (long q = 0; q < (nq); q++, (b) += 64) {                                             \
+        __m512i bv = _mm512_loadu_si512((const void *)(b));                                  \
+        DP(c0, 0);                                                                           \
+        DP(c1, 1);                                                                           \
+        DP(c2, 2);                                                                           \
+        DP(c3, 3);                                                                           \
+        DP(c4, 4);                                                                           \
+        DP(c5, 5);                                                                           \
+        DP(c6, 6);                                                                           \
+        DP(c7, 7);                                                                           \
+    }
 #define ADD16(dst, x)                                                                        \
     _mm512_storeu_si512((void *)(dst), _mm512_add_epi32(_mm512_loadu_si512((const void *)(dst)), x))
 /* an 8-row tile's accumulators (x0..x7) added into its rows of `acc`, QNB apart */
@@ -482,19 +498,7 @@ Q_AVXVNNI static void micro_avxvnni(const uint8_t *ap, const int8_t *b, long nq,
 Q_AVX512VNNI static void micro_512_8(const uint8_t *ap, long lda, const int8_t *b, long nq,
                                      int32_t *acc) {
     ROWS8(ap, lda);
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
-            c7 = c0;
-    for (long q = 0; q < nq; q++, b += 64) {
-        __m512i bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
-        DP(c1, 1);
-        DP(c2, 2);
-        DP(c3, 3);
-        DP(c4, 4);
-        DP(c5, 5);
-        DP(c6, 6);
-        DP(c7, 7);
-    }
+    DP_TILE8(b, nq);
     ADD16_ROWS8(acc, c0, c1, c2, c3, c4, c5, c6, c7);
 }
 
@@ -796,19 +800,7 @@ Q_AVX512VNNI static void micro_512_8_q(const qjob *g, const uint8_t *ap, long ld
     const int full = w == QNB;
     const int8_t *b = full ? g->bp + j0 * g->k : g->blast;
     const long nq = full ? g->kq : g->kq4;
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
-            c7 = c0;
-    for (long q = 0; q < nq; q++, b += 64) {
-        __m512i bv = _mm512_loadu_si512((const void *)b);
-        DP(c0, 0);
-        DP(c1, 1);
-        DP(c2, 2);
-        DP(c3, 3);
-        DP(c4, 4);
-        DP(c5, 5);
-        DP(c6, 6);
-        DP(c7, 7);
-    }
+    DP_TILE8(b, nq);
     if (full && g->btail) { /* K % 4 last rows: A's rows are zero-padded in the part's buffer */
         const long q = g->kq;
         __m512i bv = _mm512_loadu_si512((const void *)(g->btail + jp * 64));
