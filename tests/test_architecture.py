@@ -15,8 +15,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import mini_infer_cpu_native.conv as native_conv
 import mini_infer_cpu_native.gemm as native_gemm
-import mini_infer_cpu_native.plugins as native
+import mini_infer_cpu_native.normalization as native_norm
+import mini_infer_cpu_native.pool as native_pool
 import mini_infer_cpu_plugins.ops as cpu_ops
 import mini_infer_cuda_plugins.ops as cuda_ops
 import pytest
@@ -34,8 +36,9 @@ SCHEMA_MEMBERS = ("attributes", "extra_attributes", "output_shapes", "output_typ
 
 def _kernels() -> list[type[Any]]:
     return [*cpu_ops.plugin_classes(), *cuda_ops.plugin_classes(),
-            native.Conv, native_gemm.Gemm, native.MaxPool_1, native.MaxPool, native.AveragePool,
-            native.LRN, native.BatchNormalization]
+            native_conv.Conv, native_gemm.Gemm, native_pool.MaxPool_1, native_pool.MaxPool,
+            native_pool.AveragePool,
+            native_norm.LRN, native_norm.BatchNormalization]
 
 
 def test_every_kernel_is_its_core_schema_plus_a_kernel() -> None:

@@ -217,3 +217,43 @@ def test_a_constant_other_nodes_read_is_not_reordered() -> None:
 def test_a_reordering_that_changes_the_shape_is_a_build_error() -> None:
     with pytest.raises(BuildError, match=r"node 'rev0'.*reordered constant 's' into \(1, 4\)"):
         mi.load(_reversed_model(1, bad_shape=1), registry=_reversed_registry())
+
+
+def test_weights_are_packed_for_the_format_the_timing_chose(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A convolution that the formats' cost model sent blocked (whose weights then stay in
+    ONNX's order, packed at its first run) and that the timing brings back to LINEAR is asked
+    again: the engine stores its weights in the compiled GEMM's panels, as for a convolution
+    LINEAR all along, so that its first run packs nothing (issue 30)."""
+    from mini_infer_cpu_native._native import gemm_available
+
+    from mini_infer_core.builder import format_timing
+
+    if not gemm_available():
+        pytest.skip("the compiled GEMM needs AVX-512 here: no panels to pack for")
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal((64, 32, 1, 1)) * 0.2).astype(np.float32)
+    w2 = (rng.standard_normal((48, 64, 1, 1)) * 0.2).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (w2, "w2"))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], name="conv2")]
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 28, 28])
+    y_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48, 28, 28])
+    model = make_model(nodes, [x_info], [y_info], inits)
+    untimed = mi.load(model, config=mi.BuilderConfig(time_tactics=False))
+    if not untimed.build_info.get("formats", {}).get("tensors"):
+        pytest.skip("the cost model keeps these convolutions LINEAR here: nothing to revert")
+
+    def linear_wins(state: Any, used: set[str]) -> list[dict[str, float]]:
+        plan = state.format_plan
+        return [{"linear": 1.0, fmt.value: 2.0} for fmt, _ in plan.groups]
+
+    monkeypatch.setattr(format_timing, "_measure", linear_wins)
+    engine = mi.load(model, config=mi.BuilderConfig())
+    assert all(r["chosen"] == "linear" for r in engine.build_info["formats"]["timed"])
+    convs = [n.plugin for n in engine.nodes if n.op_type == "Conv"]
+    assert [c.hidden.get("__wpacked__") for c in convs] == [1, 1]  # type: ignore[attr-defined]
+    x = rng.standard_normal((1, 32, 28, 28)).astype(np.float32)
+    np.testing.assert_allclose(mi.InferenceSession(engine).run(None, {"x": x})[0],
+                               ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4)

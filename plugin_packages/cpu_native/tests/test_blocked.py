@@ -212,7 +212,7 @@ def test_batchnorm_plugin_blocked(relu: bool, fmt: TensorFormat) -> None:
     """cpu_native's inference BatchNormalization configured blocked (21 channels: a partial
     last block at both sizes), with and without its fused Relu, against onnxruntime; every
     lane written, the padding lanes zeros (the folded scale and shift are zeros there)."""
-    from mini_infer_cpu_native import plugins
+    from mini_infer_cpu_native import normalization
 
     from mini_infer_core.plugin import DataType
     from mini_infer_core.plugin import _adapter as adapter
@@ -227,7 +227,7 @@ def test_batchnorm_plugin_blocked(relu: bool, fmt: TensorFormat) -> None:
     nodes.append(helper.make_node("Relu", ["bn"], ["y"]) if relu
                  else helper.make_node("Identity", ["bn"], ["y"]))
     (want,) = _ort(_model(nodes, {"x": x.shape}, ["y"], inits), {"x": x})
-    plugin = plugins.BatchNormalization("bn", epsilon=1e-3, __relu__=int(relu))
+    plugin = normalization.BatchNormalization("bn", epsilon=1e-3, __relu__=int(relu))
     vec = [((c,), DataType.FLOAT)] * 4
     adapter.configure_concrete(plugin, [(x.shape, DataType.FLOAT), *vec],
                                [(x.shape, DataType.FLOAT)], [fmt, *[TensorFormat.LINEAR] * 4],
@@ -581,7 +581,7 @@ def test_grouped_conv_kernel_against_onnxruntime(case: tuple[Any, ...],
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
 def test_batchnorm_blocked_is_one_pass(fmt: TensorFormat) -> None:
     """The blocked BatchNormalization is one call (x * a + b and the clamp together)."""
-    from mini_infer_cpu_native import plugins
+    from mini_infer_cpu_native import normalization
 
     from mini_infer_core.plugin import DataType
     from mini_infer_core.plugin import _adapter as adapter
@@ -592,7 +592,7 @@ def test_batchnorm_blocked_is_one_pass(fmt: TensorFormat) -> None:
     vecs = [_rand(rng, c), _rand(rng, c), _rand(rng, c), np.abs(_rand(rng, c)) + 0.1]
     for v in vecs:
         v.setflags(write=False)  # as an engine's constants: the call is kept for them
-    plugin = plugins.BatchNormalization("bn", epsilon=1e-5, __relu__=1)
+    plugin = normalization.BatchNormalization("bn", epsilon=1e-5, __relu__=1)
     adapter.configure_concrete(plugin, [(x.shape, DataType.FLOAT), *[((c,), DataType.FLOAT)] * 4],
                                [(x.shape, DataType.FLOAT)],
                                [fmt, *[TensorFormat.LINEAR] * 4], [fmt])
@@ -856,7 +856,7 @@ def test_conv1d_plugin_blocked_against_onnxruntime(case: tuple[Any, ...],
     """cpu_native's Conv configured blocked on a 1-D signal (N, C, L) held as
     (N, ceil(C/k), L, k): run as 2-D of height 1, with bias, at odd channels, strides,
     dilations, uneven padding, depthwise and grouped."""
-    from mini_infer_cpu_native import plugins
+    from mini_infer_cpu_native import conv
 
     from mini_infer_core.plugin import DataType
 
@@ -867,7 +867,7 @@ def test_conv1d_plugin_blocked_against_onnxruntime(case: tuple[Any, ...],
              "pads": list(pads), "group": group}
     (want,) = _ort(_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
                           {"x": x.shape}, ["y"], {"w": w, "b": b}), {"x": x})
-    plugin = plugins.Conv("c", **attrs)
+    plugin = conv.Conv("c", **attrs)
     _configured(plugin, [(x.shape, DataType.FLOAT), (w.shape, DataType.FLOAT),
                          (b.shape, DataType.FLOAT)], [(want.shape, DataType.FLOAT)], fmt, 2)
     out = np.full(to_format(want, fmt).shape, np.nan, np.float32)

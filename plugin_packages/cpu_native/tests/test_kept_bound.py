@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from mini_infer_cpu_native import concat, gemm, plugins
+from mini_infer_cpu_native import concat, conv, gemm, pool
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -50,7 +50,7 @@ def test_kept_calls_bound_and_correct(monkeypatch: pytest.MonkeyPatch) -> None:
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     ctx = mi.load(model).create_execution_context()
     counts: dict[str, int] = {}
-    for cls in (plugins.Conv, gemm.Gemm, plugins.MaxPool, concat.Concat):
+    for cls in (conv.Conv, gemm.Gemm, pool.MaxPool, concat.Concat):
         real = cls.enqueue
 
         def counted(self: Any, *args: Any, _real: Any = real, _name: str = cls.__name__

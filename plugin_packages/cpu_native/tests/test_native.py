@@ -26,12 +26,14 @@ from mini_infer_cpu_native import (
     _pw,
     _winograd,
     activations,
+    conv,
     gemm,
-    plugins,
+    normalization,
+    pool,
     resize,
 )
 from mini_infer_cpu_native._act import act_isa
-from mini_infer_cpu_native.catalog import lazy_creators
+from mini_infer_cpu_native.catalog import NativeCreator, lazy_creators
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -84,11 +86,13 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     owners: dict[str, list[tuple[Any, str]]] = {
         "winograd_conv": [(_winograd, "winograd_calls")],
         "gemm_conv": [(_conv_gemm, "gemm_conv_calls")],
-        "im2col": [(plugins, "im2col"), (_conv_gemm, "im2col_call")],
+        "im2col": [(conv, "im2col"), (_conv_gemm, "im2col_call")],
         "gemm": [(_conv_gemm, "gemm_call")], "gemm_batch": [(_winograd, "gemm_batch_call")],
-        "dconv": [(_dconv, "dconv2d_call")], "pool2d": [(plugins, "pool2d_call")]}
+        "dconv": [(_dconv, "dconv2d_call")], "pool2d": [(pool, "pool2d_call")],
+        "dwconv2d": [(conv, "dwconv2d")], "bias_act": [(conv, "bias_act")],
+        "lrn": [(normalization, "lrn")], "scale_shift": [(normalization, "scale_shift")]}
     for name in count:
-        for owner, attr in owners.get(name, [(plugins, name)]):
+        for owner, attr in owners[name]:
             real = getattr(owner, attr)
 
             def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
@@ -339,7 +343,7 @@ def test_im2col_in_bands_writes_the_gemm_into_the_output(calls: dict[str, int],
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         gemm_path: str) -> None:
     """Columns over the budget go in bands of output rows (a short last band too)."""
-    monkeypatch.setattr(plugins.Conv, "row_budget", 3 * 1024)
+    monkeypatch.setattr(conv.Conv, "row_budget", 3 * 1024)
     monkeypatch.setattr(_conv_gemm, "BAND_BYTES", 3 * 1024)
     x = RNG.standard_normal((2, 3, 21, 19)).astype(np.float32)
     inits = {"w": (RNG.standard_normal((5, 3, 5, 5)) * 0.2).astype(np.float32),
@@ -569,10 +573,10 @@ def test_grouped_convolutions_run_winograd_group_by_group(
 
 
 def test_depthwise_convolutions_are_never_winograd() -> None:
-    conv = plugins.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32)
-    assert conv.get_tactics([(1, 32, 20, 20), (32, 1, 3, 3)]) == []
-    conv.set_tactic("winograd")
-    assert conv._wino_tile((1, 32, 20, 20), (32, 1, 3, 3), 4, 32) == 0
+    dw = conv.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32)
+    assert dw.get_tactics([(1, 32, 20, 20), (32, 1, 3, 3)]) == []
+    dw.set_tactic("winograd")
+    assert dw._wino_tile((1, 32, 20, 20), (32, 1, 3, 3), 4, 32) == 0
 
 
 def test_a_node_keeps_its_compiled_calls_while_its_arrays_stay(calls: dict[str, int],
@@ -640,18 +644,18 @@ def test_without_scratch_for_the_workers_the_caller_computes_alone(
 
 def test_an_unknown_tactic_is_refused() -> None:
     with pytest.raises(PluginInterfaceError, match="unknown tactic 'fast'"):
-        plugins.Conv("c").set_tactic("fast")
+        conv.Conv("c").set_tactic("fast")
 
 
 def test_tactics_are_offered_only_where_winograd_can_run() -> None:
-    conv = plugins.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-    assert conv.get_tactics([(1, 16, 20, 20), (16, 16, 3, 3)]) == ["winograd", "winograd4",
+    plain = conv.Conv("c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    assert plain.get_tactics([(1, 16, 20, 20), (16, 16, 3, 3)]) == ["winograd", "winograd4",
                                                                     "gemm"]
     # 4x4 tiles of 2x2 but only 2x2 of 4x4: no F(4x4)
-    assert conv.get_tactics([(1, 16, 8, 8), (16, 16, 3, 3)]) == ["winograd", "gemm"]
-    assert conv.get_tactics([(1, 16, 6, 6), (16, 16, 3, 3)]) == []  # 3x3 tiles: too few
-    assert conv.get_tactics([(1, 4, 20, 20), (16, 4, 3, 3)]) == []  # too few channels
-    strided = plugins.Conv("c", kernel_shape=[3, 3], strides=[2, 2])
+    assert plain.get_tactics([(1, 16, 8, 8), (16, 16, 3, 3)]) == ["winograd", "gemm"]
+    assert plain.get_tactics([(1, 16, 6, 6), (16, 16, 3, 3)]) == []  # 3x3 tiles: too few
+    assert plain.get_tactics([(1, 4, 20, 20), (16, 4, 3, 3)]) == []  # too few channels
+    strided = conv.Conv("c", kernel_shape=[3, 3], strides=[2, 2])
     assert strided.get_tactics([(1, 16, 20, 20), (16, 16, 3, 3)]) == []
 
 
@@ -688,8 +692,8 @@ def test_cases_without_a_compiled_kernel_go_to_cpu_basic(case: str,
 def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleType) -> None:
     from mini_infer_cpu_native import conv_transpose, matmul
 
-    kernels = [plugins.Conv, gemm.Gemm, plugins.MaxPool_1, plugins.MaxPool,
-               plugins.AveragePool, plugins.LRN, plugins.BatchNormalization]
+    kernels = [conv.Conv, gemm.Gemm, pool.MaxPool_1, pool.MaxPool,
+               pool.AveragePool, normalization.LRN, normalization.BatchNormalization]
     kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]
     from mini_infer_cpu_native import qelementwise, qlayout
@@ -745,7 +749,7 @@ def test_creators_pass_the_plugin_kit_and_outrank_cpu_basic(plugin_kit: ModuleTy
 
 
 def test_corrupt_serialized_data_names_this_distribution() -> None:
-    creator = plugins.NativeCreator(plugins.Conv, namespace=NAMESPACE)
+    creator = NativeCreator(conv.Conv, namespace=NAMESPACE)
     with pytest.raises(PluginInterfaceError, match=r"this plugin \(mini-infer-cpu-native\) reads"):
         creator.deserialize_plugin("n", b"\x09junk")
 

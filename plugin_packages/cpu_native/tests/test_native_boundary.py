@@ -447,7 +447,7 @@ def test_a_refusal_inside_a_plugin_fails_the_run_naming_the_node(
     """Should a plugin hand a wrapper a buffer too small (a bug), the run stops with a
     MiniInferError that names the node and the kernel's complaint, and nothing is overrun."""
     import onnx
-    from mini_infer_cpu_native import plugins
+    from mini_infer_cpu_native import normalization
     from onnx import TensorProto, helper
 
     import mini_infer_core
@@ -461,8 +461,8 @@ def test_a_refusal_inside_a_plugin_fails_the_run_naming_the_node(
                               ir_version=8)
     onnx.checker.check_model(model)
     session = mini_infer_core.InferenceSession(model, device="cpu")
-    real = plugins.lrn
-    monkeypatch.setattr(plugins, "lrn", lambda x, y, acc, *rest: real(x, y, acc[:1], *rest))
+    real = normalization.lrn
+    monkeypatch.setattr(normalization, "lrn", lambda x, y, acc, *rest: real(x, y, acc[:1], *rest))
     with pytest.raises(ExecutionError, match=r"norm1.*mi_lrn_f32: acc holds 1 floats"):
         session.run(None, {"x": _f(1, 6, 4, 4)})
 

@@ -193,6 +193,7 @@ class Builder:
         # plugins' choices cannot change between the two packs then)
         offers: dict[int, bool] | None = None if timing else {}
         engine = self._pack(state, done, tuned=False, collect=False, offers=offers)
+        timed = None
         if timing:
             # imported here: a build that times nothing (a one-off session's) never needs them
             from .format_timing import time_formats
@@ -210,7 +211,11 @@ class Builder:
         # the engine the timing ran and what its runs left in cycles go first, so that each
         # imported layout is freed as its packed one is made
         del engine
-        engine = self._pack(state, done, tuned=True, collect=release_network, offers=offers)
+        # formats chosen by timing: a node packed nothing for the format it had then (a
+        # blocked candidate keeps ONNX's order) is asked again for the one it has now, or its
+        # first run would pack its weights (SqueezeNet's 1x1 convolutions: ~10 ms, issue 30)
+        engine = self._pack(state, done, tuned=True, collect=release_network, offers=offers,
+                            again=timed is not None)
         state.info["memory_plan"] = plan(state)
         # the build time is logged, not kept: an engine file holds nothing that depends on
         # when, where or how fast it was built (reproducible builds)
@@ -221,10 +226,12 @@ class Builder:
 
     @staticmethod
     def _pack(state: BuildState, done: set[str], tuned: bool, collect: bool,
-              offers: dict[int, bool] | None = None) -> Engine:
+              offers: dict[int, bool] | None = None, again: bool = False) -> Engine:
         """Pack the constants of the nodes whose plugins offer tactics to time (``tuned``) or
         of the others (packing.py), and make the engine again. ``offers`` keeps each node's
-        answer (by ``id``) from one call to the next; None: asked again each time."""
+        answer (by ``id``) from one call to the next; None: asked again each time.
+        ``again``: also the other nodes none of whose constants is packed yet (their formats
+        may have changed since they were asked)."""
         state.engine = None
         if collect and state.info.get("tactics") and sum(
                 a.nbytes for a in state.kept_constants.values()) >= COLLECT_FROM:
@@ -232,7 +239,8 @@ class Builder:
         state.info["constants_packed"] += pack_constants(
             state.nodes, state.kept_constants, state.dims, state.types, state.output_names,
             also=[state.constants], packed=done,
-            which=lambda nd: _offers(nd, state, offers) is tuned)
+            which=lambda nd: _offers(nd, state, offers) is tuned or (
+                again and not any(n in done for n in nd.inputs)))
         return make_engine(state)
 
     # -- passes ---------------------------------------------------------------------------

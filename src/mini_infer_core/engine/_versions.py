@@ -9,7 +9,6 @@ mismatch names the core that made the file where its header can still be read.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from .._version import __version__
@@ -18,16 +17,23 @@ from ..errors import EngineFormatError
 __all__ = ["release", "check_producer", "producer_of", "format_advice"]
 
 _PRODUCER = "mini-infer-core "
-_RELEASE = re.compile(r"(\d+(?:\.\d+)*)")
 
 
 def release(version: str) -> tuple[int, ...] | None:
     """The numeric release of a version string (``"0.1.0.dev3"`` → ``(0, 1, 0)``), padded to
     three numbers; None when it does not start with one."""
-    m = _RELEASE.match(version.strip())
-    if m is None:
+    nums: tuple[int, ...] = ()
+    for part in version.strip().split("."):  # what (\d+(?:\.\d+)*) matches at the start
+        n = 0
+        while n < len(part) and part[n].isdecimal():
+            n += 1
+        if n == 0:
+            break
+        nums += (int(part[:n]),)
+        if n < len(part) or len(nums) == 8:
+            break
+    if not nums:
         return None
-    nums = tuple(int(x) for x in m.group(1).split(".")[:8])
     return nums + (0,) * (3 - len(nums))
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -54,7 +53,13 @@ class _Required:
 REQUIRED: Any = _Required()
 
 #: a class named like ``Clip_11`` implements ``Clip`` (from opset 11)
-_OPSET_SUFFIX = re.compile(r"_\d+$")
+
+
+def _unversioned(name: str) -> str:
+    r"""A class name without its opset suffix (``Softmax_13`` → ``Softmax``): what
+    ``re.sub(r"_\d+$", "", name)`` gives, without a pattern compiled at import."""
+    base, sep, tail = name.rpartition("_")
+    return base if sep and tail.isdecimal() else name
 #: serialized field marking an instance that turned data-dependent at build time
 _DATA_DEPENDENT = "__data_dependent__"
 
@@ -220,7 +225,7 @@ class OnnxPlugin(IPluginV2DynamicExt, EveryCapability):
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if not cls.__dict__.get("op_type"):
-            cls.op_type = _OPSET_SUFFIX.sub("", cls.__name__)
+            cls.op_type = _unversioned(cls.__name__)
         if not cls.__dict__.get("plugin_type"):
             cls.plugin_type = cls.op_type
 

@@ -17,6 +17,7 @@ nodes that make them return them (``IDataDependentShapes``), like data-dependent
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -139,12 +140,15 @@ ValueSpec = tuple[ValueKind, DataType | None, int | None]
 def spec_of(kind: ValueKind, dtype: DataType | None, dims: Sequence[Any]) -> ValueSpec:
     return kind, dtype, len(dims) if kind.ranked else None
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\(|\)|,|\[[^\]]*\])")
+@functools.cache
+def _token() -> re.Pattern[str]:
+    """The tokens of a type string (compiled when first read: an engine start reads none)."""
+    return re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\(|\)|,|\[[^\]]*\])")
 
 
 def parse_type_string(text: str) -> tuple[ValueKind, DataType | None, list[Dim] | None]:
     """What :meth:`ValueKind.type_string` wrote: the kind, element type and dimensions."""
-    tokens = [m.group(1) for m in _TOKEN.finditer(text)]
+    tokens = [m.group(1) for m in _token().finditer(text)]
     if "".join(tokens) != "".join(text.split()):
         raise ValueError(f"not a type: {text!r}")
     pos = 0

@@ -1,4 +1,4 @@
-"""Conv's geometry (the first of its layers, :mod:`.plugins`): the window, and float32 1-D
+"""Conv's geometry (the first of its layers, :mod:`.conv`): the window, and float32 1-D
 convolutions run as 2-D ones of height 1 (their attributes, shapes and arrays lifted); and
 the small predicates and bounds the other layers share."""
 

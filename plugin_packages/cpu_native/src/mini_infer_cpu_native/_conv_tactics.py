@@ -1,4 +1,4 @@
-"""Which compiled path a Conv takes (its second layer, :mod:`.plugins`): direct (narrow
+"""Which compiled path a Conv takes (its second layer, :mod:`.conv`): direct (narrow
 groups, :mod:`._dconv`; short products, :mod:`._pw`), Winograd (:mod:`._winograd`, timed
 against the GEMM as the builder's tactics), the compiled GEMM (:mod:`._conv_gemm`,
 :mod:`._tap_gemm`) or cpu_basic's; and the workspace that path needs."""

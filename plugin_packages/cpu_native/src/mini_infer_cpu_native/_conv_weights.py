@@ -1,5 +1,5 @@
 """How a Conv's weights are stored and what is derived from them (its third layer,
-:mod:`.plugins`): packed by the build for the compiled GEMM (``__wpacked__``) or kept as ONNX
+:mod:`.conv`): packed by the build for the compiled GEMM (``__wpacked__``) or kept as ONNX
 stores them, and made once per weight array: GEMM panels, each tap's panels, Winograd's
 transformed weights, ONNX's order again where a packed W meets a path that reads it so, and
 the weights of the taps that read the input (a dilated kernel's outer taps that read only

@@ -18,7 +18,7 @@ __all__ = ["NativeCreator", "lazy_creators"]
 
 class NativeCreator(CpuCreator):
     """cpu_basic's serialized form (format tag + fields); the plugins name this
-    distribution in errors (``package``, set at the end of :mod:`.plugins`). Defined here so
+    distribution in errors (``package``, set at the end of each kernel module). Defined here so
     that listing plugins imports no kernel module (nor NumPy)."""
 
 

@@ -2,7 +2,7 @@
 
 The class is the cpu_basic plugin (same fields, fusions, shape inference and serialized form)
 whose ``compute`` takes the compiled kernel when the case is one it has and hands anything
-else to the NumPy kernel it inherits (see :mod:`.plugins`). A module of its own so that an
+else to the NumPy kernel it inherits (see :mod:`.conv`). A module of its own so that an
 engine with a Gemm and no convolution imports neither cpu_basic's convolution, pooling and
 normalization modules nor their compiled helpers (issue 30).
 """

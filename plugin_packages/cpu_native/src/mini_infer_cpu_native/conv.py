@@ -1,14 +1,15 @@
-"""cpu_basic's Conv, MaxPool, AveragePool, LRN and BatchNormalization with their float32
-NCHW cases compiled (Gemm: :mod:`.gemm`).
+"""cpu_basic's Conv with its float32 NCHW cases compiled: the run of the compiled calls
+(:mod:`._conv_geometry`, :mod:`._conv_tactics` and :mod:`._conv_weights` are its layers).
 
-Each class is the cpu_basic plugin (same fields, fusions, shape inference and serialized
-form) whose ``compute`` takes the compiled kernel when the case is one it has
-(:mod:`._native`) and hands anything else (float64, 1-D/3-D, arrays that are not contiguous
-or aligned, grouped convolutions on a CPU without AVX-512, MaxPool's Indices) to the NumPy
-kernel it inherits. The wrappers of :mod:`._native` check every array again before a call;
-one they refuse here (a bug) fails the run with the node named (the engine wraps it in an
-``ExecutionError``), never a read or write past an array. Engines built with these plugins
-name this distribution, so loading them needs it installed.
+A module of its own, like :mod:`.pool`, :mod:`.normalization` and :mod:`.gemm`, so that an
+engine imports the kernels it names and not its neighbours' (issue 30). The class is the
+cpu_basic plugin (same fields, fusions, shape inference and serialized form) whose ``compute``
+takes the compiled kernel when the case is one it has (:mod:`._native`) and hands anything
+else (float64, 3-D, arrays that are not contiguous or aligned, grouped convolutions on a CPU
+without AVX-512) to the NumPy kernel it inherits. The wrappers of :mod:`._native` check every
+array again before a call; one they refuse here (a bug) fails the run with the node named (the
+engine wraps it in an ``ExecutionError``), never a read or write past an array. Engines built
+with these plugins name this distribution, so loading them needs it installed.
 """
 
 from __future__ import annotations
@@ -17,19 +18,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
-from mini_infer_cpu_plugins.ops import normalization as _norm
-from mini_infer_cpu_plugins.ops import pool as _pool
 from mini_infer_cpu_plugins.toolkit import blas_available as available
 from mini_infer_cpu_plugins.toolkit import blas_gemm
 from numpy.typing import NDArray
-
-from mini_infer_core.plugin import shapes
 
 from . import _conv_gemm, _dconv, _pw, _tap_gemm, _winograd
 from ._conv_extra import ACTS, act_after, act_code
 from ._conv_geometry import bounds, depthwise
 from ._conv_weights import ConvWeights
-from ._kept import KeptCalls
 from ._native import (
     NO_ACT,
     Act,
@@ -38,18 +34,12 @@ from ._native import (
     dwconv2d,
     dwconv2d_work,
     im2col,
-    lrn,
-    pool2d_call,
-    pool2d_work,
     run_calls,
-    scale_shift,
     usable,
 )
-from .blocked import BlockedAffine, BlockedConv, BlockedPool
-from .catalog import NativeCreator
+from .blocked import BlockedConv
 
-__all__ = ["LRN", "AveragePool", "BatchNormalization", "Conv", "MaxPool", "MaxPool_1",
-           "NativeCreator"]
+__all__ = ["Conv"]
 
 Array = NDArray[Any]
 
@@ -232,104 +222,5 @@ class Conv(BlockedConv, ConvWeights):
             np.copyto(out, dst)
 
 
-class _CompiledPool(BlockedPool, KeptCalls):
-    """2-D float32 max/average pooling without Indices, compiled; the rest is cpu_basic's."""
-
-    kind: str
-    attrs: dict[str, Any]
-    scratch: Any
-
-    #: the arrays of the last run and its call, run again while they are the same objects
-    _calls: tuple[tuple[Any, ...], list[Call]] | None = None
-
-    def compute(self, x: Array, *, out: Any, **attrs: Any) -> None:
-        kept = self._calls
-        if kept is not None and kept[0][0] is x and kept[0][1] is out:
-            run_calls(kept[1])  # an engine's arena views: the same call (~15 us less)
-            return
-        if self._blocked_pool(x, out, self.kind == "avg"):  # blocked (NCHWc): blocked.py
-            return
-        if isinstance(out, tuple) or x.ndim != 4 or not usable(x, out):
-            super().compute(x, out=out, **attrs)  # type: ignore[misc]
-            return
-        key = ("native", x.shape)
-        geo = self.scratch.get(key)
-        if geo is None:
-            win = shapes.window_from_attrs(self.op_type, 2, self.attrs)  # type: ignore[attr-defined]
-            g = shapes.resolve(x.shape[2:], win)
-            geo = self.scratch.put(key, (
-                (int(win.kernel[0]), int(win.kernel[1])), (win.strides[0], win.strides[1]),
-                (win.dilations[0], win.dilations[1]), (g.begin[0], g.begin[1]),
-                (g.end[0], g.end[1])))
-        work = self.scratch.buffer("native", (pool2d_work(x.shape[2], x.shape[3], *out.shape[2:]),),
-                                   np.float32)
-        kernel, strides, dilations, begin, end = geo
-        calls = [pool2d_call(x, out, work, kernel, strides, dilations, begin, end,
-                             average=self.kind == "avg",
-                             include_pad=bool(self.attrs.get("count_include_pad", 0)))]
-        self._calls = ((x, out), calls)
-        run_calls(calls)
-
-
-class MaxPool_1(_CompiledPool, _pool.MaxPool_1):  # noqa: N801
-    op_type = "MaxPool"
-
-
-class MaxPool(_CompiledPool, _pool.MaxPool):
-    pass
-
-
-class AveragePool(_CompiledPool, _pool.AveragePool):
-    pass
-
-
-class LRN(_norm.LRN):
-    """float32: one compiled pass per channel (its window's squares summed afresh, the power
-    by square roots for beta 0.75 and 0.5); float64 is cpu_basic's."""
-
-    def compute(self, x: Array, *, out: Array, alpha: float, beta: float, bias: float,
-                size: int) -> None:
-        if x.ndim < 2 or not usable(x, out):
-            super().compute(x, out=out, alpha=alpha, beta=beta, bias=bias, size=size)
-            return
-        acc = self.scratch.buffer("native", (max(1, x.size // max(x.shape[0] * x.shape[1], 1)),),
-                                  np.float32)
-        lrn(x, out, acc, int(size), float(alpha), float(beta), float(bias))
-
-
-class BatchNormalization(BlockedAffine, _norm.BatchNormalization):
-    """Inference, float32, contiguous, per channel: ``x * a + b`` and the fused Relu in one
-    compiled pass (cpu_basic: two or three NumPy passes), or blocked where the builder chose
-    the blocked format (:class:`.blocked.BlockedAffine`); the rest is cpu_basic's."""
-
-    def compute(self, x: Array, scale: Array, bias: Array, mean: Array, var: Array, *,
-                out: Any, epsilon: float, training_mode: int = 0, __relu__: int = 0,
-                **kw: Any) -> None:
-        if self._block() and not training_mode:
-            key = (x, out, scale, bias, mean, var)
-            kept = self._calls
-            if kept is not None and all(p is q for p, q in zip(kept[0], key, strict=True)):
-                run_calls(kept[1])  # the same arrays (and read-only weights): the same call
-                return
-            a, b = self._folded((scale, bias, mean, var), epsilon, np.float32)
-            calls = self._affine_calls(x, a, b, out, bool(__relu__))
-            if calls is not None:
-                if any(w.flags.writeable for w in key[2:]):  # weights computed: fold again
-                    run_calls(calls)
-                else:
-                    self._run_blocked(key, calls)
-                return
-        super().compute(x, scale, bias, mean, var, out=out, epsilon=epsilon,
-                        training_mode=training_mode, __relu__=__relu__, **kw)
-
-    @staticmethod
-    def _per_channel(x: Array, a: Array, b: Array, out: Array, relu: bool) -> None:
-        if not usable(x, a, b, out) or x.ndim < 2:
-            _norm.BatchNormalization._per_channel(x, a, b, out, relu)
-            return
-        scale_shift(x, out, a, b, 0.0 if relu else -np.inf, np.inf)
-
-
 # errors about serialized data name this distribution (the layout is cpu_basic's)
-for _cls in (Conv, MaxPool_1, MaxPool, AveragePool, LRN, BatchNormalization):
-    _cls.package = "mini-infer-cpu-native"
+Conv.package = "mini-infer-cpu-native"
