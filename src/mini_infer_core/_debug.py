@@ -71,6 +71,13 @@ class LazyLogger:
         if self._logger is not None or "logging" in sys.modules:
             self._real().info(msg, *args, stacklevel=2, **kwargs)
 
+    def debugging(self) -> bool:
+        """Whether a DEBUG record would be emitted: what a caller asks before making an
+        argument that costs (a node's description, for every node of a load)."""
+        if self._logger is None and "logging" not in sys.modules:
+            return False
+        return bool(self._real().isEnabledFor(10))  # logging.DEBUG
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
 

@@ -69,10 +69,10 @@ class ExecutionContext(PlannedRuns):
         self.stream = self.streams[self.device.name]
         self._stream_list = list(self.streams.values())
         self._lock = threading.Lock()
-        self.plugins = []
-        for node in engine.nodes:
-            self.plugins.append(adapter.clone(node.plugin))
-            log.debug("construct %s (clone for context)", node.describe())
+        self.plugins = [adapter.clone(node.plugin) for node in engine.nodes]
+        if log.debugging():
+            for node in engine.nodes:
+                log.debug("construct %s (clone for context)", node.describe())
         # constants live on every device that reads them
         self._constants: dict[str, dict[str, Any]] = {d: {} for d in self.devices}
         for node in engine.nodes:

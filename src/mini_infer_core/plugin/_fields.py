@@ -196,6 +196,38 @@ def _bad(msg: str) -> PluginFieldsError:
     return PluginFieldsError(f"corrupt plugin fields: {msg}")
 
 
+def _checked_types(name: str, type_value: Any, dtype_str: Any
+                   ) -> tuple[PluginFieldType, np.dtype[Any]]:
+    """A row's field type and element type, checked against each other (cached by their
+    spellings: an engine's hundreds of fields have a handful of them)."""
+    key = (type_value, dtype_str) if isinstance(type_value, str) and isinstance(
+        dtype_str, str) else None
+    found = _TYPES.get(key) if key is not None else None
+    if found is not None:
+        return found
+    import numpy as np
+    try:
+        ftype = PluginFieldType(type_value)
+        dtype = np.dtype(dtype_str)
+    except Exception as exc:  # noqa: BLE001 - numpy's dtype parser raises many kinds
+        raise _bad(f"field {name!r}: {type(exc).__name__}: {exc}") from None
+    if dtype.kind not in _KINDS or dtype.shape != () or dtype.names is not None or \
+            dtype.itemsize == 0:
+        raise _bad(f"field {name!r}: element type {dtype.str!r} is not allowed")
+    if ftype is PluginFieldType.GRAPH and dtype != np.uint8:
+        raise _bad(f"field {name!r}: a graph is bytes (uint8, one axis)")
+    if ftype not in (PluginFieldType.CHAR, PluginFieldType.GRAPH, PluginFieldType.UNKNOWN) \
+            and dtype.name != ftype.value:
+        raise _bad(f"field {name!r}: type {ftype.value} holds {dtype.str}")
+    if key is not None:
+        _TYPES[key] = (ftype, dtype)
+    return ftype, dtype
+
+
+#: (type, dtype) spellings of table rows already checked -> their field and element types
+_TYPES: dict[tuple[str, str], tuple[PluginFieldType, np.dtype[Any]]] = {}
+
+
 def _entry(e: Any, body: bytes) -> PluginField:
     """One row of the table, checked against the data it points at."""
     import numpy as np
@@ -204,14 +236,7 @@ def _entry(e: Any, body: bytes) -> PluginField:
     name = e.get("name")
     if not isinstance(name, str):
         raise _bad(f"a field name is {type(name).__name__}, not a string")
-    try:
-        ftype = PluginFieldType(e.get("type"))
-        dtype = np.dtype(e.get("dtype"))
-    except Exception as exc:  # noqa: BLE001 - numpy's dtype parser raises many kinds
-        raise _bad(f"field {name!r}: {type(exc).__name__}: {exc}") from None
-    if dtype.kind not in _KINDS or dtype.shape != () or dtype.names is not None or \
-            dtype.itemsize == 0:
-        raise _bad(f"field {name!r}: element type {dtype.str!r} is not allowed")
+    ftype, dtype = _checked_types(name, e.get("type"), e.get("dtype"))
     shape, start, n = e.get("shape"), e.get("offset"), e.get("nbytes")
     if not isinstance(shape, list) or len(shape) > _MAX_NDIM or not all(
             type(d) is int and d >= 0 for d in shape):
@@ -225,15 +250,13 @@ def _entry(e: Any, body: bytes) -> PluginField:
         size *= d
     if size * dtype.itemsize != n:
         raise _bad(f"field {name!r}: {n} bytes do not hold a {shape} array of {dtype.str}")
-    if not isinstance(e.get("tensor"), bool):
+    tensor = e.get("tensor")
+    if not isinstance(tensor, bool):
         raise _bad(f"field {name!r}: 'tensor' is not true or false")
-    if ftype is PluginFieldType.GRAPH and (dtype != np.uint8 or len(shape) != 1):
+    if ftype is PluginFieldType.GRAPH and len(shape) != 1:
         raise _bad(f"field {name!r}: a graph is bytes (uint8, one axis)")
     if ftype is PluginFieldType.CHAR and size and dtype.kind not in "SU":
         raise _bad(f"field {name!r}: a string field holds {dtype.str}")
-    if ftype not in (PluginFieldType.CHAR, PluginFieldType.GRAPH, PluginFieldType.UNKNOWN) \
-            and dtype.name != ftype.value:
-        raise _bad(f"field {name!r}: type {ftype.value} holds {dtype.str}")
     arr = np.frombuffer(body, dtype=dtype, count=size, offset=start).reshape(shape).copy() \
         if size else np.zeros(shape, dtype)
     if dtype.kind == "S":
@@ -243,7 +266,7 @@ def _entry(e: Any, body: bytes) -> PluginField:
                 bytes(item).decode()
         except UnicodeDecodeError as exc:
             raise _bad(f"field {name!r}: a string is not UTF-8 ({exc})") from None
-    return PluginField(name, arr, ftype, e["tensor"])
+    return PluginField(name, arr, ftype, tensor)
 
 
 def decode_fields(data: bytes | bytearray | memoryview) -> PluginFieldCollection:

@@ -158,7 +158,8 @@ class Runtime:
                            nd["device"], plugin, p["name"], p["version"], p["namespace"],
                            p.get("distribution"), p.get("distribution_version"),
                            tuple(nd["inputs"]), tuple(nd["outputs"]))
-        log.debug("construct %s (deserialized)", enode.describe())
+        if log.debugging():
+            log.debug("construct %s (deserialized)", enode.describe())
         return enode
 
 
