@@ -163,6 +163,29 @@ def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Pa
     assert not found["threadpoolctl"]
 
 
+def test_a_convolution_engine_imports_no_pooling_or_normalization(tmp_path: Path) -> None:
+    """A Conv + Relu engine (the compiled Conv: cpu-native's ``conv`` module) imports the
+    convolution family, not the pooling and normalization ones that once shared its module
+    (cpu-native's ``plugins``, with cpu_basic's pool and normalization modules and their
+    schemas under them: issue 30)."""
+    why = _native_usable()
+    if why is not None:
+        pytest.skip(f"the compiled Conv is what this engine names: {why}")
+    rng = np.random.default_rng(4)
+    w = numpy_helper.from_array((rng.standard_normal((16, 8, 3, 3)) * 0.2).astype(np.float32),
+                                "w")
+    model = _model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                    helper.make_node("Relu", ["c"], ["y"])], [1, 8, 12, 12], [1, 16, 12, 12],
+                   [w])
+    engine = _build(model, tmp_path / "conv.engine")
+    x = rng.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-5)
+    assert "mini_infer_cpu_native.conv" in found["families"], found["families"]
+    unwanted = [m for m in found["families"] if m.rsplit(".", 1)[1] in ("pool", "normalization")]
+    assert unwanted == [], found["families"]
+
+
 #: what opening an engine from a valid discovery cache no longer imports (issue 30): pluggy
 #: (hooks called directly), importlib.metadata (the cache), logging (until something else
 #: imports it), dataclasses and with it inspect's users (``_record``), concurrent.futures,

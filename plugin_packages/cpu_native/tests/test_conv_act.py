@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import pytest
 from conv_epilogues import ACTIVATIONS, epilogue, ort_y, run_twice
-from mini_infer_cpu_native import NAMESPACE, _act, _conv_gemm, _dconv, _winograd, plugins
+from mini_infer_cpu_native import NAMESPACE, _act, _conv_gemm, _dconv, _winograd, conv
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -42,7 +42,7 @@ class _Counts:
 def ran(count_calls: Callable[[Any, str, str], dict[str, int]]) -> _Counts:
     return _Counts([count_calls(module, name, key) for module, name, key in (
         (_dconv, "dconv2d_call", "dconv"), (_conv_gemm, "gemm_conv_calls", "gemm"),
-        (_winograd, "winograd_calls", "winograd"), (plugins, "dwconv2d", "dwconv2d"))])
+        (_winograd, "winograd_calls", "winograd"), (conv, "dwconv2d", "dwconv2d"))])
 
 
 def _model(xshape: tuple[int, ...], m: int, group: int, kernel: tuple[int, int],

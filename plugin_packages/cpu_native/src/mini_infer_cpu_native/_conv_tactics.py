@@ -6,7 +6,7 @@ against the GEMM as the builder's tactics), the compiled GEMM (:mod:`._conv_gemm
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -79,8 +79,27 @@ class ConvTactics(ConvGeometry):
             return _conv_gemm.buffers(xshape, wshape, plan)
         return super()._layout(xshape, wshape, itemsize, group)
 
+    #: the answers of :meth:`_direct` and :meth:`_wino_tile` by their arguments (and what
+    #: else they read: the tactic, the CPU's kernels): a plan asks them again and again for
+    #: each convolution (Inception's first run asked ~750 times, a few ms)
+    _paths: dict[tuple[object, ...], int] | None = None
+
+    def _memo(self, key: tuple[object, ...], work: Callable[[], int]) -> int:
+        if self._paths is None:
+            self._paths = {}
+        found = self._paths.get(key)
+        if found is None:
+            found = self._paths[key] = work()
+        return found
+
     def _direct(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
                 group: int) -> bool:
+        return bool(self._memo(("direct", tuple(xshape), tuple(wshape), itemsize, group,
+                                act_isa()),
+                               lambda: int(self._direct_now(xshape, wshape, itemsize, group))))
+
+    def _direct_now(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                    group: int) -> bool:
         """float32 2-D convolutions of narrow groups (RegNet's groups of 8, depthwise ones:
         3x3 ones only where its AVX2 kernels run, the depthwise kernel of ``_kernels.c``
         doing their nine taps in one pass otherwise): summed directly (:mod:`._dconv`),
@@ -116,6 +135,12 @@ class ConvTactics(ConvGeometry):
                    group: int) -> int:
         """The Winograd output tile size this convolution runs (0: it does not)."""
         tactic = self.hidden.get("__tactic__") or ""
+        return self._memo(("wino", tuple(xshape), tuple(wshape), itemsize, group, tactic,
+                           act_isa()),
+                          lambda: self._wino_now(xshape, wshape, itemsize, group, tactic))
+
+    def _wino_now(self, xshape: tuple[int, ...], wshape: tuple[int, ...], itemsize: int,
+                  group: int, tactic: str) -> int:
         if len(xshape) != 4 or itemsize != 4 or tactic == "gemm" or self._direct(
                 xshape, wshape, itemsize, group):
             return 0
