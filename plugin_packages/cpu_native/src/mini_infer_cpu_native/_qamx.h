@@ -110,6 +110,51 @@ Q_AMX static void q_amx_16x32(const uint8_t *a, long lda, const int8_t *b0, cons
     _tile_stored(1, acc1, 64);
 }
 
+/* the epilogue of `rows` rows (sums in t, QNB apart; row sums 8 a panel in rs) of the 16
+ * columns from j0, from row i0: q_epi_512's operations in its order (so the same bits), the
+ * column vectors loaded once and the output's kind chosen once for all the rows */
+Q_AVX512VNNI static void q_amx_epi(const qjob *g, const int32_t *t, long rows, long i0,
+                                   const int32_t *const *rs, long j0) {
+    const __m512i ct = _mm512_loadu_si512((const void *)(g->colterm + j0));
+    const __m512i zb = g->zb_step ? _mm512_loadu_si512((const void *)(g->zb + j0))
+                                  : _mm512_set1_epi32(g->zb[0]);
+    const int sums = g->rowsums;
+#define Q_AMX_SUMS(r)                                                                            __m512i v = _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + (r) * QNB)), ct);          if (sums) {                                                                                      const int32_t s_ = rs[(r) / QMR_MAX][(r) % QMR_MAX];                                          v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(s_)));                  }
+    if (g->out == MI_Q_INT32) {
+        for (long r = 0; r < rows; r++) {
+            Q_AMX_SUMS(r);
+            _mm512_storeu_si512((void *)((int32_t *)g->c + (i0 + r) * g->ldc + j0), v);
+        }
+        return;
+    }
+    const __m512 m = g->mult_step ? _mm512_loadu_ps(g->mult + j0) : _mm512_set1_ps(g->mult[0]);
+    if (g->out == MI_Q_FLOAT) {
+        const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+        const __m512 bias = g->bias ? _mm512_loadu_ps(g->bias + j0) : _mm512_setzero_ps();
+        const int add = g->bias != NULL;
+        for (long r = 0; r < rows; r++) {
+            Q_AMX_SUMS(r);
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), m);
+            if (add) f = _mm512_add_ps(f, bias);
+            f = _mm512_min_ps(hi, _mm512_max_ps(lo, f));
+            _mm512_storeu_ps((float *)g->c + (i0 + r) * g->ldc + j0, f);
+        }
+        return;
+    }
+    const __m512 lo = _mm512_set1_ps(g->lo - (float)g->zy),
+                 hi = _mm512_set1_ps(g->hi - (float)g->zy);
+    const __m512i zy = _mm512_set1_epi32(g->zy);
+    for (long r = 0; r < rows; r++) {
+        Q_AMX_SUMS(r);
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), m);
+        f = _mm512_min_ps(hi, _mm512_max_ps(lo, f));
+        __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+        _mm_storeu_si128((__m128i *)((uint8_t *)g->c + (i0 + r) * g->ldc + j0),
+                         _mm512_cvtepi32_epi8(q));
+    }
+#undef Q_AMX_SUMS
+}
+
 /* rows [r0, r0 + 8 * panels) of the block (panels ip.. of 8 rows, each whole, their rows
  * evenly spaced: a part's buffer or the matrix in place) times the full column pair jq:
  * tiles over K's whole chunks, micro_512_8 for K's last quads and tail, then the epilogue */
@@ -125,17 +170,18 @@ static void q_amx_group(const qjob *g, long ip, long panels, const uint8_t *a, l
     } else {
         q_amx_16x32(a, lda, b0, b1, nc, acc[0], acc[1]);
     }
-    for (long p = 0; p < panels; p++) {
-        const uint8_t *ap = a + p * QMR_MAX * lda;
-        for (int h = 0; h < 2; h++) {
-            int32_t *t = acc[h] + p * QMR_MAX * QNB;
-            const int8_t *b = h ? b1 : b0;
-            if (g->kq > qa) micro_512_8(ap + 4 * qa, lda, b + qa * 64, g->kq - qa, t);
-            if (g->btail) micro_512_8(ap + 4 * g->kq, lda, g->btail + (jp + h) * 64, 1, t);
-            for (long r = 0; r < QMR_MAX; r++)
-                q_epi_512(g, t + r * QNB, (ip + p) * QMR_MAX + r, rs[p][r], j0 + h * QNB);
+    if (g->kq > qa || g->btail)
+        for (long p = 0; p < panels; p++) {
+            const uint8_t *ap = a + p * QMR_MAX * lda;
+            for (int h = 0; h < 2; h++) {
+                int32_t *t = acc[h] + p * QMR_MAX * QNB;
+                const int8_t *b = h ? b1 : b0;
+                if (g->kq > qa) micro_512_8(ap + 4 * qa, lda, b + qa * 64, g->kq - qa, t);
+                if (g->btail) micro_512_8(ap + 4 * g->kq, lda, g->btail + (jp + h) * 64, 1, t);
+            }
         }
-    }
+    for (int h = 0; h < 2; h++)
+        q_amx_epi(g, acc[h], panels * QMR_MAX, ip * QMR_MAX, rs, j0 + h * QNB);
 }
 #else
 #define Q_HAVE_AMX 0
