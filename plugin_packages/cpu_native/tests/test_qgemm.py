@@ -170,7 +170,7 @@ def test_qlinear_matmul_matches_onnxruntime_exactly(
     assert compiled["products"] == 2
 
 
-@pytest.mark.parametrize("m,k,n", [(16, 64, 32), (48, 200, 70), (130, 1030, 64),
+@pytest.mark.parametrize("m,k,n", [(16, 64, 32), (48, 200, 70), (130, 1030, 64), (40, 32, 64),
                                    (72, 384, 96)])
 @pytest.mark.parametrize("b_zero", ["zero", "column"])
 @pytest.mark.parametrize("out", ["int32", "u8"])
@@ -180,7 +180,8 @@ def test_whole_row_groups_match_onnxruntime_exactly(isa: str, compiled: dict[str
     """Shapes the AMX level runs by tiles (groups of 16 and 32 whole rows, full column pairs,
     K of whole 64-byte chunks with and without last quads and a k % 4 tail) and around them
     (rows and columns left to the AVX-512 VNNI tiles): uint8 A read in place where B's zero
-    point is 0, copied with its row sums where it is per column; MatMulInteger and
+    point is 0, copied with its row sums where it is per column; K under 64 left to the VNNI
+    tiles; MatMulInteger and
     QLinearMatMul's requantized bytes as onnxruntime's, bit for bit."""
     a, b = _ints(U8, m, k), _ints(S8, k, n)
     zb = np.zeros((), np.int8) if b_zero == "zero" else _zero(S8, "column", n)

@@ -9,11 +9,11 @@
  * (in place, or from a part's buffer), 64 bytes of K a tile row, `lda` bytes apart.
  *
  * The level runs the AVX-512 VNNI code everywhere (rows, panels, the fused requantizing
- * tiles) except where a part has 16 or 32 whole rows (2 or 4 full row panels in a row) and
- * a full column pair: those sums are made by tdpbusd over K's whole 64-byte chunks, K's last
- * quads (fewer than 16, and B's padded k % 4 tail) added by micro_512_8, then the same
- * epilogue (q_epi_512) as every level, row by row from the stored tiles. The sums are exact
- * int32, so the results are bit-identical to every other level's.
+ * tiles) except where a part has 16 or 32 whole rows (2 or 4 full row panels in a row), a
+ * full column pair and K of 64 or more: those sums are made by tdpbusd over K's whole 64-byte
+ * chunks, K's last quads (fewer than 16, and B's padded k % 4 tail) added by micro_512_8,
+ * then q_epi_512's epilogue over the stored tiles (q_amx_epi: the same operations). The sums
+ * are exact int32, so the results are bit-identical to every other level's.
  *
  * The OS must grant the process the tile data state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM,
  * once); the level is only chosen where that succeeds. Each part loads the tile
@@ -157,15 +157,14 @@ Q_AVX512VNNI static void q_amx_epi(const qjob *g, const int32_t *t, long rows, l
 
 /* rows [r0, r0 + 8 * panels) of the block (panels ip.. of 8 rows, each whole, their rows
  * evenly spaced: a part's buffer or the matrix in place) times the full column pair jq:
- * tiles over K's whole chunks, micro_512_8 for K's last quads and tail, then the epilogue */
+ * tiles over K's whole chunks (one at least), micro_512_8 for K's last quads and tail, then
+ * the epilogue */
 static void q_amx_group(const qjob *g, long ip, long panels, const uint8_t *a, long lda,
                         const int32_t *const *rs, long jq) {
     int32_t acc[2][32 * QNB];
     const long jp = 2 * jq, j0 = jp * QNB, nc = g->kq / 16, qa = nc * 16;
     const int8_t *b0 = g->bp + j0 * g->k, *b1 = g->bp + (j0 + QNB) * g->k;
-    if (nc == 0) {
-        memset(acc, 0, sizeof acc);
-    } else if (panels == 4) {
+    if (panels == 4) {
         q_amx_32x32(a, lda, b0, b1, nc, acc[0], acc[1]);
     } else {
         q_amx_16x32(a, lda, b0, b1, nc, acc[0], acc[1]);

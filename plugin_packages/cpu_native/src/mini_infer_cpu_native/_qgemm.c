@@ -1034,7 +1034,9 @@ static void q_part_amx(const qjob *g, long p0, long p1, long q0, long q1, const 
     q_amx_begin();
     for (long jq = q0; jq < q1; jq++) {
         long ip = p0;
-        while ((2 * jq + 2) * QNB <= g->n && ip < p1) {
+        /* K under one chunk (a mobile network's 1x1 layers of 16-48 channels): the VNNI
+         * tiles, which requantize in registers */
+        while (g->kq >= 16 && (2 * jq + 2) * QNB <= g->n && ip < p1) {
             const long panels = ip + 4 <= p1 && (ip + 4) * g->mr <= g->m   ? 4
                                 : ip + 2 <= p1 && (ip + 2) * g->mr <= g->m ? 2
                                                                            : 0;
