@@ -439,7 +439,7 @@ __all__ += ["QGapArgs"]
 class QQuantArgs(ctypes.Structure):
     """mi_qquant_args (_qquant.c)"""
     _fields_ = (_fields(_P, "x y") + _fields(_L, "n c hw") + _fields(_F, "scale")
-                + _fields(_I, "zp is_signed hwc"))
+                + _fields(_I, "zp is_signed hwc") + _fields(_P, "scales zps"))
 
 
 STRUCTS["mi_qquant_args"] = QQuantArgs

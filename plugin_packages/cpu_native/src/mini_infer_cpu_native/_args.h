@@ -469,13 +469,17 @@ typedef struct mi_qgap_args {
 } mi_qgap_args;
 
 /* QuantizeLinear per tensor of float32 x (n, c, hw) into uint8 or int8 y (is_signed), NCHW or
- * NHWC (hwc: y (n, hw, c)): y = sat(rint(x / scale) + zp): mi_qquant_f32 (_qquant.c) */
+ * NHWC (hwc: y (n, hw, c)): y = sat(rint(x / scale) + zp): mi_qquant_f32 (_qquant.c); per
+ * channel where `scales` is set (NCHW only: channel ch's plane by scales[ch] and zps[ch],
+ * which then replace scale and zp) */
 typedef struct mi_qquant_args {
     const float *x;
     void *y;
     long n, c, hw;
     float scale;
     int zp, is_signed, hwc;
+    const float *scales;
+    const int *zps;
 } mi_qquant_args;
 
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */

@@ -8,7 +8,9 @@
  * even in the default rounding mode, the zero point added, then the clamp to the type's range;
  * the conversion truncates an integral value), so the bytes are the same. NHWC: a tile of
  * pixels is quantized channel by channel into a buffer (the loop vectorizes), then its bytes
- * interleaved. Shared out on the pool by (image, tile of pixels) from 64 KiB of x on. */
+ * interleaved. Shared out on the pool by (image, tile of pixels) from 64 KiB of x on. Per
+ * channel (NCHW, a scale and zero point per channel: NNCF's activations after a per-channel
+ * ReLU6): the same pass per plane, one call for the tensor, by runs of 16 Ki values. */
 
 #include <math.h>
 #include <stdint.h>
@@ -37,12 +39,21 @@ CLONES static void qq_s8(const float *x, int8_t *y, long n, float s, float z) {
     }
 }
 
-static void qq_run(const mi_qquant_args *a, const float *x, uint8_t *y, long n) {
+static void qq_run_sz(const mi_qquant_args *a, const float *x, uint8_t *y, long n, float s,
+                      int zp) {
     if (a->is_signed)
-        qq_s8(x, (int8_t *)y, n, a->scale, (float)a->zp);
+        qq_s8(x, (int8_t *)y, n, s, (float)zp);
     else
-        qq_u8(x, y, n, a->scale, (float)a->zp);
+        qq_u8(x, y, n, s, (float)zp);
 }
+
+static void qq_run(const mi_qquant_args *a, const float *x, uint8_t *y, long n) {
+    qq_run_sz(a, x, y, n, a->scale, a->zp);
+}
+
+/* per channel: runs of QQ_RUN values within each (image, channel) plane */
+#define QQ_RUN 16384L
+static long qq_runs(const mi_qquant_args *a) { return a->hw ? (a->hw + QQ_RUN - 1) / QQ_RUN : 0; }
 
 /* pixels per NHWC tile */
 static long qq_tile(const mi_qquant_args *a) {
@@ -53,6 +64,15 @@ static long qq_tile(const mi_qquant_args *a) {
 /* units [u0, u1): NCHW, runs of 16 KiB of the flat tensor; NHWC, (image, tile) */
 static void qq_units(const mi_qquant_args *a, long u0, long u1) {
     const long chw = a->c * a->hw;
+    if (a->scales) {
+        const long runs = qq_runs(a);
+        for (long u = u0; u < u1; u++) {
+            const long plane = u / runs, i0 = u % runs * QQ_RUN, ch = plane % a->c;
+            const long w = a->hw - i0 < QQ_RUN ? a->hw - i0 : QQ_RUN, at = plane * a->hw + i0;
+            qq_run_sz(a, a->x + at, (uint8_t *)a->y + at, w, a->scales[ch], a->zps[ch]);
+        }
+        return;
+    }
     if (!a->hwc) {
         const long run = 16384, total = a->n * chw;
         for (long u = u0; u < u1; u++) {
@@ -84,6 +104,7 @@ static void qq_units(const mi_qquant_args *a, long u0, long u1) {
 }
 
 static long qq_count(const mi_qquant_args *a) {
+    if (a->scales) return a->n * a->c * qq_runs(a);
     if (!a->hwc) return (a->n * a->c * a->hw + 16383) / 16384;
     const long tile = qq_tile(a);
     return a->n * ((a->hw + tile - 1) / tile);
@@ -99,8 +120,12 @@ static void qq_part(const void *job, int part, int parts) {
 int mi_qquant_f32(const mi_qquant_args *a) {
     if (!a->x || !a->y || ANY_NEGATIVE(a->n, a->c, a->hw) || a->is_signed < 0 ||
         a->is_signed > 1 || a->hwc < 0 || a->hwc > 1 || a->zp < (a->is_signed ? -128 : 0) ||
-        a->zp > (a->is_signed ? 127 : 255))
+        a->zp > (a->is_signed ? 127 : 255) || (a->scales && (a->hwc || !a->zps)))
         return MI_EARGS;
+    if (a->scales)
+        for (long ch = 0; ch < a->c; ch++)
+            if (a->zps[ch] < (a->is_signed ? -128 : 0) || a->zps[ch] > (a->is_signed ? 127 : 255))
+                return MI_EARGS;
     if (a->n * a->c * a->hw * 4L < 65536L || mi_pool_run(qq_part, a) != 0)
         qq_units(a, 0, qq_count(a));
     return MI_OK;

@@ -11,9 +11,10 @@ temporaries made the Q/DQ steps cost more than the integer convolution saved).
 * DequantizeLinear: ``(float32(x) - zero_point) * scale``.
 
 Per axis (one float32 scale and 8-bit zero point per channel of x's ``axis``, what NNCF writes
-for activations after a per-channel ReLU6), with planes of at least ``PLANE`` values after the
-axis: QuantizeLinear runs the compiled pass once per plane, DequantizeLinear runs cache-sized
-blocks of whole planes with the channel's values broadcast -- the same float32 operations as
+for activations after a per-channel ReLU6): QuantizeLinear runs the compiled pass over every
+plane in one call (each by its channel's scale and zero point), DequantizeLinear, with planes
+of at least ``PLANE`` values after the axis, runs cache-sized blocks of whole planes with the
+channel's values broadcast -- the same float32 operations as
 cpu_basic's, so the same bits, without its whole-tensor temporaries (MobileNetV2 by NNCF: 35
 pairs on maps of up to 96 x 112 x 112, 14.5 ms of a 22 ms run in NumPy's passes).
 
@@ -45,15 +46,15 @@ _quant = _kernel("mi_qquant_f32", QQuantArgs)
 HWC = TensorFormat.HWC
 
 
-#: the fewest values after the axis for the per-axis paths (fewer: a call per plane costs more
-#: than it saves)
+#: the fewest values after the axis for DequantizeLinear's per-axis path (fewer: NumPy's
+#: blocks of planes cost more than they save; QuantizeLinear's one compiled call takes any)
 PLANE = 1024
 
 
 def _per_axis(x: Array, scale: Array, zp: Array | None, out: Array, axis: int,
-              block_size: int) -> tuple[int, int, int] | None:
+              block_size: int, plane: int = PLANE) -> tuple[int, int, int] | None:
     """(outer, channels, inner) where ``scale`` (float32) and ``zp`` hold one value per
-    channel of x's ``axis`` and each channel's plane has at least ``PLANE`` values; else None."""
+    channel of x's ``axis`` and each channel's plane has at least ``plane`` values; else None."""
     if block_size or x.ndim == 0 or scale.ndim != 1 or scale.dtype != np.float32:
         return None
     ax = axis + x.ndim if axis < 0 else axis
@@ -64,7 +65,7 @@ def _per_axis(x: Array, scale: Array, zp: Array | None, out: Array, axis: int,
     if not (x.flags.c_contiguous and out.flags.c_contiguous):
         return None
     inner = int(np.prod(x.shape[ax + 1:], dtype=np.int64))
-    if inner < PLANE:
+    if inner < plane:
         return None
     return int(np.prod(x.shape[:ax], dtype=np.int64)), int(scale.size), inner
 
@@ -103,7 +104,7 @@ class QuantizeLinear(_quantize.QuantizeLinear):
                               or self.precision is not None
                               or (y_zero_point is not None
                                   and y_zero_point.dtype != out.dtype)) else _per_axis(
-                x, y_scale, y_zero_point, out, axis, block_size)
+                x, y_scale, y_zero_point, out, axis, block_size, plane=1)
             if planes is not None:
                 self._quantize_planes(x, y_scale, y_zero_point, out, *planes)
                 return
@@ -129,19 +130,16 @@ class QuantizeLinear(_quantize.QuantizeLinear):
     @staticmethod
     def _quantize_planes(x: Array, scale: Array, zp: Array | None, out: Array, outer: int,
                          channels: int, inner: int) -> None:
-        """Per axis: the compiled pass once per (outer, channel) plane of ``inner`` values."""
+        """Per axis: one compiled call, each (outer, channel) plane of ``inner`` values by its
+        channel's scale and zero point."""
         kn = "mi_qquant_f32"
-        px = _ptr(x, (np.float32,), x.size, False, kn, "x")
-        py = _ptr(out, (out.dtype,), x.size, True, kn, "y")
-        scales = [float(v) for v in scale]  # float32 values: exact as doubles and back
-        zps = [0] * channels if zp is None else [int(v) for v in zp]
-        args = QQuantArgs(px, py, 1, 1, inner, 0.0, 0, int(out.dtype == np.int8), 0)
-        step = out.itemsize * inner
-        for r in range(outer * channels):
-            c = r % channels
-            args.x, args.y = px + 4 * inner * r, py + step * r
-            args.scale, args.zp = scales[c], zps[c]
-            _check(_quant, args)
+        zps = np.zeros(channels, np.int32) if zp is None else zp.astype(np.int32)
+        args = QQuantArgs(_ptr(x, (np.float32,), x.size, False, kn, "x"),
+                          _ptr(out, (out.dtype,), x.size, True, kn, "y"),
+                          outer, channels, inner, 0.0, 0, int(out.dtype == np.int8), 0,
+                          _ptr(scale, (np.float32,), channels, False, kn, "scales"),
+                          _ptr(zps, (np.int32,), channels, False, kn, "zps"))
+        _check(_quant, args)
 
 
 class DequantizeLinear(_quantize.DequantizeLinear):

@@ -1366,6 +1366,21 @@ static void input_quantize(unsigned seed) {
                 CHECK(wrong == 0, "qquant (signed %d, hwc %d, c %ld): %ld values differ", sgn,
                       hwc, c, wrong);
             }
+    /* per channel (NCHW): channel ch by scales[ch] and zps[ch], on the pool */
+    const float scales[C] = {0.5f, 0.25f, 3.0f, 1.5f, 0.125f};
+    for (int sgn = 0; sgn < 2; sgn++) {
+        const int zps[C] = {sgn ? -128 : 0, sgn ? 127 : 255, 3, sgn ? -7 : 200, 100};
+        mi_qquant_args a = {x, y, N, C, HW, 0.0f, 0, sgn, 0, scales, zps};
+        CHECK(mi_qquant_f32(&a) == 0, "qquant per channel failed");
+        long wrong = 0;
+        for (long i = 0; i < N * C * HW; i++) {
+            const long ch = i / HW % C;
+            double t = nearbyint((double)(x[i] / scales[ch])) + zps[ch];
+            t = sgn ? (t < -128 ? -128 : t > 127 ? 127 : t) : (t < 0 ? 0 : t > 255 ? 255 : t);
+            wrong += (sgn ? (double)(signed char)y[i] : (double)y[i]) != t;
+        }
+        CHECK(wrong == 0, "qquant per channel (signed %d): %ld values differ", sgn, wrong);
+    }
     mi_qquant_args bad = {x, y, 1, 1, 1, 1.0f, 256, 0, 0};
     CHECK(mi_qquant_f32(&bad) == MI_EARGS, "qquant took a uint8 zero point of 256");
     free(x), free(y);
