@@ -262,6 +262,11 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qquant_args, c), FIELD(mi_qquant_args, hw), FIELD(mi_qquant_args, scale),
     FIELD(mi_qquant_args, zp), FIELD(mi_qquant_args, is_signed), FIELD(mi_qquant_args, hwc),
     FIELD(mi_qquant_args, scales), FIELD(mi_qquant_args, zps),
+    /* DequantizeLinear per channel (_qquant.c) */
+    STRUCT(mi_qdequant_args),
+    FIELD(mi_qdequant_args, x), FIELD(mi_qdequant_args, y), FIELD(mi_qdequant_args, n),
+    FIELD(mi_qdequant_args, c), FIELD(mi_qdequant_args, hw), FIELD(mi_qdequant_args, scales),
+    FIELD(mi_qdequant_args, zps), FIELD(mi_qdequant_args, is_signed),
 
     /* QLinearGlobalAveragePool on NHWC (_qgap.c) */
     STRUCT(mi_qgap_args),

@@ -1381,6 +1381,21 @@ static void input_quantize(unsigned seed) {
         }
         CHECK(wrong == 0, "qquant per channel (signed %d): %ld values differ", sgn, wrong);
     }
+    /* and back (mi_qdequant_i8): y = (x - zps[ch]) * scales[ch], exact here */
+    float *back = malloc(sizeof(float) * N * C * HW);
+    for (int sgn = 0; sgn < 2; sgn++) {
+        const int zps[C] = {sgn ? -128 : 0, sgn ? 127 : 255, 3, sgn ? -7 : 200, 100};
+        mi_qdequant_args d = {y, back, N, C, HW, scales, sgn ? zps : NULL, sgn};
+        CHECK(mi_qdequant_i8(&d) == 0, "qdequant failed");
+        long wrong = 0;
+        for (long i = 0; i < N * C * HW; i++) {
+            const long ch = i / HW % C;
+            const float v = sgn ? (float)(signed char)y[i] : (float)y[i];
+            wrong += back[i] != (v - (sgn ? (float)zps[ch] : 0.0f)) * scales[ch];
+        }
+        CHECK(wrong == 0, "qdequant (signed %d): %ld values differ", sgn, wrong);
+    }
+    free(back);
     mi_qquant_args bad = {x, y, 1, 1, 1, 1.0f, 256, 0, 0};
     CHECK(mi_qquant_f32(&bad) == MI_EARGS, "qquant took a uint8 zero point of 256");
     free(x), free(y);
