@@ -27,8 +27,10 @@
  * each tile. For a convolution (mi_qconv_i8) the rows are read from the windows of an NHWC
  * image as they are packed (no im2col matrix: a window row inside the image and across every
  * channel is one copy). Kernels, chosen once by the CPU's features (mi_qgemm_isa;
- * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice, as mi_qgemm_set_isa
- * does in tests):
+ * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni|amx caps the choice, as
+ * mi_qgemm_set_isa does in tests):
+ * - AMX (where the OS grants the tile state): the AVX-512 VNNI kernels below, with tdpbusd
+ *   tiles for groups of 16 or 32 whole rows x 32 columns, K of 64 or more (_qamx.h).
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
  *   panel: 8 x 16); up to 4 rows (a decoding step's one) row by row, four chains of
  *   vpdpbusd over k each. A is read row-major (each row's quad broadcast from rows lda bytes
