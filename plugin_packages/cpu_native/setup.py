@@ -35,6 +35,7 @@ SOURCES += ["_vec.c"]
 SOURCES += ["_pw.c"]
 # integer GEMM (MatMulInteger, QLinearMatMul) and DynamicQuantizeLinear (_qgemm.c)
 SOURCES += ["_qgemm.c"]
+DEPENDS += ["_qamx.h"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
 # depthwise QLinearConv on NHWC tensors, AVX-512/AVX2/plain kernels (_qdw.c)

@@ -35,7 +35,7 @@ def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str, str], di
     return install
 
 
-@pytest.fixture(params=["avx512vnni", "avxvnni", "avx2", "plain"])
+@pytest.fixture(params=["amx", "avx512vnni", "avxvnni", "avx2", "plain"])
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every kernel of the integer GEMM this CPU can run (test_qgemm.py, test_qconv.py)."""
     yield from each_isa(request.param, _qgemm.qsupported, _qgemm.use_qgemm_isa,

@@ -170,6 +170,37 @@ def test_qlinear_matmul_matches_onnxruntime_exactly(
     assert compiled["products"] == 2
 
 
+@pytest.mark.parametrize("m,k,n", [(16, 64, 32), (48, 200, 70), (130, 1030, 64), (40, 32, 64),
+                                   (72, 384, 96)])
+@pytest.mark.parametrize("b_zero", ["zero", "column"])
+@pytest.mark.parametrize("out", ["int32", "u8"])
+def test_whole_row_groups_match_onnxruntime_exactly(isa: str, compiled: dict[str, int], m: int,
+                                                    k: int, n: int, b_zero: str,
+                                                    out: str) -> None:
+    """Shapes the AMX level runs by tiles (groups of 16 and 32 whole rows, full column pairs,
+    K of whole 64-byte chunks with and without last quads and a k % 4 tail) and around them
+    (rows and columns left to the AVX-512 VNNI tiles): uint8 A read in place where B's zero
+    point is 0, copied with its row sums where it is per column; K under 64 left to the VNNI
+    tiles; MatMulInteger and
+    QLinearMatMul's requantized bytes as onnxruntime's, bit for bit."""
+    a, b = _ints(U8, m, k), _ints(S8, k, n)
+    zb = np.zeros((), np.int8) if b_zero == "zero" else _zero(S8, "column", n)
+    if out == "int32":
+        node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+        model = _model(node, {"a": a}, {"b": b, "za": np.array(3, U8), "zb": zb}, [np.int32])
+    else:
+        inits = {"a_scale": np.array(0.05, np.float32), "a_zero": np.array(3, U8), "b": b,
+                 "b_scale": np.array(0.01, np.float32), "b_zero": zb,
+                 "y_scale": np.array(0.004 * np.sqrt(k) * 40, np.float32),
+                 "y_zero": np.array(120, U8)}
+        node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero", "b", "b_scale",
+                                                  "b_zero", "y_scale", "y_zero"], ["y"])
+        model = _model(node, {"a": a}, inits, [U8])
+    (got,), (want,), _ = _three(model, {"a": a})
+    np.testing.assert_array_equal(got, want)
+    assert compiled["products"] == 2
+
+
 # ---- DynamicQuantizeLinear ----------------------------------------------------------------
 
 def _ties(n: int) -> np.ndarray:

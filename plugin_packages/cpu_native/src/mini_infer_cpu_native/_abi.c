@@ -256,11 +256,17 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qmaxpool_args, sw), FIELD(mi_qmaxpool_args, dh), FIELD(mi_qmaxpool_args, dw),
     FIELD(mi_qmaxpool_args, pt), FIELD(mi_qmaxpool_args, pl), FIELD(mi_qmaxpool_args, oh),
     FIELD(mi_qmaxpool_args, ow), FIELD(mi_qmaxpool_args, is_signed),
-    /* QuantizeLinear per tensor, NCHW or NHWC y (_qquant.c) */
+    /* QuantizeLinear per tensor, NCHW or NHWC y, or per channel (_qquant.c) */
     STRUCT(mi_qquant_args),
     FIELD(mi_qquant_args, x), FIELD(mi_qquant_args, y), FIELD(mi_qquant_args, n),
     FIELD(mi_qquant_args, c), FIELD(mi_qquant_args, hw), FIELD(mi_qquant_args, scale),
     FIELD(mi_qquant_args, zp), FIELD(mi_qquant_args, is_signed), FIELD(mi_qquant_args, hwc),
+    FIELD(mi_qquant_args, scales), FIELD(mi_qquant_args, zps),
+    /* DequantizeLinear per channel (_qquant.c) */
+    STRUCT(mi_qdequant_args),
+    FIELD(mi_qdequant_args, x), FIELD(mi_qdequant_args, y), FIELD(mi_qdequant_args, n),
+    FIELD(mi_qdequant_args, c), FIELD(mi_qdequant_args, hw), FIELD(mi_qdequant_args, scales),
+    FIELD(mi_qdequant_args, zps), FIELD(mi_qdequant_args, is_signed),
 
     /* QLinearGlobalAveragePool on NHWC (_qgap.c) */
     STRUCT(mi_qgap_args),

@@ -439,11 +439,21 @@ __all__ += ["QGapArgs"]
 class QQuantArgs(ctypes.Structure):
     """mi_qquant_args (_qquant.c)"""
     _fields_ = (_fields(_P, "x y") + _fields(_L, "n c hw") + _fields(_F, "scale")
-                + _fields(_I, "zp is_signed hwc"))
+                + _fields(_I, "zp is_signed hwc") + _fields(_P, "scales zps"))
 
 
 STRUCTS["mi_qquant_args"] = QQuantArgs
 __all__ += ["QQuantArgs"]
+
+
+class QDequantArgs(ctypes.Structure):
+    """mi_qdequant_args (_qquant.c)"""
+    _fields_ = (_fields(_P, "x y") + _fields(_L, "n c hw") + _fields(_P, "scales zps")
+                + _fields(_I, "is_signed"))
+
+
+STRUCTS["mi_qdequant_args"] = QDequantArgs
+__all__ += ["QDequantArgs"]
 # ---- MatMulNBits, 4-bit weights (_qnbits.c) ------------------------------------------------
 
 class NBitsPackArgs(ctypes.Structure):

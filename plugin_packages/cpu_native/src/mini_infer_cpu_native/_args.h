@@ -469,14 +469,30 @@ typedef struct mi_qgap_args {
 } mi_qgap_args;
 
 /* QuantizeLinear per tensor of float32 x (n, c, hw) into uint8 or int8 y (is_signed), NCHW or
- * NHWC (hwc: y (n, hw, c)): y = sat(rint(x / scale) + zp): mi_qquant_f32 (_qquant.c) */
+ * NHWC (hwc: y (n, hw, c)): y = sat(rint(x / scale) + zp): mi_qquant_f32 (_qquant.c); per
+ * channel where `scales` is set (NCHW only: channel ch's plane by scales[ch] and zps[ch],
+ * which then replace scale and zp) */
 typedef struct mi_qquant_args {
     const float *x;
     void *y;
     long n, c, hw;
     float scale;
     int zp, is_signed, hwc;
+    const float *scales;
+    const int *zps;
 } mi_qquant_args;
+
+/* DequantizeLinear per channel of uint8 or int8 x (n, c, hw, NCHW) into float32 y:
+ * y = (float(x) - float(zps[ch])) * scales[ch] (zps NULL: no subtraction):
+ * mi_qdequant_i8 (_qquant.c) */
+typedef struct mi_qdequant_args {
+    const void *x;
+    float *y;
+    long n, c, hw;
+    const float *scales;
+    const int *zps;
+    int is_signed;
+} mi_qdequant_args;
 
 /* DynamicQuantizeLinear of n floats: mi_dql_f32 */
 typedef struct mi_dql_args {
@@ -510,6 +526,7 @@ int mi_dql_f32(const mi_dql_args *a);
 int mi_qrequant_f32(const mi_qrequant_args *a);
 int mi_qgap_i8(const mi_qgap_args *a);
 int mi_qquant_f32(const mi_qquant_args *a);
+int mi_qdequant_i8(const mi_qdequant_args *a);
 
 /* ---- recurrent layers: LSTM, GRU, RNN (_rnn.c) ------------------------------------------ */
 

@@ -27,8 +27,10 @@
  * each tile. For a convolution (mi_qconv_i8) the rows are read from the windows of an NHWC
  * image as they are packed (no im2col matrix: a window row inside the image and across every
  * channel is one copy). Kernels, chosen once by the CPU's features (mi_qgemm_isa;
- * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni caps the choice, as mi_qgemm_set_isa
- * does in tests):
+ * MINI_INFER_QGEMM_ISA=plain|avx2|avxvnni|avx512vnni|amx caps the choice, as
+ * mi_qgemm_set_isa does in tests):
+ * - AMX (where the OS grants the tile state): the AVX-512 VNNI kernels below, with tdpbusd
+ *   tiles for groups of 16 or 32 whole rows x 32 columns, K of 64 or more (_qamx.h).
  * - AVX-512 VNNI: vpdpbusd, 8 rows x 32 columns (two full panels, 16 zmm accumulators; one
  *   panel: 8 x 16); up to 4 rows (a decoding step's one) row by row, four chains of
  *   vpdpbusd over k each. A is read row-major (each row's quad broadcast from rows lda bytes
@@ -55,6 +57,7 @@
  * vector conversion in the default rounding mode) and the zero point added. Results are bit-identical across
  * kernels and thread counts (each output is one thread's exact integer sum).
  */
+#define _GNU_SOURCE /* syscall: the AMX level asks the OS for the tile state */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,7 +70,7 @@
 #define QNB 16
 #define QMR_MAX 8
 
-enum { QISA_PLAIN = 0, QISA_AVX2 = 1, QISA_AVXVNNI = 2, QISA_AVX512VNNI = 3 };
+enum { QISA_PLAIN = 0, QISA_AVX2 = 1, QISA_AVXVNNI = 2, QISA_AVX512VNNI = 3, QISA_AMX = 4 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -125,6 +128,8 @@ int mi_qcolsum_i8(const mi_qcolsum_args *p) {
 
 /* ---- the kernels chosen at load --------------------------------------------------------- */
 
+static int q_amx_usable(void); /* _qamx.h */
+
 static int q_supported(int level) {
 #if Q_HAVE_X86
     __builtin_cpu_init();
@@ -134,6 +139,7 @@ static int q_supported(int level) {
     case QISA_AVX512VNNI:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vnni");
+    case QISA_AMX: return q_supported(QISA_AVX512VNNI) && q_amx_usable();
     default: return level == QISA_PLAIN;
     }
 #else
@@ -150,12 +156,13 @@ static int q_detect(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vnni"))
         best = QISA_AVX512VNNI;
+    if (best == QISA_AVX512VNNI && q_amx_usable()) best = QISA_AMX;
 #endif
     /* a cap for tests and comparisons (the kernels the CPU lacks are never chosen) */
     const char *cap = getenv("MINI_INFER_QGEMM_ISA");
     if (cap) {
-        static const char *names[] = {"plain", "avx2", "avxvnni", "avx512vnni"};
-        for (int i = 0; i < 4; i++)
+        static const char *names[] = {"plain", "avx2", "avxvnni", "avx512vnni", "amx"};
+        for (int i = 0; i < 5; i++)
             if (strcmp(cap, names[i]) == 0 && i < best) {
                 /* avxvnni is not below avx512vnni on every CPU: a cap of avxvnni on a CPU
                  * with AVX-512 VNNI but no AVX-VNNI takes AVX2 */
@@ -169,7 +176,8 @@ static int q_detect(void) {
 
 static atomic_int q_isa = -1;
 
-/* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI */
+/* the kernels in use: 0 plain C, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI, 4 AMX (AVX-512 VNNI
+ * with AMX tiles for the products of whole 16- and 32-row groups: _qamx.h) */
 int mi_qgemm_isa(void) { return cached_isa(&q_isa, q_detect); }
 
 /* tests: run the kernels of `level` where the CPU has them (else the detected ones; level
@@ -186,7 +194,7 @@ int mi_qgemm_supported(int level) { return q_supported(level); }
 /* ---- packing A (per thread, inside the product's one dispatch) -------------------------- */
 
 /* rows per panel and bytes per element of packed A */
-static int q_mr(int isa) { return isa == QISA_AVX512VNNI ? 8 : 4; }
+static int q_mr(int isa) { return isa >= QISA_AVX512VNNI ? 8 : 4; }
 static int q_esize(int isa) { return isa == QISA_AVX2 ? 2 : 1; }
 
 /* where A's rows come from: rows of a matrix (lda bytes apart), or a convolution's windows
@@ -590,6 +598,7 @@ static void micro(const qjob *g, const void *apanel, long lda, long q0, const in
     case QISA_AVX2: micro_avx2((const int16_t *)apanel + off, b, nq, rows, acc); return;
     case QISA_AVXVNNI: micro_avxvnni((const uint8_t *)apanel + off, b, nq, rows, acc); return;
     case QISA_AVX512VNNI:
+    case QISA_AMX:
         micro_512((const uint8_t *)apanel + 4 * q0, lda, b, nq, rows, acc);
         return;
     default: break;
@@ -841,12 +850,14 @@ Q_AVX512VNNI static void micro_512_8_q(const qjob *g, const uint8_t *ap, long ld
 }
 #endif
 
+#include "_qamx.h"
+
 /* the epilogue of w columns of row i from j0: 16 at once in vectors where the kernels are
  * SIMD ones, else q_epilogue_row */
 static inline void q_epilogue(const qjob *g, const int32_t *acc, long i, int32_t rsum, long j0,
                               long w) {
 #if Q_HAVE_X86
-    if (w == QNB && g->isa == QISA_AVX512VNNI) {
+    if (w == QNB && g->isa >= QISA_AVX512VNNI) {
         q_epi_512(g, acc, i, rsum, j0);
         return;
     }
@@ -865,7 +876,7 @@ static void q_unit(const qjob *g, const void *apanel, long lda, const int32_t *r
     long j0 = jp * QNB, w = lmin(QNB, g->n - j0);
     long rows = lmin(g->mr, g->m - ip * g->mr);
 #if Q_HAVE_X86
-    if (g->isa == QISA_AVX512VNNI && g->fused && rows == g->mr) {
+    if (g->isa >= QISA_AVX512VNNI && g->fused && rows == g->mr) {
         micro_512_8_q(g, (const uint8_t *)apanel, lda, ip * g->mr, jp, w);
         return;
     }
@@ -888,7 +899,7 @@ static void q_unit2(const qjob *g, const void *apanel, long lda, const int32_t *
     long jp = 2 * jq;
 #if Q_HAVE_X86
     long rows = lmin(g->mr, g->m - ip * g->mr);
-    if (g->isa == QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
+    if (g->isa >= QISA_AVX512VNNI && rows > 4 && (jp + 2) * QNB <= g->n) {
         if (g->fused && rows == g->mr) {
             micro_512_8x2_q(g, (const uint8_t *)apanel, lda, ip * g->mr, jp * QNB);
             return;
@@ -1017,6 +1028,40 @@ static void q_pair_kblocked(const qjob *g, long p0, long p1, long jq, const uint
 }
 #endif
 
+#if Q_HAVE_AMX
+/* AMX: the column pairs [q0, q1) over the block's row panels [p0, p1): groups of 4 (else 2)
+ * whole panels by tiles (q_amx_group) where the pair is full, the rest as AVX-512 VNNI does */
+static void q_part_amx(const qjob *g, long p0, long p1, long q0, long q1, const uint8_t *ap,
+                       int partial, const int32_t *rsums, const int32_t *zeros) {
+    q_amx_begin();
+    for (long jq = q0; jq < q1; jq++) {
+        long ip = p0;
+        /* K under one chunk (a mobile network's 1x1 layers of 16-48 channels): the VNNI
+         * tiles, which requantize in registers */
+        while (g->kq >= 16 && (2 * jq + 2) * QNB <= g->n && ip < p1) {
+            const long panels = ip + 4 <= p1 && (ip + 4) * g->mr <= g->m   ? 4
+                                : ip + 2 <= p1 && (ip + 2) * g->mr <= g->m ? 2
+                                                                           : 0;
+            if (!panels) break;
+            long lda, lda2;
+            const int32_t *rs[4];
+            const uint8_t *a = q_panel(g, ip, p0, ap, partial, &lda, &rs[0], rsums, zeros);
+            for (long p = 1; p < panels; p++)
+                q_panel(g, ip + p, p0, ap, partial, &lda2, &rs[p], rsums, zeros);
+            q_amx_group(g, ip, panels, a, lda, rs, jq);
+            ip += panels;
+        }
+        for (; ip < p1; ip++) {
+            long lda;
+            const int32_t *rs;
+            const void *a = q_panel(g, ip, p0, ap, partial, &lda, &rs, rsums, zeros);
+            q_unit2(g, a, lda, rs, ip, jq);
+        }
+    }
+    q_amx_end();
+}
+#endif
+
 /* the units [begin, end) of a part: unit u is block u / nchunks, column chunk u % nchunks */
 static void q_part(const void *job, int part, int parts) {
     static const int32_t zeros[QMR_MAX] = {0};
@@ -1050,6 +1095,12 @@ static void q_part(const void *job, int part, int parts) {
         /* B's panels of the chunk within L2: row panel by row panel, each across the chunk
          * (its rows of C written together, the panel of A in L1); else column pair by pair
          * (the pair in L1 across the block's panels) */
+#if Q_HAVE_AMX
+        if (g->isa == QISA_AMX) {
+            q_part_amx(g, p0, p1, q0, q1, ap, partial, rs, zeros);
+            continue;
+        }
+#endif
 #if Q_HAVE_X86
         if (g->kblock) { /* column pair by pair, K in slices */
             for (long jq = q0; jq < q1; jq++) {
@@ -1109,7 +1160,7 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     g.panel_bytes = (size_t)(g.kq4 * g.mr * 4 * g.esize);
     /* AVX-512 VNNI reads A row-major: in place where the rows need no change (uint8, whole
      * quads, no row sums) and are evenly spaced (a matrix, a 1 x 1 stride-1 convolution) */
-    g.rowmajor = g.isa == QISA_AVX512VNNI;
+    g.rowmajor = g.isa >= QISA_AVX512VNNI;
     g.kpad = g.kq4 * 4;
     g.fused = g.rowmajor && !g.rowsums && (g.out == MI_Q_U8 || g.out == MI_Q_S8);
     if (g.rowmajor && !g.flip && g.k % 4 == 0 && !g.rowsums) {
@@ -1133,7 +1184,15 @@ static int q_gemm(const mi_qgemm_args *a, const qsrc *src) {
     g.nchunks = threads == 1 ? 1
                              : lmax(1, lmin((g.np + 1) / 2,
                                             (4 * threads + g.nblocks - 1) / g.nblocks));
-    g.kblock = g.rowmajor && g.kq > 2 * Q_KCQ;
+    g.kblock = g.rowmajor && g.kq > 2 * Q_KCQ && g.isa != QISA_AMX;
+    /* AMX: blocks of whole 32-row groups */
+    if (g.isa == QISA_AMX && g.bpanels > 4) {
+        g.bpanels &= ~3L;
+        g.nblocks = (g.mp + g.bpanels - 1) / g.bpanels;
+        g.nchunks = threads == 1 ? 1
+                                 : lmax(1, lmin((g.np + 1) / 2,
+                                                (4 * threads + g.nblocks - 1) / g.nblocks));
+    }
     g.acc_off = ((size_t)g.bpanels * g.panel_bytes + sizeof(int32_t) * (size_t)(g.bpanels * g.mr) +
                  (src->conv && !src->direct ? (size_t)g.k : 0) + 63) / 64 * 64;
     g.buf_bytes = 64 + g.acc_off +

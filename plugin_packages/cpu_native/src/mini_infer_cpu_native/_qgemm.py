@@ -26,7 +26,7 @@ __all__ = ["ISAS", "IsaChoice", "OUT_FLOAT", "OUT_INT32", "OUT_S8", "OUT_U8", "P
 Array = NDArray[Any]
 
 #: the kernels by the level mi_qgemm_isa reports
-ISAS = ("plain", "avx2", "avxvnni", "avx512vnni")
+ISAS = ("plain", "avx2", "avxvnni", "avx512vnni", "amx")
 #: columns per panel of a packed B
 PANEL = 16
 #: mi_qgemm_args.out

@@ -11,13 +11,12 @@ temporaries made the Q/DQ steps cost more than the integer convolution saved).
 * DequantizeLinear: ``(float32(x) - zero_point) * scale``.
 
 Per axis (one float32 scale and 8-bit zero point per channel of x's ``axis``, what NNCF writes
-for activations after a per-channel ReLU6), with planes of at least ``PLANE`` values after the
-axis: QuantizeLinear runs the compiled pass once per plane, DequantizeLinear runs cache-sized
-blocks of whole planes with the channel's values broadcast -- the same float32 operations as
-cpu_basic's, so the same bits, without its whole-tensor temporaries (MobileNetV2 by NNCF: 35
-pairs on maps of up to 96 x 112 x 112, 14.5 ms of a 22 ms run in NumPy's passes).
+for activations after a per-channel ReLU6): one compiled call over every plane, each by its
+channel's scale and zero point (``mi_qquant_f32``, ``mi_qdequant_i8``) -- the same float32
+operations as cpu_basic's, so the same bits (MobileNetV2 by NNCF: 35 pairs on maps of up to
+96 x 112 x 112, 14.5 ms of a 22 ms run in NumPy's passes before).
 
-Anything else (blocked, other types, small planes) is cpu_basic's.
+Anything else (blocked, other types) is cpu_basic's.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
 
-from ._abi import QQuantArgs
+from ._abi import QDequantArgs, QQuantArgs
 from ._native import _kernel
 from ._qformats import hwc_formats
 from ._qgemm import _check, _ptr
@@ -42,18 +41,14 @@ Array = NDArray[Any]
 BLOCK = 1 << 15
 _RANGE = {np.dtype(np.uint8): (0.0, 255.0), np.dtype(np.int8): (-128.0, 127.0)}
 _quant = _kernel("mi_qquant_f32", QQuantArgs)
+_dequant = _kernel("mi_qdequant_i8", QDequantArgs)
 HWC = TensorFormat.HWC
-
-
-#: the fewest values after the axis for the per-axis paths (fewer: a call per plane costs more
-#: than it saves)
-PLANE = 1024
 
 
 def _per_axis(x: Array, scale: Array, zp: Array | None, out: Array, axis: int,
               block_size: int) -> tuple[int, int, int] | None:
     """(outer, channels, inner) where ``scale`` (float32) and ``zp`` hold one value per
-    channel of x's ``axis`` and each channel's plane has at least ``PLANE`` values; else None."""
+    channel of x's ``axis``; else None."""
     if block_size or x.ndim == 0 or scale.ndim != 1 or scale.dtype != np.float32:
         return None
     ax = axis + x.ndim if axis < 0 else axis
@@ -64,8 +59,6 @@ def _per_axis(x: Array, scale: Array, zp: Array | None, out: Array, axis: int,
     if not (x.flags.c_contiguous and out.flags.c_contiguous):
         return None
     inner = int(np.prod(x.shape[ax + 1:], dtype=np.int64))
-    if inner < PLANE:
-        return None
     return int(np.prod(x.shape[:ax], dtype=np.int64)), int(scale.size), inner
 
 
@@ -129,19 +122,16 @@ class QuantizeLinear(_quantize.QuantizeLinear):
     @staticmethod
     def _quantize_planes(x: Array, scale: Array, zp: Array | None, out: Array, outer: int,
                          channels: int, inner: int) -> None:
-        """Per axis: the compiled pass once per (outer, channel) plane of ``inner`` values."""
+        """Per axis: one compiled call, each (outer, channel) plane of ``inner`` values by its
+        channel's scale and zero point."""
         kn = "mi_qquant_f32"
-        px = _ptr(x, (np.float32,), x.size, False, kn, "x")
-        py = _ptr(out, (out.dtype,), x.size, True, kn, "y")
-        scales = [float(v) for v in scale]  # float32 values: exact as doubles and back
-        zps = [0] * channels if zp is None else [int(v) for v in zp]
-        args = QQuantArgs(px, py, 1, 1, inner, 0.0, 0, int(out.dtype == np.int8), 0)
-        step = out.itemsize * inner
-        for r in range(outer * channels):
-            c = r % channels
-            args.x, args.y = px + 4 * inner * r, py + step * r
-            args.scale, args.zp = scales[c], zps[c]
-            _check(_quant, args)
+        zps = np.zeros(channels, np.int32) if zp is None else zp.astype(np.int32)
+        args = QQuantArgs(_ptr(x, (np.float32,), x.size, False, kn, "x"),
+                          _ptr(out, (out.dtype,), x.size, True, kn, "y"),
+                          outer, channels, inner, 0.0, 0, int(out.dtype == np.int8), 0,
+                          _ptr(scale, (np.float32,), channels, False, kn, "scales"),
+                          _ptr(zps, (np.int32,), channels, False, kn, "zps"))
+        _check(_quant, args)
 
 
 class DequantizeLinear(_quantize.DequantizeLinear):
@@ -171,14 +161,13 @@ class DequantizeLinear(_quantize.DequantizeLinear):
     @staticmethod
     def _dequantize_planes(x: Array, scale: Array, zp: Array | None, out: Array, outer: int,
                            channels: int, inner: int) -> None:
-        """Per axis: blocks of whole planes, ``(float32(x) - zp[c]) * scale[c]`` in place."""
-        src, dst = x.reshape(outer * channels, inner), out.reshape(outer * channels, inner)
-        s = np.tile(scale.reshape(-1, 1), (outer, 1))
-        z = None if zp is None else np.tile(zp.astype(np.float32).reshape(-1, 1), (outer, 1))
-        rows = max(1, BLOCK // inner)
-        for start in range(0, outer * channels, rows):
-            t = dst[start:start + rows]
-            np.copyto(t, src[start:start + rows], casting="unsafe")
-            if z is not None:
-                t -= z[start:start + rows]
-            t *= s[start:start + rows]
+        """Per axis: one compiled call, ``(float32(x) - zp[c]) * scale[c]`` plane by plane."""
+        kn = "mi_qdequant_i8"
+        zps = None if zp is None else zp.astype(np.int32)
+        args = QDequantArgs(_ptr(x, tuple(_RANGE), x.size, False, kn, "x"),
+                            _ptr(out, (np.float32,), x.size, True, kn, "y"),
+                            outer, channels, inner,
+                            _ptr(scale, (np.float32,), channels, False, kn, "scales"),
+                            _ptr(zps, (np.int32,), channels, False, kn, "zps"),
+                            int(x.dtype == np.int8))
+        _check(_dequant, args)

@@ -1101,6 +1101,8 @@ static void logsumexp_rows(unsigned seed) {
  * partial last panel, copied) requantized to uint8 (the 8 x 32 tiles in registers), and a
  * MatMulInteger's rows lda > k apart, each A in a buffer of exactly its size; against the
  * plain loops */
+int mi_qgemm_set_isa(int level);
+
 static void integer_in_place(unsigned seed) {
     enum { H = 5, W = 7, C = 12, C0 = 4, K = 8, M = 40, ROWS = H * W };
     unsigned char *x = malloc(H * W * C), y[ROWS * M];
@@ -1145,8 +1147,10 @@ static void integer_in_place(unsigned seed) {
             bad += c[i * M + j] != want;
         }
     CHECK(bad == 0, "qgemm in place: %ld sums differ from the plain loops", bad);
-    /* K over 1024 (AVX-512 VNNI: in slices of K, the sums kept between them), 9 rows */
-    enum { M2 = 9, K2 = 1100, N2 = 32 };
+    /* K over 1024 (AVX-512 VNNI: in slices of K, the sums kept between them; AMX: a group of
+     * 32 whole rows by tiles, K's 3 last quads by the VNNI tile, then 9 rows by it), 41 rows,
+     * at both levels (the CPU's best where it lacks AMX) */
+    enum { M2 = 41, K2 = 1100, N2 = 32 };
     unsigned char *a2 = malloc(M2 * K2);
     signed char *b2 = malloc(K2 * N2), *bp2 = malloc(K2 * N2);
     int colsum2[N2], c2[M2 * N2];
@@ -1156,18 +1160,25 @@ static void integer_in_place(unsigned seed) {
     CHECK(mi_qpack_b_i8(&pk2) == 0, "qpack_b failed");
     mi_qcolsum_args cs2 = {bp2, colsum2, K2, N2};
     CHECK(mi_qcolsum_i8(&cs2) == 0, "qcolsum failed");
-    mi_qgemm_args g2 = {0};
-    g2.a = a2, g2.bp = bp2, g2.colsum = colsum2, g2.c = c2, g2.zb = &zb;
-    g2.m = M2, g2.n = N2, g2.k = K2, g2.lda = K2, g2.ldc = N2, g2.za = za, g2.out = MI_Q_INT32;
-    CHECK(mi_qgemm_i8(&g2) == 0, "qgemm long K failed");
-    bad = 0;
-    for (long i = 0; i < M2; i++)
-        for (long j = 0; j < N2; j++) {
-            long want = 0;
-            for (long kk = 0; kk < K2; kk++) want += (long)(a2[i * K2 + kk] - za) * b2[kk * N2 + j];
-            bad += c2[i * N2 + j] != want;
-        }
-    CHECK(bad == 0, "qgemm long K: %ld sums differ from the plain loops", bad);
+    for (int level = 3; level <= 4; level++) {
+        int used = mi_qgemm_set_isa(level);
+        mi_qgemm_args g2 = {0};
+        g2.a = a2, g2.bp = bp2, g2.colsum = colsum2, g2.c = c2, g2.zb = &zb;
+        g2.m = M2, g2.n = N2, g2.k = K2, g2.lda = K2, g2.ldc = N2, g2.za = za;
+        g2.out = MI_Q_INT32;
+        CHECK(mi_qgemm_i8(&g2) == 0, "qgemm long K (level %d) failed", used);
+        bad = 0;
+        for (long i = 0; i < M2; i++)
+            for (long j = 0; j < N2; j++) {
+                long want = 0;
+                for (long kk = 0; kk < K2; kk++)
+                    want += (long)(a2[i * K2 + kk] - za) * b2[kk * N2 + j];
+                bad += c2[i * N2 + j] != want;
+            }
+        CHECK(bad == 0, "qgemm long K (level %d): %ld sums differ from the plain loops", used,
+              bad);
+    }
+    mi_qgemm_set_isa(-1);
     free(x), free(a), free(a2), free(b2), free(bp2);
 }
 
@@ -1355,6 +1366,36 @@ static void input_quantize(unsigned seed) {
                 CHECK(wrong == 0, "qquant (signed %d, hwc %d, c %ld): %ld values differ", sgn,
                       hwc, c, wrong);
             }
+    /* per channel (NCHW): channel ch by scales[ch] and zps[ch], on the pool */
+    const float scales[C] = {0.5f, 0.25f, 3.0f, 1.5f, 0.125f};
+    for (int sgn = 0; sgn < 2; sgn++) {
+        const int zps[C] = {sgn ? -128 : 0, sgn ? 127 : 255, 3, sgn ? -7 : 200, 100};
+        mi_qquant_args a = {x, y, N, C, HW, 0.0f, 0, sgn, 0, scales, zps};
+        CHECK(mi_qquant_f32(&a) == 0, "qquant per channel failed");
+        long wrong = 0;
+        for (long i = 0; i < N * C * HW; i++) {
+            const long ch = i / HW % C;
+            double t = nearbyint((double)(x[i] / scales[ch])) + zps[ch];
+            t = sgn ? (t < -128 ? -128 : t > 127 ? 127 : t) : (t < 0 ? 0 : t > 255 ? 255 : t);
+            wrong += (sgn ? (double)(signed char)y[i] : (double)y[i]) != t;
+        }
+        CHECK(wrong == 0, "qquant per channel (signed %d): %ld values differ", sgn, wrong);
+    }
+    /* and back (mi_qdequant_i8): y = (x - zps[ch]) * scales[ch], exact here */
+    float *back = malloc(sizeof(float) * N * C * HW);
+    for (int sgn = 0; sgn < 2; sgn++) {
+        const int zps[C] = {sgn ? -128 : 0, sgn ? 127 : 255, 3, sgn ? -7 : 200, 100};
+        mi_qdequant_args d = {y, back, N, C, HW, scales, sgn ? zps : NULL, sgn};
+        CHECK(mi_qdequant_i8(&d) == 0, "qdequant failed");
+        long wrong = 0;
+        for (long i = 0; i < N * C * HW; i++) {
+            const long ch = i / HW % C;
+            const float v = sgn ? (float)(signed char)y[i] : (float)y[i];
+            wrong += back[i] != (v - (sgn ? (float)zps[ch] : 0.0f)) * scales[ch];
+        }
+        CHECK(wrong == 0, "qdequant (signed %d): %ld values differ", sgn, wrong);
+    }
+    free(back);
     mi_qquant_args bad = {x, y, 1, 1, 1, 1.0f, 256, 0, 0};
     CHECK(mi_qquant_f32(&bad) == MI_EARGS, "qquant took a uint8 zero point of 256");
     free(x), free(y);
