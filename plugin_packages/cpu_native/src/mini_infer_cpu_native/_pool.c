@@ -31,7 +31,7 @@
  * beside two busy loops and the machine's load (measured with /proc/PID/task/TID/schedstat:
  * 2 slices a run for the caller, 11 of its 15 ms in the run queue, its worker 0.2 ms on a
  * core); with sleeping ones the worker ran 15-30% of the work (onnxruntime's ran 25%) and
- * the runs took 5-9 ms instead of 6-18 (issue 26, docs/performance.md). Jobs too short for
+ * the runs took 5-9 ms instead of 6-20 (issue 26, docs/performance.md). Jobs too short for
  * a woken worker to reach cost the caller a futex wake each (a few us) and nothing else.
  * Jobs still run on every thread: beside same-priority neighbours the process's share of
  * the CPU is a share per runnable thread (running them on the caller alone, as this pool
