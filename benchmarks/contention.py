@@ -34,7 +34,7 @@ would take the cores from the engine timed next); ``--ort-spinning`` keeps its d
 Two switches measure what this round changed: ``--uncapped`` gives the pools ``--threads``
 through threadpoolctl, past the CPU budget (as before the budget; it matters in
 ``taskset1``), and ``--pool-backoff off`` turns off the compiled pool's contention watch
-(``short``: short spins throughout, as in a contended time; ``_pool.c``).
+(``short``: a contended time throughout, its workers asleep between jobs; ``_pool.c``).
 
     python benchmarks/contention.py
     python benchmarks/contention.py --models convnet --conditions quiet busy2 --rounds 5
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                          "(as before the budget existed): what the cap gives, in taskset1")
     ap.add_argument("--pool-backoff", choices=("on", "off", "short", "legacy"), default=None,
                     help="the compiled pool's contention watch (default: on): off to measure "
-                         "what it gives, short for short spins throughout")
+                         "what it gives, short for a contended time throughout")
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

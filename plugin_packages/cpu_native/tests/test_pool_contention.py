@@ -4,6 +4,7 @@ stall), and onnxruntime's results within float32 rounding. Correctness only: no 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -125,7 +126,7 @@ def test_pool_stats_count_every_job_and_who_ran_its_chunks(pool_restored: None) 
     """The counters the contention benchmark reads: every GEMM is one job, parallel on 2
     threads (its chunks split between the caller and the worker, in any proportion) or on
     the caller alone in the solo mode; the results are the one-thread results whichever
-    way (and in the short-spin mode of a contended machine)."""
+    way (and in the mode of a contended machine, its workers asleep between jobs)."""
     m, n, k = 96, 200, 128
     a = RNG.standard_normal((m, k)).astype(np.float32)
     ap = _native.pack_a(a)
@@ -152,3 +153,74 @@ def test_pool_stats_count_every_job_and_who_ran_its_chunks(pool_restored: None) 
             assert st["parallel"] == 0 and st["solo"] == 10, (mode, st)
     assert _native.pool_stats(reset=True)["solo"] == 10
     assert _native.pool_stats()["solo"] == 0  # reset
+
+
+_PINNED_CHILD = """
+import os, sys
+import numpy as np
+from mini_infer_cpu_native import _native
+a = np.load(sys.argv[1]); b = np.load(sys.argv[2])
+ap = _native.pack_a(a)
+m, k = a.shape
+n = b.shape[1]
+_native.set_pool_threads(1)
+alone = np.empty((m, n), np.float32)
+_native.gemm(ap, m, k, b, alone)
+_native.set_pool_threads(4)  # past the one CPU: the workers queue behind the caller
+_native.set_pool_adaptive("short")  # a contended time: workers sleep after every job
+_native.pool_stats(reset=True)
+for _ in range(200):
+    c = np.empty((m, n), np.float32)
+    _native.gemm(ap, m, k, b, c)
+    assert np.array_equal(c, alone)
+st = _native.pool_stats()
+assert st["parallel"] == 200 and st["chunks"] == 200 * 16, st
+assert 0 <= st["caller_chunks"] <= st["chunks"], st
+np.save(sys.argv[3], alone)
+"""
+
+
+def test_sleeping_workers_on_one_cpu_with_more_threads_than_cpus(tmp_path: Any) -> None:
+    """A contended time (the workers sleep after each job and every job wakes them) in a
+    process pinned to one CPU with 4 threads: the workers are woken but wait behind the
+    caller, which claims whatever chunks they do not reach; every job completes, every
+    product is the one-thread product (each output one thread's sum in k order, whoever ran
+    its chunk), and that product is the float64 one within float32 rounding."""
+    m, n, k = 128, 160, 96
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    cpu = min(os.sched_getaffinity(0))
+    res = subprocess.run(
+        [sys.executable, "-c", _PINNED_CHILD, str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+         str(tmp_path / "c.npy")], capture_output=True, text=True, check=False, timeout=120,
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert res.returncode == 0, res.stderr[-3000:]
+    np.testing.assert_allclose(np.load(tmp_path / "c.npy"), a.astype(np.float64) @ b,
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_contended_pool_with_more_threads_than_cores_matches_onnxruntime(
+        busy_neighbours: None, pool_restored: None) -> None:
+    """Beside busy processes, the pool at twice the cores plus one, in a contended time (its
+    workers woken for every job, asleep between jobs) and with the contention watch on: the
+    model's output is the one-thread output, and onnxruntime's within float32 rounding."""
+    ort = pytest.importorskip("onnxruntime")
+    import mini_infer_core as mi
+
+    model = _model().SerializeToString()
+    x = RNG.standard_normal((1, 3, 40, 40)).astype(np.float32)
+    sess = mi.InferenceSession(model, device="cpu")
+    _native.set_pool_threads(1)
+    alone = sess.run(None, {"x": x})[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None,
+                                                                              {"x": x})[0]
+    np.testing.assert_allclose(alone, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _native.set_pool_threads(2 * (os.cpu_count() or 1) + 1)
+    for mode in ("short", "on"):
+        _native.set_pool_adaptive(mode)
+        _native.pool_stats(reset=True)
+        for _ in range(10):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], alone, err_msg=mode)
+        assert _native.pool_stats()["parallel"] > 0, mode

@@ -598,10 +598,11 @@ def pool_stats(reset: bool = False) -> dict[str, int]:
     """What the pool did since the last reset: jobs run in ``parallel``, on the caller alone
     (``solo``: :func:`set_pool_adaptive`) or because another thread's job held the pool
     (``contended``), ``signs`` of contention seen (a stall, or workers that ran no chunk:
-    each starts a time of short spins, ``_pool.c``), ``chunks`` of the parallel jobs and how
-    many of them the caller ran (``caller_chunks``), the ns callers spent on their own chunks
-    (``own_ns``) and then waiting for the workers' (``wait_ns``), and waits that went to
-    sleep (``slept``). ``reset``: start counting again after reading."""
+    each starts a contended time, in which the workers sleep after every job, ``_pool.c``),
+    ``chunks`` of the parallel jobs and how many of them the caller ran (``caller_chunks``),
+    the ns callers spent on their own chunks (``own_ns``) and then waiting for the workers'
+    (``wait_ns``), and waits that went to sleep (``slept``). ``reset``: start counting again
+    after reading."""
     out = (ctypes.c_long * len(POOL_STATS))()
     _lib.mi_pool_stats(out, len(POOL_STATS))
     if reset:
@@ -612,9 +613,9 @@ def pool_stats(reset: bool = False) -> dict[str, int]:
 def set_pool_adaptive(mode: str) -> None:
     """Tests and benchmarks: the pool's contention watch ``"on"`` (the default), ``"off"``
     (the workers spin after every job, as on a quiet machine), ``"solo"`` (every job runs on
-    its caller alone), ``"short"`` (short spins for good, as in a contended time: every
-    job wakes its workers) or ``"legacy"`` (as before the watch: spins that yield the core,
-    jobs on the caller alone after a stall; for benchmarks' comparisons)."""
+    its caller alone), ``"short"`` (a contended time for good: the workers sleep after every
+    job and every job wakes them) or ``"legacy"`` (as before the watch: spins that yield the
+    core, jobs on the caller alone after a stall; for benchmarks' comparisons)."""
     _lib.mi_pool_set_adaptive({"off": 0, "on": 1, "solo": 2, "short": 3, "legacy": 4}[mode])
 
 

@@ -21,9 +21,18 @@
  * IDLE_NS, or a stall (a wait for the workers' chunks longer than STALL_NS and than the
  * caller's own part: a worker preempted with a chunk). Either starts a contended time of
  * `backoff` ns (2 ms, doubling on each further sign up to 128 ms; a job outside it without
- * a sign halves the next) in which the workers spin only SHORT_SPIN_NS, without yielding,
- * before they sleep, so that every job that runs longer than
- * WAKE_AFTER_NS on the caller wakes its workers.
+ * a sign halves the next) in which the workers do not spin at all: each sleeps as soon as
+ * the chunks are gone, and every job wakes the sleepers at once, as onnxruntime's
+ * non-spinning pool does. Behind busy neighbours a thread that sleeps between jobs is woken
+ * onto a core within microseconds (the scheduler places a woken thread ahead of those that
+ * used up their slices), while one that spins, even briefly, is preempted as a CPU hog and
+ * then waits a whole round of the neighbours' slices, milliseconds, holding nothing but its
+ * place: with workers that spun 20 us the caller ran 98% of MobileNetV3-Small's chunks
+ * beside two busy loops and the machine's load (measured with /proc/PID/task/TID/schedstat:
+ * 2 slices a run for the caller, 11 of its 15 ms in the run queue, its worker 0.2 ms on a
+ * core); with sleeping ones the worker ran 15-30% of the work (onnxruntime's ran 25%) and
+ * the runs took 5-9 ms instead of 6-20 (issue 26, docs/performance.md). Jobs too short for
+ * a woken worker to reach cost the caller a futex wake each (a few us) and nothing else.
  * Jobs still run on every thread: beside same-priority neighbours the process's share of
  * the CPU is a share per runnable thread (running them on the caller alone, as this pool
  * did after a stall before, gave that share away). On a quiet machine no sign is seen and
@@ -125,31 +134,26 @@ static struct {
 
 /* how long a worker spins for the next job before it sleeps, and the caller for the chunks
  * the workers took before it sleeps (the same: a thread that sleeps beside a `nice 19`
- * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF);
- * SHORT_SPIN_NS in a contended time */
+ * process hands it the core for the rest of its slice, milliseconds on Linux's EEVDF); the
+ * workers do not spin in a contended time */
 #define SPIN_NS 300000L
 #define WAIT_SPIN_NS SPIN_NS
-#define SHORT_SPIN_NS 20000L
 /* a wait for the workers' chunks this long (and longer than the caller's own part) is a
  * stall; a job whose caller ran every chunk though its own part took IDLE_NS had workers
  * that did not run (a spinning worker on a free core claims a chunk within microseconds,
  * a sleeping one is woken within tens); either starts a contended time, doubled on each
  * further sign up to BACKOFF_MAX_NS */
 #define STALL_NS 200000L
-/* in a contended time, the sleeping workers are woken for a job only once it has run this
- * long on the caller: a woken worker may take the caller's own core (the scheduler favours
- * the woken), putting the caller behind the neighbours; measured on 1-ms models (dwnet,
- * torch_ssd) beside busy processes, waking at 50 us ran them 1.4-4x slower than on the
- * caller alone */
-#define WAKE_AFTER_NS 200000L
 #define IDLE_NS 200000L
 #define BACKOFF_MIN_NS 2000000L
 #define BACKOFF_MAX_NS 128000000L
 
-/* how long to spin from `now`: SPIN_NS, SHORT_SPIN_NS in a contended time, 0 in a solo one */
+/* how long a worker spins from `now`: SPIN_NS, none in a contended or a solo time */
 static long spin_for(long now, long spin) {
-    if (now < atomic_load_explicit(&solo_until, RELAXED)) return 0;
-    return now < atomic_load_explicit(&contended_until, RELAXED) ? SHORT_SPIN_NS : spin;
+    if (now < atomic_load_explicit(&solo_until, RELAXED) ||
+        now < atomic_load_explicit(&contended_until, RELAXED))
+        return 0;
+    return spin;
 }
 
 /* whether a spin yields the core now and then: outside a contended time (a thread the
@@ -191,11 +195,8 @@ static void wake_workers(void) {
 
 /* run chunks of job `gen` until none is left, and return how many this thread ran; the job's
  * fields are stable while a chunk of it is claimed and not done (the caller waits for it
- * before publishing another). The caller of a job in a contended time passes `wake_at`
- * (else 0): the sleeping workers are woken once a chunk ends at or after it and chunks
- * remain, so that a short job is not slowed by waking them (a futex wake, and a woken worker
- * that may take the caller's core, see WAKE_AFTER_NS). */
-static int run_chunks(unsigned gen, long wake_at) {
+ * before publishing another). */
+static int run_chunks(unsigned gen) {
     int ran = 0;
     for (;;) {
         uint64_t w = atomic_load_explicit(&claim, memory_order_acquire);
@@ -206,10 +207,6 @@ static int run_chunks(unsigned gen, long wake_at) {
             continue;
         job.fn(job.arg, next, n);
         ran++;
-        if (wake_at && next + 1 < n && now_ns() >= wake_at) {
-            wake_at = 0;
-            if (atomic_load(&sleepers) > 0) wake_workers(); /* seq_cst: see `sleepers` */
-        }
         /* seq_cst: the release of this chunk's outputs, then `waiting` (the handshake) */
         if (atomic_fetch_add(&done, 1) + 1 == n && atomic_load(&waiting))
             syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -241,7 +238,7 @@ static void *worker(void *arg) {
             }
         }
         seen = cur;
-        run_chunks(cur, 0);
+        run_chunks(cur);
     }
     return NULL;
 }
@@ -403,12 +400,8 @@ int mi_pool_run(mi_part_fn fn, const void *arg) {
     unsigned gen = atomic_load_explicit(&generation, RELAXED) + 1;
     atomic_store_explicit(&claim, CLAIM(gen, chunks, 0), memory_order_release);
     atomic_fetch_add(&generation, 1); /* seq_cst: publishes the job, then reads sleepers */
-    long wake_at = 0;
-    if (start < atomic_load_explicit(&contended_until, RELAXED))
-        wake_at = start + WAKE_AFTER_NS; /* a short job runs without waking anyone */
-    else if (atomic_load(&sleepers) > 0)
-        wake_workers();
-    int mine = run_chunks(gen, wake_at);
+    if (atomic_load(&sleepers) > 0) wake_workers(); /* seq_cst: see `sleepers` */
+    int mine = run_chunks(gen);
     long own_done = now_ns();
     wait_done(chunks, own_done - start); /* the chunks other threads took */
     long end = now_ns();

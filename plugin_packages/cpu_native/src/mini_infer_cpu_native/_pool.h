@@ -37,7 +37,8 @@ void mi_pool_fail_scratch(int on);
 void mi_pool_fail_start(int after);
 /* tests: 0 turns off the contention watch (the workers spin after every job as on a quiet
  * machine), 1 turns it on (the default), 2 runs every job on the caller alone, 3 as in a
- * contended time for good (short spins: every job wakes its workers); 4 (benchmarks) as
+ * contended time for good (no spins: the workers sleep after every job and every job
+ * wakes them); 4 (benchmarks) as
  * before the contention watch: spins that yield the core, jobs on the caller alone after a
  * stall; each ends the previous mode's solo or contended time */
 void mi_pool_set_adaptive(int mode);

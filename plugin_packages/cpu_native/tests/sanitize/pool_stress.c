@@ -162,8 +162,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     CHECK(mi_pool_started() == 4, "started %d, wanted 4", mi_pool_started());
 
-    /* short spins throughout (a contended time): every job wakes its sleeping workers; the
-     * counters, read while they are written, count every parallel job's chunks */
+    /* a contended time throughout: the workers sleep after every job, every job wakes them;
+     * the counters, read while they are written, count every parallel job's chunks */
     mi_pool_set_adaptive(3);
     mi_pool_reset_stats();
     caller((void *)5);
