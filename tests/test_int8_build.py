@@ -428,12 +428,14 @@ def test_magika_int8_labels_agree_with_float32(tmp_path: Path) -> None:
     assert len(quantized) == 2, (products, sorted(scales))
     for t in quantized:
         # the float steps before a node (LayerNorm) differ by rounding between the engines,
-        # which moves a few input values across a quantization step: a few outputs (under
-        # 0.5%) differ by more than a quantum, and where several of an output's K inputs
-        # moved, by a few (4 seen on some draws of files), never by many
+        # which moves a few input values across a quantization step: a few outputs differ by
+        # more than a quantum (0-0.25% on 11 of 12 draws of files, 0.8% on one, most of it
+        # one file's), and where several of an output's K inputs moved, by a few (4 seen on
+        # some draws), never by many; a broken integer path is off by many quanta nearly
+        # everywhere
         k = [o.name for o in qdq.graph.output].index(t)
         steps = np.abs(ours[t] - theirs[k]) / scales[t]
-        assert steps.max() < 8.0001 and np.mean(steps > 1.0001) < 0.005, (
+        assert steps.max() < 8.0001 and np.mean(steps > 1.0001) < 0.01, (
             t, steps.max(), np.mean(steps > 1.0001))
 
 
