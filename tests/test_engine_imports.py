@@ -186,6 +186,18 @@ def test_a_convolution_engine_imports_no_pooling_or_normalization(tmp_path: Path
     assert unwanted == [], found["families"]
 
 
+def test_an_erf_engine_imports_no_unary_math_family(tmp_path: Path) -> None:
+    """Erf (torch's exported GELU) is a family of its own: its engine imports the Erf
+    modules, not the unary math family's twenty operators and their schemas (issue 30)."""
+    model = _model([helper.make_node("Erf", ["x"], ["y"])], [2, 8], [2, 8], [])
+    engine = _build(model, tmp_path / "erf.engine")
+    x = np.random.default_rng(6).standard_normal((2, 8)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-6, atol=1e-6)
+    assert "mini_infer_core.ops.erf" in found["families"], found["families"]
+    assert not [m for m in found["families"] if m.endswith(".math_unary")], found["families"]
+
+
 #: what opening an engine from a valid discovery cache no longer imports (issue 30): pluggy
 #: (hooks called directly), importlib.metadata (the cache), logging (until something else
 #: imports it), dataclasses and with it inspect's users (``_record``), concurrent.futures,

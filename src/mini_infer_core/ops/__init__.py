@@ -43,7 +43,7 @@ __all__ = ["BroadcastOp", "INondeterministic", "MODULES", "Op", "UnaryOp", "Valu
 #: the schema modules, one per operator family
 MODULES = (
     "activation", "activation_extra", "attention", "bitwise", "cast", "control_flow", "conv",
-    "conv_transpose", "cumulative", "einsum", "elementwise", "gemm", "generator", "grid",
+    "conv_transpose", "cumulative", "einsum", "elementwise", "erf", "gemm", "generator", "grid",
     "indexing", "layer_norm", "layout", "logic", "loss", "math_unary", "ml", "normalization",
     "norms", "padding", "pool", "qlinear", "quantize", "reduce", "resize", "rnn", "roi",
     "scatter", "selection", "sequence", "shape", "slicing", "spectral", "split", "strings",

@@ -276,7 +276,7 @@ def lazy_kernels(module: str, kernels: dict[str, tuple[type[Any], str]],
     with each class made)::
 
         __getattr__ = lazy_kernels(__name__, {
-            "Erf": (_Elementwise, "mini_infer_cpu_plugins.ops.math_unary:Erf")})
+            "Erf": (_Elementwise, "mini_infer_cpu_plugins.ops.erf:Erf")})
 
     The module lists the names in ``__all__`` like its other kernels; its catalog and its
     lazy creators are unchanged. An engine that names none of them then imports none of

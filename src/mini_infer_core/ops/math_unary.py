@@ -1,9 +1,10 @@
-"""Unary math: trigonometric and hyperbolic functions, rounding, Sign, Reciprocal, Erf, IsNaN
-and IsInf.
+"""Unary math: trigonometric and hyperbolic functions, rounding, Sign, Reciprocal, IsNaN and
+IsInf (Erf, which transformers' exported GELU uses, is :mod:`.erf`: an engine with an Erf does
+not make this family's classes).
 
 Each is one input and one output of its shape. The float-only ones (``FloatMath``) take
-float16, float, double and bfloat16 (bfloat16 from opset 13 or 22, as onnx adds it); Sign and
-Erf take every numeric type; IsNaN and IsInf answer with bool. Results outside a function's
+float16, float, double and bfloat16 (bfloat16 from opset 13 or 22, as onnx adds it); Sign
+takes every numeric type; IsNaN and IsInf answer with bool. Results outside a function's
 domain are NaN or inf, as IEEE defines them (ONNX does not make them errors).
 """
 
@@ -18,7 +19,7 @@ from .activation import FLOATS
 __all__ = [
     "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
     "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "IsNaN", "IsInf",
+    "Reciprocal", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf",
 ]
 
 
@@ -90,11 +91,6 @@ class Round(FloatMath):
 
 class Sign(UnaryOp):
     """-1, 0 or 1 as x is negative, zero or positive (NaN stays NaN); any numeric type."""
-
-
-class Erf(UnaryOp):
-    """The error function 2/sqrt(pi) * integral of e^(-t^2) from 0 to x; any numeric type
-    (integers give 0 at 0, +-1 elsewhere)."""
 
 
 class ElementTest(UnaryOp):

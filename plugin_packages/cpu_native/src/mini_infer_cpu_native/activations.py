@@ -33,8 +33,8 @@ from .blocked import BlockedUnary
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.activation_extra import Gelu, HardSigmoid, HardSwish, Swish
+    from mini_infer_cpu_plugins.ops.erf import Erf
     from mini_infer_cpu_plugins.ops.layer_norm import LayerNormalization
-    from mini_infer_cpu_plugins.ops.math_unary import Erf
 
 __all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
            "LogSoftmax_1", "LogSoftmax_13", "Sigmoid", "Softmax_1", "Softmax_13", "Swish",
@@ -168,11 +168,11 @@ for _cls in (Sigmoid, Tanh, LeakyRelu, Softmax_1, Softmax_13, LogSoftmax_1, LogS
     _ours(_cls)
 
 _BASIC = "mini_infer_cpu_plugins.ops"
-#: the kernels whose cpu_basic base is of another family (math_unary, activation_extra,
+#: the kernels whose cpu_basic base is of another family (erf, activation_extra,
 #: layer_norm: 80 operator classes with their schemas), made when first named: an engine
 #: that names none of them imports none of those modules (issue 30)
 _lazy = lazy_kernels(__name__, {
-    "Erf": (_Elementwise, f"{_BASIC}.math_unary:Erf"),
+    "Erf": (_Elementwise, f"{_BASIC}.erf:Erf"),
     "Swish": (_Elementwise, f"{_BASIC}.activation_extra:Swish"),
     "HardSigmoid": (_Elementwise, f"{_BASIC}.activation_extra:HardSigmoid"),
     "HardSwish": (_Elementwise, f"{_BASIC}.activation_extra:HardSwish"),

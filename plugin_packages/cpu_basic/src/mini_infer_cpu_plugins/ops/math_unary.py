@@ -1,6 +1,6 @@
-"""Unary math: trigonometric and hyperbolic functions, rounding, Sign, Reciprocal, Erf,
-IsNaN and IsInf -- NumPy ufuncs (ml_dtypes types such as bfloat16 included) writing into
-``out`` (schemas in :mod:`mini_infer_core.ops.math_unary`)."""
+"""Unary math: trigonometric and hyperbolic functions, rounding, Sign, Reciprocal, IsNaN and
+IsInf (Erf: :mod:`.erf`) -- NumPy ufuncs (ml_dtypes types such as bfloat16 included)
+writing into ``out`` (schemas in :mod:`mini_infer_core.ops.math_unary`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from numpy.typing import NDArray
 from mini_infer_core.ops import math_unary as schema
 
 from ..serialization import CpuPlugin
-from ._erf import erf
 from ._util import kernel
 
 __all__ = [
     "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
     "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "IsNaN", "IsInf",
+    "Reciprocal", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf",
 ]
 
 Array = NDArray[Any]
@@ -44,16 +43,6 @@ class _Ufunc(CpuPlugin):
     (schema.Acosh, np.arccosh), (schema.Atanh, np.arctanh), (schema.Reciprocal, np.reciprocal),
     (schema.Floor, np.floor), (schema.Ceil, np.ceil), (schema.Round, np.round),
     (schema.Sign, np.sign)))
-
-
-class Erf(CpuPlugin, schema.Erf):
-    def compute(self, x: Array, *, out: Array) -> None:
-        if x.dtype.kind in "iu":
-            # integers, as onnx's reference does: float32 erf, truncated (erf(4) is 1)
-            erf(x.astype(np.float32), out)
-        else:
-            with np.errstate(all="ignore"):
-                erf(x, out)
 
 
 class IsNaN(CpuPlugin, schema.IsNaN):

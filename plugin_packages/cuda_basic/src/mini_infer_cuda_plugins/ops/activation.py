@@ -1,5 +1,5 @@
 """Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (opsets 1 and 11), Erf, Gelu, Dropout
-(inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.math_unary`` (Erf)
+(inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.erf``
 and ``.activation_extra`` (Gelu).
 
 CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are RawKernels
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mini_infer_core.ops import activation as schema
-from mini_infer_core.ops import activation_extra, math_unary
+from mini_infer_core.ops import activation_extra, erf
 
 from ..serialization import CudaPlugin
 from . import _raw
@@ -79,7 +79,7 @@ class Clip_11(CudaPlugin, schema.Clip_11):  # noqa: N801
         _clip(array_module(x, out), x, lo, hi, out)
 
 
-class Erf(CudaPlugin, math_unary.Erf):
+class Erf(CudaPlugin, erf.Erf):
     dtypes = FLOATS  # the RawKernel's types: float16, float, double
 
     def compute(self, x: Any, *, out: Any) -> None:
