@@ -52,16 +52,16 @@ class _Required:
 #: marks an attribute without default: the model must give it
 REQUIRED: Any = _Required()
 
-#: a class named like ``Clip_11`` implements ``Clip`` (from opset 11)
+#: serialized field marking an instance that turned data-dependent at build time
+_DATA_DEPENDENT = "__data_dependent__"
 
 
 def _unversioned(name: str) -> str:
-    r"""A class name without its opset suffix (``Softmax_13`` → ``Softmax``): what
-    ``re.sub(r"_\d+$", "", name)`` gives, without a pattern compiled at import."""
+    r"""A class name without its opset suffix: a class named like ``Clip_11`` implements
+    ``Clip`` (from opset 11). What ``re.sub(r"_\d+$", "", name)`` gives, without a pattern
+    compiled at import."""
     base, sep, tail = name.rpartition("_")
     return base if sep and tail.isdecimal() else name
-#: serialized field marking an instance that turned data-dependent at build time
-_DATA_DEPENDENT = "__data_dependent__"
 
 
 def broadcast_dims(*shapes: Sequence[IntLike]) -> list[DimExpr]:
