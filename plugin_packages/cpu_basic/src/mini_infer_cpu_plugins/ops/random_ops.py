@@ -42,10 +42,14 @@ class _Random(CpuPlugin, schema.RandomBase):
 
 
 def _uniform(gen: np.random.RandomState, out: Array, low: float, high: float) -> None:
-    res = gen.rand(*out.shape).astype(out.dtype)
-    res *= high - low
-    res += low
+    """Uniform in [low, high), as ONNX defines it: drawn in float64, then kept below ``high``
+    in the output's type (a draw within half a float32 ulp of 1 rounded to ``high``: one in
+    ~30 million, seen in 200,000 draws of [2, 4))."""
+    res = low + (high - low) * gen.rand(*out.shape)
     np.copyto(out, res, casting="unsafe")
+    if out.dtype.kind == "f" and high > low:
+        top = out.dtype.type(high)
+        np.minimum(out, np.nextafter(top, out.dtype.type(low)), out=out)
 
 
 def _normal(gen: np.random.RandomState, out: Array, mean: float, scale: float) -> None:
