@@ -19,10 +19,11 @@ import mini_infer_core as mi
 from mini_infer_core.plugin import TensorFormat, from_format, to_format
 
 blocked = pytest.importorskip("mini_infer_cpu_native.blocked")
+calls = pytest.importorskip("mini_infer_cpu_native._blocked_calls")
 
 Array = np.ndarray[Any, Any]
 FORMATS = [f for f, bit in ((TensorFormat.CHW8, 1), (TensorFormat.CHW16, 2))
-           if blocked.ISA & bit]
+           if calls.ISA & bit]
 if not FORMATS:
     pytest.skip("this CPU has neither AVX2 + FMA nor AVX-512F: no blocked kernels run here",
                 allow_module_level=True)
@@ -83,10 +84,10 @@ def test_conv_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorForma
     r = _rand(rng, *y.shape)
     want = np.clip(y + r, -0.5, 1.5)
     k = fmt.block
-    wp = blocked.pack_depthwise(w, k) if depthwise else blocked.pack_dense(w, k)
+    wp = calls.pack_depthwise(w, k) if depthwise else calls.pack_dense(w, k)
     xb, rb = to_format(x, fmt), to_format(r, fmt)
     out = np.full(to_format(y, fmt).shape, np.nan, np.float32)  # every lane must be written
-    call = blocked.conv_call(xb, wp, blocked._padded_channels(b, k), rb, out, c_in=c, c_out=m,
+    call = calls.conv_call(xb, wp, calls._padded_channels(b, k), rb, out, c_in=c, c_out=m,
                              kernel=kernel, strides=strides, dilations=dilations,
                              begin=pads[:2], depthwise=depthwise, lo=-0.5, hi=1.5)
     blocked.run_calls([call])
@@ -108,8 +109,8 @@ def test_conv_kernel_epilogue_activation(fmt: TensorFormat) -> None:
     from mini_infer_cpu_native._conv_extra import act_code
 
     act = act_code({"__act__": "HardSigmoid", "__act_args__": (0.3, 0.4)})
-    blocked.run_calls([blocked.conv_call(
-        to_format(x, fmt), blocked.pack_dense(w, k), None, None, out, c_in=10, c_out=27,
+    blocked.run_calls([calls.conv_call(
+        to_format(x, fmt), calls.pack_dense(w, k), None, None, out, c_in=10, c_out=27,
         kernel=(3, 3), strides=(1, 1), dilations=(1, 1), begin=(1, 1), depthwise=False,
         lo=-np.inf, hi=np.inf, act=act)])
     _close(from_format(out, fmt, want.shape), want)
@@ -148,7 +149,7 @@ def test_pool_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorForma
                "dilations": attrs.get("dilations", [1, 1]), "begin": pads[:2],
                "end": pads[2:], "average": op == "AveragePool",
                "include_pad": bool(attrs.get("count_include_pad", 0))}
-    blocked.run_calls([blocked.pool_call(to_format(x, fmt), out, **geo)])
+    blocked.run_calls([calls.pool_call(to_format(x, fmt), out, **geo)])
     _close(from_format(out, fmt, want.shape), want)
     assert not out[:, -1, ..., c - (out.shape[1] - 1) * k:].any()
 
@@ -164,7 +165,7 @@ def test_binary_kernel_against_onnxruntime(op: str, bshape: tuple[int, ...],
     (want,) = _ort(_model([helper.make_node(op, ["a", "b"], ["y"])],
                           {"a": a.shape, "b": b.shape}, ["y"]), {"a": a, "b": b})
     out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
-    call = blocked.binary_call(to_format(a, fmt), to_format(b, fmt), out, op.lower())
+    call = calls.binary_call(to_format(a, fmt), to_format(b, fmt), out, op.lower())
     blocked.run_calls([call])
     _close(from_format(out, fmt, want.shape), want)
 
@@ -179,7 +180,7 @@ def test_concat_kernel_against_onnxruntime(cs: tuple[int, ...], fmt: TensorForma
                           {n: x.shape for n, x in zip(names, xs, strict=True)}, ["y"]),
                    dict(zip(names, xs, strict=True)))
     out = np.full(to_format(want, fmt).shape, np.nan, np.float32)
-    blocked.run_calls([blocked.concat_call([to_format(x, fmt) for x in xs], cs, out)])
+    blocked.run_calls([calls.concat_call([to_format(x, fmt) for x in xs], cs, out)])
     np.testing.assert_array_equal(out, to_format(want, fmt))  # copies: exact, zeros included
 
 
@@ -293,11 +294,11 @@ def test_kernels_refuse_what_they_cannot_take() -> None:
     fmt = FORMATS[0]
     x = to_format(np.zeros((1, 5, 4, 4), np.float32), fmt)
     with pytest.raises(ValueError, match="packed weights"):
-        blocked.conv_call(x, np.zeros((1, 5, 3, 3, 4), np.float32), None, None, x.copy(),
+        calls.conv_call(x, np.zeros((1, 5, 3, 3, 4), np.float32), None, None, x.copy(),
                           c_in=5, c_out=5, kernel=(3, 3), strides=(1, 1), dilations=(1, 1),
                           begin=(1, 1), depthwise=False, lo=0.0, hi=1.0)
     with pytest.raises(ValueError, match="float32"):
-        blocked.pool_call(x.astype(np.float64), x, kernel=(1, 1), strides=(1, 1),
+        calls.pool_call(x.astype(np.float64), x, kernel=(1, 1), strides=(1, 1),
                           dilations=(1, 1), begin=(0, 0), end=(0, 0), average=False,
                           include_pad=False)
 
@@ -569,8 +570,8 @@ def test_grouped_conv_kernel_against_onnxruntime(case: tuple[Any, ...],
     want = np.clip(y + r, -0.5, 1.5)
     k = fmt.block
     out = np.full(to_format(y, fmt).shape, np.nan, np.float32)
-    call = blocked.conv_call(to_format(x, fmt), blocked.pack_grouped(w, k, group),
-                             blocked._padded_channels(b, k), to_format(r, fmt), out, c_in=c,
+    call = calls.conv_call(to_format(x, fmt), calls.pack_grouped(w, k, group),
+                             calls._padded_channels(b, k), to_format(r, fmt), out, c_in=c,
                              c_out=m, kernel=kernel, strides=strides, dilations=dilations,
                              begin=pads[:2], depthwise=False, lo=-0.5, hi=1.5, group=group)
     blocked.run_calls([call])
@@ -622,7 +623,7 @@ def test_split_kernel_against_onnxruntime(cs: tuple[int, ...], fmt: TensorFormat
     want = _ort(_model([split], {"x": x.shape}, names, {"s": np.asarray(cs, np.int64)}),
                 {"x": x})
     outs = [np.full(to_format(w, fmt).shape, np.nan, np.float32) for w in want]
-    blocked.run_calls([blocked.split_call(to_format(x, fmt), outs, cs)])
+    blocked.run_calls([calls.split_call(to_format(x, fmt), outs, cs)])
     for got, w in zip(outs, want, strict=True):
         np.testing.assert_array_equal(got, to_format(w, fmt))  # copies: zeros included
 

@@ -92,6 +92,24 @@ def test_a_mirror_that_differs_is_reported_field_by_field() -> None:
     assert missing == ["mi_lrn_args: in the library, not mirrored in _abi.py"]
 
 
+def test_the_layouts_computed_from_the_declarations_are_those_ctypes_gives() -> None:
+    """The load check compares the library with layouts computed from each mirror's
+    declaration, without making the Structures (issue 30): they must be ctypes' own, and a
+    process that makes none of the mirrors it does not call."""
+    for name, (c_name, _) in _abi._SPECS.items():
+        assert _abi._spec_layout(name)[0] == _abi._class_layout(_abi.STRUCTS[c_name]), name
+    script = textwrap.dedent("""
+        from mini_infer_cpu_native import _abi
+        _abi.load()
+        made = [n for n in _abi._SPECS if n in vars(_abi)]
+        from mini_infer_cpu_native._abi import QGemmArgs
+        print(made, "STRUCTS" in vars(_abi), sorted(n for n in _abi._SPECS if n in vars(_abi)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True, timeout=120).stdout.strip()
+    assert out == "[] False ['QGemmArgs']"
+
+
 @pytest.mark.parametrize("patch, message", [
     ("_abi.ABI_VERSION = 2", "has ABI version 1, this package's Python side expects 2"),
     ("_abi.STRUCTS['mi_pool2d_args'] = _abi.GemmArgs",
@@ -354,9 +372,9 @@ def test_the_matmul_kernel_refuses_negative_sizes_itself() -> None:
                 a_ks=1, ldb=4, ldc=4, batch0=1, batch1=1, alpha=1.0, lo=-np.inf, hi=np.inf)
     for change in ({"m": -1}, {"ldc": -4}, {"batch1": -1}, {"c_s0": -16}, {"c": 0}):
         args = _abi.MatMulArgs(**{**base, **change})
-        assert _native._matmul(ctypes.byref(args)) == 1, change
+        assert _native._k.matmul(ctypes.byref(args)) == 1, change
     assert (c == 0).all()
-    assert _native._matmul(ctypes.byref(_abi.MatMulArgs(**base))) == 0
+    assert _native._k.matmul(ctypes.byref(_abi.MatMulArgs(**base))) == 0
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
 
 

@@ -13,7 +13,7 @@ import ctypes
 import math
 from typing import Any
 
-from numpy.typing import NDArray
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import ActArgs, LayerNormArgs, SoftmaxArgs
 from ._kernels import address

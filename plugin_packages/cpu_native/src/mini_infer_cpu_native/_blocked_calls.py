@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import Act, Call, _call, _kernel, _lib
 

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._act import ACT_OPS
 from ._act import act as act_in_place

@@ -17,7 +17,8 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import NO_ACT, Act, Call, gemm_call, im2col_call, pack_a, run_calls, unpack_a
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._derived import Derived
 from ._kept import KeptCalls

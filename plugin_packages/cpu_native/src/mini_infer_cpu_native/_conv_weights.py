@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _conv_gemm, _tap_gemm, _winograd
 from ._conv_extra import live_taps

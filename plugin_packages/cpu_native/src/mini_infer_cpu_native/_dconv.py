@@ -12,7 +12,7 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-from numpy.typing import NDArray
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import DConv2dArgs
 from ._kernels import address

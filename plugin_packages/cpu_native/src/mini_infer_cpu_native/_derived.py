@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from numpy.typing import NDArray
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["Derived"]
 

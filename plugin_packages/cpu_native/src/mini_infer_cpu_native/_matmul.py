@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _native, _vec
 from ._native import Call, matmul_call, pack_b_call

@@ -24,25 +24,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _abi
-from ._abi import (
-    BiasActArgs,
-    DwConv2dArgs,
-    GemmArgs,
-    GemmBatchArgs,
-    GemmPackArgs,
-    GemmPackBArgs,
-    Im2colArgs,
-    LrnArgs,
-    MatMulArgs,
-    Pool2dArgs,
-    ScaleShiftArgs,
-    WinoInArgs,
-    WinoOutArgs,
-    WinoWeightsArgs,
-)
 from ._kernels import address, rows, strided
 
 __all__ = ["NO_ACT", "Act", "Call", "bias_act", "dwconv2d", "dwconv2d_work", "fail_pool_scratch",
@@ -76,20 +61,44 @@ def _kernel(name: str, args: type[ctypes.Structure], restype: Any = ctypes.c_int
     return fn
 
 
-_dwconv = _kernel("mi_dwconv2d_f32", DwConv2dArgs)
-_pool = _kernel("mi_pool2d_f32", Pool2dArgs)
-_bias_act = _kernel("mi_bias_act_f32", BiasActArgs)
-_im2col = _kernel("mi_im2col_f32", Im2colArgs)
-_scale_shift = _kernel("mi_scale_shift_f32", ScaleShiftArgs)
-_lrn = _kernel("mi_lrn_f32", LrnArgs)
-_wino_in = _kernel("mi_wino_in_f32", WinoInArgs)
-_wino_out = _kernel("mi_wino_out_f32", WinoOutArgs)
-_wino_weights = _kernel("mi_wino_weights_f32", WinoWeightsArgs)
-_pack = _kernel("mi_gemm_pack_f32", GemmPackArgs)
-_gemm = _kernel("mi_gemm_f32", GemmArgs)
-_gemm_batch = _kernel("mi_gemm_batch_f32", GemmBatchArgs)
-_pack_b = _kernel("mi_gemm_pack_b_f32", GemmPackBArgs)
-_matmul = _kernel("mi_matmul_f32", MatMulArgs)
+class Kernels:
+    """A module's kernels, each bound to its struct (``_abi``'s, by name) on first use::
+
+        _k = Kernels(gemm=("mi_gemm_f32", "GemmArgs"))
+        _run(_k.gemm, _abi.GemmArgs(...))
+
+    so that a process makes the ctypes Structures and pointer types of the kernels it calls
+    only (about 50 us each; issue 30). The attribute stays bound after its first use."""
+
+    def __init__(self, **kernels: tuple[str, str]) -> None:
+        self._kernels = kernels
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            symbol, struct = self._kernels[name]
+        except KeyError:
+            raise AttributeError(f"no kernel {name!r}") from None
+        fn = _kernel(symbol, getattr(_abi, struct))
+        setattr(self, name, fn)
+        return fn
+
+
+_k = Kernels(
+    dwconv=("mi_dwconv2d_f32", "DwConv2dArgs"),
+    pool=("mi_pool2d_f32", "Pool2dArgs"),
+    bias_act=("mi_bias_act_f32", "BiasActArgs"),
+    im2col=("mi_im2col_f32", "Im2colArgs"),
+    scale_shift=("mi_scale_shift_f32", "ScaleShiftArgs"),
+    lrn=("mi_lrn_f32", "LrnArgs"),
+    wino_in=("mi_wino_in_f32", "WinoInArgs"),
+    wino_out=("mi_wino_out_f32", "WinoOutArgs"),
+    wino_weights=("mi_wino_weights_f32", "WinoWeightsArgs"),
+    pack=("mi_gemm_pack_f32", "GemmPackArgs"),
+    gemm=("mi_gemm_f32", "GemmArgs"),
+    gemm_batch=("mi_gemm_batch_f32", "GemmBatchArgs"),
+    pack_b=("mi_gemm_pack_b_f32", "GemmPackBArgs"),
+    matmul=("mi_matmul_f32", "MatMulArgs"),
+)
 
 for _name, _restype, _argtypes in (
         ("mi_gemm_available", ctypes.c_int, []), ("mi_pool_get_threads", ctypes.c_int, []),
@@ -174,7 +183,7 @@ def dwconv2d(x: Array, w: Array, bias: Array | None, res: Array | None, y: Array
         raise ValueError(f"{k}: the padded extent {ext} (padding before: {begin}) must cover "
                          f"the {reach} the windows of a {oh}x{ow} output read")
     out = n * c * oh * ow
-    _run(_dwconv, DwConv2dArgs(
+    _run(_k.dwconv, _abi.DwConv2dArgs(
         address(x, n * c * h * wd, False, k, "x"), address(w, c * kh * kw, False, k, "w"),
         address(bias, c, False, k, "bias"), address(res, out, False, k, "res"),
         address(y, out, True, k, "y"),
@@ -203,7 +212,7 @@ def pool2d_call(x: Array, y: Array, work: Array, kernel: tuple[int, int],
     n, c, h, wd = _dims(k, "x", x, 4)
     _same(k, "y's (N, C)", _dims(k, "y", y, 4)[:2], (n, c))
     oh, ow = y.shape[2:]
-    return _call(_pool, Pool2dArgs(
+    return _call(_k.pool, _abi.Pool2dArgs(
         address(x, n * c * h * wd, False, k, "x"), address(y, n * c * oh * ow, True, k, "y"),
         address(work, pool2d_work(h, wd, oh, ow), True, k, "work"), n * c, h, wd, *kernel,
         *strides, *dilations, begin[0], begin[1], end[0], end[1], oh, ow, int(average),
@@ -223,7 +232,7 @@ def bias_act(y: Array, bias: Array | None, res: Array | None, lo: float, hi: flo
     m = y.shape[1]
     rows_ = y.shape[0] * m
     cols = y.size // max(rows_, 1)
-    _run(_bias_act, BiasActArgs(
+    _run(_k.bias_act, _abi.BiasActArgs(
         address(y, y.size, True, k, "y"), address(bias, m, False, k, "bias"),
         address(res, y.size, False, k, "res"), rows_, cols, cols, m, cols, lo, hi))
 
@@ -255,7 +264,7 @@ def wino_in_call(x: Array, v: Array, rows: Array, begin: tuple[int, int], tw: in
     nk = _tile(k, tile)
     c, h, wd = _dims(k, "x", x, 3)
     t = _tile_rows(k, ty0, ty1, tw)
-    return _call(_wino_in, WinoInArgs(
+    return _call(_k.wino_in, _abi.WinoInArgs(
         address(x, c * h * wd, False, k, "x"), address(v, nk * c * t, True, k, "v"),
         address(rows, 2 * (tile + 2) * (tile * tw + 2), True, k, "rows"), c, h, wd, begin[0],
         begin[1], tw, ty0, ty1, tile), x, v, rows)
@@ -285,7 +294,7 @@ def wino_out_call(mm: Array, y: Array, bias: Array | None, res: Array | None, ro
                          f"match y's {oh}x{ow} (each row of tiles must cover the width, and "
                          "each lie in the height)")
     out = m * oh * ow
-    return _call(_wino_out, WinoOutArgs(
+    return _call(_k.wino_out, _abi.WinoOutArgs(
         address(mm, nk * m * t, False, k, "mm"), address(y, out, True, k, "y"),
         address(bias, m, False, k, "bias"), address(res, out, False, k, "res"),
         address(rows, tile * tile * tw, True, k, "rows"), m, oh, ow, tw, ty0, ty1, lo, hi,
@@ -303,7 +312,7 @@ def im2col_call(x: Array, cols: Array, kernel: tuple[int, int], strides: tuple[i
     kh, kw = kernel
     if not 0 <= rows[0] <= rows[1] or ow < 0:
         raise ValueError(f"{k}: output rows {rows} of {ow} columns: not a range")
-    return _call(_im2col, Im2colArgs(
+    return _call(_k.im2col, _abi.Im2colArgs(
         address(x, n * c * h * wd, False, k, "x"),
         address(cols, n * c * kh * kw * (rows[1] - rows[0]) * ow, True, k, "cols"), n, c, h,
         wd, kh, kw, *strides, *dilations, *begin, *rows, ow), x, cols)
@@ -326,7 +335,7 @@ def wino_weights(w: Array, tile: int = 2) -> Array:
     m, c, *taps = _dims(k, "w", w, 4)
     _same(k, "w's kernel", tuple(taps), (3, 3))
     u = np.empty((nk, m, c), np.float32)
-    _run(_wino_weights, WinoWeightsArgs(address(w, w.size, False, k, "w"),
+    _run(_k.wino_weights, _abi.WinoWeightsArgs(address(w, w.size, False, k, "w"),
                                         address(u, u.size, True, k, "u"), m, c, tile))
     return u
 
@@ -340,7 +349,7 @@ def lrn(x: Array, y: Array, acc: Array, size: int, alpha: float, beta: float,
         raise ValueError(f"{k}: x must have (N, C, ...) dimensions, not shape {x.shape}")
     n, c = x.shape[:2]
     plane = x.size // max(n * c, 1)
-    _run(_lrn, LrnArgs(address(x, x.size, False, k, "x"), address(y, x.size, True, k, "y"),
+    _run(_k.lrn, _abi.LrnArgs(address(x, x.size, False, k, "x"), address(y, x.size, True, k, "y"),
                        address(acc, plane, True, k, "acc"), n, c, plane, size, alpha, beta,
                        bias))
 
@@ -351,7 +360,7 @@ def scale_shift(x: Array, y: Array, a: Array, b: Array, lo: float, hi: float) ->
     if x.ndim < 2:
         raise ValueError(f"{k}: x must have (N, C, ...) dimensions, not shape {x.shape}")
     n, c = x.shape[:2]
-    _run(_scale_shift, ScaleShiftArgs(
+    _run(_k.scale_shift, _abi.ScaleShiftArgs(
         address(x, x.size, False, k, "x"), address(a, c, False, k, "a"),
         address(b, c, False, k, "b"), address(y, x.size, True, k, "y"), n, c,
         x.size // max(n * c, 1), lo, hi))
@@ -393,7 +402,7 @@ def pack_a(a: Array, out: Array | None = None) -> Array:
     elif out.dtype != np.float32 or out.shape != (m * kk,):
         raise ValueError(f"{k}: out must be a float32 vector of {m * kk} elements, not "
                          f"{out.dtype} {out.shape}")
-    _run(_pack, GemmPackArgs(address(a, m * kk, False, k, "a"),
+    _run(_k.pack, _abi.GemmPackArgs(address(a, m * kk, False, k, "a"),
                              address(out, m * kk, True, k, "out"), m, kk, kk))
     return out
 
@@ -422,7 +431,7 @@ def gemm_call(ap: Array, m: int, k: int, b: Array, c: Array, bias: Array | None 
     pb, ldb = rows(b, k, n, False, kn, "b")
     pc, ldc = rows(c, m, n, True, kn, "c")
     pr, ldr = rows(res, m, n, False, kn, "res")
-    return _call(_gemm, GemmArgs(address(ap, m * k, False, kn, "ap"), pb, pc,
+    return _call(_k.gemm, _abi.GemmArgs(address(ap, m * k, False, kn, "ap"), pb, pc,
                                  address(bias, m, False, kn, "bias"), pr, m, n, k, ldb, ldc,
                                  ldr, lo, hi, *act), ap, b, c, bias, res)
 
@@ -440,7 +449,7 @@ def gemm_batch_call(ap: Array, m: int, k: int, b: Array, c: Array) -> Call:
     q, kb, n = _dims(kn, "b", b, 3)
     _same(kn, "b's K", kb, k)
     _same(kn, "c's shape", _dims(kn, "c", c, 3), (q, m, n))
-    return _call(_gemm_batch, GemmBatchArgs(
+    return _call(_k.gemm_batch, _abi.GemmBatchArgs(
         address(ap, q * m * k, False, kn, "ap"), address(b, b.size, False, kn, "b"),
         address(c, c.size, True, kn, "c"), q, m * k, k * n, m * n, n, n, m, n, k), ap, b, c)
 
@@ -497,7 +506,7 @@ def pack_b_call(b: Array, out: Array) -> Call:
     kn = "mi_gemm_pack_b_f32"
     kk, n = _dims(kn, "b", b, 2)
     pb, (rs, cs) = strided(b, (kk, n), False, kn, "b")
-    return _call(_pack_b, GemmPackBArgs(pb, address(out, kk * n, True, kn, "out"), kk, n, rs,
+    return _call(_k.pack_b, _abi.GemmPackBArgs(pb, address(out, kk * n, True, kn, "out"), kk, n, rs,
                                         cs), b, out)
 
 
@@ -552,7 +561,7 @@ def matmul_call(a: Array, b: Array, c: Array, k: int, *, a_packed: bool = False,
     else:
         pb, sb = _batched(kn, "b", b, (bp, bq, k, n))
     pr, sr = _batched(kn, "res", res, (bp, bq, m, n))
-    return _call(_matmul, MatMulArgs(
+    return _call(_k.matmul, _abi.MatMulArgs(
         pa, pb, pc, address(bias, m, False, kn, "bias"), address(cbias, n, False, kn, "cbias"),
         pr, m, n, k, sa[2], sa[3], sb[2], sc[2], sr[2], bp, bq, sa[0], sa[1], sb[0], sb[1],
         sc[0], sc[1], sr[0], sr[1], int(a_packed), _b_packed(b_packed), alpha, lo, hi),

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from numpy.typing import NDArray
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import DConv2dArgs
 from ._act import act_isa

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import TensorFormat
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["hwc_formats", "linear"]
 

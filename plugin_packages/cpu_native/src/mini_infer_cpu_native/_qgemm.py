@@ -13,7 +13,8 @@ import ctypes
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import DqlArgs, QColsumArgs, QConvArgs, QGemmArgs, QPackBArgs
 from ._native import _kernel, _lib, _refused

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import NBitsArgs, NBitsPackArgs
 from ._native import _kernel

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops.resize import axis_taps
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import Resize2dArgs
 from ._kernels import address

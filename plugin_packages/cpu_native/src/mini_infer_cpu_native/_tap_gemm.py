@@ -29,12 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from ._abi import BiasActArgs, Im2colArgs
+from mini_infer_core.plugin.arrays import NDArray
+
+from . import _abi
 from ._act import act_call
 from ._conv_extra import ACTS
-from ._native import Call, _bias_act, _call, _im2col, bias_act, gemm_call, pack_a
+from ._native import Call, _call, _k, bias_act, gemm_call, pack_a
 
 __all__ = ["MAX_LIVE", "MIN_CHANNELS", "PAD", "applies", "tap_calls", "tap_rects", "tap_weights",
            "work_floats"]
@@ -136,8 +137,8 @@ def _add_calls(out: Array, n: int, rect: tuple[int, int, int, int], prod: Array
     base, src, plane = out.ctypes.data + 4 * n * m * oh * ow, prod.ctypes.data, oh * ow
 
     def call(y: int, r: int, count: int, cols: int, ldy: int, ldr: int) -> Call:
-        return _call(_bias_act, BiasActArgs(base + 4 * y, None, src + 4 * r, count, cols, ldy,
-                                            1, ldr, -np.inf, np.inf), out, prod)
+        return _call(_k.bias_act, _abi.BiasActArgs(base + 4 * y, None, src + 4 * r, count, cols,
+                                                   ldy, 1, ldr, -np.inf, np.inf), out, prod)
 
     if width == ow:  # whole rows: each channel one run
         return [call(oy0 * ow, 0, m, rows * ow, plane, rows * ow)]
@@ -166,7 +167,7 @@ def _gather_call(x: Array, n: int, cols: Array, first: tuple[int, int],
     base = x.ctypes.data + 4 * ((n * c * h + y0) * wd + x0)
     # the planes keep their size (h * wd apart); the window's bounds are counted from the
     # first read: i * sh < h and j * sw < wd hold for every read above, so none is zeroed
-    return _call(_im2col, Im2colArgs(base, cols.ctypes.data, 1, c, h, wd, 1, 1, sh, sw,
+    return _call(_k.im2col, _abi.Im2colArgs(base, cols.ctypes.data, 1, c, h, wd, 1, 1, sh, sw,
                                      1, 1, 0, 0, 0, rows, width), x, cols)
 
 

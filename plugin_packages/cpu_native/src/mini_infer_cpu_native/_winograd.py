@@ -24,7 +24,8 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import (
     NO_ACT,

@@ -21,9 +21,9 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import activation as _activation
 from mini_infer_cpu_plugins.serialization import CpuPlugin
 from mini_infer_cpu_plugins.toolkit import SoftmaxKernel
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import lazy_kernels, schema_kernels
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._act import act_call, layer_norm_call, softmax_call

@@ -44,12 +44,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mini_infer_cpu_plugins.serialization import CpuPlugin
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import lazy_kernels
 from mini_infer_core.plugin import (
@@ -60,22 +59,8 @@ from mini_infer_core.plugin import (
     shapes,
     to_format,
 )
+from mini_infer_core.plugin.arrays import NDArray
 
-from . import _tap_gemm
-from ._blocked_calls import (
-    ISA,
-    _padded_channels,
-    binary_call,
-    concat_call,
-    conv_call,
-    pack_dense,
-    pack_depthwise,
-    pack_grouped,
-    padzero_call,
-    pool_call,
-    resize_call,
-    split_call,
-)
 from ._derived import Derived
 from ._native import Act as Act
 from ._native import Call, run_calls
@@ -84,16 +69,23 @@ if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.activation import Clip_1, Clip_11, Relu
     from mini_infer_cpu_plugins.ops.elementwise import Add
 
-__all__ = ["ISA", "Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
+__all__ = ["Add", "BlockedAffine", "BlockedBinary", "BlockedConcat", "BlockedConv",
            "BlockedGlobalPool", "BlockedPool", "BlockedReduce", "BlockedResize", "BlockedSplit",
-           "BlockedUnary", "Clip_1", "Clip_11", "Relu", "binary_call", "concat_call",
-           "conv_call", "offered", "pack_dense", "pack_depthwise", "pack_grouped",
-           "padzero_call", "pool_call", "resize_call", "run_calls", "set_offered",
-           "split_call"]
+           "BlockedUnary", "Clip_1", "Clip_11", "Relu", "offered", "run_calls", "set_offered"]
 
 Array = NDArray[Any]
 LINEAR = TensorFormat.LINEAR
 _forced: list[TensorFormat | None] = []
+
+
+@cache
+def _isa() -> int:
+    """The block sizes this CPU's kernels run (bit 0: 8, bit 1: 16). The kernels' module
+    (:mod:`._blocked_calls`, its structs and bindings) is imported only where a blocked
+    format is asked about or run, not by an engine whose tensors are all LINEAR (issue 30)."""
+    from ._blocked_calls import ISA
+
+    return ISA
 
 
 def offered() -> TensorFormat | None:
@@ -106,7 +98,7 @@ def offered() -> TensorFormat | None:
     if os.environ.get("MINI_INFER_BLOCKED_FORMATS", "").strip().lower() in {"0", "off", "no",
                                                                             "false"}:
         return None
-    return TensorFormat.CHW16 if ISA & 2 else TensorFormat.CHW8 if ISA & 1 else None
+    return TensorFormat.CHW16 if _isa() & 2 else TensorFormat.CHW8 if _isa() & 1 else None
 
 
 def set_offered(fmt: TensorFormat | None | bool) -> None:
@@ -114,7 +106,7 @@ def set_offered(fmt: TensorFormat | None | bool) -> None:
     True: back to :func:`offered`'s own choice. For tests and benchmarks."""
     _forced.clear()
     if isinstance(fmt, TensorFormat):
-        if not ISA & (1 if fmt is TensorFormat.CHW8 else 2):
+        if not _isa() & (1 if fmt is TensorFormat.CHW8 else 2):
             raise ValueError(f"this CPU does not run the {fmt.name} kernels")
         _forced.append(fmt)
     elif fmt is None:
@@ -235,6 +227,7 @@ class BlockedConv(_Formats):
         32x32): the blocked kernel multiplies every tap, padding included (2.1x the LINEAR
         path's time there), so such a node declines the blocked format. Only where the
         spatial sizes are known at build (the batch need not be)."""
+        from . import _tap_gemm
         if len(xshape) != 4 or min(xshape[1:]) < 1 or not hasattr(self, "_own_gemm"):
             return False
         x, w = (1, *(int(d) for d in xshape[1:])), tuple(int(d) for d in wshape)
@@ -298,6 +291,7 @@ class BlockedConv(_Formats):
         k = self._block()
         if not k:
             return False
+        from ._blocked_calls import _padded_channels, conv_call
         c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
         depthwise = group != 1 and group == c_in == w.shape[0]
         if x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
@@ -310,6 +304,7 @@ class BlockedConv(_Formats):
             onnx = self._onnx_weights(v, group)
             if onnx.ndim == 3:
                 onnx = onnx[:, :, None]
+            from ._blocked_calls import pack_dense, pack_depthwise, pack_grouped
             return pack_depthwise(onnx, k) if depthwise else pack_grouped(onnx, k, group) \
                 if group > 1 else pack_dense(onnx, k)
 
@@ -336,6 +331,7 @@ class BlockedPool(_Formats):
     def _blocked_pool(self, x: Array, out: Array, average: bool) -> bool:
         if not self._block():
             return False
+        from ._blocked_calls import pool_call
         win = shapes.window_from_attrs(self.op_type, 2, self.attrs)  # type: ignore[attr-defined]
         g = shapes.resolve(x.shape[2:4], win)
         call = pool_call(x, out, kernel=win.kernel, strides=win.strides,
@@ -351,6 +347,7 @@ class BlockedGlobalPool(_Formats):
         """The blocked mean of each channel (None: this node is not blocked)."""
         if not self._block() or not isinstance(x, np.ndarray) or x.ndim != 5:
             return None
+        from ._blocked_calls import pool_call
         h, w = x.shape[2], x.shape[3]
         return [pool_call(x, out, kernel=(h, w), strides=(1, 1), dilations=(1, 1),
                           begin=(0, 0), end=(0, 0), average=True, include_pad=False)]
@@ -419,10 +416,12 @@ class BlockedBinary(Derived, _Formats):
         k = self._block()
         if not k:
             return None
+        from ._blocked_calls import binary_call
         op = {"Add": "add", "Mul": "mul"}[self.op_type]
         c = self.output_descs[0].shape[1]
 
         def vector(v: Array) -> Array:
+            from ._blocked_calls import _padded_channels
             per_channel = np.broadcast_to(np.asarray(v, np.float32).reshape(-1), (c,))
             return _padded_channels(per_channel, k).reshape(1, -1, *(1,) * (out.ndim - 3), k)
 
@@ -451,6 +450,7 @@ class BlockedConcat(_Formats):
     def _concat_calls(self, xs: Sequence[Array], out: Array) -> list[Call] | None:
         if not self._block():
             return None
+        from ._blocked_calls import concat_call
         cs = [d.shape[1] for d in self.input_descs if d is not None]
         return [concat_call(xs, cs, out)]
 
@@ -466,6 +466,7 @@ class BlockedUnary(_Formats):
         """After the function: the padding lanes zeroed where f(0) != 0 and Y is blocked."""
         if not self._block() or self.op_type not in ("Sigmoid", "HardSigmoid"):
             return []
+        from ._blocked_calls import padzero_call
         return [padzero_call(out, self.output_descs[0].shape[1])]
 
 
@@ -495,6 +496,7 @@ class BlockedAffine(_Formats):
         k = self._block()
         if not k:
             return None
+        from ._blocked_calls import _padded_channels, binary_call
         kept = self._affine
         if kept is None or kept[0] is not a or kept[1] is not b or kept[2].shape[-1] != k \
                 or kept[2].ndim != x.ndim:
@@ -541,6 +543,7 @@ class BlockedSplit(_Formats):
         """The blocked split of ``x`` into ``outs`` (None: this node is not blocked)."""
         if not self._block() or len(outs) != len(self.output_descs):
             return None
+        from ._blocked_calls import split_call
         return [split_call(x, outs, [d.shape[1] for d in self.output_descs])]
 
 
@@ -571,6 +574,7 @@ class BlockedResize(_Formats):
         k = self._block()
         if not k or self.input_descs[0] is None:
             return False
+        from ._blocked_calls import resize_call
         from ._resize import tables
 
         shape = tuple(self.input_descs[0].shape)
@@ -631,6 +635,7 @@ class _Clamp(BlockedUnary, CpuPlugin):
         super().compute(x, *bounds, out=out, **kw)
         if not self._block() or self.op_type != "Clip":
             return
+        from ._blocked_calls import padzero_call
         lo, hi = (*bounds, None, None)[:2] if bounds else (kw.get("min"), kw.get("max"))
         if (lo is not None and float(lo) > 0.0) or (hi is not None and float(hi) < 0.0):
             run_calls([padzero_call(out, self.output_descs[0].shape[1])])

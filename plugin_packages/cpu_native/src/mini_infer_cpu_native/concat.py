@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from mini_infer_cpu_plugins.ops import shape as _shape
 from mini_infer_cpu_plugins.toolkit import in_place
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._kept import KeptCalls
 from ._native import Call, im2col_call, run_calls, usable

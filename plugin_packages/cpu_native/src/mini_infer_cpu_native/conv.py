@@ -20,7 +20,8 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import conv as _conv
 from mini_infer_cpu_plugins.toolkit import blas_available as available
 from mini_infer_cpu_plugins.toolkit import blas_gemm
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _conv_gemm, _dconv, _pw, _tap_gemm, _winograd
 from ._conv_extra import ACTS, act_after, act_code

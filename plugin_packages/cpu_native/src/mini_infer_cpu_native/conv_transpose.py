@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import conv_transpose as _ct
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import Taps2dArgs
 from ._kernels import address

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import gemm as _gemm
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _matmul
 from ._derived import Derived

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from mini_infer_cpu_plugins.serialization import CpuPlugin
 from mini_infer_cpu_plugins.toolkit import as_ints
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import lazy_kernels
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import Call, run_calls, usable
 from ._vec import row_logsumexp_call

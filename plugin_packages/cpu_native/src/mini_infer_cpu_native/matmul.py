@@ -34,9 +34,9 @@ from typing import Any, ClassVar
 import numpy as np
 from mini_infer_cpu_plugins.ops import gemm as _gemm
 from mini_infer_cpu_plugins.toolkit import Scratch
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, Fusion, Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from . import _matmul
 from ._derived import Derived

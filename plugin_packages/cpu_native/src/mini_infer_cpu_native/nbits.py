@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import contrib_matmul as _contrib
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import NBitsArgs
 from ._derived import Derived

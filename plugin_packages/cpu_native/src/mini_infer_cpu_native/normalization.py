@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import normalization as _norm
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import lrn, run_calls, scale_shift, usable
 from .blocked import BlockedAffine

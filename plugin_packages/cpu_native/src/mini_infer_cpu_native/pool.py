@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import pool as _pool
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._kept import KeptCalls
 from ._native import Call, pool2d_call, pool2d_work, run_calls, usable

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import qlinear as _qlinear
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, PluginTensorDesc, Repacked, TensorFormat, shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import QConvArgs, QDwConvArgs, QRequantArgs
 from ._derived import Derived

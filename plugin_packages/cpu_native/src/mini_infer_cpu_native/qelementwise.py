@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import contrib_qlinear as _basic
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import QBinaryArgs, QChLookupArgs, QLookupArgs
 from ._native import _kernel

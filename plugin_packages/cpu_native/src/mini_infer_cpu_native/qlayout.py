@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import contrib_qlinear as _basic
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._abi import QGapArgs

@@ -30,9 +30,9 @@ import numpy as np
 from mini_infer_cpu_plugins.ops import contrib_matmul as _contrib
 from mini_infer_cpu_plugins.ops import qlinear as _qlinear
 from mini_infer_cpu_plugins.ops import quantize as _quantize
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, DimsExprs, Fusion, Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import DqlArgs, QGemmArgs
 from ._derived import Derived

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 import numpy as np
 from mini_infer_cpu_plugins.ops import shape as _shape
 from mini_infer_cpu_plugins.ops import slicing as _slicing
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType, DimsExprs, Fusion, PluginTensorDesc, TensorFormat
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._qformats import hwc_formats
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import resize as _resize
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import Call, run_calls, usable
 from ._resize import Tables, resize2d_call, tables

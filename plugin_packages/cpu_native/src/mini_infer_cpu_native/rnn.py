@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 from mini_infer_cpu_plugins.ops import rnn as _rnn
 from mini_infer_cpu_plugins.toolkit import Scratch
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import Repacked
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import RnnArgs
 from ._derived import Derived

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 from mini_infer_cpu_plugins.ops import split as _split
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import run_calls
 from .blocked import BlockedSplit

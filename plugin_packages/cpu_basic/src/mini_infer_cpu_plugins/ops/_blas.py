@@ -25,7 +25,8 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["available", "gemm", "library"]
 

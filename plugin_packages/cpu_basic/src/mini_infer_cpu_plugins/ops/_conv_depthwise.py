@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import Window
 
 from ._util import Scratch

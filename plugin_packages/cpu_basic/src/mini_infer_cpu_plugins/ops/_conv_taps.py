@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import record
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._blas import available, gemm
 from ._util import relu

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["FLOAT8", "NARROW_INTS", "cast_array", "cast_into", "float_info", "is_native",
            "to_e8m0"]

@@ -15,7 +15,8 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["erf"]
 

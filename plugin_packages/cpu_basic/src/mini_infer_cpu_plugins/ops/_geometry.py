@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from numpy.typing import NDArray
 
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import Window
 
 __all__ = ["pad_into", "windows_view"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = [
     "NN_FLOATS",

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops.quantize import QUANT_TYPES
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 from ._convert import FLOAT8, float_info
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops.rnn import Activation
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["Act", "make_activation"]
 

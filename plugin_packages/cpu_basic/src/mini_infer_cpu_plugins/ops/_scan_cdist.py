@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 import onnx
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["distance_body", "scan_distances"]
 

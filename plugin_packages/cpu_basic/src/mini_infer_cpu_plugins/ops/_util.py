@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.plugin import BufferCache
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import FLOAT_TYPES
 
 __all__ = ["FLOATS", "SameBytes", "Scratch", "add_per_row", "copy_into", "in_place", "kernels",

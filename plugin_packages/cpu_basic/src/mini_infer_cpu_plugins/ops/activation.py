@@ -8,10 +8,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import activation as schema
 from mini_infer_core.ops import schema_kernels
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._util import RELU_CHUNK, Scratch, copy_into, relu, zeros_like_chunk

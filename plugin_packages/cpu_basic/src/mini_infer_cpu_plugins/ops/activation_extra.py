@@ -11,9 +11,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import activation_extra as schema
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._erf import erf

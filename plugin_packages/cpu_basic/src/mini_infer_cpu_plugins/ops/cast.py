@@ -8,10 +8,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import cast as schema
 from mini_infer_core.plugin import DataType, quiet_fp
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._convert import cast_into, is_native

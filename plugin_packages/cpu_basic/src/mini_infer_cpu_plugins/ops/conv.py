@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import conv as schema
 from mini_infer_core.plugin import ConvFusion, record, shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._blas import available, gemm

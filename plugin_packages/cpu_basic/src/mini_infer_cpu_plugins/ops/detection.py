@@ -19,10 +19,10 @@ import functools
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import detection as schema
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 

@@ -9,10 +9,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import elementwise as schema
 from mini_infer_core.plugin import quiet_fp
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 

@@ -7,10 +7,10 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import generator as schema
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit

@@ -8,9 +8,9 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import indexing as schema
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import norms as schema
+from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ..serialization import CpuPlugin

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import quantize as schema
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._quant import dequantize, expand_param, quantize

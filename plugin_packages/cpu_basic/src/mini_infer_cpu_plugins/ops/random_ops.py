@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.ops import random_ops as schema
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 

@@ -9,11 +9,11 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import reduce as schema
 from mini_infer_core.ops.reduce import Axes, reduced_shape
 from mini_infer_core.plugin import quiet_fp
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit

@@ -15,9 +15,9 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import rnn as schema
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._nn_util import acc_dtype, put

@@ -10,10 +10,10 @@ from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import shape as schema
 from mini_infer_core.plugin import DimsExprs, Fusion, shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints

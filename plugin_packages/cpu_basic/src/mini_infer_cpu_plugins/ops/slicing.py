@@ -8,10 +8,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.ops import slicing as schema
 from mini_infer_core.plugin import shapes
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
 from ._dynamic import as_ints, emit

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["TRANSFORMS", "expand_binary", "float32s", "float_rows", "logistic", "probit",
            "softmax", "softmax_zero", "transform", "transform_into", "transform_scores"]

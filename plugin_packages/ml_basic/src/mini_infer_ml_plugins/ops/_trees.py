@@ -26,7 +26,8 @@ from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from mini_infer_core.plugin.arrays import NDArray
 
 __all__ = ["AGG_MAX", "AGG_MIN", "AGG_SUM", "Forest", "compiled_available", "evaluate",
            "legacy_forest", "v5_forest", "walk_call", "walk_into"]

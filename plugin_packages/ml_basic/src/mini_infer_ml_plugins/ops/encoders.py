@@ -12,11 +12,11 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import ExecutionError
 from mini_infer_core.ops import ml
 from mini_infer_core.plugin import DataType
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import MlPlugin
 

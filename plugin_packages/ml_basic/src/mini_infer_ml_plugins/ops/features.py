@@ -10,10 +10,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import ExecutionError
 from mini_infer_core.ops import ml
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import MlPlugin
 

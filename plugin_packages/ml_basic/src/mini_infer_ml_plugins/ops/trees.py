@@ -15,11 +15,11 @@ from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from mini_infer_core.errors import ExecutionError, PluginInterfaceError
 from mini_infer_core.ops import ml
 from mini_infer_core.plugin import DynamicPluginTensorDesc
+from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import MlPlugin
 from ._post import (
