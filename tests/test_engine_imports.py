@@ -146,21 +146,38 @@ def _mlp_in_child(tmp_path: Path, seed: int, needs: str, pools: bool = False
     return model, x, _open_in_child(engine, x, tmp_path, pools=pools)
 
 
-def test_an_mlp_engine_imports_its_gemm_and_activation_modules_only(tmp_path: Path) -> None:
+def test_an_mlp_engine_imports_its_gemm_and_softmax_modules_only(tmp_path: Path) -> None:
     model, x, found = _mlp_in_child(
         tmp_path, 2, "the compiled Gemm and Softmax are what this engine names")
     np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-4, atol=1e-6)
-    # the compiled Gemm and Softmax (cpu-native), cpu_basic's Relu and the families they
-    # derive from; not the convolutions, pools and normalizations that share a module with
-    # the compiled Conv, nor the activations made on first use (Erf, Gelu, LayerNormalization:
-    # math_unary, activation_extra, layer_norm), nor the reductions
+    # the compiled Gemm (its Relu fused) and Softmax (cpu-native) and the families they derive
+    # from; not the convolutions, pools and normalizations that share a module with the
+    # compiled Conv, nor the other activations (Softmax is a family of its own), nor those
+    # made on first use (Erf, Gelu, LayerNormalization: math_unary, activation_extra,
+    # layer_norm), nor the reductions
     assert found["families"] == [
-        "mini_infer_core.ops.activation", "mini_infer_core.ops.gemm",
-        "mini_infer_cpu_native.activations", "mini_infer_cpu_native.blocked",
-        "mini_infer_cpu_native.gemm", "mini_infer_cpu_plugins.ops.activation",
-        "mini_infer_cpu_plugins.ops.gemm"], \
-        found["families"]
+        "mini_infer_core.ops.gemm", "mini_infer_core.ops.softmax", "mini_infer_cpu_native.gemm",
+        "mini_infer_cpu_native.softmax", "mini_infer_cpu_plugins.ops.gemm",
+        "mini_infer_cpu_plugins.ops.softmax"], found["families"]
     assert not found["threadpoolctl"]
+
+
+def test_a_layer_norm_engine_imports_no_activation_family(tmp_path: Path) -> None:
+    """LayerNormalization's schema shares the float types of the activations (``FLOATS``,
+    now in ``ops._schema``): it once imported the activation family's schemas for that tuple,
+    and with them made its classes (issue 30)."""
+    rng = np.random.default_rng(5)
+    scale = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "s")
+    bias = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")
+    model = _model([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)],
+                   [3, 16], [3, 16], [scale, bias])
+    engine = _build(model, tmp_path / "ln.engine")
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-5, atol=1e-5)
+    assert "mini_infer_core.ops.layer_norm" in found["families"], found["families"]
+    assert not [f for f in found["families"] if f.endswith((".activation", ".softmax"))], \
+        found["families"]
 
 
 def test_a_convolution_engine_imports_no_pooling_or_normalization(tmp_path: Path) -> None:

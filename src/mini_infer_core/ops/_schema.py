@@ -24,15 +24,27 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PluginInterfaceError
-from ..plugin import REQUIRED, BroadcastPlugin, DimExpr, DimsExprs, OnnxPlugin, UnaryPlugin
-from ..plugin.shapes import absent, input_values
+from ..plugin import (
+    REQUIRED,
+    BroadcastPlugin,
+    DataType,
+    DimExpr,
+    DimsExprs,
+    OnnxPlugin,
+    UnaryPlugin,
+)
+from ..plugin.shapes import FLOAT_TYPES, absent, input_values
 from . import _memo
 
 if TYPE_CHECKING:  # onnx is imported only for an answer the generated table lacks
     import onnx.defs
 
-__all__ = ["BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes", "onnx_input_count",
-           "onnx_since"]
+__all__ = ["FLOATS", "BroadcastOp", "Op", "UnaryOp", "ValueOp", "onnx_attributes",
+           "onnx_input_count", "onnx_since"]
+
+#: the float types of most float operators: activations, pooling, normalizations (bfloat16
+#: from opset 13/14)
+FLOATS = (*FLOAT_TYPES, DataType.BFLOAT16)
 
 _NEWEST = 10**6
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..errors import PluginInterfaceError
 from ._common import Versioned
-from ._schema import BroadcastOp, UnaryOp
-from .activation import FLOATS
+from ._schema import FLOATS, BroadcastOp, UnaryOp
 
 __all__ = [
     "Elu", "Selu_1", "Selu", "Celu", "HardSigmoid", "HardSwish", "PRelu", "Softplus", "Softsign",

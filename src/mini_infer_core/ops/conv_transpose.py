@@ -14,8 +14,7 @@ from typing import NamedTuple
 from ..errors import PluginInterfaceError
 from ..plugin import DimExpr, DimsExprs, IntLike
 from ..plugin.shapes import AUTO_PADS, Shapes
-from ._schema import Op
-from .activation import FLOATS
+from ._schema import FLOATS, Op
 
 __all__ = ["ConvTranspose"]
 

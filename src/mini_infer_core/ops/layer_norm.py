@@ -15,8 +15,7 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs, IntLike
 from ..plugin.shapes import Shapes, norm_axis
-from ._schema import Op
-from .activation import FLOATS
+from ._schema import FLOATS, Op
 
 __all__ = ["LayerNormalization", "GroupNormalization_18", "GroupNormalization",
            "RMSNormalization"]

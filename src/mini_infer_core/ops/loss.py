@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs, IntLike, PluginTensorDesc
 from ..plugin.shapes import Shapes
-from ._schema import Op
-from .activation import FLOATS
+from ._schema import FLOATS, Op
 
 __all__ = ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"]
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..plugin import DataType
-from ._schema import UnaryOp
-from .activation import FLOATS
+from ._schema import FLOATS, UnaryOp
 
 __all__ = [
     "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",

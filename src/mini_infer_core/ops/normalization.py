@@ -16,8 +16,7 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs
 from ..plugin.shapes import FLOAT_TYPES, Shapes
-from ._schema import UnaryOp, onnx_attributes
-from .activation import FLOATS
+from ._schema import FLOATS, UnaryOp, onnx_attributes
 
 __all__ = ["BatchNormalization", "InstanceNormalization", "LRN"]
 

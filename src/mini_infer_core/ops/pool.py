@@ -18,8 +18,7 @@ import numpy as np
 from ..errors import PluginInterfaceError
 from ..plugin import DataType, DimsExprs, shapes
 from ..plugin.shapes import Shapes
-from ._schema import UnaryOp
-from .activation import FLOATS
+from ._schema import FLOATS, UnaryOp
 
 __all__ = ["MaxPool_1", "MaxPool", "AveragePool", "LpPool_1", "LpPool", "GlobalAveragePool",
            "GlobalMaxPool", "GlobalLpPool_1", "GlobalLpPool"]

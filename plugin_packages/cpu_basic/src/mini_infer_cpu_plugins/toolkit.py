@@ -19,8 +19,8 @@ from .ops._dynamic import as_ints
 from .ops._util import Scratch, in_place
 
 if TYPE_CHECKING:
-    from .ops.activation import _Softmax as SoftmaxKernel
     from .ops.reduce import _Reduce as ReduceKernel
+    from .ops.softmax import _Softmax as SoftmaxKernel
 
 __all__ = ["ReduceKernel", "Scratch", "SoftmaxKernel", "as_ints", "blas_available", "blas_gemm",
            "in_place"]
@@ -28,7 +28,7 @@ __all__ = ["ReduceKernel", "Scratch", "SoftmaxKernel", "as_ints", "blas_availabl
 #: the kernel families, each imported with its module on first use (PEP 562): a module's
 #: operator classes are most of what loading an engine costs, and a distribution that uses
 #: the helpers above need not pay for the reductions' 50 classes (issue 30)
-_FAMILIES = {"SoftmaxKernel": (".ops.activation", "_Softmax"),
+_FAMILIES = {"SoftmaxKernel": (".ops.softmax", "_Softmax"),
              "ReduceKernel": (".ops.reduce", "_Reduce")}
 
 

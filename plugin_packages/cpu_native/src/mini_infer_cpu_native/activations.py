@@ -1,5 +1,5 @@
-"""cpu_basic's Erf, Gelu, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu, Softmax,
-LogSoftmax and LayerNormalization with their float32 cases compiled (``_act.c``: one pass
+"""cpu_basic's Erf, Gelu, Sigmoid, Swish, HardSigmoid, HardSwish, Tanh, LeakyRelu and
+LayerNormalization with their float32 cases compiled (``_act.c``: one pass
 over memory, vectorised for AVX-512F or AVX2+FMA where the CPU has them).
 
 Each class is the cpu_basic plugin (same fields, shape inference and serialized form) whose
@@ -18,52 +18,30 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from mini_infer_cpu_plugins.ops import activation as _activation
 from mini_infer_cpu_plugins.serialization import CpuPlugin
-from mini_infer_cpu_plugins.toolkit import SoftmaxKernel
 
-from mini_infer_core.ops import lazy_kernels, schema_kernels
+from mini_infer_core.ops import lazy_kernels
 from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
-from ._act import act_call, layer_norm_call, softmax_call
-from ._kept import KeptCalls
-from ._native import Call, run_calls, usable
+from ._act import act_call, layer_norm_call
+from ._kept import Compiled, compiled
+from ._native import run_calls
 from .blocked import BlockedUnary
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
+    from mini_infer_cpu_plugins.ops.activation import LeakyRelu, Sigmoid, Tanh
     from mini_infer_cpu_plugins.ops.activation_extra import Gelu, HardSigmoid, HardSwish, Swish
     from mini_infer_cpu_plugins.ops.erf import Erf
     from mini_infer_cpu_plugins.ops.layer_norm import LayerNormalization
 
 __all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
-           "LogSoftmax_1", "LogSoftmax_13", "Sigmoid", "Softmax_1", "Softmax_13", "Swish",
-           "Tanh"]
+           "Sigmoid", "Swish", "Tanh"]
 
 Array = NDArray[Any]
 
 
-class _Compiled(KeptCalls):
-    """The compiled call of the last run, run again while its arrays are the same objects
-    (their addresses, sizes and strides, checked when the call was made, stay valid while
-    the call keeps them alive); kept for the plan's step (:class:`._kept.KeptCalls`: it runs
-    the call alone, without ``enqueue`` and ``compute``'s checks, 5-8 us of Python a
-    LayerNormalization)."""
-
-    def _run(self, arrays: tuple[Any, ...], make: Callable[[], Call]) -> None:
-        last = self._calls
-        if last is None or len(last[0]) != len(arrays) or not all(
-                a is b for a, b in zip(last[0], arrays, strict=True)):
-            last = self._calls = (arrays, [make()])
-        run_calls(last[1])
-
-
-def _compiled(*arrays: Array | None) -> bool:
-    """float32 arrays the kernels take (None: an absent optional one)."""
-    return all(a is None or a.dtype == np.float32 for a in arrays) and usable(*arrays)
-
-
-class _Elementwise(BlockedUnary, _Compiled, CpuPlugin):
+class _Elementwise(BlockedUnary, Compiled, CpuPlugin):
     """One compiled function of x, or the cpu_basic kernel: the function ``_FUNCTIONS``
     names for the operator, with the attributes it lists (at most two) as its alpha and beta
     (0.0 for those it does not name)."""
@@ -83,7 +61,7 @@ class _Elementwise(BlockedUnary, _Compiled, CpuPlugin):
         return function, alpha, beta
 
     def compute(self, x: Array, *, out: Array, **attrs: Any) -> None:
-        if not (_compiled(x, out) and x.size == out.size):
+        if not (compiled(x, out) and x.size == out.size):
             super().compute(x, out=out, **attrs)
             return
         op, alpha, beta = self._function(attrs)
@@ -96,15 +74,10 @@ class _Elementwise(BlockedUnary, _Compiled, CpuPlugin):
         HardSigmoid on (1, C, 1, 1)) cost ~10 us of Python per run through ``compute``."""
         x, out = inputs[0], outputs[0]
         if not (isinstance(x, np.ndarray) and isinstance(out, np.ndarray)
-                and _compiled(x, out) and x.size == out.size):
+                and compiled(x, out) and x.size == out.size):
             return None
         op, alpha, beta = self._function(self.attrs)
         return partial(run_calls, [act_call(op, x, out, alpha, beta), *self._pad_calls(out)])
-
-
-Sigmoid, Tanh, LeakyRelu = schema_kernels(
-    _Elementwise, _activation.Sigmoid, _activation.Tanh, _activation.LeakyRelu,
-    module=__name__)
 
 
 class _Gelu(_Elementwise):
@@ -114,26 +87,7 @@ class _Gelu(_Elementwise):
         return ("gelu_tanh" if attrs["approximate"] == "tanh" else "gelu"), 0.0, 0.0
 
 
-class _Softmax(_Compiled, SoftmaxKernel):
-    """Along ``axis`` (before opset 13: over the input flattened to 2-D at ``axis``), each
-    row (or block of neighbouring positions along an inner axis) in one compiled pass."""
-
-    def compute(self, x: Array, *, out: Array, axis: int) -> None:
-        if x.ndim == 0 or not (_compiled(x, out) and x.size == out.size):
-            super().compute(x, out=out, axis=axis)
-            return
-        if x.size == 0:
-            return
-        xs, ys, a = self.operands(x, out)
-        self._run((x, out), lambda: softmax_call(xs, ys, a, self.log))
-
-
-Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
-    _Softmax, _activation.Softmax_1, _activation.Softmax_13, _activation.LogSoftmax_1,
-    _activation.LogSoftmax_13, module=__name__)
-
-
-class _LayerNormalization(_Compiled, CpuPlugin):
+class _LayerNormalization(Compiled, CpuPlugin):
     """LayerNormalization: float32 statistics (``stash_type`` 1), a scale and bias of one
     value per normalised element: each row's mean, variance and output in one compiled pass
     over memory, Mean and InvStdDev written where asked. Everything else is cpu_basic's."""
@@ -151,7 +105,7 @@ class _LayerNormalization(_Compiled, CpuPlugin):
         n = x.size // rows
         if (stash_type != 1 or y is None or n == 0 or scale.size != n
                 or (b is not None and b.size != n)
-                or not (_compiled(x, scale, b, y, mean, inv) and y.size == x.size)):
+                or not (compiled(x, scale, b, y, mean, inv) and y.size == x.size)):
             super().compute(x, scale, b, out=out, axis=axis, epsilon=epsilon,
                             stash_type=stash_type)
             return
@@ -164,14 +118,14 @@ def _ours(cls: type[Any]) -> None:
     cls.package = "mini-infer-cpu-native"
 
 
-for _cls in (Sigmoid, Tanh, LeakyRelu, Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13):
-    _ours(_cls)
-
 _BASIC = "mini_infer_cpu_plugins.ops"
-#: the kernels whose cpu_basic base is of another family (erf, activation_extra,
-#: layer_norm: 80 operator classes with their schemas), made when first named: an engine
-#: that names none of them imports none of those modules (issue 30)
+#: every kernel made when first named, with its cpu_basic base's module (activation, erf,
+#: activation_extra, layer_norm: 80 operator classes with their schemas): an engine imports
+#: only the families it names (issue 30)
 _lazy = lazy_kernels(__name__, {
+    "Sigmoid": (_Elementwise, f"{_BASIC}.activation:Sigmoid"),
+    "Tanh": (_Elementwise, f"{_BASIC}.activation:Tanh"),
+    "LeakyRelu": (_Elementwise, f"{_BASIC}.activation:LeakyRelu"),
     "Erf": (_Elementwise, f"{_BASIC}.erf:Erf"),
     "Swish": (_Elementwise, f"{_BASIC}.activation_extra:Swish"),
     "HardSigmoid": (_Elementwise, f"{_BASIC}.activation_extra:HardSigmoid"),

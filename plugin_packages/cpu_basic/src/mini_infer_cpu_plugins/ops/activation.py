@@ -1,5 +1,5 @@
-"""Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip, Softmax, LogSoftmax, Dropout (schemas in
-:mod:`mini_infer_core.ops.activation`)."""
+"""Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (schemas in
+:mod:`mini_infer_core.ops.activation`; Softmax and Dropout: :mod:`.softmax`, :mod:`.dropout`)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from typing import Any
 import numpy as np
 
 from mini_infer_core.ops import activation as schema
-from mini_infer_core.ops import schema_kernels
 from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
-from ._util import RELU_CHUNK, Scratch, copy_into, relu, zeros_like_chunk
+from ._util import RELU_CHUNK, relu, zeros_like_chunk
 
-__all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11", "Softmax_1",
-           "Softmax_13", "LogSoftmax_1", "LogSoftmax_13", "Dropout_1", "Dropout_10"]
+__all__ = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip_1", "Clip_11"]
 
 Array = NDArray[Any]
 
@@ -85,75 +83,3 @@ class Clip_11(CpuPlugin, schema.Clip_11):  # noqa: N801
     def compute(self, x: Array, lo: Array | None = None, hi: Array | None = None, *,
                 out: Array) -> None:
         _clip(x, lo, hi, out)
-
-
-class _Softmax(CpuPlugin, schema.SoftmaxBase):
-    """max, subtract, exp, sum, divide (log: log of the sum, subtract), into ``out`` and
-    buffers the instance keeps."""
-
-    def setup(self) -> None:
-        self.scratch = Scratch()
-
-    def compute(self, x: Array, *, out: Array, axis: int) -> None:
-        x, y, a = self.operands(x, out)
-        red_shape = x.shape[:a] + (1,) + x.shape[a + 1:]
-        red = self.scratch.buffer("red", red_shape, y.dtype)
-        np.max(x, axis=a, keepdims=True, out=red)
-        np.subtract(x, red, out=y)
-        if self.log:
-            tmp = self.scratch.buffer("exp", y.shape, y.dtype)
-            np.exp(y, out=tmp)
-            np.sum(tmp, axis=a, keepdims=True, out=red)
-            np.log(red, out=red)
-            np.subtract(y, red, out=y)
-        else:
-            np.exp(y, out=y)
-            np.sum(y, axis=a, keepdims=True, out=red)
-            np.divide(y, red, out=y)
-
-
-Softmax_1, Softmax_13, LogSoftmax_1, LogSoftmax_13 = schema_kernels(
-    _Softmax, schema.Softmax_1, schema.Softmax_13, schema.LogSoftmax_1, schema.LogSoftmax_13,
-    module=__name__)
-
-
-class _Dropout(CpuPlugin, schema.DropoutBase):
-    def in_place_inputs(self, inputs: Sequence[Any], outputs: Sequence[Any]
-                        ) -> dict[int, tuple[int, int]]:
-        """Without a training_mode input, the output is the input: it may live in place."""
-        return {} if len(inputs) > 2 and inputs[2] is not None else {0: (0, 0)}
-
-    def compute(self, x: Array, *_inputs: Array | None, out: Any, **_: Any) -> None:
-        # optional inputs ratio / training_mode (opset 12) are not used in inference
-        if isinstance(out, tuple):
-            copy_into(out[0], x)
-            for mask in out[1:]:
-                mask.fill(True)
-        else:
-            copy_into(out, x)
-
-
-class Dropout_1(_Dropout, schema.Dropout_1):  # noqa: N801
-    pass
-
-
-class Dropout_10(_Dropout, schema.Dropout_10):  # noqa: N801
-    """With ``training_mode`` true and a ratio above 0, elements are dropped with a
-    Mersenne-Twister stream seeded by ``seed`` (0 when absent, so runs are reproducible) and
-    the rest scaled by 1 / (1 - ratio), as onnx's reference does."""
-
-    def compute(self, x: Array, *inputs: Array | None, out: Any, **attrs: Any) -> None:
-        training = len(inputs) > 1 and inputs[1] is not None and bool(np.asarray(inputs[1]))
-        ratio = float(np.asarray(inputs[0])) if inputs and inputs[0] is not None \
-            else float(attrs.get("ratio", 0.5))
-        if not training or ratio == 0:
-            super().compute(x, *inputs, out=out)
-            return
-        seed = attrs.get("seed")
-        rng = np.random.RandomState(0 if seed is None else int(seed))
-        mask = rng.uniform(0.0, 1.0, x.shape) >= ratio
-        y = out[0] if isinstance(out, tuple) else out
-        np.multiply(x, mask, out=y)
-        np.multiply(y, np.asarray(1.0 / (1.0 - ratio), dtype=y.dtype), out=y)
-        if isinstance(out, tuple) and len(out) > 1:
-            np.copyto(out[1], mask)

@@ -1,6 +1,6 @@
 """Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (opsets 1 and 11), Erf, Gelu, Dropout
-(inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.erf``
-and ``.activation_extra`` (Gelu).
+(inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.erf``,
+``.activation_extra`` (Gelu) and ``.dropout``.
 
 CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are RawKernels
 (``kernels/activation.cu``) on the GPU and float64 ``math.erf`` on NumPy.
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mini_infer_core.ops import activation as schema
-from mini_infer_core.ops import activation_extra, erf
+from mini_infer_core.ops import activation_extra, dropout, erf
 
 from ..serialization import CudaPlugin
 from . import _raw
@@ -107,7 +107,7 @@ class Gelu(CudaPlugin, activation_extra.Gelu):
         np.copyto(out, 0.5 * v * (1.0 + t), casting="same_kind")
 
 
-class _Dropout(CudaPlugin, schema.DropoutBase):
+class _Dropout(CudaPlugin, dropout.DropoutBase):
     def compute(self, x: Any, *_inputs: Any, out: Any, **_: Any) -> None:
         # inference: the optional ratio / training_mode inputs (opset 12) change nothing
         xp = array_module(x)
@@ -119,9 +119,9 @@ class _Dropout(CudaPlugin, schema.DropoutBase):
             xp.copyto(out, x)
 
 
-class Dropout_1(_Dropout, schema.Dropout_1):  # noqa: N801
+class Dropout_1(_Dropout, dropout.Dropout_1):  # noqa: N801
     pass
 
 
-class Dropout_10(_Dropout, schema.Dropout_10):  # noqa: N801
+class Dropout_10(_Dropout, dropout.Dropout_10):  # noqa: N801
     pass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mini_infer_core.ops import activation as schema
+from mini_infer_core.ops import softmax as schema
 
 from ..serialization import CudaPlugin
 from ._common import Scratch, acc_dtype, array_module
