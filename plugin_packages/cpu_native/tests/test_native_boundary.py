@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import re
 import subprocess
 import sys
@@ -108,6 +109,39 @@ def test_the_layouts_computed_from_the_declarations_are_those_ctypes_gives() -> 
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                          text=True, timeout=120).stdout.strip()
     assert out == "[] False ['QGemmArgs']"
+
+
+def test_a_passed_layout_check_is_recorded_and_skipped_while_the_files_stay(
+        tmp_path: Path) -> None:
+    """A process records that this library passed against these mirrors; the next one skips
+    the ~0.9 ms check (issue 30), unless the record is gone or the cache is off."""
+    script = textwrap.dedent("""
+        import sys
+        from mini_infer_cpu_native import _abi
+        if sys.argv[1] == "refuse":  # a check that runs fails
+            _abi.layout_mismatches = lambda lib: ["checked"]
+        try:
+            _abi.load()
+        except _abi.AbiError as exc:
+            print("checked" in str(exc))
+        else:
+            print("loaded")
+    """)
+
+    def child(mode: str, **env: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", script, mode], check=True, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "MINI_INFER_CACHE_DIR": str(tmp_path), **env},
+        ).stdout.strip()
+
+    assert child("refuse") == "True"  # nothing recorded yet: checked, and refused
+    assert not list(tmp_path.glob("abi-checked-*"))
+    assert child("pass") == "loaded"
+    (record,) = tmp_path.glob("abi-checked-*")
+    assert child("refuse") == "loaded"  # recorded: not checked again
+    assert child("refuse", MINI_INFER_DISCOVERY_CACHE="0") == "True"
+    record.unlink()
+    assert child("refuse") == "True"
 
 
 @pytest.mark.parametrize("patch, message", [

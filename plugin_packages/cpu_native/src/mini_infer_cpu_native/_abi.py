@@ -20,7 +20,9 @@ the layout ctypes gives each one from its declaration without making it.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
+import zlib
 from functools import cache
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, cast
@@ -216,11 +218,46 @@ def load() -> ctypes.CDLL:
     if version() != ABI_VERSION:
         raise AbiError(f"{path} has ABI version {version()}, this package's Python side "
                        f"expects {ABI_VERSION}: {_reinstall(path)}")
+    verdict = None if "STRUCTS" in globals() else _verdict_file(path)
+    if verdict is not None and os.path.exists(verdict):
+        return lib  # this very library passed against these very mirrors before
     mismatches = layout_mismatches(lib)
     if mismatches:
         raise AbiError(f"{path}: the argument structs differ from their mirrors in _abi.py "
                        f"({'; '.join(mismatches)}): {_reinstall(path)}")
+    if verdict is not None:
+        try:
+            os.makedirs(os.path.dirname(verdict), exist_ok=True)
+            with open(verdict, "x"):
+                pass
+        except OSError:
+            pass  # no cache (read-only, or written by another process meanwhile): checked
     return lib
+
+
+def _verdict_file(library: str) -> str | None:
+    """Where a passed layout check of ``library`` against this module's mirrors is recorded
+    (None: the cache is off, ``MINI_INFER_DISCOVERY_CACHE=0``, as for discovery).
+
+    The check reads ~530 rows of ``mi_abi_layout`` through ctypes and lays out 40 structs
+    (~0.9 ms, a twentieth of a small engine's load: issue 30). Its answer depends only on
+    the library's file and this module's, so a process whose library and ``_abi.py`` have
+    the size and modification time of ones that passed (and the same ``ABI_VERSION``, which
+    is still checked) skips it. A rebuilt or reinstalled library, or an edited ``_abi.py``,
+    is checked again; a process that changed :data:`STRUCTS` always is."""
+    if os.environ.get("MINI_INFER_DISCOVERY_CACHE", "").strip().lower() in {"0", "false", "no",
+                                                                            "off"}:
+        return None
+    try:
+        ours, theirs = os.stat(__file__), os.stat(library)
+    except OSError:
+        return None
+    key = zlib.crc32(f"{ABI_VERSION}\0{library}\0{theirs.st_size}\0{theirs.st_mtime_ns}\0"
+                     f"{__file__}\0{ours.st_size}\0{ours.st_mtime_ns}".encode())
+    folder = os.environ.get("MINI_INFER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mini-infer")
+    return os.path.join(folder, f"abi-checked-{key:08x}")
 
 
 @cache
