@@ -1,5 +1,5 @@
-"""Pooling: MaxPool (with its Indices output), AveragePool, LpPool (N-d), GlobalAveragePool,
-GlobalMaxPool, GlobalLpPool.
+"""Pooling: MaxPool (with its Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool
+(LpPool and GlobalLpPool: :mod:`.lp_pool`).
 
 The window geometry every device's kernel needs is here: :meth:`PoolBase.geometry` (pads and
 output sizes for concrete input sizes), :meth:`PoolBase.taps` (the strided slice of a padded
@@ -20,8 +20,7 @@ from ..plugin import DataType, DimsExprs, shapes
 from ..plugin.shapes import Shapes
 from ._schema import FLOATS, UnaryOp
 
-__all__ = ["MaxPool_1", "MaxPool", "AveragePool", "LpPool_1", "LpPool", "GlobalAveragePool",
-           "GlobalMaxPool", "GlobalLpPool_1", "GlobalLpPool"]
+__all__ = ["MaxPool_1", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"]
 
 #: one kernel tap: an index of the padded input (N, C, *padded) giving what the tap reads
 #: for every output, ``(..., slice, slice, ...)``
@@ -129,35 +128,6 @@ class AveragePool(PoolBase):
     kind = "avg"
 
 
-class PFloat:
-    """Opset 1 of LpPool and GlobalLpPool: ``p`` is a float."""
-
-    plugin_version = "1"
-    max_opset: ClassVar[int | None] = 1
-
-
-class PInt:
-    """LpPool and GlobalLpPool from opset 2: ``p`` is an int."""
-
-    plugin_version = "2"
-    min_opset: ClassVar[int] = 2
-
-
-class LpPoolBase(PoolBase):
-    """(sum over the window of |x|^p)^(1/p); pads count as zeros."""
-
-    dtypes = FLOATS
-    kind = "lp"
-
-
-class LpPool_1(PFloat, LpPoolBase):  # noqa: N801
-    pass
-
-
-class LpPool(PInt, LpPoolBase):
-    pass
-
-
 class GlobalPoolBase(UnaryOp):
     """A pooling over all spatial axes: N x C x 1 x ... x 1."""
 
@@ -173,18 +143,4 @@ class GlobalAveragePool(GlobalPoolBase):
 
 
 class GlobalMaxPool(GlobalPoolBase):
-    pass
-
-
-class GlobalLpPoolBase(GlobalPoolBase):
-    """(sum over the spatial axes of |x|^p)^(1/p)."""
-
-    dtypes = FLOATS
-
-
-class GlobalLpPool_1(PFloat, GlobalLpPoolBase):  # noqa: N801
-    pass
-
-
-class GlobalLpPool(PInt, GlobalLpPoolBase):
     pass

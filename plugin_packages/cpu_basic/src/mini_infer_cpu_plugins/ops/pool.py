@@ -1,5 +1,5 @@
-"""Pooling: MaxPool (with its Indices output), AveragePool, LpPool (N-d), GlobalAveragePool,
-GlobalMaxPool, GlobalLpPool.
+"""Pooling: MaxPool (with its Indices output), AveragePool, LpPool (N-d; its classes in
+:mod:`.lp_pool`), GlobalAveragePool, GlobalMaxPool.
 
 Max, sum (average) and Lp windows are separable: the kernel reduces one spatial axis at a
 time into a buffer (the last axis into the output), with about one NumPy call per kernel
@@ -46,8 +46,7 @@ from ..serialization import CpuPlugin
 from ._geometry import pad_into
 from ._util import Scratch
 
-__all__ = ["MaxPool_1", "MaxPool", "AveragePool", "LpPool_1", "LpPool", "GlobalAveragePool",
-           "GlobalMaxPool", "GlobalLpPool_1", "GlobalLpPool"]
+__all__ = ["MaxPool_1", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"]
 
 Array = NDArray[Any]
 
@@ -378,10 +377,6 @@ class AveragePool(_Pool, schema.AveragePool):
     """Sums times the reciprocal divisors."""
 
 
-LpPool_1, LpPool = (type(base.__name__, (_Pool, base), {"__module__": __name__})
-                    for base in (schema.LpPool_1, schema.LpPool))
-
-
 class GlobalAveragePool(CpuPlugin, schema.GlobalAveragePool):
     def compute(self, x: Array, *, out: Array) -> None:
         np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True, out=out)
@@ -390,14 +385,3 @@ class GlobalAveragePool(CpuPlugin, schema.GlobalAveragePool):
 class GlobalMaxPool(CpuPlugin, schema.GlobalMaxPool):
     def compute(self, x: Array, *, out: Array) -> None:
         np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True, out=out)
-
-
-class _GlobalLp(CpuPlugin, schema.GlobalLpPoolBase):
-    def compute(self, x: Array, *, out: Array, p: float) -> None:
-        axes = tuple(range(2, x.ndim))
-        np.sum(np.abs(x) ** p, axis=axes, keepdims=True, out=out)
-        np.power(out, 1.0 / p, out=out)
-
-
-GlobalLpPool_1, GlobalLpPool = (type(base.__name__, (_GlobalLp, base), {"__module__": __name__})
-                                for base in (schema.GlobalLpPool_1, schema.GlobalLpPool))
