@@ -10,7 +10,10 @@ build) and from an engine file built beforehand (``InferenceSession`` both). Eac
 ``--repeat`` times, interleaved, after one untimed warm-up run (which also writes the
 discovery cache, as the first start after installing does); the best time is kept. The ratios'
 geometric means close the table; ``--phases`` adds where mini-infer's time goes (import,
-plugin discovery, load or build, first run).
+plugin discovery, load or build, first run). ``--zoo PATTERN`` adds the models of
+``benchmarks/zoo.py``'s and ``benchmarks/quantized.py``'s caches whose names match (models
+exported by their export scripts, not shipped: e.g. ``--zoo mobilenet_v3_small.dynamo --zoo
+gpt2_small.dynamic``), with a geometric mean of their own.
 
 They run in a virtual environment installed from the wheels of this checkout (core, cpu
 plugins, cpu-native, ml plugins) and onnxruntime, made under ``--venv`` (kept and reused;
@@ -21,7 +24,7 @@ Commands (``--commands``): ``--help``, ``plugins`` and loading an engine file, b
 interpreter, ``import numpy`` and ``import onnx``.
 
     python benchmarks/startup.py [--repeat 5] [--phases] [--venv DIR | --python PY]
-                                 [--model NAME ...] [--baseline PY]
+                                 [--model NAME ...] [--zoo PATTERN ...] [--baseline PY]
     python benchmarks/startup.py --commands
 
 ``--python .venv/bin/python`` (the development venv, editable installs) is the quick way: no
@@ -173,6 +176,25 @@ def _repo_models() -> dict[str, tuple[Any, dict[str, np.ndarray]]]:
 
 # -- the environment -------------------------------------------------------------------------
 
+def _zoo_models(patterns: list[str]) -> dict[str, tuple[Any, dict[str, np.ndarray]]]:
+    """Models of ``benchmarks/zoo.py``'s and ``benchmarks/quantized.py``'s caches (exported
+    there, never here) whose names match ``patterns``: (the .onnx path, its inputs)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import zoo
+
+    found: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
+    for cache in (zoo.default_cache(), zoo.default_cache().parent / "quantized"):
+        if not cache.is_dir():
+            continue
+        for name, path, meta in zoo.list_models(cache, patterns):
+            found[name] = (path, zoo.make_feeds(zoo._input_specs(path, meta), 0))
+    missing = [p for p in patterns if not any(p in n for n in found)]
+    if missing:
+        raise SystemExit(f"no zoo or quantized model matches {missing} (export them with "
+                         "benchmarks/zoo_export.py or benchmarks/quantized_export.py)")
+    return found
+
+
 def wheel_venv(folder: Path, rebuild: bool) -> str:
     """A virtual environment with this checkout's wheels and onnxruntime; its python."""
     python = folder / "bin" / "python"
@@ -251,10 +273,12 @@ def _geomean(values: list[float]) -> float:
 
 
 def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
-               baseline: str | None = None) -> None:
+               baseline: str | None = None, zoo: list[str] | None = None) -> None:
     models = {**_repo_models(), **_helper_models()}
     if only:
         models = {k: v for k, v in models.items() if k in only}
+    zoo_models = _zoo_models(zoo) if zoo else {}
+    models.update(zoo_models)
     kinds: tuple[str, ...] = ("ort", "onnx", "engine",
                               *(("base", "base_engine") if baseline else ()))
     rows: list[tuple[str, dict[str, dict[str, float]], bool]] = []
@@ -263,7 +287,10 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
             folder = Path(tmp) / name
             folder.mkdir()
             path, feeds_file, engine = folder / "m.onnx", folder / "in.npz", folder / "m.engine"
-            path.write_bytes(model.SerializeToString())
+            if isinstance(model, Path):  # a zoo model: its own file
+                path.symlink_to(model)
+            else:
+                path.write_bytes(model.SerializeToString())
             np.savez(feeds_file, **feeds)
             subprocess.run([python, "-c", _BUILD, str(path), str(feeds_file), str(engine)],
                            check=True, capture_output=True, timeout=900)
@@ -300,15 +327,22 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
             more = f" {t:11.0f} ms {t / o:6.2f} {te:12.0f} ms {te / o:6.2f}"
         print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}"
               f"{more}  {'yes' if same else 'NO'}")
-    onnx_ratio = _geomean([b["onnx"]["total"] / b["ort"]["total"] for _, b, _ in rows])
-    engine_ratio = _geomean([b["engine"]["total"] / b["ort"]["total"] for _, b, _ in rows])
-    more = ""
-    if baseline:
-        base = _geomean([b["base"]["total"] / b["ort"]["total"] for _, b, _ in rows])
-        base_e = _geomean([b["base_engine"]["total"] / b["ort"]["total"] for _, b, _ in rows])
-        more = f" {'':14s} {base:6.2f} {'':15s} {base_e:6.2f}"
-    print(f"{'geometric mean':22s} {'':11s} {'':8s} {onnx_ratio:6.2f} {'':8s} "
-          f"{engine_ratio:6.2f}{more}")
+    groups = [("geometric mean", [r for r in rows if r[0] not in zoo_models])]
+    if zoo_models:
+        groups.append(("zoo geometric mean", [r for r in rows if r[0] in zoo_models]))
+    for title, group in groups:
+        if not group:
+            continue
+        onnx_ratio = _geomean([b["onnx"]["total"] / b["ort"]["total"] for _, b, _ in group])
+        engine_ratio = _geomean([b["engine"]["total"] / b["ort"]["total"] for _, b, _ in group])
+        more = ""
+        if baseline:
+            base = _geomean([b["base"]["total"] / b["ort"]["total"] for _, b, _ in group])
+            base_e = _geomean([b["base_engine"]["total"] / b["ort"]["total"]
+                               for _, b, _ in group])
+            more = f" {'':14s} {base:6.2f} {'':15s} {base_e:6.2f}"
+        print(f"{title:22s} {'':11s} {'':8s} {onnx_ratio:6.2f} {'':8s} "
+              f"{engine_ratio:6.2f}{more}")
     if phases:
         print("\nphases (ms): import, discover, load or build, first run")
         for name, best, _ in rows:
@@ -369,6 +403,9 @@ def main() -> None:
                         help="time the commands (--help, plugins, loading an engine file)")
     parser.add_argument("--phases", action="store_true", help="each phase of each start")
     parser.add_argument("--model", action="append", help="only these models (repeatable)")
+    parser.add_argument("--zoo", action="append", metavar="PATTERN",
+                        help="also the models of benchmarks/zoo.py's and quantized.py's caches "
+                             "matching PATTERN (repeatable; a geometric mean of their own)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--venv", type=Path,
                        default=Path(tempfile.gettempdir()) / "mini-infer-startup-venv",
@@ -388,7 +425,7 @@ def main() -> None:
     job: Callable[[], None] = (
         (lambda: run_commands(python, args.repeat)) if args.commands
         else (lambda: run_models(python, args.repeat, args.phases, args.model,
-                                 args.baseline)))
+                                 args.baseline, args.zoo)))
     job()
 
 

@@ -696,7 +696,9 @@ def test_the_lazy_creators_are_the_compiled_kernel_classes(plugin_kit: ModuleTyp
                pool.AveragePool, normalization.LRN, normalization.BatchNormalization]
     kernels += [matmul.MatMul, resize.Resize_11, resize.Resize, conv_transpose.ConvTranspose]
     kernels += [getattr(activations, name) for name in activations.__all__]
-    from mini_infer_cpu_native import qelementwise, qlayout
+    from mini_infer_cpu_native import qelementwise, qlayout, softmax
+
+    kernels += [getattr(softmax, name) for name in softmax.__all__]
 
     kernels += [getattr(module, name) for module in (qelementwise, qlayout)
                 for name in module.__all__]
