@@ -281,7 +281,7 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
     models.update(zoo_models)
     kinds: tuple[str, ...] = ("ort", "onnx", "engine",
                               *(("base", "base_engine") if baseline else ()))
-    rows: list[tuple[str, dict[str, dict[str, float]], bool]] = []
+    rows: list[tuple[str, dict[str, dict[str, float]], float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (model, feeds) in models.items():
             folder = Path(tmp) / name
@@ -309,15 +309,19 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
                     got["total"] = sum(got.values())
                     if k not in best or got["total"] < best[k]["total"]:
                         best[k] = got
-            ref = np.load(folder / "ort.npy")
-            same = all(np.allclose(np.load(folder / f"{k}.npy"), ref, rtol=2e-3, atol=2e-3)
+            ref = np.load(folder / "ort.npy").astype(np.float64)
+            # the largest relative L2 distance of our outputs from onnxruntime's: float
+            # models agree to ~1e-6; dynamic-int8 transformers to a few 1e-3, where the two
+            # round DynamicQuantizeLinear differently (docs/performance.md, quantized models)
+            same = max(float(np.linalg.norm(np.load(folder / f"{k}.npy") - ref)
+                             / max(float(np.linalg.norm(ref)), 1e-30))
                        for k in kinds if k != "ort")
             rows.append((name, best, same))
             print(f"  {name}: done", file=sys.stderr)
     extra = (f" {'baseline .onnx':>14s} {'ratio':>6s} {'baseline engine':>15s} {'ratio':>6s}"
              if baseline else "")
     print(f"{'model':22s} {'onnxruntime':>11s} {'.onnx':>8s} {'ratio':>6s} {'engine':>8s} "
-          f"{'ratio':>6s}{extra}  same result")
+          f"{'ratio':>6s}{extra}  rel L2 vs ort")
     for name, best, same in rows:
         o, m, e = (best[k]["total"] * 1000 for k in ("ort", "onnx", "engine"))
         more = ""
@@ -326,7 +330,7 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
             te = best["base_engine"]["total"] * 1000
             more = f" {t:11.0f} ms {t / o:6.2f} {te:12.0f} ms {te / o:6.2f}"
         print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}"
-              f"{more}  {'yes' if same else 'NO'}")
+              f"{more}  {same:.1e}{'' if same <= 1e-2 else ' DIFFERS'}")
     groups = [("geometric mean", [r for r in rows if r[0] not in zoo_models])]
     if zoo_models:
         groups.append(("zoo geometric mean", [r for r in rows if r[0] in zoo_models]))

@@ -77,6 +77,30 @@ def test_a_float32_engine_imports_neither_onnx_nor_ml_dtypes(small_cnn: onnx.Mod
     assert seen == {**{s: [] for s in steps}, "builder": False}, seen
 
 
+def test_a_range_computed_at_run_time_imports_no_ml_dtypes(tmp_path: Path) -> None:
+    """A float Range whose limit is known only at run time (the position ids of a transformer
+    with a symbolic sequence length): telling float16/bfloat16 apart once imported ml_dtypes
+    on the first run, half a second of a .onnx start (issue 30)."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+             helper.make_node("Range", ["start", "nf", "step"], ["r"]),
+             helper.make_node("Add", ["x", "r"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "start"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "step")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["n"])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, ["n"])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "range.engine"
+    mi.build_engine(mi.parse_onnx(model), mi.BuilderConfig(device="cpu")).save(str(path))
+    x = np.random.default_rng(3).standard_normal(7).astype(np.float32)
+    y, seen = _run_child(path, x, tmp_path)
+    np.testing.assert_allclose(y, ReferenceEvaluator(model).run(None, {"x": x})[0], rtol=1e-6)
+    assert seen["session"] == [] and seen["run"] == [], seen
+
+
 def _bfloat16_model() -> tuple[onnx.ModelProto, np.ndarray]:
     """y = x * Cast(w: bfloat16 → float) + Cast(Cast(x → bfloat16) → float): a bfloat16
     constant and a bfloat16 activation."""

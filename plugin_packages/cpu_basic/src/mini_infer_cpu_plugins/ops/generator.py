@@ -47,7 +47,9 @@ class _Range(CpuPlugin, schema.RangeBase):
                 stash_type: int = 1) -> Any:
         dtype = np.asarray(start).dtype
         stash = None
-        if dtype == np.float16 or dtype == DataType.BFLOAT16.numpy:
+        # ml_dtypes' bfloat16 is a user-defined dtype (isbuiltin 2): any other is told apart
+        # without importing ml_dtypes (half a second of a transformer's first run, issue 30)
+        if dtype == np.float16 or (dtype.isbuiltin == 2 and dtype == DataType.BFLOAT16.numpy):
             stash = np.dtype(np.float64 if stash_type == 11 else np.float32)
         return emit(_arange(start, limit, delta, stash), out)
 
