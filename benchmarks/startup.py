@@ -268,6 +268,16 @@ def _child(python: str, what: str, model: Path, feeds: Path, out: Path) -> dict[
     return found
 
 
+def _verdict(name: str, distance: float) -> str:
+    """A float model beyond 1e-2 of onnxruntime is flagged; a quantized one is held to
+    ``benchmarks/quantized.py``'s bound (its dynamic-int8 GPT-2 differs by ~1e-2 where
+    onnxruntime's fused kernels round the activations' quantization differently)."""
+    quantized = any(f".{s}" in name for s in ("dynamic", "qdq", "qop", "nncf", "nbits4"))
+    if quantized:
+        return "  (int8: bound in quantized.py)"
+    return "" if distance <= 1e-2 else "  DIFFERS"
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -330,7 +340,7 @@ def run_models(python: str, repeat: int, phases: bool, only: list[str] | None,
             te = best["base_engine"]["total"] * 1000
             more = f" {t:11.0f} ms {t / o:6.2f} {te:12.0f} ms {te / o:6.2f}"
         print(f"{name:22s} {o:8.0f} ms {m:5.0f} ms {m / o:6.2f} {e:5.0f} ms {e / o:6.2f}"
-              f"{more}  {same:.1e}{'' if same <= 1e-2 else ' DIFFERS'}")
+              f"{more}  {same:.1e}{_verdict(name, same)}")
     groups = [("geometric mean", [r for r in rows if r[0] not in zoo_models])]
     if zoo_models:
         groups.append(("zoo geometric mean", [r for r in rows if r[0] in zoo_models]))
