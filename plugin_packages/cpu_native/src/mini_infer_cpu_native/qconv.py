@@ -44,9 +44,10 @@ from mini_infer_core.plugin import DataType, PluginTensorDesc, Repacked, TensorF
 
 from ._abi import QConvArgs, QDwConvArgs, QRequantArgs
 from ._derived import Derived
+from ._kept import KeptCalls
 from ._native import _kernel, dwconv2d, dwconv2d_work
 from ._qformats import hwc_formats, linear
-from ._qgemm import _check, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
+from ._qgemm import _check, _conv, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
@@ -84,9 +85,12 @@ def _unpack_groups(p: Array, group: int) -> Array:
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
-class _IntegerConv(Derived):
+class _IntegerConv(KeptCalls, Derived):
     """The compiled side shared by both convolutions: W (input ``w_index``) packed by the
-    build per group, its column sums, the rows of each group, the int32 sums."""
+    build per group, its column sums, the rows of each group, the int32 sums. A plan that is
+    compiled calls alone (NHWC x and output: no transposition) is also kept as the step's
+    calls (:class:`._kept.KeptCalls`: the engine's step runs them without ``enqueue``,
+    ``compute`` and the plan's identity checks, most of a small 1x1 convolution's time)."""
 
     w_index: ClassVar[int] = 1
     hidden: dict[str, Any]
@@ -259,6 +263,13 @@ class _IntegerConv(Derived):
                 bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
         self._run(x, xh, y, argss, out)
         self._kept_plan = None if key is None else (key, xh, y, argss)
+        self._keep_calls(x, out, None if key is None or xh is not None or y is not None
+                         else [(_conv, (args,)) for args in argss])
+
+    def _keep_calls(self, x: Array, out: Array, calls: list[Any] | None) -> None:
+        """Keep ``calls`` (compiled, each with arguments of its own) as what a run on ``x``
+        into ``out`` is, or nothing."""
+        self._calls = None if calls is None else ((x, out), calls)
 
 
 #: pixels per block of an output transposed from the GEMM's (pixels, channels) to NCHW
@@ -404,6 +415,11 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             np.copyto(out, y.transpose(0, 3, 1, 2))
         self._kept_dw = None if key is None else (key, args, None if out_hwc else y,
                                                    (wt, mult, bias))
+        own = None
+        if key is not None and out_hwc:  # a copy: the kept plan's x is set on each rerun
+            own = QDwConvArgs.from_buffer_copy(args)
+            own._keep = (x, out, wt, mult, bias)
+        self._keep_calls(x, out, None if own is None else [(_qdwconv, (own,))])
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):

@@ -31,6 +31,7 @@ from mini_infer_core.errors import PluginInterfaceError
 from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
 
 from ._abi import QBinaryArgs, QChLookupArgs, QLookupArgs
+from ._kept import KeptCalls
 from ._native import _kernel
 from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr
@@ -88,7 +89,10 @@ def _layout(a: Array, b: Array, out: Array) -> tuple[int, int, int, int] | None:
     return None
 
 
-class _Binary:
+class _Binary(KeptCalls):
+    """The compiled pass; a run that is one call over the whole of A, B and C kept as the
+    step's call too (:class:`._kept.KeptCalls`: run without ``enqueue`` and ``compute``)."""
+
     op: int = 0
     op_type: str
     name: str
@@ -130,11 +134,14 @@ class _Binary:
         self._compute(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                       c_zero_point, out=out)
         made, self._made = self._made, None
+        self._calls = None
         if len(made) == 1 and all(p is None or not p.flags.writeable for p in params):
             args = made[0]
             addr = (a.ctypes.data, b.ctypes.data, out.ctypes.data)
             if args.y == addr[2] and {args.a, args.b} == {addr[0], addr[1]}:
                 self._kept_run = (key, args, args.a == addr[0])
+                self._calls = ((a, b, out, *params),
+                               [(_binary, (QBinaryArgs.from_buffer_copy(args),))])
 
     #: the last run's (shapes, dtypes and parameters by identity; its one compiled call's
     #: arguments; whether their A is the node's A), where the run was that one call over
@@ -342,8 +349,9 @@ class QLinearLeakyRelu(_Unary, _basic.QLinearLeakyRelu):
     package = "mini-infer-cpu-native"
 
 
-class QLinearLookup(_basic.QLinearLookup):
-    """QLinearLookup in one compiled pass, X and Y in either format (the same one)."""
+class QLinearLookup(KeptCalls, _basic.QLinearLookup):
+    """QLinearLookup in one compiled pass, X and Y in either format (the same one); the
+    call kept as the step's where the table is a constant (:class:`._kept.KeptCalls`)."""
 
     package = "mini-infer-cpu-native"
     supports_format_combination = _Unary.supports_format_combination
@@ -352,7 +360,18 @@ class QLinearLookup(_basic.QLinearLookup):
         if table.size != 256 or table.dtype != x.dtype or x.dtype not in _INT8:
             super().compute(x, table, out=out)  # its error
             return
-        lookup(x, np.ascontiguousarray(table.reshape(-1)), out)
+        flat = np.ascontiguousarray(table.reshape(-1))
+        lookup(x, flat, out)
+        kept = self._calls
+        if kept is not None and all(p is q for p, q in zip(kept[0], (x, table, out),
+                                                             strict=True)):
+            return
+        self._calls = None
+        if (not table.flags.writeable and x.shape == out.shape and x.flags.c_contiguous
+                and out.flags.c_contiguous and out.dtype in _INT8 and out.flags.writeable):
+            args = QLookupArgs(x.ctypes.data, flat.ctypes.data, out.ctypes.data, x.size)
+            args._keep = flat
+            self._calls = ((x, table, out), [(_lookup, (args,))])
 
 
 class QLinearChannelLookup(_basic.QLinearChannelLookup):
