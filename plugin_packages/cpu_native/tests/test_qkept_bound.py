@@ -1,7 +1,8 @@
 """The 8-bit steps bound to the compiled calls they keep
 (:class:`mini_infer_cpu_native._kept.KeptCalls`): QLinearConv (1x1 and 3x3 on the integer GEMM,
-depthwise on its own kernel, NHWC from one to the next), QLinearMul, QLinearAdd and
-QLinearLookup of a ``quantize_static`` block. After the runs that make and find their calls,
+depthwise on its own kernel, NHWC from one to the next, a classifier's Gemm on one pixel),
+QLinearMul, QLinearAdd, QLinearLookup, QLinearSigmoid and QLinearGlobalAveragePool of a
+``quantize_static`` block. After the runs that make and find their calls,
 ``enqueue`` is no longer called, and every run (new input values, a second batch size on the
 same context, back again) still matches onnxruntime."""
 
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from mini_infer_cpu_native import qconv, qelementwise
+from mini_infer_cpu_native import qconv, qelementwise, qlayout
 from onnx import TensorProto, helper, numpy_helper
 
 import mini_infer_core as mi
@@ -30,9 +31,11 @@ def _w(*shape: int) -> np.ndarray[Any, Any]:
 
 def _block() -> onnx.ModelProto:
     """conv 3x3 (16 channels) -> HardSwish (x * HardSigmoid(x), as torch exports it) ->
-    depthwise 3x3 -> HardSigmoid -> conv 1x1, plus the depthwise output -> conv 1x1 (24)."""
+    depthwise 3x3 -> HardSigmoid -> conv 1x1, plus the depthwise output -> squeeze and
+    excitation (mean, conv 1x1, Sigmoid, Mul) -> conv 1x1 (24) -> mean -> Gemm (10)."""
     inits = {"v1": _w(16, 3, 3, 3), "b1": _w(16), "v2": _w(16, 1, 3, 3), "b2": _w(16),
-             "v3": _w(16, 16, 1, 1), "b3": _w(16), "v4": _w(24, 16, 1, 1), "b4": _w(24)}
+             "v3": _w(16, 16, 1, 1), "b3": _w(16), "v5": _w(16, 16, 1, 1), "b5": _w(16),
+             "v4": _w(24, 16, 1, 1), "b4": _w(24), "g": _w(10, 24), "gb": _w(10)}
     n = helper.make_node
     nodes = [n("Conv", ["x", "v1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              n("HardSigmoid", ["c1"], ["h1"], alpha=1 / 6, beta=0.5),
@@ -41,7 +44,14 @@ def _block() -> onnx.ModelProto:
              n("HardSigmoid", ["c2"], ["h2"]),
              n("Conv", ["h2", "v3", "b3"], ["c3"]),
              n("Add", ["c3", "c2"], ["s"]),
-             n("Conv", ["s", "v4", "b4"], ["y"])]
+             n("GlobalAveragePool", ["s"], ["sm"]),
+             n("Conv", ["sm", "v5", "b5"], ["se"]),
+             n("Sigmoid", ["se"], ["sg"]),
+             n("Mul", ["s", "sg"], ["sx"]),
+             n("Conv", ["sx", "v4", "b4"], ["c4"]),
+             n("GlobalAveragePool", ["c4"], ["p"]),
+             n("Flatten", ["p"], ["f"]),
+             n("Gemm", ["f", "g", "gb"], ["y"], transB=1)]
     graph = helper.make_graph(
         nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 10, 12])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
@@ -76,11 +86,13 @@ def test_quantized_steps_bound_and_correct(tmp_path: Path, monkeypatch: pytest.M
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     engine = mi.load(model)
     ops = [nd.op_type for nd in engine.nodes]
-    assert {"QLinearConv", "QLinearMul", "QLinearAdd", "QLinearLookup"} <= set(ops), ops
+    assert {"QLinearConv", "QLinearMul", "QLinearAdd", "QLinearLookup", "QLinearSigmoid",
+            "QLinearGlobalAveragePool"} <= set(ops), ops
     ctx = engine.create_execution_context()
     counts: dict[str, int] = {}
     classes = (qconv.QLinearConv, qelementwise.QLinearMul, qelementwise.QLinearAdd,
-               qelementwise.QLinearLookup)
+               qelementwise.QLinearLookup, qelementwise.QLinearSigmoid,
+               qlayout.QLinearGlobalAveragePool)
     for cls in classes:
         real = cls.enqueue
 

@@ -57,6 +57,14 @@ _qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
 _qdwconv = _kernel("mi_qdwconv_i8", QDwConvArgs)
 
 
+def _own(args: QConvArgs) -> QConvArgs:
+    """A copy of ``args`` that keeps what they keep: a bound step's own, which the kept
+    plan's rerun on another x does not repoint."""
+    own = QConvArgs.from_buffer_copy(args)
+    own._keep = args._keep
+    return own
+
+
 def _scalar(x: Array | None) -> int:
     return 0 if x is None else int(x.reshape(-1)[0])
 
@@ -188,8 +196,10 @@ class _IntegerConv(KeptCalls, Derived):
         return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
 
     #: the last product's plan, run again while its key holds: (key, the NHWC input (None:
-    #: x itself), the NHWC output (None: out itself), each group's arguments)
-    _kept_plan: tuple[tuple[Any, ...], Array | None, Array | None, list[QConvArgs]] | None = None
+    #: x itself), the NHWC output (None: out itself), each group's arguments, the x they
+    #: read where the input is None)
+    _kept_plan: tuple[tuple[Any, ...], Array | None, Array | None, list[QConvArgs], Array
+                      ] | None = None
 
     @staticmethod
     def _key(x: Array, out: Array, *params: Array | None) -> tuple[Any, ...] | None:
@@ -205,7 +215,13 @@ class _IntegerConv(KeptCalls, Derived):
         if key is None or plan is None or len(plan[0]) != len(key) or plan[0][:2] != key[:2] \
                 or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
             return False
-        _, xh, y, argss = plan
+        _, xh, y, argss, read = plan
+        if xh is None and x is not read:  # the kernel reads x itself: point it at this one
+            if not x.flags.c_contiguous:
+                return False
+            for args in argss:
+                args.x = x.ctypes.data
+            self._kept_plan = (*plan[:4], x)
         self._run(x, xh, y, argss, out)
         return True
 
@@ -241,9 +257,13 @@ class _IntegerConv(KeptCalls, Derived):
         win, geo, _ = self._window(tuple(xshape), tuple(w.shape))
         dims = (int(geo.out[0]), int(geo.out[1]))
         n = int(xshape[0])
-        xh = None if hwc[0] else np.empty((n, *xshape[2:], xshape[1]), x.dtype)
-        y = None if hwc[1] else np.empty((n * dims[0] * dims[1], m), out.dtype)
+        # one pixel (a classifier's Gemm made a convolution): NCHW is NHWC, no copy
+        one_x = xshape[2] * xshape[3] == 1 and x.flags.c_contiguous
+        one_y = dims == (1, 1) and out.flags.c_contiguous
+        xh = None if hwc[0] or one_x else np.empty((n, *xshape[2:], xshape[1]), x.dtype)
+        y = None if hwc[1] or one_y else np.empty((n * dims[0] * dims[1], m), out.dtype)
         dest = out.reshape(-1, m) if y is None else y
+        xn = x.reshape(n, 1, 1, int(xshape[1])) if not hwc[0] and xh is None else x
         packed = self._group_panels(w, group)
         zb = zw.astype(np.int32).reshape(-1)
         if w.dtype == np.uint8:
@@ -252,7 +272,7 @@ class _IntegerConv(KeptCalls, Derived):
         for g in range(group):
             sl = slice(g * mg, (g + 1) * mg)
             argss.append(qconv_args(
-                x if xh is None else xh, packed[g][0], packed[g][1], dest, k, c0=g * cg,
+                xn if xh is None else xh, packed[g][0], packed[g][1], dest, k, c0=g * cg,
                 cg=cg, col0=g * mg, kernel=(kh, kw),
                 strides=(int(win.strides[0]), int(win.strides[1])),
                 dilations=(int(win.dilations[0]), int(win.dilations[1])),
@@ -262,9 +282,9 @@ class _IntegerConv(KeptCalls, Derived):
                     mult[sl] if mult.size > 1 else mult),
                 bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
         self._run(x, xh, y, argss, out)
-        self._kept_plan = None if key is None else (key, xh, y, argss)
+        self._kept_plan = None if key is None else (key, xh, y, argss, x)
         self._keep_calls(x, out, None if key is None or xh is not None or y is not None
-                         else [(_conv, (args,)) for args in argss])
+                         else [(_conv, (_own(args),)) for args in argss])
 
     def _keep_calls(self, x: Array, out: Array, calls: list[Any] | None) -> None:
         """Keep ``calls`` (compiled, each with arguments of its own) as what a run on ``x``

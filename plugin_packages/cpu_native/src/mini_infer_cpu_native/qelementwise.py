@@ -278,9 +278,10 @@ class QLinearMul(_Binary, _basic.QLinearMul):
     op = 1
 
 
-class _Unary:
+class _Unary(KeptCalls):
     """cpu_basic's table of the function, kept while the parameters are the same constant
-    arrays, looked up in one compiled pass; any format (X's and Y's the same)."""
+    arrays, looked up in one compiled pass; any format (X's and Y's the same); that pass kept
+    as the step's call (:class:`._kept.KeptCalls`)."""
 
     #: (the parameters, by identity; X's and Y's dtype) -> the table
     _kept: tuple[tuple[Any, ...], Array] | None = None
@@ -318,6 +319,25 @@ class _Unary:
             constant = all(p is None or not p.flags.writeable for p in key[:4])
             self._kept = (key, table) if constant else None
         lookup(x, table, out)
+        _keep_lookup(self, (x, out, *key[:4]), x, table, out, self._kept is not None)
+
+
+def _keep_lookup(plugin: KeptCalls, arrays: tuple[Any, ...], x: Array, table: Array,
+                 out: Array, constant: bool) -> None:
+    """Keep the compiled lookup of ``table`` (contiguous, 256 entries) from ``x`` into
+    ``out`` as ``plugin``'s call for a run on ``arrays`` (unless it is kept already), where
+    the table is a constant's and the one compiled pass applies; else nothing."""
+    kept = plugin._calls
+    if kept is not None and len(kept[0]) == len(arrays) and all(
+            p is q for p, q in zip(kept[0], arrays, strict=True)):
+        return
+    plugin._calls = None
+    if (constant and x.shape == out.shape and x.flags.c_contiguous and out.flags.c_contiguous
+            and x.dtype in _INT8 and out.dtype in _INT8 and out.flags.writeable
+            and table.dtype in _INT8 and table.size >= 256 and table.flags.c_contiguous):
+        args = QLookupArgs(x.ctypes.data, table.ctypes.data, out.ctypes.data, x.size)
+        args._keep = table
+        plugin._calls = (arrays, [(_lookup, (args,))])
 
 
 def lookup(x: Array, table: Array, out: Array) -> None:
@@ -362,16 +382,7 @@ class QLinearLookup(KeptCalls, _basic.QLinearLookup):
             return
         flat = np.ascontiguousarray(table.reshape(-1))
         lookup(x, flat, out)
-        kept = self._calls
-        if kept is not None and all(p is q for p, q in zip(kept[0], (x, table, out),
-                                                             strict=True)):
-            return
-        self._calls = None
-        if (not table.flags.writeable and x.shape == out.shape and x.flags.c_contiguous
-                and out.flags.c_contiguous and out.dtype in _INT8 and out.flags.writeable):
-            args = QLookupArgs(x.ctypes.data, flat.ctypes.data, out.ctypes.data, x.size)
-            args._keep = flat
-            self._calls = ((x, table, out), [(_lookup, (args,))])
+        _keep_lookup(self, (x, table, out), x, flat, out, not table.flags.writeable)
 
 
 class QLinearChannelLookup(_basic.QLinearChannelLookup):
