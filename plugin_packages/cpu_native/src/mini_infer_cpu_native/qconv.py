@@ -47,7 +47,17 @@ from ._derived import Derived
 from ._kept import KeptCalls
 from ._native import _kernel, dwconv2d, dwconv2d_work
 from ._qformats import hwc_formats, linear
-from ._qgemm import _check, _conv, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
+from ._qgemm import (
+    _check,
+    _conv,
+    _ptr,
+    qcolsum,
+    qconv_args,
+    qgemm_isa,
+    qpack_b,
+    run_qconv,
+    unpack_qb,
+)
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
@@ -379,6 +389,10 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                 and out.flags.c_contiguous:
             self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1], key)
             return
+        wq = self._grouped_w(w, group, zw) if hwc[0] and out.flags.c_contiguous else None
+        if wq is not None:
+            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1], key, wq)
+            return
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
                 and (self._exact(w, None) if b is None else self._derived(
                     b, ("exact", w.shape), lambda v: self._exact(w, v)))):
@@ -406,30 +420,55 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             np.copyto(out, y.transpose(0, 3, 1, 2))
         return True
 
+    def _grouped_w(self, w: Array, group: int, zw: Array) -> Array | None:
+        """W - zw in the grouped direct kernel's quads (``_args.h``, mi_qdwconv_args) where
+        each group has 4, 8 or 16 inputs and as many outputs, every w - zw is an int8, and the
+        integer GEMM's level is AVX-512 VNNI or AMX (the kernel's); else None."""
+        m, cg = int(w.shape[0]), int(w.shape[1])
+        if group < 2 or cg not in (4, 8, 16) or m != group * cg \
+                or qgemm_isa() not in ("avx512vnni", "amx"):
+            return None
+
+        def make(v: Array) -> Array | None:
+            d = (self._onnx_w(v, group).astype(np.int16)
+                 - zw.astype(np.int16).reshape(-1, 1, 1, 1))
+            if d.min() < -128 or d.max() > 127:
+                return None
+            taps, nvec = int(d.shape[2] * d.shape[3]), -(-m // 16)
+            q = np.zeros((taps, nvec * 16, cg), np.int8)
+            q[:, :m] = d.transpose(2, 3, 0, 1).reshape(taps, m, cg)
+            return np.ascontiguousarray(
+                q.reshape(taps, nvec, 16, cg // 4, 4).transpose(0, 1, 3, 2, 4))
+
+        return self._derived(w, ("grouped", zw.tobytes()), make)
+
     def _depthwise_nhwc(self, x: Array, w: Array, zx: int, zw: Array, mult: Array,
                         bias: Array | None, zy: int, out: Array, oshape: tuple[int, ...],
-                        out_hwc: bool, key: tuple[Any, ...] | None = None) -> None:
-        """A depthwise convolution of NHWC x on the direct kernel (``_qdw.c``), into
-        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW); its arguments kept
-        for the next run with the same ``key``."""
+                        out_hwc: bool, key: tuple[Any, ...] | None = None,
+                        wq: Array | None = None) -> None:
+        """A depthwise convolution of NHWC x on the direct kernel (``_qdw.c``), or a grouped
+        one (``wq``: :meth:`_grouped_w`), into ``out`` (NHWC, or through an NHWC buffer where
+        ``out`` is NCHW); its arguments kept for the next run with the same ``key``."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
         win, geo, _ = self._window(xshape, tuple(w.shape))
-        wt = self._derived(w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
-            (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
-             ).reshape(-1, kh * kw).T))
+        wt = wq if wq is not None else self._derived(
+            w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
+                (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
+                 ).reshape(-1, kh * kw).T))
         n, c, oh, ow = (int(d) for d in oshape)
         y = out if out_hwc else np.empty((n, oh, ow, c), out.dtype)
         kn = "mi_qdwconv_i8"
         args = QDwConvArgs(
-            _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(wt, (np.int16,), wt.size, False, kn, "w"),
+            _ptr(x, _INT8, x.size, False, kn, "x"),
+            _ptr(wt, (np.int16,) if wq is None else (np.int8,), wt.size, False, kn, "w"),
             _ptr(bias, (np.int32,), c, False, kn, "bias"),
             _ptr(mult, (np.float32,), c if mult.size > 1 else 1, False, kn, "mult"),
             _ptr(y, (y.dtype,), n * oh * ow * c, True, kn, "y"),
             n, int(x.shape[1]), int(x.shape[2]), c, kh, kw, int(win.strides[0]),
             int(win.strides[1]), int(win.dilations[0]), int(win.dilations[1]),
             int(geo.begin[0]), int(geo.begin[1]), oh, ow, int(mult.size > 1), zx, zy,
-            int(x.dtype == np.int8), int(y.dtype == np.int8))
+            int(x.dtype == np.int8), int(y.dtype == np.int8), 0 if wq is None else int(w.shape[1]))
         _check(_qdwconv, args)
         if not out_hwc:
             np.copyto(out, y.transpose(0, 3, 1, 2))

@@ -657,6 +657,57 @@ static void qdw_case(unsigned *seed, long C, long H, long W, long K, long S, lon
     free(dx), free(dy), free(dwt), free(dbias);
 }
 
+/* a grouped NHWC convolution (mi_qdwconv_i8 with cg: G inputs and outputs a group) of C
+ * channels, K x K taps, stride 1, pads P, over an H x W int8 image, its weights in the kernel's
+ * quads, against the plain loops at each ISA level */
+static void qg_case(unsigned *seed, long C, long G, long H, long W, long K, long P) {
+    const long OH = H + 2 * P - K + 1, OW = W + 2 * P - K + 1, T = K * K, NV = (C + 15) / 16;
+    signed char *gx = malloc((size_t)(H * W * C)), *wq = calloc((size_t)(T * NV * 16 * G), 1);
+    signed char *gw = malloc((size_t)(C * G * T));
+    unsigned char *gy = malloc((size_t)(OH * OW * C));
+    int *gb = malloc(sizeof(int) * (size_t)C);
+    float gm[1] = {0.25f};
+    CHECK(gx && wq && gw && gy && gb, "qgconv: no memory");
+    for (long i = 0; i < H * W * C; i++) gx[i] = (signed char)(255.0f * frand(seed));
+    for (long i = 0; i < C * G * T; i++) gw[i] = (signed char)(255.0f * frand(seed));
+    for (long i = 0; i < C; i++) gb[i] = (int)(500.0f * frand(seed));
+    /* gw (C, G, T) as quads (T, NV, G / 4, 16, 4) */
+    for (long t = 0; t < T; t++)
+        for (long o = 0; o < C; o++)
+            for (long ci = 0; ci < G; ci++)
+                wq[((t * NV + o / 16) * (G / 4) + ci / 4) * 64 + o % 16 * 4 + ci % 4] =
+                    gw[(o * G + ci) * T + t];
+    mi_qdwconv_args ga = {gx, (const short *)wq, gb, gm, gy, 1, H, W, C, K, K, 1, 1, 1, 1, P, P,
+                          OH, OW, 0, -3, 9, 1, 0, G};
+    const int levels[3] = {0, 1, 3};
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        memset(gy, 0, (size_t)(OH * OW * C));
+        CHECK(mi_qdwconv_i8(&ga) == 0, "qgconv (level %d) failed", used);
+        long wrong = 0;
+        for (long oy = 0; oy < OH; oy++)
+            for (long ox = 0; ox < OW; ox++)
+                for (long o = 0; o < C; o++) {
+                    long acc = gb[o];
+                    for (long ty = 0; ty < K; ty++)
+                        for (long tx = 0; tx < K; tx++) {
+                            long iy = oy - P + ty, ix = ox - P + tx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                            for (long ci = 0; ci < G; ci++)
+                                acc += ((long)gx[(iy * W + ix) * C + o / G * G + ci] + 3) *
+                                       gw[(o * G + ci) * T + ty * K + tx];
+                        }
+                    double t = nearbyint((double)acc * 0.25) + 9; /* exact: a power of 2 */
+                    t = t < 0 ? 0 : t > 255 ? 255 : t;
+                    wrong += gy[(oy * OW + ox) * C + o] != (unsigned char)t;
+                }
+        CHECK(wrong == 0, "qgconv (level %d): %ld values differ from the plain loops", used,
+              wrong);
+    }
+    mi_qgemm_set_isa(-1);
+    free(gx), free(wq), free(gw), free(gy), free(gb);
+}
+
 /* a convolution's integer product from an NHWC image's windows (mi_qconv_i8, _qgemm.c),
  * against the plain loops; QLinearAdd/QLinearMul in one pass (mi_qbinary_i8, _qelt.c) */
 static void integer_convolutions(unsigned seed) {
@@ -759,6 +810,9 @@ static void integer_convolutions(unsigned seed) {
      * (whole vectors: the kernel's rows of 4 + 1 inner pixels, its top and bottom rows) */
     qdw_case(&seed, 5, 6, 7, 3, 2, 1);
     qdw_case(&seed, 32, 8, 9, 5, 1, 2);
+    /* grouped: 8 channels a group over 40 (a masked last vector), 16 over 32 (5x5) */
+    qg_case(&seed, 40, 8, 6, 7, 3, 1);
+    qg_case(&seed, 32, 16, 5, 6, 5, 2);
 }
 
 static void abi(void) {
