@@ -24,6 +24,12 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point,
   exactly (every sum an integer below 2**24: kernels up to 258 taps), with the same epilogue
   in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
+* Grouped convolutions of 4, 8 or 16 inputs and as many outputs a group (RegNet's) on an NHWC
+  x, at the integer GEMM's AVX-512 VNNI and AMX levels, where every w - w_zero_point is an
+  int8: the same direct kernel with ``cg`` (``_qgconv.h``), not one GEMM call a group.
+* A plan that is compiled calls alone (NHWC x and output, or one pixel: NCHW is NHWC then) is
+  the engine step's bound call (:class:`._kept.KeptCalls`): no ``enqueue`` or ``compute`` on
+  a run.
 
 The last run's plan (the NHWC buffers, the GEMM's arguments) is run again while the input's
 shape, the output array and the constant parameters are the same objects (an engine's arena
