@@ -1,9 +1,10 @@
 """Grouped QLinearConv of 4, 8 or 16 inputs and as many outputs a group (RegNet's 3x3 layers)
-on an NHWC x: the direct kernel (``mi_qdwconv_i8`` with ``cg``, ``_qdw.c``) at the AVX-512 VNNI
-levels, the integer GEMM group by group below them, against onnxruntime bit for bit (x written
-NHWC by the graph input's QuantizeLinear; the output NCHW through the kernel's NHWC buffer):
-channel counts off the 16-lane vectors, strides, pads, dilations, per-tensor and per-channel W,
-uint8 W with zero points (w - zw outside int8: the GEMM), int8 x and y, a second batch size."""
+on an NHWC x: the direct kernel (``mi_qdwconv_i8`` with ``cg``, ``_qgconv.h``) at the AVX-512
+VNNI levels, the integer GEMM group by group below them, at 1 and 2 threads, against
+onnxruntime bit for bit (x written NHWC by the graph input's QuantizeLinear; the output NCHW
+through the kernel's NHWC buffer): channel counts off the 16-lane vectors, strides, pads,
+dilations, per-tensor and per-channel W, uint8 W with zero points (w - zw outside int8: the
+GEMM), int8 x and y, a second batch size."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def _model(c: int, h: int, w: int, cg: int, kernel: tuple[int, int], attrs: dict
                                                for i, s in enumerate(SHAPES)])
 @pytest.mark.parametrize("xt,wt,per_channel", [(U8, S8, True), (S8, S8, False),
                                                (U8, U8, True)])
-def test_grouped_matches_onnxruntime(isa: str, count_calls: Callable[[Any, str, str],
-                                                                     dict[str, int]],
+def test_grouped_matches_onnxruntime(isa: str, threads: int,
+                                     count_calls: Callable[[Any, str, str], dict[str, int]],
                                      shape: tuple[Any, ...], xt: Any, wt: Any,
                                      per_channel: bool) -> None:
     c, h, w, cg, kernel, attrs = shape
