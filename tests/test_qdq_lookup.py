@@ -120,3 +120,35 @@ def test_quantized_block_stays_8_bit_and_matches_onnxruntime(tmp_path: Path) -> 
         (got,) = mi.InferenceSession(engine).run(None, {"x": x})
         (want,) = _ort(model, {"x": x})
         np.testing.assert_allclose(got, want, rtol=0, atol=q * 1.0001)
+
+
+@pytest.mark.parametrize("dtype,x_zero,h_zero,y_zero,x_scale,y_scale", [
+    (np.uint8, 128, 0, 7, 0.05, 0.03), (np.uint8, 3, 0, 140, 0.04, 0.02),
+    (np.uint8, 255, 0, 255, 0.1, 0.01)])
+def test_x_times_its_lookup_is_one_lookup(dtype: Any, x_zero: int, h_zero: int, y_zero: int,
+                                          x_scale: float, y_scale: float) -> None:
+    """torch's HardSwish as MobileNetV3 exports it, ``x * HardSigmoid(x)`` between QDQ pairs
+    (x's DequantizeLinear read by both): the HardSigmoid's lookup and the QLinearMul become one
+    QLinearLookup of x; every input value against onnxruntime running the chain as written."""
+    elem = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
+    inits = {"xs": np.array(x_scale, np.float32), "xz": np.array(x_zero, dtype),
+             "hs": np.array(1 / 255, np.float32), "hz": np.array(h_zero, dtype),
+             "ys": np.array(y_scale, np.float32), "yz": np.array(y_zero, dtype)}
+    n = helper.make_node
+    nodes = [n("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             n("HardSigmoid", ["xd"], ["h"], alpha=1 / 6, beta=0.5),
+             n("QuantizeLinear", ["h", "hs", "hz"], ["hq"]),
+             n("DequantizeLinear", ["hq", "hs", "hz"], ["hd"]),
+             n("Mul", ["xd", "hd"], ["m"]),
+             n("QuantizeLinear", ["m", "ys", "yz"], ["y"])]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("xq", elem, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    x = RNG.permutation(np.arange(256, dtype=np.uint8)).view(dtype).reshape(1, 4, 8, 8)
+    engine = mi.load(model)
+    assert [nd.op_type for nd in engine.nodes] == ["QLinearLookup"]
+    (got,) = mi.InferenceSession(engine).run(None, {"xq": x})
+    (want,) = _ort(model, {"xq": x})
+    # the float chain rounds the product once, the integer one its factors: a quantum at most
+    assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1

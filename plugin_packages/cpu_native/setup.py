@@ -38,8 +38,10 @@ SOURCES += ["_qgemm.c"]
 DEPENDS += ["_qamx.h"]
 # QLinearConv's requantization of the depthwise sums (_qconv.c)
 SOURCES += ["_qconv.c"]
-# depthwise QLinearConv on NHWC tensors, AVX-512/AVX2/plain kernels (_qdw.c)
+# depthwise QLinearConv on NHWC tensors, AVX-512/AVX2/plain kernels (_qdw.c), and the
+# grouped one of 4, 8 or 16 channels a group (_qgconv.h)
 SOURCES += ["_qdw.c"]
+DEPENDS += ["_qgconv.h"]
 # QLinearAdd and QLinearMul (_qelt.c)
 SOURCES += ["_qelt.c"]
 # QLinearGlobalAveragePool on NHWC tensors, AVX-512/AVX2/plain sums (_qgap.c)

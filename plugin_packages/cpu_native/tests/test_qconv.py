@@ -79,6 +79,11 @@ SHAPES = [
     # each 8-row tile requantized in registers (AVX-512 VNNI), the last one masked
     (1, 32, 14, 14, 16, (1, 1), {}),
     (1, 96, 12, 11, 24, (1, 1), {}),
+    # one pixel (a classifier's Gemm): the NCHW x and output read and written as NHWC in
+    # place, both, x alone (padded to a 2x2 output), through a 3x3 window
+    (2, 40, 1, 1, 33, (1, 1), {}),
+    (1, 5, 1, 1, 7, (1, 1), {"pads": [1, 1, 0, 0]}),
+    (1, 8, 1, 1, 12, (3, 3), {"pads": [1, 1, 1, 1]}),
 ]
 
 
@@ -198,13 +203,15 @@ def test_packed_weights_unpacked_for_the_fallback() -> None:
     assert np.array_equal(qconv._unpack_groups(qconv._pack_groups(wu, 1), 1), wu)
 
 
-@pytest.mark.parametrize("kernel,attrs", [((1, 1), {}), ((3, 3), {"pads": [1, 1, 1, 1],
-                                                                   "group": 2})])
+@pytest.mark.parametrize("kernel,attrs,hw", [((1, 1), {}, 7),
+                                             ((3, 3), {"pads": [1, 1, 1, 1], "group": 2}, 7),
+                                             ((1, 1), {}, 1)])
 def test_a_kept_plan_reads_new_inputs_on_each_run(
         paths: dict[str, dict[str, int]], count_calls: Callable[[Any, str, str], dict[str, int]],
-        kernel: tuple[int, int], attrs: dict[str, Any]) -> None:
+        kernel: tuple[int, int], attrs: dict[str, Any], hw: int) -> None:
     """The plan made on the first run (rows' buffers, the GEMM's arguments) is run again for
-    new values of x, and a new batch size makes a new one."""
+    new values of x, and a new batch size makes a new one; a one-pixel x (read in place, NCHW
+    being NHWC) is read from each run's new array."""
     cg = 4 // attrs.get("group", 1)
     inits = {"xs": np.float32(0.02), "xz": np.array(5, U8), "w": _ints(S8, 6, cg, *kernel),
              "ws": RNG.uniform(0.002, 0.02, 6).astype(np.float32), "wz": np.zeros(6, S8),
@@ -212,7 +219,7 @@ def test_a_kept_plan_reads_new_inputs_on_each_run(
              "b": RNG.integers(-500, 500, 6).astype(np.int32)}
     node = helper.make_node("QLinearConv", ["x", *inits], ["y"], **attrs)
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, ["n", 4, 7, 7])],
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, ["n", 4, hw, hw])],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
@@ -220,8 +227,10 @@ def test_a_kept_plan_reads_new_inputs_on_each_run(
     theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     made = count_calls(qconv._IntegerConv, "_gemm", "plans")
     for n in (2, 2, 2, 1, 3, 1):
-        x = _ints(U8, n, 4, 7, 7)
+        x = _ints(U8, n, 4, hw, hw)
         np.testing.assert_array_equal(ours.run(None, {"x": x})[0],
                                       theirs.run(None, {"x": x})[0])
-    assert paths["gemm"]["gemm"] >= 6  # a product on every run ...
+    # a product on every run (one pixel: x and y, staged by the session, read and written in
+    # place, so the third run of batch 2 is the step's bound call alone) ...
+    assert paths["gemm"]["gemm"] >= (6 if hw > 1 else 5)
     assert made["plans"] <= 4  # ... and a new plan only for a new batch size

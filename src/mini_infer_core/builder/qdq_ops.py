@@ -9,7 +9,9 @@ activations stay 8-bit from one convolution to the next:
   ``QLinearAveragePool`` (NCHW: ``channels_last`` 0);
 - ``DequantizeLinear -> HardSigmoid|HardSwish|Relu|Clip|Tanh|Elu -> QuantizeLinear`` ->
   mini-infer's ``ai.mini_infer::QLinearLookup`` of the chain's 256-entry table
-  (:mod:`.qdq_lookup`; MobileNetV3's HardSigmoid);
+  (:mod:`.qdq_lookup`; MobileNetV3's HardSigmoid), and such a lookup of x times x itself
+  (torch's HardSwish, ``x * HardSigmoid(x)``) -> one ``QLinearLookup`` of QLinearMul's
+  arithmetic on each value of x;
 - ``DequantizeLinear`` of every input -> ``Concat`` -> ``QuantizeLinear`` -> ``QLinearConcat``;
 - ``DequantizeLinear -> MaxPool -> QuantizeLinear`` with the same scale, zero point and type
   on both sides -> mini-infer's ``ai.mini_infer::QMaxPool`` (which cpu_native takes NHWC), else
@@ -115,6 +117,10 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True,
             return None
         attrs = node.fields.values_dict()
         if op in _BINARY and len(found) == 2 and ok(_BINARY[op]):
+            if op == "Mul" and fresh is not None and ok(LOOKUP):
+                fused = _times_lookup(g, i, node, found, y, result, tail, fresh)
+                if fused is not None:
+                    return fused
             new = _ms(node, _BINARY[op], [*found[0][1], *found[1][1], *y], result, {})
         elif op == "Concat" and ok("QLinearConcat"):
             new = _ms(node, "QLinearConcat", [*y, *(t for d in found for t in d[1])], result,
@@ -143,6 +149,51 @@ def qdq_between(g: _Graph, i: int, node: Node, ok: Any = lambda op: True,
         else:
             return None
         return _gone(g, i, node, inputs, tail), new
+    return None
+
+
+def _times_lookup(g: _Graph, i: int, node: Node, found: list[tuple[Node, list[str]]],
+                  y: list[str], result: str, tail: list[str], fresh: dict[str, Any]
+                  ) -> tuple[list[int], Node] | None:
+    """``x * lookup(x)`` between QDQ pairs (torch's HardSwish as MobileNetV3 exports it, x *
+    HardSigmoid(x), whose HardSigmoid is a ``QLinearLookup`` of x by now) -> one
+    ``QLinearLookup`` of x: QLinearMul's arithmetic (float32 ``(a - za) * (b - zb) * (sa * sb
+    / sc)``, rounded half to even, plus zc, saturated) on each of x's 256 values and its
+    table's entry, so the same bytes as the lookup then the QLinearMul, in one pass."""
+    for p in (0, 1):
+        (dx, xin), (dh, hin) = found[p], found[1 - p]
+        j = g.producer.get(hin[0])
+        if j is None:
+            continue
+        lk = g.nodes[j]
+        if (lk is None or lk.op_type != "QLinearLookup" or lk.domain != MINI
+                or lk.inputs[0] != xin[0] or lk.inputs[1] not in fresh or dx is dh
+                or not g.private(hin[0]) or not g.private(dh.outputs[0])):
+            continue
+        table = fresh[lk.inputs[1]]
+        consts = [g.constants.get(t) for t in (*xin[1:3], *hin[1:3], *y[:2])]
+        if any(c is None or c.size != 1 for c in consts):
+            return None
+        sa, za, sb, zb, sc, zc = (np.float32(c.reshape(-1)[0]) for c in consts)  # type: ignore[union-attr]
+        out = consts[5].dtype  # type: ignore[union-attr]
+        if table.dtype != out or table.size != 256:
+            return None
+        x = np.arange(256, dtype=np.uint8).view(table.dtype)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            v = (x.astype(np.float32) - za) * (table.reshape(-1).astype(np.float32) - zb) * (
+                sa * sb / sc)
+            r = np.rint(v)
+            r += zc
+        info = np.iinfo(out)
+        fused = np.clip(r, info.min, info.max).astype(out)
+        name = f"{result}:qlookup_table"
+        fresh[name] = fused
+        chain = [*_gone(g, i, node, [dh.outputs[0]], tail), j]
+        t = dx.outputs[0]  # the DequantizeLinear of x, read by nothing else now
+        if t not in g.outputs and all(r_ == i or g.nodes[r_] is None
+                                      for r_ in g.readers.get(t, [])):
+            chain.append(g.producer[t])
+        return chain, _ms(node, "QLinearLookup", [xin[0], name], result, {}, MINI)
     return None
 
 

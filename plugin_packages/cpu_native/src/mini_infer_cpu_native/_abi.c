@@ -240,7 +240,7 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qdwconv_args, ph), FIELD(mi_qdwconv_args, pw), FIELD(mi_qdwconv_args, oh),
     FIELD(mi_qdwconv_args, ow), FIELD(mi_qdwconv_args, mult_step), FIELD(mi_qdwconv_args, zx),
     FIELD(mi_qdwconv_args, zy), FIELD(mi_qdwconv_args, x_signed),
-    FIELD(mi_qdwconv_args, y_signed),
+    FIELD(mi_qdwconv_args, y_signed), FIELD(mi_qdwconv_args, cg),
 
     STRUCT(mi_qlookup_args),
     FIELD(mi_qlookup_args, x), FIELD(mi_qlookup_args, table), FIELD(mi_qlookup_args, y),

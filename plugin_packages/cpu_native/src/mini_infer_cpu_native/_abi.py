@@ -465,7 +465,7 @@ __all__ += ["QBinaryArgs"]
 _struct("QDwConvArgs", "mi_qdwconv_args",  # (_qdw.c)
         (_fields(_P, "x wt bias mult y")
          + _fields(_L, "n h w c kh kw sh sw dh dw ph pw oh ow mult_step")
-         + _fields(_I, "zx zy x_signed y_signed")))
+         + _fields(_I, "zx zy x_signed y_signed") + _fields(_L, "cg")))
 
 
 __all__ += ["QDwConvArgs"]

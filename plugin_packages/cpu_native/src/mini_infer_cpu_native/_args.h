@@ -404,7 +404,10 @@ typedef struct mi_qconv_args {
 
 /* a depthwise QLinearConv on NHWC tensors: y (n, oh, ow, c) = requantize(bias[c] + sum over
  * the taps inside x (n, h, w, c) of (x - zx) * wt[tap][c]), wt (kh * kw, c) = w - w's zero
- * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qdw.c) */
+ * point as int16, mult (c) or one (mult_step 0): mi_qdwconv_i8 (_qdw.c). cg 4, 8 or 16: a
+ * grouped one of cg inputs and cg outputs a group, wt then int8 w - zw in quads, (kh * kw,
+ * ceil(c / 16), cg / 4, 16, 4): output 16 v + l's inputs 4 j .. 4 j + 3 of its group at
+ * [tap][v][j][l]; 0 or 1: depthwise */
 typedef struct mi_qdwconv_args {
     const void *x;
     const short *wt;
@@ -413,6 +416,7 @@ typedef struct mi_qdwconv_args {
     void *y;
     long n, h, w, c, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, mult_step;
     int zx, zy, x_signed, y_signed;
+    long cg;
 } mi_qdwconv_args;
 
 /* y[i] = table[x[i]] for n 8-bit values (their bit patterns index the 256-byte table):

@@ -12,8 +12,14 @@
  *               rounding half to even, vpmovdb), the last channels masked;
  *   avx2/avxvnni: the same with vpmaddwd on 8 channels a vector, 32 a block;
  *   plain:      the scalar loops (int32 sums, the epilogue's magic constant).
+ *   the avx512vnni kernel takes the columns whose window is inside the image 6 pixels at a
+ *   time (then 4, 2, 1), each weight vector loaded once a tap for all of them, starting from
+ *   bias - zx * the sum of w over the window's rows inside (x then read raw);
  * One pool dispatch: the work items are (output row, block of channels), so a 7x7 map of 960
- * channels is shared out as well as a 112x112 map of 32. */
+ * channels is shared out as well as a 112x112 map of 32.
+ *
+ * cg 4, 8 or 16 (mi_qdwconv_args): a grouped convolution of cg inputs and outputs a group
+ * (RegNet's), _qgconv.h. */
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -40,6 +46,8 @@ typedef struct {
     const int32_t *wsum; /* (c) each channel's sum of w - zw over its taps */
     long cblocks;       /* ceil(c / QDW_BLOCK) */
     int kernel;
+    const int32_t *gsum; /* grouped: (kh*kw + 1, ceil(c / 16) * 16) each tap's sum of w over
+                          * each output's inputs, then the sum over every tap */
 } qdw_job;
 
 /* the taps ty in [*t0, *t1) whose row iy = o * s - p + t * d lies in [0, n) */
@@ -117,46 +125,82 @@ Q512 static inline void st512(uint8_t *y, __m512i acc, __m512 m, __m512 lo, __m5
     _mm_mask_storeu_epi8(y, k, _mm512_cvtepi32_epi8(q));
 }
 
-/* The sums over every tap of pixels whose taps are all inside the image (x at x0 + ty * ys +
- * tx * xs_, w at w + (ty * kw + tx) * c): x widened (no zx: the caller's bias holds
- * -zx * sum(w)), masked to the block's channels (km), w's int32 lanes' high half 0 (padded
- * past c: read whole). np 1: one pixel, nv vectors (s0..s3); np 2: two pixels pstep apart,
- * nv <= 2 vectors each (s0, s1 and s2, s3: four chains of vpdpwssd where one pixel of 32
- * channels would have two, bound by their latency). nv, np and sx are constants where it is
- * inlined. */
-#define QDW_X(p, m) (sx ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)) \
-                        : _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p)))
-Q512 __attribute__((always_inline)) static inline void taps512(
-    __m512i *s0, __m512i *s1, __m512i *s2, __m512i *s3, const uint8_t *x0, long ys, long xs_,
-    long pstep, const int32_t *w, long kh, long kw, long c, const __mmask16 *km, int nv, int np,
-    int sx) {
-    __m512i a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
-    const __mmask16 k0 = km[0], k1 = km[1], k2 = km[2], k3 = km[3];
-    for (long ty = 0; ty < kh; ty++) {
+/* NP output pixels pstep bytes apart (one row's, the same taps inside the image for each:
+ * rows [ty0, ty1) of the window, every column), channels [c0, c0 + 16 * NV): the sums of x
+ * (raw: the caller's init holds bias - zx * the taps' sum of w) times w over those taps in
+ * NP * NV chains of vpdpwssd, each weight vector loaded once a tap for the NP pixels (one
+ * widening of x per product: vpmovzxbd is the bound, not the weights' loads); then the
+ * epilogue in registers. x0 points at the first pixel's first tap (row ty0); w at row ty0's
+ * weights. FULL: every channel of the block is there (c0 + 16 * NV <= c), else the last
+ * vector's bytes are loaded under km (nothing read past the block). NV, NP, SX and FULL are
+ * constants where it is inlined. */
+#define QDW_LD(p, SX) (SX ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))) \
+                          : _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#define QDW_LDM(p, m, SX) (SX ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)) \
+                              : _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p)))
+Q512 __attribute__((always_inline)) static inline void blk512(
+    uint8_t *y, const uint8_t *x0, long ys, long xs_, long pstep, const int32_t *w, long nty,
+    long kw, long c, __mmask16 kl, const __m512i *init, const __m512 *mv, __m512 lo, __m512 hi,
+    __m512i zy, int NV, int NP, int SX, int FULL) {
+    __m512i acc[6][4];
+    for (int p = 0; p < NP; p++)
+        for (int v = 0; v < NV; v++) acc[p][v] = init[v];
+    for (long ty = 0; ty < nty; ty++) {
         const uint8_t *xr = x0 + ty * ys;
         const int32_t *wr = w + ty * kw * c;
         for (long tx = 0; tx < kw; tx++) {
             const uint8_t *xt = xr + tx * xs_;
             const int32_t *wt = wr + tx * c;
-            const __m512i w0 = _mm512_loadu_si512(wt);
-            a0 = _mm512_dpwssd_epi32(a0, QDW_X(xt, k0), w0);
-            if (np == 2) a2 = _mm512_dpwssd_epi32(a2, QDW_X(xt + pstep, k0), w0);
-            if (nv > 1) {
-                const __m512i w1 = _mm512_loadu_si512(wt + 16);
-                a1 = _mm512_dpwssd_epi32(a1, QDW_X(xt + 16, k1), w1);
-                if (np == 2) a3 = _mm512_dpwssd_epi32(a3, QDW_X(xt + pstep + 16, k1), w1);
+            for (int v = 0; v < NV; v++) {
+                const __m512i wv = _mm512_loadu_si512(wt + 16 * v);
+                for (int p = 0; p < NP; p++) {
+                    const uint8_t *xp = xt + p * pstep + 16 * v;
+                    const __m512i xv = (FULL || v < NV - 1) ? QDW_LD(xp, SX)
+                                                            : QDW_LDM(xp, kl, SX);
+                    acc[p][v] = _mm512_dpwssd_epi32(acc[p][v], xv, wv);
+                }
             }
-            if (np == 1 && nv > 2)
-                a2 = _mm512_dpwssd_epi32(a2, QDW_X(xt + 32, k2), _mm512_loadu_si512(wt + 32));
-            if (np == 1 && nv > 3)
-                a3 = _mm512_dpwssd_epi32(a3, QDW_X(xt + 48, k3), _mm512_loadu_si512(wt + 48));
         }
     }
-    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+    for (int p = 0; p < NP; p++)
+        for (int v = 0; v < NV; v++)
+            st512(y + p * c + 16 * v, acc[p][v], mv[v], lo, hi, zy,
+                  (FULL || v < NV - 1) ? (__mmask16)0xFFFF : kl);
 }
-#undef QDW_X
+#undef QDW_LD
+#undef QDW_LDM
 
-/* one output row, channels [c0, c1) (c1 - c0 <= 64, c0 a multiple of 64) */
+/* blk512 for NP pixels at run-time NV, SX and FULL */
+#define QDW_BLK(NP)                                                                            \
+    Q512 static void blk512_##NP(uint8_t *y, const uint8_t *x0, long ys, long xs_, long pstep, \
+                                 const int32_t *w, long nty, long kw, long c, __mmask16 kl,    \
+                                 const __m512i *init, const __m512 *mv, __m512 lo, __m512 hi,  \
+                                 __m512i zy, int nv, int sx, int full) {                      \
+        switch (nv * 4 + sx * 2 + full) {                                                      \
+        QDW_CASE(NP, 1, 0, 0) QDW_CASE(NP, 1, 0, 1) QDW_CASE(NP, 1, 1, 0) QDW_CASE(NP, 1, 1, 1) \
+        QDW_CASE(NP, 2, 0, 0) QDW_CASE(NP, 2, 0, 1) QDW_CASE(NP, 2, 1, 0) QDW_CASE(NP, 2, 1, 1) \
+        QDW_CASE(NP, 3, 0, 0) QDW_CASE(NP, 3, 0, 1) QDW_CASE(NP, 3, 1, 0) QDW_CASE(NP, 3, 1, 1) \
+        QDW_CASE(NP, 4, 0, 0) QDW_CASE(NP, 4, 0, 1) QDW_CASE(NP, 4, 1, 0) QDW_CASE(NP, 4, 1, 1) \
+        default: break;                                                                        \
+        }                                                                                      \
+    }
+#define QDW_CASE(NP, NV, SX, FULL)                                                             \
+    case NV * 4 + SX * 2 + FULL:                                                               \
+        blk512(y, x0, ys, xs_, pstep, w, nty, kw, c, kl, init, mv, lo, hi, zy, NV, NP, SX,     \
+               FULL);                                                                          \
+        break;
+QDW_BLK(6)
+QDW_BLK(4)
+QDW_BLK(2)
+QDW_BLK(1)
+#undef QDW_CASE
+#undef QDW_BLK
+
+/* one output row, channels [c0, c1) (c1 - c0 <= 64, c0 a multiple of 64): the columns whose
+ * window's columns are all inside the image by blk512, 6 pixels at a time (then 4, 2, 1),
+ * their rows those of the window inside the image (a row at the top or bottom starts from
+ * bias - zx * the sum of its taps' w); the other columns one pixel at a time, x less zx over
+ * the taps inside */
 Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
     const mi_qdwconv_args *a = j->a;
     const long c = a->c, ow = a->ow, oh = a->oh, h = a->h, w = a->w, kw = a->kw;
@@ -167,12 +211,17 @@ Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
     const __m512i zx = _mm512_set1_epi32(a->zx), zy = _mm512_set1_epi32(zyi);
     const long n = r / oh, oy = r % oh;
     const long nc = c1 - c0;
-    const int nv = (int)((nc + 15) / 16);
+    const int nv = (int)((nc + 15) / 16), full = nc % 16 == 0;
     __mmask16 km[4];
     for (int v = 0; v < 4; v++) {
         long left = nc - 16 * v;
         km[v] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
     }
+    long ty0, ty1;
+    tap_range(oy, a->sh, a->ph, a->dh, a->kh, h, &ty0, &ty1);
+    const uint8_t *xrow = (const uint8_t *)a->x + n * h * w * c + c0;
+    const int32_t *wb = j->w32 + c0;
+    uint8_t *yrow = (uint8_t *)a->y + (n * oh + oy) * ow * c + c0;
     __m512 mv[4];
     __m512i bv[4], bz[4];
     for (int v = 0; v < 4; v++) {
@@ -180,82 +229,73 @@ Q512 static void qdw_512(const qdw_job *j, long r, long c0, long c1) {
                              : _mm512_set1_ps(a->mult[0]);
         bv[v] = a->bias ? _mm512_maskz_loadu_epi32(km[v], a->bias + c0 + 16 * v)
                         : _mm512_setzero_si512();
-        bz[v] = _mm512_sub_epi32(bv[v], _mm512_mullo_epi32(zx, _mm512_maskz_loadu_epi32(
-                                            km[v], j->wsum + c0 + 16 * v)));
+        __m512i ws;
+        if (ty0 == 0 && ty1 == a->kh) {
+            ws = _mm512_maskz_loadu_epi32(km[v], j->wsum + c0 + 16 * v);
+        } else { /* the sum of w over the window's rows inside the image */
+            ws = _mm512_setzero_si512();
+            for (long t = ty0 * kw; t < ty1 * kw; t++)
+                ws = _mm512_add_epi32(ws, _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(
+                                              km[v], a->wt + t * c + c0 + 16 * v)));
+        }
+        bz[v] = _mm512_sub_epi32(bv[v], _mm512_mullo_epi32(zx, ws));
     }
-    long ty0, ty1;
-    tap_range(oy, a->sh, a->ph, a->dh, a->kh, h, &ty0, &ty1);
-    const uint8_t *xrow = (const uint8_t *)a->x + n * h * w * c + c0;
-    const int32_t *wb = j->w32 + c0;
-    uint8_t *yrow = (uint8_t *)a->y + (n * oh + oy) * ow * c + c0;
-    const int rowin = ty0 == 0 && ty1 == a->kh;
+    /* the columns [oxa, oxb) whose window's columns are all inside */
+    const long span = (kw - 1) * a->dw;
+    long oxa = (a->pw + a->sw - 1) / a->sw;
+    long oxb = w - 1 - span + a->pw < 0 ? 0 : (w - 1 - span + a->pw) / a->sw + 1;
+    if (oxb > ow) oxb = ow;
+    if (oxa > oxb) oxa = oxb;
     const long ys = a->dh * w * c, xs_ = a->dw * c, pstep = a->sw * c;
+    const long nty = ty1 - ty0;
+    if (nty > 0) {
+        const long iy0 = oy * a->sh - a->ph + ty0 * a->dh;
+        const int32_t *w0 = wb + ty0 * kw * c;
+        for (long ox = oxa; ox < oxb;) {
+            const long left = oxb - ox;
+            const uint8_t *x0 = xrow + (iy0 * w + ox * a->sw - a->pw) * c;
+            uint8_t *yp = yrow + ox * c;
+#define QDW_RUN(NP)                                                                            \
+    blk512_##NP(yp, x0, ys, xs_, pstep, w0, nty, kw, c, km[nv - 1], bz, mv, lo, hi, zy, nv, xs, \
+                full);                                                                         \
+    ox += NP
+            if (left >= 6) { QDW_RUN(6); }
+            else if (left >= 4) { QDW_RUN(4); }
+            else if (left >= 2) { QDW_RUN(2); }
+            else { QDW_RUN(1); }
+#undef QDW_RUN
+        }
+    }
     for (long ox = 0; ox < ow; ox++) {
+        if (ox == oxa && oxa < oxb && nty > 0) { /* done above */
+            ox = oxb - 1;
+            continue;
+        }
         long tx0, tx1;
         tap_range(ox, a->sw, a->pw, a->dw, kw, w, &tx0, &tx1);
-        __m512i s0, s1, s2, s3;
-        if (rowin && tx0 == 0 && tx1 == kw) {
-            /* every tap inside: zx * sum(w) is in the bias (bz) */
-            const long xi = ((oy * a->sh - a->ph) * w + ox * a->sw - a->pw) * c;
-            long ux0, ux1;
-            tap_range(ox + 1, a->sw, a->pw, a->dw, kw, w, &ux0, &ux1);
-            if (nv <= 2 && ox + 1 < ow && ux0 == 0 && ux1 == kw) {
-                /* this pixel and the next */
-                s0 = bz[0], s1 = bz[1], s2 = bz[0], s3 = bz[1];
-#define QDW_PAIR(NV, SX)                                                                      \
-    taps512(&s0, &s1, &s2, &s3, xrow + xi, ys, xs_, pstep, wb, a->kh, kw, c, km, NV, 2, SX)
-                if (nv == 1 && !xs) QDW_PAIR(1, 0);
-                else if (nv == 1) QDW_PAIR(1, 1);
-                else if (!xs) QDW_PAIR(2, 0);
-                else QDW_PAIR(2, 1);
-#undef QDW_PAIR
-                uint8_t *yp = yrow + ox * c;
-                st512(yp, s0, mv[0], lo, hi, zy, km[0]);
-                if (nv > 1) st512(yp + 16, s1, mv[1], lo, hi, zy, km[1]);
-                st512(yp + c, s2, mv[0], lo, hi, zy, km[0]);
-                if (nv > 1) st512(yp + c + 16, s3, mv[1], lo, hi, zy, km[1]);
-                ox++;
-                continue;
-            }
-            s0 = bz[0], s1 = bz[1], s2 = bz[2], s3 = bz[3];
-#define QDW_ONE(NV, SX)                                                                       \
-    taps512(&s0, &s1, &s2, &s3, xrow + xi, ys, xs_, pstep, wb, a->kh, kw, c, km, NV, 1, SX)
-            switch (nv * 2 + xs) {
-            case 2: QDW_ONE(1, 0); break;
-            case 3: QDW_ONE(1, 1); break;
-            case 4: QDW_ONE(2, 0); break;
-            case 5: QDW_ONE(2, 1); break;
-            case 6: QDW_ONE(3, 0); break;
-            case 7: QDW_ONE(3, 1); break;
-            case 8: QDW_ONE(4, 0); break;
-            default: QDW_ONE(4, 1); break;
-            }
-#undef QDW_ONE
-        } else {
-            s0 = bv[0], s1 = bv[1], s2 = bv[2], s3 = bv[3];
-            for (long ty = ty0; ty < ty1; ty++) {
-                const long iy = oy * a->sh - a->ph + ty * a->dh;
-                const long xi = (iy * w + ox * a->sw - a->pw) * c;
-                const int32_t *wp = wb + ty * kw * c;
-                for (long tx = tx0; tx < tx1; tx++) {
-                    /* masked (a lane past c reads nothing and adds 0), less zx */
-                    const uint8_t *xt = xrow + (xi + tx * a->dw * c);
-                    const int32_t *wt = wp + tx * c;
-                    s0 = _mm512_dpwssd_epi32(s0, _mm512_sub_epi32(ld512(xt, km[0], xs), zx),
-                                             _mm512_maskz_loadu_epi32(km[0], wt));
-                    if (nv > 1)
-                        s1 = _mm512_dpwssd_epi32(
-                            s1, _mm512_sub_epi32(ld512(xt + 16, km[1], xs), zx),
-                            _mm512_maskz_loadu_epi32(km[1], wt + 16));
-                    if (nv > 2)
-                        s2 = _mm512_dpwssd_epi32(
-                            s2, _mm512_sub_epi32(ld512(xt + 32, km[2], xs), zx),
-                            _mm512_maskz_loadu_epi32(km[2], wt + 32));
-                    if (nv > 3)
-                        s3 = _mm512_dpwssd_epi32(
-                            s3, _mm512_sub_epi32(ld512(xt + 48, km[3], xs), zx),
-                            _mm512_maskz_loadu_epi32(km[3], wt + 48));
-                }
+        __m512i s0 = bv[0], s1 = bv[1], s2 = bv[2], s3 = bv[3];
+        for (long ty = ty0; ty < ty1; ty++) {
+            const long iy = oy * a->sh - a->ph + ty * a->dh;
+            const long xi = (iy * w + ox * a->sw - a->pw) * c;
+            const int32_t *wp = wb + ty * kw * c;
+            for (long tx = tx0; tx < tx1; tx++) {
+                /* masked (a lane past c reads nothing and adds 0), less zx */
+                const uint8_t *xt = xrow + (xi + tx * a->dw * c);
+                const int32_t *wt = wp + tx * c;
+                s0 = _mm512_dpwssd_epi32(s0, _mm512_sub_epi32(ld512(xt, km[0], xs), zx),
+                                         _mm512_maskz_loadu_epi32(km[0], wt));
+                if (nv > 1)
+                    s1 = _mm512_dpwssd_epi32(
+                        s1, _mm512_sub_epi32(ld512(xt + 16, km[1], xs), zx),
+                        _mm512_maskz_loadu_epi32(km[1], wt + 16));
+                if (nv > 2)
+                    s2 = _mm512_dpwssd_epi32(
+                        s2, _mm512_sub_epi32(ld512(xt + 32, km[2], xs), zx),
+                        _mm512_maskz_loadu_epi32(km[2], wt + 32));
+                if (nv > 3)
+                    s3 = _mm512_dpwssd_epi32(
+                        s3, _mm512_sub_epi32(ld512(xt + 48, km[3], xs), zx),
+                        _mm512_maskz_loadu_epi32(km[3], wt + 48));
             }
         }
         uint8_t *yp = yrow + ox * c;
@@ -346,6 +386,8 @@ Q256 static void qdw_256(const qdw_job *j, long r, long c0, long c1) {
 }
 #endif
 
+#include "_qgconv.h" /* the grouped kernels: qg_plain, qg_sums, qg_512 */
+
 static void qdw_part(const void *job, int part, int parts) {
     const qdw_job *j = job;
     const long items = j->a->n * j->a->oh * j->cblocks;
@@ -354,6 +396,16 @@ static void qdw_part(const void *job, int part, int parts) {
     for (long i = i0; i < i1; i++) {
         const long r = i / j->cblocks, c0 = (i % j->cblocks) * QDW_BLOCK;
         const long c1 = lmin(j->a->c, c0 + QDW_BLOCK);
+        if (j->a->cg > 1) {
+#ifdef QDW_X86
+            if (j->kernel == QDW_AVX512) {
+                qg_512(j, r, c0, c1);
+                continue;
+            }
+#endif
+            qg_plain(j, r, c0, c1);
+            continue;
+        }
 #ifdef QDW_X86
         if (j->kernel == QDW_AVX512) {
             qdw_512(j, r, c0, c1);
@@ -372,10 +424,28 @@ int mi_qdwconv_i8(const mi_qdwconv_args *a) {
     if (!a->x || !a->wt || !a->mult || !a->y ||
         ANY_NEGATIVE(a->n, a->h, a->w, a->c, a->kh, a->kw, a->ph, a->pw, a->oh, a->ow) ||
         a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 || a->mult_step < 0 ||
-        a->mult_step > 1)
+        a->mult_step > 1 || a->cg < 0 || a->cg == 2 || a->cg == 3 ||
+        (a->cg > 1 && (16 % a->cg || a->c % a->cg)))
         return MI_EARGS;
     if (a->n * a->oh * a->ow * a->c == 0) return MI_OK;
     qdw_job j = {.a = a, .cblocks = (a->c + QDW_BLOCK - 1) / QDW_BLOCK, .kernel = QDW_PLAIN};
+    if (a->cg > 1) { /* grouped */
+        int32_t *gsum = NULL;
+#ifdef QDW_X86
+        if (mi_qgemm_isa() >= 3) {
+            j.kernel = QDW_AVX512;
+            gsum = malloc(sizeof(int32_t) * (size_t)((a->kh * a->kw + 1) * ((a->c + 15) / 16) * 16));
+            if (!gsum) return MI_ENOMEM;
+            qg_sums(a, gsum);
+            j.gsum = gsum;
+        }
+#endif
+        if (a->n * a->oh * a->ow * a->c * a->kh * a->kw * a->cg < 32768L ||
+            mi_pool_run(qdw_part, &j) != 0)
+            qdw_part(&j, 0, 1);
+        free(gsum);
+        return MI_OK;
+    }
     int32_t *w32 = NULL;
 #ifdef QDW_X86
     const int isa = mi_qgemm_isa();

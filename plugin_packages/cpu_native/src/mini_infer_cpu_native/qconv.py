@@ -24,6 +24,12 @@ GEMM (:mod:`._qgemm`, ``_qgemm.c``).
   NCHW x, the compiled float32 depthwise kernel on x - x_zero_point and w - w_zero_point,
   exactly (every sum an integer below 2**24: kernels up to 258 taps), with the same epilogue
   in one compiled pass: a GEMM of K = kh*kw per channel is not worth one.
+* Grouped convolutions of 4, 8 or 16 inputs and as many outputs a group (RegNet's) on an NHWC
+  x, at the integer GEMM's AVX-512 VNNI and AMX levels, where every w - w_zero_point is an
+  int8: the same direct kernel with ``cg`` (``_qgconv.h``), not one GEMM call a group.
+* A plan that is compiled calls alone (NHWC x and output, or one pixel: NCHW is NHWC then) is
+  the engine step's bound call (:class:`._kept.KeptCalls`): no ``enqueue`` or ``compute`` on
+  a run.
 
 The last run's plan (the NHWC buffers, the GEMM's arguments) is run again while the input's
 shape, the output array and the constant parameters are the same objects (an engine's arena
@@ -44,9 +50,20 @@ from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import QConvArgs, QDwConvArgs, QRequantArgs
 from ._derived import Derived
+from ._kept import KeptCalls
 from ._native import _kernel, dwconv2d, dwconv2d_work
 from ._qformats import hwc_formats, linear
-from ._qgemm import _check, _ptr, qcolsum, qconv_args, qpack_b, run_qconv, unpack_qb
+from ._qgemm import (
+    _check,
+    _conv,
+    _ptr,
+    qcolsum,
+    qconv_args,
+    qgemm_isa,
+    qpack_b,
+    run_qconv,
+    unpack_qb,
+)
 
 __all__ = ["ConvInteger", "QLinearConv"]
 
@@ -54,6 +71,14 @@ Array = NDArray[Any]
 _INT8 = (np.dtype(np.uint8), np.dtype(np.int8))
 _qrequant = _kernel("mi_qrequant_f32", QRequantArgs)
 _qdwconv = _kernel("mi_qdwconv_i8", QDwConvArgs)
+
+
+def _own(args: QConvArgs) -> QConvArgs:
+    """A copy of ``args`` that keeps what they keep: a bound step's own, which the kept
+    plan's rerun on another x does not repoint."""
+    own = QConvArgs.from_buffer_copy(args)
+    own._keep = args._keep
+    return own
 
 
 def _scalar(x: Array | None) -> int:
@@ -84,9 +109,12 @@ def _unpack_groups(p: Array, group: int) -> Array:
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
-class _IntegerConv(Derived):
+class _IntegerConv(KeptCalls, Derived):
     """The compiled side shared by both convolutions: W (input ``w_index``) packed by the
-    build per group, its column sums, the rows of each group, the int32 sums."""
+    build per group, its column sums, the rows of each group, the int32 sums. A plan that is
+    compiled calls alone (NHWC x and output: no transposition) is also kept as the step's
+    calls (:class:`._kept.KeptCalls`: the engine's step runs them without ``enqueue``,
+    ``compute`` and the plan's identity checks, most of a small 1x1 convolution's time)."""
 
     w_index: ClassVar[int] = 1
     hidden: dict[str, Any]
@@ -184,8 +212,10 @@ class _IntegerConv(Derived):
         return reach + (0 if bias is None else int(np.abs(bias).max(initial=0))) < 2**24
 
     #: the last product's plan, run again while its key holds: (key, the NHWC input (None:
-    #: x itself), the NHWC output (None: out itself), each group's arguments)
-    _kept_plan: tuple[tuple[Any, ...], Array | None, Array | None, list[QConvArgs]] | None = None
+    #: x itself), the NHWC output (None: out itself), each group's arguments, the x they
+    #: read where the input is None)
+    _kept_plan: tuple[tuple[Any, ...], Array | None, Array | None, list[QConvArgs], Array
+                      ] | None = None
 
     @staticmethod
     def _key(x: Array, out: Array, *params: Array | None) -> tuple[Any, ...] | None:
@@ -201,7 +231,13 @@ class _IntegerConv(Derived):
         if key is None or plan is None or len(plan[0]) != len(key) or plan[0][:2] != key[:2] \
                 or any(p is not q for p, q in zip(plan[0][2:], key[2:], strict=True)):
             return False
-        _, xh, y, argss = plan
+        _, xh, y, argss, read = plan
+        if xh is None and x is not read:  # the kernel reads x itself: point it at this one
+            if not x.flags.c_contiguous:
+                return False
+            for args in argss:
+                args.x = x.ctypes.data
+            self._kept_plan = (*plan[:4], x)
         self._run(x, xh, y, argss, out)
         return True
 
@@ -237,9 +273,13 @@ class _IntegerConv(Derived):
         win, geo, _ = self._window(tuple(xshape), tuple(w.shape))
         dims = (int(geo.out[0]), int(geo.out[1]))
         n = int(xshape[0])
-        xh = None if hwc[0] else np.empty((n, *xshape[2:], xshape[1]), x.dtype)
-        y = None if hwc[1] else np.empty((n * dims[0] * dims[1], m), out.dtype)
+        # one pixel (a classifier's Gemm made a convolution): NCHW is NHWC, no copy
+        one_x = xshape[2] * xshape[3] == 1 and x.flags.c_contiguous
+        one_y = dims == (1, 1) and out.flags.c_contiguous
+        xh = None if hwc[0] or one_x else np.empty((n, *xshape[2:], xshape[1]), x.dtype)
+        y = None if hwc[1] or one_y else np.empty((n * dims[0] * dims[1], m), out.dtype)
         dest = out.reshape(-1, m) if y is None else y
+        xn = x.reshape(n, 1, 1, int(xshape[1])) if not hwc[0] and xh is None else x
         packed = self._group_panels(w, group)
         zb = zw.astype(np.int32).reshape(-1)
         if w.dtype == np.uint8:
@@ -248,7 +288,7 @@ class _IntegerConv(Derived):
         for g in range(group):
             sl = slice(g * mg, (g + 1) * mg)
             argss.append(qconv_args(
-                x if xh is None else xh, packed[g][0], packed[g][1], dest, k, c0=g * cg,
+                xn if xh is None else xh, packed[g][0], packed[g][1], dest, k, c0=g * cg,
                 cg=cg, col0=g * mg, kernel=(kh, kw),
                 strides=(int(win.strides[0]), int(win.strides[1])),
                 dilations=(int(win.dilations[0]), int(win.dilations[1])),
@@ -258,7 +298,14 @@ class _IntegerConv(Derived):
                     mult[sl] if mult.size > 1 else mult),
                 bias=None if bias is None else np.ascontiguousarray(bias[sl]), y_zero=zy))
         self._run(x, xh, y, argss, out)
-        self._kept_plan = None if key is None else (key, xh, y, argss)
+        self._kept_plan = None if key is None else (key, xh, y, argss, x)
+        self._keep_calls(x, out, None if key is None or xh is not None or y is not None
+                         else [(_conv, (_own(args),)) for args in argss])
+
+    def _keep_calls(self, x: Array, out: Array, calls: list[Any] | None) -> None:
+        """Keep ``calls`` (compiled, each with arguments of its own) as what a run on ``x``
+        into ``out`` is, or nothing."""
+        self._calls = None if calls is None else ((x, out), calls)
 
 
 #: pixels per block of an output transposed from the GEMM's (pixels, channels) to NCHW
@@ -348,6 +395,10 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
                 and out.flags.c_contiguous:
             self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1], key)
             return
+        wq = self._grouped_w(w, group, zw) if hwc[0] and out.flags.c_contiguous else None
+        if wq is not None:
+            self._depthwise_nhwc(x, w, zx, zw, mult, bias, zy, out, ol.shape, hwc[1], key, wq)
+            return
         if (self._depthwise(w, group) and not self.hidden.get("__qpacked__")
                 and (self._exact(w, None) if b is None else self._derived(
                     b, ("exact", w.shape), lambda v: self._exact(w, v)))):
@@ -375,35 +426,65 @@ class QLinearConv(_IntegerConv, _qlinear.QLinearConv):
             np.copyto(out, y.transpose(0, 3, 1, 2))
         return True
 
+    def _grouped_w(self, w: Array, group: int, zw: Array) -> Array | None:
+        """W - zw in the grouped direct kernel's quads (``_args.h``, mi_qdwconv_args) where
+        each group has 4, 8 or 16 inputs and as many outputs, every w - zw is an int8, and the
+        integer GEMM's level is AVX-512 VNNI or AMX (the kernel's); else None."""
+        m, cg = int(w.shape[0]), int(w.shape[1])
+        if group < 2 or cg not in (4, 8, 16) or m != group * cg \
+                or qgemm_isa() not in ("avx512vnni", "amx"):
+            return None
+
+        def make(v: Array) -> Array | None:
+            d = (self._onnx_w(v, group).astype(np.int16)
+                 - zw.astype(np.int16).reshape(-1, 1, 1, 1))
+            if d.min() < -128 or d.max() > 127:
+                return None
+            taps, nvec = int(d.shape[2] * d.shape[3]), -(-m // 16)
+            q = np.zeros((taps, nvec * 16, cg), np.int8)
+            q[:, :m] = d.transpose(2, 3, 0, 1).reshape(taps, m, cg)
+            return np.ascontiguousarray(
+                q.reshape(taps, nvec, 16, cg // 4, 4).transpose(0, 1, 3, 2, 4))
+
+        return self._derived(w, ("grouped", zw.tobytes()), make)
+
     def _depthwise_nhwc(self, x: Array, w: Array, zx: int, zw: Array, mult: Array,
                         bias: Array | None, zy: int, out: Array, oshape: tuple[int, ...],
-                        out_hwc: bool, key: tuple[Any, ...] | None = None) -> None:
-        """A depthwise convolution of NHWC x on the direct kernel (``_qdw.c``), into
-        ``out`` (NHWC, or through an NHWC buffer where ``out`` is NCHW); its arguments kept
-        for the next run with the same ``key``."""
+                        out_hwc: bool, key: tuple[Any, ...] | None = None,
+                        wq: Array | None = None) -> None:
+        """A depthwise convolution of NHWC x on the direct kernel (``_qdw.c``), or a grouped
+        one (``wq``: :meth:`_grouped_w`), into ``out`` (NHWC, or through an NHWC buffer where
+        ``out`` is NCHW); its arguments kept for the next run with the same ``key``."""
         kh, kw = int(w.shape[2]), int(w.shape[3])
         xshape = (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
         win, geo, _ = self._window(xshape, tuple(w.shape))
-        wt = self._derived(w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
-            (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
-             ).reshape(-1, kh * kw).T))
+        wt = wq if wq is not None else self._derived(
+            w, ("dw16", zw.tobytes()), lambda v: np.ascontiguousarray(
+                (v.astype(np.int16) - zw.astype(np.int16).reshape(-1, 1, 1, 1)
+                 ).reshape(-1, kh * kw).T))
         n, c, oh, ow = (int(d) for d in oshape)
         y = out if out_hwc else np.empty((n, oh, ow, c), out.dtype)
         kn = "mi_qdwconv_i8"
         args = QDwConvArgs(
-            _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(wt, (np.int16,), wt.size, False, kn, "w"),
+            _ptr(x, _INT8, x.size, False, kn, "x"),
+            _ptr(wt, (np.int16,) if wq is None else (np.int8,), wt.size, False, kn, "w"),
             _ptr(bias, (np.int32,), c, False, kn, "bias"),
             _ptr(mult, (np.float32,), c if mult.size > 1 else 1, False, kn, "mult"),
             _ptr(y, (y.dtype,), n * oh * ow * c, True, kn, "y"),
             n, int(x.shape[1]), int(x.shape[2]), c, kh, kw, int(win.strides[0]),
             int(win.strides[1]), int(win.dilations[0]), int(win.dilations[1]),
             int(geo.begin[0]), int(geo.begin[1]), oh, ow, int(mult.size > 1), zx, zy,
-            int(x.dtype == np.int8), int(y.dtype == np.int8))
+            int(x.dtype == np.int8), int(y.dtype == np.int8), 0 if wq is None else int(w.shape[1]))
         _check(_qdwconv, args)
         if not out_hwc:
             np.copyto(out, y.transpose(0, 3, 1, 2))
         self._kept_dw = None if key is None else (key, args, None if out_hwc else y,
                                                    (wt, mult, bias))
+        own = None
+        if key is not None and out_hwc:  # a copy: the kept plan's x is set on each rerun
+            own = QDwConvArgs.from_buffer_copy(args)
+            own._keep = (x, out, wt, mult, bias)
+        self._keep_calls(x, out, None if own is None else [(_qdwconv, (own,))])
 
 
 class ConvInteger(_IntegerConv, _qlinear.ConvInteger):

@@ -31,6 +31,7 @@ from mini_infer_core.plugin import DataType, PluginTensorDesc, TensorFormat
 from mini_infer_core.plugin.arrays import NDArray
 
 from ._abi import QBinaryArgs, QChLookupArgs, QLookupArgs
+from ._kept import KeptCalls
 from ._native import _kernel
 from ._qformats import hwc_formats, linear
 from ._qgemm import _check, _ptr
@@ -88,7 +89,10 @@ def _layout(a: Array, b: Array, out: Array) -> tuple[int, int, int, int] | None:
     return None
 
 
-class _Binary:
+class _Binary(KeptCalls):
+    """The compiled pass; a run that is one call over the whole of A, B and C kept as the
+    step's call too (:class:`._kept.KeptCalls`: run without ``enqueue`` and ``compute``)."""
+
     op: int = 0
     op_type: str
     name: str
@@ -130,11 +134,14 @@ class _Binary:
         self._compute(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                       c_zero_point, out=out)
         made, self._made = self._made, None
+        self._calls = None
         if len(made) == 1 and all(p is None or not p.flags.writeable for p in params):
             args = made[0]
             addr = (a.ctypes.data, b.ctypes.data, out.ctypes.data)
             if args.y == addr[2] and {args.a, args.b} == {addr[0], addr[1]}:
                 self._kept_run = (key, args, args.a == addr[0])
+                self._calls = ((a, b, out, *params),
+                               [(_binary, (QBinaryArgs.from_buffer_copy(args),))])
 
     #: the last run's (shapes, dtypes and parameters by identity; its one compiled call's
     #: arguments; whether their A is the node's A), where the run was that one call over
@@ -271,9 +278,10 @@ class QLinearMul(_Binary, _basic.QLinearMul):
     op = 1
 
 
-class _Unary:
+class _Unary(KeptCalls):
     """cpu_basic's table of the function, kept while the parameters are the same constant
-    arrays, looked up in one compiled pass; any format (X's and Y's the same)."""
+    arrays, looked up in one compiled pass; any format (X's and Y's the same); that pass kept
+    as the step's call (:class:`._kept.KeptCalls`)."""
 
     #: (the parameters, by identity; X's and Y's dtype) -> the table
     _kept: tuple[tuple[Any, ...], Array] | None = None
@@ -311,6 +319,25 @@ class _Unary:
             constant = all(p is None or not p.flags.writeable for p in key[:4])
             self._kept = (key, table) if constant else None
         lookup(x, table, out)
+        _keep_lookup(self, (x, out, *key[:4]), x, table, out, self._kept is not None)
+
+
+def _keep_lookup(plugin: KeptCalls, arrays: tuple[Any, ...], x: Array, table: Array,
+                 out: Array, constant: bool) -> None:
+    """Keep the compiled lookup of ``table`` (contiguous, 256 entries) from ``x`` into
+    ``out`` as ``plugin``'s call for a run on ``arrays`` (unless it is kept already), where
+    the table is a constant's and the one compiled pass applies; else nothing."""
+    kept = plugin._calls
+    if kept is not None and len(kept[0]) == len(arrays) and all(
+            p is q for p, q in zip(kept[0], arrays, strict=True)):
+        return
+    plugin._calls = None
+    if (constant and x.shape == out.shape and x.flags.c_contiguous and out.flags.c_contiguous
+            and x.dtype in _INT8 and out.dtype in _INT8 and out.flags.writeable
+            and table.dtype in _INT8 and table.size >= 256 and table.flags.c_contiguous):
+        args = QLookupArgs(x.ctypes.data, table.ctypes.data, out.ctypes.data, x.size)
+        args._keep = table
+        plugin._calls = (arrays, [(_lookup, (args,))])
 
 
 def lookup(x: Array, table: Array, out: Array) -> None:
@@ -342,8 +369,9 @@ class QLinearLeakyRelu(_Unary, _basic.QLinearLeakyRelu):
     package = "mini-infer-cpu-native"
 
 
-class QLinearLookup(_basic.QLinearLookup):
-    """QLinearLookup in one compiled pass, X and Y in either format (the same one)."""
+class QLinearLookup(KeptCalls, _basic.QLinearLookup):
+    """QLinearLookup in one compiled pass, X and Y in either format (the same one); the
+    call kept as the step's where the table is a constant (:class:`._kept.KeptCalls`)."""
 
     package = "mini-infer-cpu-native"
     supports_format_combination = _Unary.supports_format_combination
@@ -352,7 +380,9 @@ class QLinearLookup(_basic.QLinearLookup):
         if table.size != 256 or table.dtype != x.dtype or x.dtype not in _INT8:
             super().compute(x, table, out=out)  # its error
             return
-        lookup(x, np.ascontiguousarray(table.reshape(-1)), out)
+        flat = np.ascontiguousarray(table.reshape(-1))
+        lookup(x, flat, out)
+        _keep_lookup(self, (x, table, out), x, flat, out, not table.flags.writeable)
 
 
 class QLinearChannelLookup(_basic.QLinearChannelLookup):

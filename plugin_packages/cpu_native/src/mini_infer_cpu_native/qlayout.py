@@ -29,6 +29,7 @@ from mini_infer_core.plugin.arrays import NDArray
 from mini_infer_core.plugin.shapes import norm_axis
 
 from ._abi import QGapArgs
+from ._kept import KeptCalls
 from ._native import _kernel
 from ._qformats import hwc_formats
 from ._qgemm import _check, _ptr
@@ -45,8 +46,10 @@ _gap = _kernel("mi_qgap_i8", QGapArgs)
 _MAX_HW = 8421504
 
 
-class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
-    """The mean of NHWC pixels (see the module)."""
+class QLinearGlobalAveragePool(KeptCalls, _basic.QLinearGlobalAveragePool):
+    """The mean of NHWC pixels (see the module); the compiled call kept as the step's for
+    constant parameters (:class:`._kept.KeptCalls`: run without ``enqueue`` and ``compute``).
+    """
 
     package = "mini-infer-cpu-native"
 
@@ -80,8 +83,10 @@ class QLinearGlobalAveragePool(_basic.QLinearGlobalAveragePool):
                 _ptr(x, _INT8, x.size, False, kn, "x"), _ptr(out, _INT8, n * c, True, kn, "y"),
                 n, count, c, float(mult), int(zx), int(zy), int(x.dtype == np.int8))
             _check(_gap, args)
+            self._calls = None
             if all(p is None or not p.flags.writeable for p in key[4:]):
                 self._kept_args = (key, args)
+                self._calls = ((x, out, *key[4:]), [(_gap, (QGapArgs.from_buffer_copy(args),))])
             return
         acc = x.reshape(n, -1, c).sum(axis=1, dtype=np.int64)
         acc -= np.int64(zx) * count

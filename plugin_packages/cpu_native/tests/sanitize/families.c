@@ -614,6 +614,100 @@ static void recurrent(unsigned seed) {
     }
 }
 
+int mi_qgemm_set_isa(int level);
+
+/* a depthwise NHWC convolution (mi_qdwconv_i8) of C channels, K x K taps, stride S, pads P over
+ * an H x W image (heap buffers of their exact sizes), against the plain loops, at each ISA
+ * level (capped as the integer GEMM's) */
+static void qdw_case(unsigned *seed, long C, long H, long W, long K, long S, long P) {
+    const long OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
+    unsigned char *dx = malloc((size_t)(H * W * C)), *dy = malloc((size_t)(OH * OW * C));
+    short *dwt = malloc(sizeof(short) * (size_t)(K * K * C));
+    int *dbias = malloc(sizeof(int) * (size_t)C);
+    float dmult[1] = {0.25f};
+    CHECK(dx && dy && dwt && dbias, "qdwconv: no memory");
+    for (long i = 0; i < H * W * C; i++) dx[i] = (unsigned char)(256.0f * (frand(seed) + 0.5f));
+    for (long i = 0; i < K * K * C; i++) dwt[i] = (short)(255.0f * frand(seed));
+    for (long i = 0; i < C; i++) dbias[i] = (int)(200.0f * frand(seed));
+    mi_qdwconv_args dv = {dx, dwt, dbias, dmult, dy, 1, H, W, C, K, K, S, S, 1, 1, P, P, OH, OW,
+                          0, 7, 11, 0, 0};
+    const int levels[3] = {0, 1, 3};
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        memset(dy, 0, (size_t)(OH * OW * C));
+        CHECK(mi_qdwconv_i8(&dv) == 0, "qdwconv (level %d) failed", used);
+        long wrong = 0;
+        for (long oy = 0; oy < OH; oy++)
+            for (long ox = 0; ox < OW; ox++)
+                for (long ch = 0; ch < C; ch++) {
+                    long acc = dbias[ch];
+                    for (long ty = 0; ty < K; ty++)
+                        for (long tx = 0; tx < K; tx++) {
+                            long iy = oy * S - P + ty, ix = ox * S - P + tx;
+                            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                                acc += ((long)dx[(iy * W + ix) * C + ch] - 7) * dwt[(ty * K + tx) * C + ch];
+                        }
+                    double t = nearbyint((double)acc * 0.25) + 11; /* exact: a power of 2 */
+                    t = t < 0 ? 0 : t > 255 ? 255 : t;
+                    wrong += dy[(oy * OW + ox) * C + ch] != (unsigned char)t;
+                }
+        CHECK(wrong == 0, "qdwconv (level %d): %ld values differ from the plain loops", used, wrong);
+    }
+    mi_qgemm_set_isa(-1);
+    free(dx), free(dy), free(dwt), free(dbias);
+}
+
+/* a grouped NHWC convolution (mi_qdwconv_i8 with cg: G inputs and outputs a group) of C
+ * channels, K x K taps, stride 1, pads P, over an H x W int8 image, its weights in the kernel's
+ * quads, against the plain loops at each ISA level */
+static void qg_case(unsigned *seed, long C, long G, long H, long W, long K, long P) {
+    const long OH = H + 2 * P - K + 1, OW = W + 2 * P - K + 1, T = K * K, NV = (C + 15) / 16;
+    signed char *gx = malloc((size_t)(H * W * C)), *wq = calloc((size_t)(T * NV * 16 * G), 1);
+    signed char *gw = malloc((size_t)(C * G * T));
+    unsigned char *gy = malloc((size_t)(OH * OW * C));
+    int *gb = malloc(sizeof(int) * (size_t)C);
+    float gm[1] = {0.25f};
+    CHECK(gx && wq && gw && gy && gb, "qgconv: no memory");
+    for (long i = 0; i < H * W * C; i++) gx[i] = (signed char)(255.0f * frand(seed));
+    for (long i = 0; i < C * G * T; i++) gw[i] = (signed char)(255.0f * frand(seed));
+    for (long i = 0; i < C; i++) gb[i] = (int)(500.0f * frand(seed));
+    /* gw (C, G, T) as quads (T, NV, G / 4, 16, 4) */
+    for (long t = 0; t < T; t++)
+        for (long o = 0; o < C; o++)
+            for (long ci = 0; ci < G; ci++)
+                wq[((t * NV + o / 16) * (G / 4) + ci / 4) * 64 + o % 16 * 4 + ci % 4] =
+                    gw[(o * G + ci) * T + t];
+    mi_qdwconv_args ga = {gx, (const short *)wq, gb, gm, gy, 1, H, W, C, K, K, 1, 1, 1, 1, P, P,
+                          OH, OW, 0, -3, 9, 1, 0, G};
+    const int levels[3] = {0, 1, 3};
+    for (int l = 0; l < 3; l++) {
+        int used = mi_qgemm_set_isa(levels[l]);
+        memset(gy, 0, (size_t)(OH * OW * C));
+        CHECK(mi_qdwconv_i8(&ga) == 0, "qgconv (level %d) failed", used);
+        long wrong = 0;
+        for (long oy = 0; oy < OH; oy++)
+            for (long ox = 0; ox < OW; ox++)
+                for (long o = 0; o < C; o++) {
+                    long acc = gb[o];
+                    for (long ty = 0; ty < K; ty++)
+                        for (long tx = 0; tx < K; tx++) {
+                            long iy = oy - P + ty, ix = ox - P + tx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                            for (long ci = 0; ci < G; ci++)
+                                acc += ((long)gx[(iy * W + ix) * C + o / G * G + ci] + 3) *
+                                       gw[(o * G + ci) * T + ty * K + tx];
+                        }
+                    double t = nearbyint((double)acc * 0.25) + 9; /* exact: a power of 2 */
+                    t = t < 0 ? 0 : t > 255 ? 255 : t;
+                    wrong += gy[(oy * OW + ox) * C + o] != (unsigned char)t;
+                }
+        CHECK(wrong == 0, "qgconv (level %d): %ld values differ from the plain loops", used,
+              wrong);
+    }
+    mi_qgemm_set_isa(-1);
+    free(gx), free(wq), free(gw), free(gy), free(gb);
+}
+
 /* a convolution's integer product from an NHWC image's windows (mi_qconv_i8, _qgemm.c),
  * against the plain loops; QLinearAdd/QLinearMul in one pass (mi_qbinary_i8, _qelt.c) */
 static void integer_convolutions(unsigned seed) {
@@ -712,33 +806,13 @@ static void integer_convolutions(unsigned seed) {
                 }
         CHECK(wrong == 0, "qmaxpool: %ld maxima differ", wrong);
     }
-    enum { DC = 5, DH = 6, DW = 7 };
-    unsigned char dx[DH * DW * DC], dy[3 * 4 * DC];
-    short dwt[9 * DC];
-    int dbias[DC] = {5, -5, 0, 100, -100};
-    float dmult[1] = {0.25f};
-    for (long i = 0; i < DH * DW * DC; i++) dx[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
-    for (long i = 0; i < 9 * DC; i++) dwt[i] = (short)(255.0f * frand(&seed));
-    /* stride 2, pads 1: output 3 x 4 */
-    mi_qdwconv_args dv = {dx, dwt, dbias, dmult, dy, 1, DH, DW, DC, 3, 3, 2, 2, 1, 1, 1, 1, 3, 4,
-                          0, 7, 11, 0, 0};
-    CHECK(mi_qdwconv_i8(&dv) == 0, "qdwconv failed");
-    wrong = 0;
-    for (long oy = 0; oy < 3; oy++)
-        for (long ox = 0; ox < 4; ox++)
-            for (long ch = 0; ch < DC; ch++) {
-                long acc = dbias[ch];
-                for (long ty = 0; ty < 3; ty++)
-                    for (long tx = 0; tx < 3; tx++) {
-                        long iy = oy * 2 - 1 + ty, ix = ox * 2 - 1 + tx;
-                        if (iy >= 0 && iy < DH && ix >= 0 && ix < DW)
-                            acc += ((long)dx[(iy * DW + ix) * DC + ch] - 7) * dwt[(ty * 3 + tx) * DC + ch];
-                    }
-                double t = nearbyint((double)acc * 0.25) + 11; /* exact: a power of 2 */
-                t = t < 0 ? 0 : t > 255 ? 255 : t;
-                wrong += dy[(oy * 4 + ox) * DC + ch] != (unsigned char)t;
-            }
-    CHECK(wrong == 0, "qdwconv: %ld values differ from the plain loops", wrong);
+    /* stride 2, pads 1 over 5 channels (the masked lanes); 5x5, stride 1, pads 2 over 32
+     * (whole vectors: the kernel's rows of 4 + 1 inner pixels, its top and bottom rows) */
+    qdw_case(&seed, 5, 6, 7, 3, 2, 1);
+    qdw_case(&seed, 32, 8, 9, 5, 1, 2);
+    /* grouped: 8 channels a group over 40 (a masked last vector), 16 over 32 (5x5) */
+    qg_case(&seed, 40, 8, 6, 7, 3, 1);
+    qg_case(&seed, 32, 16, 5, 6, 5, 2);
 }
 
 static void abi(void) {
