@@ -153,7 +153,7 @@ def test_an_mlp_engine_imports_its_gemm_and_softmax_modules_only(tmp_path: Path)
     # the compiled Gemm (its Relu fused) and Softmax (cpu-native) and the families they derive
     # from; not the convolutions, pools and normalizations that share a module with the
     # compiled Conv, nor the other activations (Softmax is a family of its own), nor those
-    # made on first use (Erf, Gelu, LayerNormalization: math_unary, activation_extra,
+    # made on first use (Erf, Gelu, LayerNormalization: erf, gelu,
     # layer_norm), nor the reductions
     assert found["families"] == [
         "mini_infer_core.ops.gemm", "mini_infer_core.ops.softmax", "mini_infer_cpu_native.gemm",
@@ -177,6 +177,26 @@ def test_a_layer_norm_engine_imports_no_activation_family(tmp_path: Path) -> Non
     np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-5, atol=1e-5)
     assert "mini_infer_core.ops.layer_norm" in found["families"], found["families"]
     assert not [f for f in found["families"] if f.endswith((".activation", ".softmax"))], \
+        found["families"]
+
+
+@pytest.mark.parametrize("op, opset, family", [("Gelu", 20, "gelu"),
+                                                ("HardSwish", 17, "hardswish")])
+def test_a_gelu_or_hardswish_engine_imports_no_other_activation(
+        tmp_path: Path, op: str, opset: int, family: str) -> None:
+    """A transformer's Gelu and MobileNetV3's HardSwish are families of their own: naming one
+    once made the other activations' 30 classes (activation_extra's schemas and kernels)."""
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 16])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    engine = _build(model, tmp_path / f"{family}.engine")
+    x = np.random.default_rng(6).standard_normal((3, 16)).astype(np.float32)
+    found = _open_in_child(engine, x, tmp_path)
+    np.testing.assert_allclose(found["y"], _expected(model, x), rtol=1e-5, atol=1e-6)
+    assert f"mini_infer_core.ops.{family}" in found["families"], found["families"]
+    assert not [f for f in found["families"]
+                if f.endswith((".activation_extra", ".activation", ".math_unary"))], \
         found["families"]
 
 

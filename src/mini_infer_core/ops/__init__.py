@@ -43,11 +43,11 @@ __all__ = ["BroadcastOp", "INondeterministic", "MODULES", "Op", "UnaryOp", "Valu
 #: the schema modules, one per operator family
 MODULES = (
     "activation", "activation_extra", "attention", "bitwise", "cast", "control_flow", "conv",
-    "conv_transpose", "cumulative", "dropout", "einsum", "elementwise", "erf", "gemm",
-    "generator", "grid", "indexing", "layer_norm", "layout", "logic", "loss", "lp_pool",
-    "math_unary", "ml", "normalization", "norms", "padding", "pool", "qlinear", "quantize",
-    "reduce", "resize", "rnn", "roi", "scatter", "selection", "sequence", "shape", "slicing",
-    "softmax", "spectral", "split", "strings",
+    "conv_transpose", "cumulative", "dropout", "einsum", "elementwise", "erf", "gelu", "gemm",
+    "generator", "grid", "hardswish", "indexing", "layer_norm", "layout", "logic", "loss",
+    "lp_pool", "math_unary", "ml", "normalization", "norms", "padding", "pool", "qlinear",
+    "quantize", "reduce", "resize", "rnn", "roi", "scatter", "selection", "sequence", "shape",
+    "slicing", "softmax", "spectral", "split", "strings",
     # issue 15: the operators no schema described yet
     "deform_conv", "detection", "image", "linalg", "llm", "preview", "random_ops",
     "training", "windows",

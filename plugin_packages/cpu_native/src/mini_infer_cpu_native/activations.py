@@ -31,8 +31,10 @@ from .blocked import BlockedUnary
 
 if TYPE_CHECKING:  # made when first named (``_lazy``, below)
     from mini_infer_cpu_plugins.ops.activation import LeakyRelu, Sigmoid, Tanh
-    from mini_infer_cpu_plugins.ops.activation_extra import Gelu, HardSigmoid, HardSwish, Swish
+    from mini_infer_cpu_plugins.ops.activation_extra import Swish
     from mini_infer_cpu_plugins.ops.erf import Erf
+    from mini_infer_cpu_plugins.ops.gelu import Gelu
+    from mini_infer_cpu_plugins.ops.hardswish import HardSigmoid, HardSwish
     from mini_infer_cpu_plugins.ops.layer_norm import LayerNormalization
 
 __all__ = ["Erf", "Gelu", "HardSigmoid", "HardSwish", "LayerNormalization", "LeakyRelu",
@@ -120,7 +122,7 @@ def _ours(cls: type[Any]) -> None:
 
 _BASIC = "mini_infer_cpu_plugins.ops"
 #: every kernel made when first named, with its cpu_basic base's module (activation, erf,
-#: activation_extra, layer_norm: 80 operator classes with their schemas): an engine imports
+#: activation_extra, hardswish, gelu, layer_norm: their schemas too): an engine imports
 #: only the families it names (issue 30)
 _lazy = lazy_kernels(__name__, {
     "Sigmoid": (_Elementwise, f"{_BASIC}.activation:Sigmoid"),
@@ -128,9 +130,9 @@ _lazy = lazy_kernels(__name__, {
     "LeakyRelu": (_Elementwise, f"{_BASIC}.activation:LeakyRelu"),
     "Erf": (_Elementwise, f"{_BASIC}.erf:Erf"),
     "Swish": (_Elementwise, f"{_BASIC}.activation_extra:Swish"),
-    "HardSigmoid": (_Elementwise, f"{_BASIC}.activation_extra:HardSigmoid"),
-    "HardSwish": (_Elementwise, f"{_BASIC}.activation_extra:HardSwish"),
-    "Gelu": (_Gelu, f"{_BASIC}.activation_extra:Gelu"),
+    "HardSigmoid": (_Elementwise, f"{_BASIC}.hardswish:HardSigmoid"),
+    "HardSwish": (_Elementwise, f"{_BASIC}.hardswish:HardSwish"),
+    "Gelu": (_Gelu, f"{_BASIC}.gelu:Gelu"),
     "LayerNormalization": (_LayerNormalization, f"{_BASIC}.layer_norm:LayerNormalization"),
 }, made=_ours)
 

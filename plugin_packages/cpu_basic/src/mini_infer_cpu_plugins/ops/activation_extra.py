@@ -1,5 +1,6 @@
-"""More activations: Elu, Selu, Celu, HardSigmoid, HardSwish, PRelu, Softplus, Softsign, Mish,
-ThresholdedRelu, Swish, Gelu and Shrink (schemas in :mod:`mini_infer_core.ops.activation_extra`).
+"""More activations: Elu, Selu, Celu, PRelu, Softplus, Softsign, Mish, ThresholdedRelu, Swish
+and Shrink (schemas in :mod:`mini_infer_core.ops.activation_extra`; HardSigmoid and HardSwish:
+:mod:`.hardswish`, Gelu: :mod:`.gelu`).
 
 Each writes its result into ``out`` with at most one temporary; floating-point warnings
 (``exp`` overflowing to inf for large inputs, whose limit is the right answer) are silenced.
@@ -7,7 +8,6 @@ Each writes its result into ``out`` with at most one temporary; floating-point w
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -16,11 +16,10 @@ from mini_infer_core.ops import activation_extra as schema
 from mini_infer_core.plugin.arrays import NDArray
 
 from ..serialization import CpuPlugin
-from ._erf import erf
 
 __all__ = [
-    "Elu", "Selu_1", "Selu", "Celu", "HardSigmoid", "HardSwish", "PRelu", "Softplus", "Softsign",
-    "Mish", "ThresholdedRelu", "Swish", "Gelu", "Shrink",
+    "Elu", "Selu_1", "Selu", "Celu", "PRelu", "Softplus", "Softsign", "Mish", "ThresholdedRelu",
+    "Swish", "Shrink",
 ]
 
 Array = NDArray[Any]
@@ -65,21 +64,6 @@ class Celu(CpuPlugin, schema.Celu):
         np.copyto(out, x, where=x > 0)
 
 
-class HardSigmoid(CpuPlugin, schema.HardSigmoid):
-    def compute(self, x: Array, *, out: Array, alpha: float, beta: float, **_: Any) -> None:
-        np.multiply(x, alpha, out=out)
-        np.add(out, beta, out=out)
-        np.clip(out, 0, 1, out=out)
-
-
-class HardSwish(CpuPlugin, schema.HardSwish):
-    def compute(self, x: Array, *, out: Array) -> None:
-        np.multiply(x, 1.0 / 6.0, out=out)
-        np.add(out, 0.5, out=out)
-        np.clip(out, 0, 1, out=out)
-        np.multiply(out, x, out=out)
-
-
 class PRelu(CpuPlugin, schema.PRelu):
     def compute(self, x: Array, slope: Array, *, out: Array, **_: Any) -> None:
         np.multiply(x, slope, out=out)
@@ -118,23 +102,6 @@ class Swish(CpuPlugin, schema.Swish):
             np.exp(out, out=out)
         np.add(out, 1, out=out)
         np.divide(x, out, out=out)
-
-
-class Gelu(CpuPlugin, schema.Gelu):
-    def compute(self, x: Array, *, out: Array, approximate: str) -> None:
-        if approximate == "tanh":
-            np.multiply(x, x, out=out)
-            np.multiply(out, 0.044715, out=out)
-            np.add(out, 1, out=out)
-            np.multiply(out, x, out=out)
-            np.multiply(out, math.sqrt(2.0 / math.pi), out=out)
-            np.tanh(out, out=out)
-        else:
-            np.multiply(x, 1.0 / math.sqrt(2.0), out=out)
-            erf(out, out)
-        np.add(out, 1, out=out)
-        np.multiply(out, x, out=out)
-        np.multiply(out, 0.5, out=out)
 
 
 class Shrink(CpuPlugin, schema.Shrink):

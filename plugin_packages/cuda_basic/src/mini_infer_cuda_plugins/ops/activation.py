@@ -1,6 +1,6 @@
 """Activations: Relu, LeakyRelu, Sigmoid, Tanh, Clip (opsets 1 and 11), Erf, Gelu, Dropout
 (inference: a copy); schemas in :mod:`mini_infer_core.ops.activation`, ``.erf``,
-``.activation_extra`` (Gelu) and ``.dropout``.
+``.gelu`` and ``.dropout``.
 
 CuPy ufuncs writing into ``out``; Erf and Gelu, which CuPy has no ufunc for, are RawKernels
 (``kernels/activation.cu``) on the GPU and float64 ``math.erf`` on NumPy.
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mini_infer_core.ops import activation as schema
-from mini_infer_core.ops import activation_extra, dropout, erf
+from mini_infer_core.ops import dropout, erf, gelu
 
 from ..serialization import CudaPlugin
 from . import _raw
@@ -90,7 +90,7 @@ class Erf(CudaPlugin, erf.Erf):
         _raw.elementwise(xp, "activation", "erf", x, out)
 
 
-class Gelu(CudaPlugin, activation_extra.Gelu):
+class Gelu(CudaPlugin, gelu.Gelu):
     dtypes = FLOATS  # the RawKernel's types: float16, float, double
 
     def compute(self, x: Any, *, out: Any, approximate: str) -> None:
