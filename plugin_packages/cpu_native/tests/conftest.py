@@ -35,6 +35,25 @@ def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str, str], di
     return install
 
 
+@pytest.fixture
+def count_enqueues(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, int]]:
+    """``count_enqueues(*classes)`` counts, by class name, the nodes each of ``classes`` ran
+    through ``enqueue`` (for the test only): a step bound to its kept calls adds none."""
+    def install(*classes: Any) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for cls in classes:
+            real = cls.enqueue
+
+            def counted(self: Any, *args: Any, _real: Any = real,
+                        _name: str = cls.__name__) -> None:
+                counts[_name] = counts.get(_name, 0) + 1
+                _real(self, *args)
+
+            monkeypatch.setattr(cls, "enqueue", counted)
+        return counts
+    return install
+
+
 @pytest.fixture(params=["amx", "avx512vnni", "avxvnni", "avx2", "plain"])
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every kernel of the integer GEMM this CPU can run (test_qgemm.py, test_qconv.py)."""

@@ -5,7 +5,7 @@ the same context, back again) still matches onnxruntime."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -45,20 +45,12 @@ def _model() -> onnx.ModelProto:
     return model
 
 
-def test_kept_calls_bound_and_correct(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_calls_bound_and_correct(count_enqueues: Callable[..., dict[str, int]]
+                                      ) -> None:
     model = _model()
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     ctx = mi.load(model).create_execution_context()
-    counts: dict[str, int] = {}
-    for cls in (conv.Conv, gemm.Gemm, pool.MaxPool, concat.Concat):
-        real = cls.enqueue
-
-        def counted(self: Any, *args: Any, _real: Any = real, _name: str = cls.__name__
-                    ) -> None:
-            counts[_name] = counts.get(_name, 0) + 1
-            _real(self, *args)
-
-        monkeypatch.setattr(cls, "enqueue", counted)
+    counts = count_enqueues(conv.Conv, gemm.Gemm, pool.MaxPool, concat.Concat)
     shapes = [(1, 8, 20, 20)] * 4 + [(2, 8, 13, 17)] * 4 + [(1, 8, 20, 20)] * 2
     for i, shape in enumerate(shapes):
         x = RNG.standard_normal(shape).astype(np.float32)

@@ -8,6 +8,7 @@ same context, back again) still matches onnxruntime."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,8 @@ def _quantized(folder: Path) -> onnx.ModelProto:
     return onnx.load(dst)
 
 
-def test_quantized_steps_bound_and_correct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+def test_quantized_steps_bound_and_correct(
+        tmp_path: Path, count_enqueues: Callable[..., dict[str, int]]) -> None:
     model = _quantized(tmp_path)
     last_dq = next(nd for nd in model.graph.node if "y" in nd.output)
     quantum = float(next(numpy_helper.to_array(t) for t in model.graph.initializer
@@ -89,19 +90,10 @@ def test_quantized_steps_bound_and_correct(tmp_path: Path, monkeypatch: pytest.M
     assert {"QLinearConv", "QLinearMul", "QLinearAdd", "QLinearLookup", "QLinearSigmoid",
             "QLinearGlobalAveragePool"} <= set(ops), ops
     ctx = engine.create_execution_context()
-    counts: dict[str, int] = {}
     classes = (qconv.QLinearConv, qelementwise.QLinearMul, qelementwise.QLinearAdd,
                qelementwise.QLinearLookup, qelementwise.QLinearSigmoid,
                qlayout.QLinearGlobalAveragePool)
-    for cls in classes:
-        real = cls.enqueue
-
-        def counted(self: Any, *args: Any, _real: Any = real, _name: str = cls.__name__
-                    ) -> None:
-            counts[_name] = counts.get(_name, 0) + 1
-            _real(self, *args)
-
-        monkeypatch.setattr(cls, "enqueue", counted)
+    counts = count_enqueues(*classes)
     batches = [1] * 4 + [2] * 4 + [1] * 2
     for i, batch in enumerate(batches):
         x = RNG.standard_normal((batch, 3, 10, 12)).astype(np.float32)

@@ -291,7 +291,13 @@ class BlockedConv(_Formats):
         k = self._block()
         if not k:
             return False
-        from ._blocked_calls import _padded_channels, conv_call
+        from ._blocked_calls import (
+            _padded_channels,
+            conv_call,
+            pack_dense,
+            pack_depthwise,
+            pack_grouped,
+        )
         c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
         depthwise = group != 1 and group == c_in == w.shape[0]
         if x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
@@ -304,7 +310,6 @@ class BlockedConv(_Formats):
             onnx = self._onnx_weights(v, group)
             if onnx.ndim == 3:
                 onnx = onnx[:, :, None]
-            from ._blocked_calls import pack_dense, pack_depthwise, pack_grouped
             return pack_depthwise(onnx, k) if depthwise else pack_grouped(onnx, k, group) \
                 if group > 1 else pack_dense(onnx, k)
 
@@ -416,12 +421,11 @@ class BlockedBinary(Derived, _Formats):
         k = self._block()
         if not k:
             return None
-        from ._blocked_calls import binary_call
+        from ._blocked_calls import _padded_channels, binary_call
         op = {"Add": "add", "Mul": "mul"}[self.op_type]
         c = self.output_descs[0].shape[1]
 
         def vector(v: Array) -> Array:
-            from ._blocked_calls import _padded_channels
             per_channel = np.broadcast_to(np.asarray(v, np.float32).reshape(-1), (c,))
             return _padded_channels(per_channel, k).reshape(1, -1, *(1,) * (out.ndim - 3), k)
 
