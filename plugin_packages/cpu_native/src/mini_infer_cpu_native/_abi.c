@@ -226,7 +226,8 @@ static const mi_abi_field layout[] = {
     FIELD(mi_qbinary_args, a), FIELD(mi_qbinary_args, b), FIELD(mi_qbinary_args, y),
     FIELD(mi_qbinary_args, outer), FIELD(mi_qbinary_args, inner),
     FIELD(mi_qbinary_args, b_step), FIELD(mi_qbinary_args, b_outer_step),
-    FIELD(mi_qbinary_args, ra), FIELD(mi_qbinary_args, rb), FIELD(mi_qbinary_args, za),
+    FIELD(mi_qbinary_args, ra), FIELD(mi_qbinary_args, rb), FIELD(mi_qbinary_args, fixed),
+    FIELD(mi_qbinary_args, za),
     FIELD(mi_qbinary_args, zb), FIELD(mi_qbinary_args, zy), FIELD(mi_qbinary_args, op),
     FIELD(mi_qbinary_args, is_signed),
 

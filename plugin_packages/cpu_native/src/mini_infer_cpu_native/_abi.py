@@ -456,7 +456,7 @@ __all__ += ["QConvArgs"]
 
 _struct("QBinaryArgs", "mi_qbinary_args",  # (_qelt.c)
         (_fields(_P, "a b y") + _fields(_L, "outer inner b_step b_outer_step")
-         + _fields(_F, "ra rb") + _fields(_I, "za zb zy op is_signed")))
+         + _fields(_F, "ra rb fixed") + _fields(_I, "za zb zy op is_signed")))
 
 
 __all__ += ["QBinaryArgs"]

@@ -450,13 +450,15 @@ typedef struct mi_qmaxpool_args {
 
 /* QLinearAdd (op 0) and QLinearMul (op 1) of 8-bit a (outer x inner) and b (b's value for
  * a's (o, p): b[o * b_outer_step + p * b_step], b_step 0 or 1), y like a; all uint8 or all
- * int8 (is_signed): mi_qbinary_i8 (_qelt.c) */
+ * int8 (is_signed): mi_qbinary_i8 (_qelt.c). Add: y = sat(rint(fma(a, ra, fma(b, rb,
+ * fixed)))), fixed = zy - fma(ra, za, rb * zb) (the caller's); Mul: y = sat(rint((a - za) *
+ * (b - zb) * ra + zy)) */
 typedef struct mi_qbinary_args {
     const void *a;
     const void *b;
     void *y;
     long outer, inner, b_step, b_outer_step;
-    float ra, rb;
+    float ra, rb, fixed;
     int za, zb, zy, op, is_signed;
 } mi_qbinary_args;
 

@@ -1,16 +1,21 @@
 /* com.microsoft's QLinearAdd and QLinearMul on 8-bit tensors (qelementwise.py): one pass (on
- * the pool from 64 KiB on: rows, or pieces of a row where there are few), in
- * float32 as cpu_basic's kernel computes them (onnxruntime's formula; no FMA: -std=c11 keeps
- * products and sums apart),
+ * the pool from 64 KiB on: rows, or pieces of a row where there are few), in float32 as
+ * onnxruntime's x86 kernels compute them (and cpu_basic's NumPy kernel, so that all three give
+ * the same bits):
  *
- *   add: y = sat(rint((a - za) * ra + (b - zb) * rb) + zy)     ra = sa / sc, rb = sb / sc
- *   mul: y = sat(rint((a - za) * (b - zb) * ra) + zy)          ra = sa * sb / sc
+ *   add: y = sat(rint(fma(a, ra, fma(b, rb, fixed))))     ra = sa / sc, rb = sb / sc,
+ *                                                          fixed = zy - fma(ra, za, rb * zb)
+ *   mul: y = sat(rint((a - za) * (b - zb) * ra + zy))      ra = sa * sb / sc
  *
- * rounding half to even (rintf in the default rounding mode), saturation to uint8 or int8.
+ * Add's zero points inside the fixed part (the caller's), each fma rounded once (fmaf; the
+ * AVX2 and AVX-512 paths vfmadd); Mul's products and sums rounded apart (-std=c11 keeps the
+ * compiler from contracting them); rounding half to even (rintf in the default rounding mode,
+ * vroundps / vrndscaleps to nearest), saturation to uint8 or int8. The broadcast operand is B
+ * (onnxruntime's too: its kernel takes the operand that is one value along a span as B).
  * A is (outer, inner); B's value for A's (o, p) is b[o * b_outer_step + p * b_step]: B the
  * same shape (b_step 1, b_outer_step inner), one value per outer index (0, 1: a
- * squeeze-and-excitation's (N, C, 1, 1) scale against NCHW), one row for every outer index
- * (1, 0: that scale against one image in NHWC), or one value (0, 0). */
+ * squeeze-and-excitation's scale against NCHW), one row for every outer index (1, 0: that
+ * scale against one image in NHWC), or one value (0, 0). */
 
 #include <math.h>
 #include <stdint.h>
@@ -19,52 +24,36 @@
 #include "_common.h"
 #include "_pool.h"
 
-/* one row of `inner` values: A and B (step bs) of types TA and TB into TY; B's step a
- * constant in each loop (1, or 0: its one value hoisted), so that they vectorize */
-#define QBIN_LOOP(BV, TY, LO, HI)                                                                     \
-    do {                                                                                    \
-        if (op == 0)                                                                        \
-            for (long p = 0; p < inner; p++) {                                              \
-                float v = ((float)x[p] - za) * ra + ((float)(BV) - zb) * rb;                \
-                v = rintf(v) + zy;                                                          \
-                v = v < LO ? LO : v;                                                        \
-                y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
-            }                                                                               \
-        else                                                                                \
-            for (long p = 0; p < inner; p++) {                                              \
-                float v = ((float)x[p] - za) * ((float)(BV) - zb) * ra;                     \
-                v = rintf(v) + zy;                                                          \
-                v = v < LO ? LO : v;                                                        \
-                y[p] = (TY)(int32_t)(v > HI ? HI : v);                                      \
-            }                                                                               \
-    } while (0)
-#define QBIN_ROW(TA, TB, TY, LO, HI)                                                        \
-    do {                                                                                    \
-        const TA *restrict x = (const TA *)a->a + o * inner;                                \
-        const TB *restrict z = (const TB *)a->b + o * ostep;                                \
-        TY *restrict y = (TY *)a->y + o * inner;                                            \
-        if (bs) {                                                                           \
-            QBIN_LOOP(z[p], TY, LO, HI);                                                         \
-        } else {                                                                            \
-            const TB z0 = z[0];                                                             \
-            QBIN_LOOP(z0, TY, LO, HI);                                                           \
-        }                                                                                   \
-    } while (0)
-
-CLONES static void qbin_u8(const mi_qbinary_args *a) {
-    const long outer = a->outer, inner = a->inner, bs = a->b_step;
-    const long ostep = a->b_outer_step;
-    const float za = (float)a->za, zb = (float)a->zb, zy = (float)a->zy, ra = a->ra, rb = a->rb;
-    const int op = a->op;
-    for (long o = 0; o < outer; o++) QBIN_ROW(uint8_t, uint8_t, uint8_t, 0.0f, 255.0f);
+/* one value of A (x) and of B (z), as float, into the rounded and saturated float */
+static inline float qbin_one(const mi_qbinary_args *a, float x, float z, float lo, float hi) {
+    float v = a->op == 0 ? fmaf(x, a->ra, fmaf(z, a->rb, a->fixed))
+                         : (x - (float)a->za) * (z - (float)a->zb) * a->ra + (float)a->zy;
+    v = rintf(v);
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
 }
 
-CLONES static void qbin_s8(const mi_qbinary_args *a) {
-    const long outer = a->outer, inner = a->inner, bs = a->b_step;
-    const long ostep = a->b_outer_step;
-    const float za = (float)a->za, zb = (float)a->zb, zy = (float)a->zy, ra = a->ra, rb = a->rb;
-    const int op = a->op;
-    for (long o = 0; o < outer; o++) QBIN_ROW(int8_t, int8_t, int8_t, -128.0f, 127.0f);
+/* elements [p0, p1) of row o, one at a time */
+static void qbin_span(const mi_qbinary_args *a, long o, long p0, long p1) {
+    const long bs = a->b_step;
+    const float lo = a->is_signed ? -128.0f : 0.0f, hi = a->is_signed ? 127.0f : 255.0f;
+    if (a->is_signed) {
+        const int8_t *x = (const int8_t *)a->a + o * a->inner;
+        const int8_t *z = (const int8_t *)a->b + o * a->b_outer_step;
+        int8_t *y = (int8_t *)a->y + o * a->inner;
+        for (long p = p0; p < p1; p++)
+            y[p] = (int8_t)(int32_t)qbin_one(a, (float)x[p], (float)z[p * bs], lo, hi);
+    } else {
+        const uint8_t *x = (const uint8_t *)a->a + o * a->inner;
+        const uint8_t *z = (const uint8_t *)a->b + o * a->b_outer_step;
+        uint8_t *y = (uint8_t *)a->y + o * a->inner;
+        for (long p = p0; p < p1; p++)
+            y[p] = (uint8_t)(int32_t)qbin_one(a, (float)x[p], (float)z[p * bs], lo, hi);
+    }
+}
+
+static void qbin_plain(const mi_qbinary_args *a) {
+    for (long o = 0; o < a->outer; o++) qbin_span(a, o, 0, a->inner);
 }
 
 int mi_qgemm_isa(void); /* _qgemm.c: 3 is AVX-512 VNNI (the tests cap it) */
@@ -72,10 +61,47 @@ int mi_qgemm_isa(void); /* _qgemm.c: 3 is AVX-512 VNNI (the tests cap it) */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QBIN_512 1
-/* the same float32 arithmetic 16 values a step (products and sums apart, as above: no FMA;
- * vrndscaleps to nearest even is rintf's rounding), where the integer GEMM's level is
- * AVX-512 VNNI */
-#define Q512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+/* AVX2 with FMA: 8 values a step, the last few one at a time (fmaf inlined here) */
+__attribute__((target("avx2,fma"))) static inline __m256 qbin_ld8(const void *p, int sgn) {
+    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    return _mm256_cvtepi32_ps(sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+}
+
+__attribute__((target("avx2,fma"))) static void qbin_avx2(const mi_qbinary_args *a) {
+    const long inner = a->inner, bs = a->b_step;
+    const int sgn = a->is_signed, add = a->op == 0;
+    const __m256 za = _mm256_set1_ps((float)a->za), zb = _mm256_set1_ps((float)a->zb);
+    const __m256 zy = _mm256_set1_ps((float)a->zy), ra = _mm256_set1_ps(a->ra);
+    const __m256 rb = _mm256_set1_ps(a->rb), fx = _mm256_set1_ps(a->fixed);
+    const __m256 lo = _mm256_set1_ps(sgn ? -128.0f : 0.0f);
+    const __m256 hi = _mm256_set1_ps(sgn ? 127.0f : 255.0f);
+    for (long o = 0; o < a->outer; o++) {
+        const uint8_t *x = (const uint8_t *)a->a + o * inner;
+        const uint8_t *z = (const uint8_t *)a->b + o * a->b_outer_step;
+        uint8_t *y = (uint8_t *)a->y + o * inner;
+        const __m256 z0 = _mm256_set1_ps(sgn ? (float)*(const int8_t *)z : (float)*z);
+        long p = 0;
+        for (; p + 8 <= inner; p += 8) {
+            const __m256 vx = qbin_ld8(x + p, sgn), vz = bs ? qbin_ld8(z + p, sgn) : z0;
+            __m256 v = add ? _mm256_fmadd_ps(vx, ra, _mm256_fmadd_ps(vz, rb, fx))
+                           : _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(vx, za),
+                                                                       _mm256_sub_ps(vz, zb)),
+                                                         ra),
+                                           zy);
+            v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i i = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+            const __m128i s16 = _mm_packs_epi32(_mm256_castsi256_si128(i),
+                                                _mm256_extracti128_si256(i, 1));
+            _mm_storel_epi64((__m128i *)(y + p),
+                             sgn ? _mm_packs_epi16(s16, s16) : _mm_packus_epi16(s16, s16));
+        }
+        qbin_span(a, o, p, inner);
+    }
+}
+
+/* AVX-512, where the integer GEMM's level is AVX-512 VNNI: 16 values a step, the last ones
+ * masked */
+#define Q512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 Q512 static inline __m512 qbin_ld(const void *p, __mmask16 k, int sgn) {
     const __m128i b = _mm_maskz_loadu_epi8(k, p);
     return _mm512_cvtepi32_ps(sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
@@ -83,26 +109,26 @@ Q512 static inline __m512 qbin_ld(const void *p, __mmask16 k, int sgn) {
 
 Q512 static void qbin_512(const mi_qbinary_args *a) {
     const long outer = a->outer, inner = a->inner, bs = a->b_step, ostep = a->b_outer_step;
-    const int sgn = a->is_signed;
+    const int sgn = a->is_signed, add = a->op == 0;
     const __m512 za = _mm512_set1_ps((float)a->za), zb = _mm512_set1_ps((float)a->zb);
     const __m512 zy = _mm512_set1_ps((float)a->zy), ra = _mm512_set1_ps(a->ra);
-    const __m512 rb = _mm512_set1_ps(a->rb);
+    const __m512 rb = _mm512_set1_ps(a->rb), fx = _mm512_set1_ps(a->fixed);
     const __m512 lo = _mm512_set1_ps(sgn ? -128.0f : 0.0f), hi = _mm512_set1_ps(sgn ? 127.0f : 255.0f);
     for (long o = 0; o < outer; o++) {
         const uint8_t *x = (const uint8_t *)a->a + o * inner;
         const uint8_t *z = (const uint8_t *)a->b + o * ostep;
         uint8_t *y = (uint8_t *)a->y + o * inner;
-        const float z0 = sgn ? (float)*(const int8_t *)z : (float)*z;
-        const __m512 zc = _mm512_sub_ps(_mm512_set1_ps(z0), zb);
+        const __m512 z0 = _mm512_set1_ps(sgn ? (float)*(const int8_t *)z : (float)*z);
         for (long p = 0; p < inner; p += 16) {
             const __mmask16 k = inner - p >= 16 ? (__mmask16)0xFFFF
                                                 : (__mmask16)((1u << (inner - p)) - 1);
-            const __m512 dx = _mm512_sub_ps(qbin_ld(x + p, k, sgn), za);
-            const __m512 dz = bs ? _mm512_sub_ps(qbin_ld(z + p, k, sgn), zb) : zc;
-            __m512 v = a->op == 0 ? _mm512_add_ps(_mm512_mul_ps(dx, ra), _mm512_mul_ps(dz, rb))
-                                  : _mm512_mul_ps(_mm512_mul_ps(dx, dz), ra);
-            v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT |
-                                                          _MM_FROUND_NO_EXC), zy);
+            const __m512 vx = qbin_ld(x + p, k, sgn), vz = bs ? qbin_ld(z + p, k, sgn) : z0;
+            __m512 v = add ? _mm512_fmadd_ps(vx, ra, _mm512_fmadd_ps(vz, rb, fx))
+                           : _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(vx, za),
+                                                                       _mm512_sub_ps(vz, zb)),
+                                                         ra),
+                                           zy);
+            v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
             _mm_mask_storeu_epi8(y + p, k, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
         }
@@ -114,15 +140,17 @@ Q512 static void qbin_512(const mi_qbinary_args *a) {
 /* one pass at the level chosen */
 static void qbin_any(const mi_qbinary_args *a) {
 #ifdef QBIN_512
-    if (mi_qgemm_isa() >= 3) {
+    const int isa = mi_qgemm_isa();
+    if (isa >= 3) {
         qbin_512(a);
         return;
     }
+    if (isa >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        qbin_avx2(a);
+        return;
+    }
 #endif
-    if (a->is_signed)
-        qbin_s8(a);
-    else
-        qbin_u8(a);
+    qbin_plain(a);
 }
 
 /* rows [r0, r1) of A's outer index: A, B and Y moved to row r0 (B by b_outer_step) */

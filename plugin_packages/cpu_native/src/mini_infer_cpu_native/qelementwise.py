@@ -4,8 +4,8 @@ with their 8-bit cases in one compiled pass (``_qelt.c``).
 * QLinearAdd, QLinearMul: A, B and C all uint8 or all int8, per-tensor parameters, and B
   either A's shape or broadcast to it as one value per leading index ((N, C, 1, 1) against
   (N, C, H, W): a squeeze-and-excitation's scale) or one value; either operand may be the
-  broadcast one (both operators commute). The arithmetic is cpu_basic's (float32, round half
-  to even, saturation), so both give the same bits.
+  broadcast one (then B, as onnxruntime's kernels take it). The arithmetic is cpu_basic's
+  (onnxruntime's x86 formulas in float32: see ``_qelt.c``), so all three give the same bits.
 * QLinearSigmoid, QLinearLeakyRelu: cpu_basic's 256-entry table (made once for constant
   parameters), looked up in one pass; mini-infer's QLinearLookup (the table given: what the
   QDQ rewrite makes of ``DequantizeLinear -> HardSigmoid|HardSwish|Tanh|... -> QuantizeLinear``)
@@ -46,6 +46,10 @@ _lookup = _kernel("mi_qlookup_i8", QLookupArgs)
 _chlookup = _kernel("mi_qchlookup_i8", QChLookupArgs)
 HWC = TensorFormat.HWC
 _BYTES = (DataType.UINT8, DataType.INT8)
+
+
+#: the zero points of A, B and C, the ratios, and Add's fixed part with A first and with B first
+_QParams = tuple[int, int, int, float, float, float, float]
 
 
 def _pixel(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
@@ -211,12 +215,16 @@ class _Binary(KeptCalls):
                            c_zero_point))
         if q is None:
             return False
-        za, zb, zc, ra, rb = q
+        za, zb, zc, ra, rb, fixed, fixed_swapped = q
         layout = _layout(a, b, out)
         if layout is None and a.shape != b.shape:  # A the broadcast one: swap
             layout = _layout(b, a, out)
+            if layout is not None and layout[2] and self.op == 0:
+                # A a row repeated, not one value along it: onnxruntime keeps the order there
+                # (Add's roundings are not symmetric), cpu_basic's kernel follows it
+                return False
             if layout is not None:
-                a, b, za, zb = b, a, zb, za
+                a, b, za, zb, fixed = b, a, zb, za, fixed_swapped
                 if self.op == 0:  # Mul's one ratio is the same: sa * sb commute
                     ra, rb = rb, ra
         if layout is None:
@@ -227,7 +235,7 @@ class _Binary(KeptCalls):
             _ptr(a, (a.dtype,), a.size, False, kn, "a"),
             _ptr(b, (b.dtype,), b.size, False, kn, "b"),
             _ptr(out, (out.dtype,), out.size, True, kn, "y"),
-            outer, inner, step, ostep, float(ra), float(rb), za, zb, zc, self.op,
+            outer, inner, step, ostep, float(ra), float(rb), fixed, za, zb, zc, self.op,
             int(a.dtype == np.int8))
         _check(_binary, args)
         if self._made is not None:
@@ -235,19 +243,21 @@ class _Binary(KeptCalls):
         return True
 
     #: the six parameters (by identity) and, where the compiled pass takes them, (za, zb, zc,
-    #: ra, rb), kept while they are the same read-only arrays (a model's constants)
-    _kept_q: tuple[tuple[Any, ...], tuple[int, int, int, float, float] | None] | None = None
+    #: ra, rb, fixed, fixed_swapped), kept while they are the same read-only arrays (a
+    #: model's constants)
+    _kept_q: tuple[tuple[Any, ...], _QParams | None] | None = None
 
-    def _qparams(self, params: tuple[Any, ...]) -> tuple[int, int, int, float, float] | None:
-        """The zero points and cpu_basic's float32 ratios (Add: sa / sc, sb / sc; Mul:
-        sa * sb / sc, 0), or None where a parameter is not one value (or a scale not
-        float32); kept for constant parameters."""
+    def _qparams(self, params: tuple[Any, ...]) -> _QParams | None:
+        """The zero points, cpu_basic's float32 ratios (Add: sa / sc, sb / sc; Mul:
+        sa * sb / sc, 0) and Add's fixed part with A first and with B first (Mul: 0, 0), or
+        None where a parameter is not one value (or a scale not float32); kept for constant
+        parameters."""
         kept = self._kept_q
         if kept is not None and all(p is q for p, q in zip(kept[0], params, strict=True)):
             return kept[1]
         a_scale, a_zero_point, b_scale, b_zero_point, c_scale, c_zero_point = params
         zs = [_one(z) for z in (a_zero_point, b_zero_point, c_zero_point)]
-        q: tuple[int, int, int, float, float] | None = None
+        q: _QParams | None = None
         if not (any(s.dtype != np.float32 or s.size != 1 for s in (a_scale, b_scale, c_scale))
                 or any(z is None for z in zs)):
             za, zb, zc = (int(z or 0) for z in zs)
@@ -257,8 +267,12 @@ class _Binary(KeptCalls):
                 if self.op == 0:  # cpu_basic's ratios, in float32
                     ra, rb = np.float32(sa / sc), np.float32(sb / sc)
                 else:
-                    ra, rb = np.float32(sa * sb / sc), np.float32(0)
-            q = (za, zb, zc, float(ra), float(rb))
+                    ra, rb = np.float32(np.float32(sa * sb) / sc), np.float32(0)
+            fixed = fixed_swapped = 0.0
+            if self.op == 0:
+                fixed = float(_basic.qadd_fixed(ra, za, rb, zb, zc))
+                fixed_swapped = float(_basic.qadd_fixed(rb, zb, ra, za, zc))
+            q = (za, zb, zc, float(ra), float(rb), fixed, fixed_swapped)
         if all(p is None or not p.flags.writeable for p in params):
             self._kept_q = (params, q)
         return q

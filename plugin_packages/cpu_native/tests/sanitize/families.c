@@ -747,7 +747,7 @@ static void integer_convolutions(unsigned seed) {
     unsigned char qa[O * I], qb[O], qy[O * I];
     for (long i = 0; i < O * I; i++) qa[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
     for (long i = 0; i < O; i++) qb[i] = (unsigned char)(256.0f * (frand(&seed) + 0.5f));
-    mi_qbinary_args qbin = {qa, qb, qy, O, I, 0, 1, 0.5f, 0.25f, 10, 20, 30, 0, 0};
+    mi_qbinary_args qbin = {qa, qb, qy, O, I, 0, 1, 0.5f, 0.25f, 20.0f, 10, 20, 30, 0, 0};
     CHECK(mi_qbinary_i8(&qbin) == 0, "qbinary failed");
     long wrong = 0;
     for (long o = 0; o < O; o++)
@@ -1323,9 +1323,10 @@ static void int8_pool_kernels(unsigned seed) {
         CHECK(wrong == 0, "qlookup (level %d): %ld values differ", used, wrong);
     }
     mi_qgemm_set_isa(3);
-    /* y = sat(rint((a - 10) * 0.5 + (b - 20) * 0.25) + 30): exact, powers of 2 */
+    /* y = sat(rint((a - 10) * 0.5 + (b - 20) * 0.25) + 30): exact, powers of 2 (the fixed
+     * part 30 - (10 * 0.5 + 20 * 0.25) = 20) */
     unsigned char *qy = malloc(LO * LC);
-    mi_qbinary_args qb = {lx, ly, qy, 1, LO * LC, 1, LO * LC, 0.5f, 0.25f, 10, 20, 30, 0, 0};
+    mi_qbinary_args qb = {lx, ly, qy, 1, LO * LC, 1, LO * LC, 0.5f, 0.25f, 20.0f, 10, 20, 30, 0, 0};
     CHECK(mi_qbinary_i8(&qb) == 0, "qbinary failed");
     long wrong = 0;
     for (long i = 0; i < LO * LC; i++) {

@@ -5,17 +5,26 @@ DequantizeLinear (ONNX's kernels in another domain); mini-infer's own QLinearLoo
 (domain ``ai.mini_infer``, made by the QDQ rewrite) (schemas in
 :mod:`mini_infer_core.ops.contrib_quant`).
 
-Scales and zero points are per tensor. The arithmetic is onnxruntime's, in float32: the binary
-operators scale each operand's integers by its scale over C's (``(a - a_zp) * (a_scale /
-c_scale) + ...``), the unary ones and QLinearConcat's requantization map each of the 256 input
-values through a table (dequantize, the function, quantize: round half to even, then the zero
-point, then saturation), pooling and softmax work on the dequantized values.
+Scales and zero points are per tensor. The arithmetic is onnxruntime's on x86 (MLAS), in
+float32, so that a quantized graph gives its bits rather than a quantum beside them at ties:
+
+* QLinearAdd (MLAS's AVX2 kernel): ``ra = a_scale / c_scale``, ``rb = b_scale / c_scale``, a
+  fixed part ``f = c_zp - fma(ra, a_zp, rb * b_zp)`` (one rounding for the fused product-sum),
+  then per element ``y = sat(rint(fma(a, ra, fma(b, rb, f))))`` on the raw integers: the zero
+  point inside the rounding, each fma rounded once;
+* QLinearMul (MLAS's SSE2 kernel): ``y = sat(rint((a - a_zp) * (b - b_zp) * (a_scale * b_scale
+  / c_scale) + c_zp))``, products and sums rounded apart;
+
+the unary ones and QLinearConcat's requantization map each of the 256 input values through a
+table (dequantize, the function, quantize: round half to even, then the zero point, then
+saturation), pooling and softmax work on the dequantized values.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -37,6 +46,7 @@ __all__ = ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
 
 Array = NDArray[Any]
 f32 = np.float32
+Real = float | np.floating[Any]
 
 
 def _scalar(v: Array | None, what: str, op: str, default: float = 0.0) -> np.float32:
@@ -59,6 +69,24 @@ def _store(y: Array, zp: np.float32, out: Array) -> None:
     r += zp
     np.clip(r, info.min, info.max, out=r)
     np.copyto(out, r, casting="unsafe")
+
+
+def fma32(x: Real, y: Real, z: Real) -> np.float32:
+    """``x * y + z`` rounded once to float32 (C's ``fmaf``; Python 3.11 has no ``math.fma``):
+    the exact value, then the nearest float32, ties to even."""
+    if not all(math.isfinite(v) for v in (x, y, z)):
+        return f32(np.float64(x) * np.float64(y) + np.float64(z))
+    exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    near = f32(float(exact))  # the double's rounding can leave it one float32 step off
+    steps = (np.nextafter(near, f32(-np.inf)), near, np.nextafter(near, f32(np.inf)))
+    return min((c for c in steps if math.isfinite(c)),
+               key=lambda c: (abs(Fraction(float(c)) - exact), int(c.view(np.uint32)) & 1))
+
+
+def qadd_fixed(ra: Real, za: Real, rb: Real, zb: Real, zc: Real) -> np.float32:
+    """QLinearAdd's fixed part ``c_zp - fma(ra, a_zp, rb * b_zp)`` in float32 (the operands in
+    the node's order: A's ratio and zero point first)."""
+    return f32(f32(zc) - fma32(ra, za, f32(rb * f32(zb))))
 
 
 def _quantize(y: Array, scale: np.float32, zp: np.float32, out: Array) -> None:
@@ -99,8 +127,9 @@ qchannel_lookup = _channel_lookup
 
 
 class _Binary(CpuPlugin, schema.QLinearBinaryBase):
-    def combine(self, a: Array, b: Array, sa: np.float32, sb: np.float32, sc: np.float32
-                ) -> Array:
+    def combine(self, a: Array, b: Array, q: tuple[np.float32, ...]) -> Array:
+        """The values to round (C's zero point in them), from the raw integers and ``q``:
+        (sa, za, sb, zb, sc, zc)."""
         raise NotImplementedError
 
     def compute(self, a: Array, a_scale: Array, a_zero_point: Array | None, b: Array,
@@ -113,20 +142,38 @@ class _Binary(CpuPlugin, schema.QLinearBinaryBase):
                                                      (b_zero_point, "B_zero_point"),
                                                      (c_zero_point, "C_zero_point")))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            y = self.combine(a.astype(f32) - za, b.astype(f32) - zb, sa, sb, sc)
-        _store(y, zc, out)
+            y = self.combine(a, b, (sa, za, sb, zb, sc, zc))
+        _store(y, f32(0), out)
+
+
+def _scalar_in_span(a: Array, b: Array) -> bool:
+    """Whether ``a`` is one value along the innermost axis where ``b`` is not: onnxruntime's
+    broadcast then runs its kernel with the operands exchanged (``a`` the scalar B)."""
+    return bool((a.shape[-1:] or (1,))[0] == 1 and (b.shape[-1:] or (1,))[0] != 1)
 
 
 class QLinearAdd(_Binary, schema.QLinearAdd):
-    def combine(self, a: Array, b: Array, sa: np.float32, sb: np.float32, sc: np.float32
-                ) -> Array:
-        return a * (sa / sc) + b * (sb / sc)
+    def combine(self, a: Array, b: Array, q: tuple[np.float32, ...]) -> Array:
+        sa, za, sb, zb, sc, zc = q
+        if _scalar_in_span(a, b):
+            a, b, sa, za, sb, zb = b, a, sb, zb, sa, za
+        ra, rb = f32(sa / sc), f32(sb / sc)
+        fixed = qadd_fixed(ra, za, rb, zb, zc)
+        # each fma in float64 (the products of 8-bit integers and float32 ratios are exact
+        # there, and so the sums with float32 values of like magnitude), rounded once to
+        # float32
+        t = (b.astype(np.float64) * np.float64(rb) + np.float64(fixed)).astype(f32)
+        return (a.astype(np.float64) * np.float64(ra) + t).astype(f32)
 
 
 class QLinearMul(_Binary, schema.QLinearMul):
-    def combine(self, a: Array, b: Array, sa: np.float32, sb: np.float32, sc: np.float32
-                ) -> Array:
-        return a * b * (sa * sb / sc)
+    def combine(self, a: Array, b: Array, q: tuple[np.float32, ...]) -> Array:
+        sa, za, sb, zb, sc, zc = q
+        ratio = f32(f32(sa * sb) / sc)
+        y = (a.astype(f32) - za) * (b.astype(f32) - zb)
+        y *= ratio
+        y += zc
+        return y
 
 
 class _Unary(CpuPlugin, schema.QLinearUnaryBase):
