@@ -157,9 +157,10 @@ def _times_lookup(g: _Graph, i: int, node: Node, found: list[tuple[Node, list[st
                   ) -> tuple[list[int], Node] | None:
     """``x * lookup(x)`` between QDQ pairs (torch's HardSwish as MobileNetV3 exports it, x *
     HardSigmoid(x), whose HardSigmoid is a ``QLinearLookup`` of x by now) -> one
-    ``QLinearLookup`` of x: QLinearMul's arithmetic (float32 ``(a - za) * (b - zb) * (sa * sb
-    / sc)``, rounded half to even, plus zc, saturated) on each of x's 256 values and its
-    table's entry, so the same bytes as the lookup then the QLinearMul, in one pass."""
+    ``QLinearLookup`` of x: QLinearMul's arithmetic (onnxruntime's, in float32: ``(a - za) *
+    (b - zb) * (sa * sb / sc) + zc`` rounded half to even, saturated) on each of x's 256
+    values and its table's entry, so the same bytes as the lookup then the QLinearMul, in one
+    pass."""
     for p in (0, 1):
         (dx, xin), (dh, hin) = found[p], found[1 - p]
         j = g.producer.get(hin[0])
@@ -182,8 +183,8 @@ def _times_lookup(g: _Graph, i: int, node: Node, found: list[tuple[Node, list[st
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             v = (x.astype(np.float32) - za) * (table.reshape(-1).astype(np.float32) - zb) * (
                 sa * sb / sc)
+            v += zc
             r = np.rint(v)
-            r += zc
         info = np.iinfo(out)
         fused = np.clip(r, info.min, info.max).astype(out)
         name = f"{result}:qlookup_table"
