@@ -11,26 +11,30 @@
  * sums unfused, so its last bits may differ from the vector copies'.
  *
  * names: exp, erf, tanh, sigmoid, gelu, gelu_tanh, swish(x, alpha), hard_sigmoid(x, alpha,
- * beta), hard_swish, leaky_relu(x, alpha); and the pieces: expx(a, b) (exp(a + b) with a
- * small correction b), erf_small, erfc_tail, mul_sigmoid(x, z) = x sigmoid(z), abs,
+ * beta), hard_swish, leaky_relu(x, alpha), exp_softmax (x <= 0); and the pieces: expx(a, b)
+ * (exp(a + b) with a small correction b), exp_neg, mul_sigmoid(x, z) = x sigmoid(z), abs,
  * with_sign.
+ *
+ * erf, gelu and exp_softmax (with MI_HSUM_ORT, Softmax's sum) are onnxruntime's arithmetic,
+ * operation for operation (MLAS's erf kernel, its Gelu's three passes, its sum-exp kernels):
+ * onnxruntime's results bit for bit in the vector copies, as a dynamically quantized model
+ * needs (issue 25: an ulp before a DynamicQuantizeLinear moves its scale, and a quantum).
  *
  * Accuracy against float64 (libm), measured by tests/accuracy/act_ulp.c over every 17th
  * float32 bit pattern (every 1021st for Gelu-tanh and Swish), in ulps of the float32 result
  * (an ulp of a subnormal is 2^-149); the AVX-512 copy is the same source as the AVX2 one:
  *   exp          <= 1.01 ulp; inf from 88.7229, gradual underflow below -87.34, 0 below -103.98
- *   erf          <= 2.3 ulp
+ *   erf          <= 0.99 ulp (plain copy, unfused: 1.19)
  *   tanh         <= 1.5 ulp
  *   sigmoid      <= 2.4 ulp for x >= -87; 0 below, where the result is under 1.7e-38 (exp_neg:
  *                it was subnormal)
- *   gelu         <= 10.8 ulp (relative 7e-7) for x >= -5.6, at x = -1.31 where 1 - erf(t)
- *                cancels just below the branch point; below -5.6, where
- *                |gelu| < 5e-8, a slowly varying factor is held at its value at -5.65
- *                (relative error up to 1.5, absolute below 5e-8); -0 from -14.1
+ *   gelu         <= 2.4 ulp for x >= -1; below, where 1 + erf cancels (onnxruntime's formula),
+ *                within an absolute 1.2e-7 |x| (-0 or a few 1e-7 |x| from x = -5.6 down)
  *   gelu_tanh    <= 32 ulp for x >= -5.6: the rounding of its float32 argument z (|z| up to
  *                17 there), which exp amplifies, as in any float32 evaluation of the formula
  *   swish        <= 2.9 ulp for x >= -80 (below, results are subnormal)
  *   hard_sigmoid, hard_swish, leaky_relu: one or two roundings
+ *   exp_softmax  <= 1.5 ulp where the result is normal
  * NaN in gives NaN out; +-inf give the limits (erf +-1, tanh +-1, sigmoid 1/0, gelu(+inf)
  * = +inf, gelu(-inf) = NaN as onnx's 0.5 * x * (1 + erf(x / sqrt 2)) gives, swish(-inf) NaN
  * likewise).
@@ -62,26 +66,44 @@
 #define MI_EXP_P4 1.6666665459e-1f
 #define MI_EXP_P5 5.0000001201e-1f
 
-/* erf: erf(t) / t = S(t^2) below the split (minimax-weighted fit, each float coefficient
- * rounded before the next ones were refitted: relative error 5.4e-8); log(erfc(t)) + t^2 = H(t - MID) on [split, 4] (absolute
- * error 3e-8) */
-#define MI_ERF_SPLIT 0.9277f
-#define MI_ERF_S0 1.1283791065f
-#define MI_ERF_S1 -0.376122385f
-#define MI_ERF_S2 0.112793617f
-#define MI_ERF_S3 -0.0266842749f
-#define MI_ERF_S4 0.00488090795f
-#define MI_ERF_S5 -0.000545699499f
-#define MI_ERFC_MID 2.46385f
-#define MI_ERFC_H0 -1.543992f
-#define MI_ERFC_H1 -0.35678017f
-#define MI_ERFC_H2 0.057301167f
-#define MI_ERFC_H3 -0.011177132f
-#define MI_ERFC_H4 0.0022425763f
-#define MI_ERFC_H5 -0.00043733104f
-#define MI_ERFC_H6 8.08705e-05f
-#define MI_ERFC_H7 -1.376817e-05f
-#define MI_ERFC_H8 1.6026552e-06f
+/* erf: onnxruntime's (MLAS's erf kernel, whose constants these are; Juffa's erff): a +
+ * a S(a^2) below the split, 1 - exp(-(a + a B(a))) from it, a = min(|x|, MI_ERF_MAX); exp
+ * by MLAS's reduction (ln 2 as LN2_HI + LN2_LO) and degree-6 polynomial E */
+#define MI_ERF_MAX 3.925f
+#define MI_ERF_SPLIT 0.921875f
+#define MI_ERF_S0 -5.99104969e-4f
+#define MI_ERF_S1 4.99339588e-3f
+#define MI_ERF_S2 -2.67667342e-2f
+#define MI_ERF_S3 1.12818025e-1f
+#define MI_ERF_S4 -3.76124859e-1f
+#define MI_ERF_S5 1.28379151e-1f
+#define MI_ERF_B0 1.72948930e-5f
+#define MI_ERF_B1 -3.83208680e-4f
+#define MI_ERF_B2 3.88393435e-3f
+#define MI_ERF_B3 -2.42545605e-2f
+#define MI_ERF_B4 1.06777847e-1f
+#define MI_ERF_B5 6.34846687e-1f
+#define MI_ERF_B6 1.28717512e-1f
+#define MI_ERF_EXP_LO -88.3762626647949f
+#define MI_ORT_LN2_HI -6.93145752e-1f
+#define MI_ORT_LN2_LO -1.42860677e-6f
+#define MI_ERF_E0 1.38319808e-3f
+#define MI_ERF_E1 8.37550033e-3f
+#define MI_ERF_E2 4.16689515e-2f
+#define MI_ERF_E3 1.66664466e-1f
+#define MI_ERF_E4 4.99999851e-1f
+
+/* Softmax's exp: onnxruntime's (MLAS's sum-exp kernels, whose constants these are): x
+ * clamped below at SOFTMAX_LO (AVX-512: 2^m by vscalefps, subnormal results down there) or
+ * SOFTMAX_LO_FMA3 (elsewhere: 2^m from the exponent bits, normal only), m = round(x / ln 2),
+ * r = x - m ln 2 (MI_ORT_LN2_*), exp(r) by the degree-6 polynomial X (X5 = X6 = 1) */
+#define MI_SOFTMAX_LO -103.9720840454f
+#define MI_SOFTMAX_LO_FMA3 -88.3762626647949f
+#define MI_SOFTMAX_X0 0x1.694000p-10f
+#define MI_SOFTMAX_X1 0x1.125edcp-7f
+#define MI_SOFTMAX_X2 0x1.555b5ap-5f
+#define MI_SOFTMAX_X3 0x1.555450p-3f
+#define MI_SOFTMAX_X4 0x1.fffff6p-2f
 #define MI_SQRT1_2 0.70710678118654752f
 
 /* tanh: (tanh(x) - x) / x^3 = T(x^2) below the split (relative error 4e-8) */
@@ -150,6 +172,7 @@ static inline float mi_act_two_prod_lo(float a, float b, float p) {
 #define MI_STORE_TAIL(p, m, v) ((void)(m), *(p) = (v))
 #define MI_TSEL(m, a, b) ((m) ? (a) : (b))
 #define MI_HSUM(v) (v)
+#define MI_HSUM_ORT(v) (v)
 #define MI_HMAX(v) (v)
 #include "_act_simd.h"
 #ifdef MI_ACT_EXTRA
@@ -169,6 +192,18 @@ __attribute__((target("avx2,fma"))) static inline float mi_hsum_avx2(__m256 v) {
     __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     a = _mm_add_ps(a, _mm_movehl_ps(a, a));
     return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
+}
+/* the sum of the lanes in the order of onnxruntime's sum-exp kernels (Softmax):
+ * ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), two vhaddps; AVX-512: s_k = v_k + v_(k+8)
+ * first */
+__attribute__((target("avx2,fma"))) static inline float mi_hsum_ort_avx2(__m256 v) {
+    v = _mm256_hadd_ps(v, v);
+    v = _mm256_hadd_ps(v, v);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v)));
+}
+__attribute__((target("avx512f,fma"))) static inline float mi_hsum_ort_avx512(__m512 v) {
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    return mi_hsum_ort_avx2(_mm256_add_ps(hi, _mm512_castps512_ps256(v)));
 }
 __attribute__((target("avx2,fma"))) static inline float mi_hmax_avx2(__m256 v) {
     __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -212,6 +247,7 @@ __attribute__((target("avx2,fma"))) static inline float mi_hmax_avx2(__m256 v) {
 #define MI_STORE_TAIL(p, m, v) _mm256_maskstore_ps(p, m, v)
 #define MI_TSEL(m, a, b) _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m))
 #define MI_HSUM(v) mi_hsum_avx2(v)
+#define MI_HSUM_ORT(v) mi_hsum_ort_avx2(v)
 #define MI_HMAX(v) mi_hmax_avx2(v)
 #include "_act_simd.h"
 #ifdef MI_ACT_EXTRA
@@ -255,7 +291,9 @@ __attribute__((target("avx2,fma"))) static inline float mi_hmax_avx2(__m256 v) {
 #define MI_STORE_TAIL(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define MI_TSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define MI_HSUM(v) _mm512_reduce_add_ps(v)
+#define MI_HSUM_ORT(v) mi_hsum_ort_avx512(v)
 #define MI_HMAX(v) _mm512_reduce_max_ps(v)
+#define MI_SCALEF(p, m) _mm512_scalef_ps(p, m)
 #include "_act_simd.h"
 #ifdef MI_ACT_EXTRA
 #include MI_ACT_EXTRA

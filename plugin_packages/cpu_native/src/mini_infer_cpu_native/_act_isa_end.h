@@ -33,4 +33,6 @@
 #undef MI_STORE_TAIL
 #undef MI_TSEL
 #undef MI_HSUM
+#undef MI_HSUM_ORT
+#undef MI_SCALEF
 #undef MI_HMAX

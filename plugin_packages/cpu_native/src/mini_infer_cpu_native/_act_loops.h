@@ -77,8 +77,11 @@ MI_TARGET static void MI_F(act_range)(const mi_act_args *a, long i0, long i1) {
  * read), exp(x - max) written to y and summed (a second read, from cache for rows up to
  * L2's size), then y scaled by 1 / sum in place (LogSoftmax: y = (x - max) - log(sum), as
  * onnx's reference rounds it). A NaN anywhere in a row makes the sum, and so the row, NaN.
- * exp_neg, x - max being <= 0: exp's values where exp is normal, 0 for x - max < -87 (1-D
- * A/B at one thread: 0.79-0.93 of the time on rows of 64-1500 values). */
+ * onnxruntime's arithmetic, so that its results are onnxruntime's bit for bit (issue 25: an
+ * ulp of a Softmax moved a dynamically quantized model's scales): exp_softmax (MLAS's exp),
+ * the lanes summed in order (lane k: values k, k + MI_W, ...) and then in MLAS's order
+ * (MI_HSUM_ORT), y = exp * (1 / sum). Per ISA as onnxruntime dispatches on the same CPU
+ * (AVX-512F, AVX2+FMA); the plain copy, unfused, is close. */
 MI_TARGET static void MI_F(softmax_rows)(const float *x, float *y, long n, long r0, long r1,
                                          int log) {
     const long full = n - n % MI_W;
@@ -94,26 +97,26 @@ MI_TARGET static void MI_F(softmax_rows)(const float *x, float *y, long n, long 
         MI_V s = MI_SET1(0.0f);
         if (!log) {
             for (long j = 0; j < full; j += MI_W) {
-                MI_V e = MI_F(exp_neg)(MI_LOADU(xr + j) - mx);
+                MI_V e = MI_F(exp_softmax)(MI_LOADU(xr + j) - mx);
                 MI_STOREU(yr + j, e);
                 s = s + e;
             }
             if (full < n) {
-                MI_V e = MI_F(exp_neg)(MI_LOAD_TAIL(xr + full, tail) - mx);
+                MI_V e = MI_F(exp_softmax)(MI_LOAD_TAIL(xr + full, tail) - mx);
                 e = MI_TSEL(tail, e, MI_SET1(0.0f));
                 MI_STORE_TAIL(yr + full, tail, e);
                 s = s + e;
             }
-            MI_V inv = MI_SET1(1.0f / MI_HSUM(s));
+            MI_V inv = MI_SET1(1.0f / MI_HSUM_ORT(s));
             for (long j = 0; j < full; j += MI_W) MI_STOREU(yr + j, MI_LOADU(yr + j) * inv);
             if (full < n)
                 MI_STORE_TAIL(yr + full, tail, MI_LOAD_TAIL(yr + full, tail) * inv);
         } else {
-            for (long j = 0; j < full; j += MI_W) s = s + MI_F(exp_neg)(MI_LOADU(xr + j) - mx);
+            for (long j = 0; j < full; j += MI_W) s = s + MI_F(exp_softmax)(MI_LOADU(xr + j) - mx);
             if (full < n)
-                s = s + MI_TSEL(tail, MI_F(exp_neg)(MI_LOAD_TAIL(xr + full, tail) - mx),
+                s = s + MI_TSEL(tail, MI_F(exp_softmax)(MI_LOAD_TAIL(xr + full, tail) - mx),
                                 MI_SET1(0.0f));
-            MI_V ls = MI_SET1(logf(MI_HSUM(s)));
+            MI_V ls = MI_SET1(logf(MI_HSUM_ORT(s)));
             for (long j = 0; j < full; j += MI_W)
                 MI_STOREU(yr + j, (MI_LOADU(xr + j) - mx) - ls);
             if (full < n)

@@ -58,7 +58,7 @@ MI_TGT MI_V MI_F(exp)(MI_V x) {
     return MI_F(expx)(a, MI_SET1(0.0f));
 }
 
-/* exp(x) for x <= 0 (Softmax's x - max; NaN stays NaN): expx's reduction and polynomial
+/* exp(x) for x <= 0 (strided Softmax's x - max; NaN stays NaN): expx's reduction and polynomial
  * with one scaling by 2^n, n >= -126 (x clamped at MI_EXP_NEG_LO = -87), and 0 below -87
  * (exp under 1.7e-38: an absolute error below that, where exp gave subnormals; -inf gives
  * 0). Within 1 ulp above MI_EXP_NEG_LO, as exp; 6 fewer operations a vector, and no
@@ -76,74 +76,90 @@ MI_TGT MI_V MI_F(exp_neg)(MI_V x) {
     return MI_SEL(MI_LT(x, MI_SET1(MI_EXP_NEG_LO)), MI_SET1(0.0f), y);
 }
 
-/* erf(t) / t = P(t^2) for 0 <= t < MI_ERF_SPLIT: P */
-MI_TGT MI_V MI_F(erf_small_p)(MI_V t) {
-    MI_V s = t * t;
-    MI_V p = MI_SET1(MI_ERF_S5);
-    p = MI_FMA(p, s, MI_SET1(MI_ERF_S4));
-    p = MI_FMA(p, s, MI_SET1(MI_ERF_S3));
-    p = MI_FMA(p, s, MI_SET1(MI_ERF_S2));
-    p = MI_FMA(p, s, MI_SET1(MI_ERF_S1));
-    return MI_FMA(p, s, MI_SET1(MI_ERF_S0));
+/* exp(x) for x <= 0 (Softmax's x - max) as onnxruntime's softmax computes it (MLAS's
+ * sum-exp kernel of this instruction set), so that a row's exps, and their sum in
+ * MI_HSUM_ORT's order, are onnxruntime's bit for bit: x clamped at MI_SOFTMAX_LO (with
+ * vscalefps, AVX-512) or MI_SOFTMAX_LO_FMA3 (2^m from the exponent bits: 0 for m = -127),
+ * m = round(x / ln 2) by adding 1.5 * 2^23, r by Cody-Waite, the degree-6 polynomial, times
+ * 2^m. Within 1.5 ulp where the result is normal. NaN stays NaN (x is the second operand of
+ * the max); -inf gives exp(clamp), 0 or a subnormal. */
+MI_TGT MI_V MI_F(exp_softmax)(MI_V x) {
+#ifdef MI_SCALEF
+    MI_V r = MI_MAX(MI_SET1(MI_SOFTMAX_LO), x);
+#else
+    MI_V r = MI_MAX(MI_SET1(MI_SOFTMAX_LO_FMA3), x);
+#endif
+    MI_V z = MI_FMA(r, MI_SET1(MI_LOG2E), MI_SET1(MI_ROUND_MAGIC));
+    MI_V m = z - MI_SET1(MI_ROUND_MAGIC);
+    r = MI_FMA(m, MI_SET1(MI_ORT_LN2_HI), r);
+    r = MI_FMA(m, MI_SET1(MI_ORT_LN2_LO), r);
+    MI_V p = MI_SET1(MI_SOFTMAX_X0);
+    p = MI_FMA(p, r, MI_SET1(MI_SOFTMAX_X1));
+    p = MI_FMA(p, r, MI_SET1(MI_SOFTMAX_X2));
+    p = MI_FMA(p, r, MI_SET1(MI_SOFTMAX_X3));
+    p = MI_FMA(p, r, MI_SET1(MI_SOFTMAX_X4));
+    p = MI_FMA(p, r, MI_SET1(1.0f));
+    p = MI_FMA(p, r, MI_SET1(1.0f));
+#ifdef MI_SCALEF
+    return MI_SCALEF(p, m);
+#else
+    return p * MI_AS_F(MI_IADD(MI_ISHL23(MI_AS_I(z)), MI_SET1I(0x3f800000)));
+#endif
 }
 
-/* erf(t) = t P(t^2) for 0 <= t < MI_ERF_SPLIT */
-MI_TGT MI_V MI_F(erf_small)(MI_V t) { return t * MI_F(erf_small_p)(t); }
-
-/* erfc(t) for t >= MI_ERF_SPLIT, given t^2 = hi + lo exactly (t itself may be a rounded
- * value: it only enters h): exp(-t^2 + h(t)), h(t) = log(erfc(t)) + t^2 a degree-8
- * polynomial in t - MI_ERFC_MID fitted on [MI_ERF_SPLIT, 4] (h varies slowly: -0.8 to -2),
- * the low part of -t^2 joining h in expx. Past t = 4 (erf is 1 in float32 there; erfc <
- * 1.6e-8) h is held at h(4): the exp(-t^2) factor stays exact, the slowly varying factor is
- * off by at most t/4 (Gelu's far negative tail, values below 5e-8); 0 from t = 10 (erfc(10)
- * = 2e-45). NaN stays NaN. */
-MI_TGT MI_V MI_F(erfc_tail_sq)(MI_V t, MI_V hi, MI_V lo) {
-    MI_V th = MI_MAX(MI_SET1(MI_ERF_SPLIT), MI_MIN(MI_SET1(4.0f), t));
-    MI_V u = th - MI_SET1(MI_ERFC_MID);
-    MI_V h = MI_SET1(MI_ERFC_H8);
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H7));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H6));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H5));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H4));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H3));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H2));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H1));
-    h = MI_FMA(h, u, MI_SET1(MI_ERFC_H0));
-    MI_M big = MI_GE(t, MI_SET1(10.0f));
-    MI_V a = MI_SEL(big, MI_SET1(-100.0f), MI_SET1(0.0f) - hi); /* inside expx's range */
-    MI_V e = MI_F(expx)(a, h - lo);
-    return MI_SEL(big, MI_SET1(0.0f), e);
-}
-
-/* erfc(t) for t >= MI_ERF_SPLIT (above) */
-MI_TGT MI_V MI_F(erfc_tail)(MI_V t) {
-    MI_V hi = t * t;
-    return MI_F(erfc_tail_sq)(t, hi, MI_TWO_PROD_LO(t, t, hi));
-}
-
-/* erf(x): t P(t^2) below MI_ERF_SPLIT, 1 - erfc(t) above, with x's sign */
+/* erf(x) as onnxruntime computes it on x86 (MLAS's erf kernel, the AVX2/FMA one; Juffa's
+ * faithfully rounded erff: within 0.99 ulp), the same operations in the same order, so
+ * that an Erf or a Gelu gives onnxruntime's float32 results bit for bit: a = min(|x|,
+ * 3.925); below the split a + a P(a^2); from it 1 - exp(-(a + a Q(a))) with MLAS's own exp
+ * (n = round(q / ln 2) by adding 1.5 * 2^23, ln 2 in two floats, a degree-6 polynomial, times
+ * 2^n); x's sign. Both branches are evaluated, as MLAS does, unless no lane reaches the
+ * split. NaN stays NaN (MLAS would give +-1: min(NaN, 3.925) is 3.925 there). */
 MI_TGT MI_V MI_F(erf)(MI_V x) {
-    MI_V t = MI_F(abs)(x);
-    MI_V r = MI_SEL(MI_LT(t, MI_SET1(MI_ERF_SPLIT)), MI_F(erf_small)(t), MI_SET1(1.0f) - MI_F(erfc_tail)(t));
+    MI_V a = MI_MIN(MI_SET1(MI_ERF_MAX), MI_F(abs)(x)); /* keeps NaN */
+    MI_V s = a * a;
+    MI_V p = MI_SET1(MI_ERF_S0);
+    p = MI_FMA(p, s, MI_SET1(MI_ERF_S1));
+    p = MI_FMA(p, s, MI_SET1(MI_ERF_S2));
+    p = MI_FMA(p, s, MI_SET1(MI_ERF_S3));
+    p = MI_FMA(p, s, MI_SET1(MI_ERF_S4));
+    p = MI_FMA(p, s, MI_SET1(MI_ERF_S5));
+    MI_V small = MI_FMA(p, a, a);
+    MI_M big = MI_GE(a, MI_SET1(MI_ERF_SPLIT));
+    MI_V r = small;
+    if (!MI_ALL(MI_LT(a, MI_SET1(MI_ERF_SPLIT)))) { /* some lane at or past the split, or NaN */
+        MI_V q = MI_SET1(MI_ERF_B0);
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B1));
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B2));
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B3));
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B4));
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B5));
+        q = MI_FMA(q, a, MI_SET1(MI_ERF_B6));
+        q = MI_MAX(MI_SET1(0.0f) - MI_FMA(q, a, a), MI_SET1(MI_ERF_EXP_LO));
+        MI_V z = MI_FMA(MI_SET1(MI_LOG2E), q, MI_SET1(MI_ROUND_MAGIC));
+        MI_V n = z - MI_SET1(MI_ROUND_MAGIC);
+        MI_VI ni = MI_ISUB(MI_AS_I(z), MI_AS_I(MI_SET1(MI_ROUND_MAGIC)));
+        MI_V f = MI_FMA(n, MI_SET1(MI_ORT_LN2_HI), q);
+        f = MI_FMA(n, MI_SET1(MI_ORT_LN2_LO), f);
+        MI_V e = MI_SET1(MI_ERF_E0);
+        e = MI_FMA(e, f, MI_SET1(MI_ERF_E1));
+        e = MI_FMA(e, f, MI_SET1(MI_ERF_E2));
+        e = MI_FMA(e, f, MI_SET1(MI_ERF_E3));
+        e = MI_FMA(e, f, MI_SET1(MI_ERF_E4));
+        e = MI_FMA(e, f, MI_SET1(1.0f));
+        e = MI_FMA(e, f, MI_SET1(1.0f));
+        e = e * MI_AS_F(MI_ISHL23(MI_IADD(ni, MI_SET1I(127))));
+        r = MI_SEL(big, MI_SET1(1.0f) - e, small);
+    }
     return MI_F(with_sign)(r, x);
 }
 
-/* Gelu(x) = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2: for x < 0 past the split
- * Phi = erfc(|x| / sqrt 2) / 2 directly (no cancellation of 1 + erf). x = -inf gives NaN
- * (-inf * 0), as onnx's formula does. */
+/* Gelu(x) = x (1 + erf(x / sqrt 2)) / 2 as onnxruntime's Gelu kernel rounds it: t = x *
+ * float(1/sqrt 2), erf(t) (above), then (0.5 x) (erf + 1). Where erf is near -1 (x below
+ * about -1) 1 + erf cancels: the error is absolute, below 1.2e-7 |x|, as in onnxruntime.
+ * x = -inf gives NaN (-inf * 0), as onnx's formula does. */
 MI_TGT MI_V MI_F(gelu)(MI_V x) {
-    MI_V t = MI_F(abs)(x) * MI_SET1(MI_SQRT1_2);
-    MI_V ht = MI_SET1(0.5f) * t, p = MI_F(erf_small_p)(t); /* (1 +- erf(t)) / 2, rounded once */
-    MI_M below = MI_LT(t, MI_SET1(MI_ERF_SPLIT));
-    if (MI_ALL(below)) /* no lane past the split (NaN is not below): the tail is not needed */
-        return x * MI_SEL(MI_LT(x, MI_SET1(0.0f)), MI_FNMA(ht, p, MI_SET1(0.5f)),
-                          MI_FMA(ht, p, MI_SET1(0.5f)));
-    MI_V xx = x * x; /* t^2 = x^2 / 2 exactly, as two floats (not the rounded t squared) */
-    MI_V xl = MI_TWO_PROD_LO(x, x, xx);
-    MI_V tail = MI_SET1(0.5f) * MI_F(erfc_tail_sq)(t, MI_SET1(0.5f) * xx, MI_SET1(0.5f) * xl);
-    MI_V pos = MI_SEL(below, MI_FMA(ht, p, MI_SET1(0.5f)), MI_SET1(1.0f) - tail);
-    MI_V neg = MI_SEL(below, MI_FNMA(ht, p, MI_SET1(0.5f)), tail);
-    return x * MI_SEL(MI_LT(x, MI_SET1(0.0f)), neg, pos);
+    MI_V e = MI_F(erf)(x * MI_SET1(MI_SQRT1_2));
+    return (MI_SET1(0.5f) * x) * (e + MI_SET1(1.0f));
 }
 
 /* x * sigmoid(z) in one division: e = exp(-|z|) (exp_neg: 0 past |z| = 87, where exp gave
