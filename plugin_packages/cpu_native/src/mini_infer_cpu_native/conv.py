@@ -5,11 +5,12 @@ A module of its own, like :mod:`.pool`, :mod:`.normalization` and :mod:`.gemm`, 
 engine imports the kernels it names and not its neighbours' (issue 30). The class is the
 cpu_basic plugin (same fields, fusions, shape inference and serialized form) whose ``compute``
 takes the compiled kernel when the case is one it has (:mod:`._native`) and hands anything
-else (float64, 3-D, arrays that are not contiguous or aligned, grouped convolutions on a CPU
-without AVX-512) to the NumPy kernel it inherits. The wrappers of :mod:`._native` check every
-array again before a call; one they refuse here (a bug) fails the run with the node named (the
-engine wraps it in an ``ExecutionError``), never a read or write past an array. Engines built
-with these plugins name this distribution, so loading them needs it installed.
+else (float64, grouped 3-D, arrays that are not contiguous or aligned, grouped convolutions
+on a CPU without AVX-512) to the NumPy kernel it inherits. The wrappers of :mod:`._native`
+check every array again before a call; one they refuse here (a bug) fails the run with the
+node named (the engine wraps it in an ``ExecutionError``), never a read or write past an
+array. Engines built with these plugins name this distribution, so loading them needs it
+installed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mini_infer_core.plugin.arrays import NDArray
 
 from . import _conv_gemm, _dconv, _pw, _tap_gemm, _winograd
 from ._conv_extra import ACTS, act_after, act_code
+from ._conv_frames import ConvFrames
 from ._conv_geometry import bounds, depthwise
 from ._conv_weights import ConvWeights
 from ._native import (
@@ -45,7 +47,7 @@ __all__ = ["Conv"]
 Array = NDArray[Any]
 
 
-class Conv(BlockedConv, ConvWeights):
+class Conv(ConvFrames, BlockedConv, ConvWeights):
     """float32, 2-D: depthwise convolutions with bias, residual and Relu/Clip in one compiled
     pass per channel; 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) or F(4x4, 3x3)
     (:mod:`._winograd`); on AVX2 CPUs 1x1 convolutions of few channels over large maps and the
@@ -69,7 +71,9 @@ class Conv(BlockedConv, ConvWeights):
     float32 1-D convolutions (audio front-ends: STFT as a convolution, wav2vec2's feature
     encoder, Whisper's stem) run as 2-D ones of height 1 (:meth:`window` lifts the 1-D
     attributes; the arrays are reshaped views, W packed at build time for the lifted shape),
-    so they take the same compiled paths instead of cpu_basic's NumPy im2col."""
+    so they take the same compiled paths instead of cpu_basic's NumPy im2col; float32 3-D
+    ones (video networks) as 2-D ones over their input frames stacked along the channels
+    (:mod:`._conv_frames`)."""
 
     hidden_fields: ClassVar[tuple[str, ...]] = (*_conv.Conv.hidden_fields, "__tactic__",
                                                 "__wpacked__", "__act__", "__act_args__")
@@ -96,6 +100,8 @@ class Conv(BlockedConv, ConvWeights):
             return
         if x.ndim == 3 and x.dtype == np.float32:  # 1-D as 2-D of height 1
             x, w, r, out = self._lifted(x, w, r, out)
+        elif x.ndim == 5 and self._frames(x, w, b, r, out, group, __relu__, __clip__):
+            return  # 3-D as 2-D over gathered frames (_conv_frames.py)
         self._compute(key, x, w, b, r, out, group, __relu__, __clip__, **kw)
 
     def _compute(self, key: tuple[Any, ...], x: Array, w: Array, b: Array | None,
