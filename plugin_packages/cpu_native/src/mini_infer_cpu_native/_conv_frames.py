@@ -25,12 +25,10 @@ for 1x1 windows and 7x7 maps). Grouped 3-D convolutions keep cpu_basic's path.""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from mini_infer_cpu_plugins.ops import conv as _conv
 
 from mini_infer_core.plugin.arrays import NDArray
 
@@ -42,6 +40,8 @@ Array = NDArray[Any]
 
 #: the hidden fields of the node that the inner 2-D convolution takes (its fused activation)
 _CARRIED = ("__act__", "__act_args__")
+#: the node's own buffers, before the inner convolution's
+_GATHERED = ("frames_x", "frames_y", "frames_r")
 
 
 class ConvFrames:
@@ -110,7 +110,7 @@ class ConvFrames:
         xg, yg = (n * ot, kt * c, *xshape[3:]), (n * ot, m, oh, ow)
         inner = self._frames_conv(xshape, wshape, plan)
         own = inner._layout(xg, (m, kt * c, *wshape[3:]), itemsize, 1)
-        return [("frames_x", xg), ("frames_y", yg), ("frames_r", yg), *own]
+        return [*zip(_GATHERED, (xg, yg, yg), strict=True), *own]
 
     def _frames(self, x: Array, w: Array, b: Array | None, r: Array | None, out: Array,
                 group: int, relu: int, clip: Any) -> bool:
@@ -151,18 +151,17 @@ class ConvFrames:
     _frames_ws: tuple[Any, Any] | None = None
 
     def _frames_workspace(self, inner: Any, bufs: dict[str, Array]) -> None:
-        """The inner convolution's workspace: the node's after its first three buffers (the
+        """The inner convolution's workspace: the node's from the inner's first buffer on (the
         same object while the node's is, so that the inner kept calls stay valid); none
-        where the node has none (its buffers are then the plugin's own scratch)."""
+        where the node's buffers are not in its workspace (the plugin's own scratch)."""
         ws = self.workspace
-        if ws is None or ws.size < sum(_conv._align(v.nbytes) for v in bufs.values()):
+        own = [k for k in bufs if k not in _GATHERED]
+        if ws is None or not own or not np.may_share_memory(bufs[own[0]], ws):
             inner.workspace = None
             return
         kept = self._frames_ws
         if kept is None or kept[0] is not ws:
-            skip = sum(_conv._align(math.prod(bufs[k].shape) * 4)
-                       for k in ("frames_x", "frames_y", "frames_r"))
-            kept = self._frames_ws = (ws, ws[skip:])
+            kept = self._frames_ws = (ws, ws[bufs[own[0]].ctypes.data - ws.ctypes.data:])
         inner.workspace = kept[1]
 
     def _frames_weights(self, w: Array) -> Array:
