@@ -31,6 +31,8 @@ SOURCES += ["_resize.c"]
 SOURCES += ["_dconv.c"]
 # products of a few rows, squeeze-and-excitation's mean and channel scale (_vec.c)
 SOURCES += ["_vec.c"]
+# planes gathered and moved for 3-D convolutions over frames (_planes.c)
+SOURCES += ["_planes.c"]
 # short products over large maps: few-channel 1x1 convolutions, the stems (_pw.c)
 SOURCES += ["_pw.c"]
 # integer GEMM (MatMulInteger, QLinearMatMul) and DynamicQuantizeLinear (_qgemm.c)

@@ -160,6 +160,12 @@ static const mi_abi_field layout[] = {
     FIELD(mi_gemv_args, ldc), FIELD(mi_gemv_args, ldr), FIELD(mi_gemv_args, panel),
     FIELD(mi_gemv_args, alpha), FIELD(mi_gemv_args, lo), FIELD(mi_gemv_args, hi),
 
+    STRUCT(mi_planes_args),
+    FIELD(mi_planes_args, src), FIELD(mi_planes_args, dst), FIELD(mi_planes_args, d0),
+    FIELD(mi_planes_args, d1), FIELD(mi_planes_args, d2), FIELD(mi_planes_args, d3),
+    FIELD(mi_planes_args, s0), FIELD(mi_planes_args, s1), FIELD(mi_planes_args, s2),
+    FIELD(mi_planes_args, s3), FIELD(mi_planes_args, pad), FIELD(mi_planes_args, frames),
+    FIELD(mi_planes_args, plane), FIELD(mi_planes_args, src_planes),
     STRUCT(mi_rows_args),
     FIELD(mi_rows_args, x), FIELD(mi_rows_args, s), FIELD(mi_rows_args, y),
     FIELD(mi_rows_args, rows), FIELD(mi_rows_args, cols),

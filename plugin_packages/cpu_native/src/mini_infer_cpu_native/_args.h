@@ -332,6 +332,18 @@ typedef struct mi_rows_args {
     long rows, cols;
 } mi_rows_args;
 
+/* planes of `plane` floats gathered or moved (3-D convolutions over frames,
+ * _conv_frames.py): dst plane i = ((i0 * d1 + i1) * d2 + i2) * d3 + i3 is src plane
+ * i0 * s0 + i3 * s3 + f, f = i1 * s1 + i2 * s2 - pad, or zeros where f is outside [0,
+ * frames); src has src_planes planes: mi_planes_f32 (_planes.c) */
+typedef struct mi_planes_args {
+    const float *src;
+    float *dst;
+    long d0, d1, d2, d3, s0, s1, s2, s3, pad, frames, plane, src_planes;
+} mi_planes_args;
+
+int mi_planes_f32(const mi_planes_args *a);
+
 int mi_gemv_f32(const mi_gemv_args *a);
 int mi_row_mean_f32(const mi_rows_args *a);
 int mi_row_scale_f32(const mi_rows_args *a);

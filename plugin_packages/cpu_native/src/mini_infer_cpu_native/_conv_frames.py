@@ -15,16 +15,18 @@ The 2-D convolution is a plugin of this class of its own (the node's spatial win
 fused activation), made when the node's workspace is first sized. xg, yg, the residual
 gathered like yg and the inner convolution's own buffers are the node's workspace (planned
 in the engine's arena, shared with the other nodes), so the inner plugin's compiled calls are
-kept from run to run too. The cost over the 2-D work is the copies: KT times the input in,
-the output (and residual) out; where that outweighs what the 2-D paths save (a 1x1x1
-convolution, deep layers over 7x7 maps), cpu_basic's im2col is faster, so the two are the
-node's tactics (``frames``, ``im2col``), timed by the builder. Untimed (a session's one-off
-build), ``frames`` where the 2-D convolution has a spatial window and maps of 14x14 or more
-(R3D-18's layers at 1 thread, against im2col: 0.54-0.87 of its time there; 1.3-2.3 times it
-for 1x1 windows and 7x7 maps). Grouped 3-D convolutions keep cpu_basic's path."""
+kept from run to run too. The cost over the 2-D work is the copies (``mi_planes_f32``, a
+plane at a time on the pool): KT times the input in, the output (and residual) out; where
+that outweighs what the 2-D paths save (a 1x1x1 convolution, deep layers over 7x7 maps),
+cpu_basic's im2col is faster, so the two are the node's tactics (``frames``, ``im2col``),
+timed by the builder. Untimed (a session's one-off build), ``frames`` where the 2-D
+convolution has a spatial window and maps of 14x14 or more (R3D-18's layers at 1 thread,
+against im2col: 0.54-0.87 of its time there; 1.3-2.3 times it for 1x1 windows and 7x7
+maps). Grouped 3-D convolutions keep cpu_basic's path."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -32,7 +34,8 @@ import numpy as np
 
 from mini_infer_core.plugin.arrays import NDArray
 
-from ._native import usable
+from ._abi import PlanesArgs
+from ._native import _kernel, _run, usable
 
 __all__ = ["ConvFrames"]
 
@@ -42,6 +45,18 @@ Array = NDArray[Any]
 _CARRIED = ("__act__", "__act_args__")
 #: the node's own buffers, before the inner convolution's
 _GATHERED = ("frames_x", "frames_y", "frames_r")
+_planes = _kernel("mi_planes_f32", PlanesArgs)
+
+
+def _move(src: Array, dst: Array, dims: tuple[int, int, int, int],
+          strides: tuple[int, int, int, int], pad: int, frames: int, plane: int) -> None:
+    """dst's planes of ``plane`` floats from src's on the pool (``mi_planes_f32``: dst plane
+    (i0, i1, i2, i3) is src plane i0 * s0 + i3 * s3 + f, f = i1 * s1 + i2 * s2 - pad, zeros
+    where f is outside [0, frames))."""
+    if dst.size != math.prod(dims) * plane or src.size % max(plane, 1):
+        raise ValueError(f"mi_planes_f32: {dst.shape} is not {dims} planes of {plane}")
+    _run(_planes, PlanesArgs(src.ctypes.data, dst.ctypes.data, *dims, *strides, pad, frames,
+                             plane, src.size // max(plane, 1)))
 
 
 class ConvFrames:
@@ -131,20 +146,16 @@ class ConvFrames:
         bufs = self._buffers(x, w, group)
         self._frames_workspace(inner, bufs)
         xg, yg = bufs["frames_x"], bufs["frames_y"]
-        frames = xg.reshape(n, ot, kt, c, *x.shape[3:])
-        for to in range(ot):
-            for k in range(kt):
-                f = to * st - pt + k * dt
-                if 0 <= f < t:
-                    np.copyto(frames[:, to, k], x[:, :, f])
-                else:
-                    frames[:, to, k] = 0.0
+        hw, ohw = math.prod(x.shape[3:]), oh * ow
+        # xg[n * OT + t, k * C + c] = x[n, c, t * st - pt + k * dt] (zeros in the padding)
+        _move(x, xg, (n, ot, kt, c), (c * t, st, dt, t), pt, t, hw)
         rg = None
-        if r is not None:
+        if r is not None:  # rg[n * OT + t, m] = r[n, m, t]
             rg = bufs["frames_r"]
-            np.copyto(rg.reshape(n, ot, m, oh, ow), r.transpose(0, 2, 1, 3, 4))
+            _move(r, rg, (n, ot, 1, m), (m * ot, 1, 0, ot), 0, ot, ohw)
         inner.compute(xg, wf, b, rg, out=yg, group=1, __relu__=relu, __clip__=clip)
-        np.copyto(out, yg.reshape(n, ot, m, oh, ow).transpose(0, 2, 1, 3, 4))
+        # y[n, m, t] = yg[n * OT + t, m]
+        _move(yg, out, (n, m, 1, ot), (ot * m, 1, 0, m), 0, m, ohw)
         return True
 
     #: (the node's workspace, the part of it the inner convolution gets)

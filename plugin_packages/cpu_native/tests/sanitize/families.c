@@ -472,6 +472,27 @@ static void products(unsigned seed) {
         wrong += !near(means[r], sum / L, 1e-5);
     }
     CHECK(wrong == 0, "row_mean / row_scale: %ld values wrong", wrong);
+    /* mi_planes_f32: (N=2, C=3, T=5) planes of 7 gathered as (N, OT=5, KT=3, C) with the
+     * frames t - 1 + k (zeros past the ends), against the plain loops */
+    enum { PN = 2, PC = 3, PT = 5, PK = 3, PL = 7 };
+    float *px = randoms(PN * PC * PT * PL, &seed, 1.0f);
+    float *pg = malloc(sizeof(float) * PN * PT * PK * PC * PL);
+    mi_planes_args pa = {px, pg, PN, PT, PK, PC, PC * PT, 1, 1, PT, 1, PT, PL, PN * PC * PT};
+    CHECK(mi_planes_f32(&pa) == MI_OK, "planes refused");
+    for (long n = 0; n < PN; n++)
+        for (long t = 0; t < PT; t++)
+            for (long k = 0; k < PK; k++)
+                for (long ch = 0; ch < PC; ch++)
+                    for (long i = 0; i < PL; i++) {
+                        const long f = t - 1 + k;
+                        const float want1 = f < 0 || f >= PT ? 0.0f
+                                                             : px[((n * PC + ch) * PT + f) * PL + i];
+                        wrong += pg[(((n * PT + t) * PK + k) * PC + ch) * PL + i] != want1;
+                    }
+    pa.src_planes -= 1; /* one plane short of the largest index read: refused */
+    CHECK(mi_planes_f32(&pa) == MI_EARGS, "planes took a source too small");
+    CHECK(wrong == 0, "planes: %ld values wrong", wrong);
+    free(px), free(pg);
     free(a), free(b), free(bp), free(c), free(bias), free(cbias), free(res), free(want);
     free(aq), free(ap), free(cq), free(wq), free(rrow), free(gbias), free(x), free(s), free(y);
     free(means);
