@@ -60,15 +60,14 @@ def _move(src: Array, dst: Array, dims: tuple[int, int, int, int],
 
 
 class ConvFrames:
-    """The 3-D path of cpu_native's Conv (a mixin: the plugin's ``_plan``, ``scratch``,
-    ``hidden`` and ``name``)."""
+    """The 3-D path of cpu_native's Conv (a mixin: the plugin's plans, buffers, workspace,
+    tactic and fused activation)."""
 
     name: str
     hidden: dict[str, Any]
     attrs: dict[str, Any]
     record: Any
     _calls: Any
-    scratch: Any
     workspace: Any
     _plan: Any
     _plan_for: Any

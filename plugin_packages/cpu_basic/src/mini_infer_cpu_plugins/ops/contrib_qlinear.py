@@ -22,6 +22,7 @@ saturation), pooling and softmax work on the dequantized values.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -83,9 +84,11 @@ def fma32(x: Real, y: Real, z: Real) -> np.float32:
                key=lambda c: (abs(Fraction(float(c)) - exact), int(c.view(np.uint32)) & 1))
 
 
+@functools.lru_cache(maxsize=256)
 def qadd_fixed(ra: Real, za: Real, rb: Real, zb: Real, zc: Real) -> np.float32:
     """QLinearAdd's fixed part ``c_zp - fma(ra, a_zp, rb * b_zp)`` in float32 (the operands in
-    the node's order: A's ratio and zero point first)."""
+    the node's order: A's ratio and zero point first); kept for the last parameters seen, so
+    that a run does not redo the exact arithmetic."""
     return f32(f32(zc) - fma32(ra, za, f32(rb * f32(zb))))
 
 
