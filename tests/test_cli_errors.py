@@ -395,3 +395,22 @@ def test_creators_table_lists_each_conflict_once_aligned_and_names_ties(
     assert any(x.lstrip().startswith("com.example::L2Norm") for x in rows)
     assert len({x.index(" opsets ") for x in rows}) == 1, "columns do not line up"
     assert len({x.index(" prio ") for x in rows}) == 1, "columns do not line up"
+
+
+def test_bench_runs_onnxruntime_on_the_thread_count_it_runs_on(
+        cnn_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench --threads 1 --compare onnxruntime``: onnxruntime gets one intra-op thread too
+    (its default, every core, made the ratio 2.59 where like for like it was 1.37)."""
+    ort = pytest.importorskip("onnxruntime")
+    from mini_infer_core.cli import bench as bench_cli
+
+    seen: list[int] = []
+    real = ort.InferenceSession
+
+    def session(path: str, options: object, **kw: object) -> object:
+        seen.append(options.intra_op_num_threads)  # type: ignore[attr-defined]
+        return real(path, options, **kw)
+
+    monkeypatch.setattr(ort, "InferenceSession", session)
+    runner = bench_cli._anchor("onnxruntime", str(cnn_file), 1)
+    assert callable(runner) and seen == [1]

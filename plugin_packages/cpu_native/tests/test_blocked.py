@@ -96,6 +96,26 @@ def test_conv_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorForma
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_conv_kernel_residual_in_place(fmt: TensorFormat) -> None:
+    """The residual's buffer as the output: the kernel sums its input blocks in passes that
+    keep partial sums in y, so it must see the residual and take one pass (40 input channels:
+    several blocks; 3x3 taps: one block per pass otherwise)."""
+    rng = np.random.default_rng(5)
+    x, w, b = _rand(rng, 1, 40, 9, 11), _rand(rng, 70, 40, 3, 3), _rand(rng, 70)
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1])
+    (y,) = _ort(_model([conv], {"x": x.shape}, ["c"], {"w": w, "b": b}), {"x": x})
+    r = _rand(rng, *y.shape)
+    k = fmt.block
+    out = to_format(r, fmt)
+    call = calls.conv_call(to_format(x, fmt), calls.pack_dense(w, k),
+                           calls._padded_channels(b, k), out, out, c_in=40, c_out=70,
+                           kernel=(3, 3), strides=(1, 1), dilations=(1, 1), begin=(1, 1),
+                           depthwise=False, lo=-np.inf, hi=np.inf)
+    blocked.run_calls([call])
+    _close(from_format(out, fmt, y.shape), y + r)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
 def test_conv_kernel_epilogue_activation(fmt: TensorFormat) -> None:
     """A fused HardSwish after the clamp (MobileNetV3's), no bias: onnxruntime's Conv then
     HardSwish; the padding lanes stay zeros though HardSigmoid(0) is not."""

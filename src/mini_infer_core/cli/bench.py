@@ -88,7 +88,8 @@ def _profile_text(rows: list[dict[str, Any]], top: int = 20) -> list[str]:
     return lines
 
 
-def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str:
+def _anchor(name: str, model_path: str, threads: int
+            ) -> Callable[[dict[str, Any]], Any] | str:
     if name == "onnxruntime":
         try:
             import onnxruntime as ort
@@ -98,6 +99,10 @@ def _anchor(name: str, model_path: str) -> Callable[[dict[str, Any]], Any] | str
         # idle intra-op threads would otherwise spin after each run and take the cores from
         # the mini-infer run interleaved with it (ResNet-50: 53 -> 81 ms)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # the same thread count as ours: onnxruntime's default (every core) against our one
+        # thread would make the ratio say nothing
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
         try:
             sess = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime refuses the model: say why
@@ -181,7 +186,7 @@ def bench(model: str, registry: PluginRegistry, feeds_for: Callable[[Any], dict[
         if is_engine:
             notes[name] = "needs the ONNX model, not an engine file"
             continue
-        anchor = _anchor(name, model)
+        anchor = _anchor(name, model, out["threads"])
         if not isinstance(anchor, str):
             try:  # a model the anchor loads but cannot run is skipped the same way
                 anchor(feeds)

@@ -13,9 +13,12 @@
  *     2 x 12 or 1 x 16 vectors; AVX2: 2 x 6 or 1 x 12; fewer blocks, more columns, so that
  *     enough sums are independent): per input channel and tap, OB weight vectors
  *     (k output channels each) and one broadcast input value per column, so no im2col and no
- *     transposes: a tap's input value is one float, its weights one vector. Columns whose
- *     taps all lie inside the input run in full tiles; the border ones one by one, their taps
- *     clipped. A 1x1 stride-1 unpadded convolution runs over the map as one row. Depthwise:
+ *     transposes: a tap's input value is one float, its weights one vector (a tile's OB
+ *     weight vectors adjacent in memory, 64-byte aligned by the packing). Columns whose
+ *     taps all lie inside the input run in full tiles of even widths; the border ones one by
+ *     one, their taps clipped. An item's input blocks go in passes whose weights fit L1, the
+ *     partial sums kept in y. A 1x1 stride-1 unpadded convolution runs over the map as one
+ *     row; narrow rows go several to an item. Depthwise:
  *     one block's k channels are one vector, DWRW columns per tile.
  *   * mi_bpool2d_f32: max / average pooling (GlobalAveragePool: one window over the map);
  *   * mi_bbinary_f32: Add / Mul / Sub of two blocked tensors, or of one and a vector per
@@ -41,7 +44,9 @@
 #include "_pool.h"
 
 #define PARALLEL_MIN 32768L /* multiply-adds (or values) below which one thread does it */
-#define CHUNK 48            /* output columns per dense item (a multiple of RWMAX) */
+#define CHUNK 64            /* most output columns per dense item (rows split evenly) */
+#define ROWS_COLS 96        /* output columns a dense item of narrow rows takes, in rows */
+#define CB_L1 8192          /* weight floats a dense pass keeps in L1 (32 KiB) */
 
 /* the widest input channel range a weight row of output block ob spans (c_in for one
  * group) */
@@ -191,7 +196,7 @@ static long ceil_div(long a, long b) { return (a + b - 1) / b; }
 
 typedef struct {
     mi_bconv_args a; /* the geometry run (a pointwise map flattened to one row) */
-    long obmax, groups, chunks, items;
+    long obmax, groups, chunks, width, rows, rblocks, items;
 } conv_job;
 
 static void conv_range(const conv_job *j, long i0, long i1) {
@@ -207,15 +212,16 @@ static void conv_range(const conv_job *j, long i0, long i1) {
             continue;
         }
         long ch = i % j->chunks, rest = i / j->chunks;
-        long oy = rest % a->oh;
-        rest /= a->oh;
+        long rb = rest % j->rblocks;
+        rest /= j->rblocks;
         long g = rest % j->groups, n = rest / j->groups;
-        long c0 = ch * CHUNK, c1 = lmin(a->ow, c0 + CHUNK);
+        long c0 = ch * j->width, c1 = lmin(a->ow, c0 + j->width);
+        long oy0 = rb * j->rows, oy1 = lmin(a->oh, oy0 + j->rows);
 #if MI_ACT_X86
-        if (a->k == 16) dense_item_avx512(a, n, g * j->obmax, oy, c0, c1);
-        else dense_item_avx2(a, n, g * j->obmax, oy, c0, c1);
+        if (a->k == 16) dense_item_avx512(a, n, g * j->obmax, oy0, oy1, c0, c1);
+        else dense_item_avx2(a, n, g * j->obmax, oy0, oy1, c0, c1);
 #endif
-        (void)c0, (void)c1, (void)g, (void)n, (void)oy;
+        (void)c0, (void)c1, (void)g, (void)n, (void)oy0, (void)oy1;
     }
 }
 
@@ -242,7 +248,7 @@ int mi_bconv2d_f32(const mi_bconv_args *a) {
         }
         if (a->c_w != widest) return MI_EARGS;
     }
-    conv_job j = {*a, a->k == 16 ? 4 : 2, 0, 0, 0};
+    conv_job j = {*a, a->k == 16 ? 4 : 2, 0, 0, 0, 0, 0, 0};
     mi_bconv_args *g = &j.a;
     if (!a->depthwise && a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->pt == 0 &&
         a->pl == 0 && a->oh == a->h && a->ow == a->wd) { /* pointwise: the map as one row */
@@ -255,8 +261,14 @@ int mi_bconv2d_f32(const mi_bconv_args *a) {
         macs = j.items * a->ow * a->kh * a->kw * a->k;
     } else {
         j.groups = ceil_div(a->cb_out, j.obmax);
+        /* a row in even chunks (no narrow last chunk and its narrow tiles) */
         j.chunks = ceil_div(g->ow, CHUNK);
-        j.items = a->n * j.groups * g->oh * j.chunks;
+        j.width = ceil_div(g->ow, lmax(1, j.chunks));
+        /* narrow rows: several per item (their weights read once for all), evenly split */
+        j.rows = g->ow >= CHUNK ? 1 : lmax(1, lmin(g->oh, ROWS_COLS / lmax(1, g->ow)));
+        j.rblocks = ceil_div(g->oh, j.rows);
+        j.rows = ceil_div(g->oh, j.rblocks);
+        j.items = a->n * j.groups * j.rblocks * j.chunks;
         macs = a->n * a->cb_out * a->k * a->oh * a->ow * w_row(a) * a->kh * a->kw;
     }
     if (j.items == 0) return MI_OK;

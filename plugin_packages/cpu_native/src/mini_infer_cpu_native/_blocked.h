@@ -11,9 +11,12 @@
 
 /* a convolution, 2-D: y = act(clamp(conv(x, w) + bias + res, lo, hi)), every lane of the
  * last output block past c_out written 0.
- *   dense (depthwise 0): group groups (0 or 1: one); w[ob][kh][kw][ic][k] (ob < cb_out
- *     output blocks, k output lanes; ob's lanes past c_out zeros). One group: ic < c_in the
- *     logical input channels. Several: output block ob reads the input channels of the
+ *   dense (depthwise 0): group groups (0 or 1: one). One group:
+ *     w[ob / obmax][icb][kh][kw][l][ob % obmax][k] (obmax = 4 output blocks of 16 lanes, or
+ *     2 of 8 (the blocks a tile sums), icb < cb_in input blocks, l < k input lanes; lanes
+ *     past c_in or c_out and the last group's missing blocks zeros): a tile's weight
+ *     vectors for one input channel adjacent, a group's taps contiguous. Several:
+ *     w[ob][kh][kw][ic][k]: output block ob reads the input channels of the
  *     groups its lanes belong to, [g(ob k) cg, (g(last lane) + 1) cg) (cg = c_in / group,
  *     g(o) = o / (c_out / group)), ic counting from that range's start, up to c_w (the
  *     widest range) with zeros where a lane's group does not read the channel;

@@ -22,45 +22,65 @@ AI void FN(finish)(float *y, const float *res, V v, V lo, V hi, long act, V al, 
 }
 
 /* a dense tile: OB output blocks from ob0, RW output columns (iw0: the input column tap 0
- * of the first reads), taps rows [r0, r1) and columns [s0, s1) (those inside the input),
- * input channels [c_lo, c_hi) (the blocks' groups': ob_range) */
+ * of the first reads, sx the input step from one column to the next), taps rows [r0, r1) and
+ * columns [s0, s1) (those inside the input), the input channel blocks [ib0, ib1) of the
+ * range [c_lo, c_hi) the blocks read (ob_range). The sums start from zero on the first
+ * blocks of the range (first) and from y's partial sums otherwise; the epilogue runs on the
+ * last (last), partial sums are stored otherwise. */
 AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, float *yp,
-                       const float *rp, const int OB, const int RW, long ih0, long r0, long r1,
-                       long iw0, long s0, long s1, long ob0, long c_lo, long c_hi) {
+                       const float *rp, const int OB, const int RW, const long sx, long ih0,
+                       long r0, long r1, long iw0, long s0, long s1, long ob0, long c_lo,
+                       long c_hi, long ib0, long ib1, int first, int last) {
     V acc[OBMAX][RWMAX];
+    const long yob = a->oh * a->ow * K;
     for (int o = 0; o < OB; o++)
-        for (int p = 0; p < RW; p++) acc[o][p] = ZERO;
-    const long cw = w_row(a);
-    const long wob = cw * a->kh * a->kw * K, hwk = a->h * a->wd * K, sx = a->sw * K;
-    for (long r = r0; r < r1; r++)
-        for (long s = s0; s < s1; s++) {
-            /* the tap's input at block 0, lane 0; its weights, the range's first channel */
-            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;
-            const float *wt = w + ob0 * wob + (r * a->kw + s) * cw * K;
-            for (long icb = c_lo / K; icb * K < c_hi; icb++) {
-                const float *xb = xt + icb * hwk;
-                /* the weight row of lane l is base + l (lanes below l0 are outside) */
-                const long base = icb * K - c_lo;
-                const long l0 = lmax(0, -base), l1 = lmin(K, c_hi - icb * K);
-#define DENSE_STEP(l)                                                                       \
+        for (int p = 0; p < RW; p++) acc[o][p] = first ? ZERO : LOAD(yp + o * yob + p * K);
+    /* the weights of output block ob0 + o, tap t, lane l of input block icb:
+     * one group (OBMAX blocks interleaved): w + (ob0 / OBMAX) gs + icb bs + t ts + l LS + o K;
+     * several: w + (ob0 + o) wob + t ts + icb bs + l K - c_lo K (mi_bconv_args) */
+    const long taps = a->kh * a->kw, hwk = a->h * a->wd * K;
+#define DENSE_TAPS(LS, OS, WT, BS)                                                          \
+    for (long r = r0; r < r1; r++)                                                          \
+        for (long s = s0; s < s1; s++) {                                                    \
+            /* the tap's input at block 0, lane 0; its weights, the range's first channel */ \
+            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;         \
+            const float *wt = (WT);                                                         \
+            for (long icb = ib0; icb < ib1; icb++) {                                        \
+                const float *xb = xt + icb * hwk, *wb = wt + icb * (BS);                    \
+                /* lanes [l0, l1) are in the range */                                       \
+                const long l0 = lmax(0, c_lo - icb * K), l1 = lmin(K, c_hi - icb * K);      \
+                if (l0 == 0 && l1 == K) {                                                   \
+                    for (int l = 0; l < K; l++) DENSE_STEP(l, LS, OS);                      \
+                } else {                                                                    \
+                    for (long l = l0; l < l1; l++) DENSE_STEP(l, LS, OS);                   \
+                }                                                                           \
+            }                                                                               \
+        }
+#define DENSE_STEP(l, LS, OS)                                                               \
     do {                                                                                    \
         V wv[OBMAX];                                                                        \
-        for (int o = 0; o < OB; o++) wv[o] = LOAD(wt + (base + (l)) * K + o * wob);         \
+        for (int o = 0; o < OB; o++) wv[o] = LOAD(wb + (l) * (LS) + o * (OS));              \
         for (int p = 0; p < RW; p++) {                                                      \
             V xv = SET1(xb[p * sx + (l)]);                                                  \
             for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);             \
         }                                                                                   \
     } while (0)
-                if (l0 == 0 && l1 == K) {
-                    for (int l = 0; l < K; l++) DENSE_STEP(l);
-                } else {
-                    for (long l = l0; l < l1; l++) DENSE_STEP(l);
-                }
+    if (a->group <= 1) {
+        /* the OB weight vectors of a step adjacent: immediate offsets from one pointer */
+        const long ts = OBMAX * K * K, gs = a->cb_in * taps * ts;
+        DENSE_TAPS(OBMAX * K, K, w + (ob0 / OBMAX) * gs + (r * a->kw + s) * ts, taps * ts)
+    } else {
+        const long cw = w_row(a), wob = cw * taps * K;
+        DENSE_TAPS(K, wob, w + ob0 * wob + (r * a->kw + s) * cw * K - c_lo * K, K * K)
+    }
 #undef DENSE_STEP
-            }
-        }
+#undef DENSE_TAPS
+    if (!last) {
+        for (int o = 0; o < OB; o++)
+            for (int p = 0; p < RW; p++) STORE(yp + o * yob + p * K, acc[o][p]);
+        return;
+    }
     const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
-    const long yob = a->oh * a->ow * K;
     for (int o = 0; o < OB; o++) {
         long ob = ob0 + o, keep = a->c_out - ob * K;
         V bv = a->bias ? LOAD(a->bias + ob * K) : ZERO;
@@ -70,10 +90,11 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
     }
 }
 
-/* columns [c0, c1) of output row oy, OB blocks from ob0 (input channels [c_lo, c_hi)),
- * image n */
+/* columns [c0, c1) of output row oy, OB blocks from ob0 (input channels [c_lo, c_hi), their
+ * blocks [ib0, ib1) this pass), image n */
 AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1,
-                       const int OB, long c_lo, long c_hi) {
+                       const int OB, const long SX, long c_lo, long c_hi, long ib0, long ib1,
+                       int first, int last) {
     const float *xn = a->x + n * a->cb_in * a->h * a->wd * K;
     const long yoff = ((n * a->cb_out + ob0) * a->oh + oy) * a->ow * K;
     float *yrow = a->y + yoff;
@@ -87,17 +108,19 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
     if (hi < lo) hi = lo = c1;
     for (long ox = c0; ox < c1;) {
         if (ox >= lo && ox < hi) {
-            /* columns per tile: fewer output blocks, more columns (independent sums) */
+            /* columns per tile: fewer output blocks, more columns (independent sums); the
+             * interior split into tiles of even widths (no narrow last tile) */
             const long rwt = OB >= 3 ? RW_WIDE3 : OB == 2 ? RW_WIDE2 : RW_WIDE1;
-            long rw = lmin(hi - ox, rwt);
+            long left = hi - ox, tiles = (left + rwt - 1) / rwt;
+            long rw = (left + tiles - 1) / tiles;
             long iw0 = ox * a->sw - a->pl;
             float *yp = yrow + ox * K;
             const float *rp = rrow ? rrow + ox * K : NULL;
 #define DENSE_RW(R)                                                                         \
     case R:                                                                                 \
         if (R <= rwt)                                                                       \
-            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, ih0, r0, r1, iw0, 0, \
-                           a->kw, ob0, c_lo, c_hi);                                        \
+            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, SX, ih0, r0, r1, \
+                           iw0, 0, a->kw, ob0, c_lo, c_hi, ib0, ib1, first, last);          \
         break;
             switch (rw) {
                 DENSE_RW(1) DENSE_RW(2) DENSE_RW(3) DENSE_RW(4) DENSE_RW(5) DENSE_RW(6)
@@ -110,17 +133,24 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
         } else {
             long iw0 = ox * a->sw - a->pl;
             long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
-            FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, ih0,
-                           r0, r1, iw0, s0, s1, ob0, c_lo, c_hi);
+            FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, SX,
+                           ih0, r0, r1, iw0, s0, s1, ob0, c_lo, c_hi, ib0, ib1, first, last);
             ox++;
         }
     }
 }
 
-/* output blocks [ob0, ob0 + OBMAX) of row oy: tiles of the blocks that read one input
- * channel range (all of them for one group) */
-NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1) {
+/* output blocks [ob0, ob0 + OBMAX) of rows [oy0, oy1): tiles of the blocks that read one
+ * input channel range (all of them for one group). The range's channel blocks go in passes
+ * whose weights fit L1 (the taps of CB_L1 input blocks for the tile's output blocks), each
+ * pass over every row and column of the item, the sums kept in y between passes: the
+ * weights are read once per item from L2 (or L3), not once per tile */
+NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy0, long oy1, long c0,
+                       long c1) {
     const long end = lmin(a->cb_out, ob0 + OBMAX);
+    /* y as a residual's buffer too (in place): one pass, the residual read before y is */
+    const int inplace = a->res && a->res + a->n * a->cb_out * a->oh * a->ow * K > a->y &&
+                        a->y + a->n * a->cb_out * a->oh * a->ow * K > a->res;
     for (long ob = ob0; ob < end;) {
         long lo, hi, lo2, hi2, run = 1;
         ob_range(a, ob, &lo, &hi);
@@ -129,14 +159,35 @@ NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy, long c
             if (lo2 != lo || hi2 != hi) break;
             run++;
         }
-        switch (run) {
-        case 1: FN(dense_cols)(a, n, ob, oy, c0, c1, 1, lo, hi); break;
-        case 2: FN(dense_cols)(a, n, ob, oy, c0, c1, 2, lo, hi); break;
-#if OBMAX > 2
-        case 3: FN(dense_cols)(a, n, ob, oy, c0, c1, 3, lo, hi); break;
-        case 4: FN(dense_cols)(a, n, ob, oy, c0, c1, 4, lo, hi); break;
-#endif
-        default: break;
+        const long ib_lo = lo / K, ib_hi = (hi + K - 1) / K;
+        long step = inplace ? ib_hi - ib_lo : CB_L1 / (run * a->kh * a->kw * K * K);
+        step = lmax(1, step);
+        for (long ib0 = ib_lo; ib0 < ib_hi; ib0 += step) {
+            const long ib1 = lmin(ib_hi, ib0 + step);
+            const int first = ib0 == ib_lo, last = ib1 == ib_hi;
+            for (long oy = oy0; oy < oy1; oy++) {
+                /* the column step a compile-time constant for strides 1 and 2: the tile's
+                 * broadcasts then take immediate offsets from one register (a runtime step
+                 * spilled them) */
+#define DENSE_OB(R, SX) FN(dense_cols)(a, n, ob, oy, c0, c1, R, SX, lo, hi, ib0, ib1, first, last)
+#define DENSE_RUN(SX)                                                                       \
+        switch (run) {                                                                      \
+        case 1: DENSE_OB(1, SX); break;                                                     \
+        case 2: DENSE_OB(2, SX); break;                                                     \
+        case 3: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 3 : 1, SX); break;                      \
+        case 4: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 4 : 1, SX); break;                      \
+        default: break;                                                                     \
+        }
+                if (a->sw == 1) {
+                    DENSE_RUN(K)
+                } else if (a->sw == 2) {
+                    DENSE_RUN(2 * K)
+                } else {
+                    DENSE_RUN(a->sw * K)
+                }
+#undef DENSE_RUN
+#undef DENSE_OB
+            }
         }
         ob += run;
     }

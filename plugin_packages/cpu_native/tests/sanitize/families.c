@@ -958,7 +958,9 @@ static void blocked_kernels(unsigned seed) {
         float *x = randoms(N * cbi * H * W * k, &seed, 2.0f);
         for (long i = 0; i < N * cbi * H * W * k; i++)
             if ((i / (H * W * k)) % cbi == cbi - 1 && (i % k) >= C - (cbi - 1) * k) x[i] = 0;
-        float *w = randoms(cbo * C * 9 * k, &seed, 1.0f), *b = randoms(cbo * k, &seed, 1.0f);
+        /* one group's layout: w[ob / T][icb][3][3][lane in][ob % T][lane out] (_blocked.h) */
+        long T = k == 16 ? 4 : 2, G = (cbo + T - 1) / T;
+        float *w = randoms(G * cbi * 9 * k * T * k, &seed, 1.0f), *b = randoms(cbo * k, &seed, 1.0f);
         float *r = randoms(N * cbo * OH * OW * k, &seed, 1.0f);
         float *y = randoms(N * cbo * OH * OW * k, &seed, 1.0f);
         mi_bconv_args a = {x, w, b, r, y, N, C, cbi, H, W, M, cbo, OH, OW, 3, 3, 2, 2, 1, 1,
@@ -976,7 +978,7 @@ static void blocked_kernels(unsigned seed) {
                                 for (long j = 0; j < 3; j++) {
                                     long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
                                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                    s += (double)w[(((ob * 3 + i) * 3 + j) * C + c) * k + l] *
+                                    s += (double)w[(((((ob / T) * cbi + c / k) * 3 + i) * 3 + j) * k + c % k) * T * k + (ob % T) * k + l] *
                                          x[(((n * cbi + c / k) * H + iy) * W + ix) * k + c % k];
                                 }
                         s = s < -1 ? -1 : s > 1 ? 1 : s;
