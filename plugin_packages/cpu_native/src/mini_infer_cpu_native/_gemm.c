@@ -18,7 +18,8 @@
  * packed layouts are read by every kernel below: an engine packed on one CPU runs on another.
  *
  * Kernels, chosen once by the CPU's features (mi_gemm_isa):
- * - AVX-512: micro-tiles of 8 rows x 48 columns (24 accumulators) over the whole K.
+ * - AVX-512: micro-tiles of 8 rows x 48 columns (24 accumulators); K over KC_FROM, with M
+ *   over 16, in blocks of KC as on AVX2 (below), the partial sums kept in C.
  * - AVX2 + FMA: micro-tiles of 4 rows x 24 columns (12 ymm accumulators, 3 vectors of B and
  *   a broadcast: the 16 registers) over the whole K, half of an 8-row panel. 6 x 16 (also 12
  *   accumulators) loads 8 values per 12 FMAs where 4 x 24 loads 7, and would need panels of
@@ -121,7 +122,7 @@ typedef struct {
     int a_packed, b_packed;
     long bnb; /* columns per panel of a packed B: NB, or NR2 (b_packed 2) */
     int isa; /* the kernels this job runs, read once (ISA_*) */
-    long kc; /* k per block (AVX2; elsewhere all of K) */
+    long kc; /* k per block (AVX2 and AVX-512; the plain loops all of K) */
     float alpha, lo, hi;
     int act; /* after the clamp (_epi.h; 0 none) */
     float act_alpha, act_beta;
@@ -133,7 +134,7 @@ typedef struct {
     float *c;
     const float *bias, *cbias, *res;
     long rs, ks, ldb, ldc, ldr, k;
-    /* AVX2, blocks of K: this one is [k0, k0 + k) of kfull (A's rows start at k = 0, B's at
+    /* blocks of K: this one is [k0, k0 + k) of kfull (A's rows start at k = 0, B's at
      * k0); the first block starts from 0, the others from the partial sums in C, the last
      * applies the epilogue, the others store the partial sums */
     long k0, kfull;
@@ -147,18 +148,23 @@ typedef struct {
 } tile;
 
 #if HAVE_X86
-/* ROWS x (16 * NV) accumulators over the whole K; `last` masks the last vector's columns.
+/* ROWS x (16 * NV) accumulators over the tile's block of K (from C's partial sums after the
+ * first, stored as such before the last); `last` masks the last vector's columns.
  * STRIDED 0: A packed (ap[r], ROWS values per k; the original kernel, constant-folded),
  * 1: A through the tile's strides. */
 #define MICRO512(ROWS, NV, STRIDED)                                                             \
 AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 last) {          \
     __m512 acc[ROWS][NV];                                                                       \
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                      \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();   \
-    const float *restrict ap = t->a, *restrict b = t->b;                                        \
     float *restrict c = t->c;                                                                   \
     const long ldb = t->ldb, rs = STRIDED ? t->rs : 1, ks = STRIDED ? t->ks : ROWS;             \
     const long kend = t->k, ldc = t->ldc, ldr = t->ldr;                                         \
+    /* a block of K after the first starts from the partial sums in C */                       \
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                    \
+            acc[r][v] = t->first ? _mm512_setzero_ps()                                          \
+                                 : _mm512_maskz_loadu_ps(v == NV - 1 ? last : (__mmask16)0xFFFF, \
+                                                         c + r * ldc + 16 * v);                 \
+    const float *restrict ap = t->a + t->k0 * ks, *restrict b = t->b;                           \
     const float *bias = t->bias, *cbias = t->cbias, *res = t->res;                              \
     /* the output (and residual) lines, fetched while the k loop runs: stores into cold lines   \
      * stalled the epilogue (1x1 convolutions over 56x56 maps: K = 64 is a short loop) */       \
@@ -181,6 +187,13 @@ AVX512 static void micro512_##STRIDED##_##ROWS##_##NV(const tile *t, __mmask16 l
             _mm_prefetch((const char *)(b + PF * ldb + 16 * v), _MM_HINT_T0);                   \
         ap += ks;                                                                               \
         b += ldb;                                                                               \
+    }                                                                                           \
+    if (!t->last) { /* partial sums: the next block of K goes on from them */                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                  \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                \
+                _mm512_mask_storeu_ps(c + r * ldc + 16 * v,                                     \
+                                      v == NV - 1 ? last : (__mmask16)0xFFFF, acc[r][v]);       \
+        return;                                                                                 \
     }                                                                                           \
     const __m512 lo = _mm512_set1_ps(t->lo), hi = _mm512_set1_ps(t->hi);                        \
     const __m512 alpha = _mm512_set1_ps(t->alpha);                                              \
@@ -588,6 +601,11 @@ static void run_block(const gemm_job *g, long q, long i0, long i1, long jt, long
 #ifndef A_BLOCK
 #define A_BLOCK (128L * 1024)
 #endif
+/* AVX-512, rows split between threads: rows per block whose A slice (rows x kc) stays in L2
+ * while every column tile passes it */
+#ifndef A_SLICE
+#define A_SLICE (512L * 1024)
+#endif
 #ifndef MIN_ROWS
 #define MIN_ROWS (8 * MR)
 #endif
@@ -600,11 +618,15 @@ static long row_block(const gemm_job *g) {
     return g->m <= mc * 7 / 4 ? lmax(g->m, 1) : mc;
 }
 
-/* part `part` of `parts`. One product: many column tiles: they are split, each B panel
- * (K x tile columns) stays in cache while every row panel of A passes it. Few (thin outputs,
- * 7x7 maps): the row panels are split, and each A panel is read once for all the column tiles
- * (A, the weights, is the large operand there: re-reading it per column tile doubled the time
- * of 2048x1024x49). Several products: each part a run of (product, column tile) pairs. */
+/* part `part` of `parts`. One product: many column tiles and more columns than rows (or one
+ * thread): the column tiles are split, each B panel (K x tile columns) stays in cache while
+ * every row panel of A passes it. Otherwise (thin outputs, 7x7 maps; A the larger operand):
+ * the row panels are split, and each A panel is read once for all the column tiles (A, the
+ * weights, is the large operand there: re-reading it per column tile doubled the time of
+ * 2048x1024x49); on AVX-512 in slices of rows whose block of K stays in L2 while the column
+ * tiles pass (A_SLICE). Two threads splitting the column tiles of 512x1280x508 (Magika's
+ * 5x1 convolution) each read all of A and ran no faster than one (4.1 -> 3.9 ms); splitting
+ * its rows, 2.3 ms. Several products: each part a run of (product, column tile) pairs. */
 static void run_part(const gemm_job *g, int part, int parts) {
     long mp = (g->m + MR - 1) / MR, nt = (g->n + tile_cols(g) - 1) / tile_cols(g);
     long count = g->batch0 * g->batch1;
@@ -613,16 +635,17 @@ static void run_part(const gemm_job *g, int part, int parts) {
         for (long x = total * part / parts; x < total * (part + 1) / parts; x++)
             for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
                 run_block(g, x / nt, 0, g->m, x % nt, k0);
-    } else if (nt >= 4 * parts || mp < parts) {
+    } else if ((nt >= 4 * parts && (parts == 1 || g->m < g->n)) || mp < parts) {
         long mc = row_block(g);
         for (long i0 = 0; i0 < g->m; i0 += mc)
             for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
                 for (long jt = nt * part / parts; jt < nt * (part + 1) / parts; jt++)
                     run_block(g, 0, i0, lmin(g->m, i0 + mc), jt, k0);
     } else { /* AVX2: blocks of rows (each in L2 while the column tiles pass); else panels */
-        long step = g->isa == ISA_AVX2 ? row_block(g) : MR;
-        long i1 = lmin(g->m, mp * (part + 1) / parts * MR);
-        for (long i0 = mp * part / parts * MR; i0 < i1; i0 += step)
+        long i1 = lmin(g->m, mp * (part + 1) / parts * MR), ib = mp * part / parts * MR;
+        long step = g->isa == ISA_AVX2 ? row_block(g)
+                    : lmax(MR, A_SLICE / (4 * lmax(g->kc, 1)) / MR * MR);
+        for (long i0 = ib; i0 < i1; i0 += step)
             for (long k0 = 0; k0 < g->k || k0 == 0; k0 += g->kc)
                 for (long jt = 0; jt < nt; jt++)
                     run_block(g, 0, i0, lmin(i1, i0 + step), jt, k0);
@@ -637,7 +660,7 @@ static int run_job(gemm_job *g) {
     g->isa = mi_gemm_isa();
     g->bnb = g->b_packed == 2 ? NR2 : NB;
     /* blocks of K where A has rows enough to reuse a B block (not a decoding step's row) */
-    g->kc = g->isa == ISA_AVX2 && g->m > 2 * MR && g->n > 1 && g->k > KC_FROM ? KC
+    g->kc = g->isa != ISA_PLAIN && g->m > 2 * MR && g->n > 1 && g->k > KC_FROM ? KC
                                                                               : lmax(g->k, 1);
     long count = g->batch0 * g->batch1;
     if (g->m == 0 || g->n == 0 || count == 0) return MI_OK;
