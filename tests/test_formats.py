@@ -55,7 +55,9 @@ def _numpy_blocked(x: np.ndarray[Any, Any], k: int) -> np.ndarray[Any, Any]:
 
 
 @pytest.mark.parametrize("shape", [(2, 20, 3, 5), (1, 16, 4, 4), (3, 7, 6), (1, 33, 2, 3, 2),
-                                   (2, 8, 1, 1), (1, 1, 5, 5)])
+                                   (2, 8, 1, 1), (1, 1, 5, 5),
+                                   # over CHUNK_BYTES: back to LINEAR in parts of some rows
+                                   (1, 21, 67, 600), (2, 19, 13, 40, 50)])
 @pytest.mark.parametrize("fmt", [F.CHW4, F.CHW8, F.CHW16, F.HWC])
 def test_converters_match_numpy_and_round_trip(shape: tuple[int, ...], fmt: TensorFormat
                                                ) -> None:
