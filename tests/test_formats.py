@@ -482,3 +482,80 @@ def test_the_plugin_kit_runs_a_plugin_in_a_format(registry: PluginRegistry) -> N
     np.testing.assert_allclose(ok, 1 / (1 + np.exp(-x[:, :16])), rtol=1e-6)
     with pytest.raises(plugin_kit.PluginCheckError, match="non-zero padding channels"):
         plugin_kit.run_plugin(sigmoid, [x], formats=[F.CHW16, F.CHW16])
+
+
+# -- Reformat steps from plugins ---------------------------------------------------------
+class _CountingReformat(mi.plugin.IPluginV2DynamicExt):
+    """A third-party Reformat (fields ``src``, ``dst``): the core's converters, counted; it
+    takes LINEAR <-> CHW16 only."""
+
+    plugin_type, plugin_version, plugin_namespace = "Reformat", "1", "com.test.reformat"
+    runs = 0
+
+    def __init__(self, src: TensorFormat, dst: TensorFormat) -> None:
+        self.src, self.dst, self.shape = src, dst, ()
+
+    num_outputs = 1
+
+    def get_output_dimensions(self, index: int, inputs: Any, expr_builder: Any) -> Any:
+        return inputs[0]
+
+    def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+        return (in_out[pos].format is (self.src if pos < num_inputs else self.dst)
+                and {self.src, self.dst} == {F.LINEAR, F.CHW16})
+
+    def configure_plugin(self, inputs: Any, outputs: Any) -> None:
+        self.shape = tuple(inputs[0].desc.shape)
+
+    def enqueue(self, inputs: Any, outputs: Any, workspace: Any, stream: Any) -> None:
+        type(self).runs += 1
+        reformat(inputs[0], self.src, self.dst, self.shape, outputs[0])
+
+    def serialize(self) -> bytes:
+        return mi.plugin.encode_fields(mi.plugin.fields_from_values(
+            {"src": self.src.value, "dst": self.dst.value}))
+
+    def clone(self) -> Any:
+        return _CountingReformat(self.src, self.dst)
+
+
+class _ReformatCreator(mi.plugin.IPluginCreator):
+    name, plugin_version, domain, op_type = "Reformat", "1", "mini_infer.core", "Reformat"
+    devices, priority = ("cpu",), 1000
+
+    def __init__(self, namespace: str, fail: bool = False) -> None:
+        self.plugin_namespace, self.fail = namespace, fail
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return ("src", "dst")
+
+    def create_plugin(self, name: str, fields: Any) -> Any:
+        if self.fail:
+            raise RuntimeError("no reformat here")
+        v = fields.values_dict()
+        return _CountingReformat(F(str(v["src"])), F(str(v["dst"])))
+
+    def deserialize_plugin(self, name: str, data: bytes) -> Any:
+        v = mi.plugin.decode_fields(data).values_dict()
+        return _CountingReformat(F(str(v["src"])), F(str(v["dst"])))
+
+
+def test_reformat_steps_come_from_the_best_plugin_that_takes_them(
+        registry: PluginRegistry) -> None:
+    """The builder asks the creators registered for the core's Reformat, best first: one
+    whose creator fails is passed over (its reason kept in build_info), one that takes the
+    combination serves every step, and the engine's outputs match onnxruntime."""
+    registry.register_creator(_ReformatCreator("com.test.reformat"), distribution="mi-t-rf")
+    broken = _ReformatCreator("com.test.broken", fail=True)
+    broken.priority = 2000
+    registry.register_creator(broken, distribution="mi-t-broken")
+    model = _model()
+    _CountingReformat.runs = 0
+    engine = mi.load(model, registry=registry, config=BuilderConfig(time_tactics=False))
+    steps = [nd for nd in engine.nodes if nd.op_type == "Reformat"]
+    assert steps and {nd.plugin_namespace for nd in steps} == {"com.test.reformat"}
+    assert {nd.distribution for nd in steps} == {"mi-t-rf"}
+    assert "no reformat here" in engine.build_info["reformat_refusals"]["mi-t-broken"]
+    np.testing.assert_allclose(_run(engine), _ort(model), rtol=1e-5, atol=1e-6)
+    assert _CountingReformat.runs == len(steps)

@@ -54,6 +54,8 @@ SOURCES += ["_qquant.c"]
 SOURCES += ["_qnbits.c"]
 # channel-blocked (NCHWc) convolutions, pooling, elementwise and Concat (_blocked.c)
 SOURCES += ["_blocked.c"]
+# LINEAR <-> channel-blocked reformats, the builder's Reformat steps (_reformat.c)
+SOURCES += ["_reformat.c"]
 DEPENDS += ["_blocked.h", "_blocked_isa.h"]
 DEPENDS += ["_act.h", "_act_simd.h", "_act_loops.h", "_act_isa_end.h", "_epi.h"]
 # recurrent layers: LSTM, GRU, RNN with their gates fused (_rnn.c, _rnn_cell.h)

@@ -21,8 +21,10 @@ formats).
    go blocked with reformats only at their edges. The choice is deterministic: builds of a
    model make the same engine. With tactic timing on, format_timing.py times the groups
    instead (their nodes and the Reformat steps that serve them against LINEAR).
-3. **Insert** a ``Reformat`` step (engine/builtins.py) before each read of a tensor in a
-   format other than its producer's (one per tensor and format, shared by its readers).
+3. **Insert** a ``Reformat`` step before each read of a tensor in a format other than its
+   producer's (one per tensor and format, shared by its readers): the plugin of the best
+   creator registered for ``mini_infer.core::Reformat`` that takes the combination (fields
+   ``src``, ``dst``; cpu_native's is compiled), else the core's (engine/builtins.py).
    Graph inputs and outputs stay LINEAR: an output produced in another format is renamed
    ``NAME@FORMAT`` and reformatted into ``NAME``.
 4. **Configure** the plugins again with the formats chosen (``configure_build``); the
@@ -41,7 +43,7 @@ from .._record import record, replace
 from .._version import __version__
 from ..engine.builtins import CORE_NAMESPACE, ReformatPlugin
 from ..engine.engine import EngineNode
-from ..plugin import DataType, TensorFormat
+from ..plugin import DataType, DimsExprs, IPluginV2, TensorFormat, fields_from_values
 from ..plugin import _adapter as adapter
 from ..plugin._layouts import may_take
 from .state import BuildState
@@ -259,6 +261,33 @@ def _groups(nodes: list[EngineNode], takes: dict[int, Combo], costs: _Costs
     return list(groups.values())
 
 
+def _reformatter(state: BuildState, have: TensorFormat, want: TensorFormat,
+                 desc: tuple[DimsExprs, DataType], device: str
+                 ) -> tuple[IPluginV2, tuple[str, str, str, str | None, str | None]]:
+    """The plugin of a Reformat step and its record's key (name, version, namespace,
+    distribution and its version): the best plugin registered for the core's ``Reformat`` on
+    ``device`` that takes this combination (a compiled one is faster than the core's NumPy
+    copy: cpu_native's), else the core's :class:`ReformatPlugin`. A plugin is created with
+    the fields ``src`` and ``dst`` (the formats' values) and asked as any node is."""
+    shape = tuple(d.get_constant_value() if d.is_constant() else -1 for d in desc[0])
+    fields = fields_from_values({"src": have.value, "dst": want.value})
+    for rec in state.registry.candidates(CORE_NAMESPACE, "Reformat", device):
+        try:
+            plugin = rec.creator.create_plugin("Reformat", fields)
+            taken = adapter.format_combination(plugin, [(shape, desc[1])] * 2, 1,
+                                               [True, True], have if have is not LINEAR
+                                               else want)
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure: the core's step serves
+            state.info.setdefault("reformat_refusals", {})[rec.provider] = str(exc)[:200]
+            continue
+        if taken == [have, want]:
+            c = rec.creator
+            return plugin, (c.name, c.plugin_version, c.plugin_namespace, rec.distribution,
+                            rec.distribution_version)
+    return ReformatPlugin(have, want), ("Reformat", "1", CORE_NAMESPACE, "mini-infer-core",
+                                        __version__)
+
+
 def apply_formats(state: BuildState, choice: dict[int, Combo]) -> dict[str, int]:
     """Make ``state.nodes`` the nodes of ``state.format_plan`` with the formats of ``choice``
     (node index -> combination; the others LINEAR): Reformat steps inserted, every tensor's
@@ -280,13 +309,12 @@ def apply_formats(state: BuildState, choice: dict[int, Combo]) -> dict[str, int]
         state.dims[name], state.types[name] = state.dims[src], state.types[src]
         if want is not LINEAR:
             formats[name] = want
-        plugin = ReformatPlugin(have, want)
         desc = [(state.dims[src], state.types[src])]
+        plugin, key = _reformatter(state, have, want, desc[0], device)
         adapter.configure_build(plugin, desc, desc, [have], [want])
         out.append(EngineNode(
             f"reformat {src} {have.value}->{want.value}", "Reformat", CORE_NAMESPACE, 1,
-            device, plugin, "Reformat", "1", CORE_NAMESPACE, "mini-infer-core", __version__,
-            (src,), (name,)))
+            device, plugin, *key, (src,), (name,)))
 
     producer = {o: i for i, nd in enumerate(plan.nodes) for o in nd.outputs}
     for i, nd in enumerate(plan.nodes):

@@ -185,6 +185,7 @@ void mi_blocked_sizes(long *out) {
     out[4] = (long)sizeof(mi_bconcat_args);
     out[5] = (long)sizeof(mi_bsplit_args);
     out[6] = (long)sizeof(mi_bresize_args);
+    out[7] = (long)sizeof(mi_breformat_args);
 }
 
 /* whether this CPU runs blocks of k */

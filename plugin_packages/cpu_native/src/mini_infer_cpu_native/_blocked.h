@@ -97,6 +97,15 @@ typedef struct {
     long n, cb, h, wd, oh, ow, k;
 } mi_bresize_args;
 
+/* a tensor of C channels and hw positions per image between LINEAR x (N, C, hw) and
+ * blocked y (N, ceil(C/k), hw, k) (to_blocked 1: the lanes past C written 0), or back
+ * (to_blocked 0: x blocked, y LINEAR) (_reformat.c) */
+typedef struct {
+    const float *x;
+    float *y;
+    long n, c, hw, k, to_blocked;
+} mi_breformat_args;
+
 int mi_bconv2d_f32(const mi_bconv_args *a);
 int mi_bpool2d_f32(const mi_bpool_args *a);
 int mi_bbinary_f32(const mi_bbinary_args *a);
@@ -104,6 +113,7 @@ int mi_bpadzero_f32(const mi_bpad_args *a);
 int mi_bconcat_f32(const mi_bconcat_args *a);
 int mi_bsplit_f32(const mi_bsplit_args *a);
 int mi_bresize_f32(const mi_bresize_args *a);
+int mi_breformat_f32(const mi_breformat_args *a);
 /* the block sizes this CPU runs: bit 0 for 8 (AVX2 + FMA), bit 1 for 16 (AVX-512F) */
 int mi_blocked_isa(void);
 /* sizeof of each struct above, in the order declared (for the ctypes mirrors) */

@@ -16,8 +16,8 @@ from mini_infer_core.plugin.arrays import NDArray
 from ._native import Act, Call, _call, _kernel, _lib
 
 __all__ = ["ISA", "binary_call", "concat_call", "conv_call", "group_ranges", "pack_dense",
-           "pack_depthwise", "pack_grouped", "padzero_call", "pool_call", "resize_call",
-           "split_call"]
+           "pack_depthwise", "pack_grouped", "padzero_call", "pool_call", "reformat_call",
+           "resize_call", "split_call"]
 
 Array = NDArray[Any]
 _P = ctypes.c_void_p
@@ -66,7 +66,12 @@ class BResizeArgs(ctypes.Structure):
                 *((f, _L) for f in ("n", "cb", "h", "wd", "oh", "ow", "k"))]
 
 
-_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs, BSplitArgs, BResizeArgs)
+class BReformatArgs(ctypes.Structure):
+    _fields_ = [("x", _P), ("y", _P), *((f, _L) for f in ("n", "c", "hw", "k", "to_blocked"))]
+
+
+_STRUCTS = (BConvArgs, BPoolArgs, BBinaryArgs, BPadArgs, BConcatArgs, BSplitArgs, BResizeArgs,
+            BReformatArgs)
 _lib.mi_blocked_isa.restype, _lib.mi_blocked_isa.argtypes = ctypes.c_int, []
 _lib.mi_blocked_sizes.restype, _lib.mi_blocked_sizes.argtypes = None, [ctypes.POINTER(_L)]
 _sizes = (_L * len(_STRUCTS))()
@@ -76,6 +81,7 @@ if [ctypes.sizeof(s) for s in _STRUCTS] != list(_sizes):  # pragma: no cover - a
                       "differ from blocked.py's mirrors; reinstall mini-infer-cpu-native")
 
 _conv = _kernel("mi_bconv2d_f32", BConvArgs)
+_reformat = _kernel("mi_breformat_f32", BReformatArgs)
 _pool = _kernel("mi_bpool2d_f32", BPoolArgs)
 _binary = _kernel("mi_bbinary_f32", BBinaryArgs)
 _padzero = _kernel("mi_bpadzero_f32", BPadArgs)
@@ -311,3 +317,18 @@ def resize_call(x: Array, y: Array, tab: tuple[Array, Array, Array, Array]) -> C
     args = BResizeArgs(_ptr(x), _ptr(y), _ptr(rows), _ptr(cols), _ptr(ry), _ptr(rx),
                        x.shape[0], x.shape[1], x.shape[2], x.shape[3], oh, ow, x.shape[4])
     return _call(_resize, args, x, y, rows, cols, ry, rx)
+
+
+def reformat_call(x: Array, y: Array, c: int, to_blocked: bool) -> Call:
+    """The call writing ``y`` = ``x`` in the other layout: LINEAR (N, C, *S) into blocked
+    (N, ceil(C/k), *S, k) (``to_blocked``; the lanes past C zeros), or back."""
+    name = "mi_breformat_f32"
+    lin, blk = (x, y) if to_blocked else (y, x)
+    k = blk.shape[-1] if blk.ndim else 0
+    _check(name, _ready(x, y), "arrays must be float32, C-contiguous, aligned")
+    _check(name, lin.ndim >= 2 and blk.ndim == lin.ndim + 1 and k >= 1 and lin.shape[1] == c
+           and blk.shape[0] == lin.shape[0] and blk.shape[1] == -(-c // k)
+           and blk.shape[2:-1] == lin.shape[2:], f"LINEAR {lin.shape} and blocked {blk.shape}")
+    args = BReformatArgs(_ptr(x), _ptr(y), lin.shape[0], c, math.prod(lin.shape[2:]), k,
+                         int(to_blocked))
+    return _call(_reformat, args, x, y)

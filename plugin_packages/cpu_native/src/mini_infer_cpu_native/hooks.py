@@ -44,6 +44,6 @@ def mini_infer_creators() -> list[Any]:
         raise PluginLoadError(
             f"the compiled extension cannot be used: {problem} (mini-infer-cpu-plugins' NumPy "
             "kernels serve meanwhile)")
-    from .catalog import lazy_creators
+    from .catalog import lazy_creators, reformat_creator
 
-    return lazy_creators()
+    return [*lazy_creators(), reformat_creator()]

@@ -1166,6 +1166,27 @@ static void blocked_more(unsigned seed) {
         free(x), free(wo), free(wp), free(yg), free(sa), free(sb), free(ys), free(y0), free(y1);
         free(yr);
     }
+    /* Reformat (_reformat.c): LINEAR (N, C, hw) into blocks of k and back, any k (plain C),
+     * hw past one pool item, the lanes past C zeros */
+    for (long k = 8; k <= 16; k += 8) {
+        const long n = 2, c = 11, hw = 1500, cb = (c + k - 1) / k;
+        float *lin = randoms(n * c * hw, &seed, 1.0f), *blk = randoms(n * cb * hw * k, &seed, 1.0f);
+        float *back = randoms(n * c * hw, &seed, 1.0f);
+        mi_breformat_args to = {lin, blk, n, c, hw, k, 1}, from = {blk, back, n, c, hw, k, 0};
+        CHECK(mi_breformat_f32(&to) == 0 && mi_breformat_f32(&from) == 0, "breformat failed");
+        long bad = 0;
+        for (long i = 0; i < n; i++)
+            for (long b = 0; b < cb; b++)
+                for (long p = 0; p < hw; p++)
+                    for (long l = 0; l < k; l++) {
+                        long ch = b * k + l;
+                        float want = ch < c ? lin[(i * c + ch) * hw + p] : 0.0f;
+                        bad += blk[((i * cb + b) * hw + p) * k + l] != want;
+                    }
+        for (long i = 0; i < n * c * hw; i++) bad += back[i] != lin[i];
+        CHECK(bad == 0, "breformat k=%ld: %ld values differ", k, bad);
+        free(lin), free(blk), free(back);
+    }
 }
 
 /* ReduceLogSumExp over the trailing axes (_vec.c): 5 rows of 7 against double loops, a row
