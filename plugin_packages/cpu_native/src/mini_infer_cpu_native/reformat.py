@@ -16,21 +16,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from mini_infer_core.engine.builtins import ReformatPlugin
 from mini_infer_core.plugin import (
     DataType,
-    DimsExprs,
-    ExprBuilder,
     IBoundRun,
     IPluginCreator,
     IPluginV2,
-    IPluginV2DynamicExt,
     PluginFieldCollection,
     TensorFormat,
     decode_fields,
     encode_fields,
     fields_from_values,
-    from_format,
-    to_format,
 )
 
 from . import NAMESPACE, PRIORITY
@@ -43,38 +39,29 @@ CORE = "mini_infer.core"
 BLOCKED = (TensorFormat.CHW16, TensorFormat.CHW8)
 
 
-class NativeReformat(IPluginV2DynamicExt, IBoundRun):
-    """One tensor from ``src`` into ``dst`` (LINEAR to CHW16 or CHW8, or back)."""
+class NativeReformat(ReformatPlugin, IBoundRun):
+    """One tensor from ``src`` into ``dst`` (LINEAR to CHW16 or CHW8, or back): the core's
+    step (its shape, outputs and checks), compiled."""
 
-    plugin_type = "Reformat"
-    plugin_version = "1"
     plugin_namespace = NAMESPACE
     package = "mini-infer-cpu-native"
 
     def __init__(self, src: TensorFormat, dst: TensorFormat) -> None:
-        self.src, self.dst = src, dst
+        super().__init__(src, dst)
         self.channels = 0
         self._kept: tuple[tuple[Any, Any], list[Any]] | None = None
 
-    @property
-    def num_outputs(self) -> int:
-        return 1
-
-    def get_output_dimensions(self, index: int, inputs: Sequence[DimsExprs],
-                              expr_builder: ExprBuilder) -> DimsExprs:
-        return DimsExprs(list(inputs[0]))
-
     def supports_format_combination(self, pos: int, in_out: Sequence[Any],
                                     num_inputs: int) -> bool:
-        desc = in_out[pos]
-        pair = {self.src, self.dst}
-        return (desc.format is (self.src if pos < num_inputs else self.dst)
+        desc, pair = in_out[pos], {self.src, self.dst}
+        return (super().supports_format_combination(pos, in_out, num_inputs)
                 and desc.dtype is DataType.FLOAT and len(desc.shape) >= 3
                 and int(desc.shape[1]) > 0 and TensorFormat.LINEAR in pair
                 and any(f in pair for f in BLOCKED))
 
     def configure_plugin(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        self.channels = int(inputs[0].desc.shape[1])
+        super().configure_plugin(inputs, outputs)
+        self.channels = int(self.shape[1])
         self._kept = None
 
     def _calls(self, x: Any, y: Any) -> list[Any]:
@@ -89,10 +76,7 @@ class NativeReformat(IPluginV2DynamicExt, IBoundRun):
         key = (inputs[0], outputs[0])
         if not all(a.flags.c_contiguous and a.dtype.itemsize == 4 for a in key):
             # a graph input handed in with strides of its own: the core's copy takes any
-            if self.src is TensorFormat.LINEAR:
-                to_format(key[0], self.dst, key[1])
-            else:
-                from_format(key[0], self.src, key[1].shape, key[1])
+            super().enqueue(inputs, outputs, workspace, stream)
             return
         kept = self._kept
         if kept is None or kept[0][0] is not key[0] or kept[0][1] is not key[1]:
@@ -111,7 +95,7 @@ class NativeReformat(IPluginV2DynamicExt, IBoundRun):
 
     def clone(self) -> IPluginV2:
         twin = NativeReformat(self.src, self.dst)
-        twin.channels = self.channels
+        twin.shape, twin.channels = self.shape, self.channels
         return twin
 
     def __repr__(self) -> str:
