@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from mini_infer_core.engine.builtins import ReformatPlugin
+from mini_infer_core.engine.builtins import CORE_NAMESPACE, ReformatPlugin
 from mini_infer_core.plugin import (
     DataType,
     IBoundRun,
@@ -33,8 +33,6 @@ from . import NAMESPACE, PRIORITY
 
 __all__ = ["CREATOR", "NativeReformat", "ReformatCreator"]
 
-#: the core's namespace, where the builder looks for Reformat creators
-CORE = "mini_infer.core"
 #: the formats this plugin moves a tensor between (either way)
 BLOCKED = (TensorFormat.CHW16, TensorFormat.CHW8)
 
@@ -109,7 +107,7 @@ class ReformatCreator(IPluginCreator):
     name = "Reformat"
     plugin_version = "1"
     plugin_namespace = NAMESPACE
-    domain = CORE
+    domain = CORE_NAMESPACE  # where the builder looks for Reformat creators
     op_type = "Reformat"
     devices = ("cpu",)
     priority = PRIORITY
