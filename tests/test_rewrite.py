@@ -58,6 +58,13 @@ PATTERNS = {
                    C("Mul", ["x", "a"], ["m"]), C("Mul", ["m", "half"], ["y"])],
                   {"three": 3.0, "k": 0.044715, "s2pi": math.sqrt(2 / math.pi), "one": 1.0,
                    "half": 0.5}, "Gelu"),
+    "gelu_tanh_jax2tf": ([C("Mul", ["k", "x"], ["c1"]), C("Mul", ["x", "c1"], ["c2"]),
+                          C("Mul", ["x", "c2"], ["c"]), C("Add", ["x", "c"], ["w"]),
+                          C("Mul", ["s2pi", "w"], ["v"]), C("Tanh", ["v"], ["t"]),
+                          C("Add", ["one", "t"], ["a"]), C("Mul", ["half", "a"], ["h"]),
+                          C("Mul", ["x", "h"], ["y"])],
+                         {"k": 0.044715, "s2pi": math.sqrt(2 / math.pi), "one": 1.0,
+                          "half": 0.5}, "Gelu"),
     "layer_norm": ([C("ReduceMean", ["x"], ["m"], axes=[-1]), C("Sub", ["x", "m"], ["d"]),
                     C("Pow", ["d", "two"], ["p"]), C("ReduceMean", ["p"], ["v"], axes=[-1]),
                     C("Add", ["v", "eps"], ["e"]), C("Sqrt", ["e"], ["s"]),
@@ -85,6 +92,16 @@ def test_a_chain_whose_intermediate_is_read_elsewhere_is_left_alone() -> None:
     model = _model(nodes, consts, outputs=("y", "s"))  # the sigmoid is an output too
     engine = mi.load(model)
     assert sorted(nd.op_type for nd in engine.nodes) == ["Mul", "Sigmoid"]
+    assert not engine.build_info["rewritten"]
+
+
+def test_a_cube_of_other_powers_is_no_gelu() -> None:
+    """jax2tf's x * (x * (k * x)) is matched by its power: with x^2 in its place the chain
+    stays as it is."""
+    nodes, consts, _ = PATTERNS["gelu_tanh_jax2tf"]
+    nodes = [C("Mul", ["k", "x"], ["c2"]), *nodes[2:]]
+    engine = mi.load(_model(nodes, consts))
+    assert "Gelu" not in [nd.op_type for nd in engine.nodes]
     assert not engine.build_info["rewritten"]
 
 

@@ -66,6 +66,10 @@ CONVS = [  # (c, m, hw, kernel, strides, dilations, pads, depthwise)
     (45, 45, (28, 28), (5, 5), (2, 2), (1, 1), (2, 2, 2, 2), True),  # depthwise 5x5 stride 2
     (11, 11, (9, 10), (3, 3), (1, 2), (2, 1), (0, 1, 3, 0), True),  # depthwise dilated
     (5, 5, (2, 3), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),  # tiny map
+    # depthwise stride 1 with tiles of their own (each input loaded once for its taps)
+    (29, 29, (13, 21), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), True),  # 5x5
+    (19, 19, (11, 17), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), True),  # 7x7
+    (9, 9, (6, 30), (3, 5), (1, 1), (1, 1), (1, 2, 0, 1), True),  # 3x5, uneven pads
 ]
 
 
@@ -115,13 +119,16 @@ def test_conv_kernel_residual_in_place(fmt: TensorFormat) -> None:
     _close(from_format(out, fmt, y.shape), y + r)
 
 
+@pytest.mark.parametrize("depthwise", [False, True], ids=["dense", "depthwise"])
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
-def test_conv_kernel_epilogue_activation(fmt: TensorFormat) -> None:
-    """A fused HardSwish after the clamp (MobileNetV3's), no bias: onnxruntime's Conv then
-    HardSwish; the padding lanes stay zeros though HardSigmoid(0) is not."""
+def test_conv_kernel_epilogue_activation(fmt: TensorFormat, depthwise: bool) -> None:
+    """A fused HardSigmoid after the clamp, no bias: onnxruntime's Conv then HardSigmoid; the
+    padding lanes stay zeros though HardSigmoid(0) is not."""
     rng = np.random.default_rng(3)
-    x, w = _rand(rng, 1, 10, 12, 12), _rand(rng, 27, 10, 3, 3)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+    c = 27 if depthwise else 10
+    x, w = _rand(rng, 1, c, 12, 14), _rand(rng, 27, 1 if depthwise else c, 3, 3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1],
+                              group=c if depthwise else 1),
              helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.3, beta=0.4)]
     (want,) = _ort(_model(nodes, {"x": x.shape}, ["y"], {"w": w}), {"x": x})
     k = fmt.block
@@ -129,10 +136,11 @@ def test_conv_kernel_epilogue_activation(fmt: TensorFormat) -> None:
     from mini_infer_cpu_native._conv_extra import act_code
 
     act = act_code({"__act__": "HardSigmoid", "__act_args__": (0.3, 0.4)})
+    wp = calls.pack_depthwise(w, k) if depthwise else calls.pack_dense(w, k)
     blocked.run_calls([calls.conv_call(
-        to_format(x, fmt), calls.pack_dense(w, k), None, None, out, c_in=10, c_out=27,
-        kernel=(3, 3), strides=(1, 1), dilations=(1, 1), begin=(1, 1), depthwise=False,
-        lo=-np.inf, hi=np.inf, act=act)])
+        to_format(x, fmt), wp, None, None, out, c_in=c, c_out=27, kernel=(3, 3),
+        strides=(1, 1), dilations=(1, 1), begin=(1, 1), depthwise=depthwise, lo=-np.inf,
+        hi=np.inf, act=act)])
     _close(from_format(out, fmt, want.shape), want)
     assert not out[:, -1, ..., 27 - (out.shape[1] - 1) * k:].any()
 

@@ -6,7 +6,7 @@ become that one ONNX operator, before plugins are chosen.
   ``x * Clip(x + 3, 0, 6) / 6`` (Paddle's, either order of the product and the division);
 - ``0.5 * x * (1 + Erf(x / sqrt 2))`` -> ``Gelu``, and the tanh form
   ``0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` -> ``Gelu(approximate="tanh")``
-  (GPT-2's), in the orders torch writes them;
+  (GPT-2's), in the orders torch and jax2tf write them;
 - ``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (ReduceMean, Sub, Pow,
   ReduceMean, Add, Sqrt, Div, Mul, Add) -> ``LayerNormalization``;
 - the dynamic-int8 chain ``MatMulInteger -> Cast -> Mul(Mul(x_scale, w_scale)) -> Add``
@@ -122,9 +122,15 @@ def _gelu_tail(g: _Graph, one_plus: str) -> tuple[str, list[int], str] | None:
         xs = [v for v in half.inputs if not _near(g.scalar(v), 0.5)]
         if len(xs) == 1 and len(half.inputs) == 2:
             return xs[0], [g.producer[other], g.producer[m1.outputs[0]]], m1.outputs[0]
-    m2 = _single(g, m1.outputs[0], "Mul")  # Mul(Mul(x, 1 + ...), 0.5)
-    if m2 is not None and _near(g.scalar(g.other(m2, m1.outputs[0]) or ""), 0.5):
-        return other, [g.producer[m1.outputs[0]], g.producer[m2.outputs[0]]], m2.outputs[0]
+    m2 = _single(g, m1.outputs[0], "Mul")
+    if m2 is None:
+        return None
+    nodes = [g.producer[m1.outputs[0]], g.producer[m2.outputs[0]]]
+    if _near(g.scalar(g.other(m2, m1.outputs[0]) or ""), 0.5):  # Mul(Mul(x, 1 + ...), 0.5)
+        return other, nodes, m2.outputs[0]
+    x = g.other(m2, m1.outputs[0])  # Mul(x, Mul(0.5, 1 + ...)) (jax2tf's)
+    if x and _near(g.scalar(other), 0.5):
+        return x, nodes, m2.outputs[0]
     return None
 
 
@@ -168,12 +174,32 @@ def _gelu_inner(g: _Graph, act: Node, x: str) -> list[int] | None:
     cm = g.node(cube_term, "Mul") if cube_term and g.private(cube_term) else None
     if cm is None:
         return None
-    cube = g.other(cm, next((v for v in cm.inputs if _near(g.scalar(v), 0.044715)), ""))
-    pw = g.node(cube, "Pow") if cube and g.private(cube) else None
-    if pw is None or pw.inputs[0] != x or not _near(g.scalar(pw.inputs[1]), 3.0):
+    product = _monomial(g, cube_term or "", x)
+    if product is None or product[0] != 3 or not _near(product[1], 0.044715):
         return None
-    return [g.producer[u], g.producer[w or ""], g.producer[cube_term or ""],
-            g.producer[cube or ""]]
+    return [g.producer[u], g.producer[w or ""], *product[2]]
+
+
+def _monomial(g: _Graph, tensor: str, x: str) -> tuple[int, float, list[int]] | None:
+    """``tensor`` as ``c * x^n`` made by private Mul and Pow nodes in any order (torch's
+    ``0.044715 * Pow(x, 3)``, jax2tf's ``x * (x * (0.044715 * x))``): (n, c, the nodes)."""
+    if tensor == x:
+        return 1, 1.0, []
+    c = g.scalar(tensor)
+    if c is not None:
+        return 0, c, []
+    i = g.producer.get(tensor)
+    n = g.nodes[i] if i is not None else None
+    if n is None or n.domain or not g.private(tensor) or len(n.inputs) != 2:
+        return None
+    if n.op_type == "Pow" and n.inputs[0] == x and _near(g.scalar(n.inputs[1]), 3.0):
+        return 3, 1.0, [i or 0]
+    if n.op_type != "Mul":
+        return None
+    a, b = (_monomial(g, v, x) for v in n.inputs)
+    if a is None or b is None:
+        return None
+    return a[0] + b[0], a[1] * b[1], [*a[2], *b[2], i or 0]
 
 
 def _axes(g: _Graph, reduce: Node) -> list[int] | None:

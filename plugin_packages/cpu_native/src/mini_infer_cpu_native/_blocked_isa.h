@@ -9,17 +9,7 @@
 #define FN(name) CAT(name, SUF)
 #define AI static inline __attribute__((always_inline, target(TGT)))
 #define NI static __attribute__((noinline, target(TGT)))
-
-/* the epilogue of one vector of sums: + bias, + residual, clamp, act, lanes past the
- * channels zeroed (keep < K: the last block), stored */
-AI void FN(finish)(float *y, const float *res, V v, V lo, V hi, long act, V al, V be,
-                   long keep) {
-    if (res) v = ADD(v, LOAD(res));
-    v = MIN(hi, MAX(lo, v));
-    if (act) v = EPI(v, (int)act, al, be);
-    if (keep < K) v = MASKZ(v, keep);
-    STORE(y, v);
-}
+#define DW_KW_MAX 7 /* the widest depthwise kernel with a tile of its own (stride 1) */
 
 /* a dense tile: OB output blocks from ob0, RW output columns (iw0: the input column tap 0
  * of the first reads, sx the input step from one column to the next), taps rows [r0, r1) and
@@ -75,18 +65,37 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
     }
 #undef DENSE_STEP
 #undef DENSE_TAPS
-    if (!last) {
-        for (int o = 0; o < OB; o++)
-            for (int p = 0; p < RW; p++) STORE(yp + o * yob + p * K, acc[o][p]);
-        return;
+    /* the sums stored: as partial sums (not `last`), or + bias, + residual, clamped,
+     * activated, the lanes past the channels zeroed; each step a loop over the whole tile,
+     * unrolled, so that the sums stay in registers and no branch is taken per vector (one
+     * vector at a time through finish() spilled them: 1x1 convolutions of 16 channels, 16
+     * steps a tile, spent a third of their time past the steps) */
+#define TILE_LOOP _Pragma("GCC unroll 4") for (int o = 0; o < OB; o++) \
+                  _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+    const long keep = a->c_out - (ob0 + OB - 1) * K; /* only the last block can be short */
+    if (last) {
+        V bv[OBMAX];
+        _Pragma("GCC unroll 4") for (int o = 0; o < OB; o++)
+            bv[o] = a->bias ? LOAD(a->bias + (ob0 + o) * K) : ZERO;
+        TILE_LOOP acc[o][p] = ADD(acc[o][p], bv[o]);
+        if (rp) TILE_LOOP acc[o][p] = ADD(acc[o][p], LOAD(rp + o * yob + p * K));
+        const V lo = SET1(a->lo), hi = SET1(a->hi);
+        /* max(lo, x), min(hi, .): a NaN (the second operand) passes through */
+        TILE_LOOP acc[o][p] = MIN(hi, MAX(lo, acc[o][p]));
+        if (keep < K && !a->act)
+            _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+                acc[OB - 1][p] = MASKZ(acc[OB - 1][p], keep);
     }
-    const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
-    for (int o = 0; o < OB; o++) {
-        long ob = ob0 + o, keep = a->c_out - ob * K;
-        V bv = a->bias ? LOAD(a->bias + ob * K) : ZERO;
-        for (int p = 0; p < RW; p++)
-            FN(finish)(yp + o * yob + p * K, rp ? rp + o * yob + p * K : NULL,
-                       ADD(acc[o][p], bv), lo, hi, a->act, al, be, keep);
+    TILE_LOOP STORE(yp + o * yob + p * K, acc[o][p]);
+#undef TILE_LOOP
+    if (last && a->act) { /* from y, in L1: an unrolled copy of each activation per vector
+                           * would multiply the code, a loop over acc would spill it */
+        const V al = SET1(a->alpha), be = SET1(a->beta);
+        for (int o = 0; o < OB; o++)
+            for (int p = 0; p < RW; p++) {
+                V v = EPI(LOAD(yp + o * yob + p * K), (int)a->act, al, be);
+                STORE(yp + o * yob + p * K, o == OB - 1 && keep < K ? MASKZ(v, keep) : v);
+            }
     }
 }
 
@@ -195,8 +204,8 @@ NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy0, long 
 
 /* a depthwise tile: RW output columns of block cb */
 AI void FN(dw_tile)(const mi_bconv_args *a, const float *xb, const float *wb, float *yp,
-                    const float *rp, const int RW, long ih0, long r0, long r1, long iw0,
-                    long s0, long s1, long cb) {
+                    const float *rp, const int RW, const int KW, long ih0, long r0, long r1,
+                    long iw0, long s0, long s1, long cb) {
     V acc[DWRW];
     V bv = a->bias ? LOAD(a->bias + cb * K) : ZERO;
     for (int p = 0; p < RW; p++) acc[p] = bv;
@@ -204,16 +213,42 @@ AI void FN(dw_tile)(const mi_bconv_args *a, const float *xb, const float *wb, fl
     for (long r = r0; r < r1; r++) {
         const float *xr = xb + (ih0 + r * a->dh) * a->wd * K;
         const float *wr = wb + r * a->kw * K;
+        if (KW) {
+            /* KW taps a row, stride 1, no dilation, all inside: each input vector loaded once
+             * for the KW sums it enters (RW + KW - 1 loads for RW * KW FMAs, not one each:
+             * 5x5 layers were bound by their loads), each sum still in tap order */
+            const float *xs = xr + iw0 * K;
+            V wv[DW_KW_MAX];
+            _Pragma("GCC unroll 8") for (int t = 0; t < KW; t++) wv[t] = LOAD(wr + t * K);
+            _Pragma("GCC unroll 32") for (int j = 0; j < RW + KW - 1; j++) {
+                const V xv = LOAD(xs + j * K);
+                _Pragma("GCC unroll 8") for (int t = 0; t < KW; t++)
+                    if (j - t >= 0 && j - t < RW) acc[j - t] = FMA(xv, wv[t], acc[j - t]);
+            }
+            continue;
+        }
         for (long s = s0; s < s1; s++) {
             const float *xs = xr + (iw0 + s * a->dw) * K;
             V wv = LOAD(wr + s * K);
             for (int p = 0; p < RW; p++) acc[p] = FMA(LOAD(xs + p * sx), wv, acc[p]);
         }
     }
-    const V lo = SET1(a->lo), hi = SET1(a->hi), al = SET1(a->alpha), be = SET1(a->beta);
-    long keep = a->c_out - cb * K;
-    for (int p = 0; p < RW; p++)
-        FN(finish)(yp + p * K, rp ? rp + p * K : NULL, acc[p], lo, hi, a->act, al, be, keep);
+    /* as the dense tile's: each step unrolled over the tile, the activation from y */
+    const V lo = SET1(a->lo), hi = SET1(a->hi);
+    const long keep = a->c_out - cb * K;
+    if (rp) _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+        acc[p] = ADD(acc[p], LOAD(rp + p * K));
+    _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++) {
+        acc[p] = MIN(hi, MAX(lo, acc[p]));
+        STORE(yp + p * K, keep < K && !a->act ? MASKZ(acc[p], keep) : acc[p]);
+    }
+    if (a->act) {
+        const V al = SET1(a->alpha), be = SET1(a->beta);
+        for (int p = 0; p < RW; p++) {
+            V v = EPI(LOAD(yp + p * K), (int)a->act, al, be);
+            STORE(yp + p * K, keep < K ? MASKZ(v, keep) : v);
+        }
+    }
 }
 
 NI void FN(dw_item)(const mi_bconv_args *a, long n, long cb, long oy) {
@@ -232,11 +267,18 @@ NI void FN(dw_item)(const mi_bconv_args *a, long n, long cb, long oy) {
         float *yp = yrow + ox * K;
         const float *rp = rrow ? rrow + ox * K : NULL;
         if (ox >= lo && ox < hi && hi - ox >= DWRW) {
-            FN(dw_tile)(a, xb, wb, yp, rp, DWRW, ih0, r0, r1, iw0, 0, a->kw, cb);
+            if (a->sw == 1 && a->dw == 1 && a->kw == 3)
+                FN(dw_tile)(a, xb, wb, yp, rp, DWRW, 3, ih0, r0, r1, iw0, 0, 3, cb);
+            else if (a->sw == 1 && a->dw == 1 && a->kw == 5)
+                FN(dw_tile)(a, xb, wb, yp, rp, DWRW, 5, ih0, r0, r1, iw0, 0, 5, cb);
+            else if (a->sw == 1 && a->dw == 1 && a->kw == 7)
+                FN(dw_tile)(a, xb, wb, yp, rp, DWRW, 7, ih0, r0, r1, iw0, 0, 7, cb);
+            else
+                FN(dw_tile)(a, xb, wb, yp, rp, DWRW, 0, ih0, r0, r1, iw0, 0, a->kw, cb);
             ox += DWRW;
         } else {
             long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
-            FN(dw_tile)(a, xb, wb, yp, rp, 1, ih0, r0, r1, iw0, s0, s1, cb);
+            FN(dw_tile)(a, xb, wb, yp, rp, 1, 0, ih0, r0, r1, iw0, s0, s1, cb);
             ox++;
         }
     }
@@ -348,3 +390,4 @@ NI void FN(resize_row)(const mi_bresize_args *a, long nb, long oy) {
 #undef FN
 #undef AI
 #undef NI
+#undef DW_KW_MAX
