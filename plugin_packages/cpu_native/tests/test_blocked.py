@@ -99,6 +99,53 @@ def test_conv_kernel_against_onnxruntime(case: tuple[Any, ...], fmt: TensorForma
     assert not out[:, -1, ..., m - (out.shape[1] - 1) * k:].any()  # the padding lanes: zeros
 
 
+STEMS = [  # (c, m, hw, kernel, strides, dilations, pads): a LINEAR x of at most 4 channels
+    (3, 16, (33, 31), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),  # MobileNet's
+    (3, 70, (23, 21), (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # ResNet's, odd widths
+    (1, 9, (9, 10), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # stride 1
+    (4, 40, (11, 12), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),  # pointwise (as one row)
+    (2, 13, (15, 14), (3, 5), (3, 1), (2, 1), (2, 0, 1, 2)),  # stride 3, dilated, uneven
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("case", STEMS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}")
+def test_stem_kernel_reads_a_linear_input(case: tuple[Any, ...], fmt: TensorFormat) -> None:
+    """A stem's few channels read LINEAR, in their planes, into a blocked y: + bias, the
+    residual, Clip, as onnxruntime's Conv then Add and Clip."""
+    c, m, hw, kernel, strides, dilations, pads = case
+    rng = np.random.default_rng(c * 100 + m)
+    x, w, b = _rand(rng, 2, c, *hw), _rand(rng, m, c, *kernel), _rand(rng, m)
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(kernel),
+                            strides=list(strides), dilations=list(dilations), pads=list(pads))
+    (y,) = _ort(_model([conv], {"x": x.shape}, ["c"], {"w": w, "b": b}), {"x": x})
+    r = _rand(rng, *y.shape)
+    k = fmt.block
+    out = np.full(to_format(y, fmt).shape, np.nan, np.float32)
+    blocked.run_calls([calls.conv_call(
+        x, calls.pack_dense(w, k), calls._padded_channels(b, k), to_format(r, fmt), out,
+        c_in=c, c_out=m, kernel=kernel, strides=strides, dilations=dilations,
+        begin=pads[:2], depthwise=False, lo=-0.5, hi=1.5)])
+    _close(from_format(out, fmt, y.shape), np.clip(y + r, -0.5, 1.5))
+    assert not out[:, -1, ..., m - (out.shape[1] - 1) * k:].any()
+
+
+def test_stem_kernel_refuses_what_it_cannot_take() -> None:
+    """A LINEAR x of more channels than a block, or into a depthwise convolution."""
+    k = calls.ISA & 2 and 16 or 8
+    y = np.zeros((1, 2, 4, 4, k), np.float32)
+    with pytest.raises(ValueError, match="LINEAR x"):
+        calls.conv_call(np.zeros((1, k + 1, 4, 4), np.float32),
+                        calls.pack_dense(np.zeros((2 * k, k + 1, 1, 1), np.float32), k), None,
+                        None, y, c_in=k + 1, c_out=2 * k, kernel=(1, 1), strides=(1, 1),
+                        dilations=(1, 1), begin=(0, 0), depthwise=False, lo=0.0, hi=1.0)
+    with pytest.raises(ValueError, match="LINEAR x"):
+        calls.conv_call(np.zeros((1, 3, 4, 4), np.float32),
+                        calls.pack_depthwise(np.zeros((3, 1, 3, 3), np.float32), k), None,
+                        None, y[:, :1], c_in=3, c_out=3, kernel=(3, 3), strides=(1, 1),
+                        dilations=(1, 1), begin=(1, 1), depthwise=True, lo=0.0, hi=1.0)
+
+
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
 def test_conv_kernel_residual_in_place(fmt: TensorFormat) -> None:
     """The residual's buffer as the output: the kernel sums its input blocks in passes that
@@ -419,6 +466,52 @@ def test_light_cnn_with_blocked_formats_matches_onnxruntime(offered: TensorForma
     want = _ort(model, feeds)
     for g, w in zip(got, want, strict=True):
         _close(g, w)
+
+
+_STEM_CHILD = """
+import sys
+import numpy as np
+import mini_infer_core as mi
+engine = mi.Runtime().load_engine(sys.argv[1])
+stem = next(nd for nd in engine.nodes if nd.inputs[0] == "x")
+assert stem.op_type == "Conv", stem
+assert engine.tensors[stem.outputs[0]].format.block, engine.tensors[stem.outputs[0]]
+out = engine.create_execution_context().execute({"x": np.load(sys.argv[2])})
+np.save(sys.argv[3], np.asarray(out["y"]))
+"""
+
+
+def test_a_stem_reads_the_graph_input_in_place(offered: TensorFormat, tmp_path: Any) -> None:
+    """The 3-channel input goes to the stem LINEAR, with no Reformat step (blocked, it would
+    be 16 lanes a pixel, 13 of them zeros); the stem writes the blocked format. New input
+    arrays, one changed in place and one of other strides give onnxruntime's results, and
+    so does the engine read back from its file in another process."""
+    import subprocess
+    import sys
+
+    model, feeds = _mobile_block(np.random.default_rng(13))
+    engine = _engine(model)
+    readers = [nd for nd in engine.nodes if "x" in nd.inputs]
+    assert [nd.op_type for nd in readers] == ["Conv"], readers
+    assert engine.tensors["x"].format is TensorFormat.LINEAR
+    assert engine.tensors[readers[0].outputs[0]].format is offered
+    rng = np.random.default_rng(14)
+    fresh = _rand(rng, 1, 3, 33, 31)
+    with engine.create_execution_context() as ctx:
+        for x in (feeds["x"], fresh, None, np.asfortranarray(_rand(rng, 1, 3, 33, 31))):
+            if x is None:  # the same array again, its contents changed in place
+                x = fresh
+                x *= -1.5
+            got = ctx.execute({"x": x})
+            for name, want in zip(["y", "r"], _ort(model, {"x": x}), strict=True):
+                _close(np.asarray(got[name]), want)
+    path, xs, out = tmp_path / "stem.engine", tmp_path / "x.npy", tmp_path / "y.npy"
+    engine.save(str(path))
+    np.save(xs, feeds["x"])
+    done = subprocess.run([sys.executable, "-c", _STEM_CHILD, str(path), str(xs), str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _close(np.load(out), _ort(model, feeds)[0])
 
 
 def test_blocked_convolutions_plan_no_workspace(offered: TensorFormat) -> None:

@@ -239,7 +239,8 @@ int mi_bconv2d_f32(const mi_bconv_args *a) {
         a->kh < 1 || a->kw < 1 || a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 ||
         a->cb_in != ceil_div(a->c_in, a->k) || a->cb_out != ceil_div(a->c_out, a->k) ||
         (a->depthwise && a->c_in != a->c_out) || !mi_epi_valid((int)a->act) || a->group < 0 ||
-        (a->group > 1 && (a->depthwise || a->c_in % a->group || a->c_out % a->group)))
+        (a->group > 1 && (a->depthwise || a->c_in % a->group || a->c_out % a->group)) ||
+        (a->x_linear && (a->x_linear != 1 || a->depthwise || a->group > 1 || a->cb_in != 1)))
         return MI_EARGS;
     if (a->group > 1) { /* c_w: the widest block's channel range */
         long widest = 0, lo, hi;

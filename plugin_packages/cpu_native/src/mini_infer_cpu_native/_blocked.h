@@ -22,7 +22,9 @@
  *     widest range) with zeros where a lane's group does not read the channel;
  *   depthwise (1): group = c_in = c_out; w[cb][kh][kw][k] (cb_out == cb_in).
  * bias: cb_out * k floats (NULL: none); res: y's shape (NULL: none); act, alpha, beta as
- * _epi.h's (0: none). */
+ * _epi.h's (0: none).
+ * x_linear 1: x is LINEAR (N, c_in, h, wd), not blocked (a stem's few channels read in
+ * place: dense, one group, c_in <= k, cb_in 1; the weights as for one group). */
 typedef struct {
     const float *x, *w, *bias, *res;
     float *y;
@@ -34,6 +36,7 @@ typedef struct {
     long act;
     float alpha, beta;
     long group, c_w;
+    long x_linear;
 } mi_bconv_args;
 
 /* max (average 0) or average pooling, 2-D, of the blocked x into the blocked y (cb blocks of

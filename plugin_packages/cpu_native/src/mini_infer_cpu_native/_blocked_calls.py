@@ -15,9 +15,9 @@ from mini_infer_core.plugin.arrays import NDArray
 
 from ._native import Act, Call, _call, _kernel, _lib
 
-__all__ = ["ISA", "binary_call", "concat_call", "conv_call", "group_ranges", "pack_dense",
-           "pack_depthwise", "pack_grouped", "padzero_call", "pool_call", "reformat_call",
-           "resize_call", "split_call"]
+__all__ = ["ISA", "STEM_CHANNELS", "binary_call", "concat_call", "conv_call", "group_ranges",
+           "pack_dense", "pack_depthwise", "pack_grouped", "padzero_call", "pool_call",
+           "reformat_call", "resize_call", "split_call"]
 
 Array = NDArray[Any]
 _P = ctypes.c_void_p
@@ -31,7 +31,7 @@ class BConvArgs(ctypes.Structure):
                                     "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "k",
                                     "depthwise")),
                 ("lo", _F), ("hi", _F), ("act", _L), ("alpha", _F), ("beta", _F),
-                ("group", _L), ("c_w", _L)]
+                ("group", _L), ("c_w", _L), ("x_linear", _L)]
 
 
 class BPoolArgs(ctypes.Structure):
@@ -112,6 +112,9 @@ def _check(kernel: str, ok: bool, what: str) -> None:
 
 #: the output blocks a dense tile of _blocked.c sums (OBMAX): 4 of 16 lanes, 2 of 8
 TILE_BLOCKS = {16: 4, 8: 2}
+#: the most input channels a convolution reads from a LINEAR x into a blocked y (a stem:
+#: its 3 channels in place, not reformatted into blocks of 16 lanes, 13 of them zeros)
+STEM_CHANNELS = 4
 
 
 def _aligned(v: Array) -> Array:
@@ -189,14 +192,24 @@ def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Arr
     """The call writing the blocked ``y`` (N, ceil(M/k), OH, OW, k) = act(clamp(conv(x) +
     bias + res, lo, hi)) from the blocked ``x``, the packed weights ``wp``
     (:func:`pack_dense`, :func:`pack_grouped` for ``group`` > 1 not depthwise,
-    :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats)."""
+    :func:`pack_depthwise`) and ``bias`` (ceil(M/k) * k floats). ``x`` may be LINEAR
+    (N, C, H, W) where the convolution is dense with C <= k (a stem: :data:`STEM_CHANNELS`):
+    its planes are read in place."""
     name = "mi_bconv2d_f32"
-    _check(name, x.ndim == 5 and y.ndim == 5 and x.shape[4] == y.shape[4] in (8, 16),
+    linear = x.ndim == 4
+    if linear:
+        _check(name, y.ndim == 5 and y.shape[4] in (8, 16) and not depthwise and group == 1
+               and 0 < x.shape[1] <= y.shape[4], f"a LINEAR x {x.shape} into y {y.shape}: "
+               f"one group of at most {y.shape[4]} channels")
+        x = x[:, :, :, :, None]  # (N, C, H, W, 1): the same memory, its planes as "blocks"
+    _check(name, x.ndim == 5 and y.ndim == 5 and (linear or x.shape[4] == y.shape[4])
+           and y.shape[4] in (8, 16),
            f"x {x.shape} and y {y.shape} must be blocked 2-D tensors of one block size")
-    k = x.shape[4]
+    k = y.shape[4]
     _check(name, _ready(x, wp, bias, res, y), "arrays must be float32, C-contiguous, aligned")
-    _check(name, x.shape[1] == -(-c_in // k) and y.shape[1] == -(-c_out // k)
-           and x.shape[0] == y.shape[0], f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
+    _check(name, x.shape[1] == (c_in if linear else -(-c_in // k))
+           and y.shape[1] == -(-c_out // k) and x.shape[0] == y.shape[0],
+           f"x {x.shape} / y {y.shape} against {c_in} -> {c_out}")
     kh, kw = (int(v) for v in kernel)
     grouped = group > 1 and not depthwise
     _check(name, not grouped or (c_in % group == 0 and c_out % group == 0),
@@ -204,19 +217,19 @@ def conv_call(x: Array, wp: Array, bias: Array | None, res: Array | None, y: Arr
     c_w = max((hi_ - lo_ for lo_, hi_ in group_ranges(c_out, c_in, group, k)), default=0) \
         if grouped else c_in
     want = (y.shape[1], kh, kw, k) if depthwise else (y.shape[1], kh, kw, c_w, k) \
-        if grouped else (-(-y.shape[1] // TILE_BLOCKS[k]), x.shape[1], kh, kw, k,
-                         TILE_BLOCKS[k], k)
+        if grouped else (-(-y.shape[1] // TILE_BLOCKS[k]), 1 if linear else x.shape[1], kh, kw,
+                         k, TILE_BLOCKS[k], k)
     _check(name, wp.shape == want, f"packed weights {wp.shape}, expected {want}")
     _check(name, bias is None or bias.shape == (y.shape[1] * k,),
            f"bias of shape {getattr(bias, 'shape', None)}, expected ({y.shape[1] * k},)")
     _check(name, res is None or res.shape == y.shape,
            f"residual of shape {getattr(res, 'shape', None)}, expected y's {y.shape}")
     args = BConvArgs(_ptr(x), _ptr(wp), _ptr(bias), _ptr(res), _ptr(y), x.shape[0], c_in,
-                     x.shape[1], x.shape[2], x.shape[3], c_out, y.shape[1], y.shape[2],
-                     y.shape[3], kh, kw, int(strides[0]), int(strides[1]), int(dilations[0]),
-                     int(dilations[1]), int(begin[0]), int(begin[1]), k, int(depthwise),
-                     float(lo), float(hi), int(act[0]), float(act[1]), float(act[2]),
-                     group if grouped else 1, c_w if grouped else 0)
+                     1 if linear else x.shape[1], x.shape[2], x.shape[3], c_out, y.shape[1],
+                     y.shape[2], y.shape[3], kh, kw, int(strides[0]), int(strides[1]),
+                     int(dilations[0]), int(dilations[1]), int(begin[0]), int(begin[1]), k,
+                     int(depthwise), float(lo), float(hi), int(act[0]), float(act[1]),
+                     float(act[2]), group if grouped else 1, c_w if grouped else 0, int(linear))
     return _call(_conv, args, x, wp, bias, res, y)
 
 

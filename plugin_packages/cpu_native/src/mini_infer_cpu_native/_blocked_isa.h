@@ -10,6 +10,17 @@
 #define AI static inline __attribute__((always_inline, target(TGT)))
 #define NI static __attribute__((noinline, target(TGT)))
 #define DW_KW_MAX 7 /* the widest depthwise kernel with a tile of its own (stride 1) */
+/* loops over a tile's sums unrolled (the sums then stay in registers); not in the
+ * sanitizers' builds (MI_NO_CLONES), where the unrolled copies of every tile shape took
+ * minutes of compiling each */
+#ifdef MI_NO_CLONES
+#define UNROLL(n)
+#define FEW_SHAPES 1 /* and fewer tile shapes compiled: the same code, other constants */
+#else
+#define FEW_SHAPES 0
+#define UNROLL_(x) _Pragma(#x)
+#define UNROLL(n) UNROLL_(GCC unroll n)
+#endif
 
 /* a dense tile: OB output blocks from ob0, RW output columns (iw0: the input column tap 0
  * of the first reads, sx the input step from one column to the next), taps rows [r0, r1) and
@@ -18,7 +29,8 @@
  * blocks of the range (first) and from y's partial sums otherwise; the epilogue runs on the
  * last (last), partial sums are stored otherwise. */
 AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, float *yp,
-                       const float *rp, const int OB, const int RW, const long sx, long ih0,
+                       const float *rp, const int OB, const int RW, const int LIN,
+                       const long sx, long ih0,
                        long r0, long r1, long iw0, long s0, long s1, long ob0, long c_lo,
                        long c_hi, long ib0, long ib1, int first, int last) {
     V acc[OBMAX][RWMAX];
@@ -28,18 +40,21 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
     /* the weights of output block ob0 + o, tap t, lane l of input block icb:
      * one group (OBMAX blocks interleaved): w + (ob0 / OBMAX) gs + icb bs + t ts + l LS + o K;
      * several: w + (ob0 + o) wob + t ts + icb bs + l K - c_lo K (mi_bconv_args) */
+    /* LIN: x LINEAR (a stem's few channels in their planes): a pixel 1 float on, a lane
+     * (channel) a plane on, one block */
     const long taps = a->kh * a->kw, hwk = a->h * a->wd * K;
+    const long px = LIN ? 1 : K, lane = LIN ? a->h * a->wd : 1;
 #define DENSE_TAPS(LS, OS, WT, BS)                                                          \
     for (long r = r0; r < r1; r++)                                                          \
         for (long s = s0; s < s1; s++) {                                                    \
             /* the tap's input at block 0, lane 0; its weights, the range's first channel */ \
-            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * K;         \
+            const float *xt = xn + ((ih0 + r * a->dh) * a->wd + iw0 + s * a->dw) * px;        \
             const float *wt = (WT);                                                         \
             for (long icb = ib0; icb < ib1; icb++) {                                        \
                 const float *xb = xt + icb * hwk, *wb = wt + icb * (BS);                    \
                 /* lanes [l0, l1) are in the range */                                       \
                 const long l0 = lmax(0, c_lo - icb * K), l1 = lmin(K, c_hi - icb * K);      \
-                if (l0 == 0 && l1 == K) {                                                   \
+                if (!LIN && l0 == 0 && l1 == K) { /* LIN: c_in <= STEM_CHANNELS < K */     \
                     for (int l = 0; l < K; l++) DENSE_STEP(l, LS, OS);                      \
                 } else {                                                                    \
                     for (long l = l0; l < l1; l++) DENSE_STEP(l, LS, OS);                   \
@@ -51,7 +66,7 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
         V wv[OBMAX];                                                                        \
         for (int o = 0; o < OB; o++) wv[o] = LOAD(wb + (l) * (LS) + o * (OS));              \
         for (int p = 0; p < RW; p++) {                                                      \
-            V xv = SET1(xb[p * sx + (l)]);                                                  \
+            V xv = SET1(xb[p * sx + (l) * lane]);                                           \
             for (int o = 0; o < OB; o++) acc[o][p] = FMA(wv[o], xv, acc[o][p]);             \
         }                                                                                   \
     } while (0)
@@ -70,12 +85,12 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
      * unrolled, so that the sums stay in registers and no branch is taken per vector (one
      * vector at a time through finish() spilled them: 1x1 convolutions of 16 channels, 16
      * steps a tile, spent a third of their time past the steps) */
-#define TILE_LOOP _Pragma("GCC unroll 4") for (int o = 0; o < OB; o++) \
-                  _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+#define TILE_LOOP UNROLL(4) for (int o = 0; o < OB; o++) \
+                  UNROLL(16) for (int p = 0; p < RW; p++)
     const long keep = a->c_out - (ob0 + OB - 1) * K; /* only the last block can be short */
     if (last) {
         V bv[OBMAX];
-        _Pragma("GCC unroll 4") for (int o = 0; o < OB; o++)
+        UNROLL(4) for (int o = 0; o < OB; o++)
             bv[o] = a->bias ? LOAD(a->bias + (ob0 + o) * K) : ZERO;
         TILE_LOOP acc[o][p] = ADD(acc[o][p], bv[o]);
         if (rp) TILE_LOOP acc[o][p] = ADD(acc[o][p], LOAD(rp + o * yob + p * K));
@@ -83,7 +98,7 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
         /* max(lo, x), min(hi, .): a NaN (the second operand) passes through */
         TILE_LOOP acc[o][p] = MIN(hi, MAX(lo, acc[o][p]));
         if (keep < K && !a->act)
-            _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+            UNROLL(16) for (int p = 0; p < RW; p++)
                 acc[OB - 1][p] = MASKZ(acc[OB - 1][p], keep);
     }
     TILE_LOOP STORE(yp + o * yob + p * K, acc[o][p]);
@@ -102,9 +117,9 @@ AI void FN(dense_tile)(const mi_bconv_args *a, const float *xn, const float *w, 
 /* columns [c0, c1) of output row oy, OB blocks from ob0 (input channels [c_lo, c_hi), their
  * blocks [ib0, ib1) this pass), image n */
 AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c0, long c1,
-                       const int OB, const long SX, long c_lo, long c_hi, long ib0, long ib1,
-                       int first, int last) {
-    const float *xn = a->x + n * a->cb_in * a->h * a->wd * K;
+                       const int OB, const int LIN, const long SX, long c_lo, long c_hi,
+                       long ib0, long ib1, int first, int last) {
+    const float *xn = a->x + n * (LIN ? a->c_in : a->cb_in * K) * a->h * a->wd;
     const long yoff = ((n * a->cb_out + ob0) * a->oh + oy) * a->ow * K;
     float *yrow = a->y + yoff;
     const float *rrow = a->res ? a->res + yoff : NULL;
@@ -121,15 +136,19 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
              * interior split into tiles of even widths (no narrow last tile) */
             const long rwt = OB >= 3 ? RW_WIDE3 : OB == 2 ? RW_WIDE2 : RW_WIDE1;
             long left = hi - ox, tiles = (left + rwt - 1) / rwt;
-            long rw = (left + tiles - 1) / tiles;
+            /* a stem (LIN): full tiles, the rest in tiles of 8, 4, 2, 1 (those widths
+             * compiled, not every one: the copies of every width cost minutes of compiling
+             * in the sanitizers' builds, for a few layers) */
+            long rw = !(LIN || FEW_SHAPES) ? (left + tiles - 1) / tiles : left >= rwt ? rwt
+                      : left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
             long iw0 = ox * a->sw - a->pl;
             float *yp = yrow + ox * K;
             const float *rp = rrow ? rrow + ox * K : NULL;
 #define DENSE_RW(R)                                                                         \
     case R:                                                                                 \
-        if (R <= rwt)                                                                       \
-            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, SX, ih0, r0, r1, \
-                           iw0, 0, a->kw, ob0, c_lo, c_hi, ib0, ib1, first, last);          \
+        if (R <= rwt && (!(LIN || FEW_SHAPES) || R == rwt || (R & (R - 1)) == 0))           \
+            FN(dense_tile)(a, xn, a->w, yp, rp, OB, R <= RWMAX ? R : RWMAX, LIN, SX, ih0,   \
+                           r0, r1, iw0, 0, a->kw, ob0, c_lo, c_hi, ib0, ib1, first, last);  \
         break;
             switch (rw) {
                 DENSE_RW(1) DENSE_RW(2) DENSE_RW(3) DENSE_RW(4) DENSE_RW(5) DENSE_RW(6)
@@ -142,8 +161,9 @@ AI void FN(dense_cols)(const mi_bconv_args *a, long n, long ob0, long oy, long c
         } else {
             long iw0 = ox * a->sw - a->pl;
             long s0 = lmin(first_in(iw0, a->dw), a->kw), s1 = end_in(iw0, a->dw, a->wd, a->kw);
-            FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, SX,
-                           ih0, r0, r1, iw0, s0, s1, ob0, c_lo, c_hi, ib0, ib1, first, last);
+            FN(dense_tile)(a, xn, a->w, yrow + ox * K, rrow ? rrow + ox * K : NULL, OB, 1, LIN,
+                           SX, ih0, r0, r1, iw0, s0, s1, ob0, c_lo, c_hi, ib0, ib1, first,
+                           last);
             ox++;
         }
     }
@@ -178,21 +198,34 @@ NI void FN(dense_item)(const mi_bconv_args *a, long n, long ob0, long oy0, long 
                 /* the column step a compile-time constant for strides 1 and 2: the tile's
                  * broadcasts then take immediate offsets from one register (a runtime step
                  * spilled them) */
-#define DENSE_OB(R, SX) FN(dense_cols)(a, n, ob, oy, c0, c1, R, SX, lo, hi, ib0, ib1, first, last)
-#define DENSE_RUN(SX)                                                                       \
+#define DENSE_OB(R, L, SX)                                                                  \
+    FN(dense_cols)(a, n, ob, oy, c0, c1, R, L, SX, lo, hi, ib0, ib1, first, last)
+#define DENSE_RUN(L, SX)                                                                    \
         switch (run) {                                                                      \
-        case 1: DENSE_OB(1, SX); break;                                                     \
-        case 2: DENSE_OB(2, SX); break;                                                     \
-        case 3: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 3 : 1, SX); break;                      \
-        case 4: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 4 : 1, SX); break;                      \
+        case 1: DENSE_OB(1, L, SX); break;                                                  \
+        case 2: DENSE_OB(2, L, SX); break;                                                  \
+        case 3: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 3 : 1, L, SX); break;                   \
+        case 4: if (OBMAX > 2) DENSE_OB(OBMAX > 2 ? 4 : 1, L, SX); break;                   \
         default: break;                                                                     \
         }
-                if (a->sw == 1) {
-                    DENSE_RUN(K)
+                if (FEW_SHAPES) {
+                    if (a->x_linear) {
+                        DENSE_RUN(1, a->sw)
+                    } else {
+                        DENSE_RUN(0, a->sw * K)
+                    }
+                } else if (a->x_linear) { /* a stem's planes: a column a float on */
+                    if (a->sw == 2) {
+                        DENSE_RUN(1, 2)
+                    } else {
+                        DENSE_RUN(1, a->sw)
+                    }
+                } else if (a->sw == 1) {
+                    DENSE_RUN(0, K)
                 } else if (a->sw == 2) {
-                    DENSE_RUN(2 * K)
+                    DENSE_RUN(0, 2 * K)
                 } else {
-                    DENSE_RUN(a->sw * K)
+                    DENSE_RUN(0, a->sw * K)
                 }
 #undef DENSE_RUN
 #undef DENSE_OB
@@ -219,10 +252,10 @@ AI void FN(dw_tile)(const mi_bconv_args *a, const float *xb, const float *wb, fl
              * 5x5 layers were bound by their loads), each sum still in tap order */
             const float *xs = xr + iw0 * K;
             V wv[DW_KW_MAX];
-            _Pragma("GCC unroll 8") for (int t = 0; t < KW; t++) wv[t] = LOAD(wr + t * K);
-            _Pragma("GCC unroll 32") for (int j = 0; j < RW + KW - 1; j++) {
+            UNROLL(8) for (int t = 0; t < KW; t++) wv[t] = LOAD(wr + t * K);
+            UNROLL(32) for (int j = 0; j < RW + KW - 1; j++) {
                 const V xv = LOAD(xs + j * K);
-                _Pragma("GCC unroll 8") for (int t = 0; t < KW; t++)
+                UNROLL(8) for (int t = 0; t < KW; t++)
                     if (j - t >= 0 && j - t < RW) acc[j - t] = FMA(xv, wv[t], acc[j - t]);
             }
             continue;
@@ -236,9 +269,9 @@ AI void FN(dw_tile)(const mi_bconv_args *a, const float *xb, const float *wb, fl
     /* as the dense tile's: each step unrolled over the tile, the activation from y */
     const V lo = SET1(a->lo), hi = SET1(a->hi);
     const long keep = a->c_out - cb * K;
-    if (rp) _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++)
+    if (rp) UNROLL(16) for (int p = 0; p < RW; p++)
         acc[p] = ADD(acc[p], LOAD(rp + p * K));
-    _Pragma("GCC unroll 16") for (int p = 0; p < RW; p++) {
+    UNROLL(16) for (int p = 0; p < RW; p++) {
         acc[p] = MIN(hi, MAX(lo, acc[p]));
         STORE(yp + p * K, keep < K && !a->act ? MASKZ(acc[p], keep) : acc[p]);
     }
@@ -391,3 +424,6 @@ NI void FN(resize_row)(const mi_bresize_args *a, long nb, long oy) {
 #undef AI
 #undef NI
 #undef DW_KW_MAX
+#undef UNROLL
+#undef FEW_SHAPES
+#undef UNROLL_

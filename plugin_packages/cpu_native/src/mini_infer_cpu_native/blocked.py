@@ -10,7 +10,9 @@ LINEAR). The mixins below go in front of the cpu_native plugins that take it:
   strided, dilated, padded), depthwise ones and grouped ones of whole blocks per group (the
   kernel takes any grouping; the others decline, and the builder keeps them LINEAR with
   reformats around), with bias, residual, Relu / Clip and the epilogue activations
-  (HardSwish, Sigmoid, Swish, HardSigmoid) fused; the weights packed once per weight array
+  (HardSwish, Sigmoid, Swish, HardSigmoid) fused; a stem of at most
+  :data:`._blocked_calls.STEM_CHANNELS` input channels reads X LINEAR in place (the image
+  is not reformatted), its residual and Y blocked; the weights packed once per weight array
   (``(ceil(M/k), kh, kw, C, k)``, grouped ``(ceil(M/k), kh, kw, c_w, k)``, depthwise
   ``(ceil(C/k), kh, kw, k)``);
 * :class:`BlockedPool` (MaxPool without Indices, AveragePool) and
@@ -234,9 +236,30 @@ class BlockedConv(_Formats):
         return self._own_gemm(x, w, 4, group) and _tap_gemm.applies(
             x, w, group, self._plan_for(x, w, 4, group))
 
+    def _stem(self, in_out: Sequence[PluginTensorDesc]) -> bool:
+        """Whether X has few enough channels (:data:`STEM_CHANNELS`) to be read LINEAR in
+        place by a blocked convolution (a 2-D one of one group, float32, known channels):
+        a stem's 3-channel image, which blocked would be 16 lanes a pixel, 13 of them
+        zeros, reformatted first (a 224x224 input: 0.23 ms, then read again by the stem)."""
+        from ._blocked_calls import STEM_CHANNELS
+        x, w = in_out[0], in_out[1]
+        return (x.dtype is DataType.FLOAT and len(x.shape) == 4 == len(w.shape)
+                and 0 < x.shape[1] <= STEM_CHANNELS and w.shape[1] == x.shape[1]
+                and int(self.attrs.get("group") or 1) == 1)
+
+    def _lead(self, pos: int, in_out: Sequence[PluginTensorDesc], num_inputs: int
+              ) -> TensorFormat:
+        """A stem's X is LINEAR whatever Y's format: the residual and Y follow Y's."""
+        if pos and self._stem(in_out):
+            return in_out[num_inputs].format
+        return super()._lead(pos, in_out, num_inputs)
+
     def _blocked_combination(self, pos: int, in_out: Sequence[PluginTensorDesc],
                              num_inputs: int) -> bool:
         desc, first = in_out[pos], in_out[0]
+        if self._stem(in_out):  # X stays LINEAR; the residual and Y blocked alike
+            return pos > 0 and _blocked_at(desc, (4,)) and (
+                pos == num_inputs or desc.format is in_out[num_inputs].format)
         if not _blocked_at(desc, self._ranks) or len(desc.shape) != len(first.shape):
             return False
         if pos == 0:
@@ -300,7 +323,13 @@ class BlockedConv(_Formats):
         )
         c_in = w.shape[1] * group  # W in ONNX's order (pack_constants)
         depthwise = group != 1 and group == c_in == w.shape[0]
-        if x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
+        fresh = False  # X copied for this run: its calls are not kept
+        if self.input_descs[0] is not None and not self.input_descs[0].format.block:
+            # a stem's LINEAR X (N, C, H, W), read in place; a graph input of other strides
+            # copied (its object may come back with other contents)
+            fresh = not (x.flags.c_contiguous and x.dtype == np.float32)
+            x = np.ascontiguousarray(x, np.float32)
+        elif x.ndim == 4:  # 1-D (N, CB, L, k): as 2-D of height 1 (views)
             x, out = x[:, :, None], out[:, :, None]
             r = None if r is None else r[:, :, None]
         wshape = (*w.shape[:2], 1, w.shape[2]) if w.ndim == 3 else w.shape
@@ -320,6 +349,10 @@ class BlockedConv(_Formats):
                          kernel=win.kernel, strides=win.strides, dilations=win.dilations,
                          begin=geo.begin, depthwise=depthwise, lo=lo, hi=hi, act=act,
                          group=group)
+        if fresh:
+            self._calls = None
+            run_calls([call])
+            return True
         return self._run_blocked(key, [call])
 
 

@@ -985,6 +985,32 @@ static void blocked_kernels(unsigned seed) {
                         bad += !near(y[at], s, 1e-4);
                     }
         CHECK(bad == 0, "bconv k=%ld: %ld sums differ from the plain loops", k, bad);
+        /* a stem: 3 channels read LINEAR (N, 3, H, W), the same geometry, one input block */
+        enum { CS = 3 };
+        float *xl = randoms(N * CS * H * W, &seed, 2.0f), *ws = randoms(G * 9 * k * T * k, &seed, 1.0f);
+        mi_bconv_args st = {xl, ws, b, r, y, N, CS, 1, H, W, M, cbo, OH, OW, 3, 3, 2, 2, 1, 1,
+                            1, 1, k, 0, -1.0f, 1.0f, 0, 0.0f, 0.0f, 0, 0, 1};
+        CHECK(mi_bconv2d_f32(&st) == 0, "bconv stem failed");
+        bad = 0;
+        for (long n = 0; n < N; n++)
+            for (long m = 0; m < M; m++)
+                for (long oy = 0; oy < OH; oy++)
+                    for (long ox = 0; ox < OW; ox++) {
+                        long ob = m / k, l = m % k, at = (((n * cbo + ob) * OH + oy) * OW + ox) * k + l;
+                        double s = b[ob * k + l] + r[at];
+                        for (long c = 0; c < CS; c++)
+                            for (long i = 0; i < 3; i++)
+                                for (long j = 0; j < 3; j++) {
+                                    long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                    s += (double)ws[((((ob / T) * 3 + i) * 3 + j) * k + c) * T * k + (ob % T) * k + l] *
+                                         xl[((n * CS + c) * H + iy) * W + ix];
+                                }
+                        s = s < -1 ? -1 : s > 1 ? 1 : s;
+                        bad += !near(y[at], s, 1e-4);
+                    }
+        CHECK(bad == 0, "bconv stem k=%ld: %ld sums differ from the plain loops", k, bad);
+        free(xl), free(ws);
         /* depthwise 3x3, stride 1, pad 1, over C channels */
         float *wd = randoms(cbi * 9 * k, &seed, 1.0f), *yd = randoms(N * cbi * H * W * k, &seed, 1.0f);
         mi_bconv_args d = {x, wd, NULL, NULL, yd, N, C, cbi, H, W, C, cbi, H, W, 3, 3, 1, 1, 1, 1,
