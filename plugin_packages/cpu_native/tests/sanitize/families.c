@@ -946,6 +946,35 @@ static void nbits_products(unsigned seed) {
 
 static void blocked_more(unsigned seed);
 
+/* the outputs of a dense 3x3 stride-2 pad-1 blocked convolution (one group, bias, residual,
+ * clamp to [-1, 1]) that differ from plain loops over its layouts: x blocked, or LINEAR
+ * (x_linear: a stem's planes); w one group's, T output blocks a tile */
+static long bconv_errors(const mi_bconv_args *a, long T) {
+    long k = a->k, cbi = a->cb_in, cbo = a->cb_out, H = a->h, W = a->wd, bad = 0;
+    for (long n = 0; n < a->n; n++)
+        for (long m = 0; m < a->c_out; m++)
+            for (long oy = 0; oy < a->oh; oy++)
+                for (long ox = 0; ox < a->ow; ox++) {
+                    long ob = m / k, l = m % k;
+                    long at = (((n * cbo + ob) * a->oh + oy) * a->ow + ox) * k + l;
+                    double s = a->bias[ob * k + l] + a->res[at];
+                    for (long c = 0; c < a->c_in; c++)
+                        for (long i = 0; i < 3; i++)
+                            for (long j = 0; j < 3; j++) {
+                                long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                long wi = (((((ob / T) * cbi + c / k) * 3 + i) * 3 + j) * k +
+                                           c % k) * T * k + (ob % T) * k + l;
+                                long xi = a->x_linear ? ((n * a->c_in + c) * H + iy) * W + ix
+                                          : (((n * cbi + c / k) * H + iy) * W + ix) * k + c % k;
+                                s += (double)a->w[wi] * a->x[xi];
+                            }
+                    s = s < -1 ? -1 : s > 1 ? 1 : s;
+                    bad += !near(a->y[at], s, 1e-4);
+                }
+    return bad;
+}
+
 /* the channel-blocked kernels (_blocked.c) at each block size the CPU runs, against plain
  * loops over the same blocked layout: a padded strided 3x3 convolution with residual and
  * clamp, a depthwise one, max pooling, a broadcast Mul, Concat at an unaligned offset (then
@@ -966,24 +995,7 @@ static void blocked_kernels(unsigned seed) {
         mi_bconv_args a = {x, w, b, r, y, N, C, cbi, H, W, M, cbo, OH, OW, 3, 3, 2, 2, 1, 1,
                            1, 1, k, 0, -1.0f, 1.0f, 0, 0.0f, 0.0f};
         CHECK(mi_bconv2d_f32(&a) == 0, "bconv failed");
-        long bad = 0;
-        for (long n = 0; n < N; n++)
-            for (long m = 0; m < M; m++)
-                for (long oy = 0; oy < OH; oy++)
-                    for (long ox = 0; ox < OW; ox++) {
-                        long ob = m / k, l = m % k, at = (((n * cbo + ob) * OH + oy) * OW + ox) * k + l;
-                        double s = b[ob * k + l] + r[at];
-                        for (long c = 0; c < C; c++)
-                            for (long i = 0; i < 3; i++)
-                                for (long j = 0; j < 3; j++) {
-                                    long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
-                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                    s += (double)w[(((((ob / T) * cbi + c / k) * 3 + i) * 3 + j) * k + c % k) * T * k + (ob % T) * k + l] *
-                                         x[(((n * cbi + c / k) * H + iy) * W + ix) * k + c % k];
-                                }
-                        s = s < -1 ? -1 : s > 1 ? 1 : s;
-                        bad += !near(y[at], s, 1e-4);
-                    }
+        long bad = bconv_errors(&a, T);
         CHECK(bad == 0, "bconv k=%ld: %ld sums differ from the plain loops", k, bad);
         /* a stem: 3 channels read LINEAR (N, 3, H, W), the same geometry, one input block */
         enum { CS = 3 };
@@ -991,24 +1003,7 @@ static void blocked_kernels(unsigned seed) {
         mi_bconv_args st = {xl, ws, b, r, y, N, CS, 1, H, W, M, cbo, OH, OW, 3, 3, 2, 2, 1, 1,
                             1, 1, k, 0, -1.0f, 1.0f, 0, 0.0f, 0.0f, 0, 0, 1};
         CHECK(mi_bconv2d_f32(&st) == 0, "bconv stem failed");
-        bad = 0;
-        for (long n = 0; n < N; n++)
-            for (long m = 0; m < M; m++)
-                for (long oy = 0; oy < OH; oy++)
-                    for (long ox = 0; ox < OW; ox++) {
-                        long ob = m / k, l = m % k, at = (((n * cbo + ob) * OH + oy) * OW + ox) * k + l;
-                        double s = b[ob * k + l] + r[at];
-                        for (long c = 0; c < CS; c++)
-                            for (long i = 0; i < 3; i++)
-                                for (long j = 0; j < 3; j++) {
-                                    long iy = oy * 2 - 1 + i, ix = ox * 2 - 1 + j;
-                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                    s += (double)ws[((((ob / T) * 3 + i) * 3 + j) * k + c) * T * k + (ob % T) * k + l] *
-                                         xl[((n * CS + c) * H + iy) * W + ix];
-                                }
-                        s = s < -1 ? -1 : s > 1 ? 1 : s;
-                        bad += !near(y[at], s, 1e-4);
-                    }
+        bad = bconv_errors(&st, T);
         CHECK(bad == 0, "bconv stem k=%ld: %ld sums differ from the plain loops", k, bad);
         free(xl), free(ws);
         /* depthwise 3x3, stride 1, pad 1, over C channels */
